@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Device-machine entry point: run from the repository root with `.gpu/` (built here
+# by ../shared/tools/gpu-pack --bin mkernel) carried along. Sets up the libraries
+# the binaries dlopen, keeps NVLink multicast off, then runs what is asked:
+#   bash bench/device-run.sh tests [FILTER]      # packed test binaries
+#   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
+# Logs and JSON go under $OUT (or /tmp).
+set -u
+libdir=/tmp/mkernel-lib
+mkdir -p "$libdir"
+# cudarc dlopens "libnccl.so"; machines with only the runtime package have libnccl.so.2.
+if ! ldconfig -p | grep -q 'libnccl\.so '; then
+  nccl=$(ldconfig -p | awk '/libnccl\.so\.2 /{print $NF; exit}')
+  [[ -n $nccl ]] && ln -sf "$nccl" "$libdir/libnccl.so"
+fi
+export LD_LIBRARY_PATH=$libdir:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export MKERNEL_CACHE_DIR=${MKERNEL_CACHE_DIR:-/tmp/mkernel-jit}
+out=${OUT:-/tmp}
+what=${1:-tests}; shift || true
+case $what in
+  tests)
+    # Like .gpu/run.sh, but each binary is bounded (TEST_TIMEOUT s) and only the
+    # binaries whose name contains $1 run ("" = all); remaining args go to the harness.
+    pick=${1:-}; shift || true
+    export MKERNEL_REQUIRE_GPU=1 RUST_BACKTRACE=1
+    logs=/tmp/mkernel-test-logs; mkdir -p "$logs"; pass=0; fail=0
+    for t in .gpu/tests/*; do
+      name=$(basename "$t"); [[ $name == *"$pick"* ]] || continue
+      if timeout "${TEST_TIMEOUT:-240}" "$t" --test-threads=1 "$@" > "$logs/$name.log" 2>&1; then
+        pass=$((pass+1)); echo "ok    $name: $(grep -E '^test result' "$logs/$name.log" | tail -1)"
+      else
+        fail=$((fail+1)); echo "FAIL  $name (rc $?)"; tail -30 "$logs/$name.log"
+      fi
+    done
+    echo "$pass passed, $fail failed"; [[ $fail == 0 ]] ;;
+  bench) .gpu/bin/mkernel bench "$@" --out-dir "$out" 2>&1 | tee -a "$out/bench.log"; exit "${PIPESTATUS[0]}" ;;
+  *) echo "device-run.sh: unknown '$what' (tests | bench)" >&2; exit 2 ;;
+esac

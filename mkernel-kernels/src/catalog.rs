@@ -1,0 +1,67 @@
+//! Every kernel instantiation mkernel can launch. CI compiles all of them with NVRTC
+//! (`compile_all`), so a source or template error is caught without a GPU.
+
+use crate::error::Result;
+use crate::gemm::TileConfig;
+use crate::jit::{Compiler, KernelSource};
+use crate::params::MAX_RANKS;
+
+/// The layout-check translation unit (see [`crate::params::layout_check_source`]).
+pub fn layout_check() -> Result<KernelSource> {
+    Ok(KernelSource {
+        name: "mkernel_layout_check".into(),
+        source: crate::source::expand(&crate::params::layout_check_source())?,
+        needs_toolkit_headers: false,
+    })
+}
+
+/// All instantiations: the layout check, the random fill, the GEMM for each tile config, and the fused
+/// GEMM + all-reduce for each tile config, world size 1..=MAX_RANKS and comm path.
+pub fn all() -> Result<Vec<KernelSource>> {
+    let mut v = vec![layout_check()?, crate::fill::source()?];
+    for cfg in TileConfig::ALL {
+        v.push(crate::gemm::source(cfg)?);
+    }
+    for cfg in TileConfig::ALL {
+        for world in 1..=MAX_RANKS as u32 {
+            for path in crate::gemm_allreduce::CommPath::all_for(cfg, world) {
+                v.push(crate::gemm_allreduce::source(cfg, world, path)?);
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// Outcome of compiling one instantiation.
+#[derive(Debug)]
+pub struct CompileReport {
+    pub name: String,
+    pub bytes: usize,
+    pub from_cache: bool,
+    pub millis: u128,
+}
+
+/// Compiles every instantiation, stopping at the first error.
+pub fn compile_all(compiler: &Compiler) -> Result<Vec<CompileReport>> {
+    let mut out = Vec::new();
+    for src in all()? {
+        let t = std::time::Instant::now();
+        let c = compiler.compile(&src)?;
+        out.push(CompileReport { name: src.name, bytes: c.cubin.len(), from_cache: c.from_cache, millis: t.elapsed().as_millis() });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let all = all().unwrap();
+        let mut names: Vec<_> = all.iter().map(|s| s.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all.len());
+    }
+}

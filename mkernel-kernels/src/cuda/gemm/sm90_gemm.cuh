@@ -1,0 +1,225 @@
+// Hopper GEMM engine: C[M,N] = A[M,K] * B[N,K]^T (both operands K-major), bf16 in,
+// fp32 accumulation, bf16 out. Used by the plain GEMM kernel and by every fused kernel.
+//
+// Per CTA (one per SM, persistent):
+//   warpgroup 0      producer: one thread issues TMA loads of A/B tiles into a ring of
+//                    STAGES shared-memory stages (128B swizzle), signalling `stage_full`.
+//   warpgroups 1..2  consumers: each owns 64 rows of the BM=128 tile and issues
+//                    m64nBNk16 wgmma from shared memory, releases `stage_empty`, then
+//                    runs the epilogue (store to C, then the caller's tile hook).
+// Tiles are visited in a grouped (L2-friendly) order; the CTA with role index i of n
+// takes tiles i, i+n, i+2n, ... so callers that publish tiles see them in that order.
+#pragma once
+#include "../ptx/common.cuh"
+#include "../ptx/wgmma.cuh"
+#include "../sync/wait.cuh"
+
+namespace mk {
+
+// ---- named barriers (id 0 is __syncthreads) -------------------------------------------
+constexpr u32 kBarrierConsumersTileStored = 1;  // all consumer threads stored their fragment
+
+template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_>
+struct GemmConfig {
+  static constexpr u32 BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
+  static constexpr u32 kConsumerWarpgroups = BM / 64;
+  static constexpr u32 kConsumerThreads = 128 * kConsumerWarpgroups;
+  static constexpr u32 kThreads = 128 + kConsumerThreads;
+  static constexpr u32 kABytes = BM * BK * 2;
+  static constexpr u32 kBBytes = BN * BK * 2;
+  static constexpr u32 kStageBytes = kABytes + kBBytes;
+  static constexpr u32 kAccRegs = BN / 2;  // fp32 accumulators per consumer thread
+  // + 1024 bytes of slack so the ring can be aligned up to the swizzle atom.
+  static constexpr u32 kSmemBytes = STAGES * kStageBytes + 2 * STAGES * 8 + 1024;
+  static constexpr u32 kProducerRegs = 40;
+  static constexpr u32 kConsumerRegs = 232;
+
+  // ---- template checks ----
+  static_assert(BK * 2 == 128, "BK must be 64 bf16: one 128-byte swizzle atom per row (K-major descriptors)");
+  static_assert(BM == 128, "BM is two consumer warpgroups of 64 rows (wgmma M = 64)");
+  static_assert(BN == 128 || BN == 256, "BN must be a wgmma N with a wrapper: 128 or 256");
+  static_assert(STAGES >= 2 && STAGES <= 8, "2..8 pipeline stages");
+  static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers must stay 1024-byte aligned (128B swizzle)");
+  static_assert(kSmemBytes <= 232448, "sm_90 allows at most 227 KiB of shared memory per block");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= 65536, "register file is 64K per SM");
+  static_assert(kAccRegs + 64 <= kConsumerRegs, "accumulators must fit the consumer register budget");
+};
+
+// Grouped tile order: GROUP m-tiles sweep all n-tiles before moving on, so concurrently
+// running CTAs share A rows and B columns in L2.
+struct TileScheduler {
+  u32 num_m, num_n, total;
+  static constexpr u32 kGroup = 8;
+  __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn)
+      : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), total(num_m * num_n) {}
+  __device__ __forceinline__ void coords(u32 t, u32& mb, u32& nb) const {
+    const u32 per_group = kGroup * num_n;
+    const u32 g = t / per_group;
+    const u32 first_m = g * kGroup;
+    const u32 gm = min(num_m - first_m, kGroup);
+    const u32 r = t - g * per_group;
+    mb = first_m + r % gm;
+    nb = r / gm;
+  }
+};
+
+// Shared-memory ring and its mbarriers, carved out of dynamic shared memory.
+template <class Cfg>
+struct GemmSmem {
+  u8* base;
+  u64* stage_full;   // TMA bytes of a stage have landed
+  u64* stage_empty;  // every consumer warpgroup finished reading a stage
+  __device__ explicit GemmSmem(u8* raw) {
+    base = (u8*)(((u64)raw + 1023) & ~(u64)1023);
+    stage_full = (u64*)(base + Cfg::STAGES * Cfg::kStageBytes);
+    stage_empty = stage_full + Cfg::STAGES;
+  }
+  __device__ __forceinline__ u8* a(u32 s) const { return base + s * Cfg::kStageBytes; }
+  __device__ __forceinline__ u8* b(u32 s) const { return base + s * Cfg::kStageBytes + Cfg::kABytes; }
+  // One thread, before the CTA-wide barrier that precedes any use.
+  __device__ void init() const {
+    for (u32 s = 0; s < Cfg::STAGES; ++s) {
+      mbar_init(&stage_full[s], 1);
+      mbar_init(&stage_empty[s], Cfg::kConsumerWarpgroups);
+    }
+    fence_mbarrier_init();
+  }
+};
+
+// wgmma shared-memory descriptor for a K-major tile whose rows are 128 bytes with the
+// 128B swizzle (what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B): 8-row core-matrix
+// groups 1024 bytes apart (stride byte offset); leading byte offset unused.
+__device__ __forceinline__ u64 make_kmajor_sw128_desc(const void* smem_ptr) {
+  const u64 addr = smem_u32(smem_ptr);
+  u64 desc = (addr & 0x3FFFF) >> 4;
+  desc |= (u64)1 << 16;             // leading byte offset (ignored for swizzled K-major)
+  desc |= (u64)(1024 >> 4) << 32;   // stride byte offset
+  desc |= (u64)1 << 62;             // layout: 128B swizzle
+  return desc;
+}
+
+template <u32 BN>
+__device__ __forceinline__ void wgmma_tile_k16(float (&acc)[BN / 2], u64 da, u64 db, u32 scale_d);
+template <>
+__device__ __forceinline__ void wgmma_tile_k16<128>(float (&acc)[64], u64 da, u64 db, u32 scale_d) {
+  wgmma_m64n128k16_bf16(acc, da, db, scale_d);
+}
+template <>
+__device__ __forceinline__ void wgmma_tile_k16<256>(float (&acc)[128], u64 da, u64 db, u32 scale_d) {
+  wgmma_m64n256k16_bf16(acc, da, db, scale_d);
+}
+
+// ---- producer: one thread ------------------------------------------------------------
+template <class Cfg>
+__device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
+                              const TileScheduler& sched, u32 first_tile, u32 tile_stride, u32 k_blocks,
+                              u64 timeout_ns) {
+  u32 stage = 0, phase = 0;
+  for (u32 t = first_tile; t < sched.total; t += tile_stride) {
+    u32 mb, nb;
+    sched.coords(t, mb, nb);
+    for (u32 kb = 0; kb < k_blocks; ++kb) {
+      mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
+      mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
+      tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
+      tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
+      if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
+    }
+  }
+}
+
+// ---- epilogue: fragment -> row-major bf16 C, bounds-checked --------------------------
+// Thread t of a consumer warpgroup holds rows 16*(t/32) + (t%32)/4 + {0, 8} and columns
+// 8*j + 2*(t%4) + {0, 1} of its 64-row half (see ptx/wgmma.cuh).
+template <class Cfg>
+__device__ __forceinline__ void store_fragment_bf16(const float (&acc)[Cfg::kAccRegs], u16* c, u32 ldc, u32 m,
+                                                    u32 n, u32 row0, u32 col0, u32 tid_in_wg) {
+  const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const bool paired = (ldc % 2) == 0;
+#pragma unroll
+  for (u32 h = 0; h < 2; ++h) {
+    const u32 row = row0 + warp * 16 + lane / 4 + 8 * h;
+    if (row >= m) continue;
+    u16* crow = c + (u64)row * ldc;
+#pragma unroll
+    for (u32 j = 0; j < Cfg::BN / 8; ++j) {
+      const u32 col = col0 + 8 * j + 2 * (lane % 4);
+      const float x0 = acc[4 * j + 2 * h], x1 = acc[4 * j + 2 * h + 1];
+      if (paired && col + 1 < n) {
+        *reinterpret_cast<u32*>(crow + col) = pack_bf16x2(x0, x1);
+      } else {
+        if (col < n) crow[col] = f32_to_bf16(x0);
+        if (col + 1 < n) crow[col + 1] = f32_to_bf16(x1);
+      }
+    }
+  }
+}
+
+// ---- consumers: the two math warpgroups ----------------------------------------------
+// `on_tile_stored(t)` is called by every consumer thread after its fragment of tile t
+// is in C; hooks that publish the tile synchronise the consumers themselves.
+template <class Cfg, class OnTileStored>
+__device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sched, u32 first_tile,
+                              u32 tile_stride, u32 k_blocks, u16* c, u32 ldc, u32 m, u32 n, u32 wg,
+                              u32 tid_in_wg, u64 timeout_ns, OnTileStored& on_tile_stored) {
+  float acc[Cfg::kAccRegs];
+#pragma unroll
+  for (u32 i = 0; i < Cfg::kAccRegs; ++i) acc[i] = 0.0f;
+  u32 stage = 0, phase = 0;
+  for (u32 t = first_tile; t < sched.total; t += tile_stride) {
+    u32 mb, nb;
+    sched.coords(t, mb, nb);
+    u32 prev_stage = 0;
+    for (u32 kb = 0; kb < k_blocks; ++kb) {
+      mbar_wait(&sm.stage_full[stage], phase, timeout_ns);
+      const u64 da = make_kmajor_sw128_desc(sm.a(stage) + wg * 64 * 128);
+      const u64 db = make_kmajor_sw128_desc(sm.b(stage));
+      fence_accumulators(acc);
+      wgmma_fence();
+#pragma unroll
+      for (u32 kk = 0; kk < Cfg::BK / 16; ++kk) {
+        // +2 per k16 step: 16 bf16 = 32 bytes, in units of 16 bytes.
+        wgmma_tile_k16<Cfg::BN>(acc, da + 2 * kk, db + 2 * kk, (kb | kk) != 0 ? 1u : 0u);
+      }
+      wgmma_commit();
+      fence_accumulators(acc);
+      if (kb > 0) {
+        wgmma_wait<1>();  // the previous stage's wgmmas are complete
+        fence_accumulators(acc);
+        if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
+      }
+      prev_stage = stage;
+      if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
+    }
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+    if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
+    store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
+    on_tile_stored(t);
+  }
+}
+
+// Runs the producer or consumer side of the GEMM for the calling thread. All threads of
+// the CTA call it after `sm.init()` and a CTA barrier. Tiles first_tile, +stride, ...
+template <class Cfg, class OnTileStored>
+__device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm, u16* c,
+                         u32 ldc, u32 m, u32 n, u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns,
+                         OnTileStored& on_tile_stored) {
+  const TileScheduler sched(m, n, Cfg::BM, Cfg::BN);
+  const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
+  const u32 wg = threadIdx.x / 128;
+  if (wg == 0) {
+    warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_descriptor(tma_a);
+      tma_prefetch_descriptor(tma_b);
+      gemm_producer<Cfg>(tma_a, tma_b, sm, sched, first_tile, tile_stride, k_blocks, timeout_ns);
+    }
+  } else {
+    warpgroup_reg_alloc<Cfg::kConsumerRegs>();
+    gemm_consumer<Cfg>(sm, sched, first_tile, tile_stride, k_blocks, c, ldc, m, n, wg - 1, threadIdx.x % 128,
+                       timeout_ns, on_tile_stored);
+  }
+}
+
+}  // namespace mk

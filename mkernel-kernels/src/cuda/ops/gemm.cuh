@@ -1,0 +1,24 @@
+// Plain persistent GEMM kernel: C = A * B^T on one GPU (see gemm/sm90_gemm.cuh).
+// The JIT instantiates `gemm_kernel<Cfg>` inside an extern "C" entry point.
+#pragma once
+#include "../params.cuh"
+#include "../gemm/sm90_gemm.cuh"
+
+namespace mk {
+
+struct NoTileHook {
+  __device__ __forceinline__ void operator()(u32) const {}
+};
+
+template <class Cfg>
+__device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
+  extern __shared__ u8 smem_raw[];
+  const GemmSmem<Cfg> sm(smem_raw);
+  if (threadIdx.x == 0) sm.init();
+  __syncthreads();
+  NoTileHook hook;
+  gemm_run<Cfg>(&p.tma_a, &p.tma_b, sm, reinterpret_cast<u16*>(p.c), p.ldc, p.m, p.n, p.k, blockIdx.x, gridDim.x,
+                p.timeout_ns, hook);
+}
+
+}  // namespace mk

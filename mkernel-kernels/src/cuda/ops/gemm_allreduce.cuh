@@ -1,0 +1,502 @@
+// Fused GEMM + all-reduce over the ranks of one node (NVLink peer access, no multicast).
+//
+// Every rank r computes a partial P_r = A_r * B_r^T (A_r: its K shard) into its
+// symmetric `partial` buffer and must end with out = sum_q P_q. One persistent kernel
+// per GPU; CTAs [0, num_comm_ctas) communicate, the rest run the GEMM engine and, for
+// every finished tile t, push ready[t] = epoch into every rank's inbox (remote stores,
+// so consumers poll local memory only).
+//
+// One-shot path (world <= 2): each rank pulls the whole tile from every rank.
+//
+//   rank 0:  compute tiles ---> partial_0 --+--> comm CTA r0: out_0[t] = P_0[t] + P_1[t]
+//   rank 1:  compute tiles ---> partial_1 --+--> comm CTA r1: out_1[t] = P_0[t] + P_1[t]
+//            (each comm CTA: wait ready[0][t], ready[1][t] in its inbox; TMA-load both
+//             half tiles into shared memory, double-buffered; sum; TMA-store out)
+//
+// Two-phase paths (world > 2): each BM x BN tile is cut into WORLD row slices; rank r
+// owns slice r of every tile:
+//
+//            tile t of P_0        tile t of P_1              out (every rank)
+//          +-------------+      +-------------+           +-------------+
+//  slice 0 | r0 reduces  |  +   | read by r0  |  -> r0 ->  | sum, slice 0| <- r1 pulls
+//          +-------------+      +-------------+           +-------------+
+//  slice 1 | read by r1  |  +   | r1 reduces  |  -> r1 ->  | sum, slice 1| <- r0 pulls
+//          +-------------+      +-------------+           +-------------+
+//
+//    1. reduce:  wait ready[q][t] for all q; slice r <- sum_q partial_q[slice r];
+//                write it to out_r and back into partial_r[slice r]; push reduced[r][t]
+//    2. gather (one tile later): wait reduced[q][t] for q != r; out_r[slice q] <- partial_q
+//
+// End: the last comm CTA tells every peer "done reading you" (exit_q[r] = epoch) and
+// waits for every peer's exit flag, so no rank reuses `partial` while a peer still reads
+// it. All remote data traffic is loads; `out` can be any device buffer.
+//
+// Epochs: ControlBlock.epoch holds the last completed call; this call runs at epoch+1
+// and the last CTA to finish advances it, so calls need no host-side reset and the
+// kernel can be captured in a CUDA graph. Every inter-GPU wait is bounded.
+#pragma once
+#include "../params.cuh"
+#include "../sync/wait.cuh"
+#include "../gemm/sm90_gemm.cuh"
+
+namespace mk {
+
+enum class Role : u32 { Compute = 0, IntraComm = 1, InterSend = 2, InterRecv = 3 };
+
+// How communication CTAs move data (a JIT constant chosen on the host):
+//   TmaOneShot: N % 8 == 0, world <= 2. Whole half-tiles as TMA boxes, double-buffered.
+//   Tma:        N % 8 == 0, BM % world == 0. Two-phase with TMA slice boxes.
+//   Vec16:      N % 8 == 0. Two-phase, 16-byte loads/stores by every thread.
+//   Scalar:     any N. Two-phase, 2-byte loads/stores.
+enum class CommPath : u32 { Tma = 0, Vec16 = 1, Scalar = 2, TmaOneShot = 3 };
+
+constexpr u32 kCommUnroll = 4;  // 16-byte vectors in flight per thread and source (Vec16)
+
+// ---- flag inboxes ----------------------------------------------------------------------
+// Rank x's inbox row `from` holds what rank `from` published about each tile.
+__device__ __forceinline__ u32* inbox(u64 region, u32 stride, u32 from, u32 tile) {
+  return reinterpret_cast<u32*>(region) + (u64)from * stride + tile;
+}
+
+// Pushes `epoch` for (this rank, tile) into every rank's inbox. One thread; the data
+// it publishes must be visible to it (stores of its own, or of a CTA barrier's peers).
+template <u32 WORLD>
+__device__ __forceinline__ void publish_to_all(const u64 (&regions)[MKERNEL_MAX_RANKS], u32 stride, u32 rank,
+                                               u32 tile, u32 epoch) {
+#pragma unroll
+  for (u32 q = 0; q < WORLD; ++q) st_release_sys(inbox(regions[q], stride, rank, tile), epoch);
+}
+
+// Tile-stored hook of compute CTAs: once every consumer thread stored its fragment,
+// publish the tile to all ranks.
+template <u32 WORLD>
+struct PublishTileReady {
+  const AllReduceParams* p;
+  u32 epoch;
+  u32 consumer_threads;
+  __device__ __forceinline__ void operator()(u32 tile) const {
+    named_barrier_sync(kBarrierConsumersTileStored, consumer_threads);
+    if (threadIdx.x == 128) publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
+  }
+};
+
+// Region of a tile: rows [row_begin, row_end) x cols [col_begin, col_end) of the
+// [M, N] matrix, already clipped to the matrix.
+struct Region {
+  u32 row_begin, row_end, col_begin, col_end;
+  __device__ __forceinline__ bool empty() const { return row_begin >= row_end || col_begin >= col_end; }
+};
+
+template <class Cfg, u32 WORLD>
+__device__ __forceinline__ Region slice_region(const TileScheduler& sched, u32 tile, u32 slice, u32 m, u32 n) {
+  u32 mb, nb;
+  sched.coords(tile, mb, nb);
+  const u32 r0 = mb * Cfg::BM + slice * Cfg::BM / WORLD;
+  const u32 r1 = mb * Cfg::BM + (slice + 1) * Cfg::BM / WORLD;
+  const u32 c0 = nb * Cfg::BN;
+  return Region{min(r0, m), min(r1, m), min(c0, n), min(c0 + Cfg::BN, n)};
+}
+
+// Thread 0 waits until every rank q (but `skip`) published `tile` in this rank's inbox
+// `region`; returns false when the kernel is aborting.
+template <u32 WORLD>
+__device__ __forceinline__ bool wait_inbox(u64 region, u32 stride, u32 skip, u32 tile, const WaitContext& ctx,
+                                           WaitOp op) {
+  for (u32 j = 0; j < WORLD; ++j) {
+    const u32 q = (ctx.rank + j) % WORLD;
+    if (q == skip) continue;
+    if (!wait_flag_geq(inbox(region, stride, q, tile), ctx.epoch, ctx, op, q, tile)) return false;
+  }
+  return true;
+}
+
+// dst0 (and dst1 when given) <- sum over NSRC sources, over one region; all threads of
+// the CTA. kVec: N % 8 == 0, so every row segment is whole 16-byte vectors.
+template <u32 NSRC, bool kVec>
+__device__ __forceinline__ void sum_region(const u16* const (&src)[NSRC], u16* dst0, u16* dst1, Region g, u32 n) {
+  if (g.empty()) return;
+  const u32 tid = threadIdx.x, nthreads = blockDim.x;
+  const u32 width = g.col_end - g.col_begin;
+  if constexpr (kVec) {
+    const u32 vpr = width / 8;
+    const u32 total = (g.row_end - g.row_begin) * vpr;
+    for (u32 v0 = tid; v0 < total; v0 += kCommUnroll * nthreads) {
+      uint4 in[kCommUnroll][NSRC];
+      u64 off[kCommUnroll];
+#pragma unroll
+      for (u32 u = 0; u < kCommUnroll; ++u) {
+        const u32 v = v0 + u * nthreads;
+        off[u] = 0;
+        if (v < total) {
+          off[u] = (u64)(g.row_begin + v / vpr) * n + g.col_begin + (v % vpr) * 8;
+#pragma unroll
+          for (u32 s = 0; s < NSRC; ++s) in[u][s] = ld_cg_v4(src[s] + off[u]);
+        }
+      }
+#pragma unroll
+      for (u32 u = 0; u < kCommUnroll; ++u) {
+        if (v0 + u * nthreads >= total) continue;
+        uint4 r;
+        if constexpr (NSRC == 1) {
+          r = in[u][0];
+        } else {
+          float lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (u32 s = 0; s < NSRC; ++s) {
+            const u32 x[4] = {in[u][s].x, in[u][s].y, in[u][s].z, in[u][s].w};
+#pragma unroll
+            for (u32 e = 0; e < 4; ++e) { lo[e] += bf16_lo(x[e]); hi[e] += bf16_hi(x[e]); }
+          }
+          r = make_uint4(pack_bf16x2(lo[0], hi[0]), pack_bf16x2(lo[1], hi[1]), pack_bf16x2(lo[2], hi[2]),
+                         pack_bf16x2(lo[3], hi[3]));
+        }
+        st_v4(dst0 + off[u], r);
+        if (dst1 != nullptr) st_v4(dst1 + off[u], r);
+      }
+    }
+  } else {
+    const u32 total = (g.row_end - g.row_begin) * width;
+    for (u32 e = tid; e < total; e += nthreads) {
+      const u64 off = (u64)(g.row_begin + e / width) * n + g.col_begin + e % width;
+      float acc = 0.0f;
+#pragma unroll
+      for (u32 s = 0; s < NSRC; ++s) acc += bf16_to_f32(ld_cg_u16(src[s] + off));
+      const u16 r = f32_to_bf16(acc);
+      dst0[off] = r;
+      if (dst1 != nullptr) dst1[off] = r;
+    }
+  }
+}
+
+// Sums NSRC bf16 boxes of `bytes` in shared memory into box `dst` (which may be one of
+// the sources), in fp32 in source order, rounding once. All threads of the CTA.
+template <u32 NSRC>
+__device__ __forceinline__ void sum_boxes(u8* const (&src)[NSRC], u8* dst, u32 bytes) {
+  for (u32 v = threadIdx.x; v < bytes / 16; v += blockDim.x) {
+    float lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (u32 q = 0; q < NSRC; ++q) {
+      const uint4 x = reinterpret_cast<const uint4*>(src[q])[v];
+      const u32 w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (u32 e = 0; e < 4; ++e) { lo[e] += bf16_lo(w[e]); hi[e] += bf16_hi(w[e]); }
+    }
+    reinterpret_cast<uint4*>(dst)[v] = make_uint4(pack_bf16x2(lo[0], hi[0]), pack_bf16x2(lo[1], hi[1]),
+                                                  pack_bf16x2(lo[2], hi[2]), pack_bf16x2(lo[3], hi[3]));
+  }
+}
+
+// =========================================================================================
+// One-shot TMA path (world <= 2)
+// =========================================================================================
+// Work item j = half h = j % 2 of the CTA's (j / 2)-th tile. Two stages of WORLD boxes of
+// [BM/2, BN]; loads of item j+1 fly while item j is summed and stored.
+template <class Cfg, u32 WORLD>
+struct OneShotSmem {
+  static constexpr u32 kRows = Cfg::BM / 2;
+  static constexpr u32 kBoxBytes = kRows * Cfg::BN * 2;
+  static constexpr u32 kStages = 2;
+  static_assert(Cfg::BN <= 256 && kRows <= 256, "TMA boxes are at most 256 per dimension");
+  static_assert(kStages * WORLD * kBoxBytes + 16 + 1024 <= Cfg::kSmemBytes, "one-shot buffers must fit shared memory");
+  u8* base;
+  u64* stage_landed;  // [kStages]
+  __device__ explicit OneShotSmem(u8* raw) {
+    base = (u8*)(((u64)raw + 1023) & ~(u64)1023);
+    stage_landed = (u64*)(base + kStages * WORLD * kBoxBytes);
+  }
+  __device__ __forceinline__ u8* box(u32 stage, u32 q) const { return base + (stage * WORLD + q) * kBoxBytes; }
+};
+
+template <class Cfg, u32 WORLD>
+__device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
+  __shared__ u32 s_verdict;
+  using Smem = OneShotSmem<Cfg, WORLD>;
+  extern __shared__ u8 smem_raw[];
+  const Smem sm(smem_raw);
+  const u32 tid = threadIdx.x;
+  const TileScheduler sched(p.m, p.n, Cfg::BM, Cfg::BN);
+  const u32 my_tiles = sched.total > comm_idx ? (sched.total - comm_idx + n_comm - 1) / n_comm : 0;
+  const u32 items = 2 * my_tiles;
+  if (tid == 0) {
+    for (u32 s = 0; s < Smem::kStages; ++s) mbar_init(&sm.stage_landed[s], 1);
+    fence_mbarrier_init();
+    tma_prefetch_descriptor(&p.tma_out);
+  }
+  __syncthreads();
+  // Thread 0: wait for item j's tile (on its first half) and issue its loads.
+  auto issue = [&](u32 j) -> bool {
+    const u32 t = comm_idx + (j / 2) * n_comm;
+    if (j % 2 == 0 && !wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady))
+      return false;
+    u32 mb, nb;
+    sched.coords(t, mb, nb);
+    const u32 s = j % Smem::kStages;
+    bulk_wait_group_read<0>();   // the store that last used this stage has read it
+    fence_proxy_async_global();  // flag acquires -> TMA reads
+    mbar_arrive_expect_tx(&sm.stage_landed[s], WORLD * Smem::kBoxBytes);
+    for (u32 q = 0; q < WORLD; ++q)
+      tma_load_2d(&p.tma_partial[q], &sm.stage_landed[s], sm.box(s, q), (i32)(nb * Cfg::BN),
+                  (i32)(mb * Cfg::BM + (j % 2) * Smem::kRows));
+    return true;
+  };
+  if (tid == 0) s_verdict = (items == 0 || issue(0)) ? 1u : 0u;
+  __syncthreads();
+  u32 phase[Smem::kStages] = {0, 0};
+  for (u32 j = 0; j < items && s_verdict != 0; ++j) {
+    __syncthreads();  // everyone read s_verdict before thread 0 may rewrite it
+    if (tid == 0 && j + 1 < items && !issue(j + 1)) s_verdict = 0;
+    const u32 s = j % Smem::kStages;
+    mbar_wait(&sm.stage_landed[s], phase[s], ctx.timeout_ns);
+    phase[s] ^= 1;
+    if constexpr (WORLD == 2) {  // (world 1: box 0 already is the result)
+      u8* const both[2] = {sm.box(s, 0), sm.box(s, 1)};
+      sum_boxes<2>(both, sm.box(s, 0), Smem::kBoxBytes);
+    }
+    fence_proxy_async_shared();  // generic writes of box 0 -> TMA store reads
+    __syncthreads();
+    if (tid == 0) {
+      const u32 t = comm_idx + (j / 2) * n_comm;
+      u32 mb, nb;
+      sched.coords(t, mb, nb);
+      tma_store_2d(&p.tma_out, sm.box(s, 0), (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + (j % 2) * Smem::kRows));
+      bulk_commit_group();
+    }
+  }
+  if (tid == 0) bulk_wait_group<0>();
+  __syncthreads();
+}
+
+// =========================================================================================
+// Two-phase TMA path (BM % world == 0)
+// =========================================================================================
+// Shared memory: WORLD slice boxes for the reduction and WORLD for the gather (the own
+// one unused), then two mbarriers.
+template <class Cfg, u32 WORLD>
+struct CommSmem {
+  static constexpr u32 kSliceRows = Cfg::BM / WORLD;
+  static constexpr u32 kBoxBytes = kSliceRows * Cfg::BN * 2;
+  static_assert(Cfg::BM % WORLD == 0, "TMA path: every slice is BM / WORLD rows");
+  static_assert(kSliceRows <= 256 && Cfg::BN <= 256, "TMA boxes are at most 256 per dimension");
+  static_assert(kBoxBytes % 128 == 0, "slice boxes stay 128-byte aligned in shared memory");
+  static_assert(2 * WORLD * kBoxBytes + 16 + 1024 <= Cfg::kSmemBytes, "comm buffers must fit the kernel's shared memory");
+  u8* base;
+  u64* slices_landed;    // reduction sources arrived
+  u64* gathered_landed;  // peers' reduced slices arrived
+  __device__ explicit CommSmem(u8* raw) {
+    base = (u8*)(((u64)raw + 1023) & ~(u64)1023);
+    slices_landed = (u64*)(base + 2 * WORLD * kBoxBytes);
+    gathered_landed = slices_landed + 1;
+  }
+  __device__ __forceinline__ u8* reduce_box(u32 q) const { return base + q * kBoxBytes; }
+  __device__ __forceinline__ u8* gather_box(u32 q) const { return base + (WORLD + q) * kBoxBytes; }
+};
+
+// Iteration i reduces tile t_i = comm_idx + i * n_comm and gathers tile t_{i-1}; thread 0
+// waits for flags and moves every box, all threads sum in shared memory.
+template <class Cfg, u32 WORLD>
+__device__ void comm_role_tma(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
+  __shared__ u32 s_verdict;
+  using Smem = CommSmem<Cfg, WORLD>;
+  extern __shared__ u8 smem_raw[];
+  const Smem sm(smem_raw);
+  const u32 tid = threadIdx.x, rank = p.rank;
+  const TileScheduler sched(p.m, p.n, Cfg::BM, Cfg::BN);
+  if (tid == 0) {
+    mbar_init(sm.slices_landed, 1);
+    mbar_init(sm.gathered_landed, 1);
+    fence_mbarrier_init();
+    tma_prefetch_descriptor(&p.tma_out);
+  }
+  __syncthreads();
+  u32 phase_reduce = 0, phase_gather = 0;
+  for (u32 i = 0;; ++i) {
+    const u32 t = comm_idx + i * n_comm;
+    const bool have_reduce = t < sched.total;
+    // The gather runs one tile behind: tile t_{i-1}, if it exists.
+    const bool have_gather = WORLD > 1 && i > 0 && t - n_comm < sched.total;
+    if (!have_reduce && !have_gather) break;
+    u32 mb = 0, nb = 0, mbg = 0, nbg = 0;
+    if (have_reduce) sched.coords(t, mb, nb);
+    if (have_gather) sched.coords(t - n_comm, mbg, nbg);
+    if (tid == 0) {
+      bool ok = !have_reduce || wait_inbox<WORLD>(p.ready[rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady);
+      ok = ok && (!have_gather ||
+                  wait_inbox<WORLD>(p.reduced[rank], p.flag_stride, rank, t - n_comm, ctx, WaitOp::PeerSliceReduced));
+      bulk_wait_group_read<0>();   // the previous iteration's stores no longer read the boxes
+      fence_proxy_async_global();  // flag acquires above -> TMA reads below
+      if (ok && have_reduce) {
+        mbar_arrive_expect_tx(sm.slices_landed, WORLD * Smem::kBoxBytes);
+        for (u32 q = 0; q < WORLD; ++q)
+          tma_load_2d(&p.tma_partial[q], sm.slices_landed, sm.reduce_box(q), (i32)(nb * Cfg::BN),
+                      (i32)(mb * Cfg::BM + rank * Smem::kSliceRows));
+      }
+      if (ok && have_gather) {
+        mbar_arrive_expect_tx(sm.gathered_landed, (WORLD - 1) * Smem::kBoxBytes);
+        for (u32 j = 1; j < WORLD; ++j) {
+          const u32 q = (rank + j) % WORLD;
+          tma_load_2d(&p.tma_partial[q], sm.gathered_landed, sm.gather_box(q), (i32)(nbg * Cfg::BN),
+                      (i32)(mbg * Cfg::BM + q * Smem::kSliceRows));
+        }
+      }
+      s_verdict = ok ? 1u : 0u;
+    }
+    __syncthreads();
+    if (s_verdict == 0) break;
+    if (have_reduce) {
+      mbar_wait(sm.slices_landed, phase_reduce, ctx.timeout_ns);
+      phase_reduce ^= 1;
+      u8* srcs[WORLD];
+#pragma unroll
+      for (u32 q = 0; q < WORLD; ++q) srcs[q] = sm.reduce_box(q);
+      sum_boxes<WORLD>(srcs, sm.reduce_box(0), Smem::kBoxBytes);
+      fence_proxy_async_shared();  // generic writes of box 0 -> TMA store reads
+      __syncthreads();
+      if (tid == 0) {
+        const i32 c0 = (i32)(nb * Cfg::BN), r0 = (i32)(mb * Cfg::BM + rank * Smem::kSliceRows);
+        tma_store_2d(&p.tma_out, sm.reduce_box(0), c0, r0);
+        tma_store_2d(&p.tma_partial[rank], sm.reduce_box(0), c0, r0);
+        bulk_commit_group();
+      }
+    }
+    if (have_gather && tid == 0) {
+      mbar_wait(sm.gathered_landed, phase_gather, ctx.timeout_ns);
+      phase_gather ^= 1;
+      for (u32 j = 1; j < WORLD; ++j) {
+        const u32 q = (rank + j) % WORLD;
+        tma_store_2d(&p.tma_out, sm.gather_box(q), (i32)(nbg * Cfg::BN), (i32)(mbg * Cfg::BM + q * Smem::kSliceRows));
+      }
+      bulk_commit_group();
+    }
+    if (have_reduce && tid == 0) {
+      // Publish the reduced slice once its TMA stores are performed.
+      if (have_gather) bulk_wait_group<1>(); else bulk_wait_group<0>();
+      fence_proxy_async_global();
+      publish_to_all<WORLD>(p.reduced, p.flag_stride, rank, t, ctx.epoch);
+    }
+    __syncthreads();  // s_verdict is rewritten next iteration
+  }
+  if (tid == 0) bulk_wait_group<0>();
+  __syncthreads();
+}
+
+// =========================================================================================
+// Two-phase load/store paths (any N)
+// =========================================================================================
+template <class Cfg, u32 WORLD, bool kVec>
+__device__ bool reduce_own_slice(const AllReduceParams& p, const WaitContext& ctx, const TileScheduler& sched, u32 tile,
+                                 u32* s_verdict) {
+  if (threadIdx.x == 0)
+    *s_verdict = wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, tile, ctx, WaitOp::PeerTileReady) ? 1u : 0u;
+  __syncthreads();
+  const bool ok = *s_verdict != 0;
+  __syncthreads();
+  if (!ok) return false;
+  const u16* src[WORLD];
+#pragma unroll
+  for (u32 q = 0; q < WORLD; ++q) src[q] = reinterpret_cast<const u16*>(p.partial[(p.rank + q) % WORLD]);
+  const Region g = slice_region<Cfg, WORLD>(sched, tile, p.rank, p.m, p.n);
+  sum_region<WORLD, kVec>(src, reinterpret_cast<u16*>(p.out), reinterpret_cast<u16*>(p.partial[p.rank]), g, p.n);
+  __syncthreads();
+  if (threadIdx.x == 0) publish_to_all<WORLD>(p.reduced, p.flag_stride, p.rank, tile, ctx.epoch);
+  return true;
+}
+
+template <class Cfg, u32 WORLD, bool kVec>
+__device__ bool gather_peer_slices(const AllReduceParams& p, const WaitContext& ctx, const TileScheduler& sched,
+                                   u32 tile, u32* s_verdict) {
+  if (threadIdx.x == 0)
+    *s_verdict =
+        wait_inbox<WORLD>(p.reduced[p.rank], p.flag_stride, p.rank, tile, ctx, WaitOp::PeerSliceReduced) ? 1u : 0u;
+  __syncthreads();
+  const bool ok = *s_verdict != 0;
+  __syncthreads();
+  if (!ok) return false;
+  for (u32 i = 1; i < WORLD; ++i) {
+    const u32 q = (p.rank + i) % WORLD;
+    const u16* src[1] = {reinterpret_cast<const u16*>(p.partial[q])};
+    const Region g = slice_region<Cfg, WORLD>(sched, tile, q, p.m, p.n);
+    sum_region<1, kVec>(src, reinterpret_cast<u16*>(p.out), nullptr, g, p.n);
+  }
+  return true;
+}
+
+template <class Cfg, u32 WORLD, bool kVec>
+__device__ void comm_role_lsu(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
+  __shared__ u32 s_verdict;
+  const TileScheduler sched(p.m, p.n, Cfg::BM, Cfg::BN);
+  for (u32 i = 0;; ++i) {
+    const u32 t = comm_idx + i * n_comm;
+    if (t < sched.total && !reduce_own_slice<Cfg, WORLD, kVec>(p, ctx, sched, t, &s_verdict)) break;
+    if (WORLD > 1 && i > 0 && t - n_comm < sched.total &&
+        !gather_peer_slices<Cfg, WORLD, kVec>(p, ctx, sched, t - n_comm, &s_verdict))
+      break;
+    if (t >= sched.total) break;
+  }
+  __syncthreads();
+}
+
+// After a communication CTA's last tile: the last one of this rank tells every peer
+// it no longer reads their buffers, and waits until every peer says the same.
+template <u32 WORLD>
+__device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u32 n_comm) {
+  if (threadIdx.x == 0) {
+    const u32 finished = atom_add_acq_rel_gpu(&ctx.control->comm_done, 1) + 1;
+    if (finished == n_comm) {
+      // Last communication CTA of this rank: no CTA of this rank reads peers any more.
+      ctx.control->comm_done = 0;
+      for (u32 i = 1; i < WORLD; ++i) {
+        const u32 q = (p.rank + i) % WORLD;
+        st_release_sys(reinterpret_cast<u32*>(p.exit_flags[q]) + p.rank, ctx.epoch);
+      }
+      if (!aborted(ctx)) {
+        for (u32 i = 1; i < WORLD; ++i) {
+          const u32 q = (p.rank + i) % WORLD;
+          if (!wait_flag_geq(reinterpret_cast<const u32*>(p.exit_flags[p.rank]) + q, ctx.epoch, ctx, WaitOp::PeerExit,
+                             q, ~0u))
+            break;
+        }
+      }
+    }
+  }
+}
+
+template <class Cfg, u32 WORLD, CommPath PATH>
+__device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) {
+  static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "world size must be 1..MKERNEL_MAX_RANKS");
+  static_assert(Cfg::BM >= WORLD, "every rank owns at least one row of each tile");
+  static_assert(PATH != CommPath::TmaOneShot || WORLD <= 2, "the one-shot path pulls whole tiles: world <= 2");
+  ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
+  const WaitContext ctx{control, reinterpret_cast<KernelStatus*>(p.status), p.timeout_ns, p.rank,
+                        ld_acquire_gpu(&control->epoch) + 1};
+  const Role role = blockIdx.x < p.num_comm_ctas ? Role::IntraComm : Role::Compute;
+  if (role == Role::IntraComm) {
+    if constexpr (PATH == CommPath::TmaOneShot) {
+      comm_role_oneshot<Cfg, WORLD>(p, ctx, blockIdx.x, p.num_comm_ctas);
+    } else if constexpr (PATH == CommPath::Tma) {
+      comm_role_tma<Cfg, WORLD>(p, ctx, blockIdx.x, p.num_comm_ctas);
+    } else {
+      comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, blockIdx.x, p.num_comm_ctas);
+    }
+    comm_finish<WORLD>(p, ctx, p.num_comm_ctas);
+  } else if (role == Role::Compute) {
+    extern __shared__ u8 smem_raw[];
+    const GemmSmem<Cfg> sm(smem_raw);
+    if (threadIdx.x == 0) sm.init();
+    __syncthreads();
+    PublishTileReady<WORLD> hook{&p, ctx.epoch, Cfg::kConsumerThreads};
+    gemm_run<Cfg>(&p.tma_a, &p.tma_b, sm, reinterpret_cast<u16*>(p.partial[p.rank]), p.n, p.m, p.n, p.k,
+                  blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas, p.timeout_ns, hook);
+  }
+  // ---- epoch hand-over: the last CTA of this call advances the epoch ----
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const u32 finished = atom_add_acq_rel_gpu(&control->ctas_done, 1) + 1;
+    if (finished == gridDim.x) {
+      control->ctas_done = 0;
+      control->epoch = ctx.epoch;
+      fence_acq_rel_gpu();
+    }
+  }
+}
+
+}  // namespace mk

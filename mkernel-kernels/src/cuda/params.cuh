@@ -1,0 +1,69 @@
+// Structs that cross the host/device boundary. Each one is mirrored field for field by
+// a #[repr(C)] struct in mkernel-kernels/src/params.rs; the layout test there compiles
+// static_asserts generated from the Rust offsets against this header with NVRTC.
+#pragma once
+#include "ptx/common.cuh"
+
+// Written by the first wait of a kernel that times out, into pinned host memory that
+// is mapped into the device, so the host can name what was waited for after the
+// kernel has returned (the kernel aborts cleanly instead of trapping).
+struct KernelStatus {
+  u32 code;        // 0 = ok, otherwise a WaitOp
+  u32 rank;        // rank that waited
+  u32 peer;        // rank whose flag did not arrive
+  u32 tile;        // tile index (or ~0u when not about one tile)
+  u32 epoch;       // epoch of the call
+  u32 expected;    // flag value waited for (>=)
+  u32 observed;    // last value seen
+  u32 cta;         // blockIdx.x of the waiting CTA
+  u64 waited_ns;   // time spent waiting before giving up
+};
+
+// Plain GEMM: C[M,N] = A[M,K] * B[N,K]^T, bf16 in/out, fp32 accumulation.
+struct GemmParams {
+  TmaDescriptor tma_a;   // A [M, K] row-major, box [BK, BM]
+  TmaDescriptor tma_b;   // B [N, K] row-major, box [BK, BN]
+  u64 c;                 // C [M, N] row-major, bf16
+  u32 m, n, k;
+  u32 ldc;               // elements between rows of C
+  u64 timeout_ns;        // bound on every wait inside the kernel
+};
+
+// Fused GEMM + all-reduce over the ranks of one node (see ops/gemm_allreduce.cuh).
+// Addresses of peer buffers are given per rank (index = rank); entries >= world size
+// are zero. kMaxRanks bounds the array only; the world size is a JIT constant.
+#define MKERNEL_MAX_RANKS 8
+struct AllReduceParams {
+  TmaDescriptor tma_a;                 // local A shard [M, K_local]
+  TmaDescriptor tma_b;                 // local B shard [N, K_local]
+  TmaDescriptor tma_out;               // out [M, N], box [BM / world, BN] (TMA comm path)
+  TmaDescriptor tma_partial[MKERNEL_MAX_RANKS];  // every rank's partial [M, N], same box
+  u64 out;                             // C [M, N] bf16, this rank's output (any device buffer)
+  u64 partial[MKERNEL_MAX_RANKS];      // symmetric [M, N] bf16 partial products, per rank
+  u64 ready[MKERNEL_MAX_RANKS];        // per rank: inbox u32[world][flag_stride], [from][tile] = epoch
+  u64 reduced[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride], [from][tile] = epoch
+  u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
+  u64 control;                         // local ControlBlock
+  u64 status;                          // host-mapped KernelStatus
+  u32 m, n, k;
+  u32 rank;
+  u32 num_comm_ctas;                   // CTAs [0, num_comm_ctas) communicate, the rest compute
+  u32 flag_stride;                     // tiles per inbox row (>= number of tiles)
+  u64 timeout_ns;
+};
+
+// Per-rank device-resident control words; zeroed once at allocation.
+struct ControlBlock {
+  u32 epoch;          // epoch of the last completed call; a call runs at epoch + 1
+  u32 abort_epoch;    // == current epoch once some CTA gave up waiting
+  u32 ctas_done;      // CTAs finished in this call (the last one advances `epoch`)
+  u32 comm_done;      // communication CTAs finished in this call
+};
+
+// Random fill of a bf16 buffer (ops/fill.cuh).
+struct FillParams {
+  u64 out;      // bf16 [len]
+  u64 len;      // elements
+  u64 seed;
+  float lo, hi; // values uniform in [lo, hi)
+};

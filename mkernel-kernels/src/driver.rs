@@ -1,0 +1,216 @@
+//! CUDA driver plumbing shared by every operator: availability checks, the per-context
+//! module cache, TMA tensor maps, and raw launches with a `#[repr(C)]` parameter struct.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{result as drv, sys, CudaContext, CudaFunction, CudaStream};
+
+use crate::error::{DriverContext, Error, Result};
+use crate::jit::{Compiler, KernelSource};
+use crate::params::TmaDescriptor;
+
+/// True when the CUDA driver library loads and reports at least one device.
+pub fn gpu_available() -> bool {
+    device_count().map(|n| n > 0).unwrap_or(false)
+}
+
+/// Number of CUDA devices (errors when the driver is missing or fails to initialise).
+pub fn device_count() -> Result<usize> {
+    // SAFETY: only tries to dlopen candidate library names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(Error::DriverMissing);
+    }
+    drv::init().call("cuInit")?;
+    let n = CudaContext::device_count().call("cuDeviceGetCount")?;
+    Ok(n.max(0) as usize)
+}
+
+/// Facts about a device that kernels are specialised or sized by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub sm_count: u32,
+    pub compute_capability: (i32, i32),
+    pub max_smem_per_block_optin: u32,
+}
+
+/// Reads [`DeviceInfo`] off `ctx`'s device.
+pub fn device_info(ctx: &CudaContext) -> Result<DeviceInfo> {
+    use sys::CUdevice_attribute::*;
+    let sm = ctx.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).call("cuDeviceGetAttribute")?;
+    let smem = ctx
+        .attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .call("cuDeviceGetAttribute")?;
+    Ok(DeviceInfo {
+        ordinal: ctx.ordinal(),
+        sm_count: sm.max(0) as u32,
+        compute_capability: ctx.compute_capability().call("cuDeviceGetAttribute")?,
+        max_smem_per_block_optin: smem.max(0) as u32,
+    })
+}
+
+/// Refuses devices the catalog cannot run on (everything here is `sm_90a`).
+pub fn require_hopper(info: &DeviceInfo) -> Result<()> {
+    if info.compute_capability != (9, 0) {
+        return Err(Error::Unsupported(format!(
+            "device {} has compute capability {}.{}; mkernel kernels need sm_90a (H100/H200)",
+            info.ordinal, info.compute_capability.0, info.compute_capability.1
+        )));
+    }
+    Ok(())
+}
+
+/// Compiles (or finds in the caches) and loads kernels, one module per context.
+pub struct Runtime {
+    compiler: Compiler,
+    loaded: Mutex<HashMap<(usize, String), CudaFunction>>,
+}
+
+impl Runtime {
+    /// A runtime with its own compiler (and cache directory).
+    pub fn new(compiler: Compiler) -> Self {
+        Self { compiler, loaded: Mutex::new(HashMap::new()) }
+    }
+
+    /// The process-wide runtime, caching under [`crate::jit::default_cache_dir`].
+    pub fn global() -> &'static Runtime {
+        static RT: OnceLock<Runtime> = OnceLock::new();
+        RT.get_or_init(|| Runtime::new(Compiler::new(Some(crate::jit::default_cache_dir()))))
+    }
+
+    /// The compiler behind this runtime.
+    pub fn compiler(&self) -> &Compiler {
+        &self.compiler
+    }
+
+    /// Returns `src`'s entry point loaded into `ctx`, compiling on first use.
+    pub fn function(&self, ctx: &Arc<CudaContext>, src: &KernelSource) -> Result<CudaFunction> {
+        let key = (ctx.cu_ctx() as usize, src.name.clone());
+        if let Some(f) = self.loaded.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(f);
+        }
+        let compiled = self.compiler.compile(src)?;
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.as_ref().clone()))
+            .call("cuModuleLoadData")?;
+        let f = module.load_function(&src.name).call("cuModuleGetFunction")?;
+        if let Ok(mut m) = self.loaded.lock() {
+            m.insert(key, f.clone());
+        }
+        Ok(f)
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchDims {
+    pub grid: u32,
+    pub block: u32,
+    pub smem_bytes: u32,
+}
+
+/// Launches `f` on `stream` with one by-value parameter struct (declared in the kernel
+/// as `const __grid_constant__ P p`).
+///
+/// # Safety
+/// `P` must be the exact `#[repr(C)]` mirror of the kernel's parameter type, and every
+/// device address inside it must stay valid until the launch completes.
+pub unsafe fn launch<P: Copy>(f: &CudaFunction, dims: LaunchDims, stream: &CudaStream, params: &P) -> Result<()> {
+    stream.context().bind_to_thread().call("cuCtxSetCurrent")?;
+    drv::function::set_function_attribute(
+        f.cu_function(),
+        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        dims.smem_bytes as i32,
+    )
+    .call("cuFuncSetAttribute")?;
+    let mut args = [params as *const P as *mut c_void];
+    drv::launch_kernel(
+        f.cu_function(),
+        (dims.grid, 1, 1),
+        (dims.block, 1, 1),
+        dims.smem_bytes,
+        stream.cu_stream(),
+        &mut args,
+    )
+    .call("cuLaunchKernel")
+}
+
+/// A 2-D row-major bf16 tensor as TMA sees it: `rows` x `cols`, `row_stride_bytes` apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tensor2d {
+    pub ptr: u64,
+    pub rows: u64,
+    pub cols: u64,
+    pub row_stride_bytes: u64,
+}
+
+/// Shared-memory layout a TMA box is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swizzle {
+    /// Rows of 128 bytes with the 128-byte swizzle (what wgmma's K-major descriptors read).
+    B128,
+    /// Plain row-major box.
+    None,
+}
+
+/// Encodes a TMA descriptor moving boxes of `box_rows` x `box_cols` bf16 (with
+/// [`Swizzle::B128`], `box_cols * 2` must be 128). Out-of-bounds elements read as 0
+/// and are not written by stores.
+///
+/// Errors name the rule TMA imposes (address 16-byte aligned, row stride a multiple
+/// of 16 bytes and below 2^40, dims below 2^32).
+pub fn tma_2d_bf16(t: Tensor2d, box_rows: u32, box_cols: u32, swizzle: Swizzle, arg: &'static str) -> Result<TmaDescriptor> {
+    if t.ptr % 16 != 0 {
+        return Err(crate::error::invalid(arg, format!("device address {:#x} must be 16-byte aligned for TMA", t.ptr)));
+    }
+    if t.row_stride_bytes % 16 != 0 || t.row_stride_bytes >= (1 << 40) {
+        return Err(crate::error::invalid(
+            arg,
+            format!(
+                "row stride {} bytes ({} bf16) must be a multiple of 16 bytes (a multiple of 8 elements) for TMA",
+                t.row_stride_bytes,
+                t.row_stride_bytes / 2
+            ),
+        ));
+    }
+    if t.rows == 0 || t.cols == 0 || t.rows >= (1 << 32) || t.cols >= (1 << 32) {
+        return Err(crate::error::invalid(arg, format!("dims [{}, {}] must be in 1..2^32", t.rows, t.cols)));
+    }
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    let dims = [t.cols, t.rows];
+    let strides = [t.row_stride_bytes];
+    let boxes = [box_cols, box_rows];
+    let elem_strides = [1u32, 1u32];
+    // SAFETY: every array has the length the rank (2) requires; `map` is writable.
+    unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            2,
+            t.ptr as *mut c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            elem_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            match swizzle {
+                Swizzle::B128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+                Swizzle::None => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+            },
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+        .result()
+        .call("cuTensorMapEncodeTiled")?;
+        let map = map.assume_init();
+        let mut out = TmaDescriptor::default();
+        std::ptr::copy_nonoverlapping(
+            &map as *const sys::CUtensorMap as *const u8,
+            out.opaque.as_mut_ptr() as *mut u8,
+            std::mem::size_of::<TmaDescriptor>(),
+        );
+        Ok(out)
+    }
+}

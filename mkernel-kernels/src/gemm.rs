@@ -1,0 +1,227 @@
+//! The plain GEMM operator: C[M,N] = A[M,K] * B[N,K]^T on one GPU.
+//!
+//! Layouts (bf16, row-major, contiguous):
+//! - `a`: [M, K] (K contiguous),
+//! - `b`: [N, K] (K contiguous: the layout of a PyTorch `nn.Linear` weight, i.e. B^T
+//!   of a [K, N] matrix; both operands K-major is what TMA + wgmma read natively),
+//! - `c`: [M, N] (N contiguous), fp32 accumulation rounded once to bf16.
+//!
+//! Any M, N >= 1 and K >= 8 with K % 8 == 0 work: partial tiles are zero-filled by TMA
+//! on load and masked on store. K % 8 != 0 is refused because TMA needs every row
+//! stride to be a multiple of 16 bytes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cudarc::driver::CudaStream;
+
+use crate::driver::{self, LaunchDims, Runtime, Tensor2d};
+use crate::error::{invalid, Result};
+use crate::jit::KernelSource;
+use crate::params::GemmParams;
+
+/// JIT constants of the GEMM engine (`mk::GemmConfig<BM, BN, BK, STAGES>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TileConfig {
+    /// Rows of C per tile (two consumer warpgroups of 64).
+    pub bm: u32,
+    /// Columns of C per tile (the wgmma N).
+    pub bn: u32,
+    /// K per pipeline stage (one 128-byte swizzle row).
+    pub bk: u32,
+    /// Shared-memory pipeline stages.
+    pub stages: u32,
+}
+
+impl std::fmt::Display for TileConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tile {}x{}x{}, {} stages", self.bm, self.bn, self.bk, self.stages)
+    }
+}
+
+impl TileConfig {
+    /// 128 x 256 tiles, 4 stages: the large-problem configuration.
+    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4 };
+    /// 128 x 128 tiles, 6 stages: more tiles for small problems.
+    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6 };
+    /// Every configuration the catalog instantiates.
+    pub const ALL: [Self; 2] = [Self::WIDE, Self::NARROW];
+
+    /// Threads per CTA: one producer warpgroup plus BM/64 consumer warpgroups.
+    pub fn threads(&self) -> u32 {
+        128 + 128 * (self.bm / 64)
+    }
+
+    /// Dynamic shared memory per CTA in bytes (mirrors `GemmConfig::kSmemBytes`).
+    pub fn smem_bytes(&self) -> u32 {
+        self.stages * (self.bm * self.bk * 2 + self.bn * self.bk * 2) + 2 * self.stages * 8 + 1024
+    }
+
+    /// Number of output tiles of an M x N problem.
+    pub fn tiles(&self, m: u32, n: u32) -> u32 {
+        m.div_ceil(self.bm) * n.div_ceil(self.bn)
+    }
+
+    /// The C++ type naming this configuration.
+    pub fn cpp_type(&self) -> String {
+        format!("mk::GemmConfig<{}, {}, {}, {}>", self.bm, self.bn, self.bk, self.stages)
+    }
+
+    /// Short tag used in kernel names.
+    pub fn tag(&self) -> String {
+        format!("bm{}_bn{}_bk{}_s{}", self.bm, self.bn, self.bk, self.stages)
+    }
+
+    /// Heuristic: wide tiles unless they leave most SMs idle (fewer tiles than half
+    /// the SMs), then narrow ones.
+    pub fn choose(m: u32, n: u32, sm_count: u32) -> Self {
+        if Self::WIDE.tiles(m, n) * 2 < sm_count {
+            Self::NARROW
+        } else {
+            Self::WIDE
+        }
+    }
+}
+
+/// Shape of one GEMM: C[M,N] = A[M,K] * B[N,K]^T.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmShape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+}
+
+impl GemmShape {
+    /// Floating-point operations (2 M N K).
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+
+    /// Checks the shape rules and the operand lengths (in elements).
+    pub fn validate(&self, a_len: usize, b_len: usize, c_len: usize) -> Result<()> {
+        let (m, n, k) = (self.m as usize, self.n as usize, self.k as usize);
+        if m == 0 || n == 0 || k == 0 {
+            return Err(invalid("shape", format!("M, N and K must be >= 1, got M={m}, N={n}, K={k}")));
+        }
+        if k % 8 != 0 {
+            return Err(invalid(
+                "k",
+                format!("K must be a multiple of 8 (TMA needs the rows of A and B to be a multiple of 16 bytes apart), got K={k}"),
+            ));
+        }
+        if a_len < m * k {
+            return Err(invalid("a", format!("expected [M={m}, K={k}] = {} elements, got {a_len}", m * k)));
+        }
+        if b_len < n * k {
+            return Err(invalid("b", format!("expected [N={n}, K={k}] = {} elements, got {b_len}", n * k)));
+        }
+        if c_len < m * n {
+            return Err(invalid("c", format!("expected [M={m}, N={n}] = {} elements, got {c_len}", m * n)));
+        }
+        Ok(())
+    }
+}
+
+/// Source of the GEMM kernel instantiated with `cfg`.
+pub fn source(cfg: TileConfig) -> Result<KernelSource> {
+    let name = format!("mkernel_gemm_{}", cfg.tag());
+    let entry = format!(
+        "#include \"ops/gemm.cuh\"\n\
+         extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ GemmParams p) {{\n\
+         \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n",
+        threads = cfg.threads(),
+        cfg_ty = cfg.cpp_type()
+    );
+    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+}
+
+/// TMA descriptors of the two K-major operands for tile config `cfg`.
+pub fn operand_maps(
+    a: u64,
+    b: u64,
+    shape: GemmShape,
+    cfg: TileConfig,
+) -> Result<(crate::params::TmaDescriptor, crate::params::TmaDescriptor)> {
+    let k = shape.k as u64;
+    let ta = Tensor2d { ptr: a, rows: shape.m as u64, cols: k, row_stride_bytes: 2 * k };
+    let tb = Tensor2d { ptr: b, rows: shape.n as u64, cols: k, row_stride_bytes: 2 * k };
+    Ok((
+        driver::tma_2d_bf16(ta, cfg.bm, cfg.bk, driver::Swizzle::B128, "a")?,
+        driver::tma_2d_bf16(tb, cfg.bn, cfg.bk, driver::Swizzle::B128, "b")?,
+    ))
+}
+
+/// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
+/// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
+/// [`GemmShape::validate`]). Returns the tile configuration used.
+///
+/// # Safety
+/// The addresses must be valid device memory of `stream`'s context for the duration
+/// of the launch.
+pub unsafe fn launch(
+    rt: &Runtime,
+    stream: &Arc<CudaStream>,
+    a: u64,
+    b: u64,
+    c: u64,
+    shape: GemmShape,
+    cfg: Option<TileConfig>,
+    timeout: Duration,
+) -> Result<TileConfig> {
+    let ctx = stream.context();
+    let info = driver::device_info(ctx)?;
+    driver::require_hopper(&info)?;
+    let cfg = cfg.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, info.sm_count));
+    tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
+    let (tma_a, tma_b) = operand_maps(a, b, shape, cfg)?;
+    let params = GemmParams {
+        tma_a,
+        tma_b,
+        c,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        ldc: shape.n,
+        timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
+    };
+    let f = rt.function(ctx, &source(cfg)?)?;
+    let grid = cfg.tiles(shape.m, shape.n).min(info.sm_count).max(1);
+    driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_argument_and_rule() {
+        let s = GemmShape { m: 4, n: 4, k: 12 };
+        let e = s.validate(48, 48, 16).unwrap_err().to_string();
+        assert!(e.contains("`k`") && e.contains("multiple of 8") && e.contains("K=12"), "{e}");
+        let s = GemmShape { m: 4, n: 4, k: 16 };
+        let e = s.validate(63, 64, 16).unwrap_err().to_string();
+        assert!(e.contains("`a`") && e.contains("[M=4, K=16]") && e.contains("got 63"), "{e}");
+        let e = s.validate(64, 64, 15).unwrap_err().to_string();
+        assert!(e.contains("`c`"), "{e}");
+        let e = GemmShape { m: 0, n: 4, k: 16 }.validate(0, 64, 0).unwrap_err().to_string();
+        assert!(e.contains("M=0"), "{e}");
+        assert!(s.validate(64, 64, 16).is_ok());
+    }
+
+    #[test]
+    fn smem_matches_device_formula_and_fits() {
+        for cfg in TileConfig::ALL {
+            assert!(cfg.smem_bytes() <= 232_448, "{cfg}");
+            assert_eq!(cfg.threads(), 384);
+        }
+        assert_eq!(TileConfig::WIDE.smem_bytes(), 4 * (16384 + 32768) + 64 + 1024);
+    }
+
+    #[test]
+    fn heuristic_prefers_wide_tiles_when_sms_are_busy() {
+        assert_eq!(TileConfig::choose(8192, 8192, 132), TileConfig::WIDE);
+        assert_eq!(TileConfig::choose(128, 2048, 132), TileConfig::NARROW);
+        assert_eq!(TileConfig::WIDE.tiles(129, 257), 2 * 2);
+    }
+}

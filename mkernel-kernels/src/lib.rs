@@ -1,0 +1,27 @@
+//! mkernel-kernels: the kernel catalog.
+//!
+//! Owns the CUDA C++ device code (embedded `.cuh` headers under `src/cuda/`), turns a
+//! kernel *instantiation* (a kernel plus its JIT constants: tile shape, stages, world
+//! size, ...) into generated source, compiles it with NVRTC for `sm_90a`, caches the
+//! cubin on disk, and launches it with `#[repr(C)]` parameter structs mirrored in
+//! `src/cuda/params.cuh`.
+//!
+//! It must not know about processes, bootstrap or transports: callers (the `mkernel`
+//! facade) hand it device pointers, peer pointers and an SM partition.
+//!
+//! Layout: `source` (header embedding and `#include` resolution), `jit` (NVRTC + disk
+//! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
+//! their layout check), `driver` (module cache, tensor maps, launches), and one module
+//! per operator: `gemm`, `gemm_allreduce` (and `fill`, random test data).
+
+pub mod catalog;
+pub mod driver;
+pub mod error;
+pub mod fill;
+pub mod gemm;
+pub mod gemm_allreduce;
+pub mod jit;
+pub mod params;
+pub mod source;
+
+pub use error::{Error, Result};

@@ -1,0 +1,208 @@
+//! Host mirrors of the structs in `src/cuda/params.cuh`.
+//!
+//! Every struct here is `#[repr(C)]` and field-for-field identical to its C++ twin.
+//! [`layout_check_source`] turns the Rust offsets into `static_assert`s that NVRTC
+//! compiles against the header (a test, and part of CI's catalog compile).
+
+use std::mem::{align_of, offset_of, size_of};
+
+/// Upper bound of the per-rank address arrays (`MKERNEL_MAX_RANKS` in the header). The
+/// world size itself is a run-time value specialised by the JIT.
+pub const MAX_RANKS: usize = 8;
+
+/// Opaque TMA tensor map (`CUtensorMap`): 128 bytes, 64-byte aligned.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+pub struct TmaDescriptor {
+    pub opaque: [u64; 16],
+}
+
+impl Default for TmaDescriptor {
+    fn default() -> Self {
+        Self { opaque: [0; 16] }
+    }
+}
+
+impl std::fmt::Debug for TmaDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TmaDescriptor(..)")
+    }
+}
+
+/// Why a kernel gave up waiting (`WaitOp` in `sync/wait.cuh`).
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitOp {
+    None = 0,
+    PeerTileReady = 1,
+    PeerSliceReduced = 2,
+    PeerExit = 3,
+}
+
+impl WaitOp {
+    /// Decodes `KernelStatus::code`.
+    pub fn from_code(code: u32) -> Option<Self> {
+        Some(match code {
+            0 => Self::None,
+            1 => Self::PeerTileReady,
+            2 => Self::PeerSliceReduced,
+            3 => Self::PeerExit,
+            _ => return None,
+        })
+    }
+
+    /// What the wait was for, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::None => "nothing",
+            Self::PeerTileReady => "the peer's partial tile (ready flag)",
+            Self::PeerSliceReduced => "the peer's reduced slice of a tile",
+            Self::PeerExit => "the peer to finish reading this rank's buffers (exit flag)",
+        }
+    }
+}
+
+/// Written by a timed-out wait into host-mapped memory (`KernelStatus`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelStatus {
+    pub code: u32,
+    pub rank: u32,
+    pub peer: u32,
+    pub tile: u32,
+    pub epoch: u32,
+    pub expected: u32,
+    pub observed: u32,
+    pub cta: u32,
+    pub waited_ns: u64,
+}
+
+/// Parameters of the plain GEMM kernel (`GemmParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GemmParams {
+    pub tma_a: TmaDescriptor,
+    pub tma_b: TmaDescriptor,
+    pub c: u64,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub ldc: u32,
+    pub timeout_ns: u64,
+}
+
+/// Parameters of the fused GEMM + all-reduce kernel (`AllReduceParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllReduceParams {
+    pub tma_a: TmaDescriptor,
+    pub tma_b: TmaDescriptor,
+    pub tma_out: TmaDescriptor,
+    pub tma_partial: [TmaDescriptor; MAX_RANKS],
+    pub out: u64,
+    pub partial: [u64; MAX_RANKS],
+    pub ready: [u64; MAX_RANKS],
+    pub reduced: [u64; MAX_RANKS],
+    pub exit_flags: [u64; MAX_RANKS],
+    pub control: u64,
+    pub status: u64,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub rank: u32,
+    pub num_comm_ctas: u32,
+    pub flag_stride: u32,
+    pub timeout_ns: u64,
+}
+
+/// Parameters of the random fill kernel (`FillParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FillParams {
+    pub out: u64,
+    pub len: u64,
+    pub seed: u64,
+    pub lo: f32,
+    pub hi: f32,
+}
+
+/// Per-rank device control words (`ControlBlock`), zeroed at allocation.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ControlBlock {
+    pub epoch: u32,
+    pub abort_epoch: u32,
+    pub ctas_done: u32,
+    pub comm_done: u32,
+}
+
+macro_rules! layout_of {
+    ($t:ty; $($field:ident),+ $(,)?) => {{
+        let mut v = vec![format!(
+            "static_assert(sizeof({0}) == {1} && alignof({0}) == {2}, \"{0}: size/alignment differ from Rust\");",
+            stringify!($t), size_of::<$t>(), align_of::<$t>()
+        )];
+        $(v.push(format!(
+            "static_assert(MK_OFFSETOF({0}, {1}) == {2}, \"{0}.{1}: offset differs from Rust ({2})\");",
+            stringify!($t), stringify!($field), offset_of!($t, $field)
+        ));)+
+        v
+    }};
+}
+
+/// C++ source that includes `params.cuh` and asserts, at compile time, that every
+/// shared struct has the size, alignment and field offsets the Rust mirror has.
+pub fn layout_check_source() -> String {
+    // NVRTC's front end has no constant `offsetof`; EDG's __INTADDR__ turns the classic
+    // null-pointer member address into an integer constant expression.
+    let mut lines = vec![
+        "#include \"params.cuh\"".to_string(),
+        "#define MK_OFFSETOF(T, f) __INTADDR__(&((T*)0)->f)".to_string(),
+    ];
+    lines.extend(layout_of!(TmaDescriptor; opaque));
+    lines.extend(layout_of!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
+    lines.extend(layout_of!(GemmParams; tma_a, tma_b, c, m, n, k, ldc, timeout_ns));
+    lines.extend(layout_of!(AllReduceParams; tma_a, tma_b, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
+        status, m, n, k, rank, num_comm_ctas, flag_stride, timeout_ns));
+    lines.extend(layout_of!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
+    lines.extend(layout_of!(FillParams; out, len, seed, lo, hi));
+    lines.push(format!(
+        "static_assert(MKERNEL_MAX_RANKS == {MAX_RANKS}, \"MKERNEL_MAX_RANKS differs from Rust\");"
+    ));
+    lines.push("extern \"C\" __global__ void mkernel_layout_check() {}".to_string());
+    lines.join("\n") + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tma_descriptor_is_a_cutensormap() {
+        assert_eq!(size_of::<TmaDescriptor>(), size_of::<cudarc::driver::sys::CUtensorMap>());
+        assert_eq!(align_of::<TmaDescriptor>(), 64);
+    }
+
+    #[test]
+    fn params_fit_the_kernel_parameter_space() {
+        // 4 KiB is the portable limit for __global__ parameters.
+        assert!(size_of::<AllReduceParams>() <= 4096);
+        assert!(size_of::<GemmParams>() <= 4096);
+    }
+
+    #[test]
+    fn wait_op_codes_round_trip() {
+        for op in [WaitOp::None, WaitOp::PeerTileReady, WaitOp::PeerSliceReduced, WaitOp::PeerExit] {
+            assert_eq!(WaitOp::from_code(op as u32), Some(op));
+        }
+        assert_eq!(WaitOp::from_code(99), None);
+    }
+
+    #[test]
+    fn layout_check_names_every_struct() {
+        let src = layout_check_source();
+        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams"] {
+            assert!(src.contains(&format!("sizeof({s})")), "{s} missing");
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Unfused baselines and references: cuBLAS GEMM (bf16 out, or fp32 out as the
+//! reference) and NCCL all-reduce, called through `cudarc` on the caller's stream.
+
+use std::sync::Arc;
+
+use cudarc::cublas::{result as cublas, sys as cublas_sys};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::nccl::safe::{Comm, Id, ReduceOp};
+use half::bf16;
+use mkernel_kernels::gemm::GemmShape;
+
+use crate::error::{Error, Result};
+
+/// A cuBLAS handle bound to one stream.
+pub struct Cublas {
+    handle: cublas_sys::cublasHandle_t,
+    stream: Arc<CudaStream>,
+}
+
+// SAFETY: the handle is only used through &mut self or under the stream's ordering;
+// cuBLAS handles may move between threads.
+unsafe impl Send for Cublas {}
+
+impl Cublas {
+    /// Creates a handle on `stream`'s context, issuing work to `stream`.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<Self> {
+        // SAFETY: only tries to dlopen candidate library names.
+        if !unsafe { cublas_sys::is_culib_present() } {
+            return Err(Error::Cublas { call: "dlopen", detail: "libcublas.so.13 not found on LD_LIBRARY_PATH (e.g. /usr/local/cuda/lib64)".into() });
+        }
+        stream.context().bind_to_thread().map_err(|source| Error::Driver { call: "cuCtxSetCurrent", source })?;
+        let handle = cublas::create_handle().map_err(|e| Error::Cublas { call: "cublasCreate", detail: format!("{e:?}") })?;
+        // SAFETY: fresh handle, live stream.
+        unsafe { cublas::set_stream(handle, stream.cu_stream() as _) }
+            .map_err(|e| Error::Cublas { call: "cublasSetStream", detail: format!("{e:?}") })?;
+        Ok(Self { handle, stream: stream.clone() })
+    }
+
+    fn gemm_raw(&mut self, a: u64, b: u64, c: u64, c_type: cublas_sys::cudaDataType, s: GemmShape) -> Result<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // Row-major C[M,N] = A[M,K] B[N,K]^T is column-major C^T[N,M] = B^T' A: with
+        // column-major views B is K x N (ld K) used transposed, A is K x M (ld K).
+        // SAFETY: the caller checked the buffer sizes against `s`.
+        unsafe {
+            cublas::gemm_ex(
+                self.handle,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_T,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+                s.n as i32,
+                s.m as i32,
+                s.k as i32,
+                &alpha as *const f32 as *const _,
+                b as *const _,
+                cublas_sys::cudaDataType::CUDA_R_16BF,
+                s.k as i32,
+                a as *const _,
+                cublas_sys::cudaDataType::CUDA_R_16BF,
+                s.k as i32,
+                &beta as *const f32 as *const _,
+                c as *mut _,
+                c_type,
+                s.n as i32,
+                cublas_sys::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublas_sys::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| Error::Cublas { call: "cublasGemmEx", detail: format!("{e:?}") })
+    }
+
+    /// C = A * B^T in bf16 (the baseline GEMM). Layouts as [`crate::gemm`].
+    pub fn gemm_bf16(&mut self, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &mut CudaSlice<bf16>, s: GemmShape) -> Result<()> {
+        s.validate(a.len(), b.len(), c.len())?;
+        let stream = self.stream.clone();
+        let (pa, _ga) = a.device_ptr(&stream);
+        let (pb, _gb) = b.device_ptr(&stream);
+        let (pc, _gc) = c.device_ptr_mut(&stream);
+        self.gemm_raw(pa, pb, pc, cublas_sys::cudaDataType::CUDA_R_16BF, s)
+    }
+
+    /// C = A * B^T with an fp32 output: the higher-precision reference of the checks.
+    pub fn gemm_f32_out(&mut self, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &mut CudaSlice<f32>, s: GemmShape) -> Result<()> {
+        s.validate(a.len(), b.len(), c.len())?;
+        let stream = self.stream.clone();
+        let (pa, _ga) = a.device_ptr(&stream);
+        let (pb, _gb) = b.device_ptr(&stream);
+        let (pc, _gc) = c.device_ptr_mut(&stream);
+        self.gemm_raw(pa, pb, pc, cublas_sys::cudaDataType::CUDA_R_32F, s)
+    }
+}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        let _ = unsafe { cublas::destroy_handle(self.handle) };
+    }
+}
+
+fn nccl_err(call: &'static str) -> impl Fn(cudarc::nccl::result::NcclError) -> Error {
+    move |e| Error::Nccl { call, detail: format!("{e:?}") }
+}
+
+/// NCCL communicators of the unfused baseline.
+pub struct Nccl {
+    comms: Vec<Comm>,
+}
+
+fn nccl_present() -> Result<()> {
+    // SAFETY: only tries to dlopen candidate library names.
+    if unsafe { cudarc::nccl::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(Error::Nccl {
+            call: "dlopen",
+            detail: "libnccl.so not found (cudarc looks for libnccl.so; with only libnccl.so.2 installed, add a libnccl.so symlink to a directory on LD_LIBRARY_PATH)".into(),
+        })
+    }
+}
+
+impl Nccl {
+    /// One process driving every GPU of `streams` (rank i = streams[i]).
+    pub fn local_group(streams: &[Arc<CudaStream>]) -> Result<Self> {
+        nccl_present()?;
+        Ok(Self { comms: Comm::from_devices(streams.to_vec()).map_err(nccl_err("ncclCommInitAll"))? })
+    }
+
+    /// This process's rank of a group bootstrapped by the communicator's rendezvous.
+    pub fn from_bootstrap(stream: &Arc<CudaStream>, boot: &mkernel_topology::Bootstrap) -> Result<Self> {
+        nccl_present()?;
+        let id = if boot.rank() == 0 { Some(Id::new().map_err(nccl_err("ncclGetUniqueId"))?) } else { None };
+        let bytes: Vec<u8> = id.as_ref().map(|i| i.internal().iter().map(|&c| c as u8).collect()).unwrap_or_default();
+        let got = boot.broadcast(0, &bytes)?;
+        let mut internal = [0 as std::ffi::c_char; 128];
+        if got.len() != internal.len() {
+            return Err(Error::Nccl { call: "ncclGetUniqueId", detail: format!("broadcast id has {} bytes, expected 128", got.len()) });
+        }
+        for (d, s) in internal.iter_mut().zip(&got) {
+            *d = *s as std::ffi::c_char;
+        }
+        let comm = Comm::from_rank(stream.clone(), boot.rank(), boot.world_size(), Id::uninit(internal))
+            .map_err(nccl_err("ncclCommInitRank"))?;
+        Ok(Self { comms: vec![comm] })
+    }
+
+    /// In-place sum all-reduce of `bufs[i]` on the i-th local communicator (grouped
+    /// when one process drives several GPUs).
+    pub fn all_reduce_sum(&self, bufs: &mut [&mut CudaSlice<bf16>]) -> Result<()> {
+        if bufs.len() != self.comms.len() {
+            return Err(crate::error::invalid("bufs", format!("expected {} buffers (one per local rank), got {}", self.comms.len(), bufs.len())));
+        }
+        let grouped = self.comms.len() > 1;
+        if grouped {
+            cudarc::nccl::result::group_start().map_err(nccl_err("ncclGroupStart"))?;
+        }
+        let mut first_err = None;
+        for (comm, buf) in self.comms.iter().zip(bufs.iter_mut()) {
+            if let Err(e) = comm.all_reduce_in_place(*buf, &ReduceOp::Sum) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if grouped {
+            cudarc::nccl::result::group_end().map_err(nccl_err("ncclGroupEnd"))?;
+        }
+        match first_err {
+            Some(e) => Err(nccl_err("ncclAllReduce")(e)),
+            None => Ok(()),
+        }
+    }
+}

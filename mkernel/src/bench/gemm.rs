@@ -1,0 +1,194 @@
+//! `mkernel bench gemm`: our Hopper GEMM vs cuBLAS, same inputs, one GPU.
+
+use clap::Args;
+use cudarc::driver::{CudaContext, CudaSlice};
+use half::bf16;
+use mkernel::baseline::Cublas;
+use mkernel::check;
+use mkernel::{GemmOptions, GemmShape, TileConfig};
+use serde::Serialize;
+
+use super::{rotation_sets, run_info, time_median_ms, BenchResult, Common};
+
+#[derive(Args, Clone, Debug)]
+pub struct GemmArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// GPU to run on.
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Force a tile configuration: "wide" (128x256) or "narrow" (128x128).
+    #[arg(long)]
+    pub tile: Option<String>,
+}
+
+/// The shape list of the foundation issue: square, LLM layers, odd sizes.
+pub fn shapes() -> Vec<(String, GemmShape)> {
+    let mut v = Vec::new();
+    let mut add = |label: String, m: u32, n: u32, k: u32| v.push((label, GemmShape { m, n, k }));
+    for s in [4096, 8192] {
+        add(format!("square {s}"), s, s, s);
+    }
+    for t in [2048, 8192] {
+        add(format!("llama70b-tp2 qkv t{t}"), t, 5120, 8192);
+        add(format!("llama70b-tp2 o t{t}"), t, 8192, 4096);
+        add(format!("llama70b-tp2 gate_up t{t}"), t, 28672, 8192);
+        add(format!("llama70b-tp2 down t{t}"), t, 8192, 14336);
+        add(format!("deepseek-v3 down t{t}"), t, 7168, 9216);
+        add(format!("deepseek-v3 up t{t}"), t, 9216, 7168);
+    }
+    for m in [1, 127, 129, 2049] {
+        add(format!("odd M={m}"), m, 8192, 4096);
+    }
+    add("odd N=2880".into(), 4096, 2880, 4096);
+    add("odd K=1000".into(), 4096, 4096, 1000);
+    v
+}
+
+#[derive(Serialize)]
+struct Row {
+    label: String,
+    m: u32,
+    n: u32,
+    k: u32,
+    tile: String,
+    ours_ms: f64,
+    ours_tflops: f64,
+    cublas_ms: f64,
+    cublas_tflops: f64,
+    ratio_to_cublas: f64,
+    check: Option<String>,
+    floor_flop_ms: f64,
+    floor_bytes_ms: f64,
+}
+
+/// Measured ceilings of one H200 (DESIGN.md section 6): bf16 matrix rate through
+/// cuBLAS and HBM bandwidth, used for the two floors printed per shape.
+const MATRIX_TFLOPS: f64 = 790.0;
+const HBM_TBPS: f64 = 4.0;
+
+pub fn run(args: GemmArgs) -> BenchResult<()> {
+    let ctx = CudaContext::new(args.device)?;
+    let stream = ctx.new_stream()?;
+    let info = run_info(&ctx)?;
+    let tile = match args.tile.as_deref() {
+        None => None,
+        Some("wide") => Some(TileConfig::WIDE),
+        Some("narrow") => Some(TileConfig::NARROW),
+        Some(t) => return Err(format!("--tile: expected wide or narrow, got {t}").into()),
+    };
+    let mut blas = Cublas::new(&stream)?;
+    let opts = GemmOptions { tile, ..Default::default() };
+    let c = &args.common;
+    println!("# mkernel bench gemm on {} ({} SMs), {}, commit {}", info.device, info.sm_count, info.driver, info.commit);
+    println!(
+        "{:<28} {:>6} {:>6} {:>6} {:>9} {:>8} {:>9} {:>8} {:>6}  {}",
+        "shape", "M", "N", "K", "ours ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "check"
+    );
+    let mut rows = Vec::new();
+    let mut failures = 0;
+    for (label, s) in shapes() {
+        if c.filter.as_deref().is_some_and(|f| !label.contains(f)) {
+            continue;
+        }
+        let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+        let sets = rotation_sets(((m * k + n * k) * 2) as u64);
+        let mut a_sets: Vec<CudaSlice<bf16>> = Vec::new();
+        let mut b_sets: Vec<CudaSlice<bf16>> = Vec::new();
+        let seed = check::fresh_seed();
+        for i in 0..sets {
+            let mut a = stream.alloc_zeros::<bf16>(m * k)?;
+            let mut b = stream.alloc_zeros::<bf16>(n * k)?;
+            check::fill_uniform(&stream, &mut a, seed ^ (2 * i as u64 + 1))?;
+            check::fill_uniform(&stream, &mut b, seed ^ (2 * i as u64 + 2))?;
+            a_sets.push(a);
+            b_sets.push(b);
+        }
+        let mut c_ours = stream.alloc_zeros::<bf16>(m * n)?;
+        let mut c_blas = stream.alloc_zeros::<bf16>(m * n)?;
+        let verdict = if c.check {
+            check::poison(&stream, &mut c_ours)?;
+            mkernel::gemm(&stream, &a_sets[0], &b_sets[0], &mut c_ours, s, opts)?;
+            let mut reference = stream.alloc_zeros::<f32>(m * n)?;
+            blas.gemm_f32_out(&a_sets[0], &b_sets[0], &mut reference, s)?;
+            let got = stream.clone_dtoh(&c_ours)?;
+            let want = stream.clone_dtoh(&reference)?;
+            let cmp = check::compare(&got, &want, None, n);
+            // Cross-check the GPU reference itself on a few rows in fp64.
+            let a_host = stream.clone_dtoh(&a_sets[0])?;
+            let b_host = stream.clone_dtoh(&b_sets[0])?;
+            let rows_to_check: Vec<usize> = [0, m / 2, m - 1].into_iter().collect();
+            let exact = check::reference_rows_f64(&a_host, &b_host, &rows_to_check, n, k);
+            let mut ref_err = 0f64;
+            for (ri, &r) in rows_to_check.iter().enumerate() {
+                for j in 0..n {
+                    let d = (want[r * n + j] as f64 - exact[ri * n + j]).abs() / (1.0 + exact[ri * n + j].abs());
+                    ref_err = ref_err.max(d);
+                }
+            }
+            let ok = cmp.passed() && ref_err < 1e-3;
+            if !ok {
+                failures += 1;
+            }
+            Some(format!("{} ({cmp}; fp32 reference vs fp64 rows: {ref_err:.1e}; seed {seed:#x})", if ok { "PASS" } else { "FAIL" }))
+        } else {
+            None
+        };
+        let mut used = TileConfig::WIDE;
+        let ours = time_median_ms(std::slice::from_ref(&stream), c.warmup, c.iters, |i| {
+            used = mkernel::gemm(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts)?;
+            Ok(())
+        })?;
+        let cublas = time_median_ms(std::slice::from_ref(&stream), c.warmup, c.iters, |i| {
+            blas.gemm_bf16(&a_sets[i % sets], &b_sets[i % sets], &mut c_blas, s)?;
+            Ok(())
+        })?;
+        let tf = |ms: f64| s.flops() / (ms * 1e-3) / 1e12;
+        let row = Row {
+            label: label.clone(),
+            m: s.m,
+            n: s.n,
+            k: s.k,
+            tile: used.to_string(),
+            ours_ms: ours,
+            ours_tflops: tf(ours),
+            cublas_ms: cublas,
+            cublas_tflops: tf(cublas),
+            ratio_to_cublas: cublas / ours,
+            check: verdict.clone(),
+            floor_flop_ms: s.flops() / (MATRIX_TFLOPS * 1e12) * 1e3,
+            floor_bytes_ms: ((m * k + n * k + m * n) * 2) as f64 / (HBM_TBPS * 1e12) * 1e3,
+        };
+        println!(
+            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}",
+            label,
+            s.m,
+            s.n,
+            s.k,
+            ours,
+            row.ours_tflops,
+            cublas,
+            row.cublas_tflops,
+            row.ratio_to_cublas,
+            verdict.as_deref().unwrap_or("-")
+        );
+        rows.push(row);
+    }
+    if !c.no_json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            bench: &'a str,
+            info: super::RunInfo,
+            iters: usize,
+            warmup: usize,
+            rows: Vec<Row>,
+        }
+        let date = info.date.clone();
+        let p = super::write_json(&c.out_dir, "gemm", &date, &Out { bench: "gemm", info, iters: c.iters, warmup: c.warmup, rows })?;
+        println!("# wrote {}", p.display());
+    }
+    if failures > 0 {
+        return Err(format!("--check: {failures} shape(s) FAILED").into());
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! Benchmarks: each runs a fused kernel and its unfused baseline side by side in one
+//! process on the same inputs, warms up, takes the median of many iterations (every
+//! iteration a new epoch, so it really waits for its data), rotates input sets larger
+//! than L2, prints a table and writes JSON with device, driver, commit and date.
+
+mod gemm;
+mod gemm_allreduce;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, Subcommand};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
+use serde::Serialize;
+
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+#[derive(Subcommand)]
+pub enum BenchCmd {
+    /// Our Hopper GEMM vs cuBLAS on one GPU.
+    Gemm(gemm::GemmArgs),
+    /// Fused GEMM + all-reduce vs cuBLAS + NCCL on the GPUs present.
+    GemmAllreduce(gemm_allreduce::ArArgs),
+}
+
+/// Options every benchmark takes.
+#[derive(Args, Clone, Debug)]
+pub struct Common {
+    /// Timed iterations per measurement (the median is reported).
+    #[arg(long, default_value_t = 30)]
+    pub iters: usize,
+    /// Untimed warm-up iterations.
+    #[arg(long, default_value_t = 5)]
+    pub warmup: usize,
+    /// Verify results against an fp32 reference (fails loudly on a mismatch).
+    #[arg(long)]
+    pub check: bool,
+    /// Only shapes whose label contains this text.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Directory for the JSON result.
+    #[arg(long, default_value = "bench/results")]
+    pub out_dir: PathBuf,
+    /// Do not write JSON.
+    #[arg(long)]
+    pub no_json: bool,
+}
+
+pub fn run(cmd: BenchCmd) -> BenchResult<()> {
+    match cmd {
+        BenchCmd::Gemm(a) => gemm::run(a),
+        BenchCmd::GemmAllreduce(a) => gemm_allreduce::run(a),
+    }
+}
+
+pub fn compile_catalog() -> BenchResult<()> {
+    let rt = mkernel_kernels::driver::Runtime::global();
+    for r in mkernel_kernels::catalog::compile_all(rt.compiler())? {
+        println!("{:<64} {:>8} bytes  {}", r.name, r.bytes, if r.from_cache { "cached".to_string() } else { format!("{} ms", r.millis) });
+    }
+    Ok(())
+}
+
+/// Median of a sample (NaN-free by construction).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Times `iters` iterations of `step` on several streams (one per rank): each
+/// iteration is bracketed by events on every stream, and its time is the slowest
+/// rank's. Returns the median in milliseconds.
+pub fn time_median_ms(
+    streams: &[Arc<CudaStream>],
+    warmup: usize,
+    iters: usize,
+    mut step: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<f64> {
+    for i in 0..warmup {
+        step(i)?;
+    }
+    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut events: Vec<Vec<(CudaEvent, CudaEvent)>> = Vec::new();
+    for s in streams {
+        let ctx: &Arc<CudaContext> = s.context();
+        let mut v = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            v.push((ctx.new_event(timing)?, ctx.new_event(timing)?));
+        }
+        events.push(v);
+    }
+    for i in 0..iters {
+        for (s, ev) in streams.iter().zip(&events) {
+            ev[i].0.record(s)?;
+        }
+        step(warmup + i)?;
+        for (s, ev) in streams.iter().zip(&events) {
+            ev[i].1.record(s)?;
+        }
+    }
+    let mut per_iter = vec![0f64; iters];
+    for ev in &events {
+        for (i, (a, b)) in ev.iter().enumerate() {
+            b.synchronize()?;
+            per_iter[i] = per_iter[i].max(a.elapsed_ms(b)? as f64);
+        }
+    }
+    Ok(median(&mut per_iter))
+}
+
+/// Identification written into every JSON result.
+#[derive(Serialize, Debug, Clone)]
+pub struct RunInfo {
+    pub device: String,
+    pub gpus: usize,
+    pub sm_count: u32,
+    pub driver: String,
+    pub nvrtc: String,
+    pub commit: String,
+    pub date: String,
+}
+
+pub fn run_info(ctx: &Arc<CudaContext>) -> BenchResult<RunInfo> {
+    let mut drv = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut drv) }.result()?;
+    let nv = mkernel_kernels::jit::nvrtc_version().map(|(a, b)| format!("{a}.{b}")).unwrap_or_else(|_| "none".into());
+    Ok(RunInfo {
+        device: ctx.name()?,
+        gpus: mkernel::device_count()?,
+        sm_count: mkernel_kernels::driver::device_info(ctx)?.sm_count,
+        driver: format!("CUDA driver API {}.{}", drv / 1000, (drv % 1000) / 10),
+        nvrtc: nv,
+        commit: env!("MKERNEL_GIT_COMMIT").to_string(),
+        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+    })
+}
+
+/// Writes `value` as pretty JSON to `<dir>/<stem>-<date>.json` and returns the path.
+pub fn write_json<T: Serialize>(dir: &std::path::Path, stem: &str, date: &str, value: &T) -> BenchResult<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(format!("{stem}-{}.json", date.replace(':', "")));
+    std::fs::write(&path, serde_json::to_string_pretty(value)?)?;
+    Ok(path)
+}
+
+/// Number of input sets to rotate so their total exceeds twice the L2 (50 MiB).
+pub fn rotation_sets(bytes_per_set: u64) -> usize {
+    let l2x2 = 2 * 50 * 1024 * 1024u64;
+    (l2x2.div_ceil(bytes_per_set.max(1)) as usize).clamp(1, 4)
+}

@@ -1,0 +1,263 @@
+//! Numerical checks used by the tests and by `mkernel bench --check`: fresh random
+//! inputs, a NaN poison for outputs, and a comparison against a higher-precision
+//! reference with a tolerance derived from bf16 rounding.
+//!
+//! Tolerance: a bf16 result is the exact value rounded once (relative error at most
+//! 2^-8 of the value, half an ulp). A fused all-reduce also rounds every rank's partial
+//! to bf16 before summing, so its error is bounded by 2^-8 * (sum_q |p_q| + |sum|). The
+//! check allows twice that: |got - ref| <= 2^-7 * scale, with `scale` = |ref| for a
+//! single GEMM or sum_q |p_q| + |ref| for the all-reduce, plus an absolute floor of
+//! 1e-6 * rms(ref) for exact cancellations. NaN (the poison) never passes.
+
+use half::bf16;
+use rand::{Rng, SeedableRng};
+
+/// bf16 quiet NaN written over outputs before a run, so unwritten elements fail.
+pub const POISON: bf16 = bf16::from_bits(0x7FC1);
+
+/// `len` bf16 values uniform in [-1, 1] from `seed` (drawn in fp32 from [-1, 1), then
+/// rounded to bf16, which can round up to 1.0).
+pub fn random_bf16(len: usize, seed: u64) -> Vec<bf16> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    (0..len).map(|_| bf16::from_f32(rng.random::<f32>() * 2.0 - 1.0)).collect()
+}
+
+/// A seed that differs between runs (printed by callers so a failure can be replayed).
+pub fn fresh_seed() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    (t as u64) ^ ((std::process::id() as u64) << 32)
+}
+
+/// Outcome of [`compare`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// ||got - ref||_F / ||ref||_F.
+    pub rel_fro_err: f64,
+    /// Largest |got - ref|.
+    pub max_abs_err: f64,
+    /// Elements outside tolerance (NaN included).
+    pub bad: usize,
+    /// First element outside tolerance: (row, col, got, ref, tolerance).
+    pub first_bad: Option<(usize, usize, f32, f32, f32)>,
+}
+
+impl Comparison {
+    /// True when every element is within tolerance and the relative error is below 1e-2.
+    pub fn passed(&self) -> bool {
+        self.bad == 0 && self.rel_fro_err < 1e-2
+    }
+}
+
+impl std::fmt::Display for Comparison {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rel_fro_err {:.2e}, max_abs_err {:.3e}, {} bad", self.rel_fro_err, self.max_abs_err, self.bad)?;
+        if let Some((r, c, g, w, t)) = self.first_bad {
+            write!(f, "; first bad at [{r}, {c}]: got {g}, reference {w}, tolerance {t:.3e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Compares `got` ([rows, cols] row-major bf16) against `reference` (fp32). `scale`
+/// gives each element's error scale (see the module doc); `None` uses |reference|.
+pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usize) -> Comparison {
+    let n = got.len().min(reference.len());
+    let rms = (reference[..n].iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>() / n.max(1) as f64).sqrt();
+    let floor = 1e-6 * rms as f32;
+    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).min(32);
+    let chunk = n.div_ceil(threads).max(1);
+    let parts: Vec<(f64, f64, f64, usize, Option<(usize, f32, f32, f32)>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .step_by(chunk)
+            .map(|start| {
+                let end = (start + chunk).min(n);
+                s.spawn(move || {
+                    let (mut err2, mut ref2, mut max_abs, mut bad, mut first) = (0f64, 0f64, 0f64, 0usize, None);
+                    for i in start..end {
+                        let g = got[i].to_f32();
+                        let w = reference[i];
+                        let sc = scale.map_or(w.abs(), |s| s[i]);
+                        let tol = sc * (1.0 / 128.0) + floor;
+                        let d = (g - w).abs();
+                        err2 += (d as f64) * (d as f64);
+                        ref2 += (w as f64) * (w as f64);
+                        if d.is_nan() || d > tol {
+                            bad += 1;
+                            if first.is_none() {
+                                first = Some((i, g, w, tol));
+                            }
+                        }
+                        if d as f64 > max_abs {
+                            max_abs = d as f64;
+                        }
+                    }
+                    (err2, ref2, max_abs, bad, first)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or((f64::NAN, 0.0, f64::NAN, 1, None))).collect()
+    });
+    let (mut err2, mut ref2, mut max_abs, mut bad, mut first) = (0f64, 0f64, 0f64, 0usize, None);
+    for (e, r, m, b, f) in parts {
+        err2 += e;
+        ref2 += r;
+        max_abs = max_abs.max(m);
+        bad += b;
+        if first.is_none() {
+            first = f;
+        }
+    }
+    let rel = if ref2 > 0.0 { (err2 / ref2).sqrt() } else { err2.sqrt() };
+    Comparison {
+        rel_fro_err: if rel.is_nan() { f64::INFINITY } else { rel },
+        max_abs_err: max_abs,
+        bad,
+        first_bad: first.map(|(i, g, w, t)| (i / cols.max(1), i % cols.max(1), g, w, t)),
+    }
+}
+
+/// fp64 reference of C = A * B^T for the listed rows (all columns): a cheap check of
+/// the GPU reference itself. Returns [rows.len(), n].
+pub fn reference_rows_f64(a: &[bf16], b: &[bf16], rows: &[usize], n: usize, k: usize) -> Vec<f64> {
+    let mut out = vec![0f64; rows.len() * n];
+    for (ri, &r) in rows.iter().enumerate() {
+        let arow = &a[r * k..(r + 1) * k];
+        for j in 0..n {
+            let brow = &b[j * k..(j + 1) * k];
+            out[ri * n + j] = arow.iter().zip(brow).map(|(x, y)| x.to_f64() * y.to_f64()).sum();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poison_and_wrong_values_fail_with_coordinates() {
+        let reference = vec![1.0f32, -2.0, 3.0, 4.0];
+        let mut got: Vec<bf16> = reference.iter().map(|&x| bf16::from_f32(x)).collect();
+        assert!(compare(&got, &reference, None, 2).passed());
+        got[3] = POISON;
+        let c = compare(&got, &reference, None, 2);
+        assert!(!c.passed());
+        assert_eq!(c.first_bad.map(|f| (f.0, f.1)), Some((1, 1)));
+        got[3] = bf16::from_f32(4.1);
+        let c = compare(&got, &reference, None, 2);
+        assert!(!c.passed(), "2.5% off must fail: {c}");
+    }
+
+    #[test]
+    fn bf16_rounding_passes() {
+        let reference: Vec<f32> = random_bf16(10_000, 7).iter().map(|x| x.to_f32() * 3.7 + 0.001).collect();
+        let got: Vec<bf16> = reference.iter().map(|&x| bf16::from_f32(x)).collect();
+        let c = compare(&got, &reference, None, 100);
+        assert!(c.passed(), "{c}");
+        assert!(c.rel_fro_err < 4e-3);
+    }
+
+    #[test]
+    fn random_data_is_fresh_and_in_range() {
+        let a = random_bf16(1000, 1);
+        assert!(a.iter().all(|x| (-1.0..=1.0).contains(&x.to_f32())));
+        assert_ne!(a, random_bf16(1000, 2));
+        assert!(a.iter().filter(|x| x.to_f32() == 0.0).count() < 10);
+    }
+
+    #[test]
+    fn f64_reference_rows() {
+        let a: Vec<bf16> = [1.0, 2.0, 3.0, 4.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 2x2
+        let b: Vec<bf16> = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 3x2
+        assert_eq!(reference_rows_f64(&a, &b, &[1], 3, 2), vec![3.0, 4.0, 7.0]);
+    }
+}
+
+/// Fills `buf` on the GPU with bf16 values uniform in [-1, 1] drawn from `seed`.
+pub fn fill_uniform(
+    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+    buf: &mut cudarc::driver::CudaSlice<bf16>,
+    seed: u64,
+) -> crate::Result<()> {
+    use cudarc::driver::DevicePtrMut;
+    let len = buf.len() as u64;
+    let (ptr, _guard) = buf.device_ptr_mut(stream);
+    // SAFETY: `ptr` holds `len` bf16 on `stream`'s GPU (cudarc slices are per-context).
+    unsafe { mkernel_kernels::fill::launch(mkernel_kernels::driver::Runtime::global(), stream, ptr, len, seed, -1.0, 1.0)? };
+    Ok(())
+}
+
+/// Fills `buf` with [`POISON`] (NaN) so elements a kernel fails to write are caught.
+pub fn poison(stream: &std::sync::Arc<cudarc::driver::CudaStream>, buf: &mut cudarc::driver::CudaSlice<bf16>) -> crate::Result<()> {
+    use cudarc::driver::DevicePtrMut;
+    let len = buf.len();
+    let (ptr, _guard) = buf.device_ptr_mut(stream);
+    // SAFETY: `len` 16-bit words at `ptr` on the stream's GPU.
+    unsafe { cudarc::driver::sys::cuMemsetD16Async(ptr, POISON.to_bits(), len, stream.cu_stream()) }
+        .result()
+        .map_err(|source| crate::Error::Driver { call: "cuMemsetD16Async", source })
+}
+
+/// One verification case of the fused GEMM + all-reduce: every rank's inputs are
+/// drawn on the GPU from seeds derived from `seed` and the rank, so any rank can
+/// regenerate all ranks' inputs and compute the reference on its own (one process per
+/// GPU needs no exchange of matrices).
+#[derive(Debug, Clone, Copy)]
+pub struct AllReduceCase {
+    pub shape: crate::GemmShape,
+    pub world: u32,
+    pub seed: u64,
+}
+
+impl AllReduceCase {
+    fn seeds(&self, rank: u32) -> (u64, u64) {
+        let base = self.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(2 * rank as u64);
+        (base, base.wrapping_add(1))
+    }
+
+    /// Fills rank `rank`'s `a` [M, K] and `b` [N, K].
+    pub fn fill_inputs(
+        &self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        rank: u32,
+        a: &mut cudarc::driver::CudaSlice<bf16>,
+        b: &mut cudarc::driver::CudaSlice<bf16>,
+    ) -> crate::Result<()> {
+        let (sa, sb) = self.seeds(rank);
+        fill_uniform(stream, a, sa)?;
+        fill_uniform(stream, b, sb)
+    }
+
+    /// Compares `out` (this rank's fused result, already complete on `stream`) with
+    /// the fp32 sum of every rank's cuBLAS fp32 product, with the all-reduce
+    /// tolerance of the module doc. Every element is checked.
+    pub fn verify(
+        &self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        blas: &mut crate::baseline::Cublas,
+        out: &cudarc::driver::CudaSlice<bf16>,
+    ) -> crate::Result<Comparison> {
+        let s = self.shape;
+        let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+        let dev = |e| crate::Error::Driver { call: "cuMemAlloc/cuMemcpy", source: e };
+        let mut a = stream.alloc_zeros::<bf16>(m * k).map_err(dev)?;
+        let mut b = stream.alloc_zeros::<bf16>(n * k).map_err(dev)?;
+        let mut p = stream.alloc_zeros::<f32>(m * n).map_err(dev)?;
+        let mut sum = vec![0f32; m * n];
+        let mut scale = vec![0f32; m * n];
+        for q in 0..self.world {
+            self.fill_inputs(stream, q, &mut a, &mut b)?;
+            blas.gemm_f32_out(&a, &b, &mut p, s)?;
+            let host = stream.clone_dtoh(&p).map_err(dev)?;
+            for ((acc, sc), x) in sum.iter_mut().zip(scale.iter_mut()).zip(&host) {
+                *acc += x;
+                *sc += x.abs();
+            }
+        }
+        for (sc, x) in scale.iter_mut().zip(&sum) {
+            *sc += x.abs();
+        }
+        let got = stream.clone_dtoh(out).map_err(dev)?;
+        Ok(compare(&got, &sum, Some(&scale), n))
+    }
+}

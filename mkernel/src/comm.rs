@@ -1,0 +1,483 @@
+//! `Communicator`: the ranks of one node, their symmetric workspaces and the
+//! host-visible status the fused kernels report failures through.
+//!
+//! Two ways to build one:
+//! - [`Communicator::local_group`]: one process drives every listed GPU (a rank per GPU);
+//!   peer pointers are plain `cuMemAlloc` addresses made reachable with
+//!   `cuCtxEnablePeerAccess`.
+//! - [`Communicator::from_env`]: one process per GPU under any launcher that sets
+//!   `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `LOCAL_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`;
+//!   a TCP rendezvous (mkernel-topology) exchanges CUDA IPC handles of each rank's
+//!   workspace, which peers open with `cuIpcOpenMemHandle`.
+//!
+//! Workspaces come from `cuMemAlloc`, never from the stream-ordered pool allocator:
+//! peers cannot touch pool memory without pool access rights. No NVLink multicast.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cudarc::driver::{sys, CudaContext, CudaStream};
+use mkernel_kernels::driver::{self as kdriver, DeviceInfo};
+use mkernel_kernels::gemm_allreduce::{RankBuffers, WorkspaceLayout};
+use mkernel_kernels::params::{KernelStatus, WaitOp, MAX_RANKS};
+use mkernel_topology::{Bootstrap, LaunchEnv};
+
+use crate::error::{invalid, DriverContext, Error, Result};
+
+/// Settings of a communicator.
+#[derive(Debug, Clone)]
+pub struct CommConfig {
+    /// Bound on every device-side wait for a peer (and, doubled plus 5 s, on the host's
+    /// wait in [`Communicator::synchronize`]).
+    pub timeout: Duration,
+    /// Largest M * N output a fused call may produce (sizes the symmetric workspace:
+    /// 2 bytes per element plus flags, per rank).
+    pub max_output_elems: u64,
+    /// Bound on each bootstrap step in [`Communicator::from_env`].
+    pub bootstrap_timeout: Duration,
+    /// TCP port of the rendezvous on `MASTER_ADDR`; `None` uses `MASTER_PORT + 1`,
+    /// because torchrun's own store already listens on `MASTER_PORT`.
+    pub bootstrap_port: Option<u16>,
+}
+
+impl Default for CommConfig {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(30),
+            max_output_elems: 16384 * 8192,
+            bootstrap_timeout: Duration::from_secs(60),
+            bootstrap_port: None,
+        }
+    }
+}
+
+/// A `cuMemAlloc` allocation, freed on drop.
+struct DeviceMem {
+    ctx: Arc<CudaContext>,
+    ptr: u64,
+}
+
+impl DeviceMem {
+    fn zeroed(ctx: &Arc<CudaContext>, bytes: u64) -> Result<Self> {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let mut ptr = 0;
+        // SAFETY: out-pointer to a local; the context is current.
+        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) }.result().call("cuMemAlloc")?;
+        let mem = Self { ctx: ctx.clone(), ptr };
+        // SAFETY: `bytes` bytes at `ptr` were just allocated.
+        unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes as usize) }.result().call("cuMemsetD8")?;
+        Ok(mem)
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by cuMemAlloc in `zeroed`, freed once.
+        let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+    }
+}
+
+/// A peer workspace opened from a CUDA IPC handle, closed on drop.
+struct IpcMapping {
+    ctx: Arc<CudaContext>,
+    ptr: u64,
+}
+
+impl Drop for IpcMapping {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: opened by cuIpcOpenMemHandle, closed once.
+        let _ = unsafe { sys::cuIpcCloseMemHandle(self.ptr) };
+    }
+}
+
+/// Pinned host memory mapped into the device, where a kernel's first timed-out wait
+/// records what it waited for.
+struct StatusMem {
+    ctx: Arc<CudaContext>,
+    host: *mut KernelStatus,
+    device: u64,
+}
+
+// SAFETY: the pointer is to pinned memory owned by this struct; reads are volatile.
+unsafe impl Send for StatusMem {}
+unsafe impl Sync for StatusMem {}
+
+impl StatusMem {
+    fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        let mut host = std::ptr::null_mut();
+        let size = std::mem::size_of::<KernelStatus>();
+        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
+        // SAFETY: out-pointer to a local.
+        unsafe { sys::cuMemHostAlloc(&mut host, size, flags) }.result().call("cuMemHostAlloc")?;
+        let host = host as *mut KernelStatus;
+        // SAFETY: `host` points to `size` writable bytes.
+        unsafe { host.write_volatile(KernelStatus::default()) };
+        let mut device = 0;
+        // SAFETY: `host` was allocated with DEVICEMAP.
+        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host as *mut _, 0) }.result();
+        let mem = Self { ctx: ctx.clone(), host, device };
+        mapped.call("cuMemHostGetDevicePointer")?;
+        Ok(mem)
+    }
+
+    fn read(&self) -> KernelStatus {
+        // SAFETY: valid for the lifetime of self; the device writes it with system-scope
+        // stores and fences before setting `code`.
+        unsafe { self.host.read_volatile() }
+    }
+
+    fn clear(&self) {
+        // SAFETY: as above.
+        unsafe { self.host.write_volatile(KernelStatus::default()) }
+    }
+}
+
+impl Drop for StatusMem {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated by cuMemHostAlloc, freed once.
+        let _ = unsafe { sys::cuMemFreeHost(self.host as *mut _) };
+    }
+}
+
+/// One rank of a group of GPUs in one node. See the module documentation.
+pub struct Communicator {
+    rank: u32,
+    world: u32,
+    ctx: Arc<CudaContext>,
+    info: DeviceInfo,
+    layout: WorkspaceLayout,
+    peers: [u64; MAX_RANKS],
+    config: CommConfig,
+    // Field order is drop order: mappings of peers close before our memory is freed.
+    _mappings: Vec<IpcMapping>,
+    _workspace: DeviceMem,
+    status: StatusMem,
+    bootstrap: Option<Bootstrap>,
+    poisoned: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator")
+            .field("rank", &self.rank)
+            .field("world", &self.world)
+            .field("device", &self.info.ordinal)
+            .field("sm_count", &self.info.sm_count)
+            .finish()
+    }
+}
+
+fn check_world(world: usize) -> Result<()> {
+    if world == 0 || world > MAX_RANKS {
+        return Err(invalid("world_size", format!("must be 1..={MAX_RANKS} ranks in one node, got {world}")));
+    }
+    Ok(())
+}
+
+fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceInfo)> {
+    let count = kdriver::device_count()?;
+    if ordinal >= count {
+        return Err(invalid("device", format!("GPU {ordinal} does not exist ({count} visible)")));
+    }
+    let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
+    let info = kdriver::device_info(&ctx)?;
+    kdriver::require_hopper(&info)?;
+    Ok((ctx, info))
+}
+
+fn can_access_peer(from: &CudaContext, to: &CudaContext) -> Result<bool> {
+    let mut ok = 0;
+    // SAFETY: out-pointer to a local; both devices exist.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut ok, from.cu_device(), to.cu_device()) }
+        .result()
+        .call("cuDeviceCanAccessPeer")?;
+    Ok(ok != 0)
+}
+
+fn enable_peer_access(from: &CudaContext, to: &CudaContext) -> Result<()> {
+    from.bind_to_thread().call("cuCtxSetCurrent")?;
+    // SAFETY: both contexts are live primary contexts.
+    match unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) } {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        e => Err(Error::Driver { call: "cuCtxEnablePeerAccess", source: cudarc::driver::DriverError(e) }),
+    }
+}
+
+impl Communicator {
+    /// One process, one rank per GPU in `devices` (rank i on GPU `devices[i]`).
+    ///
+    /// Errors: an empty or oversized list, a repeated or missing GPU, a non-Hopper GPU,
+    /// or two GPUs without peer access ([`Error::NoPeerAccess`]).
+    pub fn local_group(devices: &[usize], config: CommConfig) -> Result<Vec<Communicator>> {
+        check_world(devices.len())?;
+        for (i, d) in devices.iter().enumerate() {
+            if devices[..i].contains(d) {
+                return Err(invalid("devices", format!("GPU {d} is listed twice; one rank per GPU")));
+            }
+        }
+        let opened = devices.iter().map(|&d| open_device(d)).collect::<Result<Vec<_>>>()?;
+        for (i, (ci, _)) in opened.iter().enumerate() {
+            for (j, (cj, _)) in opened.iter().enumerate() {
+                if i != j {
+                    if !can_access_peer(ci, cj)? {
+                        return Err(Error::NoPeerAccess { from: devices[i], to: devices[j] });
+                    }
+                    enable_peer_access(ci, cj)?;
+                }
+            }
+        }
+        let layout = WorkspaceLayout::for_capacity(config.max_output_elems);
+        let workspaces =
+            opened.iter().map(|(ctx, _)| DeviceMem::zeroed(ctx, layout.bytes())).collect::<Result<Vec<_>>>()?;
+        let mut peers = [0u64; MAX_RANKS];
+        for (p, w) in peers.iter_mut().zip(&workspaces) {
+            *p = w.ptr;
+        }
+        let world = devices.len() as u32;
+        opened
+            .into_iter()
+            .zip(workspaces)
+            .enumerate()
+            .map(|(rank, ((ctx, info), workspace))| {
+                Ok(Communicator {
+                    rank: rank as u32,
+                    world,
+                    status: StatusMem::new(&ctx)?,
+                    ctx,
+                    info,
+                    layout,
+                    peers,
+                    config: config.clone(),
+                    _mappings: Vec::new(),
+                    _workspace: workspace,
+                    bootstrap: None,
+                    poisoned: Mutex::new(None),
+                })
+            })
+            .collect()
+    }
+
+    /// One process per GPU: reads the launcher's variables, uses GPU `LOCAL_RANK`,
+    /// rendezvous over TCP, and maps every peer's workspace through CUDA IPC.
+    ///
+    /// Errors: launcher variables missing or inconsistent (named), more than one node
+    /// (inter-node transport not available yet), a rank that does not show up within
+    /// `bootstrap_timeout` (named), or GPUs without peer access.
+    pub fn from_env(config: CommConfig) -> Result<Communicator> {
+        let env = LaunchEnv::from_env()?;
+        Self::from_launch_env(&env, config)
+    }
+
+    /// As [`Communicator::from_env`] with explicit launcher values.
+    pub fn from_launch_env(env: &LaunchEnv, config: CommConfig) -> Result<Communicator> {
+        check_world(env.world_size)?;
+        if env.num_nodes() != 1 {
+            return Err(invalid(
+                "WORLD_SIZE",
+                format!(
+                    "{} ranks over {} nodes: this build supports the ranks of one node (WORLD_SIZE == LOCAL_WORLD_SIZE)",
+                    env.world_size,
+                    env.num_nodes()
+                ),
+            ));
+        }
+        let (ctx, info) = open_device(env.local_rank)?;
+        let port = match config.bootstrap_port {
+            Some(p) => p,
+            None => env.master_port.checked_add(1).ok_or_else(|| {
+                invalid("MASTER_PORT", "is 65535; set CommConfig::bootstrap_port explicitly")
+            })?,
+        };
+        let boot = Bootstrap::new(env.rank, env.world_size, &env.master_addr, port, config.bootstrap_timeout)?;
+        let layout = WorkspaceLayout::for_capacity(config.max_output_elems);
+        let workspace = DeviceMem::zeroed(&ctx, layout.bytes())?;
+        // Exchange IPC handles and device UUIDs.
+        let mut handle = std::mem::MaybeUninit::<sys::CUipcMemHandle>::zeroed();
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        // SAFETY: out-pointer; `workspace.ptr` is a cuMemAlloc base address.
+        unsafe { sys::cuIpcGetMemHandle(handle.as_mut_ptr(), workspace.ptr) }.result().call("cuIpcGetMemHandle")?;
+        // SAFETY: initialised by the call above.
+        let handle = unsafe { handle.assume_init() };
+        let mut blob: Vec<u8> = handle.reserved.iter().map(|&c| c as u8).collect();
+        let uuid = ctx.uuid().call("cuDeviceGetUuid")?;
+        blob.extend(uuid.bytes.iter().map(|&c| c as u8));
+        let blobs = boot.all_gather(&blob)?;
+        let hlen = handle.reserved.len();
+        let mut peers = [0u64; MAX_RANKS];
+        let mut mappings = Vec::new();
+        let visible = kdriver::device_count()?;
+        for (q, b) in blobs.iter().enumerate() {
+            if q == env.rank {
+                peers[q] = workspace.ptr;
+                continue;
+            }
+            if b.len() != hlen + 16 {
+                return Err(invalid("bootstrap", format!("rank {q} sent {} bytes of IPC handle, expected {}", b.len(), hlen + 16)));
+            }
+            // Check peer access when the peer's GPU is visible here too.
+            for ord in 0..visible {
+                let other = CudaContext::new(ord).call("cuDevicePrimaryCtxRetain")?;
+                let ou = other.uuid().call("cuDeviceGetUuid")?;
+                if ou.bytes.iter().map(|&c| c as u8).eq(b[hlen..].iter().copied()) {
+                    if ord == env.local_rank {
+                        return Err(invalid("LOCAL_RANK", format!("ranks {} and {q} use the same GPU {ord}", env.rank)));
+                    }
+                    if !can_access_peer(&ctx, &other)? {
+                        return Err(Error::NoPeerAccess { from: env.local_rank, to: ord });
+                    }
+                }
+            }
+            let mut h = handle;
+            for (d, s) in h.reserved.iter_mut().zip(&b[..hlen]) {
+                *d = *s as std::ffi::c_char;
+            }
+            let mut ptr = 0;
+            ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+            // SAFETY: `h` is a handle another process exported for a cuMemAlloc buffer.
+            unsafe {
+                sys::cuIpcOpenMemHandle_v2(&mut ptr, h, sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32)
+            }
+            .result()
+            .call("cuIpcOpenMemHandle")?;
+            mappings.push(IpcMapping { ctx: ctx.clone(), ptr });
+            peers[q] = ptr;
+        }
+        boot.barrier()?;
+        Ok(Communicator {
+            rank: env.rank as u32,
+            world: env.world_size as u32,
+            status: StatusMem::new(&ctx)?,
+            ctx,
+            info,
+            layout,
+            peers,
+            config,
+            _mappings: mappings,
+            _workspace: workspace,
+            bootstrap: Some(boot),
+            poisoned: Mutex::new(None),
+        })
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+    /// Number of ranks.
+    pub fn world_size(&self) -> u32 {
+        self.world
+    }
+    /// The CUDA context of this rank's GPU.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+    /// Facts about this rank's GPU.
+    pub fn device_info(&self) -> DeviceInfo {
+        self.info
+    }
+    /// The settings.
+    pub fn config(&self) -> &CommConfig {
+        &self.config
+    }
+    /// The rendezvous of a one-process-per-GPU communicator (for baselines).
+    pub fn bootstrap(&self) -> Option<&Bootstrap> {
+        self.bootstrap.as_ref()
+    }
+
+    pub(crate) fn rank_buffers(&self) -> RankBuffers {
+        RankBuffers {
+            rank: self.rank,
+            world: self.world,
+            workspace: self.peers,
+            layout: self.layout,
+            status: self.status.device,
+        }
+    }
+
+    /// Refuses work after a failure, and turns a status a kernel left behind into the
+    /// error it stands for.
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        if let Some(e) = self.status_error() {
+            return Err(e);
+        }
+        match self.poisoned.lock() {
+            Ok(p) => match p.as_ref() {
+                Some(first) => Err(Error::Poisoned { rank: self.rank, first: first.clone() }),
+                None => Ok(()),
+            },
+            Err(_) => Err(Error::Poisoned { rank: self.rank, first: "a thread panicked while holding the communicator".into() }),
+        }
+    }
+
+    fn status_error(&self) -> Option<Error> {
+        let s = self.status.read();
+        if s.code == 0 {
+            return None;
+        }
+        let what = WaitOp::from_code(s.code).map_or("an unknown wait", WaitOp::describe);
+        let err = Error::PeerTimeout {
+            rank: s.rank,
+            peer: s.peer,
+            what,
+            tile: if s.tile == u32::MAX { "-".into() } else { s.tile.to_string() },
+            epoch: s.epoch,
+            expected: s.expected,
+            observed: s.observed,
+            waited: Duration::from_nanos(s.waited_ns),
+        };
+        self.status.clear();
+        self.poison(err.to_string());
+        Some(err)
+    }
+
+    pub(crate) fn poison(&self, why: String) {
+        if let Ok(mut p) = self.poisoned.lock() {
+            p.get_or_insert(why);
+        }
+    }
+
+    /// Waits (bounded by `2 * timeout + 5 s`) until `stream` has finished, then reports
+    /// any failure a fused kernel recorded, e.g. [`Error::PeerTimeout`] naming the peer
+    /// that never arrived. After such an error the communicator refuses further calls.
+    pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
+        let limit = self.config.timeout * 2 + Duration::from_secs(5);
+        let start = Instant::now();
+        stream.context().bind_to_thread().call("cuCtxSetCurrent")?;
+        loop {
+            // SAFETY: live stream.
+            match unsafe { sys::cuStreamQuery(stream.cu_stream()) } {
+                sys::CUresult::CUDA_SUCCESS => break,
+                sys::CUresult::CUDA_ERROR_NOT_READY => {
+                    if start.elapsed() > limit {
+                        let e = Error::HostTimeout { rank: self.rank, what: "the stream's fused kernels".into(), waited: start.elapsed() };
+                        self.poison(e.to_string());
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                e => {
+                    let err = Error::Driver { call: "cuStreamQuery", source: cudarc::driver::DriverError(e) };
+                    self.poison(err.to_string());
+                    return Err(err);
+                }
+            }
+        }
+        self.check_usable()
+    }
+}
+
+impl Drop for Communicator {
+    fn drop(&mut self) {
+        // Peers may still read this workspace until their kernels end; wait for ours,
+        // then (one process per GPU) for everyone, before freeing it.
+        let _ = self.ctx.bind_to_thread();
+        let _ = self.ctx.synchronize();
+        if let Some(b) = &self.bootstrap {
+            let _ = b.barrier();
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The facade's error type: wraps the crates' errors and adds the communicator's own.
+
+use std::time::Duration;
+
+/// Every error an mkernel call can return.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Kernel compilation, loading, launching, or a kernel-level argument rule.
+    #[error(transparent)]
+    Kernels(#[from] mkernel_kernels::Error),
+    /// Launcher environment or bootstrap rendezvous.
+    #[error(transparent)]
+    Topology(#[from] mkernel_topology::Error),
+    /// A CUDA driver call failed.
+    #[error("CUDA driver call {call} failed: {source}")]
+    Driver { call: &'static str, source: cudarc::driver::DriverError },
+    /// cuBLAS (baselines and references).
+    #[error("cuBLAS call {call} failed: {detail}")]
+    Cublas { call: &'static str, detail: String },
+    /// NCCL (baselines).
+    #[error("NCCL call {call} failed: {detail}")]
+    Nccl { call: &'static str, detail: String },
+    /// An argument broke a rule; the message names the argument and the rule.
+    #[error("invalid argument `{arg}`: {rule}")]
+    InvalidArgument { arg: &'static str, rule: String },
+    /// Two local GPUs cannot reach each other's memory.
+    #[error("GPU {from} cannot access GPU {to} peer-to-peer (cuDeviceCanAccessPeer = 0); the fused kernels need NVLink/PCIe P2P between all local ranks")]
+    NoPeerAccess { from: usize, to: usize },
+    /// A device-side wait gave up: the peer's flag never reached the expected epoch.
+    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (tile {tile}, epoch {epoch}, expected flag >= {expected}, observed {observed}); is rank {peer} running the same call?")]
+    PeerTimeout {
+        rank: u32,
+        peer: u32,
+        what: &'static str,
+        tile: String,
+        epoch: u32,
+        expected: u32,
+        observed: u32,
+        waited: Duration,
+    },
+    /// A host-side wait on GPU work expired.
+    #[error("rank {rank}: {what} did not finish within {waited:?}")]
+    HostTimeout { rank: u32, what: String, waited: Duration },
+    /// An earlier call failed; the communicator refuses further work.
+    #[error("communicator rank {rank} is unusable after an earlier failure: {first}")]
+    Poisoned { rank: u32, first: String },
+}
+
+/// Result alias of the facade.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+pub(crate) trait DriverContext<T> {
+    fn call(self, call: &'static str) -> Result<T>;
+}
+
+impl<T> DriverContext<T> for std::result::Result<T, cudarc::driver::DriverError> {
+    fn call(self, call: &'static str) -> Result<T> {
+        self.map_err(|source| Error::Driver { call, source })
+    }
+}
+
+pub(crate) fn invalid(arg: &'static str, rule: impl Into<String>) -> Error {
+    Error::InvalidArgument { arg, rule: rule.into() }
+}

@@ -1,0 +1,111 @@
+//! `Communicator::gemm_allreduce`: the fused tensor-parallel row-parallel layer,
+//! out = sum over ranks of A_r * B_r^T, in one persistent kernel per GPU.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+use mkernel_kernels::driver::Runtime;
+use mkernel_kernels::gemm::{GemmShape, TileConfig};
+use mkernel_kernels::gemm_allreduce::FusedConfig;
+use mkernel_sm::{balance, PartitionModel, Workload};
+
+use crate::comm::Communicator;
+use crate::error::{invalid, Result};
+use crate::gemm::check_same_device;
+
+/// Overrides of the per-call choices (all `None`: the heuristics decide).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GemmAllReduceOptions {
+    /// GEMM tile configuration.
+    pub tile: Option<TileConfig>,
+    /// Number of CTAs (SMs) that communicate; the rest compute. 1..SMs-1.
+    pub comm_ctas: Option<u32>,
+}
+
+impl Communicator {
+    /// The configuration a call of this shape would use (heuristics + overrides).
+    pub fn plan_gemm_allreduce(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
+        let grid = self.device_info().sm_count;
+        let tile = opts.tile.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, grid));
+        let comm_ctas = match opts.comm_ctas {
+            Some(c) => c,
+            None => {
+                let w = Workload::gemm_allreduce(
+                    shape.m as u64,
+                    shape.n as u64,
+                    shape.k as u64,
+                    self.world_size(),
+                    tile.bm as u64,
+                    tile.bn as u64,
+                );
+                balance(&w, &PartitionModel::H200_NVLINK, grid).intra_comm.max(1)
+            }
+        };
+        if comm_ctas == 0 || comm_ctas >= grid {
+            return Err(invalid("comm_ctas", format!("must be in 1..{grid} on this GPU ({grid} SMs), got {comm_ctas}")));
+        }
+        let cfg = FusedConfig { tile, comm_ctas, grid };
+        tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
+        Ok(cfg)
+    }
+
+    /// out[M,N] = sum over ranks r of a_r[M,K] * b_r[N,K]^T, enqueued on `stream`.
+    ///
+    /// A collective: every rank calls it with the same `shape` (K is the local shard)
+    /// and options, in the same order. Layouts as [`crate::gemm`]; `out` may be any
+    /// device buffer of this rank's GPU (peers never write into it). Stream-ordered;
+    /// consecutive calls need no reset and may be captured in a CUDA graph.
+    ///
+    /// Errors: argument rules (named), a communicator poisoned by an earlier failure,
+    /// compile/driver errors. A peer that never joins is reported by
+    /// [`Communicator::synchronize`] as [`crate::Error::PeerTimeout`] after
+    /// `CommConfig::timeout`.
+    pub fn gemm_allreduce(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        out: &mut CudaSlice<bf16>,
+        shape: GemmShape,
+        opts: GemmAllReduceOptions,
+    ) -> Result<FusedConfig> {
+        self.check_usable()?;
+        shape.validate(a.len(), b.len(), out.len())?;
+        let ordinal = self.device_info().ordinal;
+        check_same_device(stream, ordinal, "stream")?;
+        for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())] {
+            if ord != ordinal {
+                return Err(invalid(arg, format!("is on GPU {ord}, but rank {} runs on GPU {ordinal}", self.rank())));
+            }
+        }
+        let cfg = self.plan_gemm_allreduce(shape, opts)?;
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (po, _go) = out.device_ptr_mut(stream);
+        let bufs = self.rank_buffers();
+        // SAFETY: buffers validated for `shape` on this rank's GPU; the workspace and
+        // peer mappings live as long as `self`.
+        let launched = unsafe {
+            mkernel_kernels::gemm_allreduce::launch(
+                Runtime::global(),
+                stream,
+                pa,
+                pb,
+                po,
+                shape,
+                cfg,
+                &bufs,
+                self.config().timeout,
+            )
+        };
+        if let Err(e) = launched {
+            // A rank that failed to launch leaves its peers waiting: they time out.
+            if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
+                self.poison(e.to_string());
+            }
+            return Err(e.into());
+        }
+        Ok(cfg)
+    }
+}

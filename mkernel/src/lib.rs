@@ -1,0 +1,35 @@
+//! mkernel: multi-GPU fused kernels for tensor-, expert- and sequence-parallel LLM
+//! layers. One persistent CUDA kernel per GPU computes tiles and moves them over
+//! NVLink while later tiles are still being computed.
+//!
+//! This facade owns the public API: [`gemm`] on one GPU, [`Communicator`] for the
+//! ranks of a node (one process driving all local GPUs, or one process per GPU
+//! launched by torchrun/srun/mpirun), and its fused operators
+//! ([`Communicator::gemm_allreduce`]). It also ships the baselines (cuBLAS, NCCL) and
+//! the numerical checks the benchmark binary `mkernel` and the tests use.
+//!
+//! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
+//! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).
+//! Calls are stream-ordered and return once the work is enqueued; errors found on the
+//! device (a peer that never arrived) are returned by [`Communicator::synchronize`] and
+//! by the next call.
+
+pub mod baseline;
+pub mod check;
+mod comm;
+mod error;
+mod gemm;
+mod gemm_allreduce;
+
+pub use comm::{CommConfig, Communicator};
+pub use error::{Error, Result};
+pub use gemm::{gemm, GemmOptions};
+pub use gemm_allreduce::GemmAllReduceOptions;
+pub use mkernel_kernels::gemm::{GemmShape, TileConfig};
+pub use mkernel_kernels::gemm_allreduce::FusedConfig;
+pub use mkernel_sm::Partition;
+
+/// Number of CUDA devices; an error when no driver is installed.
+pub fn device_count() -> Result<usize> {
+    Ok(mkernel_kernels::driver::device_count()?)
+}

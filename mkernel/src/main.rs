@@ -1,0 +1,41 @@
+//! `mkernel`: benchmarks of the fused kernels against their unfused baselines on the
+//! GPUs present (`mkernel bench ...`), and a catalog compile (`mkernel compile`).
+
+mod bench;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "mkernel", version, about = "mkernel fused multi-GPU kernels: benchmarks and tools")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a benchmark (fused kernel vs unfused baseline, same inputs, one process).
+    #[command(subcommand)]
+    Bench(bench::BenchCmd),
+    /// Compile every kernel instantiation of the catalog with NVRTC (fills the cache).
+    Compile,
+}
+
+fn main() -> std::process::ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MKERNEL_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Bench(b) => bench::run(b),
+        Cmd::Compile => bench::compile_catalog(),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

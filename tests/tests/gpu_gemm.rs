@@ -1,0 +1,94 @@
+//! GPU: the Hopper GEMM engine against an fp32 cuBLAS reference (itself cross-checked
+//! in fp64 on sampled rows), on fresh random data, with poisoned outputs, for odd and
+//! LLM shapes and both tile configurations. Skips without a GPU (see mkernel-tests).
+
+use cudarc::driver::CudaContext;
+use half::bf16;
+use mkernel::baseline::Cublas;
+use mkernel::{check, GemmOptions, GemmShape, TileConfig};
+use mkernel_tests::gpu_or_skip;
+
+fn run_case(s: GemmShape, tile: Option<TileConfig>) {
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut blas = Cublas::new(&stream).unwrap();
+    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+    let seed = check::fresh_seed();
+    let mut a = stream.alloc_zeros::<bf16>(m * k).unwrap();
+    let mut b = stream.alloc_zeros::<bf16>(n * k).unwrap();
+    check::fill_uniform(&stream, &mut a, seed).unwrap();
+    check::fill_uniform(&stream, &mut b, seed + 1).unwrap();
+    let mut c = stream.alloc_zeros::<bf16>(m * n).unwrap();
+    check::poison(&stream, &mut c).unwrap();
+    let used = mkernel::gemm(&stream, &a, &b, &mut c, s, GemmOptions { tile, ..Default::default() }).unwrap();
+    let mut reference = stream.alloc_zeros::<f32>(m * n).unwrap();
+    blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+    let got = stream.clone_dtoh(&c).unwrap();
+    let want = stream.clone_dtoh(&reference).unwrap();
+    let cmp = check::compare(&got, &want, None, n);
+    assert!(cmp.passed(), "{s:?} with {used}: {cmp} (seed {seed:#x})");
+    // The reference itself, in fp64, on three rows.
+    let ah = stream.clone_dtoh(&a).unwrap();
+    let bh = stream.clone_dtoh(&b).unwrap();
+    let rows = [0, m / 2, m - 1];
+    let exact = check::reference_rows_f64(&ah, &bh, &rows, n, k);
+    for (ri, &r) in rows.iter().enumerate() {
+        for j in 0..n {
+            let e = exact[ri * n + j];
+            let g = got[r * n + j].to_f64();
+            assert!((g - e).abs() <= e.abs() / 128.0 + 1e-3, "{s:?} [{r}, {j}]: got {g}, fp64 {e} (seed {seed:#x})");
+        }
+    }
+    eprintln!("ok {s:?} {used}: {cmp}");
+}
+
+#[test]
+fn gemm_matches_reference_on_odd_shapes() {
+    if gpu_or_skip("gemm_matches_reference_on_odd_shapes", 1).is_none() {
+        return;
+    }
+    for (m, n, k) in [
+        (1, 8192, 4096),
+        (127, 384, 136),
+        (129, 2880, 1000),
+        (2049, 8192, 4096),
+        (300, 257, 64),
+        (64, 4099, 8),
+        (513, 1000, 4104),
+    ] {
+        for tile in [None, Some(TileConfig::WIDE), Some(TileConfig::NARROW)] {
+            run_case(GemmShape { m, n, k }, tile);
+        }
+    }
+}
+
+#[test]
+fn gemm_matches_reference_on_large_shapes() {
+    if gpu_or_skip("gemm_matches_reference_on_large_shapes", 1).is_none() {
+        return;
+    }
+    for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 28672, 8192), (8192, 7168, 9216)] {
+        run_case(GemmShape { m, n, k }, None);
+    }
+}
+
+#[test]
+fn gemm_rejects_bad_arguments_naming_them() {
+    if gpu_or_skip("gemm_rejects_bad_arguments_naming_them", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let a = stream.alloc_zeros::<bf16>(64 * 100).unwrap();
+    let b = stream.alloc_zeros::<bf16>(64 * 100).unwrap();
+    let mut c = stream.alloc_zeros::<bf16>(64 * 64).unwrap();
+    let e = mkernel::gemm(&stream, &a, &b, &mut c, GemmShape { m: 64, n: 64, k: 100 }, GemmOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("`k`") && e.to_string().contains("multiple of 8"), "{e}");
+    let e = mkernel::gemm(&stream, &a, &b, &mut c, GemmShape { m: 65, n: 64, k: 96 }, GemmOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("`c`"), "{e}");
+    if mkernel::device_count().unwrap() > 1 {
+        let other = CudaContext::new(1).unwrap().new_stream().unwrap();
+        let e = mkernel::gemm(&other, &a, &b, &mut c, GemmShape { m: 64, n: 64, k: 96 }, GemmOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("GPU 0") && e.to_string().contains("GPU 1"), "{e}");
+    }
+}

@@ -1,0 +1,205 @@
+//! GPU, one process driving every GPU: the fused GEMM + all-reduce against the fp32
+//! sum of every rank's cuBLAS product, with poisoned outputs and fresh random data,
+//! over odd and LLM shapes, 100 back-to-back epochs, CUDA-graph replays, a missing
+//! peer, and argument errors. Skips without a GPU (see mkernel-tests).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::bf16;
+use mkernel::baseline::Cublas;
+use mkernel::check::{self, AllReduceCase};
+use mkernel::{CommConfig, Communicator, Error, GemmAllReduceOptions, GemmShape};
+use mkernel_tests::gpu_or_skip;
+
+struct Group {
+    comms: Vec<Communicator>,
+    streams: Vec<Arc<CudaStream>>,
+    blas: Vec<Cublas>,
+}
+
+fn group(world: usize, config: CommConfig) -> Group {
+    let devices: Vec<usize> = (0..world).collect();
+    let comms = Communicator::local_group(&devices, config).unwrap();
+    let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+    let blas = streams.iter().map(|s| Cublas::new(s).unwrap()).collect();
+    Group { comms, streams, blas }
+}
+
+struct Bufs {
+    a: CudaSlice<bf16>,
+    b: CudaSlice<bf16>,
+    out: CudaSlice<bf16>,
+}
+
+fn bufs(g: &Group, s: GemmShape) -> Vec<Bufs> {
+    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+    g.streams
+        .iter()
+        .map(|st| Bufs { a: st.alloc_zeros(m * k).unwrap(), b: st.alloc_zeros(n * k).unwrap(), out: st.alloc_zeros(m * n).unwrap() })
+        .collect()
+}
+
+/// Fresh data, poison, one collective call, verification of every rank.
+fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllReduceOptions) {
+    let case = AllReduceCase { shape: s, world: g.comms.len() as u32, seed };
+    for (r, b) in bs.iter_mut().enumerate() {
+        case.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
+        check::poison(&g.streams[r], &mut b.out).unwrap();
+    }
+    for (r, b) in bs.iter_mut().enumerate() {
+        g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap();
+    }
+    for (r, c) in g.comms.iter().enumerate() {
+        c.synchronize(&g.streams[r]).unwrap();
+    }
+    for (r, b) in bs.iter().enumerate() {
+        let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
+        assert!(cmp.passed(), "rank {r} {s:?} {opts:?}: {cmp} (seed {seed:#x})");
+    }
+}
+
+fn world() -> Option<usize> {
+    gpu_or_skip("gemm_allreduce", 1).map(|n| n.min(8))
+}
+
+#[test]
+fn fused_matches_reference_on_odd_and_llm_shapes() {
+    let Some(w) = world() else { return };
+    let shapes = [(129, 8192, 4096), (1, 512, 64), (2049, 8192, 4096), (1024, 8192, 14336), (4096, 7168, 9216), (333, 1000, 200), (200, 1001, 64), (16384, 8192, 4096)];
+    let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
+    let mut g = group(w, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
+    for (m, n, k) in shapes {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        for opts in [GemmAllReduceOptions::default(), GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() }, GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW) }] {
+            round(&mut g, &mut bs, s, check::fresh_seed(), opts);
+        }
+        eprintln!("ok {s:?}");
+    }
+}
+
+#[test]
+fn hundred_back_to_back_epochs_with_fresh_data() {
+    let Some(w) = world() else { return };
+    let s = GemmShape { m: 2049, n: 8192, k: 4096 };
+    let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
+    let mut bs = bufs(&g, s);
+    let seed = check::fresh_seed();
+    for rep in 0..100 {
+        round(&mut g, &mut bs, s, seed.wrapping_add(rep), GemmAllReduceOptions::default());
+    }
+    // And 100 calls enqueued back to back with no host synchronisation in between.
+    for _ in 0..100 {
+        for (r, b) in bs.iter_mut().enumerate() {
+            g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.out, s, GemmAllReduceOptions::default()).unwrap();
+        }
+    }
+    for (r, c) in g.comms.iter().enumerate() {
+        c.synchronize(&g.streams[r]).unwrap();
+    }
+    let case = AllReduceCase { shape: s, world: w as u32, seed: seed.wrapping_add(99) };
+    for (r, b) in bs.iter().enumerate() {
+        let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
+        assert!(cmp.passed(), "rank {r} after 100 queued calls: {cmp}");
+    }
+}
+
+#[test]
+fn cuda_graph_replays_advance_epochs() {
+    let Some(w) = world() else { return };
+    let s = GemmShape { m: 1024, n: 8192, k: 4096 };
+    let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
+    let mut bs = bufs(&g, s);
+    let opts = GemmAllReduceOptions::default();
+    // Warm up (JIT compile + module load happen outside capture).
+    round(&mut g, &mut bs, s, 1, opts);
+    let mut graphs = Vec::new();
+    for c in &g.comms {
+        // cudarc's cross-stream event tracking would add waits on uncaptured work.
+        // SAFETY: every buffer of this test is used on its rank's one stream only.
+        unsafe { c.context().disable_event_tracking() };
+    }
+    for (r, b) in bs.iter_mut().enumerate() {
+        let st = &g.streams[r];
+        st.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+        g.comms[r].gemm_allreduce(st, &b.a, &b.b, &mut b.out, s, opts).unwrap();
+        let graph = st.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+        graphs.push(graph);
+    }
+    let seed = check::fresh_seed();
+    for rep in 0..5u64 {
+        let case = AllReduceCase { shape: s, world: w as u32, seed: seed + rep };
+        for (r, b) in bs.iter_mut().enumerate() {
+            case.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
+            check::poison(&g.streams[r], &mut b.out).unwrap();
+        }
+        for gr in &graphs {
+            gr.launch().unwrap();
+        }
+        for (r, c) in g.comms.iter().enumerate() {
+            c.synchronize(&g.streams[r]).unwrap();
+        }
+        for (r, b) in bs.iter().enumerate() {
+            let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
+            assert!(cmp.passed(), "rank {r}, graph replay {rep}: {cmp}");
+        }
+    }
+}
+
+#[test]
+fn missing_peer_times_out_naming_it() {
+    let Some(n) = gpu_or_skip("missing_peer_times_out_naming_it", 2) else { return };
+    let _ = n;
+    let timeout = Duration::from_secs(2);
+    let s = GemmShape { m: 512, n: 1024, k: 256 };
+    let mut g = group(2, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() });
+    let mut bs = bufs(&g, s);
+    // Rank 1 never launches.
+    let start = Instant::now();
+    let b0 = &mut bs[0];
+    g.comms[0].gemm_allreduce(&g.streams[0], &b0.a, &b0.b, &mut b0.out, s, GemmAllReduceOptions::default()).unwrap();
+    let err = g.comms[0].synchronize(&g.streams[0]).unwrap_err();
+    let elapsed = start.elapsed();
+    match &err {
+        Error::PeerTimeout { rank, peer, .. } => assert_eq!((*rank, *peer), (0, 1), "{err}"),
+        other => panic!("expected PeerTimeout naming rank 1, got {other}"),
+    }
+    assert!(elapsed < timeout + Duration::from_secs(3), "took {elapsed:?}");
+    assert!(err.to_string().contains("rank 1"), "{err}");
+    eprintln!("missing peer reported after {elapsed:?}: {err}");
+    // The communicator now refuses work instead of hanging.
+    let b0 = &mut bs[0];
+    let again = g.comms[0].gemm_allreduce(&g.streams[0], &b0.a, &b0.b, &mut b0.out, s, GemmAllReduceOptions::default()).unwrap_err();
+    assert!(matches!(again, Error::Poisoned { .. }), "{again}");
+    let _ = &mut g.blas;
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let Some(w) = world() else { return };
+    let g = group(w, CommConfig { max_output_elems: 1 << 20, ..Default::default() });
+    let st = &g.streams[0];
+    let a = st.alloc_zeros::<bf16>(64 * 64).unwrap();
+    let b = st.alloc_zeros::<bf16>(64 * 64).unwrap();
+    let mut out = st.alloc_zeros::<bf16>(64 * 64).unwrap();
+    let c = &g.comms[0];
+    let e = c.gemm_allreduce(st, &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 60 }, Default::default()).unwrap_err();
+    assert!(e.to_string().contains("`k`"), "{e}");
+    let e = c.gemm_allreduce(st, &a, &b, &mut out, GemmShape { m: 65, n: 64, k: 64 }, Default::default()).unwrap_err();
+    assert!(e.to_string().contains("`a`"), "{e}");
+    let e = c
+        .gemm_allreduce(st, &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 64 }, GemmAllReduceOptions { comm_ctas: Some(100_000), ..Default::default() })
+        .unwrap_err();
+    assert!(e.to_string().contains("`comm_ctas`"), "{e}");
+    let mut big = st.alloc_zeros::<bf16>(2048 * 1024).unwrap();
+    let a2 = st.alloc_zeros::<bf16>(2048 * 64).unwrap();
+    let b2 = st.alloc_zeros::<bf16>(1024 * 64).unwrap();
+    let e = c.gemm_allreduce(st, &a2, &b2, &mut big, GemmShape { m: 2048, n: 1024, k: 64 }, Default::default()).unwrap_err();
+    assert!(e.to_string().contains("max_output_elems"), "{e}");
+    if w > 1 {
+        let e = c.gemm_allreduce(&g.streams[1], &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 64 }, Default::default()).unwrap_err();
+        assert!(e.to_string().contains("`stream`"), "{e}");
+    }
+}

@@ -1,0 +1,173 @@
+//! GPU, one process per GPU: the test binary re-executes itself as the ranks (as a
+//! launcher would, with RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/
+//! MASTER_PORT), each rank builds `Communicator::from_env`, and
+//! - `ranks_agree_over_shapes_and_100_epochs`: checks odd and LLM shapes and 100
+//!   back-to-back calls with fresh data against the fp32 reference (each rank
+//!   regenerates every rank's inputs from the shared seed);
+//! - `stopped_peer_is_named_within_the_timeout`: rank 1 joins but never launches;
+//!   rank 0 must report a timeout naming rank 1 instead of hanging.
+//! Children are stopped by PID if they overrun. Skips without 2 GPUs.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use half::bf16;
+use mkernel::baseline::Cublas;
+use mkernel::check::{self, AllReduceCase};
+use mkernel::{CommConfig, Communicator, Error, GemmAllReduceOptions, GemmShape};
+use mkernel_tests::gpu_or_skip;
+
+const ROLE: &str = "MKERNEL_TEST_MP_ROLE";
+const SEED: &str = "MKERNEL_TEST_MP_SEED";
+
+fn free_port_pair() -> u16 {
+    loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = l.local_addr().unwrap().port();
+        if p < 65535 && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+}
+
+fn spawn_ranks(role: &str, world: usize, test: &str) -> Vec<Child> {
+    let port = free_port_pair();
+    let seed = check::fresh_seed();
+    eprintln!("spawning {world} ranks of {test}, seed {seed:#x}");
+    (0..world)
+        .map(|r| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", test, "--nocapture", "--test-threads=1"])
+                .env(ROLE, role)
+                .env(SEED, seed.to_string())
+                .env("RANK", r.to_string())
+                .env("WORLD_SIZE", world.to_string())
+                .env("LOCAL_RANK", r.to_string())
+                .env("LOCAL_WORLD_SIZE", world.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", port.to_string())
+                .env("NCCL_NVLS_ENABLE", "0")
+                .env("NVSHMEM_DISABLE_NVLS", "1")
+                .env("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Waits for every child (bounded); kills overrunning ones by PID. Returns exit codes.
+fn wait_all(mut kids: Vec<Child>, limit: Duration) -> Vec<Option<i32>> {
+    let start = Instant::now();
+    let mut codes = vec![None; kids.len()];
+    let mut done = vec![false; kids.len()];
+    while done.iter().any(|d| !d) {
+        for (i, k) in kids.iter_mut().enumerate() {
+            if !done[i] {
+                if let Ok(Some(st)) = k.try_wait() {
+                    codes[i] = st.code();
+                    done[i] = true;
+                }
+            }
+        }
+        if start.elapsed() > limit {
+            for (i, k) in kids.iter_mut().enumerate() {
+                if !done[i] {
+                    let _ = k.kill();
+                    let _ = k.wait();
+                    done[i] = true;
+                }
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    codes
+}
+
+fn child_role() -> Option<String> {
+    std::env::var(ROLE).ok()
+}
+
+#[test]
+fn ranks_agree_over_shapes_and_100_epochs() {
+    if let Some(role) = child_role() {
+        if role == "agree" {
+            agree_child();
+        }
+        return;
+    }
+    if gpu_or_skip("ranks_agree_over_shapes_and_100_epochs", 2).is_none() {
+        return;
+    }
+    let kids = spawn_ranks("agree", 2, "ranks_agree_over_shapes_and_100_epochs");
+    let codes = wait_all(kids, Duration::from_secs(300));
+    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+}
+
+fn agree_child() {
+    let seed: u64 = std::env::var(SEED).unwrap().parse().unwrap();
+    let shapes = [(129u32, 8192u32, 4096u32), (2049, 8192, 4096), (4096, 7168, 9216), (333, 1000, 200), (8192, 8192, 14336)];
+    let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
+    let comm = Communicator::from_env(CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() }).unwrap();
+    let rank = comm.rank();
+    let stream = comm.context().new_stream().unwrap();
+    let mut blas = Cublas::new(&stream).unwrap();
+    for (i, &(m, n, k)) in shapes.iter().enumerate() {
+        let s = GemmShape { m, n, k };
+        let reps = if i == 1 { 100 } else { 2 };
+        let mut a = stream.alloc_zeros::<bf16>((m * k) as usize).unwrap();
+        let mut b = stream.alloc_zeros::<bf16>((n * k) as usize).unwrap();
+        let mut out = stream.alloc_zeros::<bf16>(m as usize * n as usize).unwrap();
+        for rep in 0..reps {
+            let case = AllReduceCase { shape: s, world: comm.world_size(), seed: seed.wrapping_add(1000 * i as u64 + rep) };
+            case.fill_inputs(&stream, rank, &mut a, &mut b).unwrap();
+            check::poison(&stream, &mut out).unwrap();
+            comm.gemm_allreduce(&stream, &a, &b, &mut out, s, GemmAllReduceOptions::default()).unwrap();
+            comm.synchronize(&stream).unwrap();
+            let cmp = case.verify(&stream, &mut blas, &out).unwrap();
+            assert!(cmp.passed(), "rank {rank} {s:?} rep {rep}: {cmp}");
+        }
+        eprintln!("rank {rank}: ok {s:?} x{reps}");
+    }
+}
+
+#[test]
+fn stopped_peer_is_named_within_the_timeout() {
+    if let Some(role) = child_role() {
+        if role == "stopped" {
+            stopped_child();
+        }
+        return;
+    }
+    if gpu_or_skip("stopped_peer_is_named_within_the_timeout", 2).is_none() {
+        return;
+    }
+    let kids = spawn_ranks("stopped", 2, "stopped_peer_is_named_within_the_timeout");
+    let codes = wait_all(kids, Duration::from_secs(120));
+    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+}
+
+fn stopped_child() {
+    let timeout = Duration::from_secs(3);
+    let comm = Communicator::from_env(CommConfig { max_output_elems: 1 << 20, timeout, ..Default::default() }).unwrap();
+    let stream = comm.context().new_stream().unwrap();
+    let s = GemmShape { m: 512, n: 1024, k: 256 };
+    if comm.rank() == 1 {
+        // Joined, but never launches; stays alive (its memory stays mapped) past
+        // rank 0's timeout, then leaves without the collective drop barrier.
+        std::thread::sleep(timeout + Duration::from_secs(4));
+        std::mem::forget(comm);
+        return;
+    }
+    let a = stream.alloc_zeros::<bf16>(512 * 256).unwrap();
+    let b = stream.alloc_zeros::<bf16>(1024 * 256).unwrap();
+    let mut out = stream.alloc_zeros::<bf16>(512 * 1024).unwrap();
+    let start = Instant::now();
+    comm.gemm_allreduce(&stream, &a, &b, &mut out, s, GemmAllReduceOptions::default()).unwrap();
+    let err = comm.synchronize(&stream).unwrap_err();
+    let elapsed = start.elapsed();
+    assert!(matches!(err, Error::PeerTimeout { rank: 0, peer: 1, .. }), "expected a timeout naming rank 1, got: {err}");
+    assert!(elapsed < timeout + Duration::from_secs(3), "took {elapsed:?}");
+    eprintln!("rank 0: stopped peer reported after {elapsed:?}: {err}");
+    std::mem::forget(comm);
+}
