@@ -147,6 +147,9 @@ impl Drop for StatusMem {
 pub struct Communicator {
     rank: u32,
     world: u32,
+    /// CTAs (SMs) of this rank's persistent kernels: the GPU's SM count, or its share
+    /// when several ranks of a local group use one GPU.
+    grid: u32,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
     layout: WorkspaceLayout,
@@ -208,21 +211,21 @@ fn enable_peer_access(from: &CudaContext, to: &CudaContext) -> Result<()> {
 }
 
 impl Communicator {
-    /// One process, one rank per GPU in `devices` (rank i on GPU `devices[i]`).
+    /// One process, rank i on GPU `devices[i]`.
     ///
-    /// Errors: an empty or oversized list, a repeated or missing GPU, a non-Hopper GPU,
-    /// or two GPUs without peer access ([`Error::NoPeerAccess`]).
+    /// A GPU may be listed several times (e.g. world size 4 on 2 GPUs, for testing the
+    /// world sizes of larger machines): its ranks then split its SMs evenly, each
+    /// persistent kernel sized to its share so that the ranks' kernels co-reside, and
+    /// each rank must use its own stream. Performance in that mode means nothing.
+    ///
+    /// Errors: an empty or oversized list, a missing or non-Hopper GPU, or two GPUs
+    /// without peer access ([`Error::NoPeerAccess`]).
     pub fn local_group(devices: &[usize], config: CommConfig) -> Result<Vec<Communicator>> {
         check_world(devices.len())?;
-        for (i, d) in devices.iter().enumerate() {
-            if devices[..i].contains(d) {
-                return Err(invalid("devices", format!("GPU {d} is listed twice; one rank per GPU")));
-            }
-        }
         let opened = devices.iter().map(|&d| open_device(d)).collect::<Result<Vec<_>>>()?;
         for (i, (ci, _)) in opened.iter().enumerate() {
             for (j, (cj, _)) in opened.iter().enumerate() {
-                if i != j {
+                if devices[i] != devices[j] {
                     if !can_access_peer(ci, cj)? {
                         return Err(Error::NoPeerAccess { from: devices[i], to: devices[j] });
                     }
@@ -230,6 +233,7 @@ impl Communicator {
                 }
             }
         }
+        let share = |d: usize| devices.iter().filter(|&&x| x == d).count() as u32;
         let layout = WorkspaceLayout::for_capacity(config.max_output_elems);
         let workspaces =
             opened.iter().map(|(ctx, _)| DeviceMem::zeroed(ctx, layout.bytes())).collect::<Result<Vec<_>>>()?;
@@ -243,9 +247,14 @@ impl Communicator {
             .zip(workspaces)
             .enumerate()
             .map(|(rank, ((ctx, info), workspace))| {
+                let grid = info.sm_count / share(devices[rank]);
+                if grid < 2 {
+                    return Err(invalid("devices", format!("GPU {} has {} SMs for {} ranks; each rank needs 2", devices[rank], info.sm_count, share(devices[rank]))));
+                }
                 Ok(Communicator {
                     rank: rank as u32,
                     world,
+                    grid,
                     status: StatusMem::new(&ctx)?,
                     ctx,
                     info,
@@ -350,6 +359,7 @@ impl Communicator {
         Ok(Communicator {
             rank: env.rank as u32,
             world: env.world_size as u32,
+            grid: info.sm_count,
             status: StatusMem::new(&ctx)?,
             ctx,
             info,
@@ -378,6 +388,10 @@ impl Communicator {
     /// Facts about this rank's GPU.
     pub fn device_info(&self) -> DeviceInfo {
         self.info
+    }
+    /// CTAs (one per SM) of this rank's fused kernels.
+    pub fn grid(&self) -> u32 {
+        self.grid
     }
     /// The settings.
     pub fn config(&self) -> &CommConfig {

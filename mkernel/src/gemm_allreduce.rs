@@ -26,7 +26,7 @@ pub struct GemmAllReduceOptions {
 impl Communicator {
     /// The configuration a call of this shape would use (heuristics + overrides).
     pub fn plan_gemm_allreduce(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
-        let grid = self.device_info().sm_count;
+        let grid = self.grid();
         let tile = opts.tile.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, grid));
         let comm_ctas = match opts.comm_ctas {
             Some(c) => c,
@@ -43,7 +43,7 @@ impl Communicator {
             }
         };
         if comm_ctas == 0 || comm_ctas >= grid {
-            return Err(invalid("comm_ctas", format!("must be in 1..{grid} on this GPU ({grid} SMs), got {comm_ctas}")));
+            return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
         }
         let cfg = FusedConfig { tile, comm_ctas, grid };
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");

@@ -203,3 +203,30 @@ fn bad_arguments_are_named() {
         assert!(e.to_string().contains("`stream`"), "{e}");
     }
 }
+
+/// World sizes of larger machines, for correctness only: ranks are placed round-robin
+/// on the GPUs present (several per GPU, each kernel on its share of the SMs). This
+/// runs the two-phase paths (TMA slices for 4 and 8 ranks, 16-byte vectors for 3,
+/// 2-byte elements for odd N) that two GPUs alone never reach.
+#[test]
+fn oversubscribed_world_sizes_3_4_8() {
+    let Some(gpus) = gpu_or_skip("oversubscribed_world_sizes_3_4_8", 1) else { return };
+    let shapes = [(129, 8192, 4096), (333, 1000, 200), (200, 1001, 64), (2049, 4096, 512)];
+    let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
+    for w in [3usize, 4, 8] {
+        let devices: Vec<usize> = (0..w).map(|r| r % gpus).collect();
+        let config = CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() };
+        let comms = Communicator::local_group(&devices, config).unwrap();
+        let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+        let blas = streams.iter().map(|s| Cublas::new(s).unwrap()).collect();
+        let mut g = Group { comms, streams, blas };
+        for (m, n, k) in shapes {
+            let s = GemmShape { m, n, k };
+            let mut bs = bufs(&g, s);
+            for rep in 0..2 {
+                round(&mut g, &mut bs, s, check::fresh_seed() + rep, GemmAllReduceOptions::default());
+            }
+            eprintln!("ok world {w} on {gpus} GPU(s), {s:?}");
+        }
+    }
+}
