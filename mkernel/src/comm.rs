@@ -234,6 +234,12 @@ impl Communicator {
             }
         }
         let share = |d: usize| devices.iter().filter(|&&x| x == d).count() as u32;
+        // Every rank must make the same per-call choices (tile shape, SM split), so all
+        // use the smallest per-rank SM share of the group.
+        let grid = opened.iter().zip(devices).map(|((_, info), &d)| info.sm_count / share(d)).min().unwrap_or(0);
+        if grid < 2 {
+            return Err(invalid("devices", format!("{} ranks on these GPUs leave fewer than 2 SMs per rank", devices.len())));
+        }
         let layout = WorkspaceLayout::for_capacity(config.max_output_elems);
         let workspaces =
             opened.iter().map(|(ctx, _)| DeviceMem::zeroed(ctx, layout.bytes())).collect::<Result<Vec<_>>>()?;
@@ -247,10 +253,6 @@ impl Communicator {
             .zip(workspaces)
             .enumerate()
             .map(|(rank, ((ctx, info), workspace))| {
-                let grid = info.sm_count / share(devices[rank]);
-                if grid < 2 {
-                    return Err(invalid("devices", format!("GPU {} has {} SMs for {} ranks; each rank needs 2", devices[rank], info.sm_count, share(devices[rank]))));
-                }
                 Ok(Communicator {
                     rank: rank as u32,
                     world,
@@ -314,6 +316,7 @@ impl Communicator {
         let mut blob: Vec<u8> = handle.reserved.iter().map(|&c| c as u8).collect();
         let uuid = ctx.uuid().call("cuDeviceGetUuid")?;
         blob.extend(uuid.bytes.iter().map(|&c| c as u8));
+        blob.extend(info.sm_count.to_le_bytes());
         let blobs = boot.all_gather(&blob)?;
         let hlen = handle.reserved.len();
         let mut peers = [0u64; MAX_RANKS];
@@ -324,14 +327,14 @@ impl Communicator {
                 peers[q] = workspace.ptr;
                 continue;
             }
-            if b.len() != hlen + 16 {
-                return Err(invalid("bootstrap", format!("rank {q} sent {} bytes of IPC handle, expected {}", b.len(), hlen + 16)));
+            if b.len() != hlen + 20 {
+                return Err(invalid("bootstrap", format!("rank {q} sent {} bytes of IPC handle, expected {}", b.len(), hlen + 20)));
             }
             // Check peer access when the peer's GPU is visible here too.
             for ord in 0..visible {
                 let other = CudaContext::new(ord).call("cuDevicePrimaryCtxRetain")?;
                 let ou = other.uuid().call("cuDeviceGetUuid")?;
-                if ou.bytes.iter().map(|&c| c as u8).eq(b[hlen..].iter().copied()) {
+                if ou.bytes.iter().map(|&c| c as u8).eq(b[hlen..hlen + 16].iter().copied()) {
                     if ord == env.local_rank {
                         return Err(invalid("LOCAL_RANK", format!("ranks {} and {q} use the same GPU {ord}", env.rank)));
                     }
@@ -356,10 +359,16 @@ impl Communicator {
             peers[q] = ptr;
         }
         boot.barrier()?;
+        // Same per-call choices on every rank: plan with the smallest SM count.
+        let grid = blobs
+            .iter()
+            .filter_map(|b| b.get(hlen + 16..hlen + 20).and_then(|x| x.try_into().ok()).map(u32::from_le_bytes))
+            .min()
+            .unwrap_or(info.sm_count);
         Ok(Communicator {
             rank: env.rank as u32,
             world: env.world_size as u32,
-            grid: info.sm_count,
+            grid,
             status: StatusMem::new(&ctx)?,
             ctx,
             info,
