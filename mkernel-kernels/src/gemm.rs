@@ -103,6 +103,16 @@ impl GemmShape {
         if m == 0 || n == 0 || k == 0 {
             return Err(invalid("shape", format!("M, N and K must be >= 1, got M={m}, N={n}, K={k}")));
         }
+        const LIMIT: usize = i32::MAX as usize;
+        if m > LIMIT || n > LIMIT || k > LIMIT {
+            return Err(invalid(
+                "shape",
+                format!("M, N and K must be below 2^31 (TMA coordinates are signed 32-bit), got M={m}, N={n}, K={k}"),
+            ));
+        }
+        if (m.div_ceil(128) as u64) * (n.div_ceil(128) as u64) > u32::MAX as u64 {
+            return Err(invalid("shape", format!("M={m} x N={n} has more than 2^32 output tiles")));
+        }
         if k % 8 != 0 {
             return Err(invalid(
                 "k",
@@ -206,6 +216,11 @@ mod tests {
         assert!(e.contains("`c`"), "{e}");
         let e = GemmShape { m: 0, n: 4, k: 16 }.validate(0, 64, 0).unwrap_err().to_string();
         assert!(e.contains("M=0"), "{e}");
+        let e = GemmShape { m: 1 << 31, n: 4, k: 16 }.validate(usize::MAX, 64, usize::MAX).unwrap_err().to_string();
+        assert!(e.contains("2^31"), "{e}");
+        let big = (1u32 << 31) - 1;
+        let e = GemmShape { m: big, n: big, k: 16 }.validate(usize::MAX, usize::MAX, usize::MAX).unwrap_err().to_string();
+        assert!(e.contains("2^32 output tiles"), "{e}");
         assert!(s.validate(64, 64, 16).is_ok());
     }
 
