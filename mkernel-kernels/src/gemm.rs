@@ -31,21 +31,64 @@ pub struct TileConfig {
     pub bk: u32,
     /// Shared-memory pipeline stages.
     pub stages: u32,
+    /// How finished tiles leave the SM.
+    pub epilogue: Epilogue,
+}
+
+/// How the GEMM engine writes a finished tile (`mk::Epilogue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// Consumers store their accumulator fragments straight to global memory (any N).
+    Registers,
+    /// Consumers stage the tile in shared memory and a storer warp TMA-stores it while
+    /// they start the next tile (needs N % 8 == 0; costs a pipeline stage of shared
+    /// memory). Experimental: not chosen by the heuristic until measured.
+    TmaStore,
 }
 
 impl std::fmt::Display for TileConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "tile {}x{}x{}, {} stages", self.bm, self.bn, self.bk, self.stages)
+        write!(f, "tile {}x{}x{}, {} stages", self.bm, self.bn, self.bk, self.stages)?;
+        if self.epilogue == Epilogue::TmaStore {
+            write!(f, ", TMA-store epilogue")?;
+        }
+        Ok(())
     }
 }
 
 impl TileConfig {
     /// 128 x 256 tiles, 4 stages: the large-problem configuration.
-    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4 };
+    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers };
     /// 128 x 128 tiles, 6 stages: more tiles for small problems.
-    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6 };
+    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers };
+    /// [`Self::WIDE`] with the TMA-store epilogue (3 stages + a 64 KiB staging tile).
+    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore };
+    /// [`Self::NARROW`] with the TMA-store epilogue (5 stages + a 32 KiB staging tile).
+    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore };
     /// Every configuration the catalog instantiates.
-    pub const ALL: [Self; 2] = [Self::WIDE, Self::NARROW];
+    pub const ALL: [Self; 4] = [Self::WIDE, Self::NARROW, Self::WIDE_TMA_STORE, Self::NARROW_TMA_STORE];
+
+    /// The command-line name of a configuration of [`Self::ALL`].
+    pub fn name(&self) -> String {
+        let base = if self.bn == 256 { "wide" } else { "narrow" };
+        if self.epilogue == Epilogue::TmaStore {
+            format!("{base}-tma-store")
+        } else {
+            base.to_string()
+        }
+    }
+
+    /// Looks a configuration up by its command-line name: `wide`, `narrow`,
+    /// `wide-tma-store`, `narrow-tma-store`.
+    pub fn by_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "wide" => Self::WIDE,
+            "narrow" => Self::NARROW,
+            "wide-tma-store" => Self::WIDE_TMA_STORE,
+            "narrow-tma-store" => Self::NARROW_TMA_STORE,
+            _ => return None,
+        })
+    }
 
     /// Threads per CTA: one producer warpgroup plus BM/64 consumer warpgroups.
     pub fn threads(&self) -> u32 {
@@ -54,7 +97,8 @@ impl TileConfig {
 
     /// Dynamic shared memory per CTA in bytes (mirrors `GemmConfig::kSmemBytes`).
     pub fn smem_bytes(&self) -> u32 {
-        self.stages * (self.bm * self.bk * 2 + self.bn * self.bk * 2) + 2 * self.stages * 8 + 1024
+        let staging = if self.epilogue == Epilogue::TmaStore { self.bm * self.bn * 2 } else { 0 };
+        self.stages * (self.bm * self.bk * 2 + self.bn * self.bk * 2) + staging + 2 * self.stages * 8 + 1024
     }
 
     /// Number of output tiles of an M x N problem.
@@ -64,12 +108,28 @@ impl TileConfig {
 
     /// The C++ type naming this configuration.
     pub fn cpp_type(&self) -> String {
-        format!("mk::GemmConfig<{}, {}, {}, {}>", self.bm, self.bn, self.bk, self.stages)
+        let epi = match self.epilogue {
+            Epilogue::Registers => "mk::Epilogue::Registers",
+            Epilogue::TmaStore => "mk::Epilogue::TmaStore",
+        };
+        format!("mk::GemmConfig<{}, {}, {}, {}, {epi}>", self.bm, self.bn, self.bk, self.stages)
     }
 
     /// Short tag used in kernel names.
     pub fn tag(&self) -> String {
-        format!("bm{}_bn{}_bk{}_s{}", self.bm, self.bn, self.bk, self.stages)
+        let epi = if self.epilogue == Epilogue::TmaStore { "_te" } else { "" };
+        format!("bm{}_bn{}_bk{}_s{}{epi}", self.bm, self.bn, self.bk, self.stages)
+    }
+
+    /// Checks that this configuration can produce an N-column output.
+    pub fn check_output(&self, n: u32) -> Result<()> {
+        if self.epilogue == Epilogue::TmaStore && n % 8 != 0 {
+            return Err(invalid(
+                "tile",
+                format!("the TMA-store epilogue needs N % 8 == 0 (16-byte rows of C), got N={n}; use a Registers configuration"),
+            ));
+        }
+        Ok(())
     }
 
     /// Heuristic: wide tiles unless they leave most SMs idle (fewer tiles than half
@@ -161,6 +221,16 @@ pub fn operand_maps(
     ))
 }
 
+/// TMA descriptor of an [M, N] bf16 output for the TMA-store epilogue (box [BM rows x
+/// 64 columns], 128B swizzle); a zeroed descriptor for the Registers epilogue.
+pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::params::TmaDescriptor> {
+    if cfg.epilogue != Epilogue::TmaStore {
+        return Ok(Default::default());
+    }
+    let t = Tensor2d { ptr: c, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
+    driver::tma_2d_bf16(t, cfg.bm, 64, driver::Swizzle::B128, "c")
+}
+
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). Returns the tile configuration used.
@@ -183,10 +253,12 @@ pub unsafe fn launch(
     driver::require_hopper(&info)?;
     let cfg = cfg.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, info.sm_count));
     tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
+    cfg.check_output(shape.n)?;
     let (tma_a, tma_b) = operand_maps(a, b, shape, cfg)?;
     let params = GemmParams {
         tma_a,
         tma_b,
+        tma_c: output_map(c, shape, cfg)?,
         c,
         m: shape.m,
         n: shape.n,
@@ -229,7 +301,12 @@ mod tests {
         for cfg in TileConfig::ALL {
             assert!(cfg.smem_bytes() <= 232_448, "{cfg}");
             assert_eq!(cfg.threads(), 384);
+            assert_eq!(TileConfig::by_name(&cfg.name()), Some(cfg));
         }
+        assert_eq!(TileConfig::WIDE_TMA_STORE.smem_bytes(), 3 * (16384 + 32768) + 65536 + 48 + 1024);
+        let e = TileConfig::WIDE_TMA_STORE.check_output(1001).unwrap_err().to_string();
+        assert!(e.contains("`tile`") && e.contains("N % 8"), "{e}");
+        assert!(TileConfig::WIDE.check_output(1001).is_ok());
         assert_eq!(TileConfig::WIDE.smem_bytes(), 4 * (16384 + 32768) + 64 + 1024);
     }
 

@@ -212,11 +212,14 @@ pub unsafe fn launch(
     timeout: Duration,
 ) -> Result<()> {
     validate(shape, &cfg, bufs)?;
+    cfg.tile.check_output(shape.n)?;
     let (tma_a, tma_b) = crate::gemm::operand_maps(a, b, shape, cfg.tile)?;
     let l = bufs.layout;
+    let own_partial = bufs.workspace[bufs.rank as usize] + l.partial_offset();
     let mut p = AllReduceParams {
         tma_a,
         tma_b,
+        tma_c: crate::gemm::output_map(own_partial, shape, cfg.tile)?,
         out,
         control: bufs.workspace[bufs.rank as usize] + l.control_offset(),
         status: bufs.status,

@@ -83,6 +83,7 @@ pub struct KernelStatus {
 pub struct GemmParams {
     pub tma_a: TmaDescriptor,
     pub tma_b: TmaDescriptor,
+    pub tma_c: TmaDescriptor,
     pub c: u64,
     pub m: u32,
     pub n: u32,
@@ -97,6 +98,7 @@ pub struct GemmParams {
 pub struct AllReduceParams {
     pub tma_a: TmaDescriptor,
     pub tma_b: TmaDescriptor,
+    pub tma_c: TmaDescriptor,
     pub tma_out: TmaDescriptor,
     pub tma_partial: [TmaDescriptor; MAX_RANKS],
     pub out: u64,
@@ -161,8 +163,8 @@ pub fn layout_check_source() -> String {
     ];
     lines.extend(layout_of!(TmaDescriptor; opaque));
     lines.extend(layout_of!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
-    lines.extend(layout_of!(GemmParams; tma_a, tma_b, c, m, n, k, ldc, timeout_ns));
-    lines.extend(layout_of!(AllReduceParams; tma_a, tma_b, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
+    lines.extend(layout_of!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
+    lines.extend(layout_of!(AllReduceParams; tma_a, tma_b, tma_c, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, timeout_ns));
     lines.extend(layout_of!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
     lines.extend(layout_of!(FillParams; out, len, seed, lo, hi));

@@ -77,7 +77,16 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
     for (m, n, k) in shapes {
         let s = GemmShape { m, n, k };
         let mut bs = bufs(&g, s);
-        for opts in [GemmAllReduceOptions::default(), GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() }, GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW) }] {
+        let mut options = vec![
+            GemmAllReduceOptions::default(),
+            GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() },
+            GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW) },
+        ];
+        if n % 8 == 0 {
+            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), comm_ctas: None });
+            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8) });
+        }
+        for opts in options {
             round(&mut g, &mut bs, s, check::fresh_seed(), opts);
         }
         eprintln!("ok {s:?}");

@@ -23,6 +23,7 @@ struct KernelStatus {
 struct GemmParams {
   TmaDescriptor tma_a;   // A [M, K] row-major, box [BK, BM]
   TmaDescriptor tma_b;   // B [N, K] row-major, box [BK, BN]
+  TmaDescriptor tma_c;   // C [M, N], box [64, BM], 128B swizzle (TMA-store epilogue only)
   u64 c;                 // C [M, N] row-major, bf16
   u32 m, n, k;
   u32 ldc;               // elements between rows of C
@@ -36,6 +37,7 @@ struct GemmParams {
 struct AllReduceParams {
   TmaDescriptor tma_a;                 // local A shard [M, K_local]
   TmaDescriptor tma_b;                 // local B shard [N, K_local]
+  TmaDescriptor tma_c;                 // own partial [M, N] for the TMA-store epilogue
   TmaDescriptor tma_out;               // out [M, N], box [BM / world, BN] (TMA comm path)
   TmaDescriptor tma_partial[MKERNEL_MAX_RANKS];  // every rank's partial [M, N], same box
   u64 out;                             // C [M, N] bf16, this rank's output (any device buffer)

@@ -17,7 +17,8 @@ pub struct GemmArgs {
     /// GPU to run on.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Force a tile configuration: "wide" (128x256) or "narrow" (128x128).
+    /// Force a tile configuration: wide (128x256), narrow (128x128), wide-tma-store,
+    /// narrow-tma-store (the experimental TMA-store epilogue).
     #[arg(long)]
     pub tile: Option<String>,
 }
@@ -71,12 +72,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let ctx = CudaContext::new(args.device)?;
     let stream = ctx.new_stream()?;
     let info = run_info(&ctx)?;
-    let tile = match args.tile.as_deref() {
-        None => None,
-        Some("wide") => Some(TileConfig::WIDE),
-        Some("narrow") => Some(TileConfig::NARROW),
-        Some(t) => return Err(format!("--tile: expected wide or narrow, got {t}").into()),
-    };
+    let tile = super::parse_tile(args.tile.as_deref())?;
     let mut blas = Cublas::new(&stream)?;
     let opts = GemmOptions { tile, ..Default::default() };
     let c = &args.common;
@@ -89,6 +85,10 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let mut failures = 0;
     for (label, s) in shapes() {
         if c.filter.as_deref().is_some_and(|f| !label.contains(f)) {
+            continue;
+        }
+        if tile.is_some_and(|t| t.check_output(s.n).is_err()) {
+            println!("{label:<28} skipped: {} needs N % 8 == 0", tile.map(|t| t.name()).unwrap_or_default());
             continue;
         }
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);

@@ -31,6 +31,9 @@ pub struct ArArgs {
     /// With --check: repetitions per shape, each on fresh random data.
     #[arg(long, default_value_t = 1)]
     pub check_reps: usize,
+    /// Force a tile configuration (names as for `bench gemm --tile`).
+    #[arg(long)]
+    pub tile: Option<String>,
     /// Device-side wait bound in seconds.
     #[arg(long, default_value_t = 20.0)]
     pub timeout_s: f64,
@@ -101,6 +104,7 @@ fn check_once(
     data: &mut [RankData],
     s: GemmShape,
     seed: u64,
+    opts: GemmAllReduceOptions,
 ) -> BenchResult<mkernel::check::Comparison> {
     let case = check::AllReduceCase { shape: s, world: comms.len() as u32, seed };
     for (r, d) in data.iter_mut().enumerate() {
@@ -108,7 +112,7 @@ fn check_once(
         check::poison(&streams[r], &mut d.out_fused)?;
     }
     for (r, d) in data.iter_mut().enumerate() {
-        comms[r].gemm_allreduce(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, GemmAllReduceOptions::default())?;
+        comms[r].gemm_allreduce(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts)?;
     }
     for (r, c) in comms.iter().enumerate() {
         c.synchronize(&streams[r])?;
@@ -133,6 +137,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         return Err(format!("--gpus {world}: {present} GPU(s) present").into());
     }
     let c = &args.common;
+    let tile = super::parse_tile(args.tile.as_deref())?;
+    let base_opts = GemmAllReduceOptions { tile, ..Default::default() };
     let list: Vec<(String, GemmShape)> =
         shapes().into_iter().filter(|(l, _)| c.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
@@ -171,7 +177,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let verdict = if c.check {
             let mut worst = 0f64;
             for rep in 0..args.check_reps {
-                let cmp = check_once(&comms, &streams, &mut blas, &mut data, s, seed.wrapping_add(7919 * rep as u64))
+                let cmp = check_once(&comms, &streams, &mut blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), base_opts)
                     .map_err(|e| format!("{label}: repetition {rep}: {e}"))?;
                 worst = worst.max(cmp.rel_fro_err);
             }
@@ -219,10 +225,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             }
             Ok((t, cfg))
         };
-        let (fused, cfg) = fused_with(GemmAllReduceOptions::default())?;
+        let (fused, cfg) = fused_with(base_opts)?;
         let mut sweep = Vec::new();
         for &cc in &args.sm_comm {
-            let (t, _) = fused_with(GemmAllReduceOptions { comm_ctas: Some(cc), ..Default::default() })?;
+            let (t, _) = fused_with(GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts })?;
             sweep.push((cc, t));
         }
         let row = Row {

@@ -61,6 +61,16 @@ pub fn compile_catalog() -> BenchResult<()> {
     Ok(())
 }
 
+/// Parses `--tile NAME` (see `TileConfig::by_name`).
+pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>> {
+    match name {
+        None => Ok(None),
+        Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
+            format!("--tile: expected one of wide, narrow, wide-tma-store, narrow-tma-store; got {n}").into()
+        }),
+    }
+}
+
 /// Median of a sample (NaN-free by construction).
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -6,7 +6,15 @@
 //                    STAGES shared-memory stages (128B swizzle), signalling `stage_full`.
 //   warpgroups 1..2  consumers: each owns 64 rows of the BM=128 tile and issues
 //                    m64nBNk16 wgmma from shared memory, releases `stage_empty`, then
-//                    runs the epilogue (store to C, then the caller's tile hook).
+//                    runs the epilogue.
+// Epilogue (a JIT constant):
+//   Registers  consumers store their fragment straight to C (any N), synchronise, and
+//              one consumer thread calls the caller's tile hook.
+//   TmaStore   consumers write the fragment into a 128B-swizzled staging tile in shared
+//              memory and go on with the next tile; warp 1 of warpgroup 0 (the storer)
+//              TMA-stores it (N % 8 == 0), waits until the writes are performed and
+//              calls the tile hook. Named barriers `c_staged` / `c_free` hand the
+//              staging tile back and forth.
 // Tiles are visited in a grouped (L2-friendly) order; the CTA with role index i of n
 // takes tiles i, i+n, i+2n, ... so callers that publish tiles see them in that order.
 #pragma once
@@ -18,10 +26,21 @@ namespace mk {
 
 // ---- named barriers (id 0 is __syncthreads) -------------------------------------------
 constexpr u32 kBarrierConsumersTileStored = 1;  // all consumer threads stored their fragment
+constexpr u32 kBarrierCStaged = 2;              // staging tile written (consumers -> storer)
+constexpr u32 kBarrierCFree = 3;                // staging tile read by TMA (storer -> consumers)
 
-template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_>
+enum class Epilogue : u32 { Registers = 0, TmaStore = 1 };
+
+template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers>
 struct GemmConfig {
   static constexpr u32 BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
+  static constexpr Epilogue EPI = EPI_;
+  static constexpr bool kTmaEpilogue = EPI_ == Epilogue::TmaStore;
+  // Staging tile of the TMA-store epilogue: BN / 64 boxes of [BM rows x 64 cols] (128 B
+  // per row, 128B swizzle), 1024-byte aligned like the stages.
+  static constexpr u32 kCBoxCols = 64;
+  static constexpr u32 kCBoxBytes = BM * kCBoxCols * 2;
+  static constexpr u32 kCBytes = kTmaEpilogue ? BM * BN * 2 : 0;
   static constexpr u32 kConsumerWarpgroups = BM / 64;
   static constexpr u32 kConsumerThreads = 128 * kConsumerWarpgroups;
   static constexpr u32 kThreads = 128 + kConsumerThreads;
@@ -30,7 +49,7 @@ struct GemmConfig {
   static constexpr u32 kStageBytes = kABytes + kBBytes;
   static constexpr u32 kAccRegs = BN / 2;  // fp32 accumulators per consumer thread
   // + 1024 bytes of slack so the ring can be aligned up to the swizzle atom.
-  static constexpr u32 kSmemBytes = STAGES * kStageBytes + 2 * STAGES * 8 + 1024;
+  static constexpr u32 kSmemBytes = STAGES * kStageBytes + kCBytes + 2 * STAGES * 8 + 1024;
   static constexpr u32 kProducerRegs = 40;
   static constexpr u32 kConsumerRegs = 232;
 
@@ -43,6 +62,7 @@ struct GemmConfig {
   static_assert(kSmemBytes <= 232448, "sm_90 allows at most 227 KiB of shared memory per block");
   static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= 65536, "register file is 64K per SM");
   static_assert(kAccRegs + 64 <= kConsumerRegs, "accumulators must fit the consumer register budget");
+  static_assert(BN % kCBoxCols == 0, "the staging tile is whole 64-column boxes");
 };
 
 // Grouped tile order: GROUP m-tiles sweep all n-tiles before moving on, so concurrently
@@ -67,11 +87,13 @@ struct TileScheduler {
 template <class Cfg>
 struct GemmSmem {
   u8* base;
+  u8* c_staging;     // TMA-store epilogue only
   u64* stage_full;   // TMA bytes of a stage have landed
   u64* stage_empty;  // every consumer warpgroup finished reading a stage
   __device__ explicit GemmSmem(u8* raw) {
     base = (u8*)(((u64)raw + 1023) & ~(u64)1023);
-    stage_full = (u64*)(base + Cfg::STAGES * Cfg::kStageBytes);
+    c_staging = base + Cfg::STAGES * Cfg::kStageBytes;
+    stage_full = (u64*)(c_staging + Cfg::kCBytes);
     stage_empty = stage_full + Cfg::STAGES;
   }
   __device__ __forceinline__ u8* a(u32 s) const { return base + s * Cfg::kStageBytes; }
@@ -155,9 +177,62 @@ __device__ __forceinline__ void store_fragment_bf16(const float (&acc)[Cfg::kAcc
   }
 }
 
+// ---- TMA-store epilogue ---------------------------------------------------------------
+// Writes the fragment into the staging tile: element (r, c) of the tile lives in box
+// c / 64, row r, 16-byte chunk ((c % 64) / 8) ^ (r % 8) (the 128B swizzle TMA reads).
+// A warp's 32 four-byte writes land in 32 different banks.
+template <class Cfg>
+__device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAccRegs], u8* staging, u32 row0,
+                                                    u32 tid_in_wg) {
+  const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+#pragma unroll
+  for (u32 h = 0; h < 2; ++h) {
+    const u32 r = row0 + warp * 16 + lane / 4 + 8 * h;
+#pragma unroll
+    for (u32 j = 0; j < Cfg::BN / 8; ++j) {
+      const u32 box = j / 8, chunk = j % 8;
+      u8* dst = staging + box * Cfg::kCBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + (lane % 4) * 4;
+      *reinterpret_cast<u32*>(dst) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+    }
+  }
+}
+
+// The storer warp (warp 1 of warpgroup 0): for every tile of this CTA, wait until the
+// consumers staged it, TMA-store it, hand the staging tile back once TMA has read it,
+// then wait until the writes are performed and call `on_tile_stored(t)` (lane 0).
+template <class Cfg, class OnTileStored>
+__device__ void gemm_storer(const TmaDescriptor* tma_c, const GemmSmem<Cfg>& sm, const TileScheduler& sched,
+                            u32 first_tile, u32 tile_stride, OnTileStored& on_tile_stored) {
+  constexpr u32 kThreads = Cfg::kConsumerThreads + 32;
+  const bool leader = lane_id() == 0;
+  if (leader) tma_prefetch_descriptor(tma_c);
+  named_barrier_arrive(kBarrierCFree, kThreads);  // the staging tile starts free
+  for (u32 t = first_tile; t < sched.total; t += tile_stride) {
+    u32 mb, nb;
+    sched.coords(t, mb, nb);
+    named_barrier_sync(kBarrierCStaged, kThreads);
+    if (leader) {
+#pragma unroll
+      for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
+        tma_store_2d(tma_c, sm.c_staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols),
+                     (i32)(mb * Cfg::BM));
+      bulk_commit_group();
+      bulk_wait_group_read<0>();
+    }
+    __syncwarp();
+    // The last tile's staging buffer is not needed again: no arrival nobody waits for.
+    if (t + tile_stride < sched.total) named_barrier_arrive(kBarrierCFree, kThreads);
+    if (leader) {
+      bulk_wait_group<0>();
+      fence_proxy_async_global();
+      on_tile_stored(t);
+    }
+  }
+}
+
 // ---- consumers: the two math warpgroups ----------------------------------------------
-// `on_tile_stored(t)` is called by every consumer thread after its fragment of tile t
-// is in C; hooks that publish the tile synchronise the consumers themselves.
+// Registers epilogue: once every consumer thread stored its fragment of tile t,
+// `on_tile_stored(t)` is called by one consumer thread (if the hook publishes).
 template <class Cfg, class OnTileStored>
 __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sched, u32 first_tile,
                               u32 tile_stride, u32 k_blocks, u16* c, u32 ldc, u32 m, u32 n, u32 wg,
@@ -194,17 +269,28 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
     wgmma_wait<0>();
     fence_accumulators(acc);
     if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
-    store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
-    on_tile_stored(t);
+    if constexpr (Cfg::kTmaEpilogue) {
+      named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
+      stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
+      fence_proxy_async_shared();  // generic writes -> the storer's TMA reads
+      named_barrier_arrive(kBarrierCStaged, Cfg::kConsumerThreads + 32);
+    } else {
+      store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
+      if constexpr (OnTileStored::kPublishes) {
+        named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
+        if (threadIdx.x == 128) on_tile_stored(t);
+      }
+    }
   }
 }
 
 // Runs the producer or consumer side of the GEMM for the calling thread. All threads of
 // the CTA call it after `sm.init()` and a CTA barrier. Tiles first_tile, +stride, ...
+// `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only.
 template <class Cfg, class OnTileStored>
-__device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm, u16* c,
-                         u32 ldc, u32 m, u32 n, u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns,
-                         OnTileStored& on_tile_stored) {
+__device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const TmaDescriptor* tma_c,
+                         const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n, u32 k, u32 first_tile,
+                         u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored) {
   const TileScheduler sched(m, n, Cfg::BM, Cfg::BN);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const u32 wg = threadIdx.x / 128;
@@ -214,6 +300,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
       tma_prefetch_descriptor(tma_a);
       tma_prefetch_descriptor(tma_b);
       gemm_producer<Cfg>(tma_a, tma_b, sm, sched, first_tile, tile_stride, k_blocks, timeout_ns);
+    } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
+      gemm_storer<Cfg>(tma_c, sm, sched, first_tile, tile_stride, on_tile_stored);
     }
   } else {
     warpgroup_reg_alloc<Cfg::kConsumerRegs>();

@@ -7,6 +7,7 @@
 namespace mk {
 
 struct NoTileHook {
+  static constexpr bool kPublishes = false;
   __device__ __forceinline__ void operator()(u32) const {}
 };
 
@@ -17,8 +18,8 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
   NoTileHook hook;
-  gemm_run<Cfg>(&p.tma_a, &p.tma_b, sm, reinterpret_cast<u16*>(p.c), p.ldc, p.m, p.n, p.k, blockIdx.x, gridDim.x,
-                p.timeout_ns, hook);
+  gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, sm, reinterpret_cast<u16*>(p.c), p.ldc, p.m, p.n, p.k, blockIdx.x,
+                gridDim.x, p.timeout_ns, hook);
 }
 
 }  // namespace mk

@@ -67,16 +67,15 @@ __device__ __forceinline__ void publish_to_all(const u64 (&regions)[MKERNEL_MAX_
   for (u32 q = 0; q < WORLD; ++q) st_release_sys(inbox(regions[q], stride, rank, tile), epoch);
 }
 
-// Tile-stored hook of compute CTAs: once every consumer thread stored its fragment,
-// publish the tile to all ranks.
+// Tile-stored hook of compute CTAs, called by one thread once the whole tile is in the
+// partial buffer (see the GEMM engine's epilogues): publish it to all ranks.
 template <u32 WORLD>
 struct PublishTileReady {
+  static constexpr bool kPublishes = true;
   const AllReduceParams* p;
   u32 epoch;
-  u32 consumer_threads;
   __device__ __forceinline__ void operator()(u32 tile) const {
-    named_barrier_sync(kBarrierConsumersTileStored, consumer_threads);
-    if (threadIdx.x == 128) publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
+    publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
   }
 };
 
@@ -483,8 +482,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
     const GemmSmem<Cfg> sm(smem_raw);
     if (threadIdx.x == 0) sm.init();
     __syncthreads();
-    PublishTileReady<WORLD> hook{&p, ctx.epoch, Cfg::kConsumerThreads};
-    gemm_run<Cfg>(&p.tma_a, &p.tma_b, sm, reinterpret_cast<u16*>(p.partial[p.rank]), p.n, p.m, p.n, p.k,
+    PublishTileReady<WORLD> hook{&p, ctx.epoch};
+    gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, sm, reinterpret_cast<u16*>(p.partial[p.rank]), p.n, p.m, p.n, p.k,
                   blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas, p.timeout_ns, hook);
   }
   // ---- epoch hand-over: the last CTA of this call advances the epoch ----
