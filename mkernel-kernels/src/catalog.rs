@@ -15,10 +15,15 @@ pub fn layout_check() -> Result<KernelSource> {
     })
 }
 
-/// All instantiations: the layout check, the random fill, the GEMM for each tile config, and the fused
+/// All instantiations: the layout check, the test-data and check kernels, the GEMM for each tile config, and the fused
 /// GEMM + all-reduce for each tile config, world size 1..=MAX_RANKS and comm path.
 pub fn all() -> Result<Vec<KernelSource>> {
-    let mut v = vec![layout_check()?, crate::fill::source()?];
+    let mut v = vec![
+        layout_check()?,
+        crate::fill::source()?,
+        crate::check::accumulate_source()?,
+        crate::check::compare_source()?,
+    ];
     for cfg in TileConfig::ALL {
         v.push(crate::gemm::source(cfg)?);
     }

@@ -12,9 +12,11 @@
 //! Layout: `source` (header embedding and `#include` resolution), `jit` (NVRTC + disk
 //! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
 //! their layout check), `driver` (module cache, tensor maps, launches), and one module
-//! per operator: `gemm`, `gemm_allreduce` (and `fill`, random test data).
+//! per operator: `gemm`, `gemm_allreduce` (and `fill` / `check`: test data and
+//! device-side verification).
 
 pub mod catalog;
+pub mod check;
 pub mod driver;
 pub mod error;
 pub mod fill;

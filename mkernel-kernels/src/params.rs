@@ -128,6 +128,43 @@ pub struct FillParams {
     pub hi: f32,
 }
 
+/// Parameters of the reference accumulation kernel (`AccumulateParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AccumulateParams {
+    pub sum: u64,
+    pub abs_sum: u64,
+    pub p: u64,
+    pub len: u64,
+    pub first: u32,
+    pub pad0: u32,
+}
+
+/// Device-side comparison result (`CompareStats`), zeroed with `first_bad = u64::MAX`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CompareStats {
+    pub err2: f64,
+    pub ref2: f64,
+    pub bad: u64,
+    pub first_bad: u64,
+    pub max_abs_bits: u32,
+    pub pad0: u32,
+}
+
+/// Parameters of the comparison kernel (`CompareParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompareParams {
+    pub got: u64,
+    pub reference: u64,
+    pub scale: u64,
+    pub stats: u64,
+    pub len: u64,
+    pub rel_tol: f32,
+    pub abs_floor: f32,
+}
+
 /// Per-rank device control words (`ControlBlock`), zeroed at allocation.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -168,6 +205,9 @@ pub fn layout_check_source() -> String {
         status, m, n, k, rank, num_comm_ctas, flag_stride, timeout_ns));
     lines.extend(layout_of!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
     lines.extend(layout_of!(FillParams; out, len, seed, lo, hi));
+    lines.extend(layout_of!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
+    lines.extend(layout_of!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));
+    lines.extend(layout_of!(CompareParams; got, reference, scale, stats, len, rel_tol, abs_floor));
     lines.push(format!(
         "static_assert(MKERNEL_MAX_RANKS == {MAX_RANKS}, \"MKERNEL_MAX_RANKS differs from Rust\");"
     ));

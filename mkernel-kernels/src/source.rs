@@ -17,6 +17,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/gemm.cuh", include_str!("cuda/ops/gemm.cuh")),
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
+    ("ops/check.cuh", include_str!("cuda/ops/check.cuh")),
 ];
 
 fn header(name: &str) -> Option<&'static str> {

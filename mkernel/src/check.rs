@@ -261,3 +261,79 @@ impl AllReduceCase {
         Ok(compare(&got, &sum, Some(&scale), n))
     }
 }
+
+impl AllReduceCase {
+    /// As [`AllReduceCase::verify`], with the reference accumulated and the comparison
+    /// made on the device (a few bytes reach the host), so that many repetitions per
+    /// shape are affordable. Same tolerance; `gpu_gemm_allreduce` checks that both agree.
+    pub fn verify_on_device(
+        &self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        blas: &mut crate::baseline::Cublas,
+        out: &cudarc::driver::CudaSlice<bf16>,
+    ) -> crate::Result<Comparison> {
+        use cudarc::driver::{DevicePtr, DevicePtrMut};
+        use mkernel_kernels::driver::Runtime;
+        let s = self.shape;
+        let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+        let len = m * n;
+        if out.len() < len {
+            return Err(crate::error::invalid("out", format!("expected [M={m}, N={n}] = {len} elements, got {}", out.len())));
+        }
+        let dev = |e| crate::Error::Driver { call: "cuMemAlloc/cuMemcpy", source: e };
+        let mut a = stream.alloc_zeros::<bf16>(m * k).map_err(dev)?;
+        let mut b = stream.alloc_zeros::<bf16>(n * k).map_err(dev)?;
+        let mut p = stream.alloc_zeros::<f32>(len).map_err(dev)?;
+        let mut sum = stream.alloc_zeros::<f32>(len).map_err(dev)?;
+        let mut abs_sum = stream.alloc_zeros::<f32>(len).map_err(dev)?;
+        let rt = Runtime::global();
+        for q in 0..self.world {
+            self.fill_inputs(stream, q, &mut a, &mut b)?;
+            blas.gemm_f32_out(&a, &b, &mut p, s)?;
+            let (pp, _g1) = p.device_ptr(stream);
+            let (ps, _g2) = sum.device_ptr_mut(stream);
+            let (pa, _g3) = abs_sum.device_ptr_mut(stream);
+            // SAFETY: the three buffers hold `len` f32 on this stream's GPU.
+            unsafe { mkernel_kernels::check::accumulate(rt, stream, ps, pa, pp, len as u64, q == 0)? };
+        }
+        // CompareStats as 5 words: err2, ref2 (f64 bits), bad, first_bad, max |err| bits.
+        let run = |floor: f32| -> crate::Result<[u64; 5]> {
+            let mut stats = stream.clone_htod(&[0u64, 0, 0, u64::MAX, 0]).map_err(dev)?;
+            {
+                let (pg, _g1) = out.device_ptr(stream);
+                let (pr, _g2) = sum.device_ptr(stream);
+                let (psc, _g3) = abs_sum.device_ptr(stream);
+                let (pst, _g4) = stats.device_ptr_mut(stream);
+                // SAFETY: sizes checked above; `stats` holds one CompareStats.
+                unsafe { mkernel_kernels::check::compare(rt, stream, pg, pr, psc, pst, len as u64, 1.0 / 128.0, floor)? };
+            }
+            let v = stream.clone_dtoh(&stats).map_err(dev)?;
+            let mut w = [0u64; 5];
+            w.copy_from_slice(&v[..5]);
+            Ok(w)
+        };
+        let mut w = run(0.0)?;
+        if w[2] != 0 {
+            // Retry with the absolute floor of the host check (1e-6 * rms of the reference).
+            let rms = (f64::from_bits(w[1]) / len.max(1) as f64).sqrt();
+            w = run((1e-6 * rms) as f32)?;
+        }
+        let (err2, ref2) = (f64::from_bits(w[0]), f64::from_bits(w[1]));
+        let rel = if ref2 > 0.0 { (err2 / ref2).sqrt() } else { err2.sqrt() };
+        let first_bad = if w[2] == 0 || w[3] as usize >= len {
+            None
+        } else {
+            let i = w[3] as usize;
+            let g = stream.clone_dtoh(&out.slice(i..i + 1)).map_err(dev)?[0].to_f32();
+            let r = stream.clone_dtoh(&sum.slice(i..i + 1)).map_err(dev)?[0];
+            let sc = stream.clone_dtoh(&abs_sum.slice(i..i + 1)).map_err(dev)?[0];
+            Some((i / n, i % n, g, r, (r.abs() + sc) / 128.0))
+        };
+        Ok(Comparison {
+            rel_fro_err: if rel.is_nan() { f64::INFINITY } else { rel },
+            max_abs_err: f32::from_bits(w[4] as u32) as f64,
+            bad: w[2] as usize,
+            first_bad,
+        })
+    }
+}

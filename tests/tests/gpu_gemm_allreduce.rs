@@ -247,3 +247,36 @@ fn oversubscribed_world_sizes_3_4_8() {
         }
     }
 }
+
+/// The device-side verification the benchmark uses for repetitions agrees with the host
+/// one: on a correct result, on one corrupted element, and on a fully poisoned output.
+#[test]
+fn device_and_host_verification_agree() {
+    let Some(w) = world() else { return };
+    let s = GemmShape { m: 300, n: 2048, k: 512 };
+    let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
+    let mut bs = bufs(&g, s);
+    let seed = check::fresh_seed();
+    round(&mut g, &mut bs, s, seed, GemmAllReduceOptions::default());
+    let case = AllReduceCase { shape: s, world: w as u32, seed };
+    let st = g.streams[0].clone();
+    let host = case.verify(&st, &mut g.blas[0], &bs[0].out).unwrap();
+    let dev = case.verify_on_device(&st, &mut g.blas[0], &bs[0].out).unwrap();
+    assert!(host.passed() && dev.passed(), "host {host} / device {dev}");
+    assert!((host.rel_fro_err - dev.rel_fro_err).abs() <= 1e-3 * host.rel_fro_err.max(1e-9), "host {host} / device {dev}");
+    // Corrupt one element (row 123, col 77) by a lot.
+    let idx = 123 * s.n as usize + 77;
+    let mut host_out = st.clone_dtoh(&bs[0].out).unwrap();
+    host_out[idx] = half::bf16::from_f32(host_out[idx].to_f32() + 100.0);
+    st.memcpy_htod(&host_out, &mut bs[0].out).unwrap();
+    let host = case.verify(&st, &mut g.blas[0], &bs[0].out).unwrap();
+    let dev = case.verify_on_device(&st, &mut g.blas[0], &bs[0].out).unwrap();
+    assert_eq!((host.bad, dev.bad), (1, 1), "host {host} / device {dev}");
+    assert_eq!(host.first_bad.map(|f| (f.0, f.1)), Some((123, 77)));
+    assert_eq!(dev.first_bad.map(|f| (f.0, f.1)), Some((123, 77)));
+    // Everything poisoned.
+    check::poison(&st, &mut bs[0].out).unwrap();
+    let dev = case.verify_on_device(&st, &mut g.blas[0], &bs[0].out).unwrap();
+    assert_eq!(dev.bad, s.m as usize * s.n as usize, "{dev}");
+    assert!(!dev.passed());
+}

@@ -69,3 +69,33 @@ struct FillParams {
   u64 seed;
   float lo, hi; // values uniform in [lo, hi)
 };
+
+// Reference accumulation of the device-side checks (ops/check.cuh).
+struct AccumulateParams {
+  u64 sum;      // f32 [len]
+  u64 abs_sum;  // f32 [len]
+  u64 p;        // f32 [len], one rank's product
+  u64 len;
+  u32 first;    // 1: overwrite instead of add
+  u32 pad0;
+};
+
+// Result of compare_bf16_f32, accumulated with atomics.
+struct CompareStats {
+  double err2;
+  double ref2;
+  unsigned long long bad;
+  unsigned long long first_bad;
+  u32 max_abs_bits;
+  u32 pad0;
+};
+
+struct CompareParams {
+  u64 got;        // bf16 [len]
+  u64 reference;  // f32 [len]
+  u64 scale;      // f32 [len] added to |reference| in the tolerance, or 0
+  u64 stats;      // CompareStats
+  u64 len;
+  float rel_tol;
+  float abs_floor;
+};
