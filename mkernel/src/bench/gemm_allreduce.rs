@@ -1,5 +1,10 @@
 //! `mkernel bench gemm-allreduce`: the fused GEMM + all-reduce against cuBLAS + NCCL
-//! on the GPUs of this machine, one process driving all of them (rank i on GPU i).
+//! on the GPUs of this machine. Two modes, as the communicator has:
+//! - default: one process drives every GPU (rank i on GPU i);
+//! - `--procs N`: this process starts N copies of itself, one per GPU, with the
+//!   launcher variables set (`--launched` is what they run; it also works directly
+//!   under torchrun/srun). Timings are the slowest rank's per iteration, exchanged
+//!   through the communicator's bootstrap; rank 0 prints and writes the JSON.
 //!
 //! Per shape, on the same inputs and streams: (a) cuBLAS GEMM then NCCL all-reduce
 //! (the unfused baseline), (a_gemm) cuBLAS alone, (b) our GEMM alone, (c) NCCL
@@ -16,7 +21,7 @@ use mkernel::baseline::{Cublas, Nccl};
 use mkernel::{check, CommConfig, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_median_ms, BenchResult, Common};
+use super::{rotation_sets, run_info, time_iters_ms, BenchResult, Common};
 
 #[derive(Args, Clone, Debug)]
 pub struct ArArgs {
@@ -31,6 +36,12 @@ pub struct ArArgs {
     /// With --check: repetitions per shape, each on fresh random data.
     #[arg(long, default_value_t = 1)]
     pub check_reps: usize,
+    /// One process per GPU: start this many ranks (processes) on GPUs 0..N.
+    #[arg(long)]
+    pub procs: Option<usize>,
+    /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
+    #[arg(long)]
+    pub launched: bool,
     /// Force a tile configuration (names as for `bench gemm --tile`).
     #[arg(long)]
     pub tile: Option<String>,
@@ -107,9 +118,9 @@ fn check_once(
     opts: GemmAllReduceOptions,
     on_device: bool,
 ) -> BenchResult<mkernel::check::Comparison> {
-    let case = check::AllReduceCase { shape: s, world: comms.len() as u32, seed };
+    let case = check::AllReduceCase { shape: s, world: comms[0].world_size(), seed };
     for (r, d) in data.iter_mut().enumerate() {
-        case.fill_inputs(&streams[r], r as u32, &mut d.a[0], &mut d.b[0])?;
+        case.fill_inputs(&streams[r], comms[r].rank(), &mut d.a[0], &mut d.b[0])?;
         check::poison(&streams[r], &mut d.out_fused)?;
     }
     for (r, d) in data.iter_mut().enumerate() {
@@ -128,7 +139,7 @@ fn check_once(
             case.verify(&streams[r], &mut blas[r], &d.out_fused)?
         };
         if !cmp.passed() {
-            return Err(format!("rank {r}: fused output wrong ({cmp}; seed {seed:#x})").into());
+            return Err(format!("rank {}: fused output wrong ({cmp}; seed {seed:#x})", comms[r].rank()).into());
         }
         if worst.as_ref().is_none_or(|w| cmp.rel_fro_err > w.rel_fro_err) {
             worst = Some(cmp);
@@ -137,11 +148,134 @@ fn check_once(
     worst.ok_or_else(|| "no ranks".into())
 }
 
-pub fn run(args: ArArgs) -> BenchResult<()> {
+/// Starts `procs` copies of this binary as the ranks of one node and waits for them.
+fn spawn_ranks(procs: usize) -> BenchResult<()> {
     let present = mkernel::device_count()?;
-    let world = args.gpus.unwrap_or(present);
-    if world == 0 || world > present {
-        return Err(format!("--gpus {world}: {present} GPU(s) present").into());
+    if procs == 0 || procs > present {
+        return Err(format!("--procs {procs}: {present} GPU(s) present").into());
+    }
+    // A free port whose successor is free too (the bootstrap listens on MASTER_PORT + 1).
+    let port = loop {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let p = l.local_addr()?.port();
+        if p < 65535 && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            break p;
+        }
+    };
+    let mut args: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--procs" {
+            it.next();
+        } else if !a.starts_with("--procs=") {
+            args.push(a);
+        }
+    }
+    args.push("--launched".into());
+    let exe = std::env::current_exe()?;
+    let mut kids = Vec::new();
+    for r in 0..procs {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(&args)
+            .env("RANK", r.to_string())
+            .env("WORLD_SIZE", procs.to_string())
+            .env("LOCAL_RANK", r.to_string())
+            .env("LOCAL_WORLD_SIZE", procs.to_string())
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("MASTER_PORT", port.to_string())
+            .env("NCCL_NVLS_ENABLE", "0")
+            .env("NVSHMEM_DISABLE_NVLS", "1")
+            .env("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1");
+        if r != 0 {
+            cmd.stdout(std::process::Stdio::null());
+        }
+        kids.push(cmd.spawn()?);
+    }
+    // Each rank bounds its own waits; a rank that fails makes its peers time out and
+    // fail too, so plain waits end.
+    let mut failed = Vec::new();
+    for (r, mut k) in kids.into_iter().enumerate() {
+        if !k.wait()?.success() {
+            failed.push(r);
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("ranks {failed:?} failed (see their messages above)").into())
+    }
+}
+
+/// The ranks this process drives, and what they share.
+struct Local {
+    comms: Vec<Communicator>,
+    streams: Vec<Arc<CudaStream>>,
+    nccl: Nccl,
+    blas: Vec<Cublas>,
+}
+
+impl Local {
+    fn world(&self) -> u32 {
+        self.comms[0].world_size()
+    }
+    fn is_printer(&self) -> bool {
+        self.comms[0].rank() == 0
+    }
+    fn boot(&self) -> Option<&mkernel_topology::Bootstrap> {
+        self.comms[0].bootstrap()
+    }
+    /// Per-iteration slowest-rank times across processes, then the median.
+    fn median_ms(&self, mut local: Vec<f64>) -> BenchResult<f64> {
+        if let Some(b) = self.boot() {
+            let bytes: Vec<u8> = local.iter().flat_map(|t| t.to_le_bytes()).collect();
+            for other in b.all_gather(&bytes)? {
+                for (t, chunk) in local.iter_mut().zip(other.chunks_exact(8)) {
+                    let mut w = [0u8; 8];
+                    w.copy_from_slice(chunk);
+                    *t = t.max(f64::from_le_bytes(w));
+                }
+            }
+        }
+        Ok(super::median(&mut local))
+    }
+    /// A value every rank agrees on (rank 0's).
+    fn agree_u64(&self, v: u64) -> BenchResult<u64> {
+        match self.boot() {
+            None => Ok(v),
+            Some(b) => {
+                let got = b.broadcast(0, &v.to_le_bytes())?;
+                let mut w = [0u8; 8];
+                w.copy_from_slice(got.get(..8).ok_or("bootstrap: short broadcast")?);
+                Ok(u64::from_le_bytes(w))
+            }
+        }
+    }
+}
+
+/// Combines every rank's check outcome (one process per GPU: through the bootstrap):
+/// the first failure anywhere fails all ranks.
+fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, String>) -> BenchResult<f64> {
+    let Some(b) = boot else { return local.map_err(Into::into) };
+    let msg = match &local {
+        Ok(e) => format!("ok {e}"),
+        Err(m) => format!("err {m}"),
+    };
+    let mut worst = 0f64;
+    for (r, m) in b.all_gather(msg.as_bytes())?.into_iter().enumerate() {
+        let m = String::from_utf8_lossy(&m).into_owned();
+        match m.strip_prefix("ok ") {
+            Some(e) => worst = worst.max(e.parse().unwrap_or(f64::INFINITY)),
+            None => return Err(format!("rank {r}: {}", m.trim_start_matches("err ")).into()),
+        }
+    }
+    Ok(worst)
+}
+
+pub fn run(args: ArArgs) -> BenchResult<()> {
+    if let Some(procs) = args.procs {
+        if !args.launched {
+            return spawn_ranks(procs);
+        }
     }
     let c = &args.common;
     let tile = super::parse_tile(args.tile.as_deref())?;
@@ -154,46 +288,66 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         max_output_elems: max_elems,
         ..Default::default()
     };
-    let devices: Vec<usize> = (0..world).collect();
-    let comms = Communicator::local_group(&devices, config)?;
+    let (comms, mode) = if args.launched {
+        (vec![Communicator::from_env(config)?], "one process per GPU")
+    } else {
+        let present = mkernel::device_count()?;
+        let world = args.gpus.unwrap_or(present);
+        if world == 0 || world > present {
+            return Err(format!("--gpus {world}: {present} GPU(s) present").into());
+        }
+        let devices: Vec<usize> = (0..world).collect();
+        (Communicator::local_group(&devices, config)?, "one process, all GPUs")
+    };
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
-    let nccl = Nccl::local_group(&streams)?;
-    let mut blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
-    let info = run_info(comms[0].context())?;
-    println!(
-        "# mkernel bench gemm-allreduce: {world} x {} ({} SMs), one process, {}, commit {}",
-        info.device, info.sm_count, info.driver, info.commit
-    );
-    println!(
-        "{:<26} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>5}  {}",
-        "shape", "base ms", "cuBLAS", "our gemm", "NCCL", "fused ms", "speedup", "overlap", "comm", "config / check"
-    );
-    let bar = indicatif::ProgressBar::new(list.len() as u64);
+    let nccl = match comms[0].bootstrap() {
+        Some(b) => Nccl::from_bootstrap(&streams[0], b)?,
+        None => Nccl::local_group(&streams)?,
+    };
+    let blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
+    let mut local = Local { comms, streams, nccl, blas };
+    let world = local.world() as usize;
+    let info = run_info(local.comms[0].context())?;
+    let printer = local.is_printer();
+    if printer {
+        println!(
+            "# mkernel bench gemm-allreduce: {world} x {} ({} SMs), {mode}, {}, commit {}",
+            info.device, info.sm_count, info.driver, info.commit
+        );
+        println!(
+            "{:<26} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>5}  {}",
+            "shape", "base ms", "cuBLAS", "our gemm", "NCCL", "fused ms", "speedup", "overlap", "comm", "config / check"
+        );
+    }
+    let bar = if printer { indicatif::ProgressBar::new(list.len() as u64) } else { indicatif::ProgressBar::hidden() };
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
     let mut rows = Vec::new();
     for (label, s) in list {
         bar.set_message(label.clone());
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
-        let seed = check::fresh_seed();
+        let seed = local.agree_u64(check::fresh_seed())?;
+        let Local { comms, streams, nccl, blas } = &mut local;
         let mut data: Vec<RankData> = streams
             .iter()
-            .enumerate()
-            .map(|(r, st)| alloc_rank(st, s, sets, seed.wrapping_add(100 * r as u64)))
+            .zip(comms.iter())
+            .map(|(st, cm)| alloc_rank(st, s, sets, seed.wrapping_add(100 * cm.rank() as u64)))
             .collect::<Result<_, _>>()?;
         let verdict = if c.check {
             let mut worst = 0f64;
             for rep in 0..args.check_reps {
-                let cmp = check_once(&comms, &streams, &mut blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), base_opts, rep > 0)
-                    .map_err(|e| format!("{label}: repetition {rep}: {e}"))?;
-                worst = worst.max(cmp.rel_fro_err);
+                let outcome = check_once(comms, streams, blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), base_opts, rep > 0)
+                    .map(|cmp| cmp.rel_fro_err)
+                    .map_err(|e| e.to_string());
+                let w = agree_check(comms[0].bootstrap(), outcome).map_err(|e| format!("{label}: repetition {rep}: {e}"))?;
+                worst = worst.max(w);
             }
             Some(format!("PASS x{} (worst rel_fro_err {worst:.2e})", args.check_reps))
         } else {
             None
         };
         // (a) unfused baseline: cuBLAS then NCCL on each rank's stream.
-        let baseline = time_median_ms(&streams, c.warmup, c.iters, |i| {
+        let baseline = time_iters_ms(streams, c.warmup, c.iters, |i| {
             for (r, d) in data.iter_mut().enumerate() {
                 blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
             }
@@ -201,26 +355,26 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             nccl.all_reduce_sum(&mut outs)?;
             Ok(())
         })?;
-        let cublas = time_median_ms(&streams, c.warmup, c.iters, |i| {
+        let cublas = time_iters_ms(streams, c.warmup, c.iters, |i| {
             for (r, d) in data.iter_mut().enumerate() {
                 blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
             }
             Ok(())
         })?;
-        let ours_gemm = time_median_ms(&streams, c.warmup, c.iters, |i| {
+        let ours_gemm = time_iters_ms(streams, c.warmup, c.iters, |i| {
             for (r, d) in data.iter_mut().enumerate() {
                 mkernel::gemm(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_base, s, GemmOptions::default())?;
             }
             Ok(())
         })?;
-        let nccl_ms = time_median_ms(&streams, c.warmup, c.iters, |_| {
+        let nccl_ms = time_iters_ms(streams, c.warmup, c.iters, |_| {
             let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
             nccl.all_reduce_sum(&mut outs)?;
             Ok(())
         })?;
-        let mut fused_with = |opts: GemmAllReduceOptions| -> BenchResult<(f64, String)> {
+        let mut fused_with = |opts: GemmAllReduceOptions| -> BenchResult<(Vec<f64>, String)> {
             let mut cfg = String::new();
-            let t = time_median_ms(&streams, c.warmup, c.iters, |i| {
+            let t = time_iters_ms(streams, c.warmup, c.iters, |i| {
                 for (r, d) in data.iter_mut().enumerate() {
                     let used = comms[r].gemm_allreduce(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, opts)?;
                     cfg = used.to_string();
@@ -233,10 +387,19 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             Ok((t, cfg))
         };
         let (fused, cfg) = fused_with(base_opts)?;
-        let mut sweep = Vec::new();
+        let mut sweep_local = Vec::new();
         for &cc in &args.sm_comm {
             let (t, _) = fused_with(GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts })?;
-            sweep.push((cc, t));
+            sweep_local.push((cc, t));
+        }
+        let baseline = local.median_ms(baseline)?;
+        let cublas = local.median_ms(cublas)?;
+        let ours_gemm = local.median_ms(ours_gemm)?;
+        let nccl_ms = local.median_ms(nccl_ms)?;
+        let fused = local.median_ms(fused)?;
+        let mut sweep = Vec::new();
+        for (cc, t) in sweep_local {
+            sweep.push((cc, local.median_ms(t)?));
         }
         let row = Row {
             label: label.clone(),
@@ -256,7 +419,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             sweep: sweep.clone(),
             check: verdict.clone(),
         };
-        bar.suspend(|| {
+        if printer {
+            bar.suspend(|| {
             println!(
                 "{:<26} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>9.4} {:>7.3} {:>7.3} {:>4.0}%  {}{}",
                 label,
@@ -275,12 +439,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 let s: Vec<String> = sweep.iter().map(|(cc, t)| format!("{cc}:{t:.4}")).collect();
                 println!("{:<26} sweep comm CTAs -> ms: {}", "", s.join(" "));
             }
-        });
+            });
+        }
         rows.push(row);
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if !c.no_json {
+    if !c.no_json && printer {
         #[derive(Serialize)]
         struct Out<'a> {
             bench: &'a str,
@@ -291,8 +456,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             rows: Vec<Row>,
         }
         let date = info.date.clone();
-        let out = Out { bench: "gemm-allreduce", mode: "one process, all GPUs", info, iters: c.iters, warmup: c.warmup, rows };
-        let p = super::write_json(&c.out_dir, &format!("gemm-allreduce-w{world}"), &date, &out)?;
+        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, rows };
+        let stem = if args.launched { format!("gemm-allreduce-w{world}-mp") } else { format!("gemm-allreduce-w{world}") };
+        let p = super::write_json(&c.out_dir, &stem, &date, &out)?;
         println!("# wrote {}", p.display());
     }
     Ok(())

@@ -85,15 +85,15 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Times `iters` iterations of `step` on several streams (one per rank): each
+/// Times `iters` iterations of `step` on several streams (one per local rank): each
 /// iteration is bracketed by events on every stream, and its time is the slowest
-/// rank's. Returns the median in milliseconds.
-pub fn time_median_ms(
+/// stream's. Returns every iteration's time in milliseconds.
+pub fn time_iters_ms(
     streams: &[Arc<CudaStream>],
     warmup: usize,
     iters: usize,
     mut step: impl FnMut(usize) -> BenchResult<()>,
-) -> BenchResult<f64> {
+) -> BenchResult<Vec<f64>> {
     for i in 0..warmup {
         step(i)?;
     }
@@ -123,7 +123,17 @@ pub fn time_median_ms(
             per_iter[i] = per_iter[i].max(a.elapsed_ms(b)? as f64);
         }
     }
-    Ok(median(&mut per_iter))
+    Ok(per_iter)
+}
+
+/// Median of [`time_iters_ms`].
+pub fn time_median_ms(
+    streams: &[Arc<CudaStream>],
+    warmup: usize,
+    iters: usize,
+    step: impl FnMut(usize) -> BenchResult<()>,
+) -> BenchResult<f64> {
+    Ok(median(&mut time_iters_ms(streams, warmup, iters, step)?))
 }
 
 /// Identification written into every JSON result.
