@@ -92,9 +92,17 @@ impl Runtime {
             return Ok(f);
         }
         let compiled = self.compiler.compile(src)?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.as_ref().clone()))
-            .call("cuModuleLoadData")?;
+        let load = |img: &[u8]| ctx.load_module(cudarc::nvrtc::Ptx::from_binary(img.to_vec())).call("cuModuleLoadData");
+        let module = match load(&compiled.cubin) {
+            Ok(m) => m,
+            Err(e) if compiled.from_cache => {
+                // A damaged cache entry (e.g. truncated by a full disk): rebuild it once.
+                tracing::warn!(kernel = %src.name, "cached image failed to load ({e}); recompiling");
+                self.compiler.invalidate(src)?;
+                load(&self.compiler.compile(src)?.cubin)?
+            }
+            Err(e) => return Err(e),
+        };
         let f = module.load_function(&src.name).call("cuModuleGetFunction")?;
         if let Ok(mut m) = self.loaded.lock() {
             m.insert(key, f.clone());

@@ -21,7 +21,7 @@ pub enum Error {
     #[error("device source `{from}` includes `{name}`, which is not an embedded header")]
     MissingHeader { from: String, name: String },
     /// Reading or writing the JIT cache failed.
-    #[error("JIT cache {path}: {source}")]
+    #[error("JIT cache: cannot write {path}: {source}")]
     Cache { path: PathBuf, source: std::io::Error },
     /// An NVRTC call failed.
     #[error("NVRTC call {call} failed: {detail}")]

@@ -1,10 +1,10 @@
-//! The plain GEMM operator: C[M,N] = A[M,K] * B[N,K]^T on one GPU.
+//! The plain GEMM operator: C\[M,N\] = A\[M,K\] * B\[N,K\]^T on one GPU.
 //!
 //! Layouts (bf16, row-major, contiguous):
-//! - `a`: [M, K] (K contiguous),
-//! - `b`: [N, K] (K contiguous: the layout of a PyTorch `nn.Linear` weight, i.e. B^T
+//! - `a`: \[M, K\] (K contiguous),
+//! - `b`: \[N, K\] (K contiguous: the layout of a PyTorch `nn.Linear` weight, i.e. B^T
 //!   of a [K, N] matrix; both operands K-major is what TMA + wgmma read natively),
-//! - `c`: [M, N] (N contiguous), fp32 accumulation rounded once to bf16.
+//! - `c`: \[M, N\] (N contiguous), fp32 accumulation rounded once to bf16.
 //!
 //! Any M, N >= 1 and K >= 8 with K % 8 == 0 work: partial tiles are zero-filled by TMA
 //! on load and masked on store. K % 8 != 0 is refused because TMA needs every row
@@ -102,8 +102,8 @@ impl TileConfig {
     }
 
     /// Number of output tiles of an M x N problem.
-    pub fn tiles(&self, m: u32, n: u32) -> u32 {
-        m.div_ceil(self.bm) * n.div_ceil(self.bn)
+    pub fn tiles(&self, m: u32, n: u32) -> u64 {
+        m.div_ceil(self.bm) as u64 * n.div_ceil(self.bn) as u64
     }
 
     /// The C++ type naming this configuration.
@@ -135,7 +135,7 @@ impl TileConfig {
     /// Heuristic: wide tiles unless they leave most SMs idle (fewer tiles than half
     /// the SMs), then narrow ones.
     pub fn choose(m: u32, n: u32, sm_count: u32) -> Self {
-        if Self::WIDE.tiles(m, n) * 2 < sm_count {
+        if Self::WIDE.tiles(m, n) * 2 < sm_count as u64 {
             Self::NARROW
         } else {
             Self::WIDE
@@ -143,7 +143,11 @@ impl TileConfig {
     }
 }
 
-/// Shape of one GEMM: C[M,N] = A[M,K] * B[N,K]^T.
+/// Largest M, N or K: tile coordinates (up to a tile past the edge) must stay within
+/// TMA's signed 32-bit coordinates.
+pub const MAX_DIM: usize = (1 << 31) - 256;
+
+/// Shape of one GEMM: C\[M,N\] = A\[M,K\] * B\[N,K\]^T.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmShape {
     pub m: u32,
@@ -163,11 +167,12 @@ impl GemmShape {
         if m == 0 || n == 0 || k == 0 {
             return Err(invalid("shape", format!("M, N and K must be >= 1, got M={m}, N={n}, K={k}")));
         }
-        const LIMIT: usize = i32::MAX as usize;
-        if m > LIMIT || n > LIMIT || k > LIMIT {
+        if m > MAX_DIM || n > MAX_DIM || k > MAX_DIM {
             return Err(invalid(
                 "shape",
-                format!("M, N and K must be below 2^31 (TMA coordinates are signed 32-bit), got M={m}, N={n}, K={k}"),
+                format!(
+                    "M, N and K must be at most 2^31 - 256 = {MAX_DIM} (TMA coordinates are signed 32-bit), got M={m}, N={n}, K={k}"
+                ),
             ));
         }
         if (m.div_ceil(128) as u64) * (n.div_ceil(128) as u64) > u32::MAX as u64 {
@@ -221,7 +226,7 @@ pub fn operand_maps(
     ))
 }
 
-/// TMA descriptor of an [M, N] bf16 output for the TMA-store epilogue (box [BM rows x
+/// TMA descriptor of an \[M, N\] bf16 output for the TMA-store epilogue (box [BM rows x
 /// 64 columns], 128B swizzle); a zeroed descriptor for the Registers epilogue.
 pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::params::TmaDescriptor> {
     if cfg.epilogue != Epilogue::TmaStore {
@@ -267,7 +272,7 @@ pub unsafe fn launch(
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
     };
     let f = rt.function(ctx, &source(cfg)?)?;
-    let grid = cfg.tiles(shape.m, shape.n).min(info.sm_count).max(1);
+    let grid = cfg.tiles(shape.m, shape.n).min(info.sm_count as u64).max(1) as u32;
     driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
     Ok(cfg)
 }
@@ -290,7 +295,9 @@ mod tests {
         assert!(e.contains("M=0"), "{e}");
         let e = GemmShape { m: 1 << 31, n: 4, k: 16 }.validate(usize::MAX, 64, usize::MAX).unwrap_err().to_string();
         assert!(e.contains("2^31"), "{e}");
-        let big = (1u32 << 31) - 1;
+        let e = GemmShape { m: 4, n: 4, k: (1 << 31) - 8 }.validate(usize::MAX, usize::MAX, 16).unwrap_err().to_string();
+        assert!(e.contains("2^31"), "{e}");
+        let big = MAX_DIM as u32;
         let e = GemmShape { m: big, n: big, k: 16 }.validate(usize::MAX, usize::MAX, usize::MAX).unwrap_err().to_string();
         assert!(e.contains("2^32 output tiles"), "{e}");
         assert!(s.validate(64, 64, 16).is_ok());

@@ -1,8 +1,8 @@
 //! The fused GEMM + all-reduce operator over the ranks of one node (device side in
 //! `src/cuda/ops/gemm_allreduce.cuh`, whose header comment draws the schedule).
 //!
-//! Per rank: `a` [M, K_local] and `b` [N, K_local] bf16 (K-major, as in [`crate::gemm`]),
-//! `out` [M, N] bf16 receiving sum over ranks of a_r * b_r^T. The kernel needs a
+//! Per rank: `a` \[M, K_local\] and `b` \[N, K_local\] bf16 (K-major, as in [`crate::gemm`]),
+//! `out` \[M, N\] bf16 receiving sum over ranks of a_r * b_r^T. The kernel needs a
 //! symmetric workspace per rank ([`WorkspaceLayout`]) that every peer can address.
 
 use std::sync::Arc;
@@ -17,18 +17,23 @@ use crate::jit::KernelSource;
 use crate::params::{AllReduceParams, ControlBlock, MAX_RANKS};
 
 /// Byte layout of one rank's symmetric workspace. Every rank allocates the same
-/// layout (same capacity), zeroed once; peers find each region at the same offset.
+/// layout (same capacity and world size), zeroed once; peers find each region at the
+/// same offset.
 ///
 /// ```text
-/// [ partial: capacity_elems bf16 | ready inbox: MAX_RANKS x max_tiles u32 |
-///   reduced inbox: MAX_RANKS x max_tiles u32 | exit: MAX_RANKS u32 | control: ControlBlock ]
+/// [ partial: capacity_elems bf16 | ready inbox: world x max_tiles u32 |
+///   reduced inbox: world x max_tiles u32 | exit: MAX_RANKS u32 | control: ControlBlock ]
 /// ```
 /// (each region 256-byte aligned). Inbox row q holds the epochs rank q pushed here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkspaceLayout {
     /// Largest M * N the workspace holds.
     pub capacity_elems: u64,
-    /// Largest tile count (for the narrowest tile configuration) of such an output.
+    /// Ranks (rows of each inbox).
+    pub world: u64,
+    /// Flags per inbox row: enough tiles for any M x N <= capacity with the narrowest
+    /// tile (128 x 128), skinny shapes included: ceil(M/128) * ceil(N/128) <=
+    /// capacity / 128 + 1 when M * N <= capacity.
     pub max_tiles: u64,
 }
 
@@ -36,14 +41,27 @@ const fn align256(x: u64) -> u64 {
     (x + 255) & !255
 }
 
+/// Largest `capacity_elems` a workspace may have (2^40 elements = 2 TiB: beyond any GPU).
+pub const MAX_CAPACITY_ELEMS: u64 = 1 << 40;
+
 impl WorkspaceLayout {
-    /// A layout for outputs of up to `capacity_elems` elements with any M.
-    pub fn for_capacity(capacity_elems: u64) -> Self {
-        // Narrowest tile is 128 x 128; partial tiles at the M and N edges add at most
-        // one tile row and column. Bounded generously by elems / (128 * 128) + a margin
-        // for skinny shapes, and refused at launch if a shape still exceeds it.
-        let tiles = capacity_elems.div_ceil(128 * 128) + 4096;
-        Self { capacity_elems, max_tiles: tiles }
+    /// A layout for outputs of up to `capacity_elems` elements of any shape, over
+    /// `world` ranks. Errors name the rule when either is out of range.
+    pub fn new(capacity_elems: u64, world: u32) -> Result<Self> {
+        if capacity_elems == 0 || capacity_elems > MAX_CAPACITY_ELEMS {
+            return Err(invalid(
+                "max_output_elems",
+                format!("must be in 1..=2^40, got {capacity_elems}"),
+            ));
+        }
+        if world == 0 || world as usize > MAX_RANKS {
+            return Err(invalid("world_size", format!("must be 1..={MAX_RANKS}, got {world}")));
+        }
+        let max_tiles = capacity_elems / 128 + 1;
+        if max_tiles > u32::MAX as u64 {
+            return Err(invalid("max_output_elems", format!("{capacity_elems} needs more than 2^32 tile flags")));
+        }
+        Ok(Self { capacity_elems, world: world as u64, max_tiles })
     }
     pub fn partial_offset(&self) -> u64 {
         0
@@ -51,11 +69,14 @@ impl WorkspaceLayout {
     pub fn ready_offset(&self) -> u64 {
         align256(self.capacity_elems * 2)
     }
+    fn inbox_bytes(&self) -> u64 {
+        align256(self.world * self.max_tiles * 4)
+    }
     pub fn reduced_offset(&self) -> u64 {
-        self.ready_offset() + align256(MAX_RANKS as u64 * self.max_tiles * 4)
+        self.ready_offset() + self.inbox_bytes()
     }
     pub fn exit_offset(&self) -> u64 {
-        self.reduced_offset() + align256(MAX_RANKS as u64 * self.max_tiles * 4)
+        self.reduced_offset() + self.inbox_bytes()
     }
     pub fn control_offset(&self) -> u64 {
         self.exit_offset() + align256(MAX_RANKS as u64 * 4)
@@ -182,8 +203,15 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             ),
         ));
     }
-    if cfg.tile.tiles(shape.m, shape.n) as u64 > bufs.layout.max_tiles {
-        return Err(invalid("out", format!("{} tiles exceed the workspace's {} flags", cfg.tile.tiles(shape.m, shape.n), bufs.layout.max_tiles)));
+    if cfg.tile.tiles(shape.m, shape.n) > bufs.layout.max_tiles {
+        // Unreachable for shapes within the capacity (see `WorkspaceLayout::max_tiles`).
+        return Err(invalid(
+            "out",
+            format!("{} tiles exceed the workspace's {} flags; raise max_output_elems", cfg.tile.tiles(shape.m, shape.n), bufs.layout.max_tiles),
+        ));
+    }
+    if bufs.world as u64 != bufs.layout.world || bufs.rank >= bufs.world {
+        return Err(invalid("rank", format!("rank {} of world {} does not fit a workspace laid out for {} ranks", bufs.rank, bufs.world, bufs.layout.world)));
     }
     if cfg.comm_ctas == 0 || cfg.comm_ctas >= cfg.grid {
         return Err(invalid(
@@ -262,19 +290,27 @@ mod tests {
 
     #[test]
     fn layout_regions_are_aligned_and_disjoint() {
-        let l = WorkspaceLayout::for_capacity(16384 * 8192 + 3);
+        let l = WorkspaceLayout::new(16384 * 8192 + 3, 2).unwrap();
         let offs = [l.partial_offset(), l.ready_offset(), l.reduced_offset(), l.exit_offset(), l.control_offset(), l.bytes()];
         for w in offs.windows(2) {
             assert!(w[0] < w[1]);
         }
         assert!(offs.iter().all(|o| o % 256 == 0));
         assert!(l.ready_offset() >= l.capacity_elems * 2);
-        assert!(l.reduced_offset() - l.ready_offset() >= MAX_RANKS as u64 * l.max_tiles * 4);
+        assert!(l.reduced_offset() - l.ready_offset() >= 2 * l.max_tiles * 4);
+        // Skinny shapes inside the capacity fit the flags.
+        for (m, n) in [(1u64, 16384 * 8192u64), (8, (16384 * 8192) / 8), (16384 * 8192, 1)] {
+            let tiles = m.div_ceil(128) * n.div_ceil(128);
+            assert!(tiles <= l.max_tiles, "{m}x{n}: {tiles} > {}", l.max_tiles);
+        }
+        assert!(WorkspaceLayout::new(0, 2).is_err());
+        assert!(WorkspaceLayout::new(u64::MAX, 2).is_err());
+        assert!(WorkspaceLayout::new(1 << 20, 9).is_err());
     }
 
     #[test]
     fn validation_names_the_rule() {
-        let l = WorkspaceLayout::for_capacity(1 << 20);
+        let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
         let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132 };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
@@ -283,6 +319,9 @@ mod tests {
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &bad, &bufs).unwrap_err().to_string();
         assert!(e.contains("`comm_ctas`"), "{e}");
         assert!(validate(GemmShape { m: 1024, n: 1024, k: 64 }, &cfg, &bufs).is_ok());
+        let bad_rank = RankBuffers { rank: 2, ..bufs };
+        let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &cfg, &bad_rank).unwrap_err().to_string();
+        assert!(e.contains("`rank`"), "{e}");
     }
 
     #[test]

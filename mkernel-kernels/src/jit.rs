@@ -101,14 +101,16 @@ pub fn find_toolkit_headers(candidates: &[PathBuf]) -> Result<Vec<PathBuf>> {
 
 /// Default cache directory: `$MKERNEL_CACHE_DIR` (the one diagnostic variable read here), else
 /// `$XDG_CACHE_HOME/mkernel`, else `$HOME/.cache/mkernel`, else the temp dir.
+/// Empty values count as unset.
 pub fn default_cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("MKERNEL_CACHE_DIR") {
+    let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
+    if let Some(dir) = set("MKERNEL_CACHE_DIR") {
         return PathBuf::from(dir);
     }
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+    if let Some(dir) = set("XDG_CACHE_HOME") {
         return PathBuf::from(dir).join("mkernel");
     }
-    if let Some(home) = std::env::var_os("HOME") {
+    if let Some(home) = set("HOME") {
         return PathBuf::from(home).join(".cache").join("mkernel");
     }
     std::env::temp_dir().join("mkernel-cache")
@@ -185,12 +187,30 @@ impl Compiler {
         let includes = if src.needs_toolkit_headers { find_toolkit_headers(&header_search_path())? } else { Vec::new() };
         let cubin = compile_cubin(&src.name, &src.source, &self.options, &includes)?;
         tracing::debug!(kernel = %src.name, ms = started.elapsed().as_millis() as u64, bytes = cubin.len(), "NVRTC compiled");
-        if let Some(p) = &path {
-            store_atomically(p, &cubin)?;
-        }
+        // A cache that cannot be written costs a recompilation next time, not the launch.
+        let path = path.filter(|p| match store_atomically(p, &cubin) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{e}; continuing without caching (set MKERNEL_CACHE_DIR to a writable directory)");
+                false
+            }
+        });
         let img = Arc::new(cubin);
         self.remember(&key, &img);
         Ok(Compiled { cubin: img, from_cache: false, path })
+    }
+
+    /// Forgets `src` (in-process memo and disk entry), e.g. after a cached image failed
+    /// to load; the next [`Compiler::compile`] runs NVRTC again.
+    pub fn invalidate(&self, src: &KernelSource) -> Result<()> {
+        let key = self.cache_key(src, nvrtc_version()?);
+        if let Ok(mut memo) = self.memo.lock() {
+            memo.remove(&key);
+        }
+        if let Some(p) = self.entry_path(&src.name, &key) {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(())
     }
 
     fn remember(&self, key: &str, img: &Arc<Vec<u8>>) {
@@ -206,8 +226,8 @@ impl Compiler {
 
 fn store_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|source| Error::Cache { path: dir.to_path_buf(), source })?;
     let cache_err = |source| Error::Cache { path: path.to_path_buf(), source };
-    std::fs::create_dir_all(dir).map_err(cache_err)?;
     let tmp = dir.join(format!(
         ".{}.{}.{:?}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
@@ -289,6 +309,15 @@ mod tests {
         std::fs::write(dir.path().join("b/cuda.h"), "").unwrap();
         let found = find_toolkit_headers(&missing).unwrap();
         assert_eq!(found, vec![dir.path().join("b"), dir.path().join("b/cccl")]);
+    }
+
+    #[test]
+    fn unwritable_cache_is_an_error_naming_the_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let e = store_atomically(&file.join("sub/x.cubin"), b"\x7fELF").unwrap_err().to_string();
+        assert!(e.contains(&file.join("sub").display().to_string()), "{e}");
     }
 
     #[test]

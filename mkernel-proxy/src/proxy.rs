@@ -403,8 +403,7 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
             }
             let now = self.clock.now_ns();
             report.consumed = self.consume(now)?;
-            report.batches = self.form_batches(now)?;
-            report.posted_writes = self.post_staged()?;
+            self.batch_and_post(now, report)?;
         }
         report.completions = self.poll_completions()?;
         Ok(())
@@ -583,10 +582,15 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
         Ok(())
     }
 
-    fn form_batches(&mut self, now: u64) -> Result<usize, ProxyError> {
-        let mut formed = 0;
+    /// Per peer: retry writes left over by a full queue; then, while the oldest pending
+    /// command's batch is full, its window has closed, or we are draining, form a batch
+    /// of up to `max_batch` commands and post it (in calls of at most the transport's
+    /// `max_batch` writes). A peer with leftover writes forms no new batch, so writes
+    /// keep their order per connection.
+    fn batch_and_post(&mut self, now: u64, report: &mut StepReport) -> Result<(), ProxyError> {
         for p in 0..self.peers.len() {
-            loop {
+            report.posted_writes += self.post_staged(p)?;
+            while self.peers[p].staged.is_empty() {
                 let peer = &self.peers[p];
                 let Some(&(_, oldest)) = peer.pending.front() else {
                     break;
@@ -604,50 +608,50 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
                 }
                 self.stats.batches += 1;
                 self.stats.batch_sizes[take] += 1;
-                formed += 1;
+                report.batches += 1;
+                report.posted_writes += self.post_staged(p)?;
             }
         }
-        Ok(formed)
+        Ok(())
     }
 
-    fn post_staged(&mut self) -> Result<usize, ProxyError> {
+    /// Posts peer `p`'s staged writes until they are all accepted or the queue is full.
+    fn post_staged(&mut self, p: usize) -> Result<usize, ProxyError> {
         let mut posted_total = 0;
-        for p in 0..self.peers.len() {
-            let peer = &mut self.peers[p];
-            while !peer.staged.is_empty() {
-                let k = peer.staged.len().min(self.max_writes_per_call);
-                let batch = &peer.staged.make_contiguous()[..k];
-                self.stats.post_calls += 1;
-                let posted = match self.transport.post_writes(peer.rank, batch) {
-                    Ok(()) => k,
-                    Err(TransportError::QueueFull { posted, .. }) => {
-                        self.stats.queue_full += 1;
-                        posted.min(k)
-                    }
-                    Err(source) => {
-                        return Err(ProxyError::Post {
-                            peer: peer.rank,
-                            commands: peer.staged_commands,
-                            writes: k,
-                            source,
-                        })
-                    }
+        let peer = &mut self.peers[p];
+        while !peer.staged.is_empty() {
+            let k = peer.staged.len().min(self.max_writes_per_call);
+            let batch = &peer.staged.make_contiguous()[..k];
+            self.stats.post_calls += 1;
+            let posted = match self.transport.post_writes(peer.rank, batch) {
+                Ok(()) => k,
+                Err(TransportError::QueueFull { posted, .. }) => {
+                    self.stats.queue_full += 1;
+                    posted.min(k)
+                }
+                Err(source) => {
+                    return Err(ProxyError::Post {
+                        peer: peer.rank,
+                        commands: peer.staged_commands,
+                        writes: k,
+                        source,
+                    })
+                }
+            };
+            for w in peer.staged.drain(..posted) {
+                // A command leaves `staged` with its last write (data, or flag).
+                let last = match self.slab.get((w.id.0 & !WriteId::FLAG_BIT) as usize >> 32) {
+                    Some(e) => e.writes_left == 1 || w.id.0 & WriteId::FLAG_BIT != 0,
+                    None => true,
                 };
-                for w in peer.staged.drain(..posted) {
-                    // A command leaves `staged` with its last write (data, or flag).
-                    let last = match self.slab.get((w.id.0 & !WriteId::FLAG_BIT) as usize >> 32) {
-                        Some(e) => e.writes_left == 1 || w.id.0 & WriteId::FLAG_BIT != 0,
-                        None => true,
-                    };
-                    if last {
-                        peer.staged_commands = peer.staged_commands.saturating_sub(1);
-                    }
+                if last {
+                    peer.staged_commands = peer.staged_commands.saturating_sub(1);
                 }
-                self.stats.posted_writes += posted as u64;
-                posted_total += posted;
-                if posted < k {
-                    break;
-                }
+            }
+            self.stats.posted_writes += posted as u64;
+            posted_total += posted;
+            if posted < k {
+                break;
             }
         }
         Ok(posted_total)
@@ -806,6 +810,8 @@ fn abort_code_for(e: &ProxyError) -> AbortCode {
 #[derive(Debug, Default)]
 struct Shared {
     stop: AtomicBool,
+    /// Set by [`Proxy::abort`]: stop without posting anything more.
+    aborted: AtomicBool,
     error: Mutex<Option<ProxyError>>,
     stats: Mutex<ProxyStats>,
 }
@@ -892,14 +898,16 @@ impl Proxy {
         }
     }
 
-    /// Sets the ring's abort word ([`AbortCode::Host`]) and stops the thread; producers
-    /// waiting for space give up. Later host calls return [`ProxyError::Aborted`] unless
+    /// Sets the ring's abort word ([`AbortCode::Host`]) and stops the thread without
+    /// posting anything more (writes already in flight are still collected, bounded by
+    /// `drain_timeout`); producers waiting for space give up. Later host calls return [`ProxyError::Aborted`] unless
     /// an earlier error was stored.
     pub fn abort(&self) {
         self.ring.set_abort(AbortCode::Host);
         self.shared.store_error(ProxyError::Aborted {
             code: self.ring.abort_code(),
         });
+        self.shared.aborted.store(true, MemOrder::Release);
         self.shared.stop.store(true, MemOrder::Release);
     }
 
@@ -997,6 +1005,10 @@ fn run<T: Transport, C: Clock>(
                 break;
             }
         }
+    }
+    if shared.aborted.load(MemOrder::Acquire) {
+        // An abort posts nothing more; the drain only collects writes in flight.
+        engine.failed = true;
     }
     let timeout = engine.config.drain_timeout;
     let result = engine.drain(timeout);

@@ -19,6 +19,7 @@
 //! then stops at that ticket, which is why a timeout is an error reported to the proxy
 //! (through [`RingControl::fault`]) and ends the run.
 
+use std::cell::Cell;
 use std::ptr::addr_of_mut;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering as MemOrder};
 use std::sync::Arc;
@@ -413,7 +414,10 @@ impl Ring {
 
     /// A CPU producer (any number may run concurrently).
     pub fn producer(&self) -> RingProducer {
-        RingProducer { ring: self.clone() }
+        RingProducer {
+            ring: self.clone(),
+            cached_tail: Cell::new(0),
+        }
     }
 
     /// The ring's single consumer.
@@ -450,10 +454,12 @@ pub(crate) fn backoff(spins: u32) {
 }
 
 /// The CPU implementation of the producer protocol (`ring_push` in `cuda/ring.cuh`).
-/// Cheap to clone; any number of threads may push concurrently.
+/// Cheap to clone; give each producing thread its own clone (it caches the last tail it
+/// saw, so a push into a ring with room reads no line the proxy writes).
 #[derive(Debug, Clone)]
 pub struct RingProducer {
     ring: Ring,
+    cached_tail: Cell<u64>,
 }
 
 impl RingProducer {
@@ -480,13 +486,21 @@ impl RingProducer {
         let slots = u64::from(ring.inner.layout.slots);
         let ticket = ring.head_word().fetch_add(1, MemOrder::Relaxed);
         // ---- back-pressure ----------------------------------------------------------
-        let mut tail = ring.tail_word().load(MemOrder::Acquire);
+        // NOTE: a tail seen earlier is a lower bound of the current one; when it already
+        // leaves room, the acquire it came with still orders this slot's reuse after
+        // the consumer's copy of the previous lap, so no new load is needed.
+        let mut tail = self.cached_tail.get();
+        if ticket.wrapping_sub(tail) >= slots {
+            tail = ring.tail_word().load(MemOrder::Acquire);
+            self.cached_tail.set(tail);
+        }
         if ticket.wrapping_sub(tail) >= slots {
             let start = Instant::now();
             let mut spins = 0u32;
             loop {
                 tail = ring.tail_word().load(MemOrder::Acquire);
                 if ticket.wrapping_sub(tail) < slots {
+                    self.cached_tail.set(tail);
                     break;
                 }
                 spins = spins.wrapping_add(1);

@@ -117,7 +117,7 @@ fn nccl_present() -> Result<()> {
 }
 
 impl Nccl {
-    /// One process driving every GPU of `streams` (rank i = streams[i]).
+    /// One process driving every GPU of `streams` (rank i = `streams[i]`).
     pub fn local_group(streams: &[Arc<CudaStream>]) -> Result<Self> {
         nccl_present()?;
         Ok(Self { comms: Comm::from_devices(streams.to_vec()).map_err(nccl_err("ncclCommInitAll"))? })
@@ -141,7 +141,7 @@ impl Nccl {
         Ok(Self { comms: vec![comm] })
     }
 
-    /// In-place sum all-reduce of `bufs[i]` on the i-th local communicator (grouped
+    /// In-place sum all-reduce of `bufs\[i\]` on the i-th local communicator (grouped
     /// when one process drives several GPUs).
     pub fn all_reduce_sum(&self, bufs: &mut [&mut CudaSlice<bf16>]) -> Result<()> {
         if bufs.len() != self.comms.len() {

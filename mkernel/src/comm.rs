@@ -16,7 +16,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{sys, CudaContext, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use mkernel_kernels::driver::{self as kdriver, DeviceInfo};
 use mkernel_kernels::gemm_allreduce::{RankBuffers, WorkspaceLayout};
 use mkernel_kernels::params::{KernelStatus, WaitOp, MAX_RANKS};
@@ -38,6 +38,24 @@ pub struct CommConfig {
     /// TCP port of the rendezvous on `MASTER_ADDR`; `None` uses `MASTER_PORT + 1`,
     /// because torchrun's own store already listens on `MASTER_PORT`.
     pub bootstrap_port: Option<u16>,
+}
+
+/// Bounds of [`CommConfig::timeout`] and [`CommConfig::bootstrap_timeout`].
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<Duration> = Duration::from_millis(1)..=Duration::from_secs(86_400);
+
+impl CommConfig {
+    /// Checks every field, naming the one out of range.
+    pub fn validate(&self) -> Result<()> {
+        for (arg, t) in [("timeout", self.timeout), ("bootstrap_timeout", self.bootstrap_timeout)] {
+            if !TIMEOUT_RANGE.contains(&t) {
+                return Err(invalid(arg, format!("must be between 1 ms and 1 day, got {t:?}")));
+            }
+        }
+        if self.max_output_elems == 0 || self.max_output_elems > mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS {
+            return Err(invalid("max_output_elems", format!("must be in 1..=2^40, got {}", self.max_output_elems)));
+        }
+        Ok(())
+    }
 }
 
 impl Default for CommConfig {
@@ -161,6 +179,9 @@ pub struct Communicator {
     status: StatusMem,
     bootstrap: Option<Bootstrap>,
     poisoned: Mutex<Option<String>>,
+    /// The last fused call: its stream and an event recorded after it. A call on another
+    /// stream waits for it (calls share the workspace and the epoch); drop waits for it.
+    last_launch: Mutex<Option<(usize, CudaEvent)>>,
 }
 
 impl std::fmt::Debug for Communicator {
@@ -192,13 +213,34 @@ fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceInfo)> {
     Ok((ctx, info))
 }
 
-fn can_access_peer(from: &CudaContext, to: &CudaContext) -> Result<bool> {
+fn device_can_access_peer(from: sys::CUdevice, to: sys::CUdevice) -> Result<bool> {
     let mut ok = 0;
-    // SAFETY: out-pointer to a local; both devices exist.
-    unsafe { sys::cuDeviceCanAccessPeer(&mut ok, from.cu_device(), to.cu_device()) }
-        .result()
-        .call("cuDeviceCanAccessPeer")?;
+    // SAFETY: out-pointer to a local; both handles come from cuDeviceGet.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut ok, from, to) }.result().call("cuDeviceCanAccessPeer")?;
     Ok(ok != 0)
+}
+
+fn can_access_peer(from: &CudaContext, to: &CudaContext) -> Result<bool> {
+    device_can_access_peer(from.cu_device(), to.cu_device())
+}
+
+/// (ordinal, handle, UUID bytes) of every visible GPU, without creating contexts.
+fn visible_devices() -> Result<Vec<(usize, sys::CUdevice, Vec<u8>)>> {
+    let n = kdriver::device_count()?;
+    let mut out = Vec::with_capacity(n);
+    for ord in 0..n {
+        let mut dev = 0;
+        let mut uuid = std::mem::MaybeUninit::<sys::CUuuid>::zeroed();
+        // SAFETY: out-pointers to locals; `ord` < device count.
+        unsafe {
+            sys::cuDeviceGet(&mut dev, ord as i32).result().call("cuDeviceGet")?;
+            sys::cuDeviceGetUuid_v2(uuid.as_mut_ptr(), dev).result().call("cuDeviceGetUuid")?;
+        }
+        // SAFETY: initialised by cuDeviceGetUuid.
+        let uuid = unsafe { uuid.assume_init() };
+        out.push((ord, dev, uuid.bytes.iter().map(|&c| c as u8).collect()));
+    }
+    Ok(out)
 }
 
 fn enable_peer_access(from: &CudaContext, to: &CudaContext) -> Result<()> {
@@ -240,7 +282,8 @@ impl Communicator {
         if grid < 2 {
             return Err(invalid("devices", format!("{} ranks on these GPUs leave fewer than 2 SMs per rank", devices.len())));
         }
-        let layout = WorkspaceLayout::for_capacity(config.max_output_elems);
+        config.validate()?;
+        let layout = WorkspaceLayout::new(config.max_output_elems, devices.len() as u32)?;
         let workspaces =
             opened.iter().map(|(ctx, _)| DeviceMem::zeroed(ctx, layout.bytes())).collect::<Result<Vec<_>>>()?;
         let mut peers = [0u64; MAX_RANKS];
@@ -267,6 +310,7 @@ impl Communicator {
                     _workspace: workspace,
                     bootstrap: None,
                     poisoned: Mutex::new(None),
+                    last_launch: Mutex::new(None),
                 })
             })
             .collect()
@@ -286,6 +330,7 @@ impl Communicator {
     /// As [`Communicator::from_env`] with explicit launcher values.
     pub fn from_launch_env(env: &LaunchEnv, config: CommConfig) -> Result<Communicator> {
         check_world(env.world_size)?;
+        config.validate()?;
         if env.num_nodes() != 1 {
             return Err(invalid(
                 "WORLD_SIZE",
@@ -304,7 +349,7 @@ impl Communicator {
             })?,
         };
         let boot = Bootstrap::new(env.rank, env.world_size, &env.master_addr, port, config.bootstrap_timeout)?;
-        let layout = WorkspaceLayout::for_capacity(config.max_output_elems);
+        let layout = WorkspaceLayout::new(config.max_output_elems, env.world_size as u32)?;
         let workspace = DeviceMem::zeroed(&ctx, layout.bytes())?;
         // Exchange IPC handles and device UUIDs.
         let mut handle = std::mem::MaybeUninit::<sys::CUipcMemHandle>::zeroed();
@@ -321,7 +366,7 @@ impl Communicator {
         let hlen = handle.reserved.len();
         let mut peers = [0u64; MAX_RANKS];
         let mut mappings = Vec::new();
-        let visible = kdriver::device_count()?;
+        let visible = visible_devices()?;
         for (q, b) in blobs.iter().enumerate() {
             if q == env.rank {
                 peers[q] = workspace.ptr;
@@ -330,16 +375,15 @@ impl Communicator {
             if b.len() != hlen + 20 {
                 return Err(invalid("bootstrap", format!("rank {q} sent {} bytes of IPC handle, expected {}", b.len(), hlen + 20)));
             }
-            // Check peer access when the peer's GPU is visible here too.
-            for ord in 0..visible {
-                let other = CudaContext::new(ord).call("cuDevicePrimaryCtxRetain")?;
-                let ou = other.uuid().call("cuDeviceGetUuid")?;
-                if ou.bytes.iter().map(|&c| c as u8).eq(b[hlen..hlen + 16].iter().copied()) {
-                    if ord == env.local_rank {
+            // Check peer access when the peer's GPU is visible here too (device handles
+            // only: no context is created on other ranks' GPUs).
+            for (ord, dev, uuid) in &visible {
+                if uuid.as_slice() == &b[hlen..hlen + 16] {
+                    if *ord == env.local_rank {
                         return Err(invalid("LOCAL_RANK", format!("ranks {} and {q} use the same GPU {ord}", env.rank)));
                     }
-                    if !can_access_peer(&ctx, &other)? {
-                        return Err(Error::NoPeerAccess { from: env.local_rank, to: ord });
+                    if !device_can_access_peer(ctx.cu_device(), *dev)? {
+                        return Err(Error::NoPeerAccess { from: env.local_rank, to: *ord });
                     }
                 }
             }
@@ -379,6 +423,7 @@ impl Communicator {
             _workspace: workspace,
             bootstrap: Some(boot),
             poisoned: Mutex::new(None),
+            last_launch: Mutex::new(None),
         })
     }
 
@@ -463,11 +508,37 @@ impl Communicator {
         }
     }
 
+    fn host_wait_limit(&self) -> Duration {
+        self.config.timeout.saturating_mul(2).saturating_add(Duration::from_secs(5))
+    }
+
+    /// Orders a fused call on `stream` after the previous one (if it ran on another
+    /// stream). Call before enqueuing.
+    pub(crate) fn order_after_last(&self, stream: &CudaStream) -> Result<()> {
+        let last = self.last_launch.lock().map_err(|_| Error::Poisoned { rank: self.rank, first: "lock poisoned".into() })?;
+        if let Some((s, ev)) = last.as_ref() {
+            if *s != stream.cu_stream() as usize {
+                stream.wait(ev).call("cuStreamWaitEvent")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records the end of a fused call just enqueued on `stream`.
+    pub(crate) fn record_launch(&self, stream: &CudaStream) -> Result<()> {
+        let ev = self.ctx.new_event(None).call("cuEventCreate")?;
+        ev.record(stream).call("cuEventRecord")?;
+        if let Ok(mut last) = self.last_launch.lock() {
+            *last = Some((stream.cu_stream() as usize, ev));
+        }
+        Ok(())
+    }
+
     /// Waits (bounded by `2 * timeout + 5 s`) until `stream` has finished, then reports
     /// any failure a fused kernel recorded, e.g. [`Error::PeerTimeout`] naming the peer
     /// that never arrived. After such an error the communicator refuses further calls.
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
-        let limit = self.config.timeout * 2 + Duration::from_secs(5);
+        let limit = self.host_wait_limit();
         let start = Instant::now();
         stream.context().bind_to_thread().call("cuCtxSetCurrent")?;
         loop {
@@ -495,10 +566,18 @@ impl Communicator {
 
 impl Drop for Communicator {
     fn drop(&mut self) {
-        // Peers may still read this workspace until their kernels end; wait for ours,
-        // then (one process per GPU) for everyone, before freeing it.
+        // Peers may still read this workspace until their kernels end; wait (bounded) for
+        // our last fused call, then (one process per GPU) for everyone, before freeing it.
         let _ = self.ctx.bind_to_thread();
-        let _ = self.ctx.synchronize();
+        let limit = self.host_wait_limit();
+        if let Ok(mut last) = self.last_launch.lock() {
+            if let Some((_, ev)) = last.take() {
+                let start = Instant::now();
+                while !ev.is_complete() && start.elapsed() < limit {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            }
+        }
         if let Some(b) = &self.bootstrap {
             let _ = b.barrier();
         }

@@ -5,9 +5,10 @@ use std::time::Duration;
 /// Every error an mkernel call can return.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// Kernel compilation, loading, launching, or a kernel-level argument rule.
+    /// Kernel compilation, loading or launching (argument rules of the kernels arrive as
+    /// [`Error::InvalidArgument`]).
     #[error(transparent)]
-    Kernels(#[from] mkernel_kernels::Error),
+    Kernels(mkernel_kernels::Error),
     /// Launcher environment or bootstrap rendezvous.
     #[error(transparent)]
     Topology(#[from] mkernel_topology::Error),
@@ -44,6 +45,15 @@ pub enum Error {
     /// An earlier call failed; the communicator refuses further work.
     #[error("communicator rank {rank} is unusable after an earlier failure: {first}")]
     Poisoned { rank: u32, first: String },
+}
+
+impl From<mkernel_kernels::Error> for Error {
+    fn from(e: mkernel_kernels::Error) -> Self {
+        match e {
+            mkernel_kernels::Error::InvalidArgument { arg, rule } => Error::InvalidArgument { arg, rule },
+            other => Error::Kernels(other),
+        }
+    }
 }
 
 /// Result alias of the facade.

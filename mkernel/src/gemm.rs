@@ -15,7 +15,8 @@ use crate::error::{invalid, Result};
 pub struct GemmOptions {
     /// Tile configuration; `None` lets the heuristic choose.
     pub tile: Option<TileConfig>,
-    /// Bound on every wait inside the kernel (an expired wait traps the kernel).
+    /// Bound on every wait inside the kernel (an expired wait traps the kernel), 1 ms to
+    /// 1 day.
     pub timeout: Duration,
 }
 
@@ -34,11 +35,13 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
     Ok(())
 }
 
-/// C[M,N] = A[M,K] * B[N,K]^T, bf16 in and out, fp32 accumulation, enqueued on `stream`.
+/// C\[M,N\] = A\[M,K\] * B\[N,K\]^T, bf16 in and out, fp32 accumulation, enqueued on `stream`.
 ///
-/// - `a`: [M, K] row-major; `b`: [N, K] row-major (B^T of a [K, N] matrix, the layout of
-///   an `nn.Linear` weight); `c`: [M, N] row-major; all contiguous on `stream`'s GPU.
-/// - Any M, N >= 1; K >= 8 with K % 8 == 0 (TMA needs 16-byte row strides).
+/// - `a`: \[M, K\] row-major; `b`: \[N, K\] row-major (B^T of a \[K, N\] matrix, the
+///   layout of an `nn.Linear` weight); `c`: \[M, N\] row-major; all contiguous on
+///   `stream`'s GPU.
+/// - Any M, N >= 1; K >= 8 with K % 8 == 0 (TMA needs 16-byte row strides); M, N, K at
+///   most 2^31 - 256.
 /// - Errors: [`crate::Error::InvalidArgument`] naming the argument and rule, or a
 ///   compile/driver error. Returns the tile configuration used.
 pub fn gemm(
@@ -50,6 +53,9 @@ pub fn gemm(
     opts: GemmOptions,
 ) -> Result<TileConfig> {
     shape.validate(a.len(), b.len(), c.len())?;
+    if !crate::comm::TIMEOUT_RANGE.contains(&opts.timeout) {
+        return Err(invalid("timeout", format!("must be between 1 ms and 1 day, got {:?}", opts.timeout)));
+    }
     for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("c", c.ordinal())] {
         check_same_device(stream, ord, arg)?;
     }

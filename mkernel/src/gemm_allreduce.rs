@@ -50,12 +50,14 @@ impl Communicator {
         Ok(cfg)
     }
 
-    /// out[M,N] = sum over ranks r of a_r[M,K] * b_r[N,K]^T, enqueued on `stream`.
+    /// out\[M,N\] = sum over ranks r of a_r\[M,K\] * b_r\[N,K\]^T, enqueued on `stream`.
     ///
     /// A collective: every rank calls it with the same `shape` (K is the local shard)
     /// and options, in the same order. Layouts as [`crate::gemm`]; `out` may be any
     /// device buffer of this rank's GPU (peers never write into it). Stream-ordered;
-    /// consecutive calls need no reset and may be captured in a CUDA graph.
+    /// consecutive calls need no reset and may be captured in a CUDA graph. A call on a
+    /// different stream than the previous one first waits for the previous one (calls
+    /// share the workspace).
     ///
     /// Errors: argument rules (named), a communicator poisoned by an earlier failure,
     /// compile/driver errors. A peer that never joins is reported by
@@ -80,6 +82,7 @@ impl Communicator {
             }
         }
         let cfg = self.plan_gemm_allreduce(shape, opts)?;
+        self.order_after_last(stream)?;
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
         let (po, _go) = out.device_ptr_mut(stream);
@@ -106,6 +109,7 @@ impl Communicator {
             }
             return Err(e.into());
         }
+        self.record_launch(stream)?;
         Ok(cfg)
     }
 }

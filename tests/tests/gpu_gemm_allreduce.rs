@@ -64,13 +64,13 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
     }
 }
 
-fn world() -> Option<usize> {
-    gpu_or_skip("gemm_allreduce", 1).map(|n| n.min(8))
+fn world(test: &str) -> Option<usize> {
+    gpu_or_skip(test, 1).map(|n| n.min(8))
 }
 
 #[test]
 fn fused_matches_reference_on_odd_and_llm_shapes() {
-    let Some(w) = world() else { return };
+    let Some(w) = world("fused_matches_reference_on_odd_and_llm_shapes") else { return };
     let shapes = [(129, 8192, 4096), (1, 512, 64), (2049, 8192, 4096), (1024, 8192, 14336), (4096, 7168, 9216), (333, 1000, 200), (200, 1001, 64), (16384, 8192, 4096)];
     let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
     let mut g = group(w, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
@@ -95,7 +95,7 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
 
 #[test]
 fn hundred_back_to_back_epochs_with_fresh_data() {
-    let Some(w) = world() else { return };
+    let Some(w) = world("hundred_back_to_back_epochs_with_fresh_data") else { return };
     let s = GemmShape { m: 2049, n: 8192, k: 4096 };
     let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
     let mut bs = bufs(&g, s);
@@ -121,7 +121,7 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
 
 #[test]
 fn cuda_graph_replays_advance_epochs() {
-    let Some(w) = world() else { return };
+    let Some(w) = world("cuda_graph_replays_advance_epochs") else { return };
     let s = GemmShape { m: 1024, n: 8192, k: 4096 };
     let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
     let mut bs = bufs(&g, s);
@@ -191,7 +191,7 @@ fn missing_peer_times_out_naming_it() {
 
 #[test]
 fn bad_arguments_are_named() {
-    let Some(w) = world() else { return };
+    let Some(w) = world("bad_arguments_are_named") else { return };
     let g = group(w, CommConfig { max_output_elems: 1 << 20, ..Default::default() });
     let st = &g.streams[0];
     let a = st.alloc_zeros::<bf16>(64 * 64).unwrap();
@@ -252,7 +252,7 @@ fn oversubscribed_world_sizes_3_4_8() {
 /// one: on a correct result, on one corrupted element, and on a fully poisoned output.
 #[test]
 fn device_and_host_verification_agree() {
-    let Some(w) = world() else { return };
+    let Some(w) = world("device_and_host_verification_agree") else { return };
     let s = GemmShape { m: 300, n: 2048, k: 512 };
     let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
     let mut bs = bufs(&g, s);

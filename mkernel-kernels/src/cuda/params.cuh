@@ -49,7 +49,7 @@ struct AllReduceParams {
   u64 status;                          // host-mapped KernelStatus
   u32 m, n, k;
   u32 rank;
-  u32 num_comm_ctas;                   // CTAs [0, num_comm_ctas) communicate, the rest compute
+  u32 num_comm_ctas;                   // the last num_comm_ctas CTAs communicate, the others compute
   u32 flag_stride;                     // tiles per inbox row (>= number of tiles)
   u64 timeout_ns;
 };

@@ -69,10 +69,14 @@ const MATRIX_TFLOPS: f64 = 790.0;
 const HBM_TBPS: f64 = 4.0;
 
 pub fn run(args: GemmArgs) -> BenchResult<()> {
+    let tile = super::parse_tile(args.tile.as_deref())?;
+    let present = mkernel::device_count()?;
+    if args.device >= present {
+        return Err(format!("--device {}: {present} GPU(s) present", args.device).into());
+    }
     let ctx = CudaContext::new(args.device)?;
     let stream = ctx.new_stream()?;
     let info = run_info(&ctx)?;
-    let tile = super::parse_tile(args.tile.as_deref())?;
     let mut blas = Cublas::new(&stream)?;
     let opts = GemmOptions { tile, ..Default::default() };
     let c = &args.common;

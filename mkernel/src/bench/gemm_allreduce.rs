@@ -34,7 +34,7 @@ pub struct ArArgs {
     #[arg(long, value_delimiter = ',')]
     pub sm_comm: Vec<u32>,
     /// With --check: repetitions per shape, each on fresh random data.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub check_reps: usize,
     /// One process per GPU: start this many ranks (processes) on GPUs 0..N.
     #[arg(long)]
@@ -45,9 +45,18 @@ pub struct ArArgs {
     /// Force a tile configuration (names as for `bench gemm --tile`).
     #[arg(long)]
     pub tile: Option<String>,
-    /// Device-side wait bound in seconds.
-    #[arg(long, default_value_t = 20.0)]
+    /// Device-side wait bound in seconds (0.001 to 86400).
+    #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
+}
+
+fn parse_timeout_s(v: &str) -> Result<f64, String> {
+    let t: f64 = v.parse().map_err(|e| format!("{e}"))?;
+    if (0.001..=86_400.0).contains(&t) {
+        Ok(t)
+    } else {
+        Err(format!("must be between 0.001 and 86400 seconds, got {v}"))
+    }
 }
 
 /// The shape list of the GEMM + all-reduce issue (K is each rank's shard).

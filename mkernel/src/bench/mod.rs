@@ -27,7 +27,7 @@ pub enum BenchCmd {
 #[derive(Args, Clone, Debug)]
 pub struct Common {
     /// Timed iterations per measurement (the median is reported).
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub iters: usize,
     /// Untimed warm-up iterations.
     #[arg(long, default_value_t = 5)]

@@ -2,7 +2,7 @@
 //
 // Every rank r computes a partial P_r = A_r * B_r^T (A_r: its K shard) into its
 // symmetric `partial` buffer and must end with out = sum_q P_q. One persistent kernel
-// per GPU; CTAs [0, num_comm_ctas) communicate, the rest run the GEMM engine and, for
+// per GPU; the last num_comm_ctas CTAs communicate, the others run the GEMM engine and, for
 // every finished tile t, push ready[t] = epoch into every rank's inbox (remote stores,
 // so consumers poll local memory only).
 //
@@ -467,14 +467,20 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
   const WaitContext ctx{control, reinterpret_cast<KernelStatus*>(p.status), p.timeout_ns, p.rank,
                         ld_acquire_gpu(&control->epoch) + 1};
-  const Role role = blockIdx.x < p.num_comm_ctas ? Role::IntraComm : Role::Compute;
+  // NOTE: compute CTAs take the low block indices, which the hardware dispatches first:
+  // if fewer SMs than the grid are free (another kernel still running), the compute
+  // CTAs, which wait for nothing, run first and the communication CTAs follow, instead
+  // of communication CTAs spinning on flags of compute CTAs that cannot start.
+  const u32 first_comm = gridDim.x - p.num_comm_ctas;
+  const Role role = blockIdx.x >= first_comm ? Role::IntraComm : Role::Compute;
   if (role == Role::IntraComm) {
+    const u32 comm_idx = blockIdx.x - first_comm;
     if constexpr (PATH == CommPath::TmaOneShot) {
-      comm_role_oneshot<Cfg, WORLD>(p, ctx, blockIdx.x, p.num_comm_ctas);
+      comm_role_oneshot<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
     } else if constexpr (PATH == CommPath::Tma) {
-      comm_role_tma<Cfg, WORLD>(p, ctx, blockIdx.x, p.num_comm_ctas);
+      comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
     } else {
-      comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, blockIdx.x, p.num_comm_ctas);
+      comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, comm_idx, p.num_comm_ctas);
     }
     comm_finish<WORLD>(p, ctx, p.num_comm_ctas);
   } else if (role == Role::Compute) {
@@ -484,7 +490,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
     __syncthreads();
     PublishTileReady<WORLD> hook{&p, ctx.epoch};
     gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, sm, reinterpret_cast<u16*>(p.partial[p.rank]), p.n, p.m, p.n, p.k,
-                  blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas, p.timeout_ns, hook);
+                  blockIdx.x, first_comm, p.timeout_ns, hook);
   }
   // ---- epoch hand-over: the last CTA of this call advances the epoch ----
   __syncthreads();
