@@ -32,7 +32,7 @@ use mkernel_transport::{
 use crate::clock::Clock;
 use crate::command::{AbortCode, CommandKind, TransferCommand, NO_COMPLETION};
 use crate::error::{invalid, ProxyError};
-use crate::ring::{backoff, ms, Ring, RingConsumer};
+use crate::ring::{backoff, ms, patient_backoff, Ring, RingConsumer};
 
 /// Largest configurable batch (commands per connection per batch).
 pub const MAX_BATCH_LIMIT: usize = 64;
@@ -810,6 +810,8 @@ fn abort_code_for(e: &ProxyError) -> AbortCode {
 #[derive(Debug, Default)]
 struct Shared {
     stop: AtomicBool,
+    /// `true` once `error` holds something (checked before taking the lock).
+    failed: AtomicBool,
     /// Set by [`Proxy::abort`]: stop without posting anything more.
     aborted: AtomicBool,
     error: Mutex<Option<ProxyError>>,
@@ -823,8 +825,12 @@ impl Shared {
                 *slot = Some(e);
             }
         }
+        self.failed.store(true, MemOrder::Release);
     }
     fn first_error(&self) -> Option<ProxyError> {
+        if !self.failed.load(MemOrder::Acquire) {
+            return None;
+        }
         self.error.lock().ok().and_then(|e| e.clone())
     }
 }
@@ -920,9 +926,11 @@ impl Proxy {
         let mut spins = 0u32;
         loop {
             if self.ring.completed() >= count {
-                return self.check().map(|_| ());
+                return self.shared.first_error().map_or(Ok(()), Err);
             }
-            self.check()?;
+            if let Some(e) = self.shared.first_error() {
+                return Err(e);
+            }
             if start.elapsed() >= timeout {
                 return Err(ProxyError::Timeout {
                     what: format!(
@@ -935,8 +943,8 @@ impl Proxy {
                     waited_ms: ms(start.elapsed()),
                 });
             }
-            spins = spins.wrapping_add(1);
-            backoff(spins);
+            spins = spins.saturating_add(1);
+            patient_backoff(spins);
         }
     }
 
