@@ -48,6 +48,23 @@ pub fn nvrtc_available() -> bool {
     unsafe { nvrtc_sys::is_culib_present() }
 }
 
+/// For tests that need NVRTC: `Ok(true)` when it is available; `Ok(false)` after
+/// printing why the test is skipped; `Err` (naming the test) when
+/// `MKERNEL_REQUIRE_NVRTC=1` or `MKERNEL_REQUIRE_GPU=1` says it must be there.
+pub fn nvrtc_or_skip(test: &str) -> std::result::Result<bool, String> {
+    if nvrtc_available() {
+        return Ok(true);
+    }
+    let required = ["MKERNEL_REQUIRE_NVRTC", "MKERNEL_REQUIRE_GPU"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|x| x == "1"));
+    if required {
+        return Err(format!("{test}: NVRTC (libnvrtc.so.13) not found but MKERNEL_REQUIRE_NVRTC/GPU=1"));
+    }
+    eprintln!("SKIP {test}: NVRTC (libnvrtc.so.13) not found on LD_LIBRARY_PATH");
+    Ok(false)
+}
+
 /// NVRTC version as (major, minor).
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     if !nvrtc_available() {

@@ -4,20 +4,9 @@
 
 use mkernel_kernels::{catalog, jit};
 
-fn nvrtc_or_skip(test: &str) -> bool {
-    if jit::nvrtc_available() {
-        return true;
-    }
-    let required = std::env::var("MKERNEL_REQUIRE_NVRTC").is_ok_and(|v| v == "1")
-        || std::env::var("MKERNEL_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    assert!(!required, "{test}: NVRTC (libnvrtc.so.13) not found but MKERNEL_REQUIRE_NVRTC/GPU=1");
-    eprintln!("SKIP {test}: NVRTC (libnvrtc.so.13) not found on LD_LIBRARY_PATH");
-    false
-}
-
 #[test]
 fn host_device_struct_layouts_match() {
-    if !nvrtc_or_skip("host_device_struct_layouts_match") {
+    if !jit::nvrtc_or_skip("host_device_struct_layouts_match").unwrap() {
         return;
     }
     let c = jit::Compiler::new(None);
@@ -28,7 +17,7 @@ fn host_device_struct_layouts_match() {
 
 #[test]
 fn every_instantiation_compiles_and_cache_hits_skip_nvrtc() {
-    if !nvrtc_or_skip("every_instantiation_compiles_and_cache_hits_skip_nvrtc") {
+    if !jit::nvrtc_or_skip("every_instantiation_compiles_and_cache_hits_skip_nvrtc").unwrap() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -57,7 +46,7 @@ fn every_instantiation_compiles_and_cache_hits_skip_nvrtc() {
 
 #[test]
 fn compile_errors_carry_the_nvrtc_log() {
-    if !nvrtc_or_skip("compile_errors_carry_the_nvrtc_log") {
+    if !jit::nvrtc_or_skip("compile_errors_carry_the_nvrtc_log").unwrap() {
         return;
     }
     let c = jit::Compiler::new(None);
