@@ -179,9 +179,11 @@ pub struct Communicator {
     status: StatusMem,
     bootstrap: Option<Bootstrap>,
     poisoned: Mutex<Option<String>>,
-    /// The last fused call: its stream and an event recorded after it. A call on another
-    /// stream waits for it (calls share the workspace and the epoch); drop waits for it.
-    last_launch: Mutex<Option<(usize, CudaEvent)>>,
+    /// Recorded after every fused call (re-recorded, never re-created), with the stream
+    /// of the last call: a call on another stream waits for it (calls share the
+    /// workspace and the epoch), and drop waits for it.
+    launch_done: CudaEvent,
+    last_stream: Mutex<Option<usize>>,
 }
 
 impl std::fmt::Debug for Communicator {
@@ -296,6 +298,7 @@ impl Communicator {
             .zip(workspaces)
             .enumerate()
             .map(|(rank, ((ctx, info), workspace))| {
+                let launch_done = ctx.new_event(None).call("cuEventCreate")?;
                 Ok(Communicator {
                     rank: rank as u32,
                     world,
@@ -310,7 +313,8 @@ impl Communicator {
                     _workspace: workspace,
                     bootstrap: None,
                     poisoned: Mutex::new(None),
-                    last_launch: Mutex::new(None),
+                    launch_done,
+                    last_stream: Mutex::new(None),
                 })
             })
             .collect()
@@ -403,6 +407,7 @@ impl Communicator {
             peers[q] = ptr;
         }
         boot.barrier()?;
+        let launch_done = ctx.new_event(None).call("cuEventCreate")?;
         // Same per-call choices on every rank: plan with the smallest SM count.
         let grid = blobs
             .iter()
@@ -423,7 +428,8 @@ impl Communicator {
             _workspace: workspace,
             bootstrap: Some(boot),
             poisoned: Mutex::new(None),
-            last_launch: Mutex::new(None),
+            launch_done,
+            last_stream: Mutex::new(None),
         })
     }
 
@@ -515,21 +521,18 @@ impl Communicator {
     /// Orders a fused call on `stream` after the previous one (if it ran on another
     /// stream). Call before enqueuing.
     pub(crate) fn order_after_last(&self, stream: &CudaStream) -> Result<()> {
-        let last = self.last_launch.lock().map_err(|_| Error::Poisoned { rank: self.rank, first: "lock poisoned".into() })?;
-        if let Some((s, ev)) = last.as_ref() {
-            if *s != stream.cu_stream() as usize {
-                stream.wait(ev).call("cuStreamWaitEvent")?;
-            }
+        let last = self.last_stream.lock().map_err(|_| Error::Poisoned { rank: self.rank, first: "lock poisoned".into() })?;
+        if last.is_some_and(|s| s != stream.cu_stream() as usize) {
+            stream.wait(&self.launch_done).call("cuStreamWaitEvent")?;
         }
         Ok(())
     }
 
     /// Records the end of a fused call just enqueued on `stream`.
     pub(crate) fn record_launch(&self, stream: &CudaStream) -> Result<()> {
-        let ev = self.ctx.new_event(None).call("cuEventCreate")?;
-        ev.record(stream).call("cuEventRecord")?;
-        if let Ok(mut last) = self.last_launch.lock() {
-            *last = Some((stream.cu_stream() as usize, ev));
+        self.launch_done.record(stream).call("cuEventRecord")?;
+        if let Ok(mut last) = self.last_stream.lock() {
+            *last = Some(stream.cu_stream() as usize);
         }
         Ok(())
     }
@@ -570,13 +573,9 @@ impl Drop for Communicator {
         // our last fused call, then (one process per GPU) for everyone, before freeing it.
         let _ = self.ctx.bind_to_thread();
         let limit = self.host_wait_limit();
-        if let Ok(mut last) = self.last_launch.lock() {
-            if let Some((_, ev)) = last.take() {
-                let start = Instant::now();
-                while !ev.is_complete() && start.elapsed() < limit {
-                    std::thread::sleep(Duration::from_micros(100));
-                }
-            }
+        let start = Instant::now();
+        while !self.launch_done.is_complete() && start.elapsed() < limit {
+            std::thread::sleep(Duration::from_micros(100));
         }
         if let Some(b) = &self.bootstrap {
             let _ = b.barrier();
