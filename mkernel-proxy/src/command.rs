@@ -1,4 +1,4 @@
-//! Host mirrors of the structs in `cuda/ring.cuh`: the 48-byte transfer command, the
+//! Host mirrors of the structs in mkernel-kernels' `comm/ring.cuh`: the 48-byte transfer command, the
 //! ring's control block and the kernel-side view of a ring.
 //!
 //! Every struct here is `#[repr(C)]` and field-for-field identical to its C++ twin.
@@ -280,13 +280,6 @@ macro_rules! layout_of {
     }};
 }
 
-/// The device header, as shipped in `cuda/ring.cuh`.
-pub const RING_CUH: &str = include_str!("../cuda/ring.cuh");
-
-/// Path the header's own `#include` of the common PTX header resolves to (relative to
-/// `mkernel-kernels/src/cuda/`, where the kernels embed this header as `comm/ring.cuh`).
-pub const RING_CUH_INCLUDES: &[&str] = &["ptx/common.cuh"];
-
 /// C++ source that asserts, at compile time, that every struct of `ring.cuh` has the
 /// size, alignment and field offsets of its Rust mirror, and that the enum codes
 /// agree. Append it after the expanded header.
@@ -294,12 +287,18 @@ pub fn layout_check_source() -> String {
     // NVRTC's front end has no constant `offsetof`; EDG's __INTADDR__ turns the classic
     // null-pointer member address into an integer constant expression.
     let mut lines = vec!["#define MK_OFFSETOF(T, f) __INTADDR__(&((T*)0)->f)".to_string()];
-    lines.extend(layout_of!(TransferCommand; seq, kind, local_region, peer, remote_region, flags,
-        local_offset, remote_offset, length, chunk, epoch, completion));
-    lines.extend(layout_of!(RingControl; head, tail, completed, abort, slots, fault, fault_rank,
-        fault_ticket, fault_tail, fault_waited_ns));
-    lines.extend(layout_of!(RingView; slots, control, head, completion, mask, completions,
-        timeout_ns, rank, pad));
+    lines.extend(
+        layout_of!(TransferCommand; seq, kind, local_region, peer, remote_region, flags,
+        local_offset, remote_offset, length, chunk, epoch, completion),
+    );
+    lines.extend(
+        layout_of!(RingControl; head, tail, completed, abort, slots, fault, fault_rank,
+        fault_ticket, fault_tail, fault_waited_ns),
+    );
+    lines.extend(
+        layout_of!(RingView; slots, control, head, completion, mask, completions,
+        timeout_ns, rank, pad),
+    );
     let enums: [(&str, u32); 9] = [
         ("CommandKind::Put", CommandKind::Put as u32),
         ("CommandKind::PutSignal", CommandKind::PutSignal as u32),

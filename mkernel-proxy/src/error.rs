@@ -81,7 +81,9 @@ pub enum ProxyError {
         source: TransportError,
     },
     /// A posted write completed with an error.
-    #[error("write of ticket {ticket} to peer {peer} (chunk {chunk}, epoch {epoch}) failed: {source}")]
+    #[error(
+        "write of ticket {ticket} to peer {peer} (chunk {chunk}, epoch {epoch}) failed: {source}"
+    )]
     WriteFailed {
         /// Ticket of the command.
         ticket: u64,

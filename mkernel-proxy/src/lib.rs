@@ -3,7 +3,7 @@
 //!
 //! **What it owns.**
 //! - The 48-byte [`TransferCommand`] and the ring's [`RingControl`] and [`RingView`],
-//!   `#[repr(C)]` and mirrored in `cuda/ring.cuh` (with the device producer
+//!   `#[repr(C)]` and mirrored in mkernel-kernels' `src/cuda/comm/ring.cuh` (with the device producer
 //!   `ring_push`); [`layout_check_source`] asserts both sides agree under NVRTC.
 //! - The command [`Ring`] over pluggable [`RingMemory`] (pinned, device-mapped memory
 //!   from the facade; [`mkernel_transport::HostBuffer`] in tests): many producers claim
@@ -26,8 +26,7 @@
 //!
 //! **Who calls it.** The `mkernel` facade (creates rings in pinned memory, spawns one
 //! proxy per GPU or NIC, checks it on every host call), the cross-crate GPU tests, and
-//! the `proxy-bench` binary. Kernels include `cuda/ring.cuh` (embedded by
-//! `mkernel-kernels` as `comm/ring.cuh`).
+//! the `proxy-bench` binary. Kernels include `comm/ring.cuh` from `mkernel-kernels`.
 
 mod clock;
 mod command;
@@ -37,8 +36,8 @@ mod ring;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use command::{
-    layout_check_source, AbortCode, CommandKind, RingControl, RingFault, RingView,
-    TransferCommand, COMMAND_BYTES, NO_COMPLETION, RING_CUH, RING_CUH_INCLUDES,
+    layout_check_source, AbortCode, CommandKind, RingControl, RingFault, RingView, TransferCommand,
+    COMMAND_BYTES, NO_COMPLETION,
 };
 pub use error::ProxyError;
 pub use proxy::{

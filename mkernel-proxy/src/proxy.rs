@@ -262,14 +262,20 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
             return Err(invalid("config.max_outstanding", "must be <= 2^31"));
         }
         if setup.local_regions.len() > 1 << 16 {
-            return Err(invalid("setup.local_regions", "at most 65536 regions (u16 index)"));
+            return Err(invalid(
+                "setup.local_regions",
+                "at most 65536 regions (u16 index)",
+            ));
         }
         let me = transport.rank();
         let mut peers = Vec::with_capacity(setup.peers.len());
         let mut peer_index: Vec<u32> = Vec::new();
         for (i, p) in setup.peers.into_iter().enumerate() {
             if p.peer == me {
-                return Err(invalid("setup.peers", format!("rank {me} is this proxy's own rank")));
+                return Err(invalid(
+                    "setup.peers",
+                    format!("rank {me} is this proxy's own rank"),
+                ));
             }
             if p.regions.len() > 1 << 16 {
                 return Err(invalid(
@@ -282,7 +288,10 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
                 peer_index.resize(slot + 1, u32::MAX);
             }
             if peer_index[slot] != u32::MAX {
-                return Err(invalid("setup.peers", format!("peer {} listed twice", p.peer)));
+                return Err(invalid(
+                    "setup.peers",
+                    format!("peer {} listed twice", p.peer),
+                ));
             }
             peer_index[slot] = i as u32;
             peers.push(PeerState {
@@ -461,16 +470,23 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
                 self.locals.len()
             ))
         })?;
-        let remote = peer.regions.get(cmd.remote_region as usize).ok_or_else(|| {
-            bad(format!(
-                "remote region {} >= {} imported from peer {}",
-                cmd.remote_region,
-                peer.regions.len(),
-                cmd.peer
-            ))
-        })?;
+        let remote = peer
+            .regions
+            .get(cmd.remote_region as usize)
+            .ok_or_else(|| {
+                bad(format!(
+                    "remote region {} >= {} imported from peer {}",
+                    cmd.remote_region,
+                    peer.regions.len(),
+                    cmd.peer
+                ))
+            })?;
         let len = u64::from(cmd.length);
-        if cmd.local_offset.checked_add(len).is_none_or(|end| end > local.len() as u64) {
+        if cmd
+            .local_offset
+            .checked_add(len)
+            .is_none_or(|end| end > local.len() as u64)
+        {
             return Err(bad(format!(
                 "local bytes [{}, +{}) exceed region {} of {} bytes",
                 cmd.local_offset,
@@ -479,19 +495,28 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
                 local.len()
             )));
         }
-        if cmd.remote_offset.checked_add(len).is_none_or(|end| end > remote.len) {
+        if cmd
+            .remote_offset
+            .checked_add(len)
+            .is_none_or(|end| end > remote.len)
+        {
             return Err(bad(format!(
                 "remote bytes [{}, +{}) exceed peer region {} of {} bytes",
                 cmd.remote_offset, cmd.length, cmd.remote_region, remote.len
             )));
         }
         if kind == CommandKind::PutSignal {
-            let flags = peer
-                .flags
-                .as_ref()
-                .ok_or_else(|| bad(format!("PutSignal but peer {} has no arrival flags", cmd.peer)))?;
+            let flags = peer.flags.as_ref().ok_or_else(|| {
+                bad(format!(
+                    "PutSignal but peer {} has no arrival flags",
+                    cmd.peer
+                ))
+            })?;
             if cmd.chunk >= flags.chunks {
-                return Err(bad(format!("chunk {} >= {} arrival flags", cmd.chunk, flags.chunks)));
+                return Err(bad(format!(
+                    "chunk {} >= {} arrival flags",
+                    cmd.chunk, flags.chunks
+                )));
             }
         }
         if cmd.completion != NO_COMPLETION && cmd.completion >= self.ring.layout().completions() {
@@ -661,7 +686,9 @@ impl<T: Transport, C: Clock> ProxyEngine<T, C> {
         let mut handled = 0;
         loop {
             self.completions.clear();
-            let n = self.transport.poll(&mut self.completions, self.config.poll_max)?;
+            let n = self
+                .transport
+                .poll(&mut self.completions, self.config.poll_max)?;
             let mut batch = std::mem::take(&mut self.completions);
             let mut result = Ok(());
             for c in batch.drain(..) {
@@ -845,7 +872,10 @@ pub struct Proxy {
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy").field("name", &self.name).field("ring", &self.ring).finish()
+        f.debug_struct("Proxy")
+            .field("name", &self.name)
+            .field("ring", &self.ring)
+            .finish()
     }
 }
 
@@ -893,7 +923,11 @@ impl Proxy {
 
     /// The latest counters (updated by the thread after every step that did work).
     pub fn stats(&self) -> ProxyStats {
-        self.shared.stats.lock().map(|s| s.clone()).unwrap_or_default()
+        self.shared
+            .stats
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 
     /// `Ok(stats)` while the proxy is healthy; its first error otherwise.

@@ -1,5 +1,5 @@
 //! The command ring in host memory: layout, the producer protocol (CPU implementation
-//! of `cuda/ring.cuh`'s `ring_push`) and the single consumer the proxy runs.
+//! of mkernel-kernels' `comm/ring.cuh`'s `ring_push`) and the single consumer the proxy runs.
 //!
 //! ```text
 //!  ring memory (one allocation, device-mapped on a GPU run)
@@ -9,7 +9,7 @@
 //!  +---------------------+-----------------------------------+----------------------+
 //! ```
 //!
-//! Protocol, for ticket `t` and `S` slots (see the header of `cuda/ring.cuh`):
+//! Protocol, for ticket `t` and `S` slots (see the header of mkernel-kernels' `comm/ring.cuh`):
 //! a producer claims `t` with an atomic add on the head, waits (bounded) until
 //! `t < tail + S`, writes the body of slot `t % S`, then stores `seq = (t + 1) as u32`
 //! with release ordering. The consumer, at its tail `c`, loads slot `c % S`'s `seq` with
@@ -27,9 +27,7 @@ use std::time::{Duration, Instant};
 
 use mkernel_transport::HostBuffer;
 
-use crate::command::{
-    AbortCode, RingControl, RingFault, RingView, TransferCommand, COMMAND_BYTES,
-};
+use crate::command::{AbortCode, RingControl, RingFault, RingView, TransferCommand, COMMAND_BYTES};
 use crate::error::{invalid, ProxyError};
 
 /// Bytes of the control block at the start of the ring memory.
@@ -159,7 +157,10 @@ impl Ring {
     pub fn new(memory: impl RingMemory, layout: RingLayout) -> Result<Self, ProxyError> {
         let base = memory.host_ptr();
         if (base as usize) % 64 != 0 {
-            return Err(invalid("memory", format!("must be 64-byte aligned, got {base:p}")));
+            return Err(invalid(
+                "memory",
+                format!("must be 64-byte aligned, got {base:p}"),
+            ));
         }
         if memory.len() < layout.bytes() {
             return Err(invalid(
@@ -264,7 +265,10 @@ impl Ring {
         if index >= self.inner.layout.completions {
             return Err(invalid(
                 "completion",
-                format!("index {index} >= {} completion flags", self.inner.layout.completions),
+                format!(
+                    "index {index} >= {} completion flags",
+                    self.inner.layout.completions
+                ),
             ));
         }
         // SAFETY: index in range; the flags are 8-aligned (192 + 48 * slots) and inside
@@ -369,7 +373,12 @@ impl Ring {
     ///
     /// Errors: [`ProxyError::Aborted`], [`ProxyError::Timeout`] naming the index, the
     /// expected and observed epochs and the ring counters.
-    pub fn wait_completion(&self, index: u32, epoch: u64, timeout: Duration) -> Result<(), ProxyError> {
+    pub fn wait_completion(
+        &self,
+        index: u32,
+        epoch: u64,
+        timeout: Duration,
+    ) -> Result<(), ProxyError> {
         let word = self.completion_word(index)?;
         let start = Instant::now();
         let mut spins = 0u32;
@@ -407,9 +416,17 @@ impl Ring {
     /// ([`RingProducer`]) must then not push into the same ring.
     ///
     /// Errors: [`ProxyError::InvalidArgument`] when the memory has no device address.
-    pub fn view(&self, device_head: Option<u64>, timeout: Duration, rank: u32) -> Result<RingView, ProxyError> {
+    pub fn view(
+        &self,
+        device_head: Option<u64>,
+        timeout: Duration,
+        rank: u32,
+    ) -> Result<RingView, ProxyError> {
         let base = self.inner.memory.device_ptr().ok_or_else(|| {
-            invalid("memory", "the ring memory is not mapped into a device (no device_ptr)")
+            invalid(
+                "memory",
+                "the ring memory is not mapped into a device (no device_ptr)",
+            )
         })?;
         let layout = self.inner.layout;
         Ok(RingView {
@@ -443,7 +460,10 @@ impl Ring {
             .compare_exchange(false, true, MemOrder::AcqRel, MemOrder::Acquire)
             .is_err()
         {
-            return Err(invalid("ring", "already has a consumer (one proxy per ring)"));
+            return Err(invalid(
+                "ring",
+                "already has a consumer (one proxy per ring)",
+            ));
         }
         let tail = self.tail();
         Ok(RingConsumer {
@@ -478,7 +498,7 @@ pub(crate) fn patient_backoff(spins: u32) {
     }
 }
 
-/// The CPU implementation of the producer protocol (`ring_push` in `cuda/ring.cuh`).
+/// The CPU implementation of the producer protocol (`ring_push` in mkernel-kernels' `comm/ring.cuh`).
 /// Cheap to clone; give each producing thread its own clone (it caches the last tail it
 /// saw, so a push into a ring with room reads no line the proxy writes).
 #[derive(Debug, Clone)]
@@ -557,7 +577,8 @@ impl RingProducer {
         // load of `seq`, and no other producer holds this slot: its previous ticket was
         // consumed, as the tail says). `seq` (bytes 0..4) is not touched here.
         unsafe { std::ptr::copy_nonoverlapping(src.add(4), slot.add(4), COMMAND_BYTES - 4) };
-        ring.seq_word(ticket).store(ticket.wrapping_add(1) as u32, MemOrder::Release);
+        ring.seq_word(ticket)
+            .store(ticket.wrapping_add(1) as u32, MemOrder::Release);
         Ok(ticket)
     }
 }
@@ -573,7 +594,10 @@ pub struct RingConsumer {
 impl Drop for RingConsumer {
     fn drop(&mut self) {
         self.publish_tail();
-        self.ring.inner.consumer_taken.store(false, MemOrder::Release);
+        self.ring
+            .inner
+            .consumer_taken
+            .store(false, MemOrder::Release);
     }
 }
 

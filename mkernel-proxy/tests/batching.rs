@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{keys, setup, sim_world, Recording, RankBuffers};
+use common::{keys, setup, sim_world, RankBuffers, Recording};
 use mkernel_proxy::{
     ManualClock, ProxyConfig, ProxyEngine, Ring, RingLayout, TransferCommand, NO_COMPLETION,
 };
@@ -26,8 +26,17 @@ struct Fixture {
 /// Rank 0 proxies towards ranks 1 and 2 over a simulated fabric (unordered, immediate
 /// data: one write per command).
 fn fixture(max_batch: usize, window_us: u64) -> Fixture {
-    let (_fabric, mut eps) = sim_world(SimConfig { seed: 7, ..SimConfig::default() }, 3);
-    let bufs: Vec<RankBuffers> = eps.iter_mut().map(|e| RankBuffers::new(e, 3, BYTES, 64)).collect();
+    let (_fabric, mut eps) = sim_world(
+        SimConfig {
+            seed: 7,
+            ..SimConfig::default()
+        },
+        3,
+    );
+    let bufs: Vec<RankBuffers> = eps
+        .iter_mut()
+        .map(|e| RankBuffers::new(e, 3, BYTES, 64))
+        .collect();
     let peer_keys = vec![(1, keys(&eps[1], &bufs[1])), (2, keys(&eps[2], &bufs[2]))];
     let mut ep0 = eps.remove(0);
     let s = setup(&mut ep0, &bufs[0], &peer_keys, 3);
@@ -41,11 +50,23 @@ fn fixture(max_batch: usize, window_us: u64) -> Fixture {
         ..ProxyConfig::default()
     };
     let engine = ProxyEngine::new(transport, &ring, s, config, clock.clone()).unwrap();
-    Fixture { engine, log, clock, ring }
+    Fixture {
+        engine,
+        log,
+        clock,
+        ring,
+    }
 }
 
 fn put(peer: u32, i: u32) -> TransferCommand {
-    TransferCommand::put(peer, 0, u64::from(i % 64) * 64, 0, u64::from(i % 64) * 64, 64)
+    TransferCommand::put(
+        peer,
+        0,
+        u64::from(i % 64) * 64,
+        0,
+        u64::from(i % 64) * 64,
+        64,
+    )
 }
 
 fn posts(f: &Fixture) -> Vec<(u32, usize)> {
@@ -61,18 +82,33 @@ fn full_batches_go_at_once_and_a_partial_batch_waits_one_window() {
     }
     let r = f.engine.step().unwrap();
     assert_eq!(r.consumed, 20);
-    assert_eq!(posts(&f), vec![(1, 8), (1, 8)], "two full batches, 4 held back");
+    assert_eq!(
+        posts(&f),
+        vec![(1, 8), (1, 8)],
+        "two full batches, 4 held back"
+    );
     assert_eq!(f.engine.unposted(), 4);
 
     f.clock.advance(Duration::from_nanos(9_999));
     f.engine.step().unwrap();
-    assert_eq!(posts(&f), vec![], "the partial batch waits inside the window");
+    assert_eq!(
+        posts(&f),
+        vec![],
+        "the partial batch waits inside the window"
+    );
 
     f.clock.advance(Duration::from_nanos(1));
     f.engine.step().unwrap();
-    assert_eq!(posts(&f), vec![(1, 4)], "the partial batch goes out when the window closes");
+    assert_eq!(
+        posts(&f),
+        vec![(1, 4)],
+        "the partial batch goes out when the window closes"
+    );
     let stats = f.engine.stats();
-    assert_eq!((stats.batches, stats.batch_sizes[8], stats.batch_sizes[4]), (3, 2, 1));
+    assert_eq!(
+        (stats.batches, stats.batch_sizes[8], stats.batch_sizes[4]),
+        (3, 2, 1)
+    );
     assert_eq!(f.ring.tail(), 20, "consumed slots are released at once");
 }
 
@@ -141,9 +177,17 @@ fn every_command_completes_and_sets_its_completion_flag() {
         assert!(steps < 10_000, "no progress: {:?}", f.engine);
     }
     for i in 0..40 {
-        assert_eq!(f.ring.completion_epoch(i).unwrap(), 5, "completion flag {i}");
+        assert_eq!(
+            f.ring.completion_epoch(i).unwrap(),
+            5,
+            "completion flag {i}"
+        );
     }
-    assert_eq!(f.ring.completion_epoch(40).unwrap(), 0, "flag 40 was never named");
+    assert_eq!(
+        f.ring.completion_epoch(40).unwrap(),
+        0,
+        "flag 40 was never named"
+    );
     assert_eq!(f.ring.completed(), 41);
     assert_eq!(f.engine.stats().completed, 41);
     assert_eq!(NO_COMPLETION, u32::MAX);
@@ -152,14 +196,21 @@ fn every_command_completes_and_sets_its_completion_flag() {
 #[test]
 fn the_proxy_stops_reading_the_ring_at_max_outstanding() {
     let (_fabric, mut eps) = sim_world(SimConfig::default(), 2);
-    let bufs: Vec<RankBuffers> = eps.iter_mut().map(|e| RankBuffers::new(e, 2, BYTES, 8)).collect();
+    let bufs: Vec<RankBuffers> = eps
+        .iter_mut()
+        .map(|e| RankBuffers::new(e, 2, BYTES, 8))
+        .collect();
     let peer_keys = vec![(1, keys(&eps[1], &bufs[1]))];
     let mut ep0 = eps.remove(0);
     let s = setup(&mut ep0, &bufs[0], &peer_keys, 2);
     let (mut transport, _log) = Recording::new(ep0);
     transport.swallow_completions = true;
     let ring = Ring::host(RingLayout::new(16, 0).unwrap()).unwrap();
-    let config = ProxyConfig { max_outstanding: 5, batch_window: Duration::ZERO, ..ProxyConfig::default() };
+    let config = ProxyConfig {
+        max_outstanding: 5,
+        batch_window: Duration::ZERO,
+        ..ProxyConfig::default()
+    };
     let mut engine = ProxyEngine::new(transport, &ring, s, config, ManualClock::new()).unwrap();
     let producer = ring.producer();
     for i in 0..12 {

@@ -34,8 +34,10 @@ struct Plan {
 fn exchange<T: Transport + Send + 'static>(mut eps: Vec<T>, plan: &Plan) {
     let world = eps.len() as u32;
     let bytes = plan.chunks as usize * plan.chunk_bytes;
-    let bufs: Vec<RankBuffers> =
-        eps.iter_mut().map(|e| RankBuffers::new(e, world, bytes, plan.chunks)).collect();
+    let bufs: Vec<RankBuffers> = eps
+        .iter_mut()
+        .map(|e| RankBuffers::new(e, world, bytes, plan.chunks))
+        .collect();
     let all_keys: Vec<_> = eps.iter().zip(&bufs).map(|(e, b)| keys(e, b)).collect();
     let mut proxies = Vec::new();
     let mut producers: Vec<RingProducer> = Vec::new();
@@ -46,7 +48,8 @@ fn exchange<T: Transport + Send + 'static>(mut eps: Vec<T>, plan: &Plan) {
             .map(|p| (p as Rank, all_keys[p].clone()))
             .collect();
         let s = setup(&mut ep, &bufs[r], &peer_keys, world);
-        let ring = Ring::host(RingLayout::new(plan.ring_slots, plan.chunks * world).unwrap()).unwrap();
+        let ring =
+            Ring::host(RingLayout::new(plan.ring_slots, plan.chunks * world).unwrap()).unwrap();
         let config = ProxyConfig {
             name: format!("proxy-r{r}"),
             max_batch: plan.max_batch,
@@ -59,7 +62,11 @@ fn exchange<T: Transport + Send + 'static>(mut eps: Vec<T>, plan: &Plan) {
         if let Some(m) = plan.mode {
             assert_eq!(engine.completion_mode(), m);
         }
-        eprintln!("{}: rank {r} uses {:?}", plan.label, engine.completion_mode());
+        eprintln!(
+            "{}: rank {r} uses {:?}",
+            plan.label,
+            engine.completion_mode()
+        );
         producers.push(ring.producer());
         rings.push(ring);
         proxies.push(Proxy::spawn(engine).unwrap());
@@ -107,7 +114,11 @@ fn exchange<T: Transport + Send + 'static>(mut eps: Vec<T>, plan: &Plan) {
                     loop {
                         let seen = arrivals[r].epoch(flag).unwrap();
                         if seen >= epoch {
-                            assert_eq!(seen, epoch, "{}: rank {r} flag {flag} ran ahead", plan.label);
+                            assert_eq!(
+                                seen, epoch,
+                                "{}: rank {r} flag {flag} ran ahead",
+                                plan.label
+                            );
                             break;
                         }
                         for p in &proxies {
@@ -149,13 +160,23 @@ fn exchange<T: Transport + Send + 'static>(mut eps: Vec<T>, plan: &Plan) {
     }
     let per_rank = plan.epochs * u64::from(plan.chunks) * u64::from(world - 1);
     for (r, (p, ring)) in proxies.into_iter().zip(&rings).enumerate() {
-        let report = p.shutdown().unwrap_or_else(|e| panic!("{}: rank {r}: {e}", plan.label));
+        let report = p
+            .shutdown()
+            .unwrap_or_else(|e| panic!("{}: rank {r}: {e}", plan.label));
         assert_eq!(report.stats.consumed, per_rank);
         assert_eq!(report.stats.completed, per_rank);
         assert_eq!(ring.completed(), per_rank);
         for i in 0..plan.chunks * world {
-            let want = if i / plan.chunks == r as u32 { 0 } else { plan.epochs };
-            assert_eq!(ring.completion_epoch(i).unwrap(), want, "rank {r} completion flag {i}");
+            let want = if i / plan.chunks == r as u32 {
+                0
+            } else {
+                plan.epochs
+            };
+            assert_eq!(
+                ring.completion_epoch(i).unwrap(),
+                want,
+                "rank {r} completion flag {i}"
+            );
         }
         eprintln!(
             "{}: rank {r}: {} commands in {} batches (sizes {:?}), {} queue-full, {} arrivals",
@@ -183,9 +204,20 @@ fn sim_plan(label: &str) -> Plan {
 
 #[test]
 fn two_proxies_over_the_unordered_sim_with_immediate_completion() {
-    let config = SimConfig { seed: 11, ordering: Ordering::Unordered, max_in_flight: 32, ..SimConfig::default() };
+    let config = SimConfig {
+        seed: 11,
+        ordering: Ordering::Unordered,
+        max_in_flight: 32,
+        ..SimConfig::default()
+    };
     let (_fabric, eps) = sim_world(config, 2);
-    exchange(eps, &Plan { mode: Some(CompletionMode::Immediate), ..sim_plan("sim-unordered-imm") });
+    exchange(
+        eps,
+        &Plan {
+            mode: Some(CompletionMode::Immediate),
+            ..sim_plan("sim-unordered-imm")
+        },
+    );
 }
 
 #[test]
@@ -198,14 +230,33 @@ fn two_proxies_over_the_ordered_sim_with_ordered_flags() {
         ..SimConfig::default()
     };
     let (_fabric, eps) = sim_world(config, 2);
-    exchange(eps, &Plan { mode: Some(CompletionMode::OrderedFlag), ..sim_plan("sim-ordered-flag") });
+    exchange(
+        eps,
+        &Plan {
+            mode: Some(CompletionMode::OrderedFlag),
+            ..sim_plan("sim-ordered-flag")
+        },
+    );
 }
 
 #[test]
 fn three_proxies_over_the_sim_all_to_all() {
-    let config = SimConfig { seed: 13, max_batch: 4, max_in_flight: 16, ..SimConfig::default() };
+    let config = SimConfig {
+        seed: 13,
+        max_batch: 4,
+        max_in_flight: 16,
+        ..SimConfig::default()
+    };
     let (_fabric, eps) = sim_world(config, 3);
-    exchange(eps, &Plan { epochs: 10, ring_slots: 8, max_batch: 5, ..sim_plan("sim-3-ranks") });
+    exchange(
+        eps,
+        &Plan {
+            epochs: 10,
+            ring_slots: 8,
+            max_batch: 5,
+            ..sim_plan("sim-3-ranks")
+        },
+    );
 }
 
 fn fabric_pair(provider: &str) -> Option<Vec<FabricEndpoint>> {
@@ -219,8 +270,9 @@ fn fabric_pair(provider: &str) -> Option<Vec<FabricEndpoint>> {
         max_batch: 16,
         ..FabricConfig::default()
     };
-    let mut eps: Vec<FabricEndpoint> =
-        (0..2).map(|r| FabricEndpoint::open(r, &config).unwrap()).collect();
+    let mut eps: Vec<FabricEndpoint> = (0..2)
+        .map(|r| FabricEndpoint::open(r, &config).unwrap())
+        .collect();
     let addrs: Vec<Vec<u8>> = eps.iter().map(|e| e.address()).collect();
     eps[0].add_peer(1, &addrs[1]).unwrap();
     eps[1].add_peer(0, &addrs[0]).unwrap();
@@ -241,17 +293,27 @@ fn tcp_plan(label: &str, mode: CompletionMode) -> Plan {
 
 #[test]
 fn two_proxies_over_libfabric_tcp_with_both_adaptors() {
-    let Some(eps) = fabric_pair("tcp") else { return };
+    let Some(eps) = fabric_pair("tcp") else {
+        return;
+    };
     let caps = eps[0].capabilities().clone();
     eprintln!("tcp capabilities: {caps:?}");
     if caps.ordering == Ordering::Ordered {
-        exchange(eps, &tcp_plan("tcp-ordered-flag", CompletionMode::OrderedFlag));
+        exchange(
+            eps,
+            &tcp_plan("tcp-ordered-flag", CompletionMode::OrderedFlag),
+        );
     } else {
-        eprintln!("SKIP tcp ordered-flag: provider reports {:?}", caps.ordering);
+        eprintln!(
+            "SKIP tcp ordered-flag: provider reports {:?}",
+            caps.ordering
+        );
         drop(eps);
     }
     if caps.immediate_data {
-        let Some(eps) = fabric_pair("tcp") else { return };
+        let Some(eps) = fabric_pair("tcp") else {
+            return;
+        };
         exchange(eps, &tcp_plan("tcp-immediate", CompletionMode::Immediate));
     } else {
         eprintln!("SKIP tcp immediate: provider has no immediate data");
@@ -260,7 +322,9 @@ fn two_proxies_over_libfabric_tcp_with_both_adaptors() {
 
 #[test]
 fn two_proxies_over_libfabric_shm_with_immediate_completion() {
-    let Some(eps) = fabric_pair("shm") else { return };
+    let Some(eps) = fabric_pair("shm") else {
+        return;
+    };
     let caps = eps[0].capabilities().clone();
     eprintln!("shm capabilities: {caps:?}");
     if !caps.immediate_data {
@@ -278,7 +342,11 @@ fn seeded_stress_over_the_sim_with_random_shapes() {
         let ordered = seed % 2 == 0;
         let config = SimConfig {
             seed: 100 + seed,
-            ordering: if ordered { Ordering::Ordered } else { Ordering::Unordered },
+            ordering: if ordered {
+                Ordering::Ordered
+            } else {
+                Ordering::Unordered
+            },
             immediate_data: !ordered,
             max_delay: rng.random_range(0..16),
             max_pieces: rng.random_range(1..6),

@@ -1,35 +1,14 @@
-//! Compiles `cuda/ring.cuh` with NVRTC for sm_90a (no GPU needed) together with
+//! Compiles mkernel-kernels' `comm/ring.cuh` with NVRTC for sm_90a (no GPU needed) together with
 //! `static_assert`s generated from the Rust layouts, plus a tiny kernel calling the
 //! producer, so a layout or syntax error in the device header fails CI.
 //! Skips with a printed reason when NVRTC is absent, unless MKERNEL_REQUIRE_NVRTC=1.
 
 use mkernel_kernels::{jit, source};
-use mkernel_proxy::{layout_check_source, RING_CUH, RING_CUH_INCLUDES};
+use mkernel_proxy::layout_check_source;
 
-/// `ring.cuh` with its include of mkernel-kernels' common header expanded from that
-/// crate's embedded copy (the header lives at `comm/ring.cuh` in the kernels' tree).
+/// mkernel-kernels' `comm/ring.cuh` with its includes expanded.
 fn expanded_ring_header() -> String {
-    let mut out = String::new();
-    for line in RING_CUH.lines() {
-        let t = line.trim_start();
-        if t.starts_with("#pragma once") {
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix("#include \"") {
-            let rel = rest.split('"').next().unwrap_or_default();
-            let target = rel.trim_start_matches("../");
-            assert!(RING_CUH_INCLUDES.contains(&target), "unexpected include {rel}");
-            let (_, text) = source::HEADERS
-                .iter()
-                .find(|(n, _)| *n == target)
-                .unwrap_or_else(|| panic!("mkernel-kernels has no header {target}"));
-            out.push_str(&source::expand(text).unwrap());
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
+    source::expand("#include \"comm/ring.cuh\"\n").unwrap()
 }
 
 const PRODUCER_KERNEL: &str = r#"
@@ -47,7 +26,12 @@ fn ring_header_layouts_match_rust_and_producer_compiles() {
     if !jit::nvrtc_or_skip("ring_header_layouts_match_rust_and_producer_compiles").unwrap() {
         return;
     }
-    let src = format!("{}\n{}\n{}", expanded_ring_header(), layout_check_source(), PRODUCER_KERNEL);
+    let src = format!(
+        "{}\n{}\n{}",
+        expanded_ring_header(),
+        layout_check_source(),
+        PRODUCER_KERNEL
+    );
     let kernel = jit::KernelSource {
         name: "mkernel_ring_layout_check".into(),
         source: src,
@@ -69,12 +53,23 @@ fn a_layout_difference_fails_the_compile() {
         "MK_OFFSETOF(TransferCommand, chunk) == 36",
         "MK_OFFSETOF(TransferCommand, chunk) == 40",
     );
-    assert_ne!(asserts, layout_check_source(), "the assert to corrupt was not found");
+    assert_ne!(
+        asserts,
+        layout_check_source(),
+        "the assert to corrupt was not found"
+    );
     let kernel = jit::KernelSource {
         name: "mkernel_ring_layout_negative".into(),
-        source: format!("{}\n{}\nextern \"C\" __global__ void k() {{}}\n", expanded_ring_header(), asserts),
+        source: format!(
+            "{}\n{}\nextern \"C\" __global__ void k() {{}}\n",
+            expanded_ring_header(),
+            asserts
+        ),
         needs_toolkit_headers: false,
     };
-    let err = jit::Compiler::new(None).compile(&kernel).unwrap_err().to_string();
+    let err = jit::Compiler::new(None)
+        .compile(&kernel)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("TransferCommand.chunk"), "{err}");
 }

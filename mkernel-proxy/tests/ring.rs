@@ -40,7 +40,11 @@ fn command(p: u32, i: u32) -> TransferCommand {
 
 fn check(ticket: u64, got: &TransferCommand) {
     let want = command(got.peer, got.chunk);
-    assert_eq!(got.seq, (ticket + 1) as u32, "ticket {ticket}: sequence word");
+    assert_eq!(
+        got.seq,
+        (ticket + 1) as u32,
+        "ticket {ticket}: sequence word"
+    );
     let mut body = *got;
     body.seq = 0;
     assert_eq!(body, want, "ticket {ticket}: torn or corrupt command");
@@ -79,7 +83,10 @@ fn many_producers_no_loss_duplication_or_tearing() {
                 let p = cmd.peer as usize;
                 // Each producer's tickets are claimed in program order and consumed in
                 // ticket order: exactly the next index, or something was lost/duplicated.
-                assert_eq!(cmd.chunk, next[p], "producer {p}: lost or duplicated command");
+                assert_eq!(
+                    cmd.chunk, next[p],
+                    "producer {p}: lost or duplicated command"
+                );
                 next[p] += 1;
                 seen += 1;
                 since_publish += 1;
@@ -99,7 +106,10 @@ fn many_producers_no_loss_duplication_or_tearing() {
     for t in threads {
         t.join().unwrap();
     }
-    assert!(consumer.try_pop().is_none(), "nothing beyond the last ticket");
+    assert!(
+        consumer.try_pop().is_none(),
+        "nothing beyond the last ticket"
+    );
     assert_eq!(ring.head(), total);
     assert_eq!(ring.tail(), total);
     assert!(next.iter().all(|&n| n == PER_PRODUCER));
@@ -114,11 +124,21 @@ fn full_ring_times_out_with_a_report_and_records_the_fault() {
         assert_eq!(producer.push(&command(0, i), WAIT).unwrap(), u64::from(i));
     }
     let start = Instant::now();
-    let err = producer.push(&command(0, 4), Duration::from_millis(50)).unwrap_err();
+    let err = producer
+        .push(&command(0, 4), Duration::from_millis(50))
+        .unwrap_err();
     assert!(start.elapsed() >= Duration::from_millis(50));
-    assert!(start.elapsed() < Duration::from_secs(5), "the wait is bounded");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "the wait is bounded"
+    );
     match &err {
-        ProxyError::RingFull { ticket, tail, slots, .. } => {
+        ProxyError::RingFull {
+            ticket,
+            tail,
+            slots,
+            ..
+        } => {
             assert_eq!((*ticket, *tail, *slots), (4, 0, 4));
         }
         other => panic!("expected RingFull, got {other}"),
@@ -126,7 +146,13 @@ fn full_ring_times_out_with_a_report_and_records_the_fault() {
     let msg = err.to_string();
     assert!(msg.contains("ticket 4") && msg.contains("tail 0"), "{msg}");
     match ring.fault() {
-        Some(ProxyError::ProducerFault { fault: RingFault::RingFull, ticket: 4, tail: 0, rank, .. }) => {
+        Some(ProxyError::ProducerFault {
+            fault: RingFault::RingFull,
+            ticket: 4,
+            tail: 0,
+            rank,
+            ..
+        }) => {
             assert_eq!(rank, u32::MAX, "host producer");
         }
         other => panic!("expected a recorded RingFull fault, got {other:?}"),
@@ -152,7 +178,10 @@ fn back_pressure_releases_when_the_consumer_advances() {
         consumer
     });
     let ticket = producer.push(&command(1, 4), WAIT).unwrap();
-    assert!(released.load(Ordering::SeqCst), "push returned before the slot was released");
+    assert!(
+        released.load(Ordering::SeqCst),
+        "push returned before the slot was released"
+    );
     assert_eq!(ticket, 4);
     let mut consumer = t.join().unwrap();
     for expect in 1..5u64 {
@@ -175,18 +204,29 @@ fn abort_wakes_a_producer_waiting_for_space() {
     };
     std::thread::sleep(Duration::from_millis(20));
     assert!(ring.set_abort(AbortCode::Host));
-    assert!(!ring.set_abort(AbortCode::Transport), "the first reason stays");
+    assert!(
+        !ring.set_abort(AbortCode::Transport),
+        "the first reason stays"
+    );
     match waiter.join().unwrap() {
-        Err(ProxyError::Aborted { code: AbortCode::Host }) => {}
+        Err(ProxyError::Aborted {
+            code: AbortCode::Host,
+        }) => {}
         other => panic!("expected Aborted(Host), got {other:?}"),
     }
     assert!(matches!(
         producer.push(&command(0, 3), WAIT),
-        Err(ProxyError::Aborted { code: AbortCode::Host })
+        Err(ProxyError::Aborted {
+            code: AbortCode::Host
+        })
     ));
     assert!(matches!(
         ring.fault(),
-        Some(ProxyError::ProducerFault { fault: RingFault::Aborted, ticket: 2, .. })
+        Some(ProxyError::ProducerFault {
+            fault: RingFault::Aborted,
+            ticket: 2,
+            ..
+        })
     ));
 }
 
@@ -196,7 +236,10 @@ fn single_slot_ring_survives_many_laps() {
     let producer = ring.producer();
     let mut consumer = ring.consumer().unwrap();
     for i in 0..10_000u32 {
-        assert!(consumer.try_pop().is_none(), "lap {i}: stale slot read as new");
+        assert!(
+            consumer.try_pop().is_none(),
+            "lap {i}: stale slot read as new"
+        );
         producer.push(&command(3, i), WAIT).unwrap();
         let (ticket, cmd) = consumer.try_pop().unwrap();
         assert_eq!(ticket, u64::from(i));
@@ -209,7 +252,10 @@ fn single_slot_ring_survives_many_laps() {
 fn one_consumer_at_a_time_and_layout_rules() {
     let ring = Ring::host(RingLayout::new(8, 4).unwrap()).unwrap();
     let first = ring.consumer().unwrap();
-    assert!(matches!(ring.consumer(), Err(ProxyError::InvalidArgument { arg: "ring", .. })));
+    assert!(matches!(
+        ring.consumer(),
+        Err(ProxyError::InvalidArgument { arg: "ring", .. })
+    ));
     drop(first);
     assert!(ring.consumer().is_ok());
 
@@ -224,5 +270,8 @@ fn one_consumer_at_a_time_and_layout_rules() {
     assert!(Ring::new(small, layout).is_err());
     assert!(ring.completion_epoch(4).is_err());
     assert_eq!(ring.completion_epoch(3).unwrap(), 0);
-    assert!(ring.view(None, WAIT, 0).is_err(), "host memory has no device address");
+    assert!(
+        ring.view(None, WAIT, 0).is_err(),
+        "host memory has no device address"
+    );
 }

@@ -54,7 +54,10 @@ pub type Keys = (Vec<u8>, Vec<u8>);
 
 /// The remote keys rank `b.rank` publishes.
 pub fn keys<T: Transport>(t: &T, b: &RankBuffers) -> Keys {
-    (t.remote_key(&b.dst_region).unwrap(), t.remote_key(&b.flags_region).unwrap())
+    (
+        t.remote_key(&b.dst_region).unwrap(),
+        t.remote_key(&b.flags_region).unwrap(),
+    )
 }
 
 /// Proxy tables for `me` towards every other rank: local region 0 = src; remote

@@ -1,9 +1,8 @@
 // The GPU -> host command ring: the producer side (SEND CTAs).
 //
-// Mirrored field for field by mkernel-proxy/src/command.rs; the layout test there
-// compiles static_asserts generated from the Rust offsets against this header with
-// NVRTC. mkernel-kernels embeds this header as `comm/ring.cuh`, so its include below is
-// resolved against that crate's `src/cuda/` tree. No CUDA toolkit header is used.
+// Mirrored field for field by mkernel-proxy/src/command.rs (the host side owns the
+// protocol); the layout test there compiles static_asserts generated from the Rust
+// offsets against this header with NVRTC. No CUDA toolkit header is used.
 //
 // Protocol (the host side is mkernel-proxy/src/ring.rs, implemented there for CPU
 // producers too):
