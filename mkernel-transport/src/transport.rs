@@ -95,6 +95,65 @@ pub trait Transport {
     fn in_flight(&self) -> usize;
 }
 
+/// A boxed transport (for example `Box<dyn Transport + Send>`) is a transport: every
+/// method forwards to the box's contents.
+impl<T: Transport + ?Sized> Transport for Box<T> {
+    fn rank(&self) -> Rank {
+        (**self).rank()
+    }
+
+    fn capabilities(&self) -> &Capabilities {
+        (**self).capabilities()
+    }
+
+    fn address(&self) -> Vec<u8> {
+        (**self).address()
+    }
+
+    fn add_peer(&mut self, peer: Rank, address: &[u8]) -> Result<(), TransportError> {
+        (**self).add_peer(peer, address)
+    }
+
+    fn register_host(&mut self, buffer: &HostBuffer) -> Result<LocalRegion, TransportError> {
+        (**self).register_host(buffer)
+    }
+
+    unsafe fn register_device(
+        &mut self,
+        ptr: u64,
+        len: usize,
+        device: i32,
+    ) -> Result<LocalRegion, TransportError> {
+        // SAFETY: the caller upholds `register_device`'s contract, which is forwarded
+        // unchanged.
+        unsafe { (**self).register_device(ptr, len, device) }
+    }
+
+    fn deregister(&mut self, region: LocalRegion) -> Result<(), TransportError> {
+        (**self).deregister(region)
+    }
+
+    fn remote_key(&self, region: &LocalRegion) -> Result<Vec<u8>, TransportError> {
+        (**self).remote_key(region)
+    }
+
+    fn import_remote(&mut self, peer: Rank, key: &[u8]) -> Result<RemoteRegion, TransportError> {
+        (**self).import_remote(peer, key)
+    }
+
+    fn post_writes(&mut self, peer: Rank, writes: &[Write]) -> Result<(), TransportError> {
+        (**self).post_writes(peer, writes)
+    }
+
+    fn poll(&mut self, out: &mut Vec<Completion>, max: usize) -> Result<usize, TransportError> {
+        (**self).poll(out, max)
+    }
+
+    fn in_flight(&self) -> usize {
+        (**self).in_flight()
+    }
+}
+
 /// Validation every backend runs on a batch before posting any of it (see
 /// [`Transport::post_writes`] for the errors). `imported` says whether a remote region
 /// was accepted by `import_remote`; `local_known` whether a local region is registered.

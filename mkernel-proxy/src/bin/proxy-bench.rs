@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mkernel_proxy::{
-    ticket_low_bits, MonotonicClock, PeerTables, Proxy, ProxyConfig, ProxyEngine, ProxySetup,
-    Ring, RingLayout, TransferCommand,
+    ticket_low_bits, MonotonicClock, PeerTables, Proxy, ProxyConfig, ProxyEngine, ProxySetup, Ring,
+    RingLayout, TransferCommand,
 };
 use mkernel_transport::sim::{SimConfig, SimFabric};
 use mkernel_transport::{
@@ -137,13 +137,23 @@ impl Transport for NullTransport {
         Ok(())
     }
     fn remote_key(&self, region: &LocalRegion) -> Result<Vec<u8>, TransportError> {
-        Ok(RemoteRegion { owner: self.rank, addr: 0, key: region.id(), len: region.len() as u64 }.to_bytes())
+        Ok(RemoteRegion {
+            owner: self.rank,
+            addr: 0,
+            key: region.id(),
+            len: region.len() as u64,
+        }
+        .to_bytes())
     }
     fn import_remote(&mut self, _peer: Rank, key: &[u8]) -> Result<RemoteRegion, TransportError> {
         RemoteRegion::from_bytes(key)
     }
     fn post_writes(&mut self, peer: Rank, writes: &[Write]) -> Result<(), TransportError> {
-        self.done.extend(writes.iter().map(|w| Completion::Write { id: w.id, peer, result: Ok(()) }));
+        self.done.extend(writes.iter().map(|w| Completion::Write {
+            id: w.id,
+            peer,
+            result: Ok(()),
+        }));
         Ok(())
     }
     fn poll(&mut self, out: &mut Vec<Completion>, max: usize) -> Result<usize, TransportError> {
@@ -156,11 +166,12 @@ impl Transport for NullTransport {
     }
 }
 
-/// Records when each command (by ticket) reached `post_writes`.
+/// Records when each command (by ticket) reached `post_writes` (latency runs only;
+/// throughput runs hand the boxed transport to the proxy directly).
 struct Timed {
     inner: Box<dyn Transport + Send>,
     origin: Instant,
-    post_ns: Option<Arc<Vec<AtomicU64>>>,
+    post_ns: Arc<Vec<AtomicU64>>,
 }
 
 impl Transport for Timed {
@@ -189,12 +200,10 @@ impl Transport for Timed {
         self.inner.import_remote(peer, key)
     }
     fn post_writes(&mut self, peer: Rank, writes: &[Write]) -> Result<(), TransportError> {
-        if let Some(times) = &self.post_ns {
-            let now = self.origin.elapsed().as_nanos() as u64;
-            for w in writes {
-                if let Some(slot) = times.get(ticket_low_bits(w.id) as usize) {
-                    slot.store(now, MemOrder::Relaxed);
-                }
+        let now = self.origin.elapsed().as_nanos() as u64;
+        for w in writes {
+            if let Some(slot) = self.post_ns.get(ticket_low_bits(w.id) as usize) {
+                slot.store(now, MemOrder::Relaxed);
             }
         }
         self.inner.post_writes(peer, writes)
@@ -229,7 +238,9 @@ fn make_transport(kind: &str) -> Result<(Box<dyn Transport + Send>, ProxySetup),
             b.add_peer(0, &a.address()).map_err(e)?;
             let local = a.register_host(&src).map_err(e)?;
             let remote_local = b.register_host(&dst).map_err(e)?;
-            let remote = a.import_remote(1, &b.remote_key(&remote_local).map_err(e)?).map_err(e)?;
+            let remote = a
+                .import_remote(1, &b.remote_key(&remote_local).map_err(e)?)
+                .map_err(e)?;
             // Rank 1's endpoint only needs to exist in the fabric; its completions are
             // discarded with it.
             drop(b);
@@ -238,7 +249,12 @@ fn make_transport(kind: &str) -> Result<(Box<dyn Transport + Send>, ProxySetup),
         "null" => {
             let mut a = NullTransport::new(0);
             let local = a.register_host(&src).map_err(e)?;
-            let remote = RemoteRegion { owner: 1, addr: 0, key: 9, len: REGION_BYTES as u64 };
+            let remote = RemoteRegion {
+                owner: 1,
+                addr: 0,
+                key: 9,
+                len: REGION_BYTES as u64,
+            };
             Ok((Box::new(a), tables(local, remote)))
         }
         other => Err(format!("unknown transport {other}")),
@@ -248,7 +264,11 @@ fn make_transport(kind: &str) -> Result<(Box<dyn Transport + Send>, ProxySetup),
 fn tables(local: LocalRegion, remote: RemoteRegion) -> ProxySetup {
     ProxySetup {
         local_regions: vec![local],
-        peers: vec![PeerTables { peer: 1, regions: vec![remote], flags: None }],
+        peers: vec![PeerTables {
+            peer: 1,
+            regions: vec![remote],
+            flags: None,
+        }],
         arrivals: None,
     }
 }
@@ -263,10 +283,41 @@ struct Started {
     ring: Ring,
 }
 
-fn start(kind: &str, args: &Args, window_us: u64, post_ns: Option<Arc<Vec<AtomicU64>>>, origin: Instant) -> Result<Started, String> {
+/// Starts a proxy over `kind`'s transport. With `post_ns` the transport is wrapped in
+/// [`Timed`]; without, the `Box<dyn Transport + Send>` goes to the proxy as it is.
+fn start(
+    kind: &str,
+    args: &Args,
+    window_us: u64,
+    post_ns: Option<Arc<Vec<AtomicU64>>>,
+    origin: Instant,
+) -> Result<Started, String> {
     let (inner, setup) = make_transport(kind)?;
-    let transport = Timed { inner, origin, post_ns };
-    let ring = Ring::host(RingLayout::new(args.slots, 0).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    match post_ns {
+        Some(post_ns) => spawn(
+            kind,
+            args,
+            window_us,
+            Timed {
+                inner,
+                origin,
+                post_ns,
+            },
+            setup,
+        ),
+        None => spawn(kind, args, window_us, inner, setup),
+    }
+}
+
+fn spawn<T: Transport + Send + 'static>(
+    kind: &str,
+    args: &Args,
+    window_us: u64,
+    transport: T,
+    setup: ProxySetup,
+) -> Result<Started, String> {
+    let ring = Ring::host(RingLayout::new(args.slots, 0).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let config = ProxyConfig {
         name: format!("proxy-bench-{kind}"),
         max_batch: args.max_batch,
@@ -276,7 +327,8 @@ fn start(kind: &str, args: &Args, window_us: u64, post_ns: Option<Arc<Vec<Atomic
         idle_spins: u32::MAX,
         ..ProxyConfig::default()
     };
-    let engine = ProxyEngine::new(transport, &ring, setup, config, MonotonicClock::default()).map_err(|e| e.to_string())?;
+    let engine = ProxyEngine::new(transport, &ring, setup, config, MonotonicClock::default())
+        .map_err(|e| e.to_string())?;
     let proxy = Proxy::spawn(engine).map_err(|e| e.to_string())?;
     Ok(Started { proxy, ring })
 }
@@ -320,7 +372,9 @@ fn throughput(kind: &str, args: &Args) -> Result<ThroughputRow, String> {
                 let producer = s.ring.producer();
                 std::thread::spawn(move || -> Result<(), String> {
                     for i in 0..per {
-                        producer.push(&command(u64::from(p) * per + i), WAIT).map_err(|e| e.to_string())?;
+                        producer
+                            .push(&command(u64::from(p) * per + i), WAIT)
+                            .map_err(|e| e.to_string())?;
                     }
                     Ok(())
                 })
@@ -329,7 +383,9 @@ fn throughput(kind: &str, args: &Args) -> Result<ThroughputRow, String> {
         for t in threads {
             t.join().map_err(|_| "producer panicked".to_string())??;
         }
-        s.proxy.wait_completed(total, WAIT).map_err(|e| e.to_string())?;
+        s.proxy
+            .wait_completed(total, WAIT)
+            .map_err(|e| e.to_string())?;
         let dt = t0.elapsed().as_secs_f64();
         let report = s.proxy.shutdown().map_err(|e| e.to_string())?;
         if args.verbose {
@@ -427,7 +483,9 @@ fn latency(kind: &str, args: &Args, rate: f64, window_us: u64) -> Result<Latency
             now = origin.elapsed().as_nanos() as u64;
         }
         publish[i as usize] = now;
-        producer.push(&command(i), WAIT).map_err(|e| e.to_string())?;
+        producer
+            .push(&command(i), WAIT)
+            .map_err(|e| e.to_string())?;
     }
     s.proxy.wait_completed(n, WAIT).map_err(|e| e.to_string())?;
     s.proxy.shutdown().map_err(|e| e.to_string())?;
@@ -473,7 +531,12 @@ fn utc_stamp(unix: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}{:02}{:02}Z", secs / 3600, secs / 60 % 60, secs % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}{:02}{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -496,7 +559,8 @@ struct Report {
 }
 
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
+    std::fs::read_to_string("/proc/loadavg")
+        .map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
 }
 
 fn run(args: &Args) -> Result<Report, String> {
@@ -508,13 +572,20 @@ fn run(args: &Args) -> Result<Report, String> {
         let ceiling = transport_ceiling(kind, args)?;
         println!(
             "| {} | - | {} | {:.2} | {:.2} |",
-            ceiling.transport, ceiling.commands, ceiling.commands_per_s / 1e6, ceiling.mean_batch
+            ceiling.transport,
+            ceiling.commands,
+            ceiling.commands_per_s / 1e6,
+            ceiling.mean_batch
         );
         rows.push(ceiling);
         let row = throughput(kind, args)?;
         println!(
             "| {} | {} | {} | {:.2} | {:.2} |",
-            row.transport, row.producers, row.commands, row.commands_per_s / 1e6, row.mean_batch
+            row.transport,
+            row.producers,
+            row.commands,
+            row.commands_per_s / 1e6,
+            row.mean_batch
         );
         rows.push(row);
     }
@@ -523,11 +594,20 @@ fn run(args: &Args) -> Result<Report, String> {
     println!("| --- | --- | --- | --- | --- | --- |");
     let mut lat = Vec::new();
     for kind in ["null", "sim"] {
-        for (rate, window) in [(100_000.0, 0), (100_000.0, args.window_us), (1_000_000.0, args.window_us)] {
+        for (rate, window) in [
+            (100_000.0, 0),
+            (100_000.0, args.window_us),
+            (1_000_000.0, args.window_us),
+        ] {
             let row = latency(kind, args, rate, window)?;
             println!(
                 "| {} | {:.0} | {} | {} | {} | {} |",
-                row.transport, row.offered_per_s, row.window_us, row.median_ns, row.p99_ns, row.max_ns
+                row.transport,
+                row.offered_per_s,
+                row.window_us,
+                row.median_ns,
+                row.p99_ns,
+                row.max_ns
             );
             lat.push(row);
         }
