@@ -582,3 +582,28 @@ impl Drop for Communicator {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_validation_names_the_field() {
+        assert!(CommConfig::default().validate().is_ok());
+        let e = CommConfig { timeout: Duration::ZERO, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("`timeout`") && e.contains("1 ms"), "{e}");
+        let e = CommConfig { bootstrap_timeout: Duration::MAX, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("`bootstrap_timeout`"), "{e}");
+        let e = CommConfig { max_output_elems: 0, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("`max_output_elems`"), "{e}");
+        let e = CommConfig { max_output_elems: u64::MAX, ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("2^40"), "{e}");
+    }
+
+    #[test]
+    fn world_size_bounds() {
+        assert!(check_world(0).is_err());
+        assert!(check_world(MAX_RANKS + 1).unwrap_err().to_string().contains("world_size"));
+        assert!(check_world(MAX_RANKS).is_ok());
+    }
+}

@@ -72,3 +72,16 @@ impl<T> DriverContext<T> for std::result::Result<T, cudarc::driver::DriverError>
 pub(crate) fn invalid(arg: &'static str, rule: impl Into<String>) -> Error {
     Error::InvalidArgument { arg, rule: rule.into() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_argument_errors_become_facade_argument_errors() {
+        let e: Error = mkernel_kernels::Error::InvalidArgument { arg: "k", rule: "K must be a multiple of 8".into() }.into();
+        assert!(matches!(e, Error::InvalidArgument { arg: "k", .. }), "{e:?}");
+        let e: Error = mkernel_kernels::Error::NvrtcMissing.into();
+        assert!(matches!(e, Error::Kernels(mkernel_kernels::Error::NvrtcMissing)), "{e:?}");
+    }
+}
