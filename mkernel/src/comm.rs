@@ -184,6 +184,8 @@ pub struct Communicator {
     /// workspace and the epoch), and drop waits for it.
     launch_done: CudaEvent,
     last_stream: Mutex<Option<usize>>,
+    /// Some call was captured into a CUDA graph: its replays record no event.
+    captured: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Communicator {
@@ -315,6 +317,7 @@ impl Communicator {
                     poisoned: Mutex::new(None),
                     launch_done,
                     last_stream: Mutex::new(None),
+                    captured: Default::default(),
                 })
             })
             .collect()
@@ -430,6 +433,7 @@ impl Communicator {
             poisoned: Mutex::new(None),
             launch_done,
             last_stream: Mutex::new(None),
+            captured: Default::default(),
         })
     }
 
@@ -518,9 +522,19 @@ impl Communicator {
         self.config.timeout.saturating_mul(2).saturating_add(Duration::from_secs(5))
     }
 
-    /// Orders a fused call on `stream` after the previous one (if it ran on another
-    /// stream). Call before enqueuing.
+    fn capturing(stream: &CudaStream) -> Result<bool> {
+        let status = stream.capture_status().call("cuStreamIsCapturing")?;
+        Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+    }
+
+    /// Orders an eager fused call on `stream` after the previous eager one (if that ran
+    /// on another stream). Inside a CUDA-graph capture the graph's own dependencies
+    /// order the calls, and waiting on an event recorded outside the capture would
+    /// invalidate it, so nothing is done. Call before enqueuing.
     pub(crate) fn order_after_last(&self, stream: &CudaStream) -> Result<()> {
+        if Self::capturing(stream)? {
+            return Ok(());
+        }
         let last = self.last_stream.lock().map_err(|_| Error::Poisoned { rank: self.rank, first: "lock poisoned".into() })?;
         if last.is_some_and(|s| s != stream.cu_stream() as usize) {
             stream.wait(&self.launch_done).call("cuStreamWaitEvent")?;
@@ -528,8 +542,13 @@ impl Communicator {
         Ok(())
     }
 
-    /// Records the end of a fused call just enqueued on `stream`.
+    /// Records the end of a fused call just enqueued on `stream` (eager calls only; a
+    /// captured call marks the communicator so drop synchronises the context instead).
     pub(crate) fn record_launch(&self, stream: &CudaStream) -> Result<()> {
+        if Self::capturing(stream)? {
+            self.captured.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
         self.launch_done.record(stream).call("cuEventRecord")?;
         if let Ok(mut last) = self.last_stream.lock() {
             *last = Some(stream.cu_stream() as usize);
@@ -573,9 +592,17 @@ impl Drop for Communicator {
         // our last fused call, then (one process per GPU) for everyone, before freeing it.
         let _ = self.ctx.bind_to_thread();
         let limit = self.host_wait_limit();
-        let start = Instant::now();
-        while !self.launch_done.is_complete() && start.elapsed() < limit {
-            std::thread::sleep(Duration::from_micros(100));
+        if self.captured.load(std::sync::atomic::Ordering::Relaxed) {
+            // Graph replays may still run this rank's kernels (each bounded by its own
+            // timeouts, so this returns).
+            let _ = self.ctx.synchronize();
+        } else {
+            let start = Instant::now();
+            // Ok(false) = still running; Ok(true) = done; Err = the context failed (nothing
+            // left to wait for).
+            while matches!(self.launch_done.try_is_complete(), Ok(false)) && start.elapsed() < limit {
+                std::thread::sleep(Duration::from_micros(100));
+            }
         }
         if let Some(b) = &self.bootstrap {
             let _ = b.barrier();

@@ -134,8 +134,14 @@ fn cuda_graph_replays_advance_epochs() {
         // SAFETY: every buffer of this test is used on its rank's one stream only.
         unsafe { c.context().disable_event_tracking() };
     }
+    // Capture on a different stream than the eager warm-up (PyTorch's pattern: warm up
+    // on one stream, capture on a side stream).
+    let capture_streams: Vec<_> = g.comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+    for st in &g.streams {
+        st.synchronize().unwrap();
+    }
     for (r, b) in bs.iter_mut().enumerate() {
-        let st = &g.streams[r];
+        let st = &capture_streams[r];
         st.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
         g.comms[r].gemm_allreduce(st, &b.a, &b.b, &mut b.out, s, opts).unwrap();
         let graph = st.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
@@ -148,11 +154,14 @@ fn cuda_graph_replays_advance_epochs() {
             case.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
             check::poison(&g.streams[r], &mut b.out).unwrap();
         }
+        for st in &g.streams {
+            st.synchronize().unwrap(); // fresh inputs are in place before the replay
+        }
         for gr in &graphs {
             gr.launch().unwrap();
         }
         for (r, c) in g.comms.iter().enumerate() {
-            c.synchronize(&g.streams[r]).unwrap();
+            c.synchronize(&capture_streams[r]).unwrap();
         }
         for (r, b) in bs.iter().enumerate() {
             let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();

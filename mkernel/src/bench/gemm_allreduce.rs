@@ -200,14 +200,37 @@ fn spawn_ranks(procs: usize) -> BenchResult<()> {
         }
         kids.push(cmd.spawn()?);
     }
-    // Each rank bounds its own waits; a rank that fails makes its peers time out and
-    // fail too, so plain waits end.
-    let mut failed = Vec::new();
-    for (r, mut k) in kids.into_iter().enumerate() {
-        if !k.wait()?.success() {
-            failed.push(r);
+    // mkernel's own waits are bounded, but a rank that fails outside them (e.g. before
+    // an NCCL call of the baseline) can leave its peers blocked inside NCCL. So: poll,
+    // and once a rank has failed give the others a grace period, then stop them (by the
+    // PIDs started here).
+    let grace = std::time::Duration::from_secs(30);
+    let mut status: Vec<Option<bool>> = vec![None; kids.len()];
+    let mut first_failure: Option<std::time::Instant> = None;
+    while status.iter().any(Option::is_none) {
+        for (r, k) in kids.iter_mut().enumerate() {
+            if status[r].is_none() {
+                if let Some(st) = k.try_wait()? {
+                    status[r] = Some(st.success());
+                    if !st.success() {
+                        first_failure.get_or_insert_with(std::time::Instant::now);
+                    }
+                }
+            }
         }
+        if first_failure.is_some_and(|t| t.elapsed() > grace) {
+            for (r, k) in kids.iter_mut().enumerate() {
+                if status[r].is_none() {
+                    eprintln!("rank {r} still running {grace:?} after a peer failed: stopping it (pid {})", k.id());
+                    let _ = k.kill();
+                    let _ = k.wait();
+                    status[r] = Some(false);
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let failed: Vec<usize> = status.iter().enumerate().filter(|(_, s)| **s != Some(true)).map(|(r, _)| r).collect();
     if failed.is_empty() {
         Ok(())
     } else {

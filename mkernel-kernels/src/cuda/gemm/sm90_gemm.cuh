@@ -206,7 +206,8 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const GemmSmem<Cfg>& sm,
   constexpr u32 kThreads = Cfg::kConsumerThreads + 32;
   const bool leader = lane_id() == 0;
   if (leader) tma_prefetch_descriptor(tma_c);
-  named_barrier_arrive(kBarrierCFree, kThreads);  // the staging tile starts free
+  // The staging tile starts free (a CTA without tiles has no consumer to release).
+  if (first_tile < sched.total) named_barrier_arrive(kBarrierCFree, kThreads);
   for (u32 t = first_tile; t < sched.total; t += tile_stride) {
     u32 mb, nb;
     sched.coords(t, mb, nb);
@@ -227,6 +228,7 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const GemmSmem<Cfg>& sm,
       fence_proxy_async_global();
       on_tile_stored(t);
     }
+    __syncwarp();  // reconverge before the next tile's aligned barrier
   }
 }
 
