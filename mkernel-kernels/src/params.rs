@@ -4,7 +4,6 @@
 //! [`layout_check_source`] turns the Rust offsets into `static_assert`s that NVRTC
 //! compiles against the header (a test, and part of CI's catalog compile).
 
-use std::mem::{align_of, offset_of, size_of};
 
 /// Upper bound of the per-rank address arrays (`MKERNEL_MAX_RANKS` in the header). The
 /// world size itself is a run-time value specialised by the JIT.
@@ -175,39 +174,44 @@ pub struct ControlBlock {
     pub comm_done: u32,
 }
 
-macro_rules! layout_of {
+/// `static_assert` lines (as `Vec<String>`) checking, in CUDA C++ compiled by NVRTC,
+/// that struct `$t` has the size, alignment and listed field offsets of its Rust
+/// mirror. Needs [`OFFSETOF_DEFINE`] earlier in the source. Used by every crate that
+/// mirrors a device struct (here, and mkernel-proxy's command ring).
+#[macro_export]
+macro_rules! layout_asserts {
     ($t:ty; $($field:ident),+ $(,)?) => {{
         let mut v = vec![format!(
             "static_assert(sizeof({0}) == {1} && alignof({0}) == {2}, \"{0}: size/alignment differ from Rust\");",
-            stringify!($t), size_of::<$t>(), align_of::<$t>()
+            stringify!($t), ::std::mem::size_of::<$t>(), ::std::mem::align_of::<$t>()
         )];
         $(v.push(format!(
             "static_assert(MK_OFFSETOF({0}, {1}) == {2}, \"{0}.{1}: offset differs from Rust ({2})\");",
-            stringify!($t), stringify!($field), offset_of!($t, $field)
+            stringify!($t), stringify!($field), ::std::mem::offset_of!($t, $field)
         ));)+
         v
     }};
 }
 
+/// Defines `MK_OFFSETOF` for [`layout_asserts!`]: NVRTC's front end has no constant
+/// `offsetof`; EDG's `__INTADDR__` turns the classic null-pointer member address into
+/// an integer constant expression.
+pub const OFFSETOF_DEFINE: &str = "#define MK_OFFSETOF(T, f) __INTADDR__(&((T*)0)->f)";
+
 /// C++ source that includes `params.cuh` and asserts, at compile time, that every
 /// shared struct has the size, alignment and field offsets the Rust mirror has.
 pub fn layout_check_source() -> String {
-    // NVRTC's front end has no constant `offsetof`; EDG's __INTADDR__ turns the classic
-    // null-pointer member address into an integer constant expression.
-    let mut lines = vec![
-        "#include \"params.cuh\"".to_string(),
-        "#define MK_OFFSETOF(T, f) __INTADDR__(&((T*)0)->f)".to_string(),
-    ];
-    lines.extend(layout_of!(TmaDescriptor; opaque));
-    lines.extend(layout_of!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
-    lines.extend(layout_of!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
-    lines.extend(layout_of!(AllReduceParams; tma_a, tma_b, tma_c, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
+    let mut lines = vec!["#include \"params.cuh\"".to_string(), OFFSETOF_DEFINE.to_string()];
+    lines.extend(crate::layout_asserts!(TmaDescriptor; opaque));
+    lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
+    lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
+    lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, timeout_ns));
-    lines.extend(layout_of!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
-    lines.extend(layout_of!(FillParams; out, len, seed, lo, hi));
-    lines.extend(layout_of!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
-    lines.extend(layout_of!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));
-    lines.extend(layout_of!(CompareParams; got, reference, scale, stats, len, rel_tol, abs_floor));
+    lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
+    lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
+    lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
+    lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));
+    lines.extend(crate::layout_asserts!(CompareParams; got, reference, scale, stats, len, rel_tol, abs_floor));
     lines.push(format!(
         "static_assert(MKERNEL_MAX_RANKS == {MAX_RANKS}, \"MKERNEL_MAX_RANKS differs from Rust\");"
     ));
@@ -218,6 +222,7 @@ pub fn layout_check_source() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::mem::{align_of, size_of};
 
     #[test]
     fn tma_descriptor_is_a_cutensormap() {

@@ -4,7 +4,7 @@
 //! **What it owns.**
 //! - The 48-byte [`TransferCommand`] and the ring's [`RingControl`] and [`RingView`],
 //!   `#[repr(C)]` and mirrored in mkernel-kernels' `src/cuda/comm/ring.cuh` (with the device producer
-//!   `ring_push`); [`layout_check_source`] asserts both sides agree under NVRTC.
+//!   `ring_push`); the crate's `layout_nvrtc` test asserts both sides agree under NVRTC.
 //! - The command [`Ring`] over pluggable [`RingMemory`] (pinned, device-mapped memory
 //!   from the facade; [`mkernel_transport::HostBuffer`] in tests): many producers claim
 //!   tickets with an atomic add, write the body and publish it with a release store of
@@ -36,7 +36,7 @@ mod ring;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use command::{
-    layout_check_source, AbortCode, CommandKind, RingControl, RingFault, RingView, TransferCommand,
+    AbortCode, CommandKind, RingControl, RingFault, RingView, TransferCommand,
     COMMAND_BYTES, NO_COMPLETION,
 };
 pub use error::ProxyError;

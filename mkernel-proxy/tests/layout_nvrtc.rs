@@ -4,12 +4,57 @@
 //! Skips with a printed reason when NVRTC is absent, unless MKERNEL_REQUIRE_NVRTC=1.
 
 use mkernel_kernels::{jit, source};
-use mkernel_proxy::layout_check_source;
+use mkernel_proxy::{
+    AbortCode, CommandKind, RingControl, RingFault, RingView, TransferCommand, COMMAND_BYTES, NO_COMPLETION,
+};
 
 /// mkernel-kernels' `comm/ring.cuh` with its includes expanded.
 fn expanded_ring_header() -> String {
     source::expand("#include \"comm/ring.cuh\"\n").unwrap()
 }
+
+/// C++ source that asserts, at compile time, that every struct of `ring.cuh` has the
+/// size, alignment and field offsets of its Rust mirror, and that the enum codes
+/// agree. Append it after the expanded header.
+fn layout_check_source() -> String {
+    let mut lines = vec![mkernel_kernels::params::OFFSETOF_DEFINE.to_string()];
+    lines.extend(
+        mkernel_kernels::layout_asserts!(TransferCommand; seq, kind, local_region, peer, remote_region, flags,
+        local_offset, remote_offset, length, chunk, epoch, completion),
+    );
+    lines.extend(
+        mkernel_kernels::layout_asserts!(RingControl; head, tail, completed, abort, slots, fault, fault_rank,
+        fault_ticket, fault_tail, fault_waited_ns),
+    );
+    lines.extend(
+        mkernel_kernels::layout_asserts!(RingView; slots, control, head, completion, mask, completions,
+        timeout_ns, rank, pad),
+    );
+    let enums: [(&str, u32); 9] = [
+        ("CommandKind::Put", CommandKind::Put as u32),
+        ("CommandKind::PutSignal", CommandKind::PutSignal as u32),
+        ("AbortCode::Transport", AbortCode::Transport as u32),
+        ("AbortCode::BadCommand", AbortCode::BadCommand as u32),
+        ("AbortCode::ProducerFault", AbortCode::ProducerFault as u32),
+        ("AbortCode::Host", AbortCode::Host as u32),
+        ("AbortCode::Shutdown", AbortCode::Shutdown as u32),
+        ("RingFault::RingFull", RingFault::RingFull as u32),
+        ("RingFault::Aborted", RingFault::Aborted as u32),
+    ];
+    for (name, code) in enums {
+        lines.push(format!(
+            "static_assert((u32){name} == {code}u, \"{name}: code differs from Rust ({code})\");"
+        ));
+    }
+    lines.push(format!(
+        "static_assert(kNoCompletion == {NO_COMPLETION}u, \"kNoCompletion differs from Rust\");"
+    ));
+    lines.push(format!(
+        "static_assert(kCommandBytes == {COMMAND_BYTES}u, \"kCommandBytes differs from Rust\");"
+    ));
+    lines.join("\n") + "\n"
+}
+
 
 const PRODUCER_KERNEL: &str = r#"
 extern "C" __global__ void mkernel_ring_producer_check(RingView ring, TransferCommand cmd, u32* ok) {
@@ -72,4 +117,13 @@ fn a_layout_difference_fails_the_compile() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("TransferCommand.chunk"), "{err}");
+}
+
+#[test]
+fn layout_check_names_every_struct_and_field() {
+    let src = layout_check_source();
+    for s in ["TransferCommand", "RingControl", "RingView"] {
+        assert!(src.contains(&format!("sizeof({s})")), "{s} missing");
+    }
+    assert!(src.contains("MK_OFFSETOF(TransferCommand, completion) == 44"));
 }

@@ -18,6 +18,7 @@
 //! never fills); each command's publication time (taken just before `push`) is compared
 //! with the time the transport saw it in `post_writes`. CPU producers cost host cores
 //! that GPU producers would not; on a 2-core machine producer and proxy share them.
+use std::process::ExitCode;
 
 use std::sync::atomic::{AtomicU64, Ordering as MemOrder};
 use std::sync::Arc;
@@ -635,19 +636,19 @@ fn run(args: &Args) -> Result<Report, String> {
     })
 }
 
-fn main() {
+fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
-            std::process::exit(2);
+            return ExitCode::from(2);
         }
     };
     let report = match run(&args) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("proxy-bench failed: {e}");
-            std::process::exit(1);
+            return ExitCode::from(1);
         }
     };
     let out = args
@@ -658,7 +659,7 @@ fn main() {
         Ok(j) => j,
         Err(e) => {
             eprintln!("serialising report: {e}");
-            std::process::exit(1);
+            return ExitCode::from(1);
         }
     };
     if let Some(dir) = std::path::Path::new(&out).parent() {
@@ -668,7 +669,8 @@ fn main() {
         Ok(()) => println!("wrote {out}"),
         Err(e) => {
             eprintln!("writing {out}: {e}");
-            std::process::exit(1);
+            return ExitCode::from(1);
         }
     }
+    ExitCode::SUCCESS
 }

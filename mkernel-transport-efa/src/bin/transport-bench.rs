@@ -10,6 +10,7 @@
 //! `queue_depth` writes in flight; the median repetition is reported. Destination
 //! offsets rotate over a 64 MiB region. Loopback numbers measure the provider's
 //! software path (memory copies, TCP stack), not a NIC.
+use std::process::ExitCode;
 
 use std::sync::atomic::{AtomicBool, Ordering as MemOrder};
 use std::sync::Arc;
@@ -238,12 +239,12 @@ fn command_line(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn main() {
+fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
-            std::process::exit(2);
+            return ExitCode::from(2);
         }
     };
     println!("| prov | size     | batch |     writes/s |     GB/s |");
@@ -279,7 +280,7 @@ fn main() {
         Ok(j) => j,
         Err(e) => {
             eprintln!("serialising report: {e}");
-            std::process::exit(1);
+            return ExitCode::from(1);
         }
     };
     if let Some(dir) = std::path::Path::new(&args.out).parent() {
@@ -293,6 +294,7 @@ fn main() {
         }
     }
     if failed {
-        std::process::exit(1);
+        return ExitCode::from(1);
     }
+    ExitCode::SUCCESS
 }
