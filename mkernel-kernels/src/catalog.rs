@@ -23,6 +23,8 @@ pub fn all() -> Result<Vec<KernelSource>> {
         crate::fill::source()?,
         crate::check::accumulate_source()?,
         crate::check::compare_source()?,
+        crate::proxy_stream::fill_source()?,
+        crate::proxy_stream::source(crate::proxy_stream::THREADS)?,
     ];
     for cfg in TileConfig::ALL {
         v.push(crate::gemm::source(cfg)?);

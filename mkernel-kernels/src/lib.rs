@@ -12,7 +12,7 @@
 //! Layout: `source` (header embedding and `#include` resolution), `jit` (NVRTC + disk
 //! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
 //! their layout check), `driver` (module cache, tensor maps, launches), and one module
-//! per operator: `gemm`, `gemm_allreduce` (and `fill` / `check`: test data and
+//! per operator: `gemm`, `gemm_allreduce`, `proxy_stream` (and `fill` / `check`: test data and
 //! device-side verification).
 
 pub mod catalog;
@@ -24,6 +24,7 @@ pub mod gemm;
 pub mod gemm_allreduce;
 pub mod jit;
 pub mod params;
+pub mod proxy_stream;
 pub mod source;
 
 pub use error::{Error, Result};

@@ -174,6 +174,88 @@ pub struct ControlBlock {
     pub comm_done: u32,
 }
 
+/// Where a kernel finds the command ring (`RingView` in `comm/ring.cuh`). The
+/// proxy crate owns the ring and builds its own mirror (`mkernel_proxy::RingView`);
+/// both are asserted against the one C++ struct (here and in mkernel-proxy's
+/// `layout_nvrtc` test), and the facade copies one into the other field by field.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingView {
+    pub slots: u64,
+    pub control: u64,
+    pub head: u64,
+    pub completion: u64,
+    pub mask: u32,
+    pub completions: u32,
+    pub timeout_ns: u64,
+    pub rank: u32,
+    pub pad: u32,
+}
+
+/// Parameters of the proxy stream kernel (`ProxyStreamParams`; see
+/// `src/cuda/ops/proxy_stream.cuh` and [`crate::proxy_stream`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProxyStreamParams {
+    pub ring: RingView,
+    pub src: u64,
+    pub staging: u64,
+    pub landing: u64,
+    pub arrivals: u64,
+    pub control: u64,
+    pub result: u64,
+    pub status: u64,
+    pub bytes: u64,
+    pub seed: u64,
+    pub timeout_ns: u64,
+    pub chunk_bytes: u32,
+    pub chunks: u32,
+    pub credit_flag: u32,
+    pub rank: u32,
+    pub peer: u32,
+    pub epoch: u32,
+    pub send_ctas: u32,
+    pub recv_ctas: u32,
+    pub staging_slots: u32,
+    pub direct: u32,
+}
+
+/// Device-resident words of one proxy stream (`ProxyStreamControl`), zeroed once.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProxyStreamControl {
+    pub recv_done: u32,
+    pub abort_epoch: u32,
+    pub pad: [u64; 3],
+}
+
+/// Verification result of one proxy stream launch (`ProxyStreamResult`), zeroed before
+/// it with `first_bad = u64::MAX`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProxyStreamResult {
+    pub mismatched_bytes: u64,
+    pub first_bad: u64,
+    pub chunks_verified: u64,
+    pub ahead: u64,
+}
+
+/// Written by the first wait of a proxy stream launch that gives up
+/// (`ProxyStreamStatus`, pinned host memory mapped into the device).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProxyStreamStatus {
+    pub code: u32,
+    pub rank: u32,
+    pub peer: u32,
+    pub chunk: u32,
+    pub epoch: u32,
+    pub cta: u32,
+    pub expected: u64,
+    pub observed: u64,
+    pub waited_ns: u64,
+}
+
 /// `static_assert` lines (as `Vec<String>`) checking, in CUDA C++ compiled by NVRTC,
 /// that struct `$t` has the size, alignment and listed field offsets of its Rust
 /// mirror. Needs [`OFFSETOF_DEFINE`] earlier in the source. Used by every crate that
@@ -212,6 +294,12 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
     lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));
     lines.extend(crate::layout_asserts!(CompareParams; got, reference, scale, stats, len, rel_tol, abs_floor));
+    lines.extend(crate::layout_asserts!(RingView; slots, control, head, completion, mask, completions, timeout_ns, rank, pad));
+    lines.extend(crate::layout_asserts!(ProxyStreamParams; ring, src, staging, landing, arrivals, control, result, status,
+        bytes, seed, timeout_ns, chunk_bytes, chunks, credit_flag, rank, peer, epoch, send_ctas, recv_ctas, staging_slots, direct));
+    lines.extend(crate::layout_asserts!(ProxyStreamControl; recv_done, abort_epoch, pad));
+    lines.extend(crate::layout_asserts!(ProxyStreamResult; mismatched_bytes, first_bad, chunks_verified, ahead));
+    lines.extend(crate::layout_asserts!(ProxyStreamStatus; code, rank, peer, chunk, epoch, cta, expected, observed, waited_ns));
     lines.push(format!(
         "static_assert(MKERNEL_MAX_RANKS == {MAX_RANKS}, \"MKERNEL_MAX_RANKS differs from Rust\");"
     ));
@@ -248,7 +336,7 @@ mod tests {
     #[test]
     fn layout_check_names_every_struct() {
         let src = layout_check_source();
-        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams"] {
+        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams", "ProxyStreamParams", "RingView"] {
             assert!(src.contains(&format!("sizeof({s})")), "{s} missing");
         }
     }

@@ -19,6 +19,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
     ("ops/check.cuh", include_str!("cuda/ops/check.cuh")),
     ("comm/ring.cuh", include_str!("cuda/comm/ring.cuh")),
+    ("ops/proxy_stream.cuh", include_str!("cuda/ops/proxy_stream.cuh")),
 ];
 
 fn header(name: &str) -> Option<&'static str> {

@@ -42,6 +42,37 @@ pub enum Error {
     /// A host-side wait on GPU work expired.
     #[error("rank {rank}: {what} did not finish within {waited:?}")]
     HostTimeout { rank: u32, what: String, waited: Duration },
+    /// The host proxy of an inter-node stream failed (its first error, or a setup step).
+    #[error("rank {rank}: host proxy: {source}")]
+    Proxy { rank: u32, source: mkernel_proxy::ProxyError },
+    /// The transport (NIC library) refused a setup step of an inter-node stream.
+    #[error("rank {rank}: transport {step} failed: {source}")]
+    Transport { rank: u32, step: &'static str, source: mkernel_transport::TransportError },
+    /// A device-side wait of an inter-node stream gave up (see `internode`).
+    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (chunk {chunk}, epoch {epoch}, expected >= {expected}, observed {observed}, CTA {cta}); is rank {peer} running the same epoch, and are both proxies alive?")]
+    StreamTimeout {
+        rank: u32,
+        peer: u32,
+        what: &'static str,
+        chunk: String,
+        epoch: u32,
+        expected: u64,
+        observed: u64,
+        cta: u32,
+        waited: Duration,
+    },
+    /// Bytes an inter-node stream received differ from the sender's pattern.
+    #[error("rank {rank}, epoch {epoch}: {mismatched_bytes} bytes received from rank {peer} differ from its pattern (first at byte {first_bad}); {chunks_verified} of {chunks} chunks verified, {ahead} arrival flags ahead of the epoch")]
+    StreamMismatch {
+        rank: u32,
+        peer: u32,
+        epoch: u32,
+        mismatched_bytes: u64,
+        first_bad: u64,
+        chunks_verified: u64,
+        chunks: u32,
+        ahead: u64,
+    },
     /// An earlier call failed; the communicator refuses further work.
     #[error("communicator rank {rank} is unusable after an earlier failure: {first}")]
     Poisoned { rank: u32, first: String },

@@ -5,7 +5,8 @@
 //! This facade owns the public API: [`gemm`] on one GPU, [`Communicator`] for the
 //! ranks of a node (one process driving all local GPUs, or one process per GPU
 //! launched by torchrun/srun/mpirun), and its fused operators
-//! ([`Communicator::gemm_allreduce`]). It also ships the baselines (cuBLAS, NCCL) and
+//! ([`Communicator::gemm_allreduce`]), and [`internode`]: GPU-driven streaming to a rank on
+//! another node through the host proxy. It also ships the baselines (cuBLAS, NCCL) and
 //! the numerical checks the benchmark binary `mkernel` and the tests use.
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
@@ -20,6 +21,7 @@ mod comm;
 mod error;
 mod gemm;
 mod gemm_allreduce;
+pub mod internode;
 
 pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result};

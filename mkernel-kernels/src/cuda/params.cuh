@@ -3,6 +3,7 @@
 // static_asserts generated from the Rust offsets against this header with NVRTC.
 #pragma once
 #include "ptx/common.cuh"
+#include "comm/ring.cuh"
 
 // Written by the first wait of a kernel that times out, into pinned host memory that
 // is mapped into the device, so the host can name what was waited for after the
@@ -98,4 +99,61 @@ struct CompareParams {
   u64 len;
   float rel_tol;
   float abs_floor;
+};
+
+// ---- GPU-driven inter-node stream through the host proxy (ops/proxy_stream.cuh) --------
+// One rank streams `bytes` to its peer in chunks of `chunk_bytes` while receiving as many
+// bytes from it. Addresses are device addresses (pinned host memory mapped into the
+// device, or device memory on the direct path).
+struct ProxyStreamParams {
+  RingView ring;          // this rank's command ring (host-mapped) and its device claim counter
+  u64 src;                // device: the bytes this rank sends, [bytes]
+  u64 staging;            // host-mapped staging slots [send_ctas * staging_slots][chunk_bytes]; 0 on the direct path
+  u64 landing;            // where the peer's bytes land, [bytes] (host-mapped, or device memory on the direct path)
+  u64 arrivals;           // host-mapped u64[credit_flag + 1]: [c] = epoch of chunk c's arrival, [credit_flag] = peer's credit
+  u64 control;            // ProxyStreamControl (device memory, zeroed once)
+  u64 result;             // ProxyStreamResult (device memory, zeroed before every launch)
+  u64 status;             // ProxyStreamStatus (host-mapped), written by the first wait that gives up
+  u64 bytes;              // bytes per direction this epoch (a multiple of 16)
+  u64 seed;               // pattern seed (both ranks use the same)
+  u64 timeout_ns;         // bound on every device-side wait
+  u32 chunk_bytes;        // a multiple of 16
+  u32 chunks;             // ceil(bytes / chunk_bytes)
+  u32 credit_flag;        // index of the credit flag (= the capacity in chunks)
+  u32 rank;
+  u32 peer;
+  u32 epoch;              // >= 1, one more per launch
+  u32 send_ctas;          // CTAs [0, send_ctas) send, the next recv_ctas receive
+  u32 recv_ctas;
+  u32 staging_slots;      // staging slots per SEND CTA
+  u32 direct;             // 1: commands name `src` itself (device memory registered with the NIC)
+};
+
+// Device-resident words of one stream, zeroed once when the stream is created.
+struct ProxyStreamControl {
+  u32 recv_done;          // RECV CTAs finished, all epochs (epoch e ends at e * recv_ctas)
+  u32 abort_epoch;        // == epoch once some CTA of that launch gave up
+  u64 pad[3];
+};
+
+// Verification result of one launch (zeroed before it, first_bad = ~0).
+struct ProxyStreamResult {
+  unsigned long long mismatched_bytes;  // bytes of the landing region that differ from the pattern
+  unsigned long long first_bad;         // lowest mismatching byte offset, ~0 when none
+  unsigned long long chunks_verified;   // chunks whose bytes were checked
+  unsigned long long ahead;             // arrival flags seen beyond this epoch (protocol violation)
+};
+
+// Written by the first device-side wait of a launch that gives up (code != 0), into
+// pinned host memory, so the host can name what was waited for.
+struct ProxyStreamStatus {
+  u32 code;               // a StreamWait code
+  u32 rank;               // rank that waited
+  u32 peer;               // rank whose action did not come
+  u32 chunk;              // chunk index, or ~0u when not about one chunk
+  u32 epoch;              // epoch of the launch
+  u32 cta;                // blockIdx.x of the waiting CTA
+  u64 expected;           // value waited for (>=)
+  u64 observed;           // last value seen
+  u64 waited_ns;
 };

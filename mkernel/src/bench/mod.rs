@@ -5,6 +5,7 @@
 
 mod gemm;
 mod gemm_allreduce;
+mod proxy_stream;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,6 +22,9 @@ pub enum BenchCmd {
     Gemm(gemm::GemmArgs),
     /// Fused GEMM + all-reduce vs cuBLAS + NCCL on the GPUs present.
     GemmAllreduce(gemm_allreduce::ArArgs),
+    /// GPU-driven inter-node stream through the host proxy (two GPUs as two nodes, libfabric
+    /// shm/tcp) vs pinned-copy bandwidth and NCCL with P2P disabled (needs `--features fabric`).
+    ProxyStream(proxy_stream::ProxyStreamArgs),
 }
 
 /// Options every benchmark takes.
@@ -50,6 +54,7 @@ pub fn run(cmd: BenchCmd) -> BenchResult<()> {
     match cmd {
         BenchCmd::Gemm(a) => gemm::run(a),
         BenchCmd::GemmAllreduce(a) => gemm_allreduce::run(a),
+        BenchCmd::ProxyStream(a) => proxy_stream::run(a),
     }
 }
 
