@@ -6,6 +6,8 @@
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
 # Logs and JSON go under $OUT (or /tmp).
 set -u
+# GPU_DIR: where the packed binaries are (default .gpu; any ignored folder carried along).
+gpu=${GPU_DIR:-.gpu}
 libdir=/tmp/mkernel-lib
 mkdir -p "$libdir"
 # cudarc dlopens "libnccl.so"; machines with only the runtime package have libnccl.so.2.
@@ -14,6 +16,9 @@ if ! ldconfig -p | grep -q 'libnccl\.so '; then
   [[ -n $nccl ]] && ln -sf "$nccl" "$libdir/libnccl.so"
 fi
 export LD_LIBRARY_PATH=$libdir:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+# Shared libraries packed next to the binaries (bench/pack-libs.sh: libfabric and its
+# dependencies for the proxy-stream test, where the device machine has none).
+[[ -d $gpu/lib ]] && export LD_LIBRARY_PATH=$PWD/$gpu/lib:$LD_LIBRARY_PATH
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 export MKERNEL_CACHE_DIR=${MKERNEL_CACHE_DIR:-/tmp/mkernel-jit}
 out=${OUT:-/tmp}
@@ -25,7 +30,7 @@ case $what in
     pick=${1:-}; shift || true
     export MKERNEL_REQUIRE_GPU=1 RUST_BACKTRACE=1
     logs=/tmp/mkernel-test-logs; mkdir -p "$logs"; pass=0; fail=0
-    for t in .gpu/tests/*; do
+    for t in "$gpu"/tests/*; do
       name=$(basename "$t"); [[ $name == *"$pick"* ]] || continue
       if timeout "${TEST_TIMEOUT:-240}" "$t" --test-threads=1 "$@" > "$logs/$name.log" 2>&1; then
         pass=$((pass+1)); echo "ok    $name: $(grep -E '^test result' "$logs/$name.log" | tail -1)"
@@ -34,6 +39,6 @@ case $what in
       fi
     done
     echo "$pass passed, $fail failed"; [[ $fail == 0 ]] ;;
-  bench) .gpu/bin/mkernel bench "$@" --out-dir "$out" 2>&1 | tee -a "$out/bench.log"; exit "${PIPESTATUS[0]}" ;;
+  bench) "$gpu"/bin/mkernel bench "$@" --out-dir "$out" 2>&1 | tee -a "$out/bench.log"; exit "${PIPESTATUS[0]}" ;;
   *) echo "device-run.sh: unknown '$what' (tests | bench)" >&2; exit 2 ;;
 esac

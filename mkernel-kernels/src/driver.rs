@@ -86,6 +86,22 @@ impl Runtime {
     }
 
     /// Returns `src`'s entry point loaded into `ctx`, compiling on first use.
+    /// Like [`Self::function`] for a kernel known by `name` (which must be the name
+    /// `build` gives it): a loaded kernel is returned without generating its source,
+    /// which keeps the per-launch host cost to a map lookup.
+    pub fn function_named(
+        &self,
+        ctx: &Arc<CudaContext>,
+        name: &str,
+        build: impl FnOnce() -> Result<KernelSource>,
+    ) -> Result<CudaFunction> {
+        let key = (ctx.cu_ctx() as usize, name.to_string());
+        if let Some(f) = self.loaded.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(f);
+        }
+        self.function(ctx, &build()?)
+    }
+
     pub fn function(&self, ctx: &Arc<CudaContext>, src: &KernelSource) -> Result<CudaFunction> {
         let key = (ctx.cu_ctx() as usize, src.name.clone());
         if let Some(f) = self.loaded.lock().ok().and_then(|m| m.get(&key).cloned()) {

@@ -42,7 +42,7 @@ pub enum Epilogue {
     Registers,
     /// Consumers stage the tile in shared memory and a storer warp TMA-stores it while
     /// they start the next tile (needs N % 8 == 0; costs a pipeline stage of shared
-    /// memory). Experimental: not chosen by the heuristic until measured.
+    /// memory).
     TmaStore,
 }
 
@@ -133,10 +133,14 @@ impl TileConfig {
     }
 
     /// Heuristic: wide tiles unless they leave most SMs idle (fewer tiles than half
-    /// the SMs), then narrow ones.
+    /// the SMs), then narrow ones. Wide tiles use the TMA-store epilogue when N allows
+    /// it (N % 8 == 0): on the H200 it was 5-33% faster on every wide shape of `bench
+    /// gemm` (bench/NOTES.md, run 2026-11-30T062710Z).
     pub fn choose(m: u32, n: u32, sm_count: u32) -> Self {
         if Self::WIDE.tiles(m, n) * 2 < sm_count as u64 {
             Self::NARROW
+        } else if n % 8 == 0 {
+            Self::WIDE_TMA_STORE
         } else {
             Self::WIDE
         }
@@ -197,9 +201,14 @@ impl GemmShape {
     }
 }
 
+/// Name of the GEMM kernel for `cfg`.
+pub fn kernel_name(cfg: TileConfig) -> String {
+    format!("mkernel_gemm_{}", cfg.tag())
+}
+
 /// Source of the GEMM kernel instantiated with `cfg`.
 pub fn source(cfg: TileConfig) -> Result<KernelSource> {
-    let name = format!("mkernel_gemm_{}", cfg.tag());
+    let name = kernel_name(cfg);
     let entry = format!(
         "#include \"ops/gemm.cuh\"\n\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ GemmParams p) {{\n\
@@ -271,7 +280,7 @@ pub unsafe fn launch(
         ldc: shape.n,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
     };
-    let f = rt.function(ctx, &source(cfg)?)?;
+    let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
     let grid = cfg.tiles(shape.m, shape.n).min(info.sm_count as u64).max(1) as u32;
     driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
     Ok(cfg)
@@ -319,7 +328,8 @@ mod tests {
 
     #[test]
     fn heuristic_prefers_wide_tiles_when_sms_are_busy() {
-        assert_eq!(TileConfig::choose(8192, 8192, 132), TileConfig::WIDE);
+        assert_eq!(TileConfig::choose(8192, 8192, 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose(8192, 8191, 132), TileConfig::WIDE);
         assert_eq!(TileConfig::choose(128, 2048, 132), TileConfig::NARROW);
         assert_eq!(TileConfig::WIDE.tiles(129, 257), 2 * 2);
     }

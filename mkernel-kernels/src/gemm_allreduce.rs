@@ -156,6 +156,15 @@ impl CommPath {
     }
 }
 
+/// Row blocks per tile in the one-shot path: its TMA boxes are [BM / this, BN]
+/// (`mk::OneShotSmem::kItemsPerTile`, checked when the kernel compiles).
+pub const ONE_SHOT_ITEMS_PER_TILE: u32 = 4;
+
+/// Name of the fused kernel for a tile config, world size and communication path.
+pub fn kernel_name(tile: TileConfig, world: u32, path: CommPath) -> String {
+    format!("mkernel_gemm_allreduce_{}_w{}_{}", tile.tag(), world, path.tag())
+}
+
 /// Source of the fused kernel for a tile config, world size and communication path.
 pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSource> {
     if world == 0 || world as usize > MAX_RANKS {
@@ -167,14 +176,22 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     if path == CommPath::TmaOneShot && world > 2 {
         return Err(invalid("world_size", format!("the one-shot path is for world sizes 1 and 2, got {world}")));
     }
-    let name = format!("mkernel_gemm_allreduce_{}_w{}_{}", tile.tag(), world, path.tag());
+    let name = kernel_name(tile, world, path);
     let entry = format!(
         "#include \"ops/gemm_allreduce.cuh\"\n\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ AllReduceParams p) {{\n\
-         \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n",
+         \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n{check}",
         threads = tile.threads(),
         cfg_ty = tile.cpp_type(),
         path_ty = path.cpp(),
+        check = if path == CommPath::TmaOneShot {
+            format!(
+                "static_assert(mk::OneShotSmem<{}, {world}>::kItemsPerTile == {ONE_SHOT_ITEMS_PER_TILE}, \"one-shot box rows differ from the host's\");\n",
+                tile.cpp_type()
+            )
+        } else {
+            String::new()
+        },
     );
     Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
 }
@@ -262,7 +279,7 @@ pub unsafe fn launch(
     };
     let path = CommPath::choose(shape.n, cfg.tile, bufs.world);
     let box_rows = match path {
-        CommPath::TmaOneShot => cfg.tile.bm / 2,
+        CommPath::TmaOneShot => cfg.tile.bm / ONE_SHOT_ITEMS_PER_TILE,
         _ => cfg.tile.bm / bufs.world.max(1),
     };
     let tma = matches!(path, CommPath::Tma | CommPath::TmaOneShot);
@@ -280,7 +297,7 @@ pub unsafe fn launch(
     if tma {
         p.tma_out = driver::tma_2d_bf16(matrix(out), box_rows, cfg.tile.bn, Swizzle::None, "out")?;
     }
-    let f = rt.function(stream.context(), &source(cfg.tile, bufs.world, path)?)?;
+    let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, bufs.world, path), || source(cfg.tile, bufs.world, path))?;
     driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
 }
 

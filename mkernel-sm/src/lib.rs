@@ -71,16 +71,23 @@ pub struct PartitionModel {
     pub flops_per_sm: f64,
     /// Bytes/s one communication CTA pulls from peers over NVLink.
     pub comm_bytes_per_cta: f64,
+    /// Least time one communication CTA spends per output tile, however small the tile's
+    /// data (flag waits and the load/sum/store round trips), seconds.
+    pub comm_tile_s: f64,
     /// Bytes/s of the NVLink path per GPU per direction (the cap).
     pub link_bytes: f64,
 }
 
 impl PartitionModel {
-    /// Calibrated on the 2x H200 machine (NV18), 2026-11-30: the GEMM engine sustains
-    /// ~640 TFLOP/s over 132 SMs on LLM shapes; `mkernel bench gemm-allreduce --sm-comm`
-    /// sweeps put one TMA communication CTA at >= 14 GB/s of peer loads; a GPU0->GPU1
-    /// copy ran at ~394 GB/s (link cap taken a little below).
-    pub const H200_NVLINK: Self = Self { flops_per_sm: 4.9e12, comm_bytes_per_cta: 14e9, link_bytes: 350e9 };
+    /// Calibrated on the 2x H200 machine (NV18), 2026-11-30: the GEMM engine (TMA-store
+    /// epilogue) sustains 700-790 TFLOP/s over 132 SMs on LLM shapes (taken as ~740);
+    /// `mkernel bench gemm-allreduce --sm-comm` sweeps with 2 and 4 communication CTAs
+    /// (comm-bound) put one one-shot communication CTA at ~22-24 GB/s of peer loads, and
+    /// at ~2.8 us per tile whatever the tile's size (128x128 tiles of M=129 took as long
+    /// per tile as 128x256 ones); a GPU0->GPU1 copy ran at ~394 GB/s (link cap taken a
+    /// little below).
+    pub const H200_NVLINK: Self =
+        Self { flops_per_sm: 5.6e12, comm_bytes_per_cta: 22e9, comm_tile_s: 2.5e-6, link_bytes: 350e9 };
 }
 
 /// Work of one fused GEMM + all-reduce call on one rank.
@@ -113,13 +120,14 @@ impl Workload {
 
 /// Predicted time (s) of the compute and communication roles with `comm` of `grid`
 /// CTAs: compute in whole waves of tiles; communication at the per-CTA rate up to the
-/// link cap.
+/// link cap, and at least `comm_tile_s` per tile of the busiest communication CTA.
 pub fn predict(work: &Workload, model: &PartitionModel, grid: u32, comm: u32) -> (f64, f64) {
     let compute_ctas = grid.saturating_sub(comm).max(1) as u64;
     let waves = work.tiles.div_ceil(compute_ctas) as f64;
     let t_compute = waves * work.tile_flops / model.flops_per_sm;
     let bw = (model.comm_bytes_per_cta * comm.max(1) as f64).min(model.link_bytes);
-    (t_compute, work.remote_bytes / bw)
+    let per_tile = work.tiles.div_ceil(comm.max(1) as u64) as f64 * model.comm_tile_s;
+    (t_compute, (work.remote_bytes / bw).max(per_tile))
 }
 
 /// The paper's continuous balance point (see the crate doc), in CTAs.

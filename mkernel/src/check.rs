@@ -12,6 +12,10 @@
 use half::bf16;
 use rand::{Rng, SeedableRng};
 
+/// Relative tolerance of every comparison against a reference: 2^-7 of the scale (see
+/// the module documentation).
+pub const REL_TOL: f64 = 1.0 / 128.0;
+
 /// bf16 quiet NaN written over outputs before a run, so unwritten elements fail.
 pub const POISON: bf16 = bf16::from_bits(0x7FC1);
 
@@ -77,7 +81,7 @@ pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usi
                         let g = got[i].to_f32();
                         let w = reference[i];
                         let sc = scale.map_or(w.abs(), |s| s[i]);
-                        let tol = sc * (1.0 / 128.0) + floor;
+                        let tol = sc * REL_TOL as f32 + floor;
                         let d = (g - w).abs();
                         err2 += (d as f64) * (d as f64);
                         ref2 += (w as f64) * (w as f64);
@@ -305,7 +309,7 @@ impl AllReduceCase {
                 let (psc, _g3) = abs_sum.device_ptr(stream);
                 let (pst, _g4) = stats.device_ptr_mut(stream);
                 // SAFETY: sizes checked above; `stats` holds one CompareStats.
-                unsafe { mkernel_kernels::check::compare(rt, stream, pg, pr, psc, pst, len as u64, 1.0 / 128.0, floor)? };
+                unsafe { mkernel_kernels::check::compare(rt, stream, pg, pr, psc, pst, len as u64, REL_TOL as f32, floor)? };
             }
             let v = stream.clone_dtoh(&stats).map_err(dev)?;
             let mut w = [0u64; 5];

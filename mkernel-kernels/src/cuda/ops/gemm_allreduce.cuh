@@ -11,7 +11,7 @@
 //   rank 0:  compute tiles ---> partial_0 --+--> comm CTA r0: out_0[t] = P_0[t] + P_1[t]
 //   rank 1:  compute tiles ---> partial_1 --+--> comm CTA r1: out_1[t] = P_0[t] + P_1[t]
 //            (each comm CTA: wait ready[0][t], ready[1][t] in its inbox; TMA-load both
-//             half tiles into shared memory, double-buffered; sum; TMA-store out)
+//             quarter tiles into a ring of shared-memory stages; sum; TMA-store out)
 //
 // Two-phase paths (world > 2): each BM x BN tile is cut into WORLD row slices; rank r
 // owns slice r of every tile:
@@ -44,7 +44,7 @@ namespace mk {
 enum class Role : u32 { Compute = 0, IntraComm = 1, InterSend = 2, InterRecv = 3 };
 
 // How communication CTAs move data (a JIT constant chosen on the host):
-//   TmaOneShot: N % 8 == 0, world <= 2. Whole half-tiles as TMA boxes, double-buffered.
+//   TmaOneShot: N % 8 == 0, world <= 2. Quarter-tile TMA boxes through a ring of stages.
 //   Tma:        N % 8 == 0, BM % world == 0. Two-phase with TMA slice boxes.
 //   Vec16:      N % 8 == 0. Two-phase, 16-byte loads/stores by every thread.
 //   Scalar:     any N. Two-phase, 2-byte loads/stores.
@@ -168,10 +168,10 @@ __device__ __forceinline__ void sum_region(const u16* const (&src)[NSRC], u16* d
 }
 
 // Sums NSRC bf16 boxes of `bytes` in shared memory into box `dst` (which may be one of
-// the sources), in fp32 in source order, rounding once. All threads of the CTA.
+// the sources), in fp32 in source order, rounding once; threads `t` of `nthreads`.
 template <u32 NSRC>
-__device__ __forceinline__ void sum_boxes(u8* const (&src)[NSRC], u8* dst, u32 bytes) {
-  for (u32 v = threadIdx.x; v < bytes / 16; v += blockDim.x) {
+__device__ __forceinline__ void sum_boxes_part(u8* const (&src)[NSRC], u8* dst, u32 bytes, u32 t, u32 nthreads) {
+  for (u32 v = t; v < bytes / 16; v += nthreads) {
     float lo[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
 #pragma unroll
     for (u32 q = 0; q < NSRC; ++q) {
@@ -185,83 +185,166 @@ __device__ __forceinline__ void sum_boxes(u8* const (&src)[NSRC], u8* dst, u32 b
   }
 }
 
+// The same with all threads of the CTA.
+template <u32 NSRC>
+__device__ __forceinline__ void sum_boxes(u8* const (&src)[NSRC], u8* dst, u32 bytes) {
+  sum_boxes_part<NSRC>(src, dst, bytes, threadIdx.x, blockDim.x);
+}
+
 // =========================================================================================
 // One-shot TMA path (world <= 2)
 // =========================================================================================
-// Work item j = half h = j % 2 of the CTA's (j / 2)-th tile. Two stages of WORLD boxes of
-// [BM/2, BN]; loads of item j+1 fly while item j is summed and stored.
+// Work item = one of the kItemsPerTile row blocks of a tile the CTA owns (tiles
+// comm_idx, comm_idx + n_comm, ...): WORLD boxes of [kRows, BN], one per rank's partial. Warp-specialised ring of kStages:
+//   producer (thread 0): waits for the tile's ready flags, then for the stage to be
+//     free (`empty`), and TMA-loads the WORLD boxes into it (`full` counts the bytes);
+//   consumers (warps 1..): wait `full`, sum the boxes in fp32 into box 0, and one thread
+//     TMA-stores box 0 to `out`; a stage is released once its store has read it.
+// A tile that is not ready yet stalls only the producer: items already loaded are still
+// summed and stored, so up to kStages - 1 items' loads overlap the consumers' work.
 template <class Cfg, u32 WORLD>
 struct OneShotSmem {
-  static constexpr u32 kRows = Cfg::BM / 2;
+  static constexpr u32 kItemsPerTile = 4;
+  static constexpr u32 kRows = Cfg::BM / kItemsPerTile;
   static constexpr u32 kBoxBytes = kRows * Cfg::BN * 2;
-  static constexpr u32 kStages = 2;
+  static constexpr u32 kStageBytes = WORLD * kBoxBytes;
+  static constexpr u32 kBarrierBytes = 2 * 8 * 8;  // full[8], empty[8]
+  static constexpr u32 kFit = (Cfg::kSmemBytes - 1024 - kBarrierBytes) / kStageBytes;
+  static constexpr u32 kStages = kFit < 8 ? kFit : 8;
+  static_assert(Cfg::BM % kItemsPerTile == 0, "tile rows split into whole items");
   static_assert(Cfg::BN <= 256 && kRows <= 256, "TMA boxes are at most 256 per dimension");
-  static_assert(kStages * WORLD * kBoxBytes + 16 + 1024 <= Cfg::kSmemBytes, "one-shot buffers must fit shared memory");
+  static_assert(kStages >= 2, "one-shot ring needs two stages of shared memory");
   u8* base;
-  u64* stage_landed;  // [kStages]
+  u64* full;   // [kStages]
+  u64* empty;  // [kStages]
   __device__ explicit OneShotSmem(u8* raw) {
     base = (u8*)(((u64)raw + 1023) & ~(u64)1023);
-    stage_landed = (u64*)(base + kStages * WORLD * kBoxBytes);
+    full = (u64*)(base + kStages * kStageBytes);
+    empty = full + 8;
   }
-  __device__ __forceinline__ u8* box(u32 stage, u32 q) const { return base + (stage * WORLD + q) * kBoxBytes; }
+  __device__ __forceinline__ u8* box(u32 stage, u32 q) const { return base + stage * kStageBytes + q * kBoxBytes; }
 };
+
+// How many of the tiles first, first + step, ... (below `total`, at most kReadyLookahead)
+// every rank has already published in this rank's inbox, counted up to the first that
+// is not. Relaxed loads, all issued before any is compared; the caller fences.
+constexpr u32 kReadyLookahead = 8;
+template <u32 WORLD>
+__device__ __forceinline__ u32 ready_run(const AllReduceParams& p, u32 first, u32 step, u32 total, u32 epoch) {
+  u32 seen[kReadyLookahead][WORLD];
+#pragma unroll
+  for (u32 i = 0; i < kReadyLookahead; ++i) {
+    const u32 t = first + i * step;
+#pragma unroll
+    for (u32 q = 0; q < WORLD; ++q) seen[i][q] = t < total ? ld_relaxed_sys(inbox(p.ready[p.rank], p.flag_stride, q, t)) : epoch - 1;
+  }
+  u32 run = 0;
+#pragma unroll
+  for (u32 i = 0; i < kReadyLookahead; ++i) {
+    bool ready = run == i;
+#pragma unroll
+    for (u32 q = 0; q < WORLD; ++q) ready = ready && (i32)(seen[i][q] - epoch) >= 0;
+    run += ready ? 1 : 0;
+  }
+  return run;
+}
 
 template <class Cfg, u32 WORLD>
 __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
-  __shared__ u32 s_verdict;
   using Smem = OneShotSmem<Cfg, WORLD>;
+  constexpr u32 kS = Smem::kStages;
+  constexpr u32 kConsumers = Cfg::kThreads - 32;
+  constexpr u32 kBarConsumers = 1;  // named barrier id (0 is __syncthreads)
+  __shared__ volatile u32 s_abort_at;  // item the producer stopped at (~0u: none)
   extern __shared__ u8 smem_raw[];
   const Smem sm(smem_raw);
   const u32 tid = threadIdx.x;
   const TileScheduler sched(p.m, p.n, Cfg::BM, Cfg::BN);
-  const u32 my_tiles = sched.total > comm_idx ? (sched.total - comm_idx + n_comm - 1) / n_comm : 0;
-  const u32 items = 2 * my_tiles;
+  // Items of a tile: its row blocks that hold at least one row of C (the last row of
+  // tiles may be short); both roles walk the same sequence, item k using stage k % kS.
+  auto tile_items = [&](u32 t, u32& mb, u32& nb) -> u32 {
+    sched.coords(t, mb, nb);
+    const u32 rows = min(Cfg::BM, p.m - mb * Cfg::BM);
+    return (rows + Smem::kRows - 1) / Smem::kRows;
+  };
   if (tid == 0) {
-    for (u32 s = 0; s < Smem::kStages; ++s) mbar_init(&sm.stage_landed[s], 1);
+    for (u32 s = 0; s < kS; ++s) {
+      mbar_init(&sm.full[s], 1);
+      mbar_init(&sm.empty[s], 1);
+    }
+    s_abort_at = ~0u;
     fence_mbarrier_init();
     tma_prefetch_descriptor(&p.tma_out);
   }
   __syncthreads();
-  // Thread 0: wait for item j's tile (on its first half) and issue its loads.
-  auto issue = [&](u32 j) -> bool {
-    const u32 t = comm_idx + (j / 2) * n_comm;
-    if (j % 2 == 0 && !wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady))
-      return false;
-    u32 mb, nb;
-    sched.coords(t, mb, nb);
-    const u32 s = j % Smem::kStages;
-    bulk_wait_group_read<0>();   // the store that last used this stage has read it
-    fence_proxy_async_global();  // flag acquires -> TMA reads
-    mbar_arrive_expect_tx(&sm.stage_landed[s], WORLD * Smem::kBoxBytes);
-    for (u32 q = 0; q < WORLD; ++q)
-      tma_load_2d(&p.tma_partial[q], &sm.stage_landed[s], sm.box(s, q), (i32)(nb * Cfg::BN),
-                  (i32)(mb * Cfg::BM + (j % 2) * Smem::kRows));
-    return true;
-  };
-  if (tid == 0) s_verdict = (items == 0 || issue(0)) ? 1u : 0u;
-  __syncthreads();
-  u32 phase[Smem::kStages] = {0, 0};
-  for (u32 j = 0; j < items && s_verdict != 0; ++j) {
-    __syncthreads();  // everyone read s_verdict before thread 0 may rewrite it
-    if (tid == 0 && j + 1 < items && !issue(j + 1)) s_verdict = 0;
-    const u32 s = j % Smem::kStages;
-    mbar_wait(&sm.stage_landed[s], phase[s], ctx.timeout_ns);
-    phase[s] ^= 1;
-    if constexpr (WORLD == 2) {  // (world 1: box 0 already is the result)
-      u8* const both[2] = {sm.box(s, 0), sm.box(s, 1)};
-      sum_boxes<2>(both, sm.box(s, 0), Smem::kBoxBytes);
-    }
-    fence_proxy_async_shared();  // generic writes of box 0 -> TMA store reads
-    __syncthreads();
+  // Consumers may wait as long as the producer legitimately waits for a tile (up to the
+  // inter-GPU timeout, after which it wakes them via s_abort_at): bound theirs above that.
+  const u64 consumer_bound_ns = 2 * ctx.timeout_ns + 1000000000ull;
+  if (tid < 32) {
+    // ---- producer ----
     if (tid == 0) {
-      const u32 t = comm_idx + (j / 2) * n_comm;
-      u32 mb, nb;
-      sched.coords(t, mb, nb);
-      tma_store_2d(&p.tma_out, sm.box(s, 0), (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + (j % 2) * Smem::kRows));
-      bulk_commit_group();
+      u32 k = 0;
+      u32 fenced_until = comm_idx;  // this CTA's tiles below it are ready and acquired
+      for (u32 t = comm_idx; t < sched.total; t += n_comm) {
+        if (t >= fenced_until) {
+          // Wait for tile t, then take as many of the following tiles as are already
+          // published, so one acquire fence and one proxy fence cover the batch (a
+          // fence per tile capped a CTA at one tile per fence latency).
+          if (!wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady)) {
+            // Wake the consumers at item k (stage k % kS, once free); they finish the items
+            // already loading (no TMA may still write this CTA's shared memory when it
+            // exits) and stop there.
+            s_abort_at = k;
+            if (k >= kS) mbar_wait(&sm.empty[k % kS], ((k / kS) - 1) & 1, consumer_bound_ns);
+            mbar_arrive(&sm.full[k % kS]);
+            break;
+          }
+          fenced_until = t + n_comm + n_comm * ready_run<WORLD>(p, t + n_comm, n_comm, sched.total, ctx.epoch);
+          fence_acq_rel_sys();         // acquire the relaxed observations of the batch
+          fence_proxy_async_global();  // flag acquires -> TMA reads
+        }
+        u32 mb, nb;
+        const u32 n_items = tile_items(t, mb, nb);
+        for (u32 i = 0; i < n_items; ++i, ++k) {
+          const u32 s = k % kS;
+          if (k >= kS) mbar_wait(&sm.empty[s], ((k / kS) - 1) & 1, consumer_bound_ns);
+          mbar_arrive_expect_tx(&sm.full[s], Smem::kStageBytes);
+          const i32 col = (i32)(nb * Cfg::BN), row = (i32)(mb * Cfg::BM + i * Smem::kRows);
+          for (u32 q = 0; q < WORLD; ++q) tma_load_2d(&p.tma_partial[q], &sm.full[s], sm.box(s, q), col, row);
+        }
+      }
     }
+  } else {
+    // ---- consumers ----
+    const u32 c = tid - 32;
+    u32 k = 0;
+    bool stop = false;
+    for (u32 t = comm_idx; t < sched.total && !stop; t += n_comm) {
+      u32 mb, nb;
+      const u32 n_items = tile_items(t, mb, nb);
+      for (u32 i = 0; i < n_items; ++i, ++k) {
+        const u32 s = k % kS;
+        mbar_wait(&sm.full[s], (k / kS) & 1, consumer_bound_ns);
+        if (k == s_abort_at) {
+          stop = true;
+          break;
+        }
+        if constexpr (WORLD == 2) {  // (world 1: box 0 already is the result)
+          u8* const both[2] = {sm.box(s, 0), sm.box(s, 1)};
+          sum_boxes_part<2>(both, sm.box(s, 0), Smem::kBoxBytes, c, kConsumers);
+        }
+        fence_proxy_async_shared();  // generic writes of box 0 -> TMA store reads
+        named_barrier_sync(kBarConsumers, kConsumers);
+        if (c == 0) {
+          tma_store_2d(&p.tma_out, sm.box(s, 0), (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + i * Smem::kRows));
+          bulk_commit_group();
+          bulk_wait_group_read<1>();  // item k-1's store has read its stage: release it
+          if (k >= 1) mbar_arrive(&sm.empty[(k - 1) % kS]);
+        }
+      }
+    }
+    if (c == 0) bulk_wait_group<0>();
   }
-  if (tid == 0) bulk_wait_group<0>();
   __syncthreads();
 }
 

@@ -122,6 +122,10 @@ template <u32 R> __device__ __forceinline__ void warpgroup_reg_dealloc() {
 __device__ __forceinline__ u32 ld_acquire_sys(const u32* p) {
   u32 v; asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
 }
+// Relaxed (no ordering) system-scope load: polls whose observations a later fence acquires.
+__device__ __forceinline__ u32 ld_relaxed_sys(const u32* p) {
+  u32 v; asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory"); return v;
+}
 __device__ __forceinline__ void st_release_sys(u32* p, u32 v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");
 }
