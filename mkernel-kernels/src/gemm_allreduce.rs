@@ -95,23 +95,35 @@ pub struct FusedConfig {
     pub comm_ctas: u32,
     /// CTAs in the grid (normally the SM count).
     pub grid: u32,
+    /// How the communication CTAs move data (must be one [`CommPath::all_for`] lists for
+    /// the tile and world size, and suit N: see [`CommPath::check`]).
+    pub path: CommPath,
 }
 
 impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid - self.comm_ctas)
+        write!(f, "{}, {} comm + {} compute CTAs, {} path", self.tile, self.comm_ctas, self.grid - self.comm_ctas, self.path.name())
     }
 }
 
-/// How the communication CTAs move data (`mk::CommPath`): TMA boxes when every row
-/// stride is 16-byte aligned and the slices divide the tile, else 16-byte vectors,
-/// else 2-byte elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How the communication CTAs move data (`mk::CommPath`, documented with the kernel in
+/// `ops/gemm_allreduce.cuh`): TMA boxes when every row stride is 16-byte aligned, else
+/// 16-byte vectors, else 2-byte elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CommPath {
+    /// Two-phase (reduce-scatter then gather) with TMA slice boxes; BM % world == 0.
     Tma = 0,
+    /// Two-phase with 16-byte loads/stores by every thread; N % 8 == 0.
     Vec16 = 1,
+    /// Two-phase with 2-byte loads/stores; any N.
     Scalar = 2,
+    /// World <= 2: each rank pulls every rank's quarter tiles and sums them in shared
+    /// memory; N % 8 == 0.
     TmaOneShot = 3,
+    /// World == 2 with the TMA-store epilogue: the epilogue also stores the own partial
+    /// into `out`, and communication CTAs add the peer's quarter tiles into it with TMA
+    /// reduce-add stores; N % 8 == 0.
+    TmaReduce = 4,
 }
 
 impl CommPath {
@@ -136,12 +148,49 @@ impl CommPath {
         if world <= 2 {
             v.insert(0, Self::TmaOneShot);
         }
+        if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore {
+            v.insert(0, Self::TmaReduce);
+        }
         v
     }
+
+    /// Checks that this path exists for the tile and world size and can move an
+    /// N-column output.
+    pub fn check(self, n: u32, tile: TileConfig, world: u32) -> Result<()> {
+        if !Self::all_for(tile, world).contains(&self) {
+            return Err(invalid(
+                "comm_path",
+                format!("{} is not available for {tile} with world size {world} (available: {})", self.name(),
+                    Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")),
+            ));
+        }
+        if self != Self::Scalar && n % 8 != 0 {
+            return Err(invalid("comm_path", format!("{} needs N % 8 == 0 (16-byte rows), got N={n}; use scalar", self.name())));
+        }
+        Ok(())
+    }
+
+    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tma => "tma",
+            Self::Vec16 => "vec16",
+            Self::Scalar => "scalar",
+            Self::TmaOneShot => "one-shot",
+            Self::TmaReduce => "reduce",
+        }
+    }
+
+    /// Looks a path up by its [`Self::name`].
+    pub fn by_name(name: &str) -> Option<Self> {
+        [Self::Tma, Self::Vec16, Self::Scalar, Self::TmaOneShot, Self::TmaReduce].into_iter().find(|p| p.name() == name)
+    }
+
     fn tag(self) -> &'static str {
         match self {
             Self::Tma => "tma",
             Self::TmaOneShot => "tma1",
+            Self::TmaReduce => "tmar",
             Self::Vec16 => "v16",
             Self::Scalar => "v2",
         }
@@ -150,6 +199,7 @@ impl CommPath {
         match self {
             Self::Tma => "mk::CommPath::Tma",
             Self::TmaOneShot => "mk::CommPath::TmaOneShot",
+            Self::TmaReduce => "mk::CommPath::TmaReduce",
             Self::Vec16 => "mk::CommPath::Vec16",
             Self::Scalar => "mk::CommPath::Scalar",
         }
@@ -176,6 +226,9 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     if path == CommPath::TmaOneShot && world > 2 {
         return Err(invalid("world_size", format!("the one-shot path is for world sizes 1 and 2, got {world}")));
     }
+    if path == CommPath::TmaReduce && (world != 2 || tile.epilogue != crate::gemm::Epilogue::TmaStore) {
+        return Err(invalid("comm_path", format!("the reduce path needs world size 2 and a TMA-store tile, got {world} and {tile}")));
+    }
     let name = kernel_name(tile, world, path);
     let entry = format!(
         "#include \"ops/gemm_allreduce.cuh\"\n\
@@ -184,7 +237,7 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
         threads = tile.threads(),
         cfg_ty = tile.cpp_type(),
         path_ty = path.cpp(),
-        check = if path == CommPath::TmaOneShot {
+        check = if matches!(path, CommPath::TmaOneShot | CommPath::TmaReduce) {
             format!(
                 "static_assert(mk::OneShotSmem<{}, {world}>::kItemsPerTile == {ONE_SHOT_ITEMS_PER_TILE}, \"one-shot box rows differ from the host's\");\n",
                 tile.cpp_type()
@@ -258,6 +311,7 @@ pub unsafe fn launch(
 ) -> Result<()> {
     validate(shape, &cfg, bufs)?;
     cfg.tile.check_output(shape.n)?;
+    cfg.path.check(shape.n, cfg.tile, bufs.world)?;
     let (tma_a, tma_b) = crate::gemm::operand_maps(a, b, shape, cfg.tile)?;
     let l = bufs.layout;
     let own_partial = bufs.workspace[bufs.rank as usize] + l.partial_offset();
@@ -277,12 +331,15 @@ pub unsafe fn launch(
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
         ..Default::default()
     };
-    let path = CommPath::choose(shape.n, cfg.tile, bufs.world);
+    let path = cfg.path;
     let box_rows = match path {
-        CommPath::TmaOneShot => cfg.tile.bm / ONE_SHOT_ITEMS_PER_TILE,
+        CommPath::TmaOneShot | CommPath::TmaReduce => cfg.tile.bm / ONE_SHOT_ITEMS_PER_TILE,
         _ => cfg.tile.bm / bufs.world.max(1),
     };
-    let tma = matches!(path, CommPath::Tma | CommPath::TmaOneShot);
+    let tma = matches!(path, CommPath::Tma | CommPath::TmaOneShot | CommPath::TmaReduce);
+    if path == CommPath::TmaReduce {
+        p.tma_c_out = crate::gemm::output_map(out, shape, cfg.tile)?;
+    }
     let matrix = |ptr: u64| Tensor2d { ptr, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
     for q in 0..bufs.world as usize {
         let base = bufs.workspace[q];
@@ -329,7 +386,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132 };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };

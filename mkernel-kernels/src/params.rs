@@ -98,6 +98,7 @@ pub struct AllReduceParams {
     pub tma_a: TmaDescriptor,
     pub tma_b: TmaDescriptor,
     pub tma_c: TmaDescriptor,
+    pub tma_c_out: TmaDescriptor,
     pub tma_out: TmaDescriptor,
     pub tma_partial: [TmaDescriptor; MAX_RANKS],
     pub out: u64,
@@ -287,7 +288,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(TmaDescriptor; opaque));
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
-    lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
+    lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, timeout_ns));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));

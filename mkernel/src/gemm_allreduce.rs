@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::gemm::{GemmShape, TileConfig};
-use mkernel_kernels::gemm_allreduce::FusedConfig;
+use mkernel_kernels::gemm_allreduce::{CommPath, FusedConfig};
 use mkernel_sm::{balance, PartitionModel, Workload};
 
 use crate::comm::Communicator;
@@ -21,6 +21,9 @@ pub struct GemmAllReduceOptions {
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..SMs-1.
     pub comm_ctas: Option<u32>,
+    /// How communication CTAs move data ([`CommPath::check`] says which paths a shape,
+    /// tile and world size allow).
+    pub comm_path: Option<CommPath>,
 }
 
 impl Communicator {
@@ -45,7 +48,9 @@ impl Communicator {
         if comm_ctas == 0 || comm_ctas >= grid {
             return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
         }
-        let cfg = FusedConfig { tile, comm_ctas, grid };
+        let path = opts.comm_path.unwrap_or_else(|| CommPath::choose(shape.n, tile, self.world_size()));
+        path.check(shape.n, tile, self.world_size())?;
+        let cfg = FusedConfig { tile, comm_ctas, grid, path };
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
         Ok(cfg)
     }

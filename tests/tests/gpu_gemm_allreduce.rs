@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::Cublas;
 use mkernel::check::{self, AllReduceCase};
-use mkernel::{CommConfig, Communicator, Error, GemmAllReduceOptions, GemmShape};
+use mkernel::{CommConfig, CommPath, Communicator, Error, GemmAllReduceOptions, GemmShape};
 use mkernel_tests::gpu_or_skip;
 
 struct Group {
@@ -64,6 +64,10 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
     }
 }
 
+fn reduce_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduceOptions {
+    GemmAllReduceOptions { tile: Some(tile), comm_ctas, comm_path: Some(CommPath::TmaReduce) }
+}
+
 fn world(test: &str) -> Option<usize> {
     gpu_or_skip(test, 1).map(|n| n.min(8))
 }
@@ -80,11 +84,17 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
         let mut options = vec![
             GemmAllReduceOptions::default(),
             GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() },
-            GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW) },
+            GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW), comm_path: None },
         ];
         if n % 8 == 0 {
-            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), comm_ctas: None });
-            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8) });
+            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() });
+            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8), comm_path: None });
+            if w == 2 {
+                // The reduce-add path (epilogue writes the own partial into out).
+                options.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+                options.push(reduce_path(mkernel::TileConfig::NARROW_TMA_STORE, Some(1)));
+                options.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, Some(40)));
+            }
         }
         for opts in options {
             round(&mut g, &mut bs, s, check::fresh_seed(), opts);
@@ -99,23 +109,29 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
     let s = GemmShape { m: 2049, n: 8192, k: 4096 };
     let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
     let mut bs = bufs(&g, s);
-    let seed = check::fresh_seed();
-    for rep in 0..100 {
-        round(&mut g, &mut bs, s, seed.wrapping_add(rep), GemmAllReduceOptions::default());
+    let mut paths = vec![GemmAllReduceOptions::default()];
+    if w == 2 {
+        paths.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
     }
-    // And 100 calls enqueued back to back with no host synchronisation in between.
-    for _ in 0..100 {
-        for (r, b) in bs.iter_mut().enumerate() {
-            g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.out, s, GemmAllReduceOptions::default()).unwrap();
+    for opts in paths {
+        let seed = check::fresh_seed();
+        for rep in 0..100 {
+            round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts);
         }
-    }
-    for (r, c) in g.comms.iter().enumerate() {
-        c.synchronize(&g.streams[r]).unwrap();
-    }
-    let case = AllReduceCase { shape: s, world: w as u32, seed: seed.wrapping_add(99) };
-    for (r, b) in bs.iter().enumerate() {
-        let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
-        assert!(cmp.passed(), "rank {r} after 100 queued calls: {cmp}");
+        // And 100 calls enqueued back to back with no host synchronisation in between.
+        for _ in 0..100 {
+            for (r, b) in bs.iter_mut().enumerate() {
+                g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap();
+            }
+        }
+        for (r, c) in g.comms.iter().enumerate() {
+            c.synchronize(&g.streams[r]).unwrap();
+        }
+        let case = AllReduceCase { shape: s, world: w as u32, seed: seed.wrapping_add(99) };
+        for (r, b) in bs.iter().enumerate() {
+            let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
+            assert!(cmp.passed(), "rank {r} {opts:?} after 100 queued calls: {cmp}");
+        }
     }
 }
 
@@ -174,6 +190,11 @@ fn cuda_graph_replays_advance_epochs() {
 fn missing_peer_times_out_naming_it() {
     let Some(n) = gpu_or_skip("missing_peer_times_out_naming_it", 2) else { return };
     let _ = n;
+    missing_peer(GemmAllReduceOptions::default());
+    missing_peer(reduce_path(mkernel::TileConfig::NARROW_TMA_STORE, None));
+}
+
+fn missing_peer(opts: GemmAllReduceOptions) {
     let timeout = Duration::from_secs(2);
     let s = GemmShape { m: 512, n: 1024, k: 256 };
     let mut g = group(2, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() });
@@ -181,7 +202,7 @@ fn missing_peer_times_out_naming_it() {
     // Rank 1 never launches.
     let start = Instant::now();
     let b0 = &mut bs[0];
-    g.comms[0].gemm_allreduce(&g.streams[0], &b0.a, &b0.b, &mut b0.out, s, GemmAllReduceOptions::default()).unwrap();
+    g.comms[0].gemm_allreduce(&g.streams[0], &b0.a, &b0.b, &mut b0.out, s, opts).unwrap();
     let err = g.comms[0].synchronize(&g.streams[0]).unwrap_err();
     let elapsed = start.elapsed();
     match &err {
@@ -190,7 +211,7 @@ fn missing_peer_times_out_naming_it() {
     }
     assert!(elapsed < timeout + Duration::from_secs(3), "took {elapsed:?}");
     assert!(err.to_string().contains("rank 1"), "{err}");
-    eprintln!("missing peer reported after {elapsed:?}: {err}");
+    eprintln!("missing peer reported after {elapsed:?} ({opts:?}): {err}");
     // The communicator now refuses work instead of hanging.
     let b0 = &mut bs[0];
     let again = g.comms[0].gemm_allreduce(&g.streams[0], &b0.a, &b0.b, &mut b0.out, s, GemmAllReduceOptions::default()).unwrap_err();

@@ -39,6 +39,8 @@ struct AllReduceParams {
   TmaDescriptor tma_a;                 // local A shard [M, K_local]
   TmaDescriptor tma_b;                 // local B shard [N, K_local]
   TmaDescriptor tma_c;                 // own partial [M, N] for the TMA-store epilogue
+  TmaDescriptor tma_c_out;             // out [M, N] in tma_c's format (TmaReduce path: the
+                                       // epilogue also stores the own partial into out)
   TmaDescriptor tma_out;               // out [M, N], box [BM / world, BN] (TMA comm path)
   TmaDescriptor tma_partial[MKERNEL_MAX_RANKS];  // every rank's partial [M, N], same box
   u64 out;                             // C [M, N] bf16, this rank's output (any device buffer)

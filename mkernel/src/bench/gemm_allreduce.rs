@@ -18,7 +18,7 @@ use clap::Args;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::{Cublas, Nccl};
-use mkernel::{check, CommConfig, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
+use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
 use super::{rotation_sets, run_info, time_iters_ms, BenchResult, Common};
@@ -45,6 +45,10 @@ pub struct ArArgs {
     /// Force a tile configuration (names as for `bench gemm --tile`).
     #[arg(long)]
     pub tile: Option<String>,
+    /// Force how communication CTAs move data: one-shot, reduce (2 ranks, TMA-store
+    /// tiles), tma, vec16, scalar.
+    #[arg(long)]
+    pub comm_path: Option<String>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -311,7 +315,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     }
     let c = &args.common;
     let tile = super::parse_tile(args.tile.as_deref())?;
-    let base_opts = GemmAllReduceOptions { tile, ..Default::default() };
+    let comm_path = match args.comm_path.as_deref() {
+        None => None,
+        Some(name) => Some(CommPath::by_name(name).ok_or_else(|| {
+            format!("--comm-path: unknown path '{name}' (one-shot, reduce, tma, vec16, scalar)")
+        })?),
+    };
+    let base_opts = GemmAllReduceOptions { tile, comm_path, ..Default::default() };
     let list: Vec<(String, GemmShape)> =
         shapes().into_iter().filter(|(l, _)| c.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);

@@ -200,12 +200,17 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 // The storer warp (warp 1 of warpgroup 0): for every tile of this CTA, wait until the
 // consumers staged it, TMA-store it, hand the staging tile back once TMA has read it,
 // then wait until the writes are performed and call `on_tile_stored(t)` (lane 0).
+// `tma_c_copy` (nullptr: none) is a second C of the same format the tile is also stored to.
 template <class Cfg, class OnTileStored>
-__device__ void gemm_storer(const TmaDescriptor* tma_c, const GemmSmem<Cfg>& sm, const TileScheduler& sched,
-                            u32 first_tile, u32 tile_stride, OnTileStored& on_tile_stored) {
+__device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm,
+                            const TileScheduler& sched, u32 first_tile, u32 tile_stride,
+                            OnTileStored& on_tile_stored) {
   constexpr u32 kThreads = Cfg::kConsumerThreads + 32;
   const bool leader = lane_id() == 0;
-  if (leader) tma_prefetch_descriptor(tma_c);
+  if (leader) {
+    tma_prefetch_descriptor(tma_c);
+    if (tma_c_copy != nullptr) tma_prefetch_descriptor(tma_c_copy);
+  }
   // The staging tile starts free (a CTA without tiles has no consumer to release).
   if (first_tile < sched.total) named_barrier_arrive(kBarrierCFree, kThreads);
   for (u32 t = first_tile; t < sched.total; t += tile_stride) {
@@ -214,9 +219,11 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const GemmSmem<Cfg>& sm,
     named_barrier_sync(kBarrierCStaged, kThreads);
     if (leader) {
 #pragma unroll
-      for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
-        tma_store_2d(tma_c, sm.c_staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols),
-                     (i32)(mb * Cfg::BM));
+      for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
+        const i32 col = (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row = (i32)(mb * Cfg::BM);
+        tma_store_2d(tma_c, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
+        if (tma_c_copy != nullptr) tma_store_2d(tma_c_copy, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
+      }
       bulk_commit_group();
       bulk_wait_group_read<0>();
     }
@@ -288,11 +295,12 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 
 // Runs the producer or consumer side of the GEMM for the calling thread. All threads of
 // the CTA call it after `sm.init()` and a CTA barrier. Tiles first_tile, +stride, ...
-// `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only.
+// `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only, as is
+// `tma_c_copy` (nullptr: none), a second C in the same format every tile also goes to.
 template <class Cfg, class OnTileStored>
 __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const TmaDescriptor* tma_c,
-                         const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n, u32 k, u32 first_tile,
-                         u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored) {
+                         const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n,
+                         u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored) {
   const TileScheduler sched(m, n, Cfg::BM, Cfg::BN);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const u32 wg = threadIdx.x / 128;
@@ -303,7 +311,7 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
       tma_prefetch_descriptor(tma_b);
       gemm_producer<Cfg>(tma_a, tma_b, sm, sched, first_tile, tile_stride, k_blocks, timeout_ns);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
-      gemm_storer<Cfg>(tma_c, sm, sched, first_tile, tile_stride, on_tile_stored);
+      gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, first_tile, tile_stride, on_tile_stored);
     }
   } else {
     warpgroup_reg_alloc<Cfg::kConsumerRegs>();

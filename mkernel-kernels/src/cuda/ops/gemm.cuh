@@ -18,7 +18,7 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
   NoTileHook hook;
-  gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, sm, reinterpret_cast<u16*>(p.c), p.ldc, p.m, p.n, p.k, blockIdx.x,
+  gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.c), p.ldc, p.m, p.n, p.k, blockIdx.x,
                 gridDim.x, p.timeout_ns, hook);
 }
 

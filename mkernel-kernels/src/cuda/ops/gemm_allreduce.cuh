@@ -45,10 +45,14 @@ enum class Role : u32 { Compute = 0, IntraComm = 1, InterSend = 2, InterRecv = 3
 
 // How communication CTAs move data (a JIT constant chosen on the host):
 //   TmaOneShot: N % 8 == 0, world <= 2. Quarter-tile TMA boxes through a ring of stages.
+//   TmaReduce:  N % 8 == 0, world == 2, TMA-store epilogue. The epilogue stores the own
+//               partial tile into `out` too; communication CTAs only pull the peer's
+//               quarter tiles and add them into `out` with TMA reduce-add stores (the
+//               add happens at L2), so no thread sums anything.
 //   Tma:        N % 8 == 0, BM % world == 0. Two-phase with TMA slice boxes.
 //   Vec16:      N % 8 == 0. Two-phase, 16-byte loads/stores by every thread.
 //   Scalar:     any N. Two-phase, 2-byte loads/stores.
-enum class CommPath : u32 { Tma = 0, Vec16 = 1, Scalar = 2, TmaOneShot = 3 };
+enum class CommPath : u32 { Tma = 0, Vec16 = 1, Scalar = 2, TmaOneShot = 3, TmaReduce = 4 };
 
 constexpr u32 kCommUnroll = 4;  // 16-byte vectors in flight per thread and source (Vec16)
 
@@ -202,15 +206,18 @@ __device__ __forceinline__ void sum_boxes(u8* const (&src)[NSRC], u8* dst, u32 b
 //     TMA-stores box 0 to `out`; a stage is released once its store has read it.
 // A tile that is not ready yet stalls only the producer: items already loaded are still
 // summed and stored, so up to kStages - 1 items' loads overlap the consumers' work.
-template <class Cfg, u32 WORLD>
+// kReduce (TmaReduce path): a stage holds only the peer's box.
+template <class Cfg, u32 WORLD, bool kReduce = false>
 struct OneShotSmem {
   static constexpr u32 kItemsPerTile = 4;
   static constexpr u32 kRows = Cfg::BM / kItemsPerTile;
   static constexpr u32 kBoxBytes = kRows * Cfg::BN * 2;
-  static constexpr u32 kStageBytes = WORLD * kBoxBytes;
-  static constexpr u32 kBarrierBytes = 2 * 8 * 8;  // full[8], empty[8]
+  static constexpr u32 kBoxesPerStage = kReduce ? WORLD - 1 : WORLD;
+  static constexpr u32 kStageBytes = kBoxesPerStage * kBoxBytes;
+  static constexpr u32 kMaxStages = 12;
+  static constexpr u32 kBarrierBytes = 2 * 8 * kMaxStages;  // full[], empty[]
   static constexpr u32 kFit = (Cfg::kSmemBytes - 1024 - kBarrierBytes) / kStageBytes;
-  static constexpr u32 kStages = kFit < 8 ? kFit : 8;
+  static constexpr u32 kStages = kFit < kMaxStages ? kFit : kMaxStages;
   static_assert(Cfg::BM % kItemsPerTile == 0, "tile rows split into whole items");
   static_assert(Cfg::BN <= 256 && kRows <= 256, "TMA boxes are at most 256 per dimension");
   static_assert(kStages >= 2, "one-shot ring needs two stages of shared memory");
@@ -220,7 +227,7 @@ struct OneShotSmem {
   __device__ explicit OneShotSmem(u8* raw) {
     base = (u8*)(((u64)raw + 1023) & ~(u64)1023);
     full = (u64*)(base + kStages * kStageBytes);
-    empty = full + 8;
+    empty = full + kMaxStages;
   }
   __device__ __forceinline__ u8* box(u32 stage, u32 q) const { return base + stage * kStageBytes + q * kBoxBytes; }
 };
@@ -249,9 +256,12 @@ __device__ __forceinline__ u32 ready_run(const AllReduceParams& p, u32 first, u3
   return run;
 }
 
-template <class Cfg, u32 WORLD>
+// kReduce: the TmaReduce path (see CommPath): stages hold the peer's box only, which one
+// consumer thread adds into `out` (already holding the own partial) with a TMA reduce.
+template <class Cfg, u32 WORLD, bool kReduce>
 __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
-  using Smem = OneShotSmem<Cfg, WORLD>;
+  static_assert(!kReduce || WORLD == 2, "the reduce-add path adds one peer's tiles into out");
+  using Smem = OneShotSmem<Cfg, WORLD, kReduce>;
   constexpr u32 kS = Smem::kStages;
   constexpr u32 kConsumers = Cfg::kThreads - 32;
   constexpr u32 kBarConsumers = 1;  // named barrier id (0 is __syncthreads)
@@ -310,9 +320,36 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
           if (k >= kS) mbar_wait(&sm.empty[s], ((k / kS) - 1) & 1, consumer_bound_ns);
           mbar_arrive_expect_tx(&sm.full[s], Smem::kStageBytes);
           const i32 col = (i32)(nb * Cfg::BN), row = (i32)(mb * Cfg::BM + i * Smem::kRows);
-          for (u32 q = 0; q < WORLD; ++q) tma_load_2d(&p.tma_partial[q], &sm.full[s], sm.box(s, q), col, row);
+          if constexpr (kReduce) {
+            tma_load_2d(&p.tma_partial[1 - p.rank], &sm.full[s], sm.box(s, 0), col, row);
+          } else {
+            for (u32 q = 0; q < WORLD; ++q) tma_load_2d(&p.tma_partial[q], &sm.full[s], sm.box(s, q), col, row);
+          }
         }
       }
+    }
+  } else if (kReduce) {
+    // ---- reducer (one thread): out += peer box, added at L2 ----
+    if (tid == 32) {
+      u32 k = 0;
+      bool stop = false;
+      for (u32 t = comm_idx; t < sched.total && !stop; t += n_comm) {
+        u32 mb, nb;
+        const u32 n_items = tile_items(t, mb, nb);
+        for (u32 i = 0; i < n_items; ++i, ++k) {
+          const u32 s = k % kS;
+          mbar_wait(&sm.full[s], (k / kS) & 1, consumer_bound_ns);
+          if (k == s_abort_at) {
+            stop = true;
+            break;
+          }
+          tma_reduce_add_2d(&p.tma_out, sm.box(s, 0), (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + i * Smem::kRows));
+          bulk_commit_group();
+          bulk_wait_group_read<1>();  // item k-1's reduce has read its stage: release it
+          if (k >= 1) mbar_arrive(&sm.empty[(k - 1) % kS]);
+        }
+      }
+      bulk_wait_group<0>();
     }
   } else {
     // ---- consumers ----
@@ -547,6 +584,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "world size must be 1..MKERNEL_MAX_RANKS");
   static_assert(Cfg::BM >= WORLD, "every rank owns at least one row of each tile");
   static_assert(PATH != CommPath::TmaOneShot || WORLD <= 2, "the one-shot path pulls whole tiles: world <= 2");
+  static_assert(PATH != CommPath::TmaReduce || (WORLD == 2 && Cfg::kTmaEpilogue),
+                "the reduce-add path needs two ranks and the TMA-store epilogue");
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
   const WaitContext ctx{control, reinterpret_cast<KernelStatus*>(p.status), p.timeout_ns, p.rank,
                         ld_acquire_gpu(&control->epoch) + 1};
@@ -558,8 +597,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   const Role role = blockIdx.x >= first_comm ? Role::IntraComm : Role::Compute;
   if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
-    if constexpr (PATH == CommPath::TmaOneShot) {
-      comm_role_oneshot<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
+    if constexpr (PATH == CommPath::TmaOneShot || PATH == CommPath::TmaReduce) {
+      comm_role_oneshot<Cfg, WORLD, PATH == CommPath::TmaReduce>(p, ctx, comm_idx, p.num_comm_ctas);
     } else if constexpr (PATH == CommPath::Tma) {
       comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
     } else {
@@ -572,7 +611,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
     if (threadIdx.x == 0) sm.init();
     __syncthreads();
     PublishTileReady<WORLD> hook{&p, ctx.epoch};
-    gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, sm, reinterpret_cast<u16*>(p.partial[p.rank]), p.n, p.m, p.n, p.k,
+    gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, PATH == CommPath::TmaReduce ? &p.tma_c_out : nullptr, sm, reinterpret_cast<u16*>(p.partial[p.rank]), p.n, p.m, p.n, p.k,
                   blockIdx.x, first_comm, p.timeout_ns, hook);
   }
   // ---- epoch hand-over: the last CTA of this call advances the epoch ----

@@ -96,6 +96,13 @@ __device__ __forceinline__ void tma_store_2d(const TmaDescriptor* desc, const vo
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
                :: "l"(desc), "r"(smem_u32(src)), "r"(c0), "r"(c1) : "memory");
 }
+// Adds the box in shared memory element-wise into the tensor at (c0, c1) (the tensor
+// map's dtype, e.g. bf16; the add happens at L2, bulk-group completion). Out-of-bounds
+// parts of the box are skipped.
+__device__ __forceinline__ void tma_reduce_add_2d(const TmaDescriptor* desc, const void* src, i32 c0, i32 c1) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
+               :: "l"(desc), "r"(smem_u32(src)), "r"(c0), "r"(c1) : "memory");
+}
 __device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Waits until at most N bulk groups are pending (their writes performed).
 template <int N> __device__ __forceinline__ void bulk_wait_group() {
