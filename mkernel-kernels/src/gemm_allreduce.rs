@@ -41,8 +41,10 @@ const fn align256(x: u64) -> u64 {
     (x + 255) & !255
 }
 
-/// Largest `capacity_elems` a workspace may have (2^40 elements = 2 TiB: beyond any GPU).
-pub const MAX_CAPACITY_ELEMS: u64 = 1 << 40;
+/// Largest `capacity_elems` a workspace may have (2^38 elements = 512 GiB of bf16: beyond
+/// any GPU). The bound keeps `max_tiles` (capacity / 128 + 1) within the kernel's 32-bit
+/// flag stride, so every capacity this constant admits also makes a layout.
+pub const MAX_CAPACITY_ELEMS: u64 = 1 << 38;
 
 impl WorkspaceLayout {
     /// A layout for outputs of up to `capacity_elems` elements of any shape, over
@@ -51,7 +53,7 @@ impl WorkspaceLayout {
         if capacity_elems == 0 || capacity_elems > MAX_CAPACITY_ELEMS {
             return Err(invalid(
                 "max_output_elems",
-                format!("must be in 1..=2^40, got {capacity_elems}"),
+                format!("must be in 1..=2^38, got {capacity_elems}"),
             ));
         }
         if world == 0 || world as usize > MAX_RANKS {
@@ -380,6 +382,10 @@ mod tests {
         assert!(WorkspaceLayout::new(0, 2).is_err());
         assert!(WorkspaceLayout::new(u64::MAX, 2).is_err());
         assert!(WorkspaceLayout::new(1 << 20, 9).is_err());
+        // The documented bound itself is accepted, one more is not.
+        assert!(WorkspaceLayout::new(MAX_CAPACITY_ELEMS, MAX_RANKS as u32).is_ok());
+        let e = WorkspaceLayout::new(MAX_CAPACITY_ELEMS + 1, 2).unwrap_err().to_string();
+        assert!(e.contains("`max_output_elems`") && e.contains("2^38"), "{e}");
     }
 
     #[test]

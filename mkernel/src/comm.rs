@@ -31,7 +31,7 @@ pub struct CommConfig {
     /// wait in [`Communicator::synchronize`]).
     pub timeout: Duration,
     /// Largest M * N output a fused call may produce (sizes the symmetric workspace:
-    /// 2 bytes per element plus flags, per rank).
+    /// 2 bytes per element plus flags, per rank); 1..=2^38 elements.
     pub max_output_elems: u64,
     /// Bound on each bootstrap step in [`Communicator::from_env`].
     pub bootstrap_timeout: Duration,
@@ -52,7 +52,7 @@ impl CommConfig {
             }
         }
         if self.max_output_elems == 0 || self.max_output_elems > mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS {
-            return Err(invalid("max_output_elems", format!("must be in 1..=2^40, got {}", self.max_output_elems)));
+            return Err(invalid("max_output_elems", format!("must be in 1..=2^38, got {}", self.max_output_elems)));
         }
         Ok(())
     }
@@ -624,7 +624,11 @@ mod tests {
         let e = CommConfig { max_output_elems: 0, ..Default::default() }.validate().unwrap_err().to_string();
         assert!(e.contains("`max_output_elems`"), "{e}");
         let e = CommConfig { max_output_elems: u64::MAX, ..Default::default() }.validate().unwrap_err().to_string();
-        assert!(e.contains("2^40"), "{e}");
+        assert!(e.contains("2^38"), "{e}");
+        // What validate admits, the workspace layout accepts too.
+        let max = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
+        assert!(CommConfig { max_output_elems: max, ..Default::default() }.validate().is_ok());
+        assert!(WorkspaceLayout::new(max, MAX_RANKS as u32).is_ok());
     }
 
     #[test]
