@@ -268,6 +268,8 @@ impl Communicator {
     /// without peer access ([`Error::NoPeerAccess`]).
     pub fn local_group(devices: &[usize], config: CommConfig) -> Result<Vec<Communicator>> {
         check_world(devices.len())?;
+        // Argument errors first: they must not hide behind a missing driver or GPU.
+        config.validate()?;
         let opened = devices.iter().map(|&d| open_device(d)).collect::<Result<Vec<_>>>()?;
         for (i, (ci, _)) in opened.iter().enumerate() {
             for (j, (cj, _)) in opened.iter().enumerate() {
@@ -286,7 +288,6 @@ impl Communicator {
         if grid < 2 {
             return Err(invalid("devices", format!("{} ranks on these GPUs leave fewer than 2 SMs per rank", devices.len())));
         }
-        config.validate()?;
         let layout = WorkspaceLayout::new(config.max_output_elems, devices.len() as u32)?;
         let workspaces =
             opened.iter().map(|(ctx, _)| DeviceMem::zeroed(ctx, layout.bytes())).collect::<Result<Vec<_>>>()?;
@@ -629,6 +630,21 @@ mod tests {
         let max = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
         assert!(CommConfig { max_output_elems: max, ..Default::default() }.validate().is_ok());
         assert!(WorkspaceLayout::new(max, MAX_RANKS as u32).is_ok());
+    }
+
+    #[test]
+    fn local_group_reports_argument_errors_before_touching_the_driver() {
+        // Runs with or without a GPU: the config and world size are checked first.
+        let bad = CommConfig { timeout: Duration::ZERO, ..Default::default() };
+        let e = Communicator::local_group(&[0], bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "timeout", .. }), "{e}");
+        let bad = CommConfig { max_output_elems: 0, ..Default::default() };
+        let e = Communicator::local_group(&[0, 1], bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "max_output_elems", .. }), "{e}");
+        let e = Communicator::local_group(&[], CommConfig::default()).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "world_size", .. }), "{e}");
+        let e = Communicator::local_group(&[0; 9], CommConfig::default()).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "world_size", .. }), "{e}");
     }
 
     #[test]
