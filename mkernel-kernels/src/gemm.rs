@@ -90,6 +90,21 @@ impl TileConfig {
         })
     }
 
+    /// Checks that this is one of the configurations the catalog instantiates
+    /// ([`Self::ALL`]). The fields are public, but no kernel exists for other values
+    /// (and a zero `bm`/`bn` would divide by zero in the tile counts).
+    pub fn validate(&self) -> Result<()> {
+        if Self::ALL.contains(self) {
+            return Ok(());
+        }
+        Err(invalid(
+            "tile",
+            format!(
+                "{self:?} is not a catalog configuration; use one of TileConfig::ALL (wide, narrow, wide-tma-store, narrow-tma-store)"
+            ),
+        ))
+    }
+
     /// Threads per CTA: one producer warpgroup plus BM/64 consumer warpgroups.
     pub fn threads(&self) -> u32 {
         128 + 128 * (self.bm / 64)
@@ -103,7 +118,7 @@ impl TileConfig {
 
     /// Number of output tiles of an M x N problem.
     pub fn tiles(&self, m: u32, n: u32) -> u64 {
-        m.div_ceil(self.bm) as u64 * n.div_ceil(self.bn) as u64
+        m.div_ceil(self.bm.max(1)) as u64 * n.div_ceil(self.bn.max(1)) as u64
     }
 
     /// The C++ type naming this configuration.
@@ -267,6 +282,7 @@ pub unsafe fn launch(
     driver::require_hopper(&info)?;
     let cfg = cfg.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, info.sm_count));
     tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
+    cfg.validate()?;
     cfg.check_output(shape.n)?;
     let (tma_a, tma_b) = operand_maps(a, b, shape, cfg)?;
     let params = GemmParams {
@@ -324,6 +340,23 @@ mod tests {
         assert!(e.contains("`tile`") && e.contains("N % 8"), "{e}");
         assert!(TileConfig::WIDE.check_output(1001).is_ok());
         assert_eq!(TileConfig::WIDE.smem_bytes(), 4 * (16384 + 32768) + 64 + 1024);
+    }
+
+    #[test]
+    fn only_catalog_tiles_are_accepted() {
+        for cfg in TileConfig::ALL {
+            assert!(cfg.validate().is_ok(), "{cfg}");
+        }
+        for bad in [
+            TileConfig { bm: 0, bn: 0, ..TileConfig::WIDE },
+            TileConfig { bm: 64, ..TileConfig::NARROW },
+            TileConfig { stages: 9, ..TileConfig::WIDE },
+            TileConfig { epilogue: Epilogue::TmaStore, ..TileConfig::WIDE },
+        ] {
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains("`tile`") && e.contains("TileConfig::ALL"), "{e}");
+            let _ = bad.tiles(129, 257); // no division by zero
+        }
     }
 
     #[test]

@@ -135,7 +135,7 @@ impl CommPath {
             Self::Scalar
         } else if world <= 2 {
             Self::TmaOneShot
-        } else if tile.bm % world == 0 {
+        } else if world != 0 && tile.bm % world == 0 {
             Self::Tma
         } else {
             Self::Vec16
@@ -144,7 +144,7 @@ impl CommPath {
     /// Paths that exist for `world` (what the catalog instantiates).
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
         let mut v = vec![Self::Vec16, Self::Scalar];
-        if tile.bm % world == 0 {
+        if world != 0 && tile.bm % world == 0 {
             v.insert(0, Self::Tma);
         }
         if world <= 2 {
@@ -265,6 +265,7 @@ pub struct RankBuffers {
 
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
+    cfg.tile.validate()?;
     let elems = shape.m as u64 * shape.n as u64;
     if elems > bufs.layout.capacity_elems {
         return Err(invalid(
@@ -402,6 +403,9 @@ mod tests {
         let bad_rank = RankBuffers { rank: 2, ..bufs };
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &cfg, &bad_rank).unwrap_err().to_string();
         assert!(e.contains("`rank`"), "{e}");
+        let odd_tile = FusedConfig { tile: TileConfig { bm: 0, ..TileConfig::WIDE }, ..cfg };
+        let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &odd_tile, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`tile`"), "{e}");
     }
 
     #[test]
@@ -420,5 +424,8 @@ mod tests {
         assert_eq!(CommPath::choose(8192, t, 3), CommPath::Vec16);
         assert_eq!(CommPath::choose(1001, t, 2), CommPath::Scalar);
         assert_eq!(CommPath::all_for(t, 3), vec![CommPath::Vec16, CommPath::Scalar]);
+        // World 0 is refused by the callers; the path helpers must not divide by it.
+        assert_eq!(CommPath::all_for(t, 0), vec![CommPath::TmaOneShot, CommPath::Vec16, CommPath::Scalar]);
+        assert_eq!(CommPath::choose(8192, t, 0), CommPath::TmaOneShot);
     }
 }

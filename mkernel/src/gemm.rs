@@ -13,7 +13,7 @@ use crate::error::{invalid, Result};
 /// Options of [`gemm`].
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOptions {
-    /// Tile configuration; `None` lets the heuristic choose.
+    /// Tile configuration, one of [`TileConfig::ALL`]; `None` lets the heuristic choose.
     pub tile: Option<TileConfig>,
     /// Bound on every wait inside the kernel (an expired wait traps the kernel), 1 ms to
     /// 1 day.
@@ -53,6 +53,9 @@ pub fn gemm(
     opts: GemmOptions,
 ) -> Result<TileConfig> {
     shape.validate(a.len(), b.len(), c.len())?;
+    if let Some(t) = opts.tile {
+        t.validate()?;
+    }
     if !crate::comm::TIMEOUT_RANGE.contains(&opts.timeout) {
         return Err(invalid("timeout", format!("must be between 1 ms and 1 day, got {:?}", opts.timeout)));
     }

@@ -17,9 +17,10 @@ use crate::gemm::check_same_device;
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GemmAllReduceOptions {
-    /// GEMM tile configuration.
+    /// GEMM tile configuration, one of [`TileConfig::ALL`].
     pub tile: Option<TileConfig>,
-    /// Number of CTAs (SMs) that communicate; the rest compute. 1..SMs-1.
+    /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
+    /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU).
     pub comm_ctas: Option<u32>,
     /// How communication CTAs move data ([`CommPath::check`] says which paths a shape,
     /// tile and world size allow).
@@ -30,6 +31,9 @@ impl Communicator {
     /// The configuration a call of this shape would use (heuristics + overrides).
     pub fn plan_gemm_allreduce(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
         let grid = self.grid();
+        if let Some(t) = opts.tile {
+            t.validate()?;
+        }
         let tile = opts.tile.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, grid));
         let comm_ctas = match opts.comm_ctas {
             Some(c) => c,
