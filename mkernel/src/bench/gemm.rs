@@ -70,6 +70,7 @@ const HBM_TBPS: f64 = 4.0;
 
 pub fn run(args: GemmArgs) -> BenchResult<()> {
     let tile = super::parse_tile(args.tile.as_deref())?;
+    let list = super::filter_shapes(shapes(), args.common.filter.as_deref())?;
     let present = mkernel::device_count()?;
     if args.device >= present {
         return Err(format!("--device {}: {present} GPU(s) present", args.device).into());
@@ -87,10 +88,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     );
     let mut rows = Vec::new();
     let mut failures = 0;
-    for (label, s) in shapes() {
-        if c.filter.as_deref().is_some_and(|f| !label.contains(f)) {
-            continue;
-        }
+    for (label, s) in list {
         if tile.is_some_and(|t| t.check_output(s.n).is_err()) {
             println!("{label:<28} skipped: {} needs N % 8 == 0", tile.map(|t| t.name()).unwrap_or_default());
             continue;

@@ -27,17 +27,18 @@ use super::{rotation_sets, run_info, time_iters_ms, BenchResult, Common};
 pub struct ArArgs {
     #[command(flatten)]
     pub common: Common,
-    /// Number of GPUs (ranks); default: all visible.
-    #[arg(long)]
+    /// Number of GPUs (ranks), 1 to 8; default: all visible.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=8))]
     pub gpus: Option<usize>,
-    /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32.
-    #[arg(long, value_delimiter = ',')]
+    /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
+    /// grid size - 1).
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=u64::from(u32::MAX)))]
     pub sm_comm: Vec<u32>,
     /// With --check: repetitions per shape, each on fresh random data.
-    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    #[arg(long, default_value_t = 1, requires = "check", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub check_reps: usize,
-    /// One process per GPU: start this many ranks (processes) on GPUs 0..N.
-    #[arg(long)]
+    /// One process per GPU: start this many ranks (processes), 1 to 8, on GPUs 0..N.
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=8))]
     pub procs: Option<usize>,
     /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
     #[arg(long)]
@@ -308,11 +309,7 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
 }
 
 pub fn run(args: ArArgs) -> BenchResult<()> {
-    if let Some(procs) = args.procs {
-        if !args.launched {
-            return spawn_ranks(procs);
-        }
-    }
+    // Argument errors before any rank is started or device touched.
     let c = &args.common;
     let tile = super::parse_tile(args.tile.as_deref())?;
     let comm_path = match args.comm_path.as_deref() {
@@ -321,9 +318,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             format!("--comm-path: unknown path '{name}' (one-shot, reduce, tma, vec16, scalar)")
         })?),
     };
+    let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
+    if let Some(procs) = args.procs {
+        if !args.launched {
+            return spawn_ranks(procs);
+        }
+    }
     let base_opts = GemmAllReduceOptions { tile, comm_path, ..Default::default() };
-    let list: Vec<(String, GemmShape)> =
-        shapes().into_iter().filter(|(l, _)| c.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
     let config = CommConfig {
         timeout: std::time::Duration::from_secs_f64(args.timeout_s),
@@ -341,6 +342,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let devices: Vec<usize> = (0..world).collect();
         (Communicator::local_group(&devices, config)?, "one process, all GPUs")
     };
+    let grid = comms[0].grid();
+    if let Some(bad) = args.sm_comm.iter().find(|&&cc| cc >= grid) {
+        return Err(format!("--sm-comm {bad}: must be in 1..{grid} (this rank's fused kernels have {grid} CTAs)").into());
+    }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
     let nccl = match comms[0].bootstrap() {
         Some(b) => Nccl::from_bootstrap(&streams[0], b)?,

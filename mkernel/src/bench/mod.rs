@@ -76,6 +76,21 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
     }
 }
 
+/// The shapes whose label contains `filter` (all without one); an error naming the
+/// labels when none does, so that a typo does not run nothing and write an empty JSON.
+pub fn filter_shapes(
+    shapes: Vec<(String, mkernel::GemmShape)>,
+    filter: Option<&str>,
+) -> BenchResult<Vec<(String, mkernel::GemmShape)>> {
+    let Some(f) = filter else { return Ok(shapes) };
+    let labels: Vec<String> = shapes.iter().map(|(l, _)| l.clone()).collect();
+    let kept: Vec<_> = shapes.into_iter().filter(|(l, _)| l.contains(f)).collect();
+    if kept.is_empty() {
+        return Err(format!("--filter {f:?} matches no shape; the labels are: {}", labels.join(", ")).into());
+    }
+    Ok(kept)
+}
+
 /// Median of a sample (NaN-free by construction).
 pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -181,4 +196,19 @@ pub fn write_json<T: Serialize>(dir: &std::path::Path, stem: &str, date: &str, v
 pub fn rotation_sets(bytes_per_set: u64) -> usize {
     let l2x2 = 2 * 50 * 1024 * 1024u64;
     (l2x2.div_ceil(bytes_per_set.max(1)) as usize).clamp(1, 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_keeps_matches_and_refuses_no_match() {
+        let shapes = gemm_allreduce::shapes();
+        let all = shapes.len();
+        assert_eq!(filter_shapes(shapes.clone(), None).unwrap().len(), all);
+        assert!(filter_shapes(shapes.clone(), Some("M=129")).unwrap().iter().all(|(l, _)| l.contains("M=129")));
+        let e = filter_shapes(shapes, Some("nomatch")).unwrap_err().to_string();
+        assert!(e.contains("--filter") && e.contains("nomatch") && e.contains("odd M=129"), "{e}");
+    }
 }
