@@ -92,6 +92,15 @@ fn is_peer_gone(code: u32) -> bool {
     )
 }
 
+/// Whether an error completion (`err`, `prov_errno` of a `fi_cq_err_entry`) means the
+/// peer is gone. Besides the codes of [`is_peer_gone`]: the tcp provider cancels the
+/// writes in flight when the connection drops, reporting FI_ECANCELED with the socket's
+/// errno (e.g. ENOTCONN) as the provider errno.
+fn completion_peer_gone(err: i32, prov_errno: i32) -> bool {
+    let code = err.unsigned_abs();
+    is_peer_gone(code) || (code == ffi::FI_ECANCELED && is_peer_gone(prov_errno.unsigned_abs()))
+}
+
 /// RAII list of `fi_info`, freed with `fi_freeinfo`.
 struct InfoList(*mut ffi::fi_info);
 
@@ -556,6 +565,7 @@ impl FabricEndpoint {
             cstr_field(msg)
         );
         let code = err.err.unsigned_abs();
+        let gone = completion_peer_gone(err.err, err.prov_errno);
         let Some(i) = self.slot_index(err.op_context) else {
             // NOTE: libfabric 1.17 shm reports a write to a killed peer as EIO with a
             // NULL op_context. When every write in flight goes to one peer, that peer is
@@ -566,7 +576,7 @@ impl FabricEndpoint {
                 .collect();
             peers.sort_unstable();
             peers.dedup();
-            if is_peer_gone(code) && peers.len() == 1 {
+            if gone && peers.len() == 1 {
                 self.abandon_peer(peers[0], &detail);
                 return Ok(());
             }
@@ -580,7 +590,7 @@ impl FabricEndpoint {
             });
         };
         let peer = self.slots[i].peer;
-        let result = if is_peer_gone(code) {
+        let result = if gone {
             Err(TransportError::PeerGone { peer, detail })
         } else if code == ffi::FI_EKEYREJECTED || code == ffi::FI_EACCES {
             Err(TransportError::KeyMismatch { peer, detail })
@@ -870,5 +880,21 @@ impl Transport for FabricEndpoint {
 
     fn in_flight(&self) -> usize {
         self.slots.len() - self.free_slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cancelled_writes_of_a_dropped_connection_mean_peer_gone() {
+        // tcp, peer killed: "Operation canceled (err 125, provider errno 107: Transport
+        // endpoint is not connected)".
+        assert!(completion_peer_gone(ffi::FI_ECANCELED as i32, 107));
+        assert!(completion_peer_gone(ffi::FI_ECANCELED as i32, -104));
+        assert!(completion_peer_gone(ffi::FI_EIO as i32, 0));
+        assert!(!completion_peer_gone(ffi::FI_ECANCELED as i32, 0));
+        assert!(!completion_peer_gone(ffi::FI_EKEYREJECTED as i32, 107));
     }
 }
