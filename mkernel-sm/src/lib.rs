@@ -106,13 +106,15 @@ impl Workload {
     /// `bm` x `bn` tiles. Remote bytes: with 1-2 ranks each rank pulls the peers' whole
     /// tiles ((world-1) x the output); beyond, the two-phase scheme pulls
     /// (world-1)/world of the output twice (reduce, then gather).
+    /// Sizes are in elements; the products are taken in floating point (tiles
+    /// saturate), so no input overflows.
     pub fn gemm_allreduce(m: u64, n: u64, k_local: u64, world: u32, bm: u64, bn: u64) -> Self {
-        let out_bytes = (m * n * 2) as f64;
+        let out_bytes = m as f64 * n as f64 * 2.0;
         let w = world.max(1) as f64;
         let remote_bytes = if world <= 2 { out_bytes * (w - 1.0) } else { 2.0 * out_bytes * (w - 1.0) / w };
         Self {
-            tiles: m.div_ceil(bm.max(1)) * n.div_ceil(bn.max(1)),
-            tile_flops: 2.0 * (bm * bn * k_local) as f64,
+            tiles: m.div_ceil(bm.max(1)).saturating_mul(n.div_ceil(bn.max(1))),
+            tile_flops: 2.0 * bm as f64 * bn as f64 * k_local as f64,
             remote_bytes,
         }
     }
@@ -209,6 +211,14 @@ mod tests {
         assert_eq!(balance(&Workload::gemm_allreduce(1, 1, 8, 1, 128, 256), &M, 1).intra_comm, 0);
         assert_eq!(Workload::gemm_allreduce(10, 10, 8, 1, 128, 256).remote_bytes, 0.0);
         assert_eq!(Workload::gemm_allreduce(128, 256, 8, 2, 128, 256).remote_bytes, 128.0 * 256.0 * 2.0);
+        // Huge sizes neither overflow nor break the search; tiny grids stay in range.
+        let huge = Workload::gemm_allreduce(u64::MAX, u64::MAX, u64::MAX, 8, u64::MAX, 1);
+        assert_eq!(huge.tiles, u64::MAX);
+        for grid in [2, 3, 1000] {
+            let p = balance(&huge, &M, grid);
+            assert_eq!(p.total(), grid);
+            assert!((1..=grid / 2).contains(&p.intra_comm), "{grid}: {p}");
+        }
     }
 
     #[test]
