@@ -63,9 +63,12 @@ impl std::fmt::Display for Comparison {
 }
 
 /// Compares `got` ([rows, cols] row-major bf16) against `reference` (fp32). `scale`
-/// gives each element's error scale (see the module doc); `None` uses |reference|.
+/// gives each element's error scale (see the module doc); `None`, or an element past its
+/// end, uses |reference|. Lengths that differ fail: every element one side lacks counts
+/// as bad (the first of them is `first_bad` when nothing earlier was).
 pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usize) -> Comparison {
     let n = got.len().min(reference.len());
+    let missing = got.len().max(reference.len()) - n;
     let rms = (reference[..n].iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>() / n.max(1) as f64).sqrt();
     let floor = 1e-6 * rms as f32;
     let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).min(32);
@@ -80,7 +83,7 @@ pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usi
                     for i in start..end {
                         let g = got[i].to_f32();
                         let w = reference[i];
-                        let sc = scale.map_or(w.abs(), |s| s[i]);
+                        let sc = scale.and_then(|s| s.get(i).copied()).unwrap_or(w.abs());
                         let tol = sc * REL_TOL as f32 + floor;
                         let d = (g - w).abs();
                         err2 += (d as f64) * (d as f64);
@@ -109,6 +112,13 @@ pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usi
         bad += b;
         if first.is_none() {
             first = f;
+        }
+    }
+    if missing > 0 {
+        bad += missing;
+        if first.is_none() {
+            let g = got.get(n).map_or(f32::NAN, |x| x.to_f32());
+            first = Some((n, g, reference.get(n).copied().unwrap_or(f32::NAN), 0.0));
         }
     }
     let rel = if ref2 > 0.0 { (err2 / ref2).sqrt() } else { err2.sqrt() };
@@ -150,6 +160,19 @@ mod tests {
         got[3] = bf16::from_f32(4.1);
         let c = compare(&got, &reference, None, 2);
         assert!(!c.passed(), "2.5% off must fail: {c}");
+    }
+
+    #[test]
+    fn length_mismatch_fails_instead_of_truncating() {
+        let reference = vec![1.0f32, -2.0, 3.0, 4.0];
+        let got: Vec<bf16> = reference.iter().map(|&x| bf16::from_f32(x)).collect();
+        let c = compare(&got[..2], &reference, None, 2);
+        assert!(!c.passed() && c.bad == 2, "{c}");
+        assert_eq!(c.first_bad.map(|f| (f.0, f.1)), Some((1, 0)));
+        assert!(!compare(&[], &reference, None, 2).passed());
+        assert!(!compare(&got, &reference[..3], None, 2).passed());
+        // A short scale falls back to |reference| instead of panicking.
+        assert!(compare(&got, &reference, Some(&[1.0]), 2).passed());
     }
 
     #[test]
@@ -261,7 +284,10 @@ impl AllReduceCase {
         for (sc, x) in scale.iter_mut().zip(&sum) {
             *sc += x.abs();
         }
-        let got = stream.clone_dtoh(out).map_err(dev)?;
+        if out.len() < m * n {
+            return Err(crate::error::invalid("out", format!("expected [M={m}, N={n}] = {} elements, got {}", m * n, out.len())));
+        }
+        let got = stream.clone_dtoh(&out.slice(0..m * n)).map_err(dev)?;
         Ok(compare(&got, &sum, Some(&scale), n))
     }
 }
