@@ -182,6 +182,23 @@ impl GemmShape {
 
     /// Checks the shape rules and the operand lengths (in elements).
     pub fn validate(&self, a_len: usize, b_len: usize, c_len: usize) -> Result<()> {
+        self.validate_dims()?;
+        let (m, n, k) = (self.m as usize, self.n as usize, self.k as usize);
+        if a_len < m * k {
+            return Err(invalid("a", format!("expected [M={m}, K={k}] = {} elements, got {a_len}", m * k)));
+        }
+        if b_len < n * k {
+            return Err(invalid("b", format!("expected [N={n}, K={k}] = {} elements, got {b_len}", n * k)));
+        }
+        if c_len < m * n {
+            return Err(invalid("c", format!("expected [M={m}, N={n}] = {} elements, got {c_len}", m * n)));
+        }
+        Ok(())
+    }
+
+    /// Checks the shape rules alone (no operands): M, N, K in 1..=[`MAX_DIM`], at most
+    /// 2^32 128x128 output tiles, K % 8 == 0.
+    pub fn validate_dims(&self) -> Result<()> {
         let (m, n, k) = (self.m as usize, self.n as usize, self.k as usize);
         if m == 0 || n == 0 || k == 0 {
             return Err(invalid("shape", format!("M, N and K must be >= 1, got M={m}, N={n}, K={k}")));
@@ -202,15 +219,6 @@ impl GemmShape {
                 "k",
                 format!("K must be a multiple of 8 (TMA needs the rows of A and B to be a multiple of 16 bytes apart), got K={k}"),
             ));
-        }
-        if a_len < m * k {
-            return Err(invalid("a", format!("expected [M={m}, K={k}] = {} elements, got {a_len}", m * k)));
-        }
-        if b_len < n * k {
-            return Err(invalid("b", format!("expected [N={n}, K={k}] = {} elements, got {b_len}", n * k)));
-        }
-        if c_len < m * n {
-            return Err(invalid("c", format!("expected [M={m}, N={n}] = {} elements, got {c_len}", m * n)));
         }
         Ok(())
     }

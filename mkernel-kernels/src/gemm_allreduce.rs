@@ -283,6 +283,9 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             format!("{} tiles exceed the workspace's {} flags; raise max_output_elems", cfg.tile.tiles(shape.m, shape.n), bufs.layout.max_tiles),
         ));
     }
+    if bufs.world == 0 || bufs.world as usize > MAX_RANKS {
+        return Err(invalid("world_size", format!("must be 1..={MAX_RANKS}, got {}", bufs.world)));
+    }
     if bufs.world as u64 != bufs.layout.world || bufs.rank >= bufs.world {
         return Err(invalid("rank", format!("rank {} of world {} does not fit a workspace laid out for {} ranks", bufs.rank, bufs.world, bufs.layout.world)));
     }

@@ -143,7 +143,7 @@ impl StreamShape {
         }
         if self.send_ctas == 0 || self.recv_ctas == 0 {
             return Err(invalid(
-                "send_ctas",
+                if self.send_ctas == 0 { "send_ctas" } else { "recv_ctas" },
                 format!("SEND and RECV need at least one CTA each, got {} and {}", self.send_ctas, self.recv_ctas),
             ));
         }
@@ -251,11 +251,12 @@ mod tests {
         assert!(shape().validate().is_ok());
         assert_eq!(shape().chunks(), 16);
         assert_eq!(StreamShape { bytes: (1 << 16) + 16, ..shape() }.chunks(), 2);
-        let cases: [(StreamShape, &str); 6] = [
+        let cases: [(StreamShape, &str); 7] = [
+            (StreamShape { send_ctas: 0, ..shape() }, "`send_ctas`"),
             (StreamShape { chunk_bytes: 24, ..shape() }, "`chunk_bytes`"),
             (StreamShape { bytes: 1000, ..shape() }, "`bytes`"),
             (StreamShape { bytes: 1 << 30, ..shape() }, "capacity"),
-            (StreamShape { recv_ctas: 0, ..shape() }, "`send_ctas`"),
+            (StreamShape { recv_ctas: 0, ..shape() }, "`recv_ctas`"),
             (StreamShape { send_ctas: 100, recv_ctas: 40, ..shape() }, "132 SMs"),
             (StreamShape { staging_slots: 0, ..shape() }, "`staging_slots`"),
         ];

@@ -131,8 +131,17 @@ pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usi
 }
 
 /// fp64 reference of C = A * B^T for the listed rows (all columns): a cheap check of
-/// the GPU reference itself. Returns [rows.len(), n].
-pub fn reference_rows_f64(a: &[bf16], b: &[bf16], rows: &[usize], n: usize, k: usize) -> Vec<f64> {
+/// the GPU reference itself. A is [M, K], B is [N, K] (row-major). Returns [rows.len(),
+/// n], or an error naming the argument when a row is outside A or B is shorter than
+/// N x K.
+pub fn reference_rows_f64(a: &[bf16], b: &[bf16], rows: &[usize], n: usize, k: usize) -> Result<Vec<f64>, String> {
+    let m = if k == 0 { 0 } else { a.len() / k };
+    if let Some(&r) = rows.iter().find(|&&r| r >= m) {
+        return Err(format!("rows: row {r} is outside A ({m} rows of K={k})"));
+    }
+    if n.checked_mul(k).is_none_or(|nk| b.len() < nk) {
+        return Err(format!("b: needs N x K = {n} x {k} elements, has {}", b.len()));
+    }
     let mut out = vec![0f64; rows.len() * n];
     for (ri, &r) in rows.iter().enumerate() {
         let arow = &a[r * k..(r + 1) * k];
@@ -141,7 +150,7 @@ pub fn reference_rows_f64(a: &[bf16], b: &[bf16], rows: &[usize], n: usize, k: u
             out[ri * n + j] = arow.iter().zip(brow).map(|(x, y)| x.to_f64() * y.to_f64()).sum();
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -196,7 +205,9 @@ mod tests {
     fn f64_reference_rows() {
         let a: Vec<bf16> = [1.0, 2.0, 3.0, 4.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 2x2
         let b: Vec<bf16> = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0].iter().map(|&x| bf16::from_f32(x)).collect(); // 3x2
-        assert_eq!(reference_rows_f64(&a, &b, &[1], 3, 2), vec![3.0, 4.0, 7.0]);
+        assert_eq!(reference_rows_f64(&a, &b, &[1], 3, 2).unwrap(), vec![3.0, 4.0, 7.0]);
+        assert!(reference_rows_f64(&a, &b, &[2], 3, 2).unwrap_err().contains("row 2"));
+        assert!(reference_rows_f64(&a, &b, &[0], 4, 2).unwrap_err().starts_with("b:"));
     }
 }
 

@@ -51,6 +51,9 @@ impl CommConfig {
                 return Err(invalid(arg, format!("must be between 1 ms and 1 day, got {t:?}")));
             }
         }
+        if self.bootstrap_port == Some(0) {
+            return Err(invalid("bootstrap_port", "must be a TCP port in 1..=65535, got 0"));
+        }
         if self.max_output_elems == 0 || self.max_output_elems > mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS {
             return Err(invalid("max_output_elems", format!("must be in 1..=2^38, got {}", self.max_output_elems)));
         }
@@ -626,6 +629,8 @@ mod tests {
         assert!(e.contains("`max_output_elems`"), "{e}");
         let e = CommConfig { max_output_elems: u64::MAX, ..Default::default() }.validate().unwrap_err().to_string();
         assert!(e.contains("2^38"), "{e}");
+        let e = CommConfig { bootstrap_port: Some(0), ..Default::default() }.validate().unwrap_err().to_string();
+        assert!(e.contains("`bootstrap_port`"), "{e}");
         // What validate admits, the workspace layout accepts too.
         let max = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
         assert!(CommConfig { max_output_elems: max, ..Default::default() }.validate().is_ok());

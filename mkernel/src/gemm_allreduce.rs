@@ -29,7 +29,18 @@ pub struct GemmAllReduceOptions {
 
 impl Communicator {
     /// The configuration a call of this shape would use (heuristics + overrides).
+    ///
+    /// Errors: shape rules ([`GemmShape::validate_dims`]), M x N above the
+    /// communicator's `CommConfig::max_output_elems`, an override a shape cannot use.
     pub fn plan_gemm_allreduce(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
+        shape.validate_dims()?;
+        let elems = shape.m as u64 * shape.n as u64;
+        if elems > self.config().max_output_elems {
+            return Err(invalid(
+                "shape",
+                format!("M x N = {elems} exceeds this communicator's max_output_elems ({})", self.config().max_output_elems),
+            ));
+        }
         let grid = self.grid();
         if let Some(t) = opts.tile {
             t.validate()?;
@@ -68,7 +79,8 @@ impl Communicator {
     /// different stream than the previous one first waits for the previous one (calls
     /// share the workspace).
     ///
-    /// Errors: argument rules (named), a communicator poisoned by an earlier failure,
+    /// Errors: argument rules (named; among them M x N <= `CommConfig::max_output_elems`,
+    /// the workspace size), a communicator poisoned by an earlier failure,
     /// compile/driver errors. A peer that never joins is reported by
     /// [`Communicator::synchronize`] as [`crate::Error::PeerTimeout`] after
     /// `CommConfig::timeout`.

@@ -453,6 +453,9 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
         if peer == rank {
             return Err(invalid("peer", format!("rank {rank} cannot stream to itself")));
         }
+        // Config rules first (a bad value is reported as such, also without a GPU), then
+        // again with the GPU's SM count.
+        config.validate(u32::MAX)?;
         let (ctx, info) = open_device(device)?;
         let capacity_chunks = config.validate(info.sm_count)?;
         let caps = transport.capabilities().clone();
@@ -464,7 +467,10 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
             .map_err(|_| invalid("capacity_bytes", "does not fit this machine's address space"))?;
         let tr = |step: &'static str| move |source: TransportError| Error::Transport { rank, step, source };
         let src = DeviceBuf::zeroed(&ctx, capacity)?;
-        let staging_bytes = config.send_ctas as usize * config.staging_slots as usize * config.chunk_bytes as usize;
+        let staging_bytes = (config.send_ctas as usize)
+            .checked_mul(config.staging_slots as usize)
+            .and_then(|b| b.checked_mul(config.chunk_bytes as usize))
+            .ok_or_else(|| invalid("staging_slots", "send_ctas x staging_slots x chunk_bytes overflows this machine's address space"))?;
         let (staging, landing) = match path {
             DataPath::HostStaged => {
                 (Some(MappedHost::new(&ctx, staging_bytes, rank, "staging allocation")?), Landing::Host(MappedHost::new(&ctx, capacity, rank, "landing allocation")?))

@@ -120,7 +120,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             let a_host = stream.clone_dtoh(&a_sets[0])?;
             let b_host = stream.clone_dtoh(&b_sets[0])?;
             let rows_to_check: Vec<usize> = [0, m / 2, m - 1].into_iter().collect();
-            let exact = check::reference_rows_f64(&a_host, &b_host, &rows_to_check, n, k);
+            let exact = check::reference_rows_f64(&a_host, &b_host, &rows_to_check, n, k)?;
             // The reference must be well inside the tolerance it is used with: each
             // element within REL_TOL / 4 of the fp64 value, relative to |value| + the
             // row's rms (cuBLAS's tensor-core fp32 accumulation is not IEEE-exact: at

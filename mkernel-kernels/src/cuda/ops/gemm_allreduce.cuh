@@ -108,7 +108,7 @@ __device__ __forceinline__ bool wait_inbox(u64 region, u32 stride, u32 skip, u32
   for (u32 j = 0; j < WORLD; ++j) {
     const u32 q = (ctx.rank + j) % WORLD;
     if (q == skip) continue;
-    if (!wait_flag_geq(inbox(region, stride, q, tile), ctx.epoch, ctx, op, q, tile)) return false;
+    if (!wait_flag_eq(inbox(region, stride, q, tile), ctx.epoch, ctx, op, q, tile)) return false;
   }
   return true;
 }
@@ -250,7 +250,7 @@ __device__ __forceinline__ u32 ready_run(const AllReduceParams& p, u32 first, u3
   for (u32 i = 0; i < kReadyLookahead; ++i) {
     bool ready = run == i;
 #pragma unroll
-    for (u32 q = 0; q < WORLD; ++q) ready = ready && (i32)(seen[i][q] - epoch) >= 0;
+    for (u32 q = 0; q < WORLD; ++q) ready = ready && seen[i][q] == epoch;
     run += ready ? 1 : 0;
   }
   return run;
@@ -288,8 +288,9 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
   }
   __syncthreads();
   // Consumers may wait as long as the producer legitimately waits for a tile (up to the
-  // inter-GPU timeout, after which it wakes them via s_abort_at): bound theirs above that.
-  const u64 consumer_bound_ns = 2 * ctx.timeout_ns + 1000000000ull;
+  // inter-GPU timeout per rank's flag, after which it wakes them via s_abort_at): bound
+  // theirs above that, so only a bug traps.
+  const u64 consumer_bound_ns = (WORLD + 1) * ctx.timeout_ns + 1000000000ull;
   if (tid < 32) {
     // ---- producer ----
     if (tid == 0) {
@@ -570,7 +571,7 @@ __device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u3
       if (!aborted(ctx)) {
         for (u32 i = 1; i < WORLD; ++i) {
           const u32 q = (p.rank + i) % WORLD;
-          if (!wait_flag_geq(reinterpret_cast<const u32*>(p.exit_flags[p.rank]) + q, ctx.epoch, ctx, WaitOp::PeerExit,
+          if (!wait_flag_eq(reinterpret_cast<const u32*>(p.exit_flags[p.rank]) + q, ctx.epoch, ctx, WaitOp::PeerExit,
                              q, ~0u))
             break;
         }

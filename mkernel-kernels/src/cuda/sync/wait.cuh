@@ -37,17 +37,21 @@ __device__ __forceinline__ bool aborted(const WaitContext& ctx) {
   return ld_acquire_gpu(&ctx.control->abort_epoch) == ctx.epoch;
 }
 
-// Waits until *flag >= expected (wrap-safe). Returns false when the wait timed out or
-// another CTA of this kernel already aborted; the first CTA to time out records the
-// status for the host (which prints it: see the NOTE on mbar_wait). One thread.
-__device__ __forceinline__ bool wait_flag_geq(const u32* flag, u32 expected, const WaitContext& ctx,
+// Waits until *flag == expected (the epoch of this call). Returns false when the wait
+// timed out or another CTA of this kernel already aborted; the first CTA to time out
+// records the status for the host (which prints it: see the NOTE on mbar_wait). One
+// thread.
+// NOTE: equality, not >=: a rank that timed out skips the exit handshake and may run
+// its next (queued) call, publishing epoch + 1; a late peer still in this call must not
+// take that call's data for this one, it must time out too.
+__device__ __forceinline__ bool wait_flag_eq(const u32* flag, u32 expected, const WaitContext& ctx,
                                            WaitOp op, u32 peer, u32 tile) {
   u32 seen = ld_acquire_sys(flag);
-  if ((i32)(seen - expected) >= 0) return true;
+  if (seen == expected) return true;
   const u64 start = globaltimer_ns();
   for (u32 spin = 1;; ++spin) {
     seen = ld_acquire_sys(flag);
-    if ((i32)(seen - expected) >= 0) return true;
+    if (seen == expected) return true;
     if ((spin & 31) == 0) {
       const u64 waited = globaltimer_ns() - start;
       if (aborted(ctx)) return false;
