@@ -175,23 +175,10 @@ pub struct ControlBlock {
     pub comm_done: u32,
 }
 
-/// Where a kernel finds the command ring (`RingView` in `comm/ring.cuh`). The
-/// proxy crate owns the ring and builds its own mirror (`mkernel_proxy::RingView`);
-/// both are asserted against the one C++ struct (here and in mkernel-proxy's
-/// `layout_nvrtc` test), and the facade copies one into the other field by field.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RingView {
-    pub slots: u64,
-    pub control: u64,
-    pub head: u64,
-    pub completion: u64,
-    pub mask: u32,
-    pub completions: u32,
-    pub timeout_ns: u64,
-    pub rank: u32,
-    pub pad: u32,
-}
+/// Where a kernel finds the command ring (`RingView` in `comm/ring.cuh`): the proxy
+/// crate's type, which owns the ring; its layout is asserted against the C++ struct with
+/// the other mirrors ([`layout_check_source`]).
+pub use mkernel_proxy::RingView;
 
 /// Parameters of the proxy stream kernel (`ProxyStreamParams`; see
 /// `src/cuda/ops/proxy_stream.cuh` and [`crate::proxy_stream`]).

@@ -72,21 +72,24 @@ impl Default for CommConfig {
     }
 }
 
-/// A `cuMemAlloc` allocation, freed on drop.
-struct DeviceMem {
+/// A zeroed `cuMemAlloc` allocation (not pool memory: peers may map it), freed on drop.
+pub(crate) struct DeviceMem {
     ctx: Arc<CudaContext>,
-    ptr: u64,
+    /// Device address.
+    pub(crate) ptr: u64,
 }
 
 impl DeviceMem {
-    fn zeroed(ctx: &Arc<CudaContext>, bytes: u64) -> Result<Self> {
+    /// `bytes` (at least 16) zeroed bytes on `ctx`'s device.
+    pub(crate) fn zeroed(ctx: &Arc<CudaContext>, bytes: u64) -> Result<Self> {
+        let bytes = usize::try_from(bytes.max(16)).map_err(|_| invalid("bytes", "does not fit this machine's address space"))?;
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let mut ptr = 0;
         // SAFETY: out-pointer to a local; the context is current.
-        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes as usize) }.result().call("cuMemAlloc")?;
+        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }.result().call("cuMemAlloc")?;
         let mem = Self { ctx: ctx.clone(), ptr };
         // SAFETY: `bytes` bytes at `ptr` were just allocated.
-        unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes as usize) }.result().call("cuMemsetD8")?;
+        unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes) }.result().call("cuMemsetD8")?;
         Ok(mem)
     }
 }

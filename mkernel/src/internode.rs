@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use mkernel_kernels::driver::{self as kdriver, DeviceInfo};
-use mkernel_kernels::params::{ProxyStreamControl, ProxyStreamParams, ProxyStreamResult, ProxyStreamStatus, RingView as KernelRingView};
+use mkernel_kernels::params::{ProxyStreamControl, ProxyStreamParams, ProxyStreamResult, ProxyStreamStatus, RingView};
 use mkernel_kernels::proxy_stream::{self as kstream, StreamShape, StreamWait};
 use mkernel_proxy::{
     MonotonicClock, PeerTables, Proxy, ProxyConfig, ProxyEngine, ProxyError, ProxySetup, ProxyStats, Ring, RingLayout,
@@ -54,6 +54,7 @@ use mkernel_transport::adaptor::{ArrivalFlags, CompletionMode, RemoteFlags, FLAG
 use mkernel_transport::{Capabilities, HostBuffer, LocalRegion, Rank, RemoteRegion, Transport, TransportError};
 
 use crate::error::{invalid, DriverContext, Error, Result};
+use crate::comm::DeviceMem;
 
 const PAGE: usize = 4096;
 
@@ -270,37 +271,11 @@ impl Drop for MappedHost {
     }
 }
 
-/// A zeroed `cuMemAlloc` allocation, freed on drop.
-struct DeviceBuf {
-    ctx: Arc<CudaContext>,
-    ptr: u64,
-}
-
-impl DeviceBuf {
-    fn zeroed(ctx: &Arc<CudaContext>, bytes: usize) -> Result<Self> {
-        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let mut ptr = 0;
-        // SAFETY: out-pointer to a local; the context is current.
-        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes.max(16)) }.result().call("cuMemAlloc")?;
-        let buf = DeviceBuf { ctx: ctx.clone(), ptr };
-        // SAFETY: `bytes` bytes at `ptr` were just allocated.
-        unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes.max(16)) }.result().call("cuMemsetD8")?;
-        Ok(buf)
-    }
-}
-
-impl Drop for DeviceBuf {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated by cuMemAlloc, freed once.
-        let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
-    }
-}
 
 /// Where the peer's bytes land.
 enum Landing {
     Host(MappedHost),
-    Device(DeviceBuf),
+    Device(DeviceMem),
 }
 
 impl Landing {
@@ -315,15 +290,15 @@ impl Landing {
 /// Every allocation of one rank's stream. Dropped after the kernel and the proxy have
 /// stopped (see [`ProxyStream`]'s `Drop`).
 struct Buffers {
-    src: DeviceBuf,
+    src: DeviceMem,
     staging: Option<MappedHost>,
     landing: Landing,
     arrivals: MappedHost,
     _credit_src: HostBuffer,
     _credit_sink: HostBuffer,
-    device_head: DeviceBuf,
-    control: DeviceBuf,
-    result: DeviceBuf,
+    device_head: DeviceMem,
+    control: DeviceMem,
+    result: DeviceMem,
     status: PinnedAlloc,
 }
 
@@ -466,7 +441,7 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
         let capacity = usize::try_from(config.capacity_bytes)
             .map_err(|_| invalid("capacity_bytes", "does not fit this machine's address space"))?;
         let tr = |step: &'static str| move |source: TransportError| Error::Transport { rank, step, source };
-        let src = DeviceBuf::zeroed(&ctx, capacity)?;
+        let src = DeviceMem::zeroed(&ctx, capacity as u64)?;
         let staging_bytes = (config.send_ctas as usize)
             .checked_mul(config.staging_slots as usize)
             .and_then(|b| b.checked_mul(config.chunk_bytes as usize))
@@ -475,7 +450,7 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
             DataPath::HostStaged => {
                 (Some(MappedHost::new(&ctx, staging_bytes, rank, "staging allocation")?), Landing::Host(MappedHost::new(&ctx, capacity, rank, "landing allocation")?))
             }
-            DataPath::Direct => (None, Landing::Device(DeviceBuf::zeroed(&ctx, capacity)?)),
+            DataPath::Direct => (None, Landing::Device(DeviceMem::zeroed(&ctx, capacity as u64)?)),
         };
         let arrivals = MappedHost::new(&ctx, (capacity_chunks as usize + 1) * FLAG_BYTES, rank, "arrival-flag allocation")?;
         let credit_src = HostBuffer::new(PAGE).map_err(tr("credit allocation"))?;
@@ -505,9 +480,9 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
             arrivals,
             _credit_src: credit_src,
             _credit_sink: credit_sink,
-            device_head: DeviceBuf::zeroed(&ctx, 8)?,
-            control: DeviceBuf::zeroed(&ctx, std::mem::size_of::<ProxyStreamControl>())?,
-            result: DeviceBuf::zeroed(&ctx, std::mem::size_of::<ProxyStreamResult>())?,
+            device_head: DeviceMem::zeroed(&ctx, 8)?,
+            control: DeviceMem::zeroed(&ctx, std::mem::size_of::<ProxyStreamControl>() as u64)?,
+            result: DeviceMem::zeroed(&ctx, std::mem::size_of::<ProxyStreamResult>() as u64)?,
             status: PinnedAlloc::new(&ctx, std::mem::size_of::<ProxyStreamStatus>())?,
         };
         tracing::debug!(rank, peer, device, ?path, transport = %caps.name, capacity_chunks, "proxy stream prepared");
@@ -585,17 +560,7 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
         let mode = engine.completion_mode();
         let transport_name = engine.transport().capabilities().name.clone();
         let view = ring.view(Some(self.buffers.device_head.ptr), self.config.timeout, rank).map_err(proxy_err)?;
-        let kring = KernelRingView {
-            slots: view.slots,
-            control: view.control,
-            head: view.head,
-            completion: view.completion,
-            mask: view.mask,
-            completions: view.completions,
-            timeout_ns: view.timeout_ns,
-            rank: view.rank,
-            pad: view.pad,
-        };
+        let kring = view;
         let proxy = Proxy::spawn(engine).map_err(proxy_err)?;
         let stream = self.ctx.new_stream().call("cuStreamCreate")?;
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
@@ -678,7 +643,7 @@ pub struct ProxyStream {
     started: CudaEvent,
     finished: CudaEvent,
     ring: Ring,
-    kring: KernelRingView,
+    kring: RingView,
     proxy: Option<Proxy>,
     epoch: u32,
     in_flight: Option<InFlight>,

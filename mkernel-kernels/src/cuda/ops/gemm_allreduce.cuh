@@ -329,44 +329,41 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
         }
       }
     }
-  } else if (kReduce) {
-    // ---- reducer (one thread): out += peer box, added at L2 ----
-    if (tid == 32) {
+  } else {
+    // ---- consumers ----
+    // Items in the producer's order: body(k, stage, col, row) once stage k % kS is full;
+    // stops at the item the producer aborted at.
+    auto consume = [&](auto&& body) {
       u32 k = 0;
-      bool stop = false;
-      for (u32 t = comm_idx; t < sched.total && !stop; t += n_comm) {
+      for (u32 t = comm_idx; t < sched.total; t += n_comm) {
         u32 mb, nb;
         const u32 n_items = tile_items(t, mb, nb);
         for (u32 i = 0; i < n_items; ++i, ++k) {
           const u32 s = k % kS;
           mbar_wait(&sm.full[s], (k / kS) & 1, consumer_bound_ns);
-          if (k == s_abort_at) {
-            stop = true;
-            break;
-          }
-          tma_reduce_add_2d(&p.tma_out, sm.box(s, 0), (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + i * Smem::kRows));
-          bulk_commit_group();
-          bulk_wait_group_read<1>();  // item k-1's reduce has read its stage: release it
-          if (k >= 1) mbar_arrive(&sm.empty[(k - 1) % kS]);
+          if (k == s_abort_at) return;
+          body(k, s, (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + i * Smem::kRows));
         }
       }
-      bulk_wait_group<0>();
-    }
-  } else {
-    // ---- consumers ----
+    };
+    // After item k's store (or reduce) was issued from stage k % kS: once item k-1's has
+    // read its stage, hand that stage back to the producer. One thread.
+    auto commit_and_release_previous = [&](u32 k) {
+      bulk_commit_group();
+      bulk_wait_group_read<1>();
+      if (k >= 1) mbar_arrive(&sm.empty[(k - 1) % kS]);
+    };
     const u32 c = tid - 32;
-    u32 k = 0;
-    bool stop = false;
-    for (u32 t = comm_idx; t < sched.total && !stop; t += n_comm) {
-      u32 mb, nb;
-      const u32 n_items = tile_items(t, mb, nb);
-      for (u32 i = 0; i < n_items; ++i, ++k) {
-        const u32 s = k % kS;
-        mbar_wait(&sm.full[s], (k / kS) & 1, consumer_bound_ns);
-        if (k == s_abort_at) {
-          stop = true;
-          break;
-        }
+    if constexpr (kReduce) {
+      // One thread: out += the peer's box, added at L2.
+      if (c == 0) {
+        consume([&](u32 k, u32 s, i32 col, i32 row) {
+          tma_reduce_add_2d(&p.tma_out, sm.box(s, 0), col, row);
+          commit_and_release_previous(k);
+        });
+      }
+    } else {
+      consume([&](u32 k, u32 s, i32 col, i32 row) {
         if constexpr (WORLD == 2) {  // (world 1: box 0 already is the result)
           u8* const both[2] = {sm.box(s, 0), sm.box(s, 1)};
           sum_boxes_part<2>(both, sm.box(s, 0), Smem::kBoxBytes, c, kConsumers);
@@ -374,12 +371,10 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
         fence_proxy_async_shared();  // generic writes of box 0 -> TMA store reads
         named_barrier_sync(kBarConsumers, kConsumers);
         if (c == 0) {
-          tma_store_2d(&p.tma_out, sm.box(s, 0), (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + i * Smem::kRows));
-          bulk_commit_group();
-          bulk_wait_group_read<1>();  // item k-1's store has read its stage: release it
-          if (k >= 1) mbar_arrive(&sm.empty[(k - 1) % kS]);
+          tma_store_2d(&p.tma_out, sm.box(s, 0), col, row);
+          commit_and_release_previous(k);
         }
-      }
+      });
     }
     if (c == 0) bulk_wait_group<0>();
   }
