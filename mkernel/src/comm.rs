@@ -212,7 +212,8 @@ fn check_world(world: usize) -> Result<()> {
     Ok(())
 }
 
-fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceInfo)> {
+/// Opens GPU `ordinal` (primary context) and checks that it is a Hopper GPU.
+pub(crate) fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceInfo)> {
     let count = kdriver::device_count()?;
     if ordinal >= count {
         return Err(invalid("device", format!("GPU {ordinal} does not exist ({count} visible)")));

@@ -54,7 +54,7 @@ use mkernel_transport::adaptor::{ArrivalFlags, CompletionMode, RemoteFlags, FLAG
 use mkernel_transport::{Capabilities, HostBuffer, LocalRegion, Rank, RemoteRegion, Transport, TransportError};
 
 use crate::error::{invalid, DriverContext, Error, Result};
-use crate::comm::DeviceMem;
+use crate::comm::{open_device, DeviceMem};
 
 const PAGE: usize = 4096;
 
@@ -403,17 +403,6 @@ impl PeerAddress {
         let endpoint = parts.pop().unwrap_or_default();
         Ok(PeerAddress { rank, chunk_bytes, capacity_chunks, endpoint, landing_key, arrivals_key, credit_key })
     }
-}
-
-fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceInfo)> {
-    let count = kdriver::device_count()?;
-    if ordinal >= count {
-        return Err(invalid("device", format!("GPU {ordinal} does not exist ({count} visible)")));
-    }
-    let ctx = CudaContext::new(ordinal).call("cuDevicePrimaryCtxRetain")?;
-    let info = kdriver::device_info(&ctx)?;
-    kdriver::require_hopper(&info)?;
-    Ok((ctx, info))
 }
 
 impl<T: Transport + Send + 'static> StreamRank<T> {
