@@ -4,7 +4,12 @@
 # the binaries dlopen, keeps NVLink multicast off, then runs what is asked:
 #   bash bench/device-run.sh tests [FILTER]      # packed test binaries
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
-# Logs and JSON go under $OUT (or /tmp).
+#   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
+#                                                # modes, --check-reps 100), reduce path
+# Logs and JSON go under $OUT (or /tmp); test logs under $OUT/test-logs.
+# Before: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-kernels -p mkernel -p mkernel-tests
+#         bash bench/pack-libs.sh     (libfabric for the proxy-stream test)
+# A full pass is two device calls: `tests gpu_` (~4 min), then `measure` (~5 min).
 set -u
 # GPU_DIR: where the packed binaries are (default .gpu; any ignored folder carried along).
 gpu=${GPU_DIR:-.gpu}
@@ -29,16 +34,27 @@ case $what in
     # binaries whose name contains $1 run ("" = all); remaining args go to the harness.
     pick=${1:-}; shift || true
     export MKERNEL_REQUIRE_GPU=1 RUST_BACKTRACE=1
-    logs=/tmp/mkernel-test-logs; mkdir -p "$logs"; pass=0; fail=0
+    logs=${OUT:-/tmp}/test-logs; mkdir -p "$logs"; pass=0; fail=0
     for t in "$gpu"/tests/*; do
       name=$(basename "$t"); [[ $name == *"$pick"* ]] || continue
       if timeout "${TEST_TIMEOUT:-240}" "$t" --test-threads=1 "$@" > "$logs/$name.log" 2>&1; then
         pass=$((pass+1)); echo "ok    $name: $(grep -E '^test result' "$logs/$name.log" | tail -1)"
       else
-        fail=$((fail+1)); echo "FAIL  $name (rc $?)"; tail -30 "$logs/$name.log"
+        rc=$?; fail=$((fail+1)); echo "FAIL  $name (rc $rc$([[ $rc == 124 ]] && echo ", timed out after ${TEST_TIMEOUT:-240} s"))"; tail -30 "$logs/$name.log"
       fi
     done
     echo "$pass passed, $fail failed"; [[ $fail == 0 ]] ;;
   bench) "$gpu"/bin/mkernel bench "$@" --out-dir "$out" 2>&1 | tee -a "$out/bench.log"; exit "${PIPESTATUS[0]}" ;;
-  *) echo "device-run.sh: unknown '$what' (tests | bench)" >&2; exit 2 ;;
+  measure)
+    rc=0
+    for args in "gemm --check --iters 15" \
+                "gemm-allreduce --check --check-reps 100 --iters 20" \
+                "gemm-allreduce --check --check-reps 100 --iters 20 --procs 2" \
+                "gemm-allreduce --check --iters 20 --comm-path reduce"; do
+      # shellcheck disable=SC2086
+      "$gpu"/bin/mkernel bench $args --out-dir "$out" >> "$out/bench.log" 2>&1 || { rc=1; echo "FAILED: bench $args"; }
+      grep -vE '^#|^$' "$out/bench.log" | tail -1 | cut -c1-160
+    done
+    exit $rc ;;
+  *) echo "device-run.sh: unknown '$what' (tests | bench | measure)" >&2; exit 2 ;;
 esac

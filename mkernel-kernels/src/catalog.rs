@@ -42,9 +42,13 @@ pub fn all() -> Result<Vec<KernelSource>> {
 /// Outcome of compiling one instantiation.
 #[derive(Debug)]
 pub struct CompileReport {
+    /// Kernel name.
     pub name: String,
+    /// Size of the cubin, bytes.
     pub bytes: usize,
+    /// Loaded from the disk cache rather than compiled.
     pub from_cache: bool,
+    /// Wall time of the compile or cache load, ms.
     pub millis: u128,
 }
 

@@ -30,9 +30,13 @@ pub fn device_count() -> Result<usize> {
 /// Facts about a device that kernels are specialised or sized by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// CUDA device ordinal.
     pub ordinal: usize,
+    /// Streaming multiprocessors (one persistent CTA each).
     pub sm_count: u32,
+    /// (major, minor); 9.0 for Hopper.
     pub compute_capability: (i32, i32),
+    /// Largest dynamic shared memory a block may opt into, bytes.
     pub max_smem_per_block_optin: u32,
 }
 
@@ -102,6 +106,7 @@ impl Runtime {
         self.function(ctx, &build()?)
     }
 
+    /// The kernel `src` on `ctx`: loaded once per context, compiled by NVRTC or taken from the disk cache.
     pub fn function(&self, ctx: &Arc<CudaContext>, src: &KernelSource) -> Result<CudaFunction> {
         let key = (ctx.cu_ctx() as usize, src.name.clone());
         if let Some(f) = self.loaded.lock().ok().and_then(|m| m.get(&key).cloned()) {
@@ -130,8 +135,11 @@ impl Runtime {
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchDims {
+    /// CTAs.
     pub grid: u32,
+    /// Threads per CTA.
     pub block: u32,
+    /// Dynamic shared memory per CTA, bytes.
     pub smem_bytes: u32,
 }
 
@@ -164,9 +172,13 @@ pub unsafe fn launch<P: Copy>(f: &CudaFunction, dims: LaunchDims, stream: &CudaS
 /// A 2-D row-major bf16 tensor as TMA sees it: `rows` x `cols`, `row_stride_bytes` apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tensor2d {
+    /// Device address of element (0, 0).
     pub ptr: u64,
+    /// Rows.
     pub rows: u64,
+    /// Columns (elements per row).
     pub cols: u64,
+    /// Distance between rows, bytes (a multiple of 16).
     pub row_stride_bytes: u64,
 }
 

@@ -13,25 +13,58 @@ pub enum Error {
     DriverMissing,
     /// NVRTC rejected the generated source.
     #[error("NVRTC failed to compile kernel `{kernel}`:\n{log}")]
-    Compile { kernel: String, log: String },
+    Compile {
+        /// Kernel name.
+        kernel: String,
+        /// NVRTC's log.
+        log: String,
+    },
     /// A kernel asked for CUDA toolkit headers and none were found.
     #[error("CUDA headers (cuda.h) not found; looked in: {}", .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
-    HeadersNotFound { searched: Vec<PathBuf> },
+    HeadersNotFound {
+        /// Folders searched.
+        searched: Vec<PathBuf>,
+    },
     /// A `#include "..."` in the embedded device code names no embedded header.
     #[error("device source `{from}` includes `{name}`, which is not an embedded header")]
-    MissingHeader { from: String, name: String },
+    MissingHeader {
+        /// The including source.
+        from: String,
+        /// The missing header.
+        name: String,
+    },
     /// Reading or writing the JIT cache failed.
     #[error("JIT cache: cannot write {path}: {source}")]
-    Cache { path: PathBuf, source: std::io::Error },
+    Cache {
+        /// The cache file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// An NVRTC call failed.
     #[error("NVRTC call {call} failed: {detail}")]
-    Nvrtc { call: &'static str, detail: String },
+    Nvrtc {
+        /// The NVRTC entry point.
+        call: &'static str,
+        /// NVRTC's result, in words.
+        detail: String,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA driver call {call} failed: {source}")]
-    Driver { call: &'static str, source: cudarc::driver::DriverError },
+    Driver {
+        /// The driver API entry point.
+        call: &'static str,
+        /// The driver's error.
+        source: cudarc::driver::DriverError,
+    },
     /// An argument broke a rule of the operator; the message names argument and rule.
     #[error("invalid argument `{arg}`: {rule}")]
-    InvalidArgument { arg: &'static str, rule: String },
+    InvalidArgument {
+        /// The argument that broke the rule.
+        arg: &'static str,
+        /// The rule, with the value that broke it.
+        rule: String,
+    },
     /// The device cannot run this kernel.
     #[error("unsupported device: {0}")]
     Unsupported(String),

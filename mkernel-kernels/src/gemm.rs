@@ -68,6 +68,15 @@ impl TileConfig {
     /// Every configuration the catalog instantiates.
     pub const ALL: [Self; 4] = [Self::WIDE, Self::NARROW, Self::WIDE_TMA_STORE, Self::NARROW_TMA_STORE];
 
+    /// The configuration of [`Self::ALL`] with this one's tile shape and the TMA-store
+    /// epilogue (itself if it has it).
+    pub fn with_tma_store(self) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.epilogue == Epilogue::TmaStore && t.bm == self.bm && t.bn == self.bn && t.bk == self.bk)
+            .unwrap_or(self)
+    }
+
     /// The command-line name of a configuration of [`Self::ALL`].
     pub fn name(&self) -> String {
         let base = if self.bn == 256 { "wide" } else { "narrow" };
@@ -169,8 +178,11 @@ pub const MAX_DIM: usize = (1 << 31) - 256;
 /// Shape of one GEMM: C\[M,N\] = A\[M,K\] * B\[N,K\]^T.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmShape {
+    /// Rows of A and C.
     pub m: u32,
+    /// Rows of B, columns of C.
     pub n: u32,
+    /// Columns of A and B (the reduction dimension).
     pub k: u32,
 }
 
@@ -371,6 +383,8 @@ mod tests {
     fn heuristic_prefers_wide_tiles_when_sms_are_busy() {
         assert_eq!(TileConfig::choose(8192, 8192, 132), TileConfig::WIDE_TMA_STORE);
         assert_eq!(TileConfig::choose(8192, 8191, 132), TileConfig::WIDE);
+        assert_eq!(TileConfig::NARROW.with_tma_store(), TileConfig::NARROW_TMA_STORE);
+        assert_eq!(TileConfig::WIDE_TMA_STORE.with_tma_store(), TileConfig::WIDE_TMA_STORE);
         assert_eq!(TileConfig::choose(128, 2048, 132), TileConfig::NARROW);
         assert_eq!(TileConfig::WIDE.tiles(129, 257), 2 * 2);
     }

@@ -65,21 +65,26 @@ impl WorkspaceLayout {
         }
         Ok(Self { capacity_elems, world: world as u64, max_tiles })
     }
+    /// Offset of the bf16 partial-product buffer, bytes.
     pub fn partial_offset(&self) -> u64 {
         0
     }
+    /// Offset of the ready-flag inbox, bytes.
     pub fn ready_offset(&self) -> u64 {
         align256(self.capacity_elems * 2)
     }
     fn inbox_bytes(&self) -> u64 {
         align256(self.world * self.max_tiles * 4)
     }
+    /// Offset of the reduced-flag inbox, bytes.
     pub fn reduced_offset(&self) -> u64 {
         self.ready_offset() + self.inbox_bytes()
     }
+    /// Offset of the exit flags, bytes.
     pub fn exit_offset(&self) -> u64 {
         self.reduced_offset() + self.inbox_bytes()
     }
+    /// Offset of the `ControlBlock`, bytes.
     pub fn control_offset(&self) -> u64 {
         self.exit_offset() + align256(MAX_RANKS as u64 * 4)
     }
@@ -92,6 +97,7 @@ impl WorkspaceLayout {
 /// Choices of one fused call: the GEMM tiles and the SM partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FusedConfig {
+    /// GEMM tile configuration.
     pub tile: TileConfig,
     /// CTAs (one per SM) that run the communication role; the rest compute.
     pub comm_ctas: u32,
@@ -254,10 +260,13 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
 /// Everything one rank's launch needs besides the operands.
 #[derive(Debug, Clone, Copy)]
 pub struct RankBuffers {
+    /// This rank.
     pub rank: u32,
+    /// Ranks of the group.
     pub world: u32,
     /// Base address of every rank's workspace as mapped in this rank's context.
     pub workspace: [u64; MAX_RANKS],
+    /// Layout of every workspace.
     pub layout: WorkspaceLayout,
     /// Device-visible address of this rank's host-mapped `KernelStatus`.
     pub status: u64,

@@ -15,6 +15,8 @@
 //! per operator: `gemm`, `gemm_allreduce`, `proxy_stream` (and `fill` / `check`: test data and
 //! device-side verification).
 
+#![warn(missing_docs)]
+
 pub mod catalog;
 pub mod check;
 pub mod driver;

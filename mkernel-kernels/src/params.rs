@@ -2,7 +2,9 @@
 //!
 //! Every struct here is `#[repr(C)]` and field-for-field identical to its C++ twin.
 //! [`layout_check_source`] turns the Rust offsets into `static_assert`s that NVRTC
-//! compiles against the header (a test, and part of CI's catalog compile).
+//! compiles against the header (a test, and part of CI's catalog compile). Field
+//! meanings, units and layouts are documented once, on the C++ side (`params.cuh`).
+#![allow(missing_docs)]
 
 
 /// Upper bound of the per-rank address arrays (`MKERNEL_MAX_RANKS` in the header). The

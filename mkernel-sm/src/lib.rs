@@ -17,6 +17,8 @@
 //! takes the best; [`continuous_optimum`] is the paper's formula, kept for reference
 //! and tests.
 
+#![warn(missing_docs)]
+
 use serde::Serialize;
 
 /// What a CTA of a fused kernel does.
@@ -36,9 +38,13 @@ pub enum Role {
 /// CTAs per role of one launch (their sum is the grid).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct Partition {
+    /// CTAs computing tiles.
     pub compute: u32,
+    /// CTAs moving data over NVLink inside the node.
     pub intra_comm: u32,
+    /// CTAs publishing network commands for the host proxy.
     pub inter_send: u32,
+    /// CTAs consuming data arrived over the network.
     pub inter_recv: u32,
 }
 

@@ -242,8 +242,11 @@ pub fn poison(stream: &std::sync::Arc<cudarc::driver::CudaStream>, buf: &mut cud
 /// GPU needs no exchange of matrices).
 #[derive(Debug, Clone, Copy)]
 pub struct AllReduceCase {
+    /// The call's shape (K is each rank's shard).
     pub shape: crate::GemmShape,
+    /// Ranks whose partials are summed.
     pub world: u32,
+    /// Seed of every rank's inputs.
     pub seed: u64,
 }
 

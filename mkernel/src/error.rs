@@ -14,68 +14,142 @@ pub enum Error {
     Topology(#[from] mkernel_topology::Error),
     /// A CUDA driver call failed.
     #[error("CUDA driver call {call} failed: {source}")]
-    Driver { call: &'static str, source: cudarc::driver::DriverError },
+    Driver {
+        /// The driver API entry point, e.g. `cuMemAlloc`.
+        call: &'static str,
+        /// The driver's error.
+        source: cudarc::driver::DriverError,
+    },
     /// cuBLAS (baselines and references).
     #[error("cuBLAS call {call} failed: {detail}")]
-    Cublas { call: &'static str, detail: String },
+    Cublas {
+        /// The cuBLAS entry point.
+        call: &'static str,
+        /// cuBLAS's status, in words.
+        detail: String,
+    },
     /// NCCL (baselines).
     #[error("NCCL call {call} failed: {detail}")]
-    Nccl { call: &'static str, detail: String },
+    Nccl {
+        /// The NCCL entry point.
+        call: &'static str,
+        /// NCCL's result, in words.
+        detail: String,
+    },
     /// An argument broke a rule; the message names the argument and the rule.
     #[error("invalid argument `{arg}`: {rule}")]
-    InvalidArgument { arg: &'static str, rule: String },
+    InvalidArgument {
+        /// The argument (or config field) that broke the rule.
+        arg: &'static str,
+        /// The rule, with the value that broke it.
+        rule: String,
+    },
     /// Two local GPUs cannot reach each other's memory.
     #[error("GPU {from} cannot access GPU {to} peer-to-peer (cuDeviceCanAccessPeer = 0); the fused kernels need NVLink/PCIe P2P between all local ranks")]
-    NoPeerAccess { from: usize, to: usize },
-    /// A device-side wait gave up: the peer's flag never reached the expected epoch.
-    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (tile {tile}, epoch {epoch}, expected flag >= {expected}, observed {observed}); is rank {peer} running the same call?")]
+    NoPeerAccess {
+        /// Device ordinal that cannot map `to`'s memory.
+        from: usize,
+        /// Device ordinal whose memory is out of reach.
+        to: usize,
+    },
+    /// A device-side wait gave up: the peer's flag never showed this call's epoch.
+    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (tile {tile}, epoch {epoch}, expected flag == {expected}, observed {observed}); is rank {peer} running the same call?")]
     PeerTimeout {
+        /// The rank whose kernel gave up.
         rank: u32,
+        /// The rank it waited for.
         peer: u32,
+        /// What it waited for (a peer's tile, a reduced slice, a peer's exit).
         what: &'static str,
+        /// The output tile index (or "-" when the wait was not for a tile).
         tile: String,
+        /// The call's epoch.
         epoch: u32,
+        /// The flag value waited for (the epoch).
         expected: u32,
+        /// The flag value last seen.
         observed: u32,
+        /// How long the device waited.
         waited: Duration,
     },
     /// A host-side wait on GPU work expired.
     #[error("rank {rank}: {what} did not finish within {waited:?}")]
-    HostTimeout { rank: u32, what: String, waited: Duration },
+    HostTimeout {
+        /// The rank whose host call waited.
+        rank: u32,
+        /// What it waited for.
+        what: String,
+        /// How long it waited.
+        waited: Duration,
+    },
     /// The host proxy of an inter-node stream failed (its first error, or a setup step).
     #[error("rank {rank}: host proxy: {source}")]
-    Proxy { rank: u32, source: mkernel_proxy::ProxyError },
+    Proxy {
+        /// The rank whose proxy failed.
+        rank: u32,
+        /// The proxy's error.
+        source: mkernel_proxy::ProxyError,
+    },
     /// The transport (NIC library) refused a setup step of an inter-node stream.
     #[error("rank {rank}: transport {step} failed: {source}")]
-    Transport { rank: u32, step: &'static str, source: mkernel_transport::TransportError },
+    Transport {
+        /// The rank whose transport failed.
+        rank: u32,
+        /// The setup step (registration, connection, ...).
+        step: &'static str,
+        /// The transport's error.
+        source: mkernel_transport::TransportError,
+    },
     /// A device-side wait of an inter-node stream gave up (see `internode`).
     #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (chunk {chunk}, epoch {epoch}, expected >= {expected}, observed {observed}, CTA {cta}); is rank {peer} running the same epoch, and are both proxies alive?")]
     StreamTimeout {
+        /// The rank whose kernel gave up.
         rank: u32,
+        /// The rank it streams with.
         peer: u32,
+        /// What it waited for (ring space, a send's completion, an arrival, a credit).
         what: &'static str,
+        /// The chunk index (or "-").
         chunk: String,
+        /// The stream's epoch.
         epoch: u32,
+        /// The value waited for.
         expected: u64,
+        /// The value last seen.
         observed: u64,
+        /// The CTA that gave up.
         cta: u32,
+        /// How long the device waited.
         waited: Duration,
     },
     /// Bytes an inter-node stream received differ from the sender's pattern.
     #[error("rank {rank}, epoch {epoch}: {mismatched_bytes} bytes received from rank {peer} differ from its pattern (first at byte {first_bad}); {chunks_verified} of {chunks} chunks verified, {ahead} arrival flags ahead of the epoch")]
     StreamMismatch {
+        /// The receiving rank.
         rank: u32,
+        /// The sending rank.
         peer: u32,
+        /// The stream's epoch.
         epoch: u32,
+        /// Bytes that differ from the expected pattern.
         mismatched_bytes: u64,
+        /// Offset of the first differing byte.
         first_bad: u64,
+        /// Chunks the RECV CTAs verified.
         chunks_verified: u64,
+        /// Chunks of the epoch.
         chunks: u32,
+        /// Arrival flags already at a later epoch (a sender running ahead).
         ahead: u64,
     },
     /// An earlier call failed; the communicator refuses further work.
     #[error("communicator rank {rank} is unusable after an earlier failure: {first}")]
-    Poisoned { rank: u32, first: String },
+    Poisoned {
+        /// The communicator's rank.
+        rank: u32,
+        /// The first failure.
+        first: String,
+    },
 }
 
 impl From<mkernel_kernels::Error> for Error {

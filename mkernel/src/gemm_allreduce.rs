@@ -45,7 +45,11 @@ impl Communicator {
         if let Some(t) = opts.tile {
             t.validate()?;
         }
-        let tile = opts.tile.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, grid));
+        let tile = opts.tile.unwrap_or_else(|| {
+            let t = TileConfig::choose(shape.m, shape.n, grid);
+            // The reduce-add path needs the TMA-store epilogue: asked for, it gets one.
+            if opts.comm_path == Some(CommPath::TmaReduce) { t.with_tma_store() } else { t }
+        });
         let comm_ctas = match opts.comm_ctas {
             Some(c) => c,
             None => {

@@ -15,6 +15,8 @@
 //! device (a peer that never arrived) are returned by [`Communicator::synchronize`] and
 //! by the next call.
 
+#![warn(missing_docs)]
+
 pub mod baseline;
 pub mod check;
 mod comm;
