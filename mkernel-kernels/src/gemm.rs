@@ -65,8 +65,15 @@ impl TileConfig {
     pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore };
     /// [`Self::NARROW`] with the TMA-store epilogue (5 stages + a 32 KiB staging tile).
     pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore };
+    /// 64 x 256 tiles (one consumer warpgroup), 5 stages: less padding and more tiles
+    /// for small M (M=129 is 3 row blocks instead of 2 half-empty ones). Opt-in, not yet
+    /// measured on a GPU (bench/NOTES.md 4.5).
+    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers };
+    /// [`Self::M64_WIDE`] with the TMA-store epilogue (4 stages + a 32 KiB staging tile).
+    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore };
     /// Every configuration the catalog instantiates.
-    pub const ALL: [Self; 4] = [Self::WIDE, Self::NARROW, Self::WIDE_TMA_STORE, Self::NARROW_TMA_STORE];
+    pub const ALL: [Self; 6] =
+        [Self::WIDE, Self::NARROW, Self::WIDE_TMA_STORE, Self::NARROW_TMA_STORE, Self::M64_WIDE, Self::M64_WIDE_TMA_STORE];
 
     /// The configuration of [`Self::ALL`] with this one's tile shape and the TMA-store
     /// epilogue (itself if it has it).
@@ -79,7 +86,11 @@ impl TileConfig {
 
     /// The command-line name of a configuration of [`Self::ALL`].
     pub fn name(&self) -> String {
-        let base = if self.bn == 256 { "wide" } else { "narrow" };
+        let base = match (self.bm, self.bn) {
+            (64, _) => "m64-wide",
+            (_, 256) => "wide",
+            _ => "narrow",
+        };
         if self.epilogue == Epilogue::TmaStore {
             format!("{base}-tma-store")
         } else {
@@ -88,15 +99,9 @@ impl TileConfig {
     }
 
     /// Looks a configuration up by its command-line name: `wide`, `narrow`,
-    /// `wide-tma-store`, `narrow-tma-store`.
+    /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`.
     pub fn by_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "wide" => Self::WIDE,
-            "narrow" => Self::NARROW,
-            "wide-tma-store" => Self::WIDE_TMA_STORE,
-            "narrow-tma-store" => Self::NARROW_TMA_STORE,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// Checks that this is one of the configurations the catalog instantiates
@@ -109,7 +114,8 @@ impl TileConfig {
         Err(invalid(
             "tile",
             format!(
-                "{self:?} is not a catalog configuration; use one of TileConfig::ALL (wide, narrow, wide-tma-store, narrow-tma-store)"
+                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({})",
+                Self::ALL.map(|t| t.name()).join(", ")
             ),
         ))
     }
@@ -352,7 +358,7 @@ mod tests {
     fn smem_matches_device_formula_and_fits() {
         for cfg in TileConfig::ALL {
             assert!(cfg.smem_bytes() <= 232_448, "{cfg}");
-            assert_eq!(cfg.threads(), 384);
+            assert_eq!(cfg.threads(), 128 + 128 * (cfg.bm / 64));
             assert_eq!(TileConfig::by_name(&cfg.name()), Some(cfg));
         }
         assert_eq!(TileConfig::WIDE_TMA_STORE.smem_bytes(), 3 * (16384 + 32768) + 65536 + 48 + 1024);
@@ -360,6 +366,8 @@ mod tests {
         assert!(e.contains("`tile`") && e.contains("N % 8"), "{e}");
         assert!(TileConfig::WIDE.check_output(1001).is_ok());
         assert_eq!(TileConfig::WIDE.smem_bytes(), 4 * (16384 + 32768) + 64 + 1024);
+        assert_eq!(TileConfig::M64_WIDE_TMA_STORE.smem_bytes(), 4 * (8192 + 32768) + 32768 + 64 + 1024);
+        assert_eq!(TileConfig::M64_WIDE.threads(), 256);
     }
 
     #[test]

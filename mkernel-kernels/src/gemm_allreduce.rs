@@ -31,9 +31,10 @@ pub struct WorkspaceLayout {
     pub capacity_elems: u64,
     /// Ranks (rows of each inbox).
     pub world: u64,
-    /// Flags per inbox row: enough tiles for any M x N <= capacity with the narrowest
-    /// tile (128 x 128), skinny shapes included: ceil(M/128) * ceil(N/128) <=
-    /// capacity / 128 + 1 when M * N <= capacity.
+    /// Flags per inbox row: enough tiles for any M x N <= capacity with any catalog tile
+    /// (at least 64 rows and 128 columns), skinny shapes included: ceil(M/64) *
+    /// ceil(N/128) <= MN/8192 + M/64 + N/128 + 1 <= capacity/64 + capacity/8192 + 2,
+    /// since M + N <= MN + 1 <= capacity + 1.
     pub max_tiles: u64,
 }
 
@@ -41,10 +42,10 @@ const fn align256(x: u64) -> u64 {
     (x + 255) & !255
 }
 
-/// Largest `capacity_elems` a workspace may have (2^38 elements = 512 GiB of bf16: beyond
-/// any GPU). The bound keeps `max_tiles` (capacity / 128 + 1) within the kernel's 32-bit
-/// flag stride, so every capacity this constant admits also makes a layout.
-pub const MAX_CAPACITY_ELEMS: u64 = 1 << 38;
+/// Largest `capacity_elems` a workspace may have (2^37 elements = 256 GiB of bf16: beyond
+/// any GPU). The bound keeps `max_tiles` (capacity/64 + capacity/8192 + 2) within the
+/// kernel's 32-bit flag stride, so every capacity this constant admits also makes a layout.
+pub const MAX_CAPACITY_ELEMS: u64 = 1 << 37;
 
 impl WorkspaceLayout {
     /// A layout for outputs of up to `capacity_elems` elements of any shape, over
@@ -53,13 +54,13 @@ impl WorkspaceLayout {
         if capacity_elems == 0 || capacity_elems > MAX_CAPACITY_ELEMS {
             return Err(invalid(
                 "max_output_elems",
-                format!("must be in 1..=2^38, got {capacity_elems}"),
+                format!("must be in 1..=2^37, got {capacity_elems}"),
             ));
         }
         if world == 0 || world as usize > MAX_RANKS {
             return Err(invalid("world_size", format!("must be 1..={MAX_RANKS}, got {world}")));
         }
-        let max_tiles = capacity_elems / 128 + 1;
+        let max_tiles = capacity_elems / 64 + capacity_elems / 8192 + 2;
         if max_tiles > u32::MAX as u64 {
             return Err(invalid("max_output_elems", format!("{capacity_elems} needs more than 2^32 tile flags")));
         }
@@ -388,9 +389,11 @@ mod tests {
         assert!(l.ready_offset() >= l.capacity_elems * 2);
         assert!(l.reduced_offset() - l.ready_offset() >= 2 * l.max_tiles * 4);
         // Skinny shapes inside the capacity fit the flags.
-        for (m, n) in [(1u64, 16384 * 8192u64), (8, (16384 * 8192) / 8), (16384 * 8192, 1)] {
-            let tiles = m.div_ceil(128) * n.div_ceil(128);
-            assert!(tiles <= l.max_tiles, "{m}x{n}: {tiles} > {}", l.max_tiles);
+        for (m, n) in [(1u64, 16384 * 8192u64), (8, (16384 * 8192) / 8), (16384 * 8192, 1), (65, 16384 * 8192 / 65), (11585, 11585)] {
+            for t in TileConfig::ALL {
+                let tiles = t.tiles(m as u32, n as u32);
+                assert!(tiles <= l.max_tiles, "{m}x{n} {t}: {tiles} > {}", l.max_tiles);
+            }
         }
         assert!(WorkspaceLayout::new(0, 2).is_err());
         assert!(WorkspaceLayout::new(u64::MAX, 2).is_err());
@@ -398,7 +401,7 @@ mod tests {
         // The documented bound itself is accepted, one more is not.
         assert!(WorkspaceLayout::new(MAX_CAPACITY_ELEMS, MAX_RANKS as u32).is_ok());
         let e = WorkspaceLayout::new(MAX_CAPACITY_ELEMS + 1, 2).unwrap_err().to_string();
-        assert!(e.contains("`max_output_elems`") && e.contains("2^38"), "{e}");
+        assert!(e.contains("`max_output_elems`") && e.contains("2^37"), "{e}");
     }
 
     #[test]

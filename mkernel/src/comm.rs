@@ -31,7 +31,7 @@ pub struct CommConfig {
     /// wait in [`Communicator::synchronize`]).
     pub timeout: Duration,
     /// Largest M * N output a fused call may produce (sizes the symmetric workspace:
-    /// 2 bytes per element plus flags, per rank); 1..=2^38 elements.
+    /// 2 bytes per element plus flags, per rank); 1..=2^37 elements.
     pub max_output_elems: u64,
     /// Bound on each bootstrap step in [`Communicator::from_env`].
     pub bootstrap_timeout: Duration,
@@ -55,7 +55,7 @@ impl CommConfig {
             return Err(invalid("bootstrap_port", "must be a TCP port in 1..=65535, got 0"));
         }
         if self.max_output_elems == 0 || self.max_output_elems > mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS {
-            return Err(invalid("max_output_elems", format!("must be in 1..=2^38, got {}", self.max_output_elems)));
+            return Err(invalid("max_output_elems", format!("must be in 1..=2^37, got {}", self.max_output_elems)));
         }
         Ok(())
     }
@@ -632,7 +632,7 @@ mod tests {
         let e = CommConfig { max_output_elems: 0, ..Default::default() }.validate().unwrap_err().to_string();
         assert!(e.contains("`max_output_elems`"), "{e}");
         let e = CommConfig { max_output_elems: u64::MAX, ..Default::default() }.validate().unwrap_err().to_string();
-        assert!(e.contains("2^38"), "{e}");
+        assert!(e.contains("2^37"), "{e}");
         let e = CommConfig { bootstrap_port: Some(0), ..Default::default() }.validate().unwrap_err().to_string();
         assert!(e.contains("`bootstrap_port`"), "{e}");
         // What validate admits, the workspace layout accepts too.

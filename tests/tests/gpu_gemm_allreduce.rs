@@ -85,15 +85,18 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
             GemmAllReduceOptions::default(),
             GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() },
             GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW), comm_path: None },
+            GemmAllReduceOptions { tile: Some(mkernel::TileConfig::M64_WIDE), ..Default::default() },
         ];
         if n % 8 == 0 {
             options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() });
             options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8), comm_path: None });
+            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::M64_WIDE_TMA_STORE), ..Default::default() });
             if w == 2 {
                 // The reduce-add path (epilogue writes the own partial into out).
                 options.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
                 options.push(reduce_path(mkernel::TileConfig::NARROW_TMA_STORE, Some(1)));
                 options.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, Some(40)));
+                options.push(reduce_path(mkernel::TileConfig::M64_WIDE_TMA_STORE, None));
             }
         }
         for opts in options {

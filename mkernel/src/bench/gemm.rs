@@ -17,8 +17,8 @@ pub struct GemmArgs {
     /// GPU to run on.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Force a tile configuration: wide (128x256), narrow (128x128), wide-tma-store,
-    /// narrow-tma-store (the experimental TMA-store epilogue).
+    /// Force a tile configuration: wide (128x256), narrow (128x128) or m64-wide (64x256),
+    /// each also with the TMA-store epilogue (wide-tma-store, ...).
     #[arg(long)]
     pub tile: Option<String>,
 }

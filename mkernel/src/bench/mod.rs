@@ -71,7 +71,7 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
     match name {
         None => Ok(None),
         Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
-            format!("--tile: expected one of wide, narrow, wide-tma-store, narrow-tma-store; got {n}").into()
+            format!("--tile: expected one of {}; got {n}", mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")).into()
         }),
     }
 }

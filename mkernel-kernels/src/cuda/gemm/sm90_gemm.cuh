@@ -55,7 +55,7 @@ struct GemmConfig {
 
   // ---- template checks ----
   static_assert(BK * 2 == 128, "BK must be 64 bf16: one 128-byte swizzle atom per row (K-major descriptors)");
-  static_assert(BM == 128, "BM is two consumer warpgroups of 64 rows (wgmma M = 64)");
+  static_assert(BM == 64 || BM == 128, "BM is one or two consumer warpgroups of 64 rows (wgmma M = 64)");
   static_assert(BN == 128 || BN == 256, "BN must be a wgmma N with a wrapper: 128 or 256");
   static_assert(STAGES >= 2 && STAGES <= 8, "2..8 pipeline stages");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers must stay 1024-byte aligned (128B swizzle)");
