@@ -94,6 +94,11 @@ impl PartitionModel {
     /// little below).
     pub const H200_NVLINK: Self =
         Self { flops_per_sm: 5.6e12, comm_bytes_per_cta: 22e9, comm_tile_s: 2.5e-6, link_bytes: 350e9 };
+
+    /// [`Self::H200_NVLINK`] for the reduce-add path (peer loads only, the add at L2):
+    /// a sweep with 2 communication CTAs moved o-proj M=8192's 128 MiB in 2.02 ms, ~33
+    /// GB/s and ~2.0 us per 128x256 tile per CTA (run 9, 2026-11-30).
+    pub const H200_NVLINK_REDUCE: Self = Self { comm_bytes_per_cta: 33e9, comm_tile_s: 1.9e-6, ..Self::H200_NVLINK };
 }
 
 /// Work of one fused GEMM + all-reduce call on one rank.

@@ -50,6 +50,8 @@ impl Communicator {
             // The reduce-add path needs the TMA-store epilogue: asked for, it gets one.
             if opts.comm_path == Some(CommPath::TmaReduce) { t.with_tma_store() } else { t }
         });
+        let path = opts.comm_path.unwrap_or_else(|| CommPath::choose(shape.n, tile, self.world_size()));
+        path.check(shape.n, tile, self.world_size())?;
         let comm_ctas = match opts.comm_ctas {
             Some(c) => c,
             None => {
@@ -61,14 +63,17 @@ impl Communicator {
                     tile.bm as u64,
                     tile.bn as u64,
                 );
-                balance(&w, &PartitionModel::H200_NVLINK, grid).intra_comm.max(1)
+                let model = if path == CommPath::TmaReduce {
+                    PartitionModel::H200_NVLINK_REDUCE
+                } else {
+                    PartitionModel::H200_NVLINK
+                };
+                balance(&w, &model, grid).intra_comm.max(1)
             }
         };
         if comm_ctas == 0 || comm_ctas >= grid {
             return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
         }
-        let path = opts.comm_path.unwrap_or_else(|| CommPath::choose(shape.n, tile, self.world_size()));
-        path.check(shape.n, tile, self.world_size())?;
         let cfg = FusedConfig { tile, comm_ctas, grid, path };
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
         Ok(cfg)
