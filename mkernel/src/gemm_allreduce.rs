@@ -50,6 +50,8 @@ impl Communicator {
             // The reduce-add path needs the TMA-store epilogue: asked for, it gets one.
             if opts.comm_path == Some(CommPath::TmaReduce) { t.with_tma_store() } else { t }
         });
+        // A forced TMA-store tile needs N % 8 == 0: refuse it here, as launch would.
+        tile.check_output(shape.n)?;
         let path = opts.comm_path.unwrap_or_else(|| CommPath::choose(shape.n, tile, self.world_size()));
         path.check(shape.n, tile, self.world_size())?;
         let comm_ctas = match opts.comm_ctas {

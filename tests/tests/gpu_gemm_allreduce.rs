@@ -244,6 +244,10 @@ fn bad_arguments_are_named() {
     let b2 = st.alloc_zeros::<bf16>(1024 * 64).unwrap();
     let e = c.gemm_allreduce(st, &a2, &b2, &mut big, GemmShape { m: 2048, n: 1024, k: 64 }, Default::default()).unwrap_err();
     assert!(e.to_string().contains("max_output_elems"), "{e}");
+    // The plan refuses what the launch would: a TMA-store tile with N % 8 != 0.
+    let forced = GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() };
+    let e = c.plan_gemm_allreduce(GemmShape { m: 64, n: 60, k: 64 }, forced).unwrap_err();
+    assert!(e.to_string().contains("`tile`") && e.to_string().contains("N % 8"), "{e}");
     if w > 1 {
         let e = c.gemm_allreduce(&g.streams[1], &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 64 }, Default::default()).unwrap_err();
         assert!(e.to_string().contains("`stream`"), "{e}");
