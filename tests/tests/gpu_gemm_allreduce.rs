@@ -280,6 +280,9 @@ fn oversubscribed_world_sizes_3_4_8() {
             for rep in 0..2 {
                 round(&mut g, &mut bs, s, check::fresh_seed() + rep, GemmAllReduceOptions::default());
             }
+            // 64-row tiles: 64 / world-row slices (TMA for 4 and 8, vectors for 3).
+            let m64 = if n % 8 == 0 { mkernel::TileConfig::M64_WIDE_TMA_STORE } else { mkernel::TileConfig::M64_WIDE };
+            round(&mut g, &mut bs, s, check::fresh_seed() + 2, GemmAllReduceOptions { tile: Some(m64), ..Default::default() });
             eprintln!("ok world {w} on {gpus} GPU(s), {s:?}");
         }
     }
