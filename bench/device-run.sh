@@ -52,8 +52,10 @@ case $what in
                 "gemm-allreduce --check --check-reps 100 --iters 20 --procs 2" \
                 "gemm-allreduce --check --iters 20 --comm-path reduce" \
                 "gemm --check --iters 15 --filter odd --tile m64-wide-tma-store" \
-                "gemm-allreduce --check --iters 20 --filter M=1 --tile m64-wide-tma-store --sm-comm 8,16,32" \
-                "gemm-allreduce --check --iters 20 --filter M=1 --tile m64-wide-tma-store --comm-path reduce --sm-comm 8,16,32"; do
+                "gemm-allreduce --check --iters 20 --filter M=129 --tile m64-wide-tma-store --sm-comm 8,16,32" \
+                "gemm-allreduce --check --iters 20 --filter M=1024 --tile m64-wide-tma-store --sm-comm 8,16,32" \
+                "gemm-allreduce --check --iters 20 --filter M=129 --tile m64-wide-tma-store --comm-path reduce --sm-comm 8,16,32" \
+                "gemm-allreduce --check --iters 20 --filter M=1024 --tile m64-wide-tma-store --comm-path reduce --sm-comm 8,16,32"; do
       # shellcheck disable=SC2086
       "$gpu"/bin/mkernel bench $args --out-dir "$out" >> "$out/bench.log" 2>&1 || { rc=1; echo "FAILED: bench $args"; }
       grep -vE '^#|^$' "$out/bench.log" | tail -1 | cut -c1-160

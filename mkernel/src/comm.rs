@@ -526,8 +526,11 @@ impl Communicator {
         }
     }
 
+    /// Bound of a host wait on this rank's kernels: above the longest wait a kernel may
+    /// legitimately do (one timeout per rank's flag for a tile, then the exit handshake),
+    /// so a live but slow peer is reported by the kernel, not as a host timeout.
     fn host_wait_limit(&self) -> Duration {
-        self.config.timeout.saturating_mul(2).saturating_add(Duration::from_secs(5))
+        self.config.timeout.saturating_mul(self.world + 2).saturating_add(Duration::from_secs(5))
     }
 
     fn capturing(stream: &CudaStream) -> Result<bool> {
@@ -564,7 +567,7 @@ impl Communicator {
         Ok(())
     }
 
-    /// Waits (bounded by `2 * timeout + 5 s`) until `stream` has finished, then reports
+    /// Waits (bounded by `(world + 2) * timeout + 5 s`) until `stream` has finished, then reports
     /// any failure a fused kernel recorded, e.g. [`Error::PeerTimeout`] naming the peer
     /// that never arrived. After such an error the communicator refuses further calls.
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {
