@@ -89,7 +89,15 @@ impl Runtime {
         &self.compiler
     }
 
-    /// Returns `src`'s entry point loaded into `ctx`, compiling on first use.
+    /// Returns `src`'s entry point loaded into `ctx`: loaded once per context, compiled
+    /// by NVRTC on first use or taken from the disk cache.
+    pub fn function(&self, ctx: &Arc<CudaContext>, src: &KernelSource) -> Result<CudaFunction> {
+        match self.loaded_function(ctx, &src.name) {
+            Some(f) => Ok(f),
+            None => self.load(ctx, src),
+        }
+    }
+
     /// Like [`Self::function`] for a kernel known by `name` (which must be the name
     /// `build` gives it): a loaded kernel is returned without generating its source,
     /// which keeps the per-launch host cost to a map lookup.
@@ -99,19 +107,20 @@ impl Runtime {
         name: &str,
         build: impl FnOnce() -> Result<KernelSource>,
     ) -> Result<CudaFunction> {
-        let key = (ctx.cu_ctx() as usize, name.to_string());
-        if let Some(f) = self.loaded.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(f);
+        match self.loaded_function(ctx, name) {
+            Some(f) => Ok(f),
+            None => self.load(ctx, &build()?),
         }
-        self.function(ctx, &build()?)
     }
 
-    /// The kernel `src` on `ctx`: loaded once per context, compiled by NVRTC or taken from the disk cache.
-    pub fn function(&self, ctx: &Arc<CudaContext>, src: &KernelSource) -> Result<CudaFunction> {
+    fn loaded_function(&self, ctx: &Arc<CudaContext>, name: &str) -> Option<CudaFunction> {
+        let key = (ctx.cu_ctx() as usize, name.to_string());
+        self.loaded.lock().ok().and_then(|m| m.get(&key).cloned())
+    }
+
+    /// Compiles (or takes from the disk cache) and loads `src` into `ctx`, and remembers it.
+    fn load(&self, ctx: &Arc<CudaContext>, src: &KernelSource) -> Result<CudaFunction> {
         let key = (ctx.cu_ctx() as usize, src.name.clone());
-        if let Some(f) = self.loaded.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(f);
-        }
         let compiled = self.compiler.compile(src)?;
         let load = |img: &[u8]| ctx.load_module(cudarc::nvrtc::Ptx::from_binary(img.to_vec())).call("cuModuleLoadData");
         let module = match load(&compiled.cubin) {

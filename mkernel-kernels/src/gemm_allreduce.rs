@@ -190,9 +190,12 @@ impl CommPath {
         }
     }
 
+    /// Every path.
+    pub const ALL: [Self; 5] = [Self::TmaOneShot, Self::TmaReduce, Self::Tma, Self::Vec16, Self::Scalar];
+
     /// Looks a path up by its [`Self::name`].
     pub fn by_name(name: &str) -> Option<Self> {
-        [Self::Tma, Self::Vec16, Self::Scalar, Self::TmaOneShot, Self::TmaReduce].into_iter().find(|p| p.name() == name)
+        Self::ALL.into_iter().find(|p| p.name() == name)
     }
 
     fn tag(self) -> &'static str {

@@ -280,6 +280,9 @@ impl AllReduceCase {
     ) -> crate::Result<Comparison> {
         let s = self.shape;
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+        if out.len() < m * n {
+            return Err(crate::error::invalid("out", format!("expected [M={m}, N={n}] = {} elements, got {}", m * n, out.len())));
+        }
         let dev = |e| crate::Error::Driver { call: "cuMemAlloc/cuMemcpy", source: e };
         let mut a = stream.alloc_zeros::<bf16>(m * k).map_err(dev)?;
         let mut b = stream.alloc_zeros::<bf16>(n * k).map_err(dev)?;
@@ -297,9 +300,6 @@ impl AllReduceCase {
         }
         for (sc, x) in scale.iter_mut().zip(&sum) {
             *sc += x.abs();
-        }
-        if out.len() < m * n {
-            return Err(crate::error::invalid("out", format!("expected [M={m}, N={n}] = {} elements, got {}", m * n, out.len())));
         }
         let got = stream.clone_dtoh(&out.slice(0..m * n)).map_err(dev)?;
         Ok(compare(&got, &sum, Some(&scale), n))

@@ -318,7 +318,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let comm_path = match args.comm_path.as_deref() {
         None => None,
         Some(name) => Some(CommPath::by_name(name).ok_or_else(|| {
-            format!("--comm-path: unknown path '{name}' (one-shot, reduce, tma, vec16, scalar)")
+            format!("--comm-path: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", "))
         })?),
     };
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
