@@ -5,11 +5,11 @@
 #   bash bench/device-run.sh tests [FILTER]      # packed test binaries
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
-#                                                # modes, --check-reps 100), reduce path
+#                                                # modes, --check-reps 100), fused without tail CTAs
 # Logs and JSON go under $OUT (or /tmp); test logs under $OUT/test-logs.
 # Before: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-kernels -p mkernel -p mkernel-tests
 #         bash bench/pack-libs.sh     (libfabric for the proxy-stream test)
-# A full pass is two device calls: `tests gpu_` (~4 min), then `measure` (~5 min).
+# A full pass is two device calls: `tests gpu_` (~6 min, TEST_TIMEOUT=420), then `measure` (~3 min).
 set -u
 # GPU_DIR: where the packed binaries are (default .gpu; any ignored folder carried along).
 gpu=${GPU_DIR:-.gpu}
@@ -50,12 +50,7 @@ case $what in
     for args in "gemm --check --iters 15" \
                 "gemm-allreduce --check --check-reps 100 --iters 20" \
                 "gemm-allreduce --check --check-reps 100 --iters 20 --procs 2" \
-                "gemm-allreduce --check --iters 20 --comm-path reduce" \
-                "gemm --check --iters 15 --filter odd --tile m64-wide-tma-store" \
-                "gemm-allreduce --check --iters 20 --filter M=129 --tile m64-wide-tma-store --sm-comm 8,16,32" \
-                "gemm-allreduce --check --iters 20 --filter M=1024 --tile m64-wide-tma-store --sm-comm 8,16,32" \
-                "gemm-allreduce --check --iters 20 --filter M=129 --tile m64-wide-tma-store --comm-path reduce --sm-comm 8,16,32" \
-                "gemm-allreduce --check --iters 20 --filter M=1024 --tile m64-wide-tma-store --comm-path reduce --sm-comm 8,16,32"; do
+                "gemm-allreduce --iters 20 --tail-ctas 0"; do
       # shellcheck disable=SC2086
       "$gpu"/bin/mkernel bench $args --out-dir "$out" >> "$out/bench.log" 2>&1 || { rc=1; echo "FAILED: bench $args"; }
       grep -vE '^#|^$' "$out/bench.log" | tail -1 | cut -c1-160

@@ -31,8 +31,14 @@ pub fn all() -> Result<Vec<KernelSource>> {
     }
     for cfg in TileConfig::ALL {
         for world in 1..=MAX_RANKS as u32 {
+            // Push runs TmaReduce's kernel (same name): one entry per distinct kernel.
+            let mut names = Vec::new();
             for path in crate::gemm_allreduce::CommPath::all_for(cfg, world) {
-                v.push(crate::gemm_allreduce::source(cfg, world, path)?);
+                let name = crate::gemm_allreduce::kernel_name(cfg, world, path);
+                if !names.contains(&name) {
+                    v.push(crate::gemm_allreduce::source(cfg, world, path)?);
+                    names.push(name);
+                }
             }
         }
     }

@@ -166,8 +166,16 @@ impl TileConfig {
     /// the SMs), then narrow ones. Wide tiles use the TMA-store epilogue when N allows
     /// it (N % 8 == 0): on the H200 it was 5-33% faster on every wide shape of `bench
     /// gemm` (bench/NOTES.md, run 2026-11-30T062710Z).
+    ///
+    /// Before that: 64x256 tiles (TMA-store epilogue) when M <= 4096 ends in a short
+    /// row of 128-row tiles (M % 128 in 1..=64), where 128-row tiles would compute up to
+    /// 64 padding rows per column of tiles: on the H200 they took M=1 from 0.046 to
+    /// 0.034 ms, M=129 from 0.048 to 0.034 ms and M=2049 from 0.230 to 0.223 ms (N=8192,
+    /// K=4096; bench/NOTES.md, run 10), and the fused M=129 call from 0.080 to 0.054 ms.
     pub fn choose(m: u32, n: u32, sm_count: u32) -> Self {
-        if Self::WIDE.tiles(m, n) * 2 < sm_count as u64 {
+        if n % 8 == 0 && m <= 4096 && (1..=64).contains(&(m % 128)) {
+            Self::M64_WIDE_TMA_STORE
+        } else if Self::WIDE.tiles(m, n) * 2 < sm_count as u64 {
             Self::NARROW
         } else if n % 8 == 0 {
             Self::WIDE_TMA_STORE
@@ -394,6 +402,13 @@ mod tests {
         assert_eq!(TileConfig::NARROW.with_tma_store(), TileConfig::NARROW_TMA_STORE);
         assert_eq!(TileConfig::WIDE_TMA_STORE.with_tma_store(), TileConfig::WIDE_TMA_STORE);
         assert_eq!(TileConfig::choose(128, 2048, 132), TileConfig::NARROW);
+        // A short last row of 128-row tiles: 64-row tiles.
+        for m in [1, 129, 2049, 3969, 4032] {
+            assert_eq!(TileConfig::choose(m, 8192, 132), TileConfig::M64_WIDE_TMA_STORE, "M={m}");
+        }
+        for (m, n) in [(127, 8192), (1024, 8192), (4097 + 128, 8192), (8193, 8192), (129, 8191)] {
+            assert_ne!(TileConfig::choose(m, n, 132), TileConfig::M64_WIDE_TMA_STORE, "M={m} N={n}");
+        }
         assert_eq!(TileConfig::WIDE.tiles(129, 257), 2 * 2);
     }
 }

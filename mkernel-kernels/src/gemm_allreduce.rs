@@ -107,11 +107,21 @@ pub struct FusedConfig {
     /// How the communication CTAs move data (must be one [`CommPath::all_for`] lists for
     /// the tile and world size, and suit N: see [`CommPath::check`]).
     pub path: CommPath,
+    /// Tail CTAs launched after the grid (one-shot and reduce paths only; 0..=grid): no
+    /// SM is free for them until compute CTAs finish, then they claim tiles like the
+    /// communication CTAs, so the last waves' tiles are pulled by many SMs. Only for a
+    /// rank that has its GPU to itself: on a shared GPU they could hold SMs a peer's
+    /// compute CTAs need.
+    pub tail_ctas: u32,
 }
 
 impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}, {} comm + {} compute CTAs, {} path", self.tile, self.comm_ctas, self.grid - self.comm_ctas, self.path.name())
+        write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid - self.comm_ctas)?;
+        if self.tail_ctas > 0 {
+            write!(f, " + {} tail", self.tail_ctas)?;
+        }
+        write!(f, ", {} path", self.path.name())
     }
 }
 
@@ -133,6 +143,14 @@ pub enum CommPath {
     /// into `out`, and communication CTAs add the peer's quarter tiles into it with TMA
     /// reduce-add stores; N % 8 == 0.
     TmaReduce = 4,
+    /// World == 2 with the TMA-store epilogue: the epilogue stores the own partial tile
+    /// into `out` and pushes it into the peer's workspace (a TMA store over NVLink,
+    /// issued as soon as the tile is done, by the GEMM's storer warp), so communication
+    /// CTAs touch local memory only: they add the tile the peer pushed into `out` with
+    /// TMA reduce-add stores; N % 8 == 0. The device code is TmaReduce's; only the
+    /// tensor maps differ (the epilogue's first store targets the peer, the
+    /// communication CTAs read this rank's own workspace).
+    Push = 5,
 }
 
 impl CommPath {
@@ -159,6 +177,7 @@ impl CommPath {
         }
         if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore {
             v.insert(0, Self::TmaReduce);
+            v.insert(0, Self::Push);
         }
         v
     }
@@ -187,11 +206,18 @@ impl CommPath {
             Self::Scalar => "scalar",
             Self::TmaOneShot => "one-shot",
             Self::TmaReduce => "reduce",
+            Self::Push => "push",
         }
     }
 
+    /// Whether communication CTAs claim tiles from a shared counter (so tail CTAs can
+    /// join): the one-shot and reduce paths.
+    pub fn claims_tiles(self) -> bool {
+        matches!(self, Self::TmaOneShot | Self::TmaReduce | Self::Push)
+    }
+
     /// Every path.
-    pub const ALL: [Self; 5] = [Self::TmaOneShot, Self::TmaReduce, Self::Tma, Self::Vec16, Self::Scalar];
+    pub const ALL: [Self; 6] = [Self::TmaOneShot, Self::TmaReduce, Self::Push, Self::Tma, Self::Vec16, Self::Scalar];
 
     /// Looks a path up by its [`Self::name`].
     pub fn by_name(name: &str) -> Option<Self> {
@@ -202,7 +228,8 @@ impl CommPath {
         match self {
             Self::Tma => "tma",
             Self::TmaOneShot => "tma1",
-            Self::TmaReduce => "tmar",
+            // Push runs TmaReduce's kernel with other tensor maps.
+            Self::TmaReduce | Self::Push => "tmar",
             Self::Vec16 => "v16",
             Self::Scalar => "v2",
         }
@@ -211,7 +238,7 @@ impl CommPath {
         match self {
             Self::Tma => "mk::CommPath::Tma",
             Self::TmaOneShot => "mk::CommPath::TmaOneShot",
-            Self::TmaReduce => "mk::CommPath::TmaReduce",
+            Self::TmaReduce | Self::Push => "mk::CommPath::TmaReduce",
             Self::Vec16 => "mk::CommPath::Vec16",
             Self::Scalar => "mk::CommPath::Scalar",
         }
@@ -238,8 +265,8 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     if path == CommPath::TmaOneShot && world > 2 {
         return Err(invalid("world_size", format!("the one-shot path is for world sizes 1 and 2, got {world}")));
     }
-    if path == CommPath::TmaReduce && (world != 2 || tile.epilogue != crate::gemm::Epilogue::TmaStore) {
-        return Err(invalid("comm_path", format!("the reduce path needs world size 2 and a TMA-store tile, got {world} and {tile}")));
+    if matches!(path, CommPath::TmaReduce | CommPath::Push) && (world != 2 || tile.epilogue != crate::gemm::Epilogue::TmaStore) {
+        return Err(invalid("comm_path", format!("the {} path needs world size 2 and a TMA-store tile, got {world} and {tile}", path.name())));
     }
     let name = kernel_name(tile, world, path);
     let entry = format!(
@@ -249,7 +276,7 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
         threads = tile.threads(),
         cfg_ty = tile.cpp_type(),
         path_ty = path.cpp(),
-        check = if matches!(path, CommPath::TmaOneShot | CommPath::TmaReduce) {
+        check = if path.claims_tiles() {
             format!(
                 "static_assert(mk::OneShotSmem<{}, {world}>::kItemsPerTile == {ONE_SHOT_ITEMS_PER_TILE}, \"one-shot box rows differ from the host's\");\n",
                 tile.cpp_type()
@@ -308,6 +335,12 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             format!("must be in 1..{} (at least one CTA must compute), got {}", cfg.grid, cfg.comm_ctas),
         ));
     }
+    if cfg.tail_ctas > 0 && !cfg.path.claims_tiles() {
+        return Err(invalid("tail_ctas", format!("only the one-shot and reduce paths take tail CTAs, not {}; got {}", cfg.path.name(), cfg.tail_ctas)));
+    }
+    if cfg.tail_ctas > cfg.grid {
+        return Err(invalid("tail_ctas", format!("must be at most the grid ({}), got {}", cfg.grid, cfg.tail_ctas)));
+    }
     Ok(())
 }
 
@@ -346,17 +379,18 @@ pub unsafe fn launch(
         k: shape.k,
         rank: bufs.rank,
         num_comm_ctas: cfg.comm_ctas,
+        num_tail_ctas: cfg.tail_ctas,
         flag_stride: l.max_tiles as u32,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
         ..Default::default()
     };
     let path = cfg.path;
     let box_rows = match path {
-        CommPath::TmaOneShot | CommPath::TmaReduce => cfg.tile.bm / ONE_SHOT_ITEMS_PER_TILE,
+        _ if path.claims_tiles() => cfg.tile.bm / ONE_SHOT_ITEMS_PER_TILE,
         _ => cfg.tile.bm / bufs.world.max(1),
     };
-    let tma = matches!(path, CommPath::Tma | CommPath::TmaOneShot | CommPath::TmaReduce);
-    if path == CommPath::TmaReduce {
+    let tma = path != CommPath::Vec16 && path != CommPath::Scalar;
+    if matches!(path, CommPath::TmaReduce | CommPath::Push) {
         p.tma_c_out = crate::gemm::output_map(out, shape, cfg.tile)?;
     }
     let matrix = |ptr: u64| Tensor2d { ptr, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
@@ -373,8 +407,16 @@ pub unsafe fn launch(
     if tma {
         p.tma_out = driver::tma_2d_bf16(matrix(out), box_rows, cfg.tile.bn, Swizzle::None, "out")?;
     }
+    if path == CommPath::Push {
+        // World 2 (`CommPath::check`). The epilogue's first store goes to the peer's
+        // partial region, which on this path holds what the peer received; this rank's
+        // communication CTAs read the own region, where the peer pushed its partial.
+        let (me, peer) = (bufs.rank as usize, 1 - bufs.rank as usize);
+        p.tma_c = crate::gemm::output_map(p.partial[peer], shape, cfg.tile)?;
+        p.tma_partial[peer] = p.tma_partial[me];
+    }
     let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, bufs.world, path), || source(cfg.tile, bufs.world, path))?;
-    driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
+    driver::launch(&f, LaunchDims { grid: cfg.grid + cfg.tail_ctas, block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
 }
 
 #[cfg(test)]
@@ -411,7 +453,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0 };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
@@ -424,6 +466,12 @@ mod tests {
         let odd_tile = FusedConfig { tile: TileConfig { bm: 0, ..TileConfig::WIDE }, ..cfg };
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &odd_tile, &bufs).unwrap_err().to_string();
         assert!(e.contains("`tile`"), "{e}");
+        let tail = FusedConfig { tail_ctas: 124, ..cfg };
+        assert!(validate(GemmShape { m: 1024, n: 1024, k: 64 }, &tail, &bufs).is_ok());
+        for bad_tail in [FusedConfig { tail_ctas: 133, ..cfg }, FusedConfig { tail_ctas: 4, path: CommPath::Tma, ..cfg }] {
+            let e = validate(GemmShape { m: 1024, n: 1024, k: 64 }, &bad_tail, &bufs).unwrap_err().to_string();
+            assert!(e.contains("`tail_ctas`"), "{e}");
+        }
     }
 
     #[test]

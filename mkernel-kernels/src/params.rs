@@ -116,6 +116,8 @@ pub struct AllReduceParams {
     pub rank: u32,
     pub num_comm_ctas: u32,
     pub flag_stride: u32,
+    pub num_tail_ctas: u32,
+    pub pad0: u32,
     pub timeout_ns: u64,
 }
 
@@ -175,6 +177,8 @@ pub struct ControlBlock {
     pub abort_epoch: u32,
     pub ctas_done: u32,
     pub comm_done: u32,
+    pub comm_next: u32,
+    pub pad0: u32,
 }
 
 /// Where a kernel finds the command ring (`RingView` in `comm/ring.cuh`): the proxy
@@ -278,8 +282,8 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
-        status, m, n, k, rank, num_comm_ctas, flag_stride, timeout_ns));
-    lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done));
+        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, pad0, timeout_ns));
+    lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
     lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));

@@ -25,6 +25,10 @@ pub struct GemmAllReduceOptions {
     /// How communication CTAs move data ([`CommPath::check`] says which paths a shape,
     /// tile and world size allow).
     pub comm_path: Option<CommPath>,
+    /// Tail CTAs that join the communication once compute CTAs finish
+    /// ([`FusedConfig::tail_ctas`]; 0..=grid, one-shot and reduce paths only). Default:
+    /// one per compute CTA on a GPU the rank has to itself, else none.
+    pub tail_ctas: Option<u32>,
 }
 
 impl Communicator {
@@ -47,8 +51,8 @@ impl Communicator {
         }
         let tile = opts.tile.unwrap_or_else(|| {
             let t = TileConfig::choose(shape.m, shape.n, grid);
-            // The reduce-add path needs the TMA-store epilogue: asked for, it gets one.
-            if opts.comm_path == Some(CommPath::TmaReduce) { t.with_tma_store() } else { t }
+            // The reduce-add and push paths need the TMA-store epilogue: asked for, they get one.
+            if matches!(opts.comm_path, Some(CommPath::TmaReduce | CommPath::Push)) { t.with_tma_store() } else { t }
         });
         // A forced TMA-store tile needs N % 8 == 0: refuse it here, as launch would.
         tile.check_output(shape.n)?;
@@ -65,7 +69,7 @@ impl Communicator {
                     tile.bm as u64,
                     tile.bn as u64,
                 );
-                let model = if path == CommPath::TmaReduce {
+                let model = if matches!(path, CommPath::TmaReduce | CommPath::Push) {
                     PartitionModel::H200_NVLINK_REDUCE
                 } else {
                     PartitionModel::H200_NVLINK
@@ -76,7 +80,20 @@ impl Communicator {
         if comm_ctas == 0 || comm_ctas >= grid {
             return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
         }
-        let cfg = FusedConfig { tile, comm_ctas, grid, path };
+        let tail_ctas = match opts.tail_ctas {
+            Some(t) => t,
+            // A rank sharing its GPU gets none: its tail CTAs could hold SMs that a
+            // co-resident peer's compute CTAs need.
+            None if path.claims_tiles() && grid == self.device_info().sm_count => grid - comm_ctas,
+            None => 0,
+        };
+        if tail_ctas > 0 && !path.claims_tiles() {
+            return Err(invalid("tail_ctas", format!("only the one-shot and reduce paths take tail CTAs, not {}; got {tail_ctas}", path.name())));
+        }
+        if tail_ctas > grid {
+            return Err(invalid("tail_ctas", format!("must be at most the grid ({grid}), got {tail_ctas}")));
+        }
+        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas };
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
         Ok(cfg)
     }

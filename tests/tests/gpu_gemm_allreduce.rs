@@ -65,7 +65,11 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
 }
 
 fn reduce_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduceOptions {
-    GemmAllReduceOptions { tile: Some(tile), comm_ctas, comm_path: Some(CommPath::TmaReduce) }
+    GemmAllReduceOptions { tile: Some(tile), comm_ctas, comm_path: Some(CommPath::TmaReduce), tail_ctas: None }
+}
+
+fn push_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduceOptions {
+    GemmAllReduceOptions { comm_path: Some(CommPath::Push), ..reduce_path(tile, comm_ctas) }
 }
 
 fn world(test: &str) -> Option<usize> {
@@ -84,12 +88,18 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
         let mut options = vec![
             GemmAllReduceOptions::default(),
             GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() },
-            GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW), comm_path: None },
+            GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW), ..Default::default() },
+            // No tail CTAs (the default has one per compute CTA where tiles are claimed),
+            // and one dedicated communication CTA with one tail CTA.
+            GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() },
             GemmAllReduceOptions { tile: Some(mkernel::TileConfig::M64_WIDE), ..Default::default() },
         ];
         if n % 8 == 0 {
             options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() });
-            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8), comm_path: None });
+            options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8), ..Default::default() });
+            if w <= 2 {
+                options.push(GemmAllReduceOptions { comm_ctas: Some(1), tail_ctas: Some(1), ..Default::default() });
+            }
             options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::M64_WIDE_TMA_STORE), ..Default::default() });
             if w == 2 {
                 // The reduce-add path (epilogue writes the own partial into out).
@@ -97,6 +107,10 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(reduce_path(mkernel::TileConfig::NARROW_TMA_STORE, Some(1)));
                 options.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, Some(40)));
                 options.push(reduce_path(mkernel::TileConfig::M64_WIDE_TMA_STORE, None));
+                // The push path (the epilogue stores the own partial into the peer).
+                options.push(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+                options.push(push_path(mkernel::TileConfig::NARROW_TMA_STORE, Some(1)));
+                options.push(push_path(mkernel::TileConfig::M64_WIDE_TMA_STORE, Some(40)));
             }
         }
         for opts in options {
@@ -115,6 +129,7 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
     let mut paths = vec![GemmAllReduceOptions::default()];
     if w == 2 {
         paths.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+        paths.push(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
     }
     for opts in paths {
         let seed = check::fresh_seed();
@@ -195,6 +210,7 @@ fn missing_peer_times_out_naming_it() {
     let _ = n;
     missing_peer(GemmAllReduceOptions::default());
     missing_peer(reduce_path(mkernel::TileConfig::NARROW_TMA_STORE, None));
+    missing_peer(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {

@@ -52,8 +52,13 @@ struct AllReduceParams {
   u64 status;                          // host-mapped KernelStatus
   u32 m, n, k;
   u32 rank;
-  u32 num_comm_ctas;                   // the last num_comm_ctas CTAs communicate, the others compute
+  u32 num_comm_ctas;                   // the num_comm_ctas CTAs before the tail CTAs communicate,
+                                       // the ones before them compute
   u32 flag_stride;                     // tiles per inbox row (>= number of tiles)
+  u32 num_tail_ctas;                   // CTAs after the grid's compute and communication CTAs
+                                       // that join the communication as SMs free (one-shot
+                                       // and reduce paths; 0 otherwise)
+  u32 pad0;
   u64 timeout_ns;
 };
 
@@ -63,6 +68,8 @@ struct ControlBlock {
   u32 abort_epoch;    // == current epoch once some CTA gave up waiting
   u32 ctas_done;      // CTAs finished in this call (the last one advances `epoch`)
   u32 comm_done;      // communication CTAs finished in this call
+  u32 comm_next;      // next tile a communication CTA claims (one-shot and reduce paths)
+  u32 pad0;
 };
 
 // Random fill of a bf16 buffer (ops/fill.cuh).

@@ -48,10 +48,14 @@ pub struct ArArgs {
     /// Force a tile configuration (names as for `bench gemm --tile`).
     #[arg(long)]
     pub tile: Option<String>,
-    /// Force how communication CTAs move data: one-shot, reduce (2 ranks, TMA-store
-    /// tiles), tma, vec16, scalar.
+    /// Force how communication CTAs move data: one-shot, reduce or push (2 ranks,
+    /// TMA-store tiles), tma, vec16, scalar.
     #[arg(long)]
     pub comm_path: Option<String>,
+    /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
+    /// CTAs that join the communication once compute CTAs finish.
+    #[arg(long)]
+    pub tail_ctas: Option<u32>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -327,7 +331,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             return spawn_ranks(procs);
         }
     }
-    let base_opts = GemmAllReduceOptions { tile, comm_path, ..Default::default() };
+    let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
     let config = CommConfig {
         timeout: std::time::Duration::from_secs_f64(args.timeout_s),

@@ -49,6 +49,11 @@ enum class Role : u32 { Compute = 0, IntraComm = 1, InterSend = 2, InterRecv = 3
 //               partial tile into `out` too; communication CTAs only pull the peer's
 //               quarter tiles and add them into `out` with TMA reduce-add stores (the
 //               add happens at L2), so no thread sums anything.
+//               The host's Push path runs this code with other tensor maps: the
+//               epilogue's first store (tma_c) writes the peer's workspace over NVLink
+//               and tma_partial[peer] maps this rank's own workspace, so the NVLink
+//               traffic is TMA stores issued as tiles finish and communication CTAs read
+//               local memory only.
 //   Tma:        N % 8 == 0, BM % world == 0. Two-phase with TMA slice boxes.
 //   Vec16:      N % 8 == 0. Two-phase, 16-byte loads/stores by every thread.
 //   Scalar:     any N. Two-phase, 2-byte loads/stores.
@@ -198,10 +203,17 @@ __device__ __forceinline__ void sum_boxes(u8* const (&src)[NSRC], u8* dst, u32 b
 // =========================================================================================
 // One-shot TMA path (world <= 2)
 // =========================================================================================
-// Work item = one of the kItemsPerTile row blocks of a tile the CTA owns (tiles
-// comm_idx, comm_idx + n_comm, ...): WORLD boxes of [kRows, BN], one per rank's partial. Warp-specialised ring of kStages:
-//   producer (thread 0): waits for the tile's ready flags, then for the stage to be
-//     free (`empty`), and TMA-loads the WORLD boxes into it (`full` counts the bytes);
+// Work item = one of the kItemsPerTile row blocks of a tile: WORLD boxes of [kRows, BN],
+// one per rank's partial. Tiles are claimed kClaimTiles at a time from the rank's
+// ControlBlock::comm_next counter by every CTA that runs this role: the dedicated
+// communication CTAs from the start, and the tail CTAs (launched after the grid, so the
+// hardware dispatches them only as compute CTAs finish and free their SMs) at the end,
+// so the last waves' tiles are pulled by many SMs instead of the few dedicated ones.
+// Claims follow tile order, which is the order compute CTAs finish tiles in.
+// Warp-specialised ring of kStages:
+//   producer (thread 0): claims tiles, waits for their ready flags, then for the stage
+//     to be free (`empty`), writes the item's coordinates next to the stage and TMA-loads
+//     the WORLD boxes into it (`full` counts the bytes);
 //   consumers (warps 1..): wait `full`, sum the boxes in fp32 into box 0, and one thread
 //     TMA-stores box 0 to `out`; a stage is released once its store has read it.
 // A tile that is not ready yet stalls only the producer: items already loaded are still
@@ -232,118 +244,92 @@ struct OneShotSmem {
   __device__ __forceinline__ u8* box(u32 stage, u32 q) const { return base + stage * kStageBytes + q * kBoxBytes; }
 };
 
-// How many of the tiles first, first + step, ... (below `total`, at most kReadyLookahead)
-// every rank has already published in this rank's inbox, counted up to the first that
-// is not. Relaxed loads, all issued before any is compared; the caller fences.
-constexpr u32 kReadyLookahead = 8;
-template <u32 WORLD>
-__device__ __forceinline__ u32 ready_run(const AllReduceParams& p, u32 first, u32 step, u32 total, u32 epoch) {
-  u32 seen[kReadyLookahead][WORLD];
-#pragma unroll
-  for (u32 i = 0; i < kReadyLookahead; ++i) {
-    const u32 t = first + i * step;
-#pragma unroll
-    for (u32 q = 0; q < WORLD; ++q) seen[i][q] = t < total ? ld_relaxed_sys(inbox(p.ready[p.rank], p.flag_stride, q, t)) : epoch - 1;
-  }
-  u32 run = 0;
-#pragma unroll
-  for (u32 i = 0; i < kReadyLookahead; ++i) {
-    bool ready = run == i;
-#pragma unroll
-    for (u32 q = 0; q < WORLD; ++q) ready = ready && seen[i][q] == epoch;
-    run += ready ? 1 : 0;
-  }
-  return run;
-}
+// Consecutive tiles one claim takes: one acquire fence and one proxy fence cover them
+// (a fence per tile capped a CTA at one tile per fence latency), while the last wave's
+// tiles still spread over many CTAs.
+constexpr u32 kClaimTiles = 2;
 
 // kReduce: the TmaReduce path (see CommPath): stages hold the peer's box only, which one
 // consumer thread adds into `out` (already holding the own partial) with a TMA reduce.
 template <class Cfg, u32 WORLD, bool kReduce>
-__device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
+__device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& ctx) {
   static_assert(!kReduce || WORLD == 2, "the reduce-add path adds one peer's tiles into out");
   using Smem = OneShotSmem<Cfg, WORLD, kReduce>;
   constexpr u32 kS = Smem::kStages;
   constexpr u32 kConsumers = Cfg::kThreads - 32;
   constexpr u32 kBarConsumers = 1;  // named barrier id (0 is __syncthreads)
-  __shared__ volatile u32 s_abort_at;  // item the producer stopped at (~0u: none)
+  __shared__ volatile u32 s_stop_at;  // item the producer stopped at (~0u: still running)
+  __shared__ i32 s_col[Smem::kMaxStages], s_row[Smem::kMaxStages];  // item k's box at stage k % kS
   extern __shared__ u8 smem_raw[];
   const Smem sm(smem_raw);
   const u32 tid = threadIdx.x;
   const TileScheduler sched(p.m, p.n, Cfg::BM, Cfg::BN);
-  // Items of a tile: its row blocks that hold at least one row of C (the last row of
-  // tiles may be short); both roles walk the same sequence, item k using stage k % kS.
-  auto tile_items = [&](u32 t, u32& mb, u32& nb) -> u32 {
-    sched.coords(t, mb, nb);
-    const u32 rows = min(Cfg::BM, p.m - mb * Cfg::BM);
-    return (rows + Smem::kRows - 1) / Smem::kRows;
-  };
   if (tid == 0) {
     for (u32 s = 0; s < kS; ++s) {
       mbar_init(&sm.full[s], 1);
       mbar_init(&sm.empty[s], 1);
     }
-    s_abort_at = ~0u;
+    s_stop_at = ~0u;
     fence_mbarrier_init();
     tma_prefetch_descriptor(&p.tma_out);
   }
   __syncthreads();
   // Consumers may wait as long as the producer legitimately waits for a tile (up to the
-  // inter-GPU timeout per rank's flag, after which it wakes them via s_abort_at): bound
+  // inter-GPU timeout per rank's flag, after which it wakes them via s_stop_at): bound
   // theirs above that, so only a bug traps.
   const u64 consumer_bound_ns = (WORLD + 1) * ctx.timeout_ns + 1000000000ull;
   if (tid < 32) {
     // ---- producer ----
     if (tid == 0) {
       u32 k = 0;
-      u32 fenced_until = comm_idx;  // this CTA's tiles below it are ready and acquired
-      for (u32 t = comm_idx; t < sched.total; t += n_comm) {
-        if (t >= fenced_until) {
-          // Wait for tile t, then take as many of the following tiles as are already
-          // published, so one acquire fence and one proxy fence cover the batch (a
-          // fence per tile capped a CTA at one tile per fence latency).
-          if (!wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady)) {
-            // Wake the consumers at item k (stage k % kS, once free); they finish the items
-            // already loading (no TMA may still write this CTA's shared memory when it
-            // exits) and stop there.
-            s_abort_at = k;
-            if (k >= kS) mbar_wait(&sm.empty[k % kS], ((k / kS) - 1) & 1, consumer_bound_ns);
-            mbar_arrive(&sm.full[k % kS]);
-            break;
-          }
-          fenced_until = t + n_comm + n_comm * ready_run<WORLD>(p, t + n_comm, n_comm, sched.total, ctx.epoch);
-          fence_acq_rel_sys();         // acquire the relaxed observations of the batch
-          fence_proxy_async_global();  // flag acquires -> TMA reads
-        }
-        u32 mb, nb;
-        const u32 n_items = tile_items(t, mb, nb);
-        for (u32 i = 0; i < n_items; ++i, ++k) {
-          const u32 s = k % kS;
-          if (k >= kS) mbar_wait(&sm.empty[s], ((k / kS) - 1) & 1, consumer_bound_ns);
-          mbar_arrive_expect_tx(&sm.full[s], Smem::kStageBytes);
-          const i32 col = (i32)(nb * Cfg::BN), row = (i32)(mb * Cfg::BM + i * Smem::kRows);
-          if constexpr (kReduce) {
-            tma_load_2d(&p.tma_partial[1 - p.rank], &sm.full[s], sm.box(s, 0), col, row);
-          } else {
-            for (u32 q = 0; q < WORLD; ++q) tma_load_2d(&p.tma_partial[q], &sm.full[s], sm.box(s, q), col, row);
+      bool ok = true;
+      while (ok) {
+        const u32 first = atomicAdd(&ctx.control->comm_next, kClaimTiles);
+        if (first >= sched.total) break;
+        const u32 last = min(first + kClaimTiles, sched.total);
+        for (u32 t = first; t < last && ok; ++t)
+          ok = wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady);
+        if (!ok) break;
+        fence_acq_rel_sys();         // acquire the claimed tiles' flag observations
+        fence_proxy_async_global();  // flag acquires -> TMA reads
+        for (u32 t = first; t < last; ++t) {
+          u32 mb, nb;
+          sched.coords(t, mb, nb);
+          // Row blocks holding at least one row of C (the last row of tiles may be short).
+          const u32 rows = min(Cfg::BM, p.m - mb * Cfg::BM);
+          const u32 n_items = (rows + Smem::kRows - 1) / Smem::kRows;
+          for (u32 i = 0; i < n_items; ++i, ++k) {
+            const u32 s = k % kS;
+            if (k >= kS) mbar_wait(&sm.empty[s], ((k / kS) - 1) & 1, consumer_bound_ns);
+            const i32 col = (i32)(nb * Cfg::BN), row = (i32)(mb * Cfg::BM + i * Smem::kRows);
+            s_col[s] = col;
+            s_row[s] = row;
+            mbar_arrive_expect_tx(&sm.full[s], Smem::kStageBytes);  // releases s_col/s_row
+            if constexpr (kReduce) {
+              tma_load_2d(&p.tma_partial[1 - p.rank], &sm.full[s], sm.box(s, 0), col, row);
+            } else {
+              for (u32 q = 0; q < WORLD; ++q) tma_load_2d(&p.tma_partial[q], &sm.full[s], sm.box(s, q), col, row);
+            }
           }
         }
       }
+      // Done (every tile claimed) or aborting: wake the consumers at item k (stage
+      // k % kS, once free); they finish the items already loading (no TMA may still
+      // write this CTA's shared memory when it exits) and stop there.
+      s_stop_at = k;
+      if (k >= kS) mbar_wait(&sm.empty[k % kS], ((k / kS) - 1) & 1, consumer_bound_ns);
+      mbar_arrive(&sm.full[k % kS]);
     }
   } else {
     // ---- consumers ----
     // Items in the producer's order: body(k, stage, col, row) once stage k % kS is full;
-    // stops at the item the producer aborted at.
+    // stops at the item the producer stopped at.
     auto consume = [&](auto&& body) {
-      u32 k = 0;
-      for (u32 t = comm_idx; t < sched.total; t += n_comm) {
-        u32 mb, nb;
-        const u32 n_items = tile_items(t, mb, nb);
-        for (u32 i = 0; i < n_items; ++i, ++k) {
-          const u32 s = k % kS;
-          mbar_wait(&sm.full[s], (k / kS) & 1, consumer_bound_ns);
-          if (k == s_abort_at) return;
-          body(k, s, (i32)(nb * Cfg::BN), (i32)(mb * Cfg::BM + i * Smem::kRows));
-        }
+      for (u32 k = 0;; ++k) {
+        const u32 s = k % kS;
+        mbar_wait(&sm.full[s], (k / kS) & 1, consumer_bound_ns);
+        if (k == s_stop_at) return;
+        body(k, s, s_col[s], s_row[s]);
       }
     };
     // After item k's store (or reduce) was issued from stage k % kS: once item k-1's has
@@ -551,7 +537,8 @@ __device__ void comm_role_lsu(const AllReduceParams& p, const WaitContext& ctx, 
 }
 
 // After a communication CTA's last tile: the last one of this rank tells every peer
-// it no longer reads their buffers, and waits until every peer says the same.
+// it no longer reads their buffers, and waits until every peer says the same. n_comm:
+// the CTAs that run a communication role (dedicated and tail).
 template <u32 WORLD>
 __device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u32 n_comm) {
   if (threadIdx.x == 0) {
@@ -588,19 +575,24 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   // NOTE: compute CTAs take the low block indices, which the hardware dispatches first:
   // if fewer SMs than the grid are free (another kernel still running), the compute
   // CTAs, which wait for nothing, run first and the communication CTAs follow, instead
-  // of communication CTAs spinning on flags of compute CTAs that cannot start.
-  const u32 first_comm = gridDim.x - p.num_comm_ctas;
+  // of communication CTAs spinning on flags of compute CTAs that cannot start. The
+  // num_tail_ctas CTAs after them (one-shot and reduce paths only) find no free SM
+  // until compute CTAs finish: they join the communication for the last waves.
+  const u32 main_grid = gridDim.x - p.num_tail_ctas;
+  const u32 first_comm = main_grid - p.num_comm_ctas;
   const Role role = blockIdx.x >= first_comm ? Role::IntraComm : Role::Compute;
   if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
     if constexpr (PATH == CommPath::TmaOneShot || PATH == CommPath::TmaReduce) {
-      comm_role_oneshot<Cfg, WORLD, PATH == CommPath::TmaReduce>(p, ctx, comm_idx, p.num_comm_ctas);
-    } else if constexpr (PATH == CommPath::Tma) {
-      comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
-    } else {
-      comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, comm_idx, p.num_comm_ctas);
+      comm_role_oneshot<Cfg, WORLD, PATH == CommPath::TmaReduce>(p, ctx);
+    } else if (comm_idx < p.num_comm_ctas) {  // (the host gives these paths no tail CTAs)
+      if constexpr (PATH == CommPath::Tma) {
+        comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
+      } else {
+        comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, comm_idx, p.num_comm_ctas);
+      }
     }
-    comm_finish<WORLD>(p, ctx, p.num_comm_ctas);
+    comm_finish<WORLD>(p, ctx, gridDim.x - first_comm);
   } else if (role == Role::Compute) {
     extern __shared__ u8 smem_raw[];
     const GemmSmem<Cfg> sm(smem_raw);
@@ -616,6 +608,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
     const u32 finished = atom_add_acq_rel_gpu(&control->ctas_done, 1) + 1;
     if (finished == gridDim.x) {
       control->ctas_done = 0;
+      control->comm_next = 0;
       control->epoch = ctx.epoch;
       fence_acq_rel_gpu();
     }
