@@ -16,4 +16,10 @@ fn main() {
     println!("cargo:rustc-env=MKERNEL_GIT_COMMIT={commit}{}", if dirty { "-dirty" } else { "" });
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");
+    // Edits that are not staged leave HEAD and the index alone: watch the sources too,
+    // so a binary built from an edited tree says `-dirty`.
+    for dir in ["src", "../mkernel-kernels/src", "../mkernel-sm/src", "../mkernel-proxy/src", "../mkernel-topology/src",
+                "../mkernel-transport/src", "../mkernel-transport-efa/src"] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
 }

@@ -115,6 +115,22 @@ pub struct FusedConfig {
     pub tail_ctas: u32,
 }
 
+impl FusedConfig {
+    /// The tile heuristic of the fused call: [`TileConfig::choose`], but 64-row tiles
+    /// only while 128-row ones would not fill a wave of `grid` CTAs. Each tile costs the
+    /// communication a fixed ~2-3 us, so twice the tiles cost more than the padding rows
+    /// save (H200, 2 ranks: M=2049 0.273 ms with 64-row tiles vs 0.262 with 128-row
+    /// ones; M=129 0.054 vs 0.080; bench/NOTES.md 5.4).
+    pub fn choose_tile(m: u32, n: u32, grid: u32) -> TileConfig {
+        let t = TileConfig::choose(m, n, grid);
+        if t == TileConfig::M64_WIDE_TMA_STORE && TileConfig::WIDE_TMA_STORE.tiles(m, n) >= grid as u64 {
+            TileConfig::WIDE_TMA_STORE
+        } else {
+            t
+        }
+    }
+}
+
 impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid - self.comm_ctas)?;
@@ -472,6 +488,16 @@ mod tests {
             let e = validate(GemmShape { m: 1024, n: 1024, k: 64 }, &bad_tail, &bufs).unwrap_err().to_string();
             assert!(e.contains("`tail_ctas`"), "{e}");
         }
+    }
+
+    #[test]
+    fn fused_tiles_use_64_rows_only_below_a_wave() {
+        assert_eq!(FusedConfig::choose_tile(129, 8192, 132), TileConfig::M64_WIDE_TMA_STORE);
+        assert_eq!(FusedConfig::choose_tile(1, 8192, 132), TileConfig::M64_WIDE_TMA_STORE);
+        assert_eq!(FusedConfig::choose_tile(2049, 8192, 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(FusedConfig::choose_tile(1024, 8192, 132), TileConfig::WIDE_TMA_STORE);
+        // The plain GEMM keeps 64-row tiles at M=2049 (faster there without communication).
+        assert_eq!(TileConfig::choose(2049, 8192, 132), TileConfig::M64_WIDE_TMA_STORE);
     }
 
     #[test]

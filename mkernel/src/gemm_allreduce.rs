@@ -50,7 +50,7 @@ impl Communicator {
             t.validate()?;
         }
         let tile = opts.tile.unwrap_or_else(|| {
-            let t = TileConfig::choose(shape.m, shape.n, grid);
+            let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
             // The reduce-add and push paths need the TMA-store epilogue: asked for, they get one.
             if matches!(opts.comm_path, Some(CommPath::TmaReduce | CommPath::Push)) { t.with_tma_store() } else { t }
         });
