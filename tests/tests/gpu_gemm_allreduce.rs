@@ -336,3 +336,48 @@ fn device_and_host_verification_agree() {
     assert_eq!(dev.bad, s.m as usize * s.n as usize, "{dev}");
     assert!(!dev.passed());
 }
+
+/// Rank 0 queues two calls; rank 1 joins only after rank 0's first call timed out. The
+/// second call must then do nothing: had it recomputed rank 0's partial (with other
+/// data) or pushed it into rank 1, rank 1 would sum a rewritten tile or time out on
+/// flags of the wrong epoch. Rank 1's late call must instead succeed with the sum of
+/// the first call's inputs, and rank 0 must report the timeout naming rank 1. (The
+/// one-shot and push paths only: on the two-phase paths the late rank also needs the
+/// slices its timed-out peer never reduced, so it times out too.)
+#[test]
+fn calls_queued_behind_a_timeout_do_nothing() {
+    let Some(_) = gpu_or_skip("calls_queued_behind_a_timeout_do_nothing", 2) else { return };
+    queued_behind_timeout(GemmAllReduceOptions::default());
+    queued_behind_timeout(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+}
+
+fn queued_behind_timeout(opts: GemmAllReduceOptions) {
+    let timeout = Duration::from_secs(1);
+    let s = GemmShape { m: 1024, n: 2048, k: 512 };
+    let mut g = group(2, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() });
+    let mut bs = bufs(&g, s);
+    let mut second = bufs(&g, s).swap_remove(0);
+    let first = AllReduceCase { shape: s, world: 2, seed: check::fresh_seed() };
+    let other = AllReduceCase { seed: first.seed.wrapping_add(1), ..first };
+    for (r, b) in bs.iter_mut().enumerate() {
+        first.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
+        check::poison(&g.streams[r], &mut b.out).unwrap();
+    }
+    other.fill_inputs(&g.streams[0], 0, &mut second.a, &mut second.b).unwrap();
+    // Rank 0: both calls queued at once, then the wait for them.
+    let b0 = &mut bs[0];
+    g.comms[0].gemm_allreduce(&g.streams[0], &b0.a, &b0.b, &mut b0.out, s, opts).unwrap();
+    g.comms[0].gemm_allreduce(&g.streams[0], &second.a, &second.b, &mut second.out, s, opts).unwrap();
+    let err = g.comms[0].synchronize(&g.streams[0]).unwrap_err();
+    match &err {
+        Error::PeerTimeout { rank, peer, .. } => assert_eq!((*rank, *peer), (0, 1), "{err}"),
+        other => panic!("{opts:?}: expected PeerTimeout naming rank 1, got {other}"),
+    }
+    // Rank 1, late: rank 0's first call left its partial and flags; nothing rewrote them.
+    let b1 = &mut bs[1];
+    g.comms[1].gemm_allreduce(&g.streams[1], &b1.a, &b1.b, &mut b1.out, s, opts).unwrap();
+    g.comms[1].synchronize(&g.streams[1]).unwrap_or_else(|e| panic!("{opts:?}: the late rank 1 failed: {e}"));
+    let cmp = first.verify(&g.streams[1], &mut g.blas[1], &bs[1].out).unwrap();
+    assert!(cmp.passed(), "{opts:?}: late rank 1: {cmp} (seed {:#x})", first.seed);
+    eprintln!("queued call after a timeout did nothing ({opts:?}): rank 0: {err}; late rank 1 PASS");
+}

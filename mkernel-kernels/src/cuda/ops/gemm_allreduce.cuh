@@ -33,7 +33,8 @@
 //
 // Epochs: ControlBlock.epoch holds the last completed call; this call runs at epoch+1
 // and the last CTA to finish advances it, so calls need no host-side reset and the
-// kernel can be captured in a CUDA graph. Every inter-GPU wait is bounded.
+// kernel can be captured in a CUDA graph. Every inter-GPU wait is bounded; after a
+// timeout, the calls already queued behind it do nothing (see gemm_allreduce_kernel).
 #pragma once
 #include "../params.cuh"
 #include "../sync/wait.cuh"
@@ -538,14 +539,16 @@ __device__ void comm_role_lsu(const AllReduceParams& p, const WaitContext& ctx, 
 
 // After a communication CTA's last tile: the last one of this rank tells every peer
 // it no longer reads their buffers, and waits until every peer says the same. n_comm:
-// the CTAs that run a communication role (dedicated and tail).
+// the CTAs that run a communication role (dedicated and tail). skipped: a call queued
+// behind an aborted one (see gemm_allreduce_kernel), which says nothing to its peers.
 template <u32 WORLD>
-__device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u32 n_comm) {
+__device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u32 n_comm, bool skipped) {
   if (threadIdx.x == 0) {
     const u32 finished = atom_add_acq_rel_gpu(&ctx.control->comm_done, 1) + 1;
     if (finished == n_comm) {
       // Last communication CTA of this rank: no CTA of this rank reads peers any more.
       ctx.control->comm_done = 0;
+      if (skipped) return;
       for (u32 i = 1; i < WORLD; ++i) {
         const u32 q = (p.rank + i) % WORLD;
         st_release_sys(reinterpret_cast<u32*>(p.exit_flags[q]) + p.rank, ctx.epoch);
@@ -572,6 +575,15 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
   const WaitContext ctx{control, reinterpret_cast<KernelStatus*>(p.status), p.timeout_ns, p.rank,
                         ld_acquire_gpu(&control->epoch) + 1};
+  // A call queued behind one that gave up (abort_epoch holds that call's epoch) does no
+  // work and says nothing to its peers; it only advances the epoch. The host poisons
+  // the communicator at the first error, so such a call's output is never used, while
+  // rewriting `partial` could hand a late peer, still in the aborted call, a tile
+  // half-rewritten after it saw the tile's flag; its exit flags would in turn release
+  // that peer early. Nothing writes abort_epoch during a skipped call, so every CTA of
+  // the call sees the same value.
+  const u32 abort_seen = ld_acquire_gpu(&control->abort_epoch);
+  const bool skipped = abort_seen != 0 && abort_seen != ctx.epoch;
   // NOTE: compute CTAs take the low block indices, which the hardware dispatches first:
   // if fewer SMs than the grid are free (another kernel still running), the compute
   // CTAs, which wait for nothing, run first and the communication CTAs follow, instead
@@ -583,17 +595,19 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   const Role role = blockIdx.x >= first_comm ? Role::IntraComm : Role::Compute;
   if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
-    if constexpr (PATH == CommPath::TmaOneShot || PATH == CommPath::TmaReduce) {
-      comm_role_oneshot<Cfg, WORLD, PATH == CommPath::TmaReduce>(p, ctx);
-    } else if (comm_idx < p.num_comm_ctas) {  // (the host gives these paths no tail CTAs)
-      if constexpr (PATH == CommPath::Tma) {
-        comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
-      } else {
-        comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, comm_idx, p.num_comm_ctas);
+    if (!skipped) {
+      if constexpr (PATH == CommPath::TmaOneShot || PATH == CommPath::TmaReduce) {
+        comm_role_oneshot<Cfg, WORLD, PATH == CommPath::TmaReduce>(p, ctx);
+      } else if (comm_idx < p.num_comm_ctas) {  // (the host gives these paths no tail CTAs)
+        if constexpr (PATH == CommPath::Tma) {
+          comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
+        } else {
+          comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, comm_idx, p.num_comm_ctas);
+        }
       }
     }
-    comm_finish<WORLD>(p, ctx, gridDim.x - first_comm);
-  } else if (role == Role::Compute) {
+    comm_finish<WORLD>(p, ctx, gridDim.x - first_comm, skipped);
+  } else if (role == Role::Compute && !skipped) {
     extern __shared__ u8 smem_raw[];
     const GemmSmem<Cfg> sm(smem_raw);
     if (threadIdx.x == 0) sm.init();

@@ -41,9 +41,10 @@ __device__ __forceinline__ bool aborted(const WaitContext& ctx) {
 // timed out or another CTA of this kernel already aborted; the first CTA to time out
 // records the status for the host (which prints it: see the NOTE on mbar_wait). One
 // thread.
-// NOTE: equality, not >=: a rank that timed out skips the exit handshake and may run
-// its next (queued) call, publishing epoch + 1; a late peer still in this call must not
-// take that call's data for this one, it must time out too.
+// NOTE: equality, not >=: a later call's flags must never satisfy this call's wait.
+// (A rank that timed out skips the exit handshake; the calls queued behind it are
+// skipped and publish nothing (gemm_allreduce_kernel), so a late peer still in this
+// call reads consistent data; equality keeps that true even if a later call ran.)
 __device__ __forceinline__ bool wait_flag_eq(const u32* flag, u32 expected, const WaitContext& ctx,
                                            WaitOp op, u32 peer, u32 tile) {
   u32 seen = ld_acquire_sys(flag);
