@@ -56,8 +56,8 @@ struct AllReduceParams {
                                        // the ones before them compute
   u32 flag_stride;                     // tiles per inbox row (>= number of tiles)
   u32 num_tail_ctas;                   // CTAs after the grid's compute and communication CTAs
-                                       // that join the communication as SMs free (one-shot
-                                       // and reduce paths; 0 otherwise)
+                                       // that join the communication as SMs free (one-shot,
+                                       // reduce and push paths; 0 otherwise)
   u32 pad0;
   u64 timeout_ns;
 };
@@ -68,7 +68,7 @@ struct ControlBlock {
   u32 abort_epoch;    // == current epoch once some CTA gave up waiting
   u32 ctas_done;      // CTAs finished in this call (the last one advances `epoch`)
   u32 comm_done;      // communication CTAs finished in this call
-  u32 comm_next;      // next tile a communication CTA claims (one-shot and reduce paths)
+  u32 comm_next;      // next tile a communication CTA claims (one-shot, reduce and push paths)
   u32 pad0;
 };
 

@@ -2,9 +2,11 @@
 //
 // Every rank r computes a partial P_r = A_r * B_r^T (A_r: its K shard) into its
 // symmetric `partial` buffer and must end with out = sum_q P_q. One persistent kernel
-// per GPU; the last num_comm_ctas CTAs communicate, the others run the GEMM engine and, for
-// every finished tile t, push ready[t] = epoch into every rank's inbox (remote stores,
-// so consumers poll local memory only).
+// per GPU; the num_comm_ctas CTAs before the tail CTAs (see below) communicate, the ones
+// before them run the GEMM engine and, for every finished tile t, push ready[t] = epoch
+// into every rank's inbox (remote stores, so consumers poll local memory only). On the
+// one-shot and reduce paths (and push, which runs reduce's code), num_tail_ctas CTAs
+// launched after them join the communication as compute CTAs free their SMs.
 //
 // One-shot path (world <= 2): each rank pulls the whole tile from every rank.
 //
@@ -29,7 +31,8 @@
 //
 // End: the last comm CTA tells every peer "done reading you" (exit_q[r] = epoch) and
 // waits for every peer's exit flag, so no rank reuses `partial` while a peer still reads
-// it. All remote data traffic is loads; `out` can be any device buffer.
+// it. All remote data traffic is loads (but on the host's Push path, where the epilogue
+// TMA-stores each partial tile into the peer's workspace); `out` can be any device buffer.
 //
 // Epochs: ControlBlock.epoch holds the last completed call; this call runs at epoch+1
 // and the last CTA to finish advances it, so calls need no host-side reset and the
@@ -275,10 +278,10 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
     tma_prefetch_descriptor(&p.tma_out);
   }
   __syncthreads();
-  // Consumers may wait as long as the producer legitimately waits for a tile (up to the
-  // inter-GPU timeout per rank's flag, after which it wakes them via s_stop_at): bound
-  // theirs above that, so only a bug traps.
-  const u64 consumer_bound_ns = (WORLD + 1) * ctx.timeout_ns + 1000000000ull;
+  // Consumers may wait as long as the producer legitimately waits between two items: for
+  // every tile of a claim, up to the inter-GPU timeout per rank's flag (after a timeout it
+  // wakes them via s_stop_at). Bound theirs above that, so only a bug traps.
+  const u64 consumer_bound_ns = (kClaimTiles * WORLD + 1) * ctx.timeout_ns + 1000000000ull;
   if (tid < 32) {
     // ---- producer ----
     if (tid == 0) {
