@@ -107,15 +107,44 @@ pub struct FusedConfig {
     /// How the communication CTAs move data (must be one [`CommPath::all_for`] lists for
     /// the tile and world size, and suit N: see [`CommPath::check`]).
     pub path: CommPath,
-    /// Tail CTAs launched after the grid (one-shot and reduce paths only; 0..=grid): no
-    /// SM is free for them until compute CTAs finish, then they claim tiles like the
+    /// Tail CTAs launched after the grid (paths that [`CommPath::claims_tiles`]: one-shot,
+    /// reduce and push; 0..=grid, and grid + tail_ctas <= [`MAX_LAUNCH_CTAS`]): no SM is
+    /// free for them until compute CTAs finish, then they claim tiles like the
     /// communication CTAs, so the last waves' tiles are pulled by many SMs. Only for a
     /// rank that has its GPU to itself: on a shared GPU they could hold SMs a peer's
     /// compute CTAs need.
     pub tail_ctas: u32,
 }
 
+/// Most CTAs one fused launch may have (grid + tail CTAs): CUDA's grid x-dimension limit.
+pub const MAX_LAUNCH_CTAS: u32 = i32::MAX as u32;
+
 impl FusedConfig {
+    /// Checks `tail_ctas` against the path and the grid: only paths that claim tiles take
+    /// any, at most `grid` of them, and the launch (grid + tail) stays within
+    /// [`MAX_LAUNCH_CTAS`]. Errors name `tail_ctas` (or `grid`).
+    pub fn check_tail_ctas(&self) -> Result<()> {
+        if self.grid > MAX_LAUNCH_CTAS {
+            return Err(invalid("grid", format!("must be at most {MAX_LAUNCH_CTAS} CTAs, got {}", self.grid)));
+        }
+        if self.tail_ctas > 0 && !self.path.claims_tiles() {
+            return Err(invalid(
+                "tail_ctas",
+                format!("only the one-shot, reduce and push paths take tail CTAs, not {}; got {}", self.path.name(), self.tail_ctas),
+            ));
+        }
+        if self.tail_ctas > self.grid {
+            return Err(invalid("tail_ctas", format!("must be at most the grid ({}), got {}", self.grid, self.tail_ctas)));
+        }
+        if self.grid.checked_add(self.tail_ctas).map_or(true, |n| n > MAX_LAUNCH_CTAS) {
+            return Err(invalid(
+                "tail_ctas",
+                format!("the grid ({}) plus {} tail CTAs exceeds the {MAX_LAUNCH_CTAS} CTAs of one launch", self.grid, self.tail_ctas),
+            ));
+        }
+        Ok(())
+    }
+
     /// The tile heuristic of the fused call: [`TileConfig::choose`], but 64-row tiles
     /// only while 128-row ones would not fill a wave of `grid` CTAs. Each tile costs the
     /// communication a fixed ~2-3 us, so twice the tiles cost more than the padding rows
@@ -133,7 +162,7 @@ impl FusedConfig {
 
 impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid - self.comm_ctas)?;
+        write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid.saturating_sub(self.comm_ctas))?;
         if self.tail_ctas > 0 {
             write!(f, " + {} tail", self.tail_ctas)?;
         }
@@ -214,7 +243,7 @@ impl CommPath {
         Ok(())
     }
 
-    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`.
+    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`, `push`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Tma => "tma",
@@ -227,7 +256,7 @@ impl CommPath {
     }
 
     /// Whether communication CTAs claim tiles from a shared counter (so tail CTAs can
-    /// join): the one-shot and reduce paths.
+    /// join): the one-shot, reduce and push paths.
     pub fn claims_tiles(self) -> bool {
         matches!(self, Self::TmaOneShot | Self::TmaReduce | Self::Push)
     }
@@ -351,13 +380,7 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             format!("must be in 1..{} (at least one CTA must compute), got {}", cfg.grid, cfg.comm_ctas),
         ));
     }
-    if cfg.tail_ctas > 0 && !cfg.path.claims_tiles() {
-        return Err(invalid("tail_ctas", format!("only the one-shot and reduce paths take tail CTAs, not {}; got {}", cfg.path.name(), cfg.tail_ctas)));
-    }
-    if cfg.tail_ctas > cfg.grid {
-        return Err(invalid("tail_ctas", format!("must be at most the grid ({}), got {}", cfg.grid, cfg.tail_ctas)));
-    }
-    Ok(())
+    cfg.check_tail_ctas()
 }
 
 /// Launches one rank's fused kernel on `stream`.
@@ -432,7 +455,8 @@ pub unsafe fn launch(
         p.tma_partial[peer] = p.tma_partial[me];
     }
     let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, bufs.world, path), || source(cfg.tile, bufs.world, path))?;
-    driver::launch(&f, LaunchDims { grid: cfg.grid + cfg.tail_ctas, block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
+    // (check_tail_ctas, through validate: the sum fits MAX_LAUNCH_CTAS)
+    driver::launch(&f, LaunchDims { grid: cfg.grid.saturating_add(cfg.tail_ctas), block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
 }
 
 #[cfg(test)]
@@ -488,6 +512,29 @@ mod tests {
             let e = validate(GemmShape { m: 1024, n: 1024, k: 64 }, &bad_tail, &bufs).unwrap_err().to_string();
             assert!(e.contains("`tail_ctas`"), "{e}");
         }
+        // Every path that does not claim tiles refuses tail CTAs; every one that does takes them.
+        for path in CommPath::ALL {
+            let c = FusedConfig { path, tail_ctas: 1, ..cfg };
+            assert_eq!(c.check_tail_ctas().is_ok(), path.claims_tiles(), "{}", path.name());
+            if !path.claims_tiles() {
+                let e = c.check_tail_ctas().unwrap_err().to_string();
+                assert!(e.contains("`tail_ctas`") && e.contains(path.name()), "{e}");
+            }
+        }
+        // Push and TMA-store tiles: tail CTAs as for reduce; the grid is the bound, inclusive.
+        let push = FusedConfig { tile: TileConfig::WIDE_TMA_STORE, path: CommPath::Push, tail_ctas: 132, ..cfg };
+        assert!(validate(GemmShape { m: 1024, n: 1024, k: 64 }, &push, &bufs).is_ok());
+        // grid + tail beyond one launch's CTAs (or a u32 overflow): refused, not wrapped.
+        let huge = FusedConfig { grid: MAX_LAUNCH_CTAS, tail_ctas: 2, ..cfg };
+        let e = validate(GemmShape { m: 1024, n: 1024, k: 64 }, &huge, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`tail_ctas`") && e.contains("exceeds"), "{e}");
+        let overflow = FusedConfig { grid: u32::MAX, comm_ctas: 8, tail_ctas: u32::MAX, ..cfg };
+        let e = validate(GemmShape { m: 1024, n: 1024, k: 64 }, &overflow, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`grid`"), "{e}");
+        let e = FusedConfig { grid: MAX_LAUNCH_CTAS / 2 + 1, tail_ctas: MAX_LAUNCH_CTAS / 2 + 1, ..cfg }.check_tail_ctas().unwrap_err().to_string();
+        assert!(e.contains("`tail_ctas`") && e.contains("exceeds"), "{e}");
+        // Display never underflows, even for a config validate refuses.
+        let _ = FusedConfig { comm_ctas: 200, ..cfg }.to_string();
     }
 
     #[test]
@@ -519,5 +566,30 @@ mod tests {
         // World 0 is refused by the callers; the path helpers must not divide by it.
         assert_eq!(CommPath::all_for(t, 0), vec![CommPath::TmaOneShot, CommPath::Vec16, CommPath::Scalar]);
         assert_eq!(CommPath::choose(8192, t, 0), CommPath::TmaOneShot);
+    }
+
+    #[test]
+    fn push_path_needs_two_ranks_a_tma_store_tile_and_aligned_rows() {
+        let t = TileConfig::WIDE_TMA_STORE;
+        assert_eq!(CommPath::by_name("push"), Some(CommPath::Push));
+        assert!(CommPath::Push.claims_tiles());
+        assert!(CommPath::Push.check(8192, t, 2).is_ok());
+        // Never chosen by default.
+        assert_eq!(CommPath::choose(8192, t, 2), CommPath::TmaOneShot);
+        // Push runs the reduce path's kernel: one name, one catalog entry.
+        assert_eq!(kernel_name(t, 2, CommPath::Push), kernel_name(t, 2, CommPath::TmaReduce));
+        for world in [1, 3, 4, 8] {
+            let e = CommPath::Push.check(8192, t, world).unwrap_err().to_string();
+            assert!(e.contains("`comm_path`") && e.contains("push"), "world {world}: {e}");
+            assert!(source(t, world, CommPath::Push).is_err(), "world {world}");
+        }
+        for tile in [TileConfig::WIDE, TileConfig::NARROW, TileConfig::M64_WIDE] {
+            let e = CommPath::Push.check(8192, tile, 2).unwrap_err().to_string();
+            assert!(e.contains("`comm_path`") && e.contains("push"), "{tile}: {e}");
+            let e = source(tile, 2, CommPath::Push).unwrap_err().to_string();
+            assert!(e.contains("`comm_path`") && e.contains("push"), "{tile}: {e}");
+        }
+        let e = CommPath::Push.check(8190, t, 2).unwrap_err().to_string();
+        assert!(e.contains("N % 8"), "{e}");
     }
 }

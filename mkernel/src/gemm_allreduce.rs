@@ -26,8 +26,10 @@ pub struct GemmAllReduceOptions {
     /// tile and world size allow).
     pub comm_path: Option<CommPath>,
     /// Tail CTAs that join the communication once compute CTAs finish
-    /// ([`FusedConfig::tail_ctas`]; 0..=grid, one-shot and reduce paths only). Default:
-    /// one per compute CTA on a GPU the rank has to itself, else none.
+    /// ([`FusedConfig::tail_ctas`]; 0..=grid, one-shot, reduce and push paths only, and
+    /// only where the rank's grid is its GPU's SM count: a rank sharing its GPU is
+    /// refused any). Default: one per compute CTA on a GPU the rank has to itself, else
+    /// none.
     pub tail_ctas: Option<u32>,
 }
 
@@ -80,20 +82,24 @@ impl Communicator {
         if comm_ctas == 0 || comm_ctas >= grid {
             return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
         }
+        let sm_count = self.device_info().sm_count;
         let tail_ctas = match opts.tail_ctas {
             Some(t) => t,
             // A rank sharing its GPU gets none: its tail CTAs could hold SMs that a
             // co-resident peer's compute CTAs need.
-            None if path.claims_tiles() && grid == self.device_info().sm_count => grid - comm_ctas,
+            None if path.claims_tiles() && grid == sm_count => grid - comm_ctas,
             None => 0,
         };
-        if tail_ctas > 0 && !path.claims_tiles() {
-            return Err(invalid("tail_ctas", format!("only the one-shot and reduce paths take tail CTAs, not {}; got {tail_ctas}", path.name())));
-        }
-        if tail_ctas > grid {
-            return Err(invalid("tail_ctas", format!("must be at most the grid ({grid}), got {tail_ctas}")));
-        }
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas };
+        cfg.check_tail_ctas()?;
+        if tail_ctas > 0 && grid < sm_count {
+            // The tail CTAs would take the SMs of a co-resident peer's kernel, whose
+            // compute CTAs this rank's communication CTAs wait for: a timeout, not a result.
+            return Err(invalid(
+                "tail_ctas",
+                format!("a rank without its GPU to itself (grid {grid} < {sm_count} SMs) takes no tail CTAs, got {tail_ctas}"),
+            ));
+        }
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
         Ok(cfg)
     }
