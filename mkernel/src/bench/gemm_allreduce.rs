@@ -53,8 +53,9 @@ pub struct ArArgs {
     #[arg(long)]
     pub comm_path: Option<String>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
-    /// CTAs that join the communication once compute CTAs finish.
-    #[arg(long)]
+    /// CTAs that join the communication once compute CTAs finish. Default: one per
+    /// compute CTA on those paths, none on the others.
+    #[arg(long, allow_negative_numbers = true)]
     pub tail_ctas: Option<u32>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
@@ -315,6 +316,29 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
     Ok(worst)
 }
 
+/// The --comm-path / --tile / --tail-ctas combinations refused whatever the shape and
+/// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
+fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
+    if let (Some(t), Some(p)) = (tail_ctas, path) {
+        if t > 0 && !p.claims_tiles() {
+            let takers: Vec<&str> = CommPath::ALL.iter().filter(|p| p.claims_tiles()).map(|p| p.name()).collect();
+            return Err(format!("--tail-ctas {t}: the {} path takes no tail CTAs (only {} do)", p.name(), takers.join(", ")));
+        }
+    }
+    if let Some(p @ (CommPath::TmaReduce | CommPath::Push)) = path {
+        if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
+            return Err(format!("--comm-path {}: needs a TMA-store tile, got --tile {}", p.name(), t.name()));
+        }
+        if let Some(w) = world.filter(|&w| w != 2) {
+            return Err(format!("--comm-path {}: needs exactly 2 ranks, got {w}", p.name()));
+        }
+    }
+    if let (Some(CommPath::TmaOneShot), Some(w)) = (path, world.filter(|&w| w > 2)) {
+        return Err(format!("--comm-path one-shot: needs 1 or 2 ranks, got {w}"));
+    }
+    Ok(())
+}
+
 pub fn run(args: ArArgs) -> BenchResult<()> {
     // Argument errors before any rank is started or device touched.
     let c = &args.common;
@@ -325,6 +349,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             format!("--comm-path: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", "))
         })?),
     };
+    check_path_args(tile, comm_path, args.tail_ctas, args.procs.or(args.gpus))?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     if let Some(procs) = args.procs {
         if !args.launched {
@@ -352,6 +377,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let grid = comms[0].grid();
     if let Some(bad) = args.sm_comm.iter().find(|&&cc| cc >= grid) {
         return Err(format!("--sm-comm {bad}: must be in 1..{grid} (this rank's fused kernels have {grid} CTAs)").into());
+    }
+    if let Some(t) = args.tail_ctas.filter(|&t| t > grid) {
+        return Err(format!("--tail-ctas {t}: must be in 0..={grid} (this rank's fused kernels have {grid} CTAs)").into());
     }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
     let nccl = match comms[0].bootstrap() {
@@ -518,4 +546,50 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         println!("# wrote {}", p.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use mkernel::TileConfig;
+
+    #[test]
+    fn path_arguments_are_refused_before_any_device_is_touched() {
+        let ok = |tile, path, tail, world| check_path_args(tile, path, tail, world);
+        assert!(ok(None, None, Some(7), None).is_ok());
+        assert!(ok(None, Some(CommPath::Tma), Some(0), None).is_ok());
+        for p in CommPath::ALL {
+            let r = ok(None, Some(p), Some(3), None);
+            assert_eq!(r.is_ok(), p.claims_tiles(), "{}", p.name());
+            if let Err(e) = r {
+                assert!(e.contains("--tail-ctas 3") && e.contains(p.name()) && e.contains("push"), "{e}");
+            }
+        }
+        for p in [CommPath::Push, CommPath::TmaReduce] {
+            let e = ok(Some(TileConfig::WIDE), Some(p), None, None).unwrap_err();
+            assert!(e.contains("--comm-path") && e.contains("TMA-store"), "{e}");
+            assert!(ok(Some(TileConfig::WIDE_TMA_STORE), Some(p), None, Some(2)).is_ok());
+            let e = ok(None, Some(p), None, Some(4)).unwrap_err();
+            assert!(e.contains("--comm-path") && e.contains("2 ranks"), "{e}");
+        }
+        assert!(ok(None, Some(CommPath::TmaOneShot), None, Some(4)).is_err());
+    }
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ar: ArArgs,
+    }
+
+    #[test]
+    fn tail_ctas_flag_parses_and_names_itself() {
+        let cli = Cli::try_parse_from(["x", "--tail-ctas", "12", "--comm-path", "push"]).unwrap();
+        assert_eq!(cli.ar.tail_ctas, Some(12));
+        assert_eq!(cli.ar.comm_path.as_deref(), Some("push"));
+        for bad in ["-1", "abc", "4294967296"] {
+            let e = Cli::try_parse_from(["x", "--tail-ctas", bad]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("--tail-ctas"), "{bad}: {e}");
+        }
+    }
 }
