@@ -25,6 +25,8 @@ use crate::params::{AllReduceParams, ControlBlock, MAX_RANKS};
 ///   reduced inbox: world x max_tiles u32 | exit: MAX_RANKS u32 | control: ControlBlock ]
 /// ```
 /// (each region 256-byte aligned). Inbox row q holds the epochs rank q pushed here.
+/// `partial` holds this rank's partial product, except on [`CommPath::Push`], where the
+/// peer's epilogue stores the peer's partial into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkspaceLayout {
     /// Largest M * N the workspace holds.
@@ -102,7 +104,8 @@ pub struct FusedConfig {
     pub tile: TileConfig,
     /// CTAs (one per SM) that run the communication role; the rest compute.
     pub comm_ctas: u32,
-    /// CTAs in the grid (normally the SM count).
+    /// Compute plus communication CTAs (normally the SM count); the launch has
+    /// `grid + tail_ctas` CTAs.
     pub grid: u32,
     /// How the communication CTAs move data (must be one [`CommPath::all_for`] lists for
     /// the tile and world size, and suit N: see [`CommPath::check`]).
