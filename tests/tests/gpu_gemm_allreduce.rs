@@ -268,6 +268,18 @@ fn bad_arguments_are_named() {
         let e = c.gemm_allreduce(&g.streams[1], &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 64 }, Default::default()).unwrap_err();
         assert!(e.to_string().contains("`stream`"), "{e}");
     }
+    // Tail CTAs: at most the grid, only on paths that claim tiles, only on an unshared GPU.
+    let s = GemmShape { m: 64, n: 64, k: 64 };
+    let too_many = GemmAllReduceOptions { tail_ctas: Some(c.grid() + 1), ..Default::default() };
+    let e = c.plan_gemm_allreduce(s, too_many).unwrap_err();
+    assert!(e.to_string().contains("`tail_ctas`"), "{e}");
+    let two_phase = GemmAllReduceOptions { tail_ctas: Some(1), comm_path: Some(CommPath::Vec16), ..Default::default() };
+    let e = c.plan_gemm_allreduce(s, two_phase).unwrap_err();
+    assert!(e.to_string().contains("`tail_ctas`") && e.to_string().contains("vec16"), "{e}");
+    let shared = Communicator::local_group(&[0, 0], CommConfig { max_output_elems: 1 << 20, ..Default::default() }).unwrap();
+    assert_eq!(shared[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap().tail_ctas, 0);
+    let e = shared[0].plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(1), ..Default::default() }).unwrap_err();
+    assert!(e.to_string().contains("`tail_ctas`"), "{e}");
 }
 
 /// World sizes of larger machines, for correctness only: ranks are placed round-robin
