@@ -139,7 +139,7 @@ impl FusedConfig {
         if self.tail_ctas > self.grid {
             return Err(invalid("tail_ctas", format!("must be at most the grid ({}), got {}", self.grid, self.tail_ctas)));
         }
-        if self.grid.checked_add(self.tail_ctas).map_or(true, |n| n > MAX_LAUNCH_CTAS) {
+        if self.grid.checked_add(self.tail_ctas).is_none_or(|n| n > MAX_LAUNCH_CTAS) {
             return Err(invalid(
                 "tail_ctas",
                 format!("the grid ({}) plus {} tail CTAs exceeds the {MAX_LAUNCH_CTAS} CTAs of one launch", self.grid, self.tail_ctas),
