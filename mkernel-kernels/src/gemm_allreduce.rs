@@ -297,6 +297,11 @@ impl CommPath {
 /// (`mk::OneShotSmem::kItemsPerTile`, checked when the kernel compiles).
 pub const ONE_SHOT_ITEMS_PER_TILE: u32 = 4;
 
+/// Consecutive tiles one claim of a tile-claiming path takes (`mk::kClaimTiles`, checked
+/// when the kernel compiles): a producer waits for all of them, up to the timeout per
+/// rank's flag each, before loading any.
+pub const ONE_SHOT_CLAIM_TILES: u32 = 2;
+
 /// Name of the fused kernel for a tile config, world size and communication path.
 pub fn kernel_name(tile: TileConfig, world: u32, path: CommPath) -> String {
     format!("mkernel_gemm_allreduce_{}_w{}_{}", tile.tag(), world, path.tag())
@@ -326,7 +331,8 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
         path_ty = path.cpp(),
         check = if path.claims_tiles() {
             format!(
-                "static_assert(mk::OneShotSmem<{}, {world}>::kItemsPerTile == {ONE_SHOT_ITEMS_PER_TILE}, \"one-shot box rows differ from the host's\");\n",
+                "static_assert(mk::OneShotSmem<{}, {world}>::kItemsPerTile == {ONE_SHOT_ITEMS_PER_TILE}, \"one-shot box rows differ from the host's\");\n\
+                 static_assert(mk::kClaimTiles == {ONE_SHOT_CLAIM_TILES}, \"tiles per claim differ from the host's\");\n",
                 tile.cpp_type()
             )
         } else {

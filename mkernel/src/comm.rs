@@ -527,10 +527,12 @@ impl Communicator {
     }
 
     /// Bound of a host wait on this rank's kernels: above the longest wait a kernel may
-    /// legitimately do (one timeout per rank's flag for a tile, then the exit handshake),
-    /// so a live but slow peer is reported by the kernel, not as a host timeout.
+    /// legitimately do (one timeout per rank's flag for each tile of a claim, then one
+    /// per peer in the exit handshake), so a live but slow peer is reported by the
+    /// kernel, not as a host timeout: (claim tiles + 1) x world + 2 timeouts + 5 s.
     fn host_wait_limit(&self) -> Duration {
-        self.config.timeout.saturating_mul(self.world + 2).saturating_add(Duration::from_secs(5))
+        let timeouts = (mkernel_kernels::gemm_allreduce::ONE_SHOT_CLAIM_TILES + 1) * self.world + 2;
+        self.config.timeout.saturating_mul(timeouts).saturating_add(Duration::from_secs(5))
     }
 
     fn capturing(stream: &CudaStream) -> Result<bool> {
@@ -567,7 +569,7 @@ impl Communicator {
         Ok(())
     }
 
-    /// Waits (bounded by `(world + 2) * timeout + 5 s`) until `stream` has finished, then reports
+    /// Waits (bounded by `(3 x world + 2) x timeout + 5 s`) until `stream` has finished, then reports
     /// any failure a fused kernel recorded, e.g. [`Error::PeerTimeout`] naming the peer
     /// that never arrived. After such an error the communicator refuses further calls.
     pub fn synchronize(&self, stream: &CudaStream) -> Result<()> {

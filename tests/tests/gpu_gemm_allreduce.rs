@@ -89,8 +89,8 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
             GemmAllReduceOptions::default(),
             GemmAllReduceOptions { comm_ctas: Some(1), ..Default::default() },
             GemmAllReduceOptions { comm_ctas: Some(40), tile: Some(mkernel::TileConfig::NARROW), ..Default::default() },
-            // No tail CTAs (the default has one per compute CTA where tiles are claimed),
-            // and one dedicated communication CTA with one tail CTA.
+            // No tail CTAs (the default has one per compute CTA where tiles are claimed;
+            // one dedicated communication CTA with one tail CTA is added below).
             GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() },
             GemmAllReduceOptions { tile: Some(mkernel::TileConfig::M64_WIDE), ..Default::default() },
         ];
