@@ -5,11 +5,12 @@
 #   bash bench/device-run.sh tests [FILTER]      # packed test binaries
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
-#                                                # modes, --check-reps 100), fused without tail CTAs
+#                                                # modes, --check-reps 100), fused without tail
+#                                                # CTAs, event traces (traces.tgz)
 # Logs and JSON go under $OUT (or /tmp); test logs under $OUT/test-logs.
 # Before: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-kernels -p mkernel -p mkernel-tests
 #         bash bench/pack-libs.sh     (libfabric for the proxy-stream test)
-# A full pass is two device calls: `tests gpu_` (~6 min, TEST_TIMEOUT=420), then `measure` (~3 min).
+# A full pass is two device calls: `tests gpu_` (~6 min, TEST_TIMEOUT=420), then `measure` (~4 min).
 set -u
 # GPU_DIR: where the packed binaries are (default .gpu; any ignored folder carried along).
 gpu=${GPU_DIR:-.gpu}
@@ -55,6 +56,12 @@ case $what in
       "$gpu"/bin/mkernel bench $args --out-dir "$out" >> "$out/bench.log" 2>&1 || { rc=1; echo "FAILED: bench $args"; }
       grep -vE '^#|^$' "$out/bench.log" | tail -1 | cut -c1-160
     done
+    # Event traces of one call per shape (where the time goes), as one archive: the
+    # device tool returns at most a few files.
+    "$gpu"/bin/mkernel bench gemm-allreduce --iters 5 --trace --out-dir "$out/traces" >> "$out/bench.log" 2>&1 \
+      || { rc=1; echo "FAILED: bench gemm-allreduce --trace"; }
+    grep 'trace rank' "$out/bench.log" | tail -4 | cut -c1-200
+    tar czf "$out/traces.tgz" -C "$out" traces && rm -rf "$out/traces"
     exit $rc ;;
   *) echo "device-run.sh: unknown '$what' (tests | bench | measure)" >&2; exit 2 ;;
 esac

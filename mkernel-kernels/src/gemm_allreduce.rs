@@ -342,6 +342,24 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
 }
 
+/// Where a traced launch records its events (`mkernel::trace` reads them back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceTarget {
+    /// Device address, in the launch's context, of a zeroed buffer of
+    /// [`TraceTarget::bytes`]`(capacity)` bytes: a `FusedTraceHeader`, then the events.
+    pub ptr: u64,
+    /// Events the buffer holds; later ones are counted in the header, not stored.
+    pub capacity: u32,
+}
+
+impl TraceTarget {
+    /// Bytes of a trace buffer for `capacity` events.
+    pub fn bytes(capacity: u32) -> usize {
+        std::mem::size_of::<crate::params::FusedTraceHeader>()
+            + capacity as usize * std::mem::size_of::<crate::params::FusedTraceEvent>()
+    }
+}
+
 /// Everything one rank's launch needs besides the operands.
 #[derive(Debug, Clone, Copy)]
 pub struct RankBuffers {
@@ -398,6 +416,8 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
 /// `a`, `b`, `out` must be valid device buffers of the shape's sizes in `stream`'s
 /// context, and every `bufs.workspace[q]` (q < world) must be mapped in it, with all
 /// ranks launching the same shape and config (a collective call).
+/// `trace`, when given, must point to a zeroed buffer of [`TraceTarget::bytes`] bytes
+/// in that context.
 pub unsafe fn launch(
     rt: &Runtime,
     stream: &Arc<CudaStream>,
@@ -408,6 +428,7 @@ pub unsafe fn launch(
     cfg: FusedConfig,
     bufs: &RankBuffers,
     timeout: Duration,
+    trace: Option<TraceTarget>,
 ) -> Result<()> {
     validate(shape, &cfg, bufs)?;
     cfg.tile.check_output(shape.n)?;
@@ -430,6 +451,8 @@ pub unsafe fn launch(
         num_tail_ctas: cfg.tail_ctas,
         flag_stride: l.max_tiles as u32,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
+        trace: trace.map_or(0, |t| t.ptr),
+        trace_capacity: trace.map_or(0, |t| t.capacity),
         ..Default::default()
     };
     let path = cfg.path;

@@ -119,6 +119,29 @@ pub struct AllReduceParams {
     pub num_tail_ctas: u32,
     pub pad0: u32,
     pub timeout_ns: u64,
+    pub trace: u64,
+    pub trace_capacity: u32,
+    pub pad1: u32,
+}
+
+/// Header of the optional event trace of one fused call (`FusedTraceHeader`); the
+/// events follow it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FusedTraceHeader {
+    pub count: u32,
+    pub pad0: u32,
+}
+
+/// One event of a fused call's trace (`FusedTraceEvent`; kinds: `mk::TraceKind`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FusedTraceEvent {
+    pub t_ns: u64,
+    pub cta: u32,
+    pub tile: u32,
+    pub kind: u32,
+    pub pad0: u32,
 }
 
 /// Parameters of the random fill kernel (`FillParams`).
@@ -282,7 +305,9 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
-        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, pad0, timeout_ns));
+        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, pad0, timeout_ns, trace, trace_capacity, pad1));
+    lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
+    lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, pad0));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));

@@ -24,6 +24,7 @@ mod error;
 mod gemm;
 mod gemm_allreduce;
 pub mod internode;
+pub mod trace;
 
 pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result};

@@ -393,3 +393,63 @@ fn queued_behind_timeout(opts: GemmAllReduceOptions) {
     assert!(cmp.passed(), "{opts:?}: late rank 1: {cmp} (seed {:#x})", first.seed);
     eprintln!("queued call after a timeout did nothing ({opts:?}): rank 0: {err}; late rank 1 PASS");
 }
+
+/// A traced call still computes the right sum, and its events account for the
+/// schedule: every tile stored once, every CTA (grid + tail) started and ended once,
+/// and the claims of the communication CTAs cover every tile exactly once.
+#[test]
+fn traced_call_accounts_for_every_tile_and_cta() {
+    use mkernel::trace::{TraceBuffer, TraceKind};
+    let Some(w) = world("traced_call_accounts_for_every_tile_and_cta") else { return };
+    let w = w.min(2);
+    for (s, opts) in [
+        (GemmShape { m: 2049, n: 8192, k: 1024 }, GemmAllReduceOptions::default()),
+        (GemmShape { m: 129, n: 8192, k: 512 }, GemmAllReduceOptions { comm_ctas: Some(3), tail_ctas: Some(5), ..Default::default() }),
+    ] {
+        let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
+        let mut bs = bufs(&g, s);
+        let case = AllReduceCase { shape: s, world: w as u32, seed: check::fresh_seed() };
+        let mut traces = Vec::new();
+        for (r, b) in bs.iter_mut().enumerate() {
+            case.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
+            check::poison(&g.streams[r], &mut b.out).unwrap();
+            traces.push(TraceBuffer::new(&g.streams[r], 1 << 16).unwrap());
+        }
+        let mut cfgs = Vec::new();
+        for (r, b) in bs.iter_mut().enumerate() {
+            cfgs.push(g.comms[r].gemm_allreduce_traced(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts, &mut traces[r]).unwrap());
+        }
+        for (r, c) in g.comms.iter().enumerate() {
+            c.synchronize(&g.streams[r]).unwrap();
+        }
+        for (r, b) in bs.iter().enumerate() {
+            let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
+            assert!(cmp.passed(), "rank {r} {s:?} traced: {cmp}");
+            let cfg = cfgs[r];
+            let t = traces[r].read(&g.streams[r]).unwrap();
+            assert_eq!(t.dropped, 0);
+            let tiles = cfg.tile.tiles(s.m, s.n) as usize;
+            let count = |k: TraceKind| t.events.iter().filter(|e| e.kind == k).count();
+            let ctas = (cfg.grid + cfg.tail_ctas) as usize;
+            assert_eq!(count(TraceKind::CtaStart), ctas, "{cfg}");
+            assert_eq!(count(TraceKind::CtaEnd), ctas, "{cfg}");
+            let mut stored: Vec<u32> = t.events.iter().filter(|e| e.kind == TraceKind::TileStored).map(|e| e.tile).collect();
+            stored.sort_unstable();
+            assert_eq!(stored, (0..tiles as u32).collect::<Vec<_>>(), "{cfg}: every tile stored once");
+            if cfg.path.claims_tiles() {
+                let mut covered = vec![0u32; tiles];
+                for e in t.events.iter().filter(|e| e.kind == TraceKind::Claim) {
+                    let first = e.tile as usize;
+                    for c in covered.iter_mut().skip(first).take(mkernel::trace::CLAIM_TILES as usize) {
+                        *c += 1;
+                    }
+                }
+                assert!(covered.iter().all(|&c| c == 1), "{cfg}: claims cover every tile once: {covered:?}");
+                assert_eq!(count(TraceKind::Claim), count(TraceKind::ClaimReady), "{cfg}");
+            }
+            let sum = t.summary();
+            assert!(sum.compute_end_us <= sum.end_us, "{sum}");
+            eprintln!("rank {r} {s:?} {cfg}: {sum}");
+        }
+    }
+}

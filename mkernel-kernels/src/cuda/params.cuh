@@ -60,6 +60,22 @@ struct AllReduceParams {
                                        // reduce and push paths; 0 otherwise)
   u32 pad0;
   u64 timeout_ns;
+  u64 trace;                           // optional FusedTraceHeader + events (0: no trace)
+  u32 trace_capacity;                  // events the trace buffer holds
+  u32 pad1;
+};
+
+// Optional event trace of one fused call (bench --trace): a header, then events.
+struct FusedTraceHeader {
+  u32 count;    // events recorded (may exceed the capacity: the rest were dropped)
+  u32 pad0;
+};
+struct FusedTraceEvent {
+  u64 t_ns;     // %globaltimer (ns, one clock per GPU)
+  u32 cta;      // blockIdx.x
+  u32 tile;     // the tile, or what `kind` says
+  u32 kind;     // mk::TraceKind
+  u32 pad0;
 };
 
 // Per-rank device-resident control words; zeroed once at allocation.

@@ -20,6 +20,7 @@ use clap::Args;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::{Cublas, Nccl};
+use mkernel::trace::TraceBuffer;
 use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
@@ -57,6 +58,11 @@ pub struct ArArgs {
     /// compute CTA on those paths, none on the others.
     #[arg(long, allow_negative_numbers = true)]
     pub tail_ctas: Option<u32>,
+    /// After timing each shape, run one more fused call per rank with an event trace:
+    /// print where its time went (compute end, tail, claim waits) and write the events as
+    /// JSON (`trace-<shape>-r<rank>-<date>.json` in --out-dir).
+    #[arg(long)]
+    pub trace: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -168,6 +174,54 @@ fn check_once(
         }
     }
     worst.ok_or_else(|| "no ranks".into())
+}
+
+/// One traced fused call on every local rank: prints each rank's summary, writes its
+/// events as JSON (unless --no-json).
+#[allow(clippy::too_many_arguments)]
+fn trace_call(
+    comms: &[Communicator],
+    streams: &[Arc<CudaStream>],
+    data: &mut [RankData],
+    s: GemmShape,
+    opts: GemmAllReduceOptions,
+    label: &str,
+    date: &str,
+    out_dir: &std::path::Path,
+    no_json: bool,
+    bar: &indicatif::ProgressBar,
+) -> BenchResult<()> {
+    // ~2 events per CTA, 1 per tile, 2 per claim: room for the smallest (64x128) tiles.
+    let tiles = (s.m as u64).div_ceil(64) * (s.n as u64).div_ceil(128);
+    let capacity = u32::try_from(4 * tiles + 4096).map_err(|_| format!("--trace: {label} has too many tiles to trace"))?;
+    let mut bufs = Vec::new();
+    for st in streams {
+        bufs.push(TraceBuffer::new(st, capacity)?);
+    }
+    for (r, d) in data.iter_mut().enumerate() {
+        comms[r].gemm_allreduce_traced(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts, &mut bufs[r])?;
+    }
+    for (r, c) in comms.iter().enumerate() {
+        c.synchronize(&streams[r])?;
+    }
+    let slug: String = label.chars().map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' }).collect();
+    for (r, buf) in bufs.iter().enumerate() {
+        let trace = buf.read(&streams[r])?;
+        let rank = comms[r].rank();
+        bar.suspend(|| println!("{:<26} trace rank {rank}: {}", "", trace.summary()));
+        if !no_json {
+            #[derive(Serialize)]
+            struct Out<'a> {
+                shape: &'a str,
+                rank: u32,
+                summary: mkernel::trace::TraceSummary,
+                trace: &'a mkernel::trace::FusedTrace,
+            }
+            let out = Out { shape: label, rank, summary: trace.summary(), trace: &trace };
+            super::write_json(out_dir, &format!("trace-{slug}-r{rank}"), date, &out)?;
+        }
+    }
+    Ok(())
 }
 
 /// Starts `procs` copies of this binary as the ranks of one node and waits for them.
@@ -473,6 +527,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         for &cc in &args.sm_comm {
             let (t, _) = fused_with(GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts })?;
             sweep_local.push((cc, t));
+        }
+        if args.trace {
+            trace_call(comms, streams, &mut data, s, base_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
         }
         let baseline = local.median_ms(baseline)?;
         let cublas = local.median_ms(cublas)?;

@@ -80,6 +80,29 @@ __device__ __forceinline__ void publish_to_all(const u64 (&regions)[MKERNEL_MAX_
   for (u32 q = 0; q < WORLD; ++q) st_release_sys(inbox(regions[q], stride, rank, tile), epoch);
 }
 
+// ---- optional event trace (p.trace != 0, e.g. `bench gemm-allreduce --trace`) -----------
+// One thread per event; events past the capacity are counted, not stored. Off (one
+// branch on a kernel parameter) unless the host passes a buffer.
+enum class TraceKind : u32 {
+  CtaStart = 1,    // tile: 0 compute CTA, 1 communication CTA, 2 tail CTA
+  TileStored = 2,  // compute: tile published
+  Claim = 3,       // communication producer: first tile of a claim taken
+  ClaimReady = 4,  // ... its flags all seen and fenced
+  CommDone = 5,    // communication CTA finished its role; tile: items it moved
+  CtaEnd = 6,      // before the epoch hand-over
+};
+__device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind kind, u32 tile) {
+  if (p.trace == 0) return;
+  FusedTraceHeader* h = reinterpret_cast<FusedTraceHeader*>(p.trace);
+  const u32 i = atomicAdd(&h->count, 1u);
+  if (i >= p.trace_capacity) return;
+  FusedTraceEvent* e = reinterpret_cast<FusedTraceEvent*>(p.trace + sizeof(FusedTraceHeader)) + i;
+  e->t_ns = globaltimer_ns();
+  e->cta = blockIdx.x;
+  e->tile = tile;
+  e->kind = (u32)kind;
+}
+
 // Tile-stored hook of compute CTAs, called by one thread once the whole tile is in the
 // partial buffer (see the GEMM engine's epilogues): publish it to all ranks.
 template <u32 WORLD>
@@ -89,6 +112,7 @@ struct PublishTileReady {
   u32 epoch;
   __device__ __forceinline__ void operator()(u32 tile) const {
     publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
+    trace_event(*p, TraceKind::TileStored, tile);
   }
 };
 
@@ -290,12 +314,14 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
       while (ok) {
         const u32 first = atomicAdd(&ctx.control->comm_next, kClaimTiles);
         if (first >= sched.total) break;
+        trace_event(p, TraceKind::Claim, first);
         const u32 last = min(first + kClaimTiles, sched.total);
         for (u32 t = first; t < last && ok; ++t)
           ok = wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, t, ctx, WaitOp::PeerTileReady);
         if (!ok) break;
         fence_acq_rel_sys();         // acquire the claimed tiles' flag observations
         fence_proxy_async_global();  // flag acquires -> TMA reads
+        trace_event(p, TraceKind::ClaimReady, first);
         for (u32 t = first; t < last; ++t) {
           u32 mb, nb;
           sched.coords(t, mb, nb);
@@ -323,6 +349,7 @@ __device__ void comm_role_oneshot(const AllReduceParams& p, const WaitContext& c
       s_stop_at = k;
       if (k >= kS) mbar_wait(&sm.empty[k % kS], ((k / kS) - 1) & 1, consumer_bound_ns);
       mbar_arrive(&sm.full[k % kS]);
+      trace_event(p, TraceKind::CommDone, k);
     }
   } else {
     // ---- consumers ----
@@ -596,6 +623,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   const u32 main_grid = gridDim.x - p.num_tail_ctas;
   const u32 first_comm = main_grid - p.num_comm_ctas;
   const Role role = blockIdx.x >= first_comm ? Role::IntraComm : Role::Compute;
+  if (threadIdx.x == 0) trace_event(p, TraceKind::CtaStart, role == Role::Compute ? 0 : blockIdx.x < main_grid ? 1 : 2);
   if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
     if (!skipped) {
@@ -622,6 +650,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   // ---- epoch hand-over: the last CTA of this call advances the epoch ----
   __syncthreads();
   if (threadIdx.x == 0) {
+    trace_event(p, TraceKind::CtaEnd, 0);
     const u32 finished = atom_add_acq_rel_gpu(&control->ctas_done, 1) + 1;
     if (finished == gridDim.x) {
       control->ctas_done = 0;

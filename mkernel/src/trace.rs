@@ -1,0 +1,299 @@
+//! Event traces of fused calls: where a call's time goes (when compute ends, when each
+//! communication claim waited and became ready, when tail CTAs started), read from
+//! `%globaltimer` stamps the kernel writes into a device buffer.
+//!
+//! Off unless a [`TraceBuffer`] is passed to [`crate::Communicator::gemm_allreduce_traced`];
+//! `mkernel bench gemm-allreduce --trace` prints a [`TraceSummary`] per rank and shape and
+//! writes the events as JSON. Times are per GPU (one clock per GPU; ranks' clocks are not
+//! aligned), in microseconds from the first event of the call.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut};
+use mkernel_kernels::gemm_allreduce::TraceTarget;
+use mkernel_kernels::params::{FusedTraceEvent, FusedTraceHeader};
+use serde::Serialize;
+
+use crate::error::{invalid, DriverContext, Result};
+
+/// Tiles one claim takes: a [`TraceKind::Claim`] at tile t covers t..t + CLAIM_TILES
+/// (fewer at the end).
+pub const CLAIM_TILES: u32 = mkernel_kernels::gemm_allreduce::ONE_SHOT_CLAIM_TILES;
+
+/// What an event marks (`mk::TraceKind` in `ops/gemm_allreduce.cuh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TraceKind {
+    /// A CTA started; `tile` is its role: 0 compute, 1 communication, 2 tail.
+    CtaStart,
+    /// A compute CTA published `tile`.
+    TileStored,
+    /// A communication producer claimed [`CLAIM_TILES`] tiles from `tile` on.
+    Claim,
+    /// ... and saw and fenced their flags.
+    ClaimReady,
+    /// A communication CTA finished its role; `tile` holds the items it moved.
+    CommDone,
+    /// A CTA reached the epoch hand-over.
+    CtaEnd,
+}
+
+impl TraceKind {
+    fn from_raw(k: u32) -> Option<Self> {
+        Some(match k {
+            1 => Self::CtaStart,
+            2 => Self::TileStored,
+            3 => Self::Claim,
+            4 => Self::ClaimReady,
+            5 => Self::CommDone,
+            6 => Self::CtaEnd,
+            _ => return None,
+        })
+    }
+}
+
+/// One event, time relative to the call's first event.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TraceEvent {
+    /// Microseconds since the call's first event.
+    pub t_us: f64,
+    /// The CTA (block index) that recorded it.
+    pub cta: u32,
+    /// The tile, or what [`TraceKind`] says.
+    pub tile: u32,
+    /// What it marks.
+    pub kind: TraceKind,
+}
+
+/// A device buffer for the events of one fused call on one rank.
+pub struct TraceBuffer {
+    buf: CudaSlice<u8>,
+    capacity: u32,
+}
+
+impl TraceBuffer {
+    /// A buffer for up to `capacity` events (24 bytes each) on `stream`'s GPU; a call
+    /// records about 2 per CTA, 1 per tile and 2 per claim of 2 tiles.
+    ///
+    /// Errors: `capacity` 0 or above 2^26; allocation failure.
+    pub fn new(stream: &Arc<CudaStream>, capacity: u32) -> Result<Self> {
+        if capacity == 0 || capacity > 1 << 26 {
+            return Err(invalid("capacity", format!("must be 1..=2^26 events, got {capacity}")));
+        }
+        let buf = stream.alloc_zeros::<u8>(TraceTarget::bytes(capacity)).call("cuMemAlloc")?;
+        Ok(Self { buf, capacity })
+    }
+
+    /// Events the buffer holds.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// The GPU the buffer is on.
+    pub fn ordinal(&self) -> usize {
+        self.buf.ordinal()
+    }
+
+    /// Zeroes the buffer on `stream` (ordered before the traced launch) and says where
+    /// the kernel writes.
+    pub(crate) fn arm(&mut self, stream: &Arc<CudaStream>) -> Result<TraceTarget> {
+        stream.memset_zeros(&mut self.buf).call("cuMemsetD8Async")?;
+        let (ptr, _guard) = self.buf.device_ptr_mut(stream);
+        Ok(TraceTarget { ptr, capacity: self.capacity })
+    }
+
+    /// Copies the events back (waits for `stream`), sorted by time.
+    ///
+    /// Errors: driver errors; an event kind this version does not know.
+    pub fn read(&self, stream: &Arc<CudaStream>) -> Result<FusedTrace> {
+        let bytes = stream.clone_dtoh(&self.buf).call("cuMemcpyDtoH")?;
+        let short = || invalid("trace", "buffer shorter than its capacity".to_string());
+        let u32_at = |at: usize| bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).ok_or_else(short);
+        let u64_at = |at: usize| bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).ok_or_else(short);
+        let header_len = std::mem::size_of::<FusedTraceHeader>();
+        let event_len = std::mem::size_of::<FusedTraceEvent>();
+        let count = u32_at(0)?;
+        let stored = count.min(self.capacity) as usize;
+        let mut raw = Vec::with_capacity(stored);
+        for i in 0..stored {
+            // FusedTraceEvent: t_ns u64, cta u32, tile u32, kind u32, pad u32.
+            let at = header_len + i * event_len;
+            let kind_raw = u32_at(at + 16)?;
+            let kind = TraceKind::from_raw(kind_raw)
+                .ok_or_else(|| invalid("trace", format!("event {i} has unknown kind {kind_raw}")))?;
+            raw.push((u64_at(at)?, u32_at(at + 8)?, u32_at(at + 12)?, kind));
+        }
+        raw.sort_by_key(|e| e.0);
+        let t0 = raw.first().map_or(0, |e| e.0);
+        let events = raw
+            .into_iter()
+            .map(|(t, cta, tile, kind)| TraceEvent { t_us: (t - t0) as f64 / 1e3, cta, tile, kind })
+            .collect();
+        Ok(FusedTrace { events, dropped: count.saturating_sub(self.capacity) })
+    }
+}
+
+/// The events of one fused call on one rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct FusedTrace {
+    /// Events in time order.
+    pub events: Vec<TraceEvent>,
+    /// Events the buffer had no room for.
+    pub dropped: u32,
+}
+
+/// Where one call's time went, from its trace (microseconds from its first event).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TraceSummary {
+    /// The last compute CTA published its last tile.
+    pub compute_end_us: f64,
+    /// The last CTA reached the epoch hand-over.
+    pub end_us: f64,
+    /// The first tail CTA started (None: no tail CTAs).
+    pub first_tail_start_us: Option<f64>,
+    /// Tail CTAs that started.
+    pub tail_ctas: u32,
+    /// Claims taken by tail CTAs / by the dedicated communication CTAs.
+    pub tail_claims: u32,
+    /// Claims taken by dedicated communication CTAs.
+    pub dedicated_claims: u32,
+    /// Claims taken after compute ended.
+    pub claims_after_compute: u32,
+    /// Median time from a claim to its flags being ready, tail / dedicated CTAs.
+    pub tail_claim_wait_us: f64,
+    /// Median claim wait of the dedicated communication CTAs.
+    pub dedicated_claim_wait_us: f64,
+    /// Events the buffer had no room for.
+    pub dropped: u32,
+}
+
+impl FusedTrace {
+    /// The summary of [`TraceSummary`].
+    pub fn summary(&self) -> TraceSummary {
+        let mut role = std::collections::HashMap::new();
+        let mut first_tail: Option<f64> = None;
+        for e in self.events.iter().filter(|e| e.kind == TraceKind::CtaStart) {
+            role.insert(e.cta, e.tile);
+            if e.tile == 2 {
+                first_tail = Some(first_tail.map_or(e.t_us, |t: f64| t.min(e.t_us)));
+            }
+        }
+        let compute_end = self.events.iter().filter(|e| e.kind == TraceKind::TileStored).map(|e| e.t_us).fold(0.0, f64::max);
+        let end = self.events.iter().map(|e| e.t_us).fold(0.0, f64::max);
+        // Pair each claim with the next ClaimReady of the same CTA and first tile.
+        let mut open = std::collections::HashMap::new();
+        let (mut tail_waits, mut dedicated_waits) = (Vec::new(), Vec::new());
+        let (mut tail_claims, mut dedicated_claims, mut after) = (0, 0, 0);
+        for e in &self.events {
+            match e.kind {
+                TraceKind::Claim => {
+                    open.insert((e.cta, e.tile), e.t_us);
+                    if role.get(&e.cta) == Some(&2) {
+                        tail_claims += 1;
+                    } else {
+                        dedicated_claims += 1;
+                    }
+                    if e.t_us > compute_end {
+                        after += 1;
+                    }
+                }
+                TraceKind::ClaimReady => {
+                    if let Some(t) = open.remove(&(e.cta, e.tile)) {
+                        if role.get(&e.cta) == Some(&2) { tail_waits.push(e.t_us - t) } else { dedicated_waits.push(e.t_us - t) }
+                    }
+                }
+                _ => {}
+            }
+        }
+        TraceSummary {
+            compute_end_us: compute_end,
+            end_us: end,
+            first_tail_start_us: first_tail,
+            tail_ctas: role.values().filter(|&&r| r == 2).count() as u32,
+            tail_claims,
+            dedicated_claims,
+            claims_after_compute: after,
+            tail_claim_wait_us: median(&mut tail_waits),
+            dedicated_claim_wait_us: median(&mut dedicated_waits),
+            dropped: self.dropped,
+        }
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+impl std::fmt::Display for TraceSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "compute ends {:.1} us, call ends {:.1} us (tail {:.1} us); ",
+            self.compute_end_us,
+            self.end_us,
+            self.end_us - self.compute_end_us
+        )?;
+        match self.first_tail_start_us {
+            Some(t) => write!(f, "{} tail CTAs from {t:.1} us, ", self.tail_ctas)?,
+            None => write!(f, "no tail CTAs, ")?,
+        }
+        write!(
+            f,
+            "claims {} dedicated + {} tail ({} after compute), median claim wait {:.1} us dedicated / {:.1} us tail",
+            self.dedicated_claims, self.tail_claims, self.claims_after_compute, self.dedicated_claim_wait_us, self.tail_claim_wait_us
+        )?;
+        if self.dropped > 0 {
+            write!(f, "; {} events dropped", self.dropped)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(t_us: f64, cta: u32, tile: u32, kind: TraceKind) -> TraceEvent {
+        TraceEvent { t_us, cta, tile, kind }
+    }
+
+    #[test]
+    fn summary_separates_compute_tail_and_claim_waits() {
+        // CTA 0 computes tiles 0 and 1; CTA 1 communicates; CTA 2 is a tail CTA.
+        let t = FusedTrace {
+            events: vec![
+                ev(0.0, 0, 0, TraceKind::CtaStart),
+                ev(0.5, 1, 1, TraceKind::CtaStart),
+                ev(1.0, 1, 0, TraceKind::Claim),
+                ev(10.0, 0, 0, TraceKind::TileStored),
+                ev(11.0, 1, 0, TraceKind::ClaimReady),
+                ev(20.0, 0, 1, TraceKind::TileStored),
+                ev(21.0, 0, 0, TraceKind::CtaEnd),
+                ev(22.0, 2, 2, TraceKind::CtaStart),
+                ev(23.0, 2, 1, TraceKind::Claim),
+                ev(25.0, 2, 1, TraceKind::ClaimReady),
+                ev(30.0, 2, 4, TraceKind::CommDone),
+                ev(31.0, 2, 0, TraceKind::CtaEnd),
+            ],
+            dropped: 0,
+        };
+        let s = t.summary();
+        assert_eq!(s.compute_end_us, 20.0);
+        assert_eq!(s.end_us, 31.0);
+        assert_eq!(s.first_tail_start_us, Some(22.0));
+        assert_eq!((s.tail_ctas, s.tail_claims, s.dedicated_claims, s.claims_after_compute), (1, 1, 1, 1));
+        assert_eq!((s.dedicated_claim_wait_us, s.tail_claim_wait_us), (10.0, 2.0));
+        let text = s.to_string();
+        assert!(text.contains("tail 11.0 us") && text.contains("1 tail CTAs from 22.0 us"), "{text}");
+    }
+
+    #[test]
+    fn unknown_kinds_are_refused() {
+        assert_eq!(TraceKind::from_raw(0), None);
+        assert_eq!(TraceKind::from_raw(7), None);
+        assert_eq!(TraceKind::from_raw(3), Some(TraceKind::Claim));
+    }
+}
