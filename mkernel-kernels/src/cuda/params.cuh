@@ -80,8 +80,9 @@ struct FusedTraceEvent {
 
 // Per-rank device-resident control words; zeroed once at allocation.
 struct ControlBlock {
-  u32 epoch;          // epoch of the last completed call; a call runs at epoch + 1
-  u32 abort_epoch;    // == current epoch once some CTA gave up waiting
+  u32 epoch;          // epoch of the last completed call; a call runs at epoch + 1 (1 after 2^32 - 1)
+  u32 abort_epoch;    // epoch of the call in which some CTA gave up waiting (0: none);
+                      // never cleared: every later call is skipped (gemm_allreduce_kernel)
   u32 ctas_done;      // CTAs finished in this call (the last one advances `epoch`)
   u32 comm_done;      // communication CTAs finished in this call
   u32 comm_next;      // next tile a communication CTA claims (one-shot, reduce and push paths)

@@ -603,11 +603,17 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   static_assert(PATH != CommPath::TmaReduce || (WORLD == 2 && Cfg::kTmaEpilogue),
                 "the reduce-add path needs two ranks and the TMA-store epilogue");
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
+  // Epoch 0 is never used (after 2^32 calls it wraps to 1): 0 means "no abort" in
+  // abort_epoch and "never published" in the zeroed flags, so a call at epoch 0 would
+  // see itself aborted (aborted(): abort_epoch == epoch) and skip its exit handshake.
+  const u32 last_epoch = ld_acquire_gpu(&control->epoch);
   const WaitContext ctx{control, reinterpret_cast<KernelStatus*>(p.status), p.timeout_ns, p.rank,
-                        ld_acquire_gpu(&control->epoch) + 1};
+                        last_epoch + 1 != 0 ? last_epoch + 1 : 1u};
   // A call queued behind one that gave up (abort_epoch holds that call's epoch) does no
-  // work and says nothing to its peers; it only advances the epoch. The host poisons
-  // the communicator at the first error, so such a call's output is never used, while
+  // work and says nothing to its peers; it only advances the epoch, leaving `out`
+  // unwritten. The host poisons the communicator once it sees the error (synchronize, or
+  // the next call's check), so such a call's output must not be used (graph replays
+  // after a failure leave the previous replay's `out` in place), while
   // rewriting `partial` could hand a late peer, still in the aborted call, a tile
   // half-rewritten after it saw the tile's flag; its exit flags would in turn release
   // that peer early. Nothing writes abort_epoch during a skipped call, so every CTA of
