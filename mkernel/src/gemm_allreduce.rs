@@ -118,6 +118,8 @@ impl Communicator {
     /// compile/driver errors. A peer that never joins is reported by
     /// [`Communicator::synchronize`] as [`crate::Error::PeerTimeout`] after
     /// `CommConfig::timeout`.
+    /// Calls already queued behind a call that timed out (and CUDA-graph replays of it)
+    /// do nothing and leave `out` unwritten; `synchronize` reports the first failure.
     pub fn gemm_allreduce(
         &self,
         stream: &Arc<CudaStream>,
