@@ -495,12 +495,20 @@ fn exchange(provider: &str, world: u32, sizes: &[usize]) {
         })
         .collect();
     let procs = launch(&specs);
-    let mut reports = Vec::new();
-    for (r, p) in procs.iter().enumerate() {
-        let line = p.expect(r, "result", Duration::from_secs(240));
-        assert!(line.starts_with("MKOK"), "{provider} world {world} rank {r}: {line}");
-        reports.push(line);
-    }
+    // Every rank's result before judging: a rank that fails first makes its peers time
+    // out waiting for it, and rank order would report a timeout instead of the cause.
+    let reports: Vec<String> = procs
+        .iter()
+        .enumerate()
+        .map(|(r, p)| p.expect(r, "result", Duration::from_secs(240)))
+        .collect();
+    let failed: Vec<String> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| !line.starts_with("MKOK"))
+        .map(|(r, line)| format!("rank {r}: {line}"))
+        .collect();
+    assert!(failed.is_empty(), "{provider} world {world}: {}", failed.join("; "));
     drop(procs);
     println!("{provider} world {world}: {} in {:?}", reports[0], start.elapsed());
     let ordered = reports[0].contains("OrderedFlag=ok");
