@@ -6,11 +6,21 @@
 //! [`ChildSpec`]). Bootstrap runs over the children's stdin/stdout: each child prints
 //! `MKBOOT <rank> <address hex> <key hex>`, the parent sends every child all of those
 //! lines, the child runs, prints `MKOK ...` or `MKERR ...`, and waits for `EXIT`.
+//!
+//! An exchange runs the ordered-flag adaptor's epochs, then the immediate adaptor's.
+//! Between the two every child prints `MKPHASE <adaptor>` and keeps progressing its
+//! endpoint until the parent, having heard every rank, sends `GO` (or `ABORT` when a
+//! rank failed). Ranks leave an epoch at different times (tcp reports a write complete
+//! once it is in the socket, so a rank can move on while a peer has not yet read that
+//! epoch's data); without the barrier a rank that finished the last ordered-flag epoch
+//! first sent immediates to peers still waiting with their ordered-flag receivers.
+//! The barrier releases ranks at different times too: immediates that reach a rank
+//! still waiting for `GO` are carried into its first immediate-adaptor epoch.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -40,6 +50,18 @@ struct ChildSpec {
     rank: u32,
     sizes: Vec<usize>,
     repeats: u32,
+    /// Exchange only: one rank stops progressing for a while in one epoch.
+    #[serde(default)]
+    stall: Option<Stall>,
+}
+
+/// `rank` sleeps `ms` milliseconds, without polling, between posting its writes of
+/// `epoch` and waiting for its peers' chunks (a rank descheduled on a loaded machine).
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct Stall {
+    rank: u32,
+    epoch: u64,
+    ms: u64,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -140,7 +162,8 @@ fn boot(spec: &ChildSpec, lines: &Receiver<String>) -> Result<Peerless, String> 
 }
 
 /// Sends `size` bytes of epoch `epoch` to every peer and waits for every peer's bytes;
-/// verifies every byte. Returns an error naming the first bad byte.
+/// verifies every byte. `carried`: completions polled before this epoch (at the barrier
+/// before its adaptor's first epoch). Returns an error naming the first bad byte.
 fn exchange_epoch(
     spec: &ChildSpec,
     st: &mut Peerless,
@@ -148,6 +171,7 @@ fn exchange_epoch(
     receiver: &mut ArrivalReceiver,
     size: usize,
     epoch: u64,
+    carried: Vec<Completion>,
 ) -> Result<(), String> {
     let world = spec.world;
     let me = spec.rank;
@@ -158,7 +182,7 @@ fn exchange_epoch(
     let n_chunks = size.div_ceil(CHUNK);
     let parity = (epoch % 2) as usize;
     let mut pending: HashMap<WriteId, Rank> = HashMap::new();
-    let mut early = Vec::new();
+    let mut early = carried;
     for step in 1..world {
         let dst = (me + step) % world;
         let remote = st.remotes[&dst];
@@ -195,6 +219,9 @@ fn exchange_epoch(
     };
     for c in early {
         absorb(c, &mut pending)?;
+    }
+    if let Some(stall) = spec.stall.filter(|s| s.rank == me && s.epoch == epoch) {
+        std::thread::sleep(Duration::from_millis(stall.ms));
     }
     // Wait for our writes and every peer's chunks, progressing the endpoint.
     let start = Instant::now();
@@ -242,16 +269,41 @@ fn exchange_epoch(
     Ok(())
 }
 
-fn run_exchange(spec: &ChildSpec, st: &mut Peerless) -> Result<String, String> {
+/// Tells the parent this rank finished `phase` and progresses the endpoint (peers'
+/// last writes must still land) until the parent answers `GO`, i.e. every rank
+/// finished `phase`. Returns the completions polled meanwhile: every own write has
+/// completed, so they are immediates of peers already released into the next phase.
+fn barrier(st: &mut Peerless, lines: &Receiver<String>, phase: &str) -> Result<Vec<Completion>, String> {
+    println!("MKPHASE {phase}");
+    let start = Instant::now();
+    let mut out = Vec::new();
+    loop {
+        match lines.try_recv() {
+            Ok(line) if line.trim() == "GO" => return Ok(out),
+            Ok(line) => return Err(format!("barrier after {phase}: parent sent {line:?}")),
+            Err(TryRecvError::Empty) => {}
+            Err(TryRecvError::Disconnected) => return Err(format!("barrier after {phase}: parent closed stdin")),
+        }
+        st.ep.poll(&mut out, 64).map_err(|e| format!("barrier after {phase}: {e}"))?;
+        if start.elapsed() > WAIT {
+            return Err(format!("barrier after {phase}: no GO within {WAIT:?}"));
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+fn run_exchange(spec: &ChildSpec, st: &mut Peerless, lines: &Receiver<String>) -> Result<String, String> {
     let chunks = (spec.world as usize * st.max_chunks) as u32;
     let flags = ArrivalFlags::new(st.recv.clone(), st.flag_offset, chunks).map_err(|e| e.to_string())?;
     let mut epoch = 0u64;
     let mut report = Vec::new();
+    let mut carried = Vec::new();
     for mode in [CompletionMode::OrderedFlag, CompletionMode::Immediate] {
         let sender = match ChunkSender::new(&mut st.ep, mode, ImmLayout::default()) {
             Ok(s) => s,
             Err(TransportError::CapabilityMissing { .. }) if mode == CompletionMode::OrderedFlag => {
                 report.push(format!("{mode:?}=refused({:?})", st.ep.capabilities().ordering));
+                carried.extend(barrier(st, lines, &format!("{mode:?}"))?);
                 continue;
             }
             Err(e) => return Err(e.to_string()),
@@ -260,10 +312,14 @@ fn run_exchange(spec: &ChildSpec, st: &mut Peerless) -> Result<String, String> {
         for &size in &spec.sizes {
             for _ in 0..spec.repeats {
                 epoch += 1;
-                exchange_epoch(spec, st, &sender, &mut receiver, size, epoch)?;
+                exchange_epoch(spec, st, &sender, &mut receiver, size, epoch, std::mem::take(&mut carried))?;
             }
         }
         report.push(format!("{mode:?}=ok"));
+        carried = barrier(st, lines, &format!("{mode:?}"))?;
+    }
+    if let Some(c) = carried.first() {
+        return Err(format!("completion after the last epoch: {c:?}"));
     }
     Ok(report.join(","))
 }
@@ -354,7 +410,7 @@ fn loopback_child() {
         }
     };
     match spec.role.as_str() {
-        "exchange" => match run_exchange(&spec, &mut st) {
+        "exchange" => match run_exchange(&spec, &mut st, &lines) {
             Ok(r) => println!("MKOK {r}"),
             Err(e) => println!("MKERR {e}"),
         },
@@ -409,7 +465,7 @@ impl Proc {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 // The harness may print "test loopback_child ... " before our tag.
-                let tag = ["MKBOOT", "MKOK", "MKERR", "MKREADY", "MKPROGRESS"]
+                let tag = ["MKBOOT", "MKOK", "MKERR", "MKREADY", "MKPROGRESS", "MKPHASE"]
                     .iter()
                     .filter_map(|t| line.find(t))
                     .min();
@@ -479,6 +535,40 @@ fn skip_unless(provider: &str) -> bool {
 }
 
 fn exchange(provider: &str, world: u32, sizes: &[usize]) {
+    exchange_with(provider, world, sizes, None);
+}
+
+/// Runs the barrier between the adaptors' phases (see the module docs) until every
+/// rank is past `phases` barriers, then returns every rank's result line.
+fn run_phases(procs: &[Proc], phases: &[&str]) -> Vec<String> {
+    let mut results: Vec<Option<String>> = vec![None; procs.len()];
+    for phase in phases {
+        // Every rank ends the phase (MKPHASE) or fails (MKERR) within its bounded waits.
+        for (r, p) in procs.iter().enumerate() {
+            let line = p.expect(r, &format!("MKPHASE {phase}"), Duration::from_secs(240));
+            if line.trim() != format!("MKPHASE {phase}") {
+                results[r] = Some(line);
+            }
+        }
+        let word = if results.iter().any(Option::is_some) { "ABORT" } else { "GO" };
+        for p in procs {
+            let mut stdin = &p.stdin;
+            // A rank that failed ignores it (or has exited); it is reported below.
+            let _ = writeln!(stdin, "{word}").and_then(|()| stdin.flush());
+        }
+        if word == "ABORT" {
+            break;
+        }
+    }
+    procs
+        .iter()
+        .enumerate()
+        .zip(results)
+        .map(|((r, p), got)| got.unwrap_or_else(|| p.expect(r, "result", Duration::from_secs(240))))
+        .collect()
+}
+
+fn exchange_with(provider: &str, world: u32, sizes: &[usize], stall: Option<Stall>) {
     if skip_unless(provider) {
         return;
     }
@@ -492,16 +582,13 @@ fn exchange(provider: &str, world: u32, sizes: &[usize]) {
             rank,
             sizes: sizes.to_vec(),
             repeats: 2,
+            stall,
         })
         .collect();
     let procs = launch(&specs);
     // Every rank's result before judging: a rank that fails first makes its peers time
     // out waiting for it, and rank order would report a timeout instead of the cause.
-    let reports: Vec<String> = procs
-        .iter()
-        .enumerate()
-        .map(|(r, p)| p.expect(r, "result", Duration::from_secs(240)))
-        .collect();
+    let reports = run_phases(&procs, &["OrderedFlag", "Immediate"]);
     let failed: Vec<String> = reports
         .iter()
         .enumerate()
@@ -531,6 +618,19 @@ fn tcp_four_ranks_4k_to_64m_both_adaptors() {
     exchange("tcp", 4, SIZES_4);
 }
 
+/// Regression (CI flake on a loaded 2-core machine): rank 2 stops progressing after
+/// posting its writes of epoch 2, the last ordered-flag epoch, so ranks leave that
+/// epoch far apart. Without the barrier between the adaptors, a rank already in
+/// epoch 3 sent immediates to peers still waiting for epoch 2 with their ordered-flag
+/// receivers ("unexpected completion Immediate"), and the others timed out waiting
+/// for those ranks' epoch-3 chunks ("first missing chunk"). With a barrier but without
+/// carrying what it polled, ranks released first sent immediates to ranks still in
+/// the barrier.
+#[test]
+fn tcp_four_ranks_adaptor_switch_with_a_stalled_rank() {
+    exchange_with("tcp", 4, &[4 * KIB], Some(Stall { rank: 2, epoch: 2, ms: 2000 }));
+}
+
 #[test]
 fn shm_two_ranks_4k_to_64m() {
     exchange("shm", 2, SIZES_2);
@@ -556,6 +656,7 @@ fn killed_peer(provider: &str) {
             rank: rank as u32,
             sizes: vec![2 * CHUNK],
             repeats: 1,
+            stall: None,
         })
         .collect();
     let mut procs = launch(&specs);
