@@ -264,6 +264,13 @@ impl CommPath {
         matches!(self, Self::TmaOneShot | Self::TmaReduce | Self::Push)
     }
 
+    /// Whether the epilogue stores the own partial into `out` and communication CTAs
+    /// TMA-reduce-add the peer's tile into it (world 2, TMA-store tiles only): the reduce
+    /// and push paths, which run the same kernel.
+    pub fn adds_into_out(self) -> bool {
+        matches!(self, Self::TmaReduce | Self::Push)
+    }
+
     /// Every path.
     pub const ALL: [Self; 6] = [Self::TmaOneShot, Self::TmaReduce, Self::Push, Self::Tma, Self::Vec16, Self::Scalar];
 
@@ -318,7 +325,7 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     if path == CommPath::TmaOneShot && world > 2 {
         return Err(invalid("world_size", format!("the one-shot path is for world sizes 1 and 2, got {world}")));
     }
-    if matches!(path, CommPath::TmaReduce | CommPath::Push) && (world != 2 || tile.epilogue != crate::gemm::Epilogue::TmaStore) {
+    if path.adds_into_out() && (world != 2 || tile.epilogue != crate::gemm::Epilogue::TmaStore) {
         return Err(invalid("comm_path", format!("the {} path needs world size 2 and a TMA-store tile, got {world} and {tile}", path.name())));
     }
     let name = kernel_name(tile, world, path);
@@ -461,7 +468,7 @@ pub unsafe fn launch(
         _ => cfg.tile.bm / bufs.world.max(1),
     };
     let tma = path != CommPath::Vec16 && path != CommPath::Scalar;
-    if matches!(path, CommPath::TmaReduce | CommPath::Push) {
+    if path.adds_into_out() {
         p.tma_c_out = crate::gemm::output_map(out, shape, cfg.tile)?;
     }
     let matrix = |ptr: u64| Tensor2d { ptr, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };

@@ -54,7 +54,7 @@ impl Communicator {
         let tile = opts.tile.unwrap_or_else(|| {
             let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
             // The reduce-add and push paths need the TMA-store epilogue: asked for, they get one.
-            if matches!(opts.comm_path, Some(CommPath::TmaReduce | CommPath::Push)) { t.with_tma_store() } else { t }
+            if opts.comm_path.is_some_and(CommPath::adds_into_out) { t.with_tma_store() } else { t }
         });
         // A forced TMA-store tile needs N % 8 == 0: refuse it here, as launch would.
         tile.check_output(shape.n)?;
@@ -71,7 +71,7 @@ impl Communicator {
                     tile.bm as u64,
                     tile.bn as u64,
                 );
-                let model = if matches!(path, CommPath::TmaReduce | CommPath::Push) {
+                let model = if path.adds_into_out() {
                     PartitionModel::H200_NVLINK_REDUCE
                 } else {
                     PartitionModel::H200_NVLINK
@@ -82,19 +82,15 @@ impl Communicator {
         if comm_ctas == 0 || comm_ctas >= grid {
             return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
         }
+        // A rank sharing its GPU takes no tail CTAs: they would take the SMs of a
+        // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
+        // wait for (a timeout, not a result).
         let sm_count = self.device_info().sm_count;
-        let tail_ctas = match opts.tail_ctas {
-            Some(t) => t,
-            // A rank sharing its GPU gets none: its tail CTAs could hold SMs that a
-            // co-resident peer's compute CTAs need.
-            None if path.claims_tiles() && grid == sm_count => grid - comm_ctas,
-            None => 0,
-        };
+        let own_gpu = grid == sm_count;
+        let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas };
         cfg.check_tail_ctas()?;
-        if tail_ctas > 0 && grid < sm_count {
-            // The tail CTAs would take the SMs of a co-resident peer's kernel, whose
-            // compute CTAs this rank's communication CTAs wait for: a timeout, not a result.
+        if tail_ctas > 0 && !own_gpu {
             return Err(invalid(
                 "tail_ctas",
                 format!("a rank without its GPU to itself (grid {grid} < {sm_count} SMs) takes no tail CTAs, got {tail_ctas}"),

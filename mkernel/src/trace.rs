@@ -51,6 +51,10 @@ impl TraceKind {
     }
 }
 
+/// u64 words of one `FusedTraceEvent` (the header is one word).
+const EVENT_WORDS: usize = std::mem::size_of::<FusedTraceEvent>() / 8;
+const _: () = assert!(std::mem::size_of::<FusedTraceEvent>() == 8 * EVENT_WORDS && std::mem::size_of::<FusedTraceHeader>() == 8);
+
 /// One event, time relative to the call's first event.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TraceEvent {
@@ -66,7 +70,7 @@ pub struct TraceEvent {
 
 /// A device buffer for the events of one fused call on one rank.
 pub struct TraceBuffer {
-    buf: CudaSlice<u8>,
+    buf: CudaSlice<u64>,
     capacity: u32,
 }
 
@@ -79,7 +83,7 @@ impl TraceBuffer {
         if capacity == 0 || capacity > 1 << 26 {
             return Err(invalid("capacity", format!("must be 1..=2^26 events, got {capacity}")));
         }
-        let buf = stream.alloc_zeros::<u8>(TraceTarget::bytes(capacity)).call("cuMemAlloc")?;
+        let buf = stream.alloc_zeros::<u64>(TraceTarget::bytes(capacity) / 8).call("cuMemAlloc")?;
         Ok(Self { buf, capacity })
     }
 
@@ -105,30 +109,8 @@ impl TraceBuffer {
     ///
     /// Errors: driver errors; an event kind this version does not know.
     pub fn read(&self, stream: &Arc<CudaStream>) -> Result<FusedTrace> {
-        let bytes = stream.clone_dtoh(&self.buf).call("cuMemcpyDtoH")?;
-        let short = || invalid("trace", "buffer shorter than its capacity".to_string());
-        let u32_at = |at: usize| bytes.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).ok_or_else(short);
-        let u64_at = |at: usize| bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).ok_or_else(short);
-        let header_len = std::mem::size_of::<FusedTraceHeader>();
-        let event_len = std::mem::size_of::<FusedTraceEvent>();
-        let count = u32_at(0)?;
-        let stored = count.min(self.capacity) as usize;
-        let mut raw = Vec::with_capacity(stored);
-        for i in 0..stored {
-            // FusedTraceEvent: t_ns u64, cta u32, tile u32, kind u32, pad u32.
-            let at = header_len + i * event_len;
-            let kind_raw = u32_at(at + 16)?;
-            let kind = TraceKind::from_raw(kind_raw)
-                .ok_or_else(|| invalid("trace", format!("event {i} has unknown kind {kind_raw}")))?;
-            raw.push((u64_at(at)?, u32_at(at + 8)?, u32_at(at + 12)?, kind));
-        }
-        raw.sort_by_key(|e| e.0);
-        let t0 = raw.first().map_or(0, |e| e.0);
-        let events = raw
-            .into_iter()
-            .map(|(t, cta, tile, kind)| TraceEvent { t_us: (t - t0) as f64 / 1e3, cta, tile, kind })
-            .collect();
-        Ok(FusedTrace { events, dropped: count.saturating_sub(self.capacity) })
+        let words = stream.clone_dtoh(&self.buf).call("cuMemcpyDtoH")?;
+        FusedTrace::parse(&words, self.capacity)
     }
 }
 
@@ -152,13 +134,13 @@ pub struct TraceSummary {
     pub first_tail_start_us: Option<f64>,
     /// Tail CTAs that started.
     pub tail_ctas: u32,
-    /// Claims taken by tail CTAs / by the dedicated communication CTAs.
+    /// Claims taken by tail CTAs.
     pub tail_claims: u32,
     /// Claims taken by dedicated communication CTAs.
     pub dedicated_claims: u32,
     /// Claims taken after compute ended.
     pub claims_after_compute: u32,
-    /// Median time from a claim to its flags being ready, tail / dedicated CTAs.
+    /// Median time from a claim to its flags being ready, tail CTAs.
     pub tail_claim_wait_us: f64,
     /// Median claim wait of the dedicated communication CTAs.
     pub dedicated_claim_wait_us: f64,
@@ -167,6 +149,27 @@ pub struct TraceSummary {
 }
 
 impl FusedTrace {
+    /// Events from a trace buffer's contents as u64 words, sorted by time.
+    fn parse(words: &[u64], capacity: u32) -> Result<Self> {
+        // `FusedTraceHeader` is word 0 (count in the low half); event i is words 1 + 3i..:
+        // t_ns, then cta | tile << 32, then kind | pad << 32 (`FusedTraceEvent`'s layout).
+        let count = words.first().map_or(0, |&w| w as u32);
+        let mut raw = Vec::with_capacity(count.min(capacity) as usize);
+        for (i, e) in words.get(1..).unwrap_or_default().chunks_exact(EVENT_WORDS).take(count.min(capacity) as usize).enumerate() {
+            let kind_raw = e[2] as u32;
+            let kind = TraceKind::from_raw(kind_raw)
+                .ok_or_else(|| invalid("trace", format!("event {i} has unknown kind {kind_raw}")))?;
+            raw.push((e[0], e[1] as u32, (e[1] >> 32) as u32, kind));
+        }
+        raw.sort_by_key(|e| e.0);
+        let t0 = raw.first().map_or(0, |e| e.0);
+        let events = raw
+            .into_iter()
+            .map(|(t, cta, tile, kind)| TraceEvent { t_us: (t - t0) as f64 / 1e3, cta, tile, kind })
+            .collect();
+        Ok(FusedTrace { events, dropped: count.saturating_sub(capacity) })
+    }
+
     /// The summary of [`TraceSummary`].
     pub fn summary(&self) -> TraceSummary {
         let mut role = std::collections::HashMap::new();
@@ -288,6 +291,20 @@ mod tests {
         assert_eq!((s.dedicated_claim_wait_us, s.tail_claim_wait_us), (10.0, 2.0));
         let text = s.to_string();
         assert!(text.contains("tail 11.0 us") && text.contains("1 tail CTAs from 22.0 us"), "{text}");
+    }
+
+    #[test]
+    fn buffer_words_parse_in_time_order_and_count_dropped_events() {
+        let cap = 2;
+        // count 3 (one dropped); event 0 at 5 us: claim of tile 9 by CTA 4; event 1 at
+        // 2 us: CTA 7 starts as a tail CTA; a stale third slot past the capacity.
+        let words = [3, 7000, 4 | (9 << 32), 3, 2000, 7 | (2 << 32), 1, 0, 0, 0];
+        let t = FusedTrace::parse(&words, cap).unwrap();
+        assert_eq!(t.dropped, 1);
+        assert_eq!(t.events, vec![ev(0.0, 7, 2, TraceKind::CtaStart), ev(5.0, 4, 9, TraceKind::Claim)]);
+        let bad = [1, 0, 0, 9];
+        assert!(FusedTrace::parse(&bad, cap).unwrap_err().to_string().contains("unknown kind 9"));
+        assert!(FusedTrace::parse(&[0], cap).unwrap().events.is_empty());
     }
 
     #[test]

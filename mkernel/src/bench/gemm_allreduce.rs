@@ -379,7 +379,7 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
             return Err(format!("--tail-ctas {t}: the {} path takes no tail CTAs (only {} do)", p.name(), takers.join(", ")));
         }
     }
-    if let Some(p @ (CommPath::TmaReduce | CommPath::Push)) = path {
+    if let Some(p) = path.filter(|p| p.adds_into_out()) {
         if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
             return Err(format!("--comm-path {}: needs a TMA-store tile, got --tile {}", p.name(), t.name()));
         }
