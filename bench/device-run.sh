@@ -5,7 +5,9 @@
 #   bash bench/device-run.sh tests [FILTER]      # packed test binaries
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
-#                                                # modes, --check-reps 100), fused without tail
+#                                                # modes, --check-reps 100; one process also
+#                                                # times the epilogue and one-shot paths side
+#                                                # by side), fused without tail
 #                                                # CTAs, event traces (traces.tgz)
 # Logs and JSON go under $OUT (or /tmp); test logs under $OUT/test-logs.
 # Before: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-kernels -p mkernel -p mkernel-tests
@@ -49,7 +51,7 @@ case $what in
   measure)
     rc=0
     for args in "gemm --check --iters 15" \
-                "gemm-allreduce --check --check-reps 100 --iters 20" \
+                "gemm-allreduce --check --check-reps 100 --iters 20 --sweep-paths epilogue,one-shot" \
                 "gemm-allreduce --check --check-reps 100 --iters 20 --procs 2" \
                 "gemm-allreduce --iters 20 --tail-ctas 0"; do
       # shellcheck disable=SC2086

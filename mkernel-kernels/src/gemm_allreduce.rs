@@ -102,7 +102,8 @@ impl WorkspaceLayout {
 pub struct FusedConfig {
     /// GEMM tile configuration.
     pub tile: TileConfig,
-    /// CTAs (one per SM) that run the communication role; the rest compute.
+    /// CTAs (one per SM) that run the communication role; the rest compute. 1..grid,
+    /// but 0 on [`CommPath::Epilogue`] (compute CTAs all-reduce their own tiles).
     pub comm_ctas: u32,
     /// Compute plus communication CTAs (normally the SM count); the launch has
     /// `grid + tail_ctas` CTAs.
@@ -199,6 +200,13 @@ pub enum CommPath {
     /// tensor maps differ (the epilogue's first store targets the peer, the
     /// communication CTAs read this rank's own workspace).
     Push = 5,
+    /// World == 2 with the TMA-store epilogue, and no communication CTAs: every SM
+    /// computes, and the GEMM's storer warp of each CTA all-reduces the CTA's own tiles.
+    /// It TMA-stores a finished tile into `out`, copies it into the peer's workspace
+    /// (16-byte stores over NVLink), then waits for the peer's copy of the same tile in
+    /// its own workspace and TMA-reduce-adds it into `out`, while the CTA's next tile is
+    /// computed. `comm_ctas` is 0 and there are no tail CTAs; N % 8 == 0.
+    Epilogue = 6,
 }
 
 impl CommPath {
@@ -214,6 +222,27 @@ impl CommPath {
             Self::Vec16
         }
     }
+    /// The path of a fused call: [`Self::Epilogue`] where every CTA computes at most two
+    /// tiles (`tiles <= 2 * grid`) on 2 ranks with a TMA-store tile and N % 8 == 0, on a
+    /// GPU the rank has to itself (`own_gpu`); else [`Self::choose`].
+    ///
+    /// Why two tiles: there the one-shot path's communication CTAs cost a whole wave of
+    /// tiles (256 tiles on 116 compute CTAs need 3 waves, on 132 two), while the
+    /// epilogue path computes on every SM and pushes each wave's tiles while the next one
+    /// is computed. Measured on 2x H200 (bench/NOTES.md 6): o-proj M=1024 0.136 vs 0.158
+    /// ms, M=129 0.050 vs 0.054, down-proj and DeepSeek M=1024 equal or better. With more
+    /// tiles per CTA its copies to the peer, which every SM issues at once at the end of
+    /// each wave, slowed the next wave's mainloop in the runs so far (o-proj M=8192 0.89
+    /// vs 0.88 ms unpaced); the pacing that addresses it has not been measured there yet.
+    pub fn choose_fused(n: u32, tile: TileConfig, world: u32, tiles: u64, grid: u32, own_gpu: bool) -> Self {
+        let fallback = Self::choose(n, tile, world);
+        if own_gpu && tiles <= 2 * grid as u64 && Self::Epilogue.check(n, tile, world).is_ok() {
+            Self::Epilogue
+        } else {
+            fallback
+        }
+    }
+
     /// Paths that exist for `world` (what the catalog instantiates).
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
         let mut v = vec![Self::Vec16, Self::Scalar];
@@ -226,6 +255,7 @@ impl CommPath {
         if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore {
             v.insert(0, Self::TmaReduce);
             v.insert(0, Self::Push);
+            v.insert(0, Self::Epilogue);
         }
         v
     }
@@ -246,7 +276,7 @@ impl CommPath {
         Ok(())
     }
 
-    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`, `push`.
+    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`, `push`, `epilogue`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Tma => "tma",
@@ -255,6 +285,7 @@ impl CommPath {
             Self::TmaOneShot => "one-shot",
             Self::TmaReduce => "reduce",
             Self::Push => "push",
+            Self::Epilogue => "epilogue",
         }
     }
 
@@ -264,15 +295,23 @@ impl CommPath {
         matches!(self, Self::TmaOneShot | Self::TmaReduce | Self::Push)
     }
 
-    /// Whether the epilogue stores the own partial into `out` and communication CTAs
-    /// TMA-reduce-add the peer's tile into it (world 2, TMA-store tiles only): the reduce
-    /// and push paths, which run the same kernel.
+    /// Whether the epilogue stores the own partial into `out` and the peer's tile is
+    /// TMA-reduce-added into it (world 2, TMA-store tiles only): the reduce, push and
+    /// epilogue paths.
     pub fn adds_into_out(self) -> bool {
-        matches!(self, Self::TmaReduce | Self::Push)
+        matches!(self, Self::TmaReduce | Self::Push | Self::Epilogue)
+    }
+
+    /// Whether the path runs on dedicated communication CTAs (`comm_ctas` >= 1): every
+    /// path but [`Self::Epilogue`], whose compute CTAs all-reduce their own tiles
+    /// (`comm_ctas` == 0).
+    pub fn has_comm_ctas(self) -> bool {
+        self != Self::Epilogue
     }
 
     /// Every path.
-    pub const ALL: [Self; 6] = [Self::TmaOneShot, Self::TmaReduce, Self::Push, Self::Tma, Self::Vec16, Self::Scalar];
+    pub const ALL: [Self; 7] =
+        [Self::Epilogue, Self::TmaOneShot, Self::TmaReduce, Self::Push, Self::Tma, Self::Vec16, Self::Scalar];
 
     /// Looks a path up by its [`Self::name`].
     pub fn by_name(name: &str) -> Option<Self> {
@@ -285,6 +324,7 @@ impl CommPath {
             Self::TmaOneShot => "tma1",
             // Push runs TmaReduce's kernel with other tensor maps.
             Self::TmaReduce | Self::Push => "tmar",
+            Self::Epilogue => "tmae",
             Self::Vec16 => "v16",
             Self::Scalar => "v2",
         }
@@ -294,6 +334,7 @@ impl CommPath {
             Self::Tma => "mk::CommPath::Tma",
             Self::TmaOneShot => "mk::CommPath::TmaOneShot",
             Self::TmaReduce | Self::Push => "mk::CommPath::TmaReduce",
+            Self::Epilogue => "mk::CommPath::Epilogue",
             Self::Vec16 => "mk::CommPath::Vec16",
             Self::Scalar => "mk::CommPath::Scalar",
         }
@@ -308,6 +349,16 @@ pub const ONE_SHOT_ITEMS_PER_TILE: u32 = 4;
 /// when the kernel compiles): a producer waits for all of them, up to the timeout per
 /// rank's flag each, before loading any.
 pub const ONE_SHOT_CLAIM_TILES: u32 = 2;
+
+/// Shared memory the [`CommPath::Epilogue`] kernel needs beyond its tile's
+/// [`TileConfig::smem_bytes`] (an mbarrier; `mk::kEpilogueExtraSmem`, checked when the
+/// kernel compiles).
+pub const EPILOGUE_EXTRA_SMEM_BYTES: u32 = 16;
+
+/// Dynamic shared memory of one fused launch, bytes.
+pub fn smem_bytes(tile: TileConfig, path: CommPath) -> u32 {
+    tile.smem_bytes() + if path == CommPath::Epilogue { EPILOGUE_EXTRA_SMEM_BYTES } else { 0 }
+}
 
 /// Name of the fused kernel for a tile config, world size and communication path.
 pub fn kernel_name(tile: TileConfig, world: u32, path: CommPath) -> String {
@@ -342,6 +393,8 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
                  static_assert(mk::kClaimTiles == {ONE_SHOT_CLAIM_TILES}, \"tiles per claim differ from the host's\");\n",
                 tile.cpp_type()
             )
+        } else if path == CommPath::Epilogue {
+            format!("static_assert(mk::kEpilogueExtraSmem == {EPILOGUE_EXTRA_SMEM_BYTES}, \"epilogue shared memory differs from the host's\");\n")
         } else {
             String::new()
         },
@@ -408,7 +461,17 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
     if bufs.world as u64 != bufs.layout.world || bufs.rank >= bufs.world {
         return Err(invalid("rank", format!("rank {} of world {} does not fit a workspace laid out for {} ranks", bufs.rank, bufs.world, bufs.layout.world)));
     }
-    if cfg.comm_ctas == 0 || cfg.comm_ctas >= cfg.grid {
+    if !cfg.path.has_comm_ctas() {
+        if cfg.comm_ctas != 0 {
+            return Err(invalid(
+                "comm_ctas",
+                format!("must be 0 on the {} path (compute CTAs all-reduce their own tiles), got {}", cfg.path.name(), cfg.comm_ctas),
+            ));
+        }
+        if cfg.grid == 0 {
+            return Err(invalid("grid", "must be at least 1 CTA, got 0"));
+        }
+    } else if cfg.comm_ctas == 0 || cfg.comm_ctas >= cfg.grid {
         return Err(invalid(
             "comm_ctas",
             format!("must be in 1..{} (at least one CTA must compute), got {}", cfg.grid, cfg.comm_ctas),
@@ -493,9 +556,17 @@ pub unsafe fn launch(
         p.tma_c = crate::gemm::output_map(p.partial[peer], shape, cfg.tile)?;
         p.tma_partial[peer] = p.tma_partial[me];
     }
+    if path == CommPath::Epilogue {
+        // World 2. The epilogue TMA-stores into `out` (tma_c_out); the storer copies each
+        // tile into the peer's partial region (which holds what the peer received, by
+        // address) and TMA-loads the peer's copy back from its own, in the staging
+        // tile's format (box [BM, 64], 128B swizzle) like `out`'s map.
+        let me = bufs.rank as usize;
+        p.tma_partial[me] = crate::gemm::output_map(p.partial[me], shape, cfg.tile)?;
+    }
     let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, bufs.world, path), || source(cfg.tile, bufs.world, path))?;
     // (check_tail_ctas, through validate: the sum fits MAX_LAUNCH_CTAS)
-    driver::launch(&f, LaunchDims { grid: cfg.grid.saturating_add(cfg.tail_ctas), block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
+    driver::launch(&f, LaunchDims { grid: cfg.grid.saturating_add(cfg.tail_ctas), block: cfg.tile.threads(), smem_bytes: smem_bytes(cfg.tile, path) }, stream, &p)
 }
 
 #[cfg(test)]
@@ -605,6 +676,63 @@ mod tests {
         // World 0 is refused by the callers; the path helpers must not divide by it.
         assert_eq!(CommPath::all_for(t, 0), vec![CommPath::TmaOneShot, CommPath::Vec16, CommPath::Scalar]);
         assert_eq!(CommPath::choose(8192, t, 0), CommPath::TmaOneShot);
+    }
+
+    #[test]
+    fn epilogue_path_is_chosen_up_to_two_tiles_per_cta_on_an_own_gpu() {
+        let t = TileConfig::WIDE_TMA_STORE;
+        let choose = |n, tile, world, tiles, own| CommPath::choose_fused(n, tile, world, tiles, 132, own);
+        assert_eq!(choose(8192, t, 2, 256, true), CommPath::Epilogue);
+        assert_eq!(choose(8192, TileConfig::M64_WIDE_TMA_STORE, 2, 96, true), CommPath::Epilogue);
+        assert_eq!(choose(8192, t, 2, 264, true), CommPath::Epilogue);
+        // More than two tiles per CTA, a shared GPU, no TMA-store tile, N % 8 != 0, other
+        // world sizes: the fixed choice.
+        assert_eq!(choose(8192, t, 2, 265, true), CommPath::TmaOneShot);
+        assert_eq!(choose(8192, t, 2, 256, false), CommPath::TmaOneShot);
+        assert_eq!(choose(8192, TileConfig::WIDE, 2, 256, true), CommPath::TmaOneShot);
+        assert_eq!(choose(8190, t, 2, 256, true), CommPath::Scalar);
+        assert_eq!(choose(8192, t, 4, 256, true), CommPath::Tma);
+        assert_eq!(choose(8192, t, 1, 256, true), CommPath::TmaOneShot);
+        assert_eq!(CommPath::choose_fused(8192, t, 2, u64::MAX, u32::MAX, true), CommPath::TmaOneShot);
+    }
+
+    #[test]
+    fn epilogue_path_has_no_communication_ctas_and_its_own_shared_memory() {
+        let t = TileConfig::WIDE_TMA_STORE;
+        assert_eq!(CommPath::by_name("epilogue"), Some(CommPath::Epilogue));
+        assert!(!CommPath::Epilogue.claims_tiles() && !CommPath::Epilogue.has_comm_ctas() && CommPath::Epilogue.adds_into_out());
+        assert!(CommPath::ALL.iter().filter(|p| **p != CommPath::Epilogue).all(|p| p.has_comm_ctas()));
+        assert!(CommPath::Epilogue.check(8192, t, 2).is_ok());
+        for world in [1, 3, 4, 8] {
+            let e = CommPath::Epilogue.check(8192, t, world).unwrap_err().to_string();
+            assert!(e.contains("`comm_path`") && e.contains("epilogue"), "world {world}: {e}");
+        }
+        let e = CommPath::Epilogue.check(8192, TileConfig::WIDE, 2).unwrap_err().to_string();
+        assert!(e.contains("`comm_path`"), "{e}");
+        assert!(CommPath::Epilogue.check(8190, t, 2).is_err());
+        // Its own kernel, with one mbarrier more than the tile's shared memory.
+        assert_ne!(kernel_name(t, 2, CommPath::Epilogue), kernel_name(t, 2, CommPath::TmaReduce));
+        for tile in TileConfig::ALL.into_iter().filter(|t| CommPath::Epilogue.check(8192, *t, 2).is_ok()) {
+            assert_eq!(smem_bytes(tile, CommPath::Epilogue), tile.smem_bytes() + EPILOGUE_EXTRA_SMEM_BYTES);
+            assert!(smem_bytes(tile, CommPath::Epilogue) <= 232_448, "{tile}");
+            assert_eq!(smem_bytes(tile, CommPath::TmaReduce), tile.smem_bytes());
+            let src = source(tile, 2, CommPath::Epilogue).unwrap();
+            assert!(src.source.contains("mk::CommPath::Epilogue") && src.source.contains("kEpilogueExtraSmem"), "{tile}");
+        }
+        // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
+        let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
+        let shape = GemmShape { m: 1024, n: 1024, k: 64 };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0 };
+        assert!(validate(shape, &cfg, &bufs).is_ok());
+        assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
+        let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`comm_ctas`") && e.contains("must be 0"), "{e}");
+        let e = validate(shape, &FusedConfig { tail_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`tail_ctas`"), "{e}");
+        let e = validate(shape, &FusedConfig { grid: 0, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`grid`"), "{e}");
+        let e = validate(shape, &FusedConfig { comm_ctas: 0, path: CommPath::TmaOneShot, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`comm_ctas`") && e.contains("1.."), "{e}");
     }
 
     #[test]

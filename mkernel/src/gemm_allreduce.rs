@@ -20,10 +20,14 @@ pub struct GemmAllReduceOptions {
     /// GEMM tile configuration, one of [`TileConfig::ALL`].
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
-    /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU).
+    /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
+    /// (0 or unset) on [`CommPath::Epilogue`]. Given without `comm_path` (as is
+    /// `tail_ctas`), the heuristic picks a path that has communication CTAs.
     pub comm_ctas: Option<u32>,
-    /// How communication CTAs move data ([`CommPath::check`] says which paths a shape,
-    /// tile and world size allow).
+    /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
+    /// and world size allow). Default: [`CommPath::choose_fused`] (the epilogue path for
+    /// up to two tiles per CTA on 2 ranks, else one-shot for 2 ranks, TMA slices for
+    /// more), or [`CommPath::choose`] when `comm_ctas` or `tail_ctas` is given.
     pub comm_path: Option<CommPath>,
     /// Tail CTAs that join the communication once compute CTAs finish
     /// ([`FusedConfig::tail_ctas`]; 0..=grid, one-shot, reduce and push paths only, and
@@ -58,9 +62,30 @@ impl Communicator {
         });
         // A forced TMA-store tile needs N % 8 == 0: refuse it here, as launch would.
         tile.check_output(shape.n)?;
-        let path = opts.comm_path.unwrap_or_else(|| CommPath::choose(shape.n, tile, self.world_size()));
+        // A rank sharing its GPU takes no tail CTAs and not the epilogue path by default
+        // (see below).
+        let sm_count = self.device_info().sm_count;
+        let own_gpu = grid == sm_count;
+        // A split or tail asked for without a path means a path that has them.
+        let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
+        let path = opts.comm_path.unwrap_or_else(|| {
+            if tunes_comm_ctas {
+                CommPath::choose(shape.n, tile, self.world_size())
+            } else {
+                CommPath::choose_fused(shape.n, tile, self.world_size(), tile.tiles(shape.m, shape.n), grid, own_gpu)
+            }
+        });
         path.check(shape.n, tile, self.world_size())?;
         let comm_ctas = match opts.comm_ctas {
+            _ if !path.has_comm_ctas() => match opts.comm_ctas {
+                None | Some(0) => 0,
+                Some(c) => {
+                    return Err(invalid(
+                        "comm_ctas",
+                        format!("the {} path has no communication CTAs (every CTA computes and all-reduces its own tiles); got {c}", path.name()),
+                    ))
+                }
+            },
             Some(c) => c,
             None => {
                 let w = Workload::gemm_allreduce(
@@ -79,14 +104,15 @@ impl Communicator {
                 balance(&w, &model, grid).intra_comm.max(1)
             }
         };
-        if comm_ctas == 0 || comm_ctas >= grid {
-            return Err(invalid("comm_ctas", format!("must be in 1..{grid} (this rank's kernels have {grid} CTAs), got {comm_ctas}")));
+        if path.has_comm_ctas() && (comm_ctas == 0 || comm_ctas >= grid) {
+            return Err(invalid(
+                "comm_ctas",
+                format!("must be in 1..{grid} on the {} path (this rank's kernels have {grid} CTAs; 0 only with comm_path epilogue), got {comm_ctas}", path.name()),
+            ));
         }
         // A rank sharing its GPU takes no tail CTAs: they would take the SMs of a
         // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
         // wait for (a timeout, not a result).
-        let sm_count = self.device_info().sm_count;
-        let own_gpu = grid == sm_count;
         let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas };
         cfg.check_tail_ctas()?;

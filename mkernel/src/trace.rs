@@ -35,6 +35,8 @@ pub enum TraceKind {
     CommDone,
     /// A CTA reached the epoch hand-over.
     CtaEnd,
+    /// Epilogue path: a compute CTA added the peer's copy of `tile` into `out`.
+    PeerAdded,
 }
 
 impl TraceKind {
@@ -46,6 +48,7 @@ impl TraceKind {
             4 => Self::ClaimReady,
             5 => Self::CommDone,
             6 => Self::CtaEnd,
+            7 => Self::PeerAdded,
             _ => return None,
         })
     }
@@ -126,7 +129,8 @@ pub struct FusedTrace {
 /// Where one call's time went, from its trace (microseconds from its first event).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TraceSummary {
-    /// The last compute CTA published its last tile.
+    /// The last compute CTA published its last tile (on the epilogue path: once its
+    /// copy to the peer was written).
     pub compute_end_us: f64,
     /// The last CTA reached the epoch hand-over.
     pub end_us: f64,
@@ -144,6 +148,11 @@ pub struct TraceSummary {
     pub tail_claim_wait_us: f64,
     /// Median claim wait of the dedicated communication CTAs.
     pub dedicated_claim_wait_us: f64,
+    /// Epilogue path: tiles whose peer copy was added into `out`.
+    pub peer_adds: u32,
+    /// Epilogue path: median time from a tile's publication to the peer's copy of it
+    /// being added (the wait for the peer, then a local load and reduce-add).
+    pub peer_add_wait_us: f64,
     /// Events the buffer had no room for.
     pub dropped: u32,
 }
@@ -207,7 +216,17 @@ impl FusedTrace {
                 _ => {}
             }
         }
+        let stored: std::collections::HashMap<u32, f64> =
+            self.events.iter().filter(|e| e.kind == TraceKind::TileStored).map(|e| (e.tile, e.t_us)).collect();
+        let mut add_waits: Vec<f64> = self
+            .events
+            .iter()
+            .filter(|e| e.kind == TraceKind::PeerAdded)
+            .filter_map(|e| stored.get(&e.tile).map(|t| e.t_us - t))
+            .collect();
         TraceSummary {
+            peer_adds: self.events.iter().filter(|e| e.kind == TraceKind::PeerAdded).count() as u32,
+            peer_add_wait_us: median(&mut add_waits),
             compute_end_us: compute_end,
             end_us: end,
             first_tail_start_us: first_tail,
@@ -239,15 +258,20 @@ impl std::fmt::Display for TraceSummary {
             self.end_us,
             self.end_us - self.compute_end_us
         )?;
-        match self.first_tail_start_us {
-            Some(t) => write!(f, "{} tail CTAs from {t:.1} us, ", self.tail_ctas)?,
-            None => write!(f, "no tail CTAs, ")?,
+        if self.peer_adds > 0 {
+            // Epilogue path: no communication CTAs, no claims.
+            write!(f, "{} peer tiles added, median {:.1} us after the own tile was published", self.peer_adds, self.peer_add_wait_us)?;
+        } else {
+            match self.first_tail_start_us {
+                Some(t) => write!(f, "{} tail CTAs from {t:.1} us, ", self.tail_ctas)?,
+                None => write!(f, "no tail CTAs, ")?,
+            }
+            write!(
+                f,
+                "claims {} dedicated + {} tail ({} after compute), median claim wait {:.1} us dedicated / {:.1} us tail",
+                self.dedicated_claims, self.tail_claims, self.claims_after_compute, self.dedicated_claim_wait_us, self.tail_claim_wait_us
+            )?;
         }
-        write!(
-            f,
-            "claims {} dedicated + {} tail ({} after compute), median claim wait {:.1} us dedicated / {:.1} us tail",
-            self.dedicated_claims, self.tail_claims, self.claims_after_compute, self.dedicated_claim_wait_us, self.tail_claim_wait_us
-        )?;
         if self.dropped > 0 {
             write!(f, "; {} events dropped", self.dropped)?;
         }
@@ -308,9 +332,34 @@ mod tests {
     }
 
     #[test]
+    fn epilogue_summary_reports_the_peer_add_wait() {
+        // Two compute CTAs; tile 0 published at 10 us and its peer copy added at 14 us,
+        // tile 1 at 12 and 20 us.
+        let t = FusedTrace {
+            events: vec![
+                ev(0.0, 0, 0, TraceKind::CtaStart),
+                ev(0.0, 1, 0, TraceKind::CtaStart),
+                ev(10.0, 0, 0, TraceKind::TileStored),
+                ev(12.0, 1, 1, TraceKind::TileStored),
+                ev(14.0, 0, 0, TraceKind::PeerAdded),
+                ev(20.0, 1, 1, TraceKind::PeerAdded),
+                ev(21.0, 0, 0, TraceKind::CtaEnd),
+                ev(22.0, 1, 0, TraceKind::CtaEnd),
+            ],
+            dropped: 0,
+        };
+        let s = t.summary();
+        assert_eq!((s.peer_adds, s.compute_end_us, s.end_us, s.dedicated_claims + s.tail_claims), (2, 12.0, 22.0, 0));
+        assert_eq!(s.peer_add_wait_us, 8.0); // the upper median of {4, 8}
+        let text = s.to_string();
+        assert!(text.contains("2 peer tiles added") && !text.contains("claims"), "{text}");
+    }
+
+    #[test]
     fn unknown_kinds_are_refused() {
         assert_eq!(TraceKind::from_raw(0), None);
-        assert_eq!(TraceKind::from_raw(7), None);
+        assert_eq!(TraceKind::from_raw(8), None);
+        assert_eq!(TraceKind::from_raw(7), Some(TraceKind::PeerAdded));
         assert_eq!(TraceKind::from_raw(3), Some(TraceKind::Claim));
     }
 }

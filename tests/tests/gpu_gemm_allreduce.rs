@@ -72,6 +72,18 @@ fn push_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduce
     GemmAllReduceOptions { comm_path: Some(CommPath::Push), ..reduce_path(tile, comm_ctas) }
 }
 
+/// The epilogue path: no communication CTAs, the storer warps all-reduce their tiles.
+fn epilogue_path(tile: mkernel::TileConfig) -> GemmAllReduceOptions {
+    GemmAllReduceOptions { tile: Some(tile), comm_ctas: None, comm_path: Some(CommPath::Epilogue), tail_ctas: None }
+}
+
+/// The one-shot path with its default split and tail CTAs (the default heuristic takes
+/// the epilogue path for shapes of up to two tiles per CTA).
+fn one_shot() -> GemmAllReduceOptions {
+    GemmAllReduceOptions { comm_path: Some(CommPath::TmaOneShot), ..Default::default() }
+}
+
+
 fn world(test: &str) -> Option<usize> {
     gpu_or_skip(test, 1).map(|n| n.min(8))
 }
@@ -111,6 +123,10 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
                 options.push(push_path(mkernel::TileConfig::NARROW_TMA_STORE, Some(1)));
                 options.push(push_path(mkernel::TileConfig::M64_WIDE_TMA_STORE, Some(40)));
+                // The epilogue path (compute CTAs all-reduce their own tiles).
+                options.push(GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() });
+                options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
+                options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
             }
         }
         for opts in options {
@@ -130,6 +146,7 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
     if w == 2 {
         paths.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
         paths.push(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+        paths.push(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
     }
     for opts in paths {
         let seed = check::fresh_seed();
@@ -157,9 +174,19 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
 fn cuda_graph_replays_advance_epochs() {
     let Some(w) = world("cuda_graph_replays_advance_epochs") else { return };
     let s = GemmShape { m: 1024, n: 8192, k: 4096 };
+    let mut paths = vec![GemmAllReduceOptions::default()];
+    if w == 2 {
+        // (the default is the epilogue path here: 256 tiles)
+        paths.push(one_shot());
+    }
+    for opts in paths {
+        graph_replays(w, s, opts);
+    }
+}
+
+fn graph_replays(w: usize, s: GemmShape, opts: GemmAllReduceOptions) {
     let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
     let mut bs = bufs(&g, s);
-    let opts = GemmAllReduceOptions::default();
     // Warm up (JIT compile + module load happen outside capture).
     round(&mut g, &mut bs, s, 1, opts);
     let mut graphs = Vec::new();
@@ -199,7 +226,7 @@ fn cuda_graph_replays_advance_epochs() {
         }
         for (r, b) in bs.iter().enumerate() {
             let cmp = case.verify(&g.streams[r], &mut g.blas[r], &b.out).unwrap();
-            assert!(cmp.passed(), "rank {r}, graph replay {rep}: {cmp}");
+            assert!(cmp.passed(), "rank {r}, graph replay {rep} ({opts:?}): {cmp}");
         }
     }
 }
@@ -209,8 +236,11 @@ fn missing_peer_times_out_naming_it() {
     let Some(n) = gpu_or_skip("missing_peer_times_out_naming_it", 2) else { return };
     let _ = n;
     missing_peer(GemmAllReduceOptions::default());
+    missing_peer(one_shot());
     missing_peer(reduce_path(mkernel::TileConfig::NARROW_TMA_STORE, None));
     missing_peer(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+    missing_peer(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
+    missing_peer(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {
@@ -280,6 +310,19 @@ fn bad_arguments_are_named() {
     assert_eq!(shared[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap().tail_ctas, 0);
     let e = shared[0].plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(1), ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("`tail_ctas`"), "{e}");
+    // The epilogue path has neither communication nor tail CTAs, and needs 2 ranks.
+    let epi = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
+    if w == 2 {
+        let p = c.plan_gemm_allreduce(s, epi).unwrap();
+        assert_eq!((p.comm_ctas, p.tail_ctas, p.grid), (0, 0, c.grid()), "{p}");
+        let e = c.plan_gemm_allreduce(s, GemmAllReduceOptions { comm_ctas: Some(4), ..epi }).unwrap_err();
+        assert!(e.to_string().contains("`comm_ctas`") && e.to_string().contains("epilogue"), "{e}");
+        let e = c.plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(4), ..epi }).unwrap_err();
+        assert!(e.to_string().contains("`tail_ctas`") && e.to_string().contains("epilogue"), "{e}");
+    } else {
+        let e = c.plan_gemm_allreduce(s, epi).unwrap_err();
+        assert!(e.to_string().contains("`comm_path`") && e.to_string().contains("epilogue"), "{e}");
+    }
 }
 
 /// World sizes of larger machines, for correctness only: ranks are placed round-robin
@@ -354,13 +397,15 @@ fn device_and_host_verification_agree() {
 /// data) or pushed it into rank 1, rank 1 would sum a rewritten tile or time out on
 /// flags of the wrong epoch. Rank 1's late call must instead succeed with the sum of
 /// the first call's inputs, and rank 0 must report the timeout naming rank 1. (The
-/// one-shot and push paths only: on the two-phase paths the late rank also needs the
+/// one-shot, push and epilogue paths only: on the two-phase paths the late rank also needs the
 /// slices its timed-out peer never reduced, so it times out too.)
 #[test]
 fn calls_queued_behind_a_timeout_do_nothing() {
     let Some(_) = gpu_or_skip("calls_queued_behind_a_timeout_do_nothing", 2) else { return };
     queued_behind_timeout(GemmAllReduceOptions::default());
+    queued_behind_timeout(one_shot());
     queued_behind_timeout(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
+    queued_behind_timeout(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
 }
 
 fn queued_behind_timeout(opts: GemmAllReduceOptions) {
@@ -402,10 +447,14 @@ fn traced_call_accounts_for_every_tile_and_cta() {
     use mkernel::trace::{TraceBuffer, TraceKind};
     let Some(w) = world("traced_call_accounts_for_every_tile_and_cta") else { return };
     let w = w.min(2);
-    for (s, opts) in [
+    let mut cases = vec![
         (GemmShape { m: 2049, n: 8192, k: 1024 }, GemmAllReduceOptions::default()),
         (GemmShape { m: 129, n: 8192, k: 512 }, GemmAllReduceOptions { comm_ctas: Some(3), tail_ctas: Some(5), ..Default::default() }),
-    ] {
+    ];
+    if w == 2 {
+        cases.push((GemmShape { m: 2049, n: 8192, k: 1024 }, epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE)));
+    }
+    for (s, opts) in cases {
         let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
         let mut bs = bufs(&g, s);
         let case = AllReduceCase { shape: s, world: w as u32, seed: check::fresh_seed() };
@@ -446,6 +495,15 @@ fn traced_call_accounts_for_every_tile_and_cta() {
                 }
                 assert!(covered.iter().all(|&c| c == 1), "{cfg}: claims cover every tile once: {covered:?}");
                 assert_eq!(count(TraceKind::Claim), count(TraceKind::ClaimReady), "{cfg}");
+            }
+            if cfg.path == CommPath::Epilogue {
+                // Every tile's peer copy added exactly once, by the CTA that stored it.
+                let mut added: Vec<(u32, u32)> = t.events.iter().filter(|e| e.kind == TraceKind::PeerAdded).map(|e| (e.tile, e.cta)).collect();
+                let mut stored_by: Vec<(u32, u32)> = t.events.iter().filter(|e| e.kind == TraceKind::TileStored).map(|e| (e.tile, e.cta)).collect();
+                added.sort_unstable();
+                stored_by.sort_unstable();
+                assert_eq!(added, stored_by, "{cfg}: every tile's peer copy added once, by its CTA");
+                assert_eq!(cfg.comm_ctas + cfg.tail_ctas, 0, "{cfg}");
             }
             let sum = t.summary();
             assert!(sum.compute_end_us <= sum.end_us, "{sum}");

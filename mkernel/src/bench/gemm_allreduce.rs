@@ -49,10 +49,15 @@ pub struct ArArgs {
     /// Force a tile configuration (names as for `bench gemm --tile`).
     #[arg(long)]
     pub tile: Option<String>,
-    /// Force how communication CTAs move data: one-shot, reduce or push (2 ranks,
-    /// TMA-store tiles), tma, vec16, scalar.
+    /// Force how communication CTAs move data: epilogue, reduce or push (2 ranks,
+    /// TMA-store tiles), one-shot, tma, vec16, scalar.
     #[arg(long)]
     pub comm_path: Option<String>,
+    /// Also time these paths per shape, each with its default split and tail (side by
+    /// side with the default path, same data), e.g. epilogue,one-shot; paths a shape
+    /// cannot take are left out of its row.
+    #[arg(long, value_delimiter = ',')]
+    pub sweep_paths: Vec<String>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others.
@@ -109,6 +114,8 @@ struct Row {
     overlap_vs_cublas: f64,
     comm_share_of_baseline: f64,
     sweep: Vec<(u32, f64)>,
+    /// --sweep-paths: (path, config, median fused ms).
+    path_sweep: Vec<(String, String, f64)>,
     check: Option<String>,
 }
 
@@ -404,6 +411,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         })?),
     };
     check_path_args(tile, comm_path, args.tail_ctas, args.procs.or(args.gpus))?;
+    if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
+        return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
+    }
+    let sweep_paths = args
+        .sweep_paths
+        .iter()
+        .map(|name| CommPath::by_name(name).ok_or_else(|| format!("--sweep-paths: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", "))))
+        .collect::<Result<Vec<_>, _>>()?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     if let Some(procs) = args.procs {
         if !args.launched {
@@ -528,6 +543,16 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             let (t, _) = fused_with(GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts })?;
             sweep_local.push((cc, t));
         }
+        let mut path_sweep_local = Vec::new();
+        for &p in &sweep_paths {
+            let opts = GemmAllReduceOptions { comm_path: Some(p), tile: None, comm_ctas: None, tail_ctas: None };
+            // Paths this shape cannot take (N % 8, world size) are skipped, not errors.
+            if comms[0].plan_gemm_allreduce(s, opts).is_err() {
+                continue;
+            }
+            let (t, cfg) = fused_with(opts)?;
+            path_sweep_local.push((p.name().to_string(), cfg, t));
+        }
         if args.trace {
             trace_call(comms, streams, &mut data, s, base_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
         }
@@ -539,6 +564,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let mut sweep = Vec::new();
         for (cc, t) in sweep_local {
             sweep.push((cc, local.median_ms(t)?));
+        }
+        let mut path_sweep = Vec::new();
+        for (p, cfg, t) in path_sweep_local {
+            path_sweep.push((p, cfg, local.median_ms(t)?));
         }
         let row = Row {
             label: label.clone(),
@@ -557,6 +586,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             overlap_vs_cublas: cublas.max(nccl_ms) / fused,
             comm_share_of_baseline: nccl_ms / (cublas + nccl_ms),
             sweep: sweep.clone(),
+            path_sweep: path_sweep.clone(),
             check: verdict.clone(),
         };
         if printer {
@@ -579,6 +609,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             if !sweep.is_empty() {
                 let s: Vec<String> = sweep.iter().map(|(cc, t)| format!("{cc}:{t:.4}")).collect();
                 println!("{:<26} sweep comm CTAs -> ms: {}", "", s.join(" "));
+            }
+            for (p, cfg, t) in &path_sweep {
+                println!(
+                    "{:<26} path {p:<9} fused {t:.4} ms, speedup {:.3}, overlap {:.3} ({cfg})",
+                    "",
+                    baseline / t,
+                    ours_gemm.max(nccl_ms) / t
+                );
             }
             });
         }

@@ -201,6 +201,13 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 // consumers staged it, TMA-store it, hand the staging tile back once TMA has read it,
 // then wait until the writes are performed and call `on_tile_stored(t)` (lane 0).
 // `tma_c_copy` (nullptr: none) is a second C of the same format the tile is also stored to.
+// A hook with kUsesStaging keeps the staging tile a little longer: while the TMA store
+// runs, `on_tile_stored.copy_out(t, staging, mb, nb, more)` (every lane; `more`: the CTA
+// has another tile) may read it; once the
+// writes are performed and `on_tile_stored(t)` ran, `on_tile_stored.reuse_staging(t,
+// staging, mb, nb)` (lane 0) may use it as a TMA buffer, and must return only once TMA
+// no longer reads it; the consumers get it back after that (they wait only if their
+// next tile is done before it).
 template <class Cfg, class OnTileStored>
 __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm,
                             const TileScheduler& sched, u32 first_tile, u32 tile_stride,
@@ -225,12 +232,24 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
         if (tma_c_copy != nullptr) tma_store_2d(tma_c_copy, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
       }
       bulk_commit_group();
-      bulk_wait_group_read<0>();
+      if constexpr (!OnTileStored::kUsesStaging) bulk_wait_group_read<0>();
+    }
+    if constexpr (OnTileStored::kUsesStaging) {
+      __syncwarp();
+      on_tile_stored.copy_out(t, sm.c_staging, mb, nb, t + tile_stride < sched.total);
+      fence_proxy_async_shared();  // the lanes' generic reads -> later TMA writes of the tile
+      __syncwarp();
+      if (leader) {
+        bulk_wait_group<0>();
+        fence_proxy_async_global();
+        on_tile_stored(t);
+        on_tile_stored.reuse_staging(t, sm.c_staging, mb, nb);
+      }
     }
     __syncwarp();
     // The last tile's staging buffer is not needed again: no arrival nobody waits for.
     if (t + tile_stride < sched.total) named_barrier_arrive(kBarrierCFree, kThreads);
-    if (leader) {
+    if (leader && !OnTileStored::kUsesStaging) {
       bulk_wait_group<0>();
       fence_proxy_async_global();
       on_tile_stored(t);

@@ -8,6 +8,7 @@ namespace mk {
 
 struct NoTileHook {
   static constexpr bool kPublishes = false;
+  static constexpr bool kUsesStaging = false;
   __device__ __forceinline__ void operator()(u32) const {}
 };
 

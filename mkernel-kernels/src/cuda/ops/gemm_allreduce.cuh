@@ -8,6 +8,13 @@
 // one-shot and reduce paths (and push, which runs reduce's code), num_tail_ctas CTAs
 // launched after them join the communication as compute CTAs free their SMs.
 //
+// Epilogue path (world 2, no communication CTAs): every CTA computes, and its storer warp
+// all-reduces the CTA's own tiles while the next one is computed:
+//
+//   rank 0:  tile t -> out_0[t] (TMA)  -> copy to workspace_1[t] -> ready_1[t] = epoch
+//            wait ready_0[t] -> TMA-load workspace_0[t] -> TMA reduce-add into out_0[t]
+//   rank 1:  the same with 0 and 1 swapped
+//
 // One-shot path (world <= 2): each rank pulls the whole tile from every rank.
 //
 //   rank 0:  compute tiles ---> partial_0 --+--> comm CTA r0: out_0[t] = P_0[t] + P_1[t]
@@ -58,10 +65,18 @@ enum class Role : u32 { Compute = 0, IntraComm = 1, InterSend = 2, InterRecv = 3
 //               and tma_partial[peer] maps this rank's own workspace, so the NVLink
 //               traffic is TMA stores issued as tiles finish and communication CTAs read
 //               local memory only.
+//   Epilogue:   N % 8 == 0, world == 2, TMA-store epilogue, no communication CTAs: every
+//               SM computes. The storer warp of each compute CTA does its own tiles'
+//               all-reduce (EpilogueAllReduce): it TMA-stores the tile into `out`, copies
+//               it into the peer's workspace (16-byte stores over NVLink), publishes it,
+//               then waits for the peer's copy of the same tile in its own workspace,
+//               TMA-loads it into the staging tile and TMA-reduce-adds it into `out`.
+//               The next tile's mainloop runs meanwhile; nothing is carved out of the
+//               GEMM's SMs.
 //   Tma:        N % 8 == 0, BM % world == 0. Two-phase with TMA slice boxes.
 //   Vec16:      N % 8 == 0. Two-phase, 16-byte loads/stores by every thread.
 //   Scalar:     any N. Two-phase, 2-byte loads/stores.
-enum class CommPath : u32 { Tma = 0, Vec16 = 1, Scalar = 2, TmaOneShot = 3, TmaReduce = 4 };
+enum class CommPath : u32 { Tma = 0, Vec16 = 1, Scalar = 2, TmaOneShot = 3, TmaReduce = 4, Epilogue = 6 };
 
 constexpr u32 kCommUnroll = 4;  // 16-byte vectors in flight per thread and source (Vec16)
 
@@ -90,6 +105,7 @@ enum class TraceKind : u32 {
   ClaimReady = 4,  // ... its flags all seen and fenced
   CommDone = 5,    // communication CTA finished its role; tile: items it moved
   CtaEnd = 6,      // before the epoch hand-over
+  PeerAdded = 7,   // compute, Epilogue path: the peer's copy of `tile` added into out
 };
 __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind kind, u32 tile) {
   if (p.trace == 0) return;
@@ -108,11 +124,122 @@ __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind 
 template <u32 WORLD>
 struct PublishTileReady {
   static constexpr bool kPublishes = true;
+  static constexpr bool kUsesStaging = false;
   const AllReduceParams* p;
   u32 epoch;
   __device__ __forceinline__ void operator()(u32 tile) const {
     publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
     trace_event(*p, TraceKind::TileStored, tile);
+  }
+};
+
+// Tile-stored hook of the Epilogue path (world 2, TMA-store tiles; see CommPath). The
+// storer warp has issued the TMA store of tile t into `out`; then
+//   copy_out(t):       every lane copies the staging tile into the peer's workspace with
+//                      16-byte stores over NVLink (undoing the staging tile's 128B
+//                      swizzle) and fences them. Paced while the CTA has another tile:
+//                      spread over most of the CTA's last tile time, since every CTA
+//                      finishes its tile at the same moment and a burst of remote
+//                      writes from all SMs backs up behind the link and slows the TMA
+//                      loads of the next tile (bench/NOTES.md 6); a CTA's last tile goes
+//                      at full speed (nothing left to slow down);
+//   operator()(t):     (lane 0, once the store into `out` is performed) publish ready[t]
+//                      in the peer's inbox: the tile is in its workspace;
+//   reuse_staging(t):  (lane 0) wait for the peer's ready[t] (its copy of tile t is in
+//                      this rank's workspace), TMA-load that copy into the staging tile
+//                      and TMA-reduce-add it into `out` (the add happens at L2: the bf16
+//                      sum of two terms, the same on both ranks); returns once TMA has
+//                      read the staging tile. After a timeout (or a peer's) it adds
+//                      nothing: the host reports the failure, `out` is not a result.
+// `w_full` is an mbarrier of its own (one arrival + the tile's bytes per use).
+// Shared memory the Epilogue path adds to the GEMM's: that mbarrier, after the ring's
+// (the host launches with Cfg::kSmemBytes + kEpilogueExtraSmem bytes).
+constexpr u32 kEpilogueExtraSmem = 16;
+// Sleep between polls of the peer's ready flag (a tile takes tens of microseconds).
+constexpr u32 kEpilogueBackoffNs = 256;
+// Part of a tile time the paced copy to the peer leaves free (see copy_out).
+constexpr u64 kEpiloguePaceSlackNs = 20000;
+template <class Cfg>
+__device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
+  static_assert(Cfg::kSmemBytes + kEpilogueExtraSmem <= 232448, "the epilogue path's mbarrier must fit shared memory");
+  return sm.stage_empty + Cfg::STAGES;
+}
+
+template <class Cfg>
+struct EpilogueAllReduce {
+  static constexpr bool kPublishes = true;
+  static constexpr bool kUsesStaging = true;
+  // 16-byte chunks of the staging tile: BN / 64 boxes of BM rows of 8 chunks.
+  static constexpr u32 kChunks = Cfg::BN / Cfg::kCBoxCols * Cfg::BM * 8;
+  static constexpr u32 kUnroll = 2;
+  static_assert(kChunks % (32 * kUnroll) == 0, "whole rounds of the storer warp");
+  static constexpr u32 kRounds = kChunks / (32 * kUnroll);
+  const AllReduceParams* p;
+  const WaitContext* ctx;
+  u64* w_full;
+  u32 phase;
+  u64 last_staged_ns;  // when the previous tile was staged (at first: the kernel's start)
+  __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more) {
+    (void)tile;
+    u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
+    const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
+    const u32 lane = lane_id();
+    // Pace: round k starts no earlier than k / kRounds of the window after the first (a
+    // schedule on the clock, so coarse sleeps never stretch the copy past it); one start
+    // time for the whole warp. The window is the last tile time less kEpiloguePaceSlackNs
+    // (left for the peer's skew and the add before this CTA's next tile is staged), and
+    // at least half of it.
+    const u64 now = __shfl_sync(0xffffffffu, globaltimer_ns(), 0);
+    const u64 tile_ns = now - last_staged_ns;
+    last_staged_ns = now;
+    const u64 window_ns = min(max(tile_ns / 2, tile_ns > kEpiloguePaceSlackNs ? tile_ns - kEpiloguePaceSlackNs : 0), (u64)1000000);
+    const u64 round_ns = more ? window_ns / kRounds : 0;
+    u32 round = 0;
+    for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
+      while (round_ns != 0 && globaltimer_ns() < now + round * round_ns) __nanosleep(100);
+      uint4 v[kUnroll];
+#pragma unroll
+      for (u32 u = 0; u < kUnroll; ++u) {
+        const u32 i = base + u * 32 + lane;  // chunk j of row r of box b, as stored (swizzled)
+        const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
+        v[u] = *reinterpret_cast<const uint4*>(staging + b * Cfg::kCBoxBytes + r * 128 + j * 16);
+      }
+#pragma unroll
+      for (u32 u = 0; u < kUnroll; ++u) {
+        const u32 i = base + u * 32 + lane;
+        const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
+        const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (j ^ (r % 8)) * 8;
+        // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
+        if (row < p->m && col < p->n) st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
+      }
+    }
+    fence_acq_rel_sys();  // this lane's remote stores, before lane 0 publishes (after __syncwarp)
+  }
+  __device__ __forceinline__ void operator()(u32 tile) const {
+    st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);
+    trace_event(*p, TraceKind::TileStored, tile);
+  }
+  __device__ __forceinline__ void reuse_staging(u32 tile, u8* staging, u32 mb, u32 nb) {
+    const u32 peer = 1 - p->rank;
+    // Polled with sleeps: the CTA's consumer warps are computing the next tile.
+    if (!wait_flag_eq(inbox(p->ready[p->rank], p->flag_stride, peer, tile), ctx->epoch, *ctx, WaitOp::PeerTileReady,
+                      peer, tile, kEpilogueBackoffNs))
+      return;
+    fence_acq_rel_sys();         // acquire the peer's pushed tile
+    fence_proxy_async_global();  // flag acquire -> TMA reads
+    const i32 row = (i32)(mb * Cfg::BM);
+    mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
+#pragma unroll
+    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
+      tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
+    mbar_wait(w_full, phase, p->timeout_ns);
+    phase ^= 1;
+#pragma unroll
+    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
+      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
+    bulk_commit_group();
+    bulk_wait_group_read<0>();
+    trace_event(*p, TraceKind::PeerAdded, tile);
   }
 };
 
@@ -602,6 +729,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   static_assert(PATH != CommPath::TmaOneShot || WORLD <= 2, "the one-shot path pulls whole tiles: world <= 2");
   static_assert(PATH != CommPath::TmaReduce || (WORLD == 2 && Cfg::kTmaEpilogue),
                 "the reduce-add path needs two ranks and the TMA-store epilogue");
+  static_assert(PATH != CommPath::Epilogue || (WORLD == 2 && Cfg::kTmaEpilogue),
+                "the epilogue path needs two ranks and the TMA-store epilogue");
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
   // Epoch 0 is never used (after 2^32 calls it wraps to 1): 0 means "no abort" in
   // abort_epoch and "never published" in the zeroed flags, so a call at epoch 0 would
@@ -630,7 +759,26 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   const u32 first_comm = main_grid - p.num_comm_ctas;
   const Role role = blockIdx.x >= first_comm ? Role::IntraComm : Role::Compute;
   if (threadIdx.x == 0) trace_event(p, TraceKind::CtaStart, role == Role::Compute ? 0 : blockIdx.x < main_grid ? 1 : 2);
-  if (role == Role::IntraComm) {
+  if constexpr (PATH == CommPath::Epilogue) {
+    // Every CTA computes and all-reduces its own tiles (no communication CTAs); the last
+    // one of this rank to finish runs the exit handshake, as communication CTAs do.
+    if (!skipped) {
+      extern __shared__ u8 smem_raw[];
+      const GemmSmem<Cfg> sm(smem_raw);
+      u64* w_full = epilogue_mbarrier<Cfg>(sm);
+      if (threadIdx.x == 0) {
+        mbar_init(w_full, 1);
+        sm.init();  // (fences the mbarrier inits)
+      }
+      __syncthreads();
+      EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, 0, globaltimer_ns()};
+      // The epilogue's TMA store goes to `out` only; the hook copies each tile to the peer.
+      gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c_out, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
+                    blockIdx.x, first_comm, p.timeout_ns, hook);
+    }
+    __syncthreads();  // every tile of this CTA added (its storer's TMA reads of the workspace done)
+    comm_finish<WORLD>(p, ctx, first_comm, skipped);
+  } else if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
     if (!skipped) {
       if constexpr (PATH == CommPath::TmaOneShot || PATH == CommPath::TmaReduce) {

@@ -45,12 +45,15 @@ __device__ __forceinline__ bool aborted(const WaitContext& ctx) {
 // (A rank that timed out skips the exit handshake; the calls queued behind it are
 // skipped and publish nothing (gemm_allreduce_kernel), so a late peer still in this
 // call reads consistent data; equality keeps that true even if a later call ran.)
+// backoff_ns: sleep between polls (0: spin), for waits on an SM whose other warps
+// compute: a spinning warp takes issue slots from the warps of its SM sub-partition.
 __device__ __forceinline__ bool wait_flag_eq(const u32* flag, u32 expected, const WaitContext& ctx,
-                                           WaitOp op, u32 peer, u32 tile) {
+                                           WaitOp op, u32 peer, u32 tile, u32 backoff_ns = 0) {
   u32 seen = ld_acquire_sys(flag);
   if (seen == expected) return true;
   const u64 start = globaltimer_ns();
   for (u32 spin = 1;; ++spin) {
+    if (backoff_ns != 0) __nanosleep(backoff_ns);
     seen = ld_acquire_sys(flag);
     if (seen == expected) return true;
     if ((spin & 31) == 0) {
