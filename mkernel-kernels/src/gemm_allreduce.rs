@@ -108,7 +108,7 @@ pub struct FusedConfig {
     /// Compute plus communication CTAs (normally the SM count); the launch has
     /// `grid + tail_ctas` CTAs.
     pub grid: u32,
-    /// How the communication CTAs move data (must be one [`CommPath::all_for`] lists for
+    /// How the all-reduce moves data (must be one [`CommPath::all_for`] lists for
     /// the tile and world size, and suit N: see [`CommPath::check`]).
     pub path: CommPath,
     /// Tail CTAs launched after the grid (paths that [`CommPath::claims_tiles`]: one-shot,
@@ -174,7 +174,7 @@ impl std::fmt::Display for FusedConfig {
     }
 }
 
-/// How the communication CTAs move data (`mk::CommPath`, documented with the kernel in
+/// How the all-reduce moves data (`mk::CommPath`, documented with the kernel in
 /// `ops/gemm_allreduce.cuh`): TMA boxes when every row stride is 16-byte aligned, else
 /// 16-byte vectors, else 2-byte elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -228,12 +228,13 @@ impl CommPath {
     ///
     /// Why two tiles: there the one-shot path's communication CTAs cost a whole wave of
     /// tiles (256 tiles on 116 compute CTAs need 3 waves, on 132 two), while the
-    /// epilogue path computes on every SM and pushes each wave's tiles while the next one
-    /// is computed. Measured on 2x H200 (bench/NOTES.md 6): o-proj M=1024 0.136 vs 0.158
-    /// ms, M=129 0.050 vs 0.054, down-proj and DeepSeek M=1024 equal or better. With more
-    /// tiles per CTA its copies to the peer, which every SM issues at once at the end of
-    /// each wave, slowed the next wave's mainloop in the runs so far (o-proj M=8192 0.89
-    /// vs 0.88 ms unpaced); the pacing that addresses it has not been measured there yet.
+    /// epilogue path computes on every SM and copies each wave's tiles to the peer while
+    /// the next one is computed. Measured on 2x H200 (bench/NOTES.md 6, run 21, one
+    /// process / one process per GPU, ms): o-proj M=1024 0.136 / 0.137 vs one-shot
+    /// 0.158 / 0.157, M=129 0.050 / 0.052 vs 0.054 / 0.056, down-proj M=1024 0.351 / 0.364
+    /// vs 0.354 / 0.392, DeepSeek M=1024 0.234 / 0.241 vs 0.238 / 0.236. With more tiles
+    /// per CTA the paced copies outlast a tile and the storer warp holds up the next one
+    /// (o-proj M=8192 1.22 vs 0.88 ms), so one-shot stays the choice there.
     pub fn choose_fused(n: u32, tile: TileConfig, world: u32, tiles: u64, grid: u32, own_gpu: bool) -> Self {
         let fallback = Self::choose(n, tile, world);
         if own_gpu && tiles <= 2 * grid as u64 && Self::Epilogue.check(n, tile, world).is_ok() {

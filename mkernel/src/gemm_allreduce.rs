@@ -25,15 +25,18 @@ pub struct GemmAllReduceOptions {
     /// `tail_ctas`), the heuristic picks a path that has communication CTAs.
     pub comm_ctas: Option<u32>,
     /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
-    /// and world size allow). Default: [`CommPath::choose_fused`] (the epilogue path for
-    /// up to two tiles per CTA on 2 ranks, else one-shot for 2 ranks, TMA slices for
-    /// more), or [`CommPath::choose`] when `comm_ctas` or `tail_ctas` is given.
+    /// and world size allow). Default: [`CommPath::choose_fused`]: the epilogue path for
+    /// up to two tiles per CTA on 2 ranks with a TMA-store tile, N % 8 == 0 and a GPU of
+    /// the rank's own; else [`CommPath::choose`] (one-shot for 1-2 ranks, TMA slices for
+    /// more, 16-byte vectors when BM % world != 0, 2-byte elements when N % 8 != 0).
+    /// When `comm_ctas` or `tail_ctas` is given, always [`CommPath::choose`] (a path
+    /// that has communication CTAs: `tail_ctas: Some(0)` means one-shot without tail).
     pub comm_path: Option<CommPath>,
     /// Tail CTAs that join the communication once compute CTAs finish
     /// ([`FusedConfig::tail_ctas`]; 0..=grid, one-shot, reduce and push paths only, and
     /// only where the rank's grid is its GPU's SM count: a rank sharing its GPU is
-    /// refused any). Default: one per compute CTA on a GPU the rank has to itself, else
-    /// none.
+    /// refused any). Default: one per compute CTA on those paths on a GPU the rank has
+    /// to itself; none on the others (the epilogue path has none).
     pub tail_ctas: Option<u32>,
 }
 

@@ -4,6 +4,8 @@
 //! returns `None` (the test passes as skipped), unless `MKERNEL_REQUIRE_GPU=1`, in
 //! which case it fails, so a device run cannot pass empty.
 
+use std::io::Write;
+
 /// Returns the number of GPUs, or `None` (after printing the reason) when the test
 /// must be skipped. Panics instead of skipping when `MKERNEL_REQUIRE_GPU=1`, or when
 /// fewer than `min_gpus` are present under that variable.
@@ -15,6 +17,8 @@ pub fn gpu_or_skip(test: &str, min_gpus: usize) -> Option<usize> {
         Err(e) => e.to_string(),
     };
     assert!(!required, "{test}: MKERNEL_REQUIRE_GPU=1 but {reason}");
-    eprintln!("SKIP {test}: {reason}");
+    // Straight to the stderr handle: the test harness captures `eprintln!`, and a skip
+    // must be visible without --nocapture.
+    let _ = writeln!(std::io::stderr(), "SKIP {test}: {reason}");
     None
 }

@@ -241,11 +241,17 @@ fn missing_peer_times_out_naming_it() {
     missing_peer(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
     missing_peer(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
     missing_peer(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
+    // Several tiles per CTA on the epilogue path: the producer and consumers wait behind
+    // the storer's wait for the peer, and must not trap before it reports the timeout.
+    missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {
+    missing_peer_on(opts, GemmShape { m: 512, n: 1024, k: 256 });
+}
+
+fn missing_peer_on(opts: GemmAllReduceOptions, s: GemmShape) {
     let timeout = Duration::from_secs(2);
-    let s = GemmShape { m: 512, n: 1024, k: 256 };
     let mut g = group(2, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() });
     let mut bs = bufs(&g, s);
     // Rank 1 never launches.

@@ -47,7 +47,7 @@ fn endpoints(test: &str, provider: &str) -> Option<[FabricEndpoint; 2]> {
     if !provider_available(provider) {
         let required = ["MKERNEL_REQUIRE_PROVIDERS", "MKERNEL_REQUIRE_GPU"].iter().any(|v| std::env::var(v).is_ok_and(|x| x == "1"));
         assert!(!required, "{test}: libfabric provider {provider} not available");
-        eprintln!("SKIP {test}: libfabric provider {provider} not available");
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("SKIP {test}: libfabric provider {provider} not available\n").as_bytes());
         return None;
     }
     let config = FabricConfig { provider: provider.into(), queue_depth: 256, max_batch: 16, ..FabricConfig::default() };

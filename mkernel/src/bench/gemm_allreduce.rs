@@ -34,7 +34,8 @@ pub struct ArArgs {
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=8))]
     pub gpus: Option<usize>,
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
-    /// grid size - 1).
+    /// grid size - 1), on the --comm-path given or else the default path with
+    /// communication CTAs (one-shot for 2 ranks; not the epilogue path, which has none).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=u64::from(u32::MAX)))]
     pub sm_comm: Vec<u32>,
     /// With --check: repetitions per shape, each on fresh random data.
@@ -49,18 +50,21 @@ pub struct ArArgs {
     /// Force a tile configuration (names as for `bench gemm --tile`).
     #[arg(long)]
     pub tile: Option<String>,
-    /// Force how communication CTAs move data: epilogue, reduce or push (2 ranks,
-    /// TMA-store tiles), one-shot, tma, vec16, scalar.
+    /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
+    /// all-reduces its own tiles), reduce or push (2 ranks, TMA-store tiles), one-shot,
+    /// tma, vec16, scalar. Default: epilogue for up to two tiles per SM on 2 ranks,
+    /// else one-shot (2 ranks) or tma/vec16/scalar.
     #[arg(long)]
     pub comm_path: Option<String>,
-    /// Also time these paths per shape, each with its default split and tail (side by
-    /// side with the default path, same data), e.g. epilogue,one-shot; paths a shape
-    /// cannot take are left out of its row.
+    /// Also time these paths per shape, each with its default tile, split and tail
+    /// (side by side with the default path, same data; timed, not checked), e.g.
+    /// epilogue,one-shot; paths a shape cannot take (N % 8) are left out of its row.
     #[arg(long, value_delimiter = ',')]
     pub sweep_paths: Vec<String>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
-    /// compute CTA on those paths, none on the others.
+    /// compute CTA on those paths, none on the others. Given without --comm-path, the
+    /// path is one with communication CTAs (one-shot for 2 ranks), never epilogue.
     #[arg(long, allow_negative_numbers = true)]
     pub tail_ctas: Option<u32>,
     /// After timing each shape, run one more fused call per rank with an event trace:
@@ -400,6 +404,22 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     Ok(())
 }
 
+/// --sweep-paths: known names, each once, each allowed for the world size when it is
+/// known (the rules of --comm-path; a swept path takes its default tile).
+fn parse_sweep_paths(names: &[String], world: Option<usize>) -> Result<Vec<CommPath>, String> {
+    let mut paths: Vec<CommPath> = Vec::new();
+    for name in names {
+        let p = CommPath::by_name(name)
+            .ok_or_else(|| format!("--sweep-paths: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", ")))?;
+        if paths.contains(&p) {
+            return Err(format!("--sweep-paths: {name} is listed twice"));
+        }
+        check_path_args(None, Some(p), None, world).map_err(|e| format!("--sweep-paths: {e}"))?;
+        paths.push(p);
+    }
+    Ok(paths)
+}
+
 pub fn run(args: ArArgs) -> BenchResult<()> {
     // Argument errors before any rank is started or device touched.
     let c = &args.common;
@@ -414,11 +434,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
         return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
     }
-    let sweep_paths = args
-        .sweep_paths
-        .iter()
-        .map(|name| CommPath::by_name(name).ok_or_else(|| format!("--sweep-paths: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", "))))
-        .collect::<Result<Vec<_>, _>>()?;
+    let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     if let Some(procs) = args.procs {
         if !args.launched {
@@ -539,8 +555,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         };
         let (fused, cfg) = fused_with(base_opts)?;
         let mut sweep_local = Vec::new();
+        let mut sweep_path = "";
         for &cc in &args.sm_comm {
-            let (t, _) = fused_with(GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts })?;
+            let opts = GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts };
+            sweep_path = comms[0].plan_gemm_allreduce(s, opts)?.path.name();
+            let (t, _) = fused_with(opts)?;
             sweep_local.push((cc, t));
         }
         let mut path_sweep_local = Vec::new();
@@ -608,11 +627,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             );
             if !sweep.is_empty() {
                 let s: Vec<String> = sweep.iter().map(|(cc, t)| format!("{cc}:{t:.4}")).collect();
-                println!("{:<26} sweep comm CTAs -> ms: {}", "", s.join(" "));
+                println!("{:<26} sweep comm CTAs ({sweep_path} path) -> ms: {}", "", s.join(" "));
             }
             for (p, cfg, t) in &path_sweep {
                 println!(
-                    "{:<26} path {p:<9} fused {t:.4} ms, speedup {:.3}, overlap {:.3} ({cfg})",
+                    "{:<26} path {p:<9} fused {t:.4} ms, speedup {:.3}, overlap {:.3} ({cfg}; timed, not checked)",
                     "",
                     baseline / t,
                     ours_gemm.max(nccl_ms) / t
@@ -646,6 +665,22 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweep_paths_are_known_unique_and_fit_the_world_size() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_sweep_paths(&names(&["epilogue", "one-shot"]), Some(2)).unwrap(), vec![CommPath::Epilogue, CommPath::TmaOneShot]);
+        assert_eq!(parse_sweep_paths(&names(&["epilogue"]), None).unwrap(), vec![CommPath::Epilogue]);
+        let e = parse_sweep_paths(&names(&["bogus"]), None).unwrap_err();
+        assert!(e.contains("--sweep-paths") && e.contains("bogus") && e.contains("epilogue"), "{e}");
+        let e = parse_sweep_paths(&names(&["epilogue", "epilogue"]), None).unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+        let e = parse_sweep_paths(&names(&["epilogue"]), Some(3)).unwrap_err();
+        assert!(e.contains("--sweep-paths") && e.contains("2 ranks"), "{e}");
+        let e = parse_sweep_paths(&names(&["one-shot"]), Some(4)).unwrap_err();
+        assert!(e.contains("--sweep-paths") && e.contains("1 or 2 ranks"), "{e}");
+        assert!(parse_sweep_paths(&[], Some(8)).unwrap().is_empty());
+    }
     use clap::Parser;
     use mkernel::TileConfig;
 

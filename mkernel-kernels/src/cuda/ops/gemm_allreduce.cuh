@@ -138,7 +138,7 @@ struct PublishTileReady {
 //   copy_out(t):       every lane copies the staging tile into the peer's workspace with
 //                      16-byte stores over NVLink (undoing the staging tile's 128B
 //                      swizzle) and fences them. Paced while the CTA has another tile:
-//                      spread over most of the CTA's last tile time, since every CTA
+//                      spread over ~3/5 of the CTA's last tile time, since every CTA
 //                      finishes its tile at the same moment and a burst of remote
 //                      writes from all SMs backs up behind the link and slows the TMA
 //                      loads of the next tile (bench/NOTES.md 6); a CTA's last tile goes
@@ -157,11 +157,14 @@ struct PublishTileReady {
 constexpr u32 kEpilogueExtraSmem = 16;
 // Sleep between polls of the peer's ready flag (a tile takes tens of microseconds).
 constexpr u32 kEpilogueBackoffNs = 256;
-// Part of a tile time the paced copy to the peer leaves free (see copy_out).
-constexpr u64 kEpiloguePaceSlackNs = 20000;
+// Longest sleep between two rounds of the paced copy to the peer (see copy_out).
+constexpr u32 kEpilogueMaxSleepNs = 100000;
 template <class Cfg>
 __device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
   static_assert(Cfg::kSmemBytes + kEpilogueExtraSmem <= 232448, "the epilogue path's mbarrier must fit shared memory");
+  // Worst case: GemmSmem aligns its base up by 1023 bytes; the ring's barriers, then this one.
+  static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kEpilogueExtraSmem,
+                "the epilogue mbarrier lies inside the launch's shared memory");
   return sm.stage_empty + Cfg::STAGES;
 }
 
@@ -184,19 +187,16 @@ struct EpilogueAllReduce {
     u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
     const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
     const u32 lane = lane_id();
-    // Pace: round k starts no earlier than k / kRounds of the window after the first (a
-    // schedule on the clock, so coarse sleeps never stretch the copy past it); one start
-    // time for the whole warp. The window is the last tile time less kEpiloguePaceSlackNs
-    // (left for the peer's skew and the add before this CTA's next tile is staged), and
-    // at least half of it.
+    // Pace: a sleep of 3/5 of the last tile time over the rounds between rounds (one
+    // clock for the whole warp). NOTE: __nanosleep may sleep up to twice as long, so the
+    // copy can outlast a tile; with more than two tiles per CTA that holds up the next
+    // tile (bench/NOTES.md 6.2: why the default takes this path only up to two).
     const u64 now = __shfl_sync(0xffffffffu, globaltimer_ns(), 0);
     const u64 tile_ns = now - last_staged_ns;
     last_staged_ns = now;
-    const u64 window_ns = min(max(tile_ns / 2, tile_ns > kEpiloguePaceSlackNs ? tile_ns - kEpiloguePaceSlackNs : 0), (u64)1000000);
-    const u64 round_ns = more ? window_ns / kRounds : 0;
-    u32 round = 0;
-    for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
-      while (round_ns != 0 && globaltimer_ns() < now + round * round_ns) __nanosleep(100);
+    const u32 sleep_ns = more ? (u32)min(tile_ns * 3 / 5 / kRounds, (u64)kEpilogueMaxSleepNs) : 0u;
+    for (u32 base = 0; base < kChunks; base += 32 * kUnroll) {
+      if (sleep_ns != 0 && base != 0) __nanosleep(sleep_ns);
       uint4 v[kUnroll];
 #pragma unroll
       for (u32 u = 0; u < kUnroll; ++u) {
@@ -749,6 +749,9 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   // the call sees the same value.
   const u32 abort_seen = ld_acquire_gpu(&control->abort_epoch);
   const bool skipped = abort_seen != 0 && abort_seen != ctx.epoch;
+  // NOTE (Epilogue path): there every CTA computes and also waits for the peer's tiles,
+  // holding its SM, so both ranks' kernels must be resident at once: the default takes
+  // the path only on a GPU the rank has to itself (CommPath::choose_fused).
   // NOTE: compute CTAs take the low block indices, which the hardware dispatches first:
   // if fewer SMs than the grid are free (another kernel still running), the compute
   // CTAs, which wait for nothing, run first and the communication CTAs follow, instead
@@ -772,12 +775,23 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       }
       __syncthreads();
       EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, 0, globaltimer_ns()};
+      // The producer's and consumers' mbarrier waits trap on expiry ("only a bug"), but
+      // here they wait behind the storer: the consumers block on kBarrierCFree while the
+      // storer waits up to timeout_ns for the peer's flag (and notices its expiry a few
+      // tens of us late), and the producer then waits on stage_empty for about as long.
+      // Their bound is two inter-GPU timeouts plus the longest paced copy (kRounds
+      // sleeps of up to twice kEpilogueMaxSleepNs) and a margin, so a missing peer is
+      // reported as PeerTimeout instead of trapping (review finding, 1edc06f).
+      const u64 slack_ns = 2ull * EpilogueAllReduce<Cfg>::kRounds * kEpilogueMaxSleepNs + 10000000ull;
+      const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
       // The epilogue's TMA store goes to `out` only; the hook copies each tile to the peer.
+      // Every CTA computes: tile stride and exit count are the launch's CTAs (the host
+      // gives this path no communication or tail CTAs).
       gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c_out, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
-                    blockIdx.x, first_comm, p.timeout_ns, hook);
+                    blockIdx.x, gridDim.x, intra_timeout_ns, hook);
     }
     __syncthreads();  // every tile of this CTA added (its storer's TMA reads of the workspace done)
-    comm_finish<WORLD>(p, ctx, first_comm, skipped);
+    comm_finish<WORLD>(p, ctx, gridDim.x, skipped);
   } else if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
     if (!skipped) {
