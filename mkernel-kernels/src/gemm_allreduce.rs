@@ -118,6 +118,41 @@ pub struct FusedConfig {
     /// rank that has its GPU to itself: on a shared GPU they could hold SMs a peer's
     /// compute CTAs need.
     pub tail_ctas: u32,
+    /// How the epilogue path paces each CTA's copies to the peer (other paths: only the
+    /// default, [`EpiloguePace::Sleep`]).
+    pub pace: EpiloguePace,
+}
+
+/// How a CTA on [`CommPath::Epilogue`] paces its copy of a finished tile to the peer
+/// while it has another tile to compute (its last tile goes at full speed). Every CTA
+/// finishes a tile at the same moment; unpaced, the burst of remote writes from all SMs
+/// backs up behind the link and slows the TMA loads of the next tile (bench/NOTES.md
+/// 6.2). Device side: `EpilogueAllReduce::copy_out`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EpiloguePace {
+    /// A sleep of 3/5 of the CTA's last tile time / 64 between the 64 rounds of 2 KiB
+    /// (measured on 2x H200, run 21). `__nanosleep` may sleep up to twice as long, so
+    /// with more than two tiles per CTA the copy can outlast a tile and hold up the next.
+    #[default]
+    Sleep = 0,
+    /// Experimental, not yet measured: round k starts no earlier than k/64 of a window
+    /// after the first, the window being the CTA's tile time less 20 us (at least half
+    /// of it), so the copy never outlasts it.
+    Clock = 1,
+}
+
+impl EpiloguePace {
+    /// Command-line name: `sleep`, `clock`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sleep => "sleep",
+            Self::Clock => "clock",
+        }
+    }
+    /// Looks a pace up by its [`Self::name`].
+    pub fn by_name(name: &str) -> Option<Self> {
+        [Self::Sleep, Self::Clock].into_iter().find(|p| p.name() == name)
+    }
 }
 
 /// Most CTAs one fused launch may have (grid + tail CTAs): CUDA's grid x-dimension limit.
@@ -170,7 +205,11 @@ impl std::fmt::Display for FusedConfig {
         if self.tail_ctas > 0 {
             write!(f, " + {} tail", self.tail_ctas)?;
         }
-        write!(f, ", {} path", self.path.name())
+        write!(f, ", {} path", self.path.name())?;
+        if self.pace != EpiloguePace::Sleep {
+            write!(f, " ({} pace)", self.pace.name())?;
+        }
+        Ok(())
     }
 }
 
@@ -478,6 +517,12 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             format!("must be in 1..{} (at least one CTA must compute), got {}", cfg.grid, cfg.comm_ctas),
         ));
     }
+    if cfg.pace != EpiloguePace::Sleep && cfg.path != CommPath::Epilogue {
+        return Err(invalid(
+            "epilogue_pace",
+            format!("only the epilogue path paces copies ({} pace asked for the {} path)", cfg.pace.name(), cfg.path.name()),
+        ));
+    }
     cfg.check_tail_ctas()
 }
 
@@ -524,6 +569,7 @@ pub unsafe fn launch(
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
         trace: trace.map_or(0, |t| t.ptr),
         trace_capacity: trace.map_or(0, |t| t.capacity),
+        epilogue_pace: cfg.pace as u32,
         ..Default::default()
     };
     let path = cfg.path;
@@ -604,7 +650,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0 };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::Sleep };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
@@ -723,7 +769,7 @@ mod tests {
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 1024, k: 64 };
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0 };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Sleep };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
         let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();
@@ -732,6 +778,15 @@ mod tests {
         assert!(e.contains("`tail_ctas`"), "{e}");
         let e = validate(shape, &FusedConfig { grid: 0, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`grid`"), "{e}");
+        // The clock pace: the epilogue path only, and named in the config.
+        let clock = FusedConfig { pace: EpiloguePace::Clock, ..cfg };
+        assert!(validate(shape, &clock, &bufs).is_ok());
+        assert!(clock.to_string().ends_with("epilogue path (clock pace)"), "{clock}");
+        let e = validate(shape, &FusedConfig { comm_ctas: 8, path: CommPath::TmaOneShot, ..clock }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`epilogue_pace`") && e.contains("one-shot"), "{e}");
+        assert_eq!(EpiloguePace::by_name("clock"), Some(EpiloguePace::Clock));
+        assert_eq!(EpiloguePace::by_name("sleep"), Some(EpiloguePace::default()));
+        assert_eq!(EpiloguePace::by_name("fast"), None);
         let e = validate(shape, &FusedConfig { comm_ctas: 0, path: CommPath::TmaOneShot, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`comm_ctas`") && e.contains("1.."), "{e}");
     }

@@ -117,7 +117,8 @@ pub struct AllReduceParams {
     pub num_comm_ctas: u32,
     pub flag_stride: u32,
     pub num_tail_ctas: u32,
-    pub pad0: u32,
+    /// Epilogue path: how each CTA paces its copies to the peer (`EpiloguePace as u32`).
+    pub epilogue_pace: u32,
     pub timeout_ns: u64,
     pub trace: u64,
     pub trace_capacity: u32,
@@ -305,7 +306,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
-        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, pad0, timeout_ns, trace, trace_capacity, pad1));
+        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, pad1));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, pad0));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));

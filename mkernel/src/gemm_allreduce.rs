@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::gemm::{GemmShape, TileConfig};
-use mkernel_kernels::gemm_allreduce::{CommPath, FusedConfig};
+use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig};
 use mkernel_sm::{balance, PartitionModel, Workload};
 
 use crate::comm::Communicator;
@@ -38,6 +38,9 @@ pub struct GemmAllReduceOptions {
     /// refused any). Default: one per compute CTA on those paths on a GPU the rank has
     /// to itself; none on the others (the epilogue path has none).
     pub tail_ctas: Option<u32>,
+    /// How the epilogue path paces its copies to the peer ([`EpiloguePace`]; default
+    /// `Sleep`, the measured one). `Clock` is refused on other paths.
+    pub epilogue_pace: Option<EpiloguePace>,
 }
 
 impl Communicator {
@@ -117,7 +120,13 @@ impl Communicator {
         // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
         // wait for (a timeout, not a result).
         let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
-        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas };
+        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default() };
+        if cfg.pace != EpiloguePace::Sleep && path != CommPath::Epilogue {
+            return Err(invalid(
+                "epilogue_pace",
+                format!("only the epilogue path paces copies; this call takes the {} path (set comm_path to epilogue)", path.name()),
+            ));
+        }
         cfg.check_tail_ctas()?;
         if tail_ctas > 0 && !own_gpu {
             return Err(invalid(

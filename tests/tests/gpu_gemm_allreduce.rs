@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::Cublas;
 use mkernel::check::{self, AllReduceCase};
-use mkernel::{CommConfig, CommPath, Communicator, Error, GemmAllReduceOptions, GemmShape};
+use mkernel::{CommConfig, CommPath, Communicator, EpiloguePace, Error, GemmAllReduceOptions, GemmShape};
 use mkernel_tests::gpu_or_skip;
 
 struct Group {
@@ -83,7 +83,7 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
 }
 
 fn reduce_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduceOptions {
-    GemmAllReduceOptions { tile: Some(tile), comm_ctas, comm_path: Some(CommPath::TmaReduce), tail_ctas: None }
+    GemmAllReduceOptions { tile: Some(tile), comm_ctas, comm_path: Some(CommPath::TmaReduce), ..Default::default() }
 }
 
 fn push_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduceOptions {
@@ -92,7 +92,7 @@ fn push_path(tile: mkernel::TileConfig, comm_ctas: Option<u32>) -> GemmAllReduce
 
 /// The epilogue path: no communication CTAs, the storer warps all-reduce their tiles.
 fn epilogue_path(tile: mkernel::TileConfig) -> GemmAllReduceOptions {
-    GemmAllReduceOptions { tile: Some(tile), comm_ctas: None, comm_path: Some(CommPath::Epilogue), tail_ctas: None }
+    GemmAllReduceOptions { tile: Some(tile), comm_path: Some(CommPath::Epilogue), ..Default::default() }
 }
 
 /// The one-shot path with its default split and tail CTAs (the default heuristic takes
@@ -145,6 +145,7 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() });
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
+                options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
             }
         }
         for opts in options {
@@ -165,6 +166,7 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
         paths.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
         paths.push(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
         paths.push(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
+        paths.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
     }
     for opts in paths {
         let seed = check::fresh_seed();
@@ -262,6 +264,8 @@ fn missing_peer_times_out_naming_it() {
     // Several tiles per CTA on the epilogue path: the producer and consumers wait behind
     // the storer's wait for the peer, and must not trap before it reports the timeout.
     missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
+    let clock = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
+    missing_peer_on(clock, GemmShape { m: 2048, n: 8192, k: 256 });
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {
@@ -343,6 +347,9 @@ fn bad_arguments_are_named() {
         assert!(e.to_string().contains("`comm_ctas`") && e.to_string().contains("epilogue"), "{e}");
         let e = c.plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(4), ..epi }).unwrap_err();
         assert!(e.to_string().contains("`tail_ctas`") && e.to_string().contains("epilogue"), "{e}");
+        let clock_one_shot = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), comm_path: Some(CommPath::TmaOneShot), ..Default::default() };
+        let e = c.plan_gemm_allreduce(s, clock_one_shot).unwrap_err();
+        assert!(e.to_string().contains("`epilogue_pace`") && e.to_string().contains("one-shot"), "{e}");
     } else {
         let e = c.plan_gemm_allreduce(s, epi).unwrap_err();
         assert!(e.to_string().contains("`comm_path`") && e.to_string().contains("epilogue"), "{e}");

@@ -58,7 +58,8 @@ struct AllReduceParams {
   u32 num_tail_ctas;                   // CTAs after the grid's compute and communication CTAs
                                        // that join the communication as SMs free (one-shot,
                                        // reduce and push paths; 0 otherwise)
-  u32 pad0;
+  u32 epilogue_pace;                   // Epilogue path: 0 sleep fraction, 1 clock schedule
+                                       // (EpiloguePace on the host; see copy_out)
   u64 timeout_ns;
   u64 trace;                           // optional FusedTraceHeader + events (0: no trace)
   u32 trace_capacity;                  // events the trace buffer holds

@@ -61,6 +61,11 @@ pub struct ArArgs {
     /// epilogue,one-shot; paths a shape cannot take (N % 8) are left out of its row.
     #[arg(long, value_delimiter = ',')]
     pub sweep_paths: Vec<String>,
+    /// How the epilogue path paces its copies to the peer: sleep (default, measured) or
+    /// clock (experimental); applies to the epilogue path wherever it runs (default,
+    /// --comm-path or --sweep-paths), refused with another --comm-path.
+    #[arg(long)]
+    pub epilogue_pace: Option<String>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others. Given without --comm-path, the
@@ -404,6 +409,16 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     Ok(())
 }
 
+/// --epilogue-pace: a known pace, and no other --comm-path than epilogue.
+fn parse_epilogue_pace(name: Option<&str>, comm_path: Option<CommPath>) -> Result<Option<mkernel::EpiloguePace>, String> {
+    let Some(name) = name else { return Ok(None) };
+    let pace = mkernel::EpiloguePace::by_name(name).ok_or_else(|| format!("--epilogue-pace: unknown pace '{name}' (sleep, clock)"))?;
+    if let Some(p) = comm_path.filter(|p| *p != CommPath::Epilogue) {
+        return Err(format!("--epilogue-pace: only the epilogue path is paced, not --comm-path {}", p.name()));
+    }
+    Ok(Some(pace))
+}
+
 /// --sweep-paths: known names, each once, each allowed for the world size when it is
 /// known (the rules of --comm-path; a swept path takes its default tile).
 fn parse_sweep_paths(names: &[String], world: Option<usize>) -> Result<Vec<CommPath>, String> {
@@ -442,6 +457,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
     }
     let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
+    let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path)?;
+    // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
+    let with_pace = |opts: GemmAllReduceOptions, path: Option<CommPath>| GemmAllReduceOptions {
+        epilogue_pace: if path == Some(CommPath::Epilogue) { epilogue_pace } else { None },
+        ..opts
+    };
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
     let config = CommConfig {
         timeout: std::time::Duration::from_secs_f64(args.timeout_s),
@@ -490,6 +511,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
     let mut rows = Vec::new();
     for (label, s) in list {
+        // This shape's options: the pace goes along where the plan takes the epilogue path.
+        let planned = local.comms[0].plan_gemm_allreduce(s, base_opts)?.path;
+        let shape_opts = with_pace(base_opts, Some(planned));
         bar.set_message(label.clone());
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
@@ -503,7 +527,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let verdict = if c.check {
             let mut worst = 0f64;
             for rep in 0..args.check_reps {
-                let outcome = check_once(comms, streams, blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), base_opts, rep > 0)
+                let outcome = check_once(comms, streams, blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), shape_opts, rep > 0)
                     .map(|cmp| cmp.rel_fro_err)
                     .map_err(|e| e.to_string());
                 let w = agree_check(comms[0].bootstrap(), outcome).map_err(|e| format!("{label}: repetition {rep}: {e}"))?;
@@ -553,7 +577,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             }
             Ok((t, cfg))
         };
-        let (fused, cfg) = fused_with(base_opts)?;
+        let (fused, cfg) = fused_with(shape_opts)?;
         let mut sweep_local = Vec::new();
         let mut sweep_path = "";
         for &cc in &args.sm_comm {
@@ -564,7 +588,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
         let mut path_sweep_local = Vec::new();
         for &p in &sweep_paths {
-            let opts = GemmAllReduceOptions { comm_path: Some(p), tile: None, comm_ctas: None, tail_ctas: None };
+            let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, Some(p));
             // Paths this shape cannot take (N % 8, world size) are skipped, not errors.
             if comms[0].plan_gemm_allreduce(s, opts).is_err() {
                 continue;
@@ -573,7 +597,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             path_sweep_local.push((p.name().to_string(), cfg, t));
         }
         if args.trace {
-            trace_call(comms, streams, &mut data, s, base_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
+            trace_call(comms, streams, &mut data, s, shape_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
         }
         let baseline = local.median_ms(baseline)?;
         let cublas = local.median_ms(cublas)?;
@@ -665,6 +689,18 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epilogue_pace_is_known_and_only_for_the_epilogue_path() {
+        use mkernel::EpiloguePace;
+        assert_eq!(parse_epilogue_pace(None, Some(CommPath::TmaOneShot)), Ok(None));
+        assert_eq!(parse_epilogue_pace(Some("clock"), None), Ok(Some(EpiloguePace::Clock)));
+        assert_eq!(parse_epilogue_pace(Some("sleep"), Some(CommPath::Epilogue)), Ok(Some(EpiloguePace::Sleep)));
+        let e = parse_epilogue_pace(Some("fast"), None).unwrap_err();
+        assert!(e.contains("--epilogue-pace") && e.contains("fast") && e.contains("clock"), "{e}");
+        let e = parse_epilogue_pace(Some("clock"), Some(CommPath::TmaOneShot)).unwrap_err();
+        assert!(e.contains("--epilogue-pace") && e.contains("one-shot"), "{e}");
+    }
 
     #[test]
     fn sweep_paths_are_known_unique_and_fit_the_world_size() {

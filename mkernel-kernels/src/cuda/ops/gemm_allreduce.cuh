@@ -157,8 +157,13 @@ struct PublishTileReady {
 constexpr u32 kEpilogueExtraSmem = 16;
 // Sleep between polls of the peer's ready flag (a tile takes tens of microseconds).
 constexpr u32 kEpilogueBackoffNs = 256;
-// Longest sleep between two rounds of the paced copy to the peer (see copy_out).
+// Paced copy to the peer (see copy_out): longest sleep between two rounds (sleep pace);
+// the part of a tile time the window leaves free, its cap, and how soon after getting the
+// staging tile back a staging counts as the consumers having waited for it (clock pace).
 constexpr u32 kEpilogueMaxSleepNs = 100000;
+constexpr u64 kEpiloguePaceSlackNs = 20000;
+constexpr u64 kEpilogueMaxWindowNs = 1000000;
+constexpr u32 kEpilogueFreedSlackNs = 3000;
 template <class Cfg>
 __device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
   static_assert(Cfg::kSmemBytes + kEpilogueExtraSmem <= 232448, "the epilogue path's mbarrier must fit shared memory");
@@ -182,21 +187,51 @@ struct EpilogueAllReduce {
   u64* w_full;
   u32 phase;
   u64 last_staged_ns;  // when the previous tile was staged (at first: the kernel's start)
+  // Clock pace only, lane 0's: low clock bits when the staging tile went back to the
+  // consumers, and the tile time the window derives from (~0u: none yet).
+  u32 freed_lo;
+  u32 basis_ns;
   __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more) {
     (void)tile;
     u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
     const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
     const u32 lane = lane_id();
-    // Pace: a sleep of 3/5 of the last tile time over the rounds between rounds (one
-    // clock for the whole warp). NOTE: __nanosleep may sleep up to twice as long, so the
-    // copy can outlast a tile; with more than two tiles per CTA that holds up the next
-    // tile (bench/NOTES.md 6.2: why the default takes this path only up to two).
-    const u64 now = __shfl_sync(0xffffffffu, globaltimer_ns(), 0);
-    const u64 tile_ns = now - last_staged_ns;
+    // Pace (one clock for the whole warp, from lane 0):
+    //  sleep (EpiloguePace::Sleep, measured): a sleep of 3/5 of the last tile time over
+    //    the rounds between rounds. NOTE: __nanosleep may sleep up to twice as long, so
+    //    the copy can outlast a tile; with more than two tiles per CTA that holds up the
+    //    next tile (bench/NOTES.md 6.2: why the default takes this path only up to two).
+    //  clock (EpiloguePace::Clock, experimental): round k starts no earlier than k /
+    //    kRounds of a window after the first, so the copy never outlasts the window
+    //    whatever __nanosleep does; the window is the tile time less
+    //    kEpiloguePaceSlackNs, at least half of it. The tile time is the interval between
+    //    two stagings, unless the consumers staged right after getting the staging tile
+    //    back (they waited for this storer): then it may only shrink, so one late peer
+    //    flag cannot keep every later window long (review of 1edc06f).
+    u64 now = globaltimer_ns();
+    u64 round_ns = 0;
+    u32 sleep_ns = 0;
+    if (lane == 0 && more) {
+      const u64 tile_ns = now - last_staged_ns;
+      if (p->epilogue_pace == 1) {
+        const u32 t32 = (u32)min(tile_ns, (u64)0xFFFFFFFFu);
+        const bool consumers_waited = (u32)now - freed_lo < kEpilogueFreedSlackNs;
+        basis_ns = consumers_waited ? min(basis_ns, t32) : t32;
+        const u64 b = basis_ns;
+        const u64 window_ns = min(max(b / 2, b > kEpiloguePaceSlackNs ? b - kEpiloguePaceSlackNs : 0), (u64)kEpilogueMaxWindowNs);
+        round_ns = window_ns / kRounds;
+      } else {
+        sleep_ns = (u32)min(tile_ns * 3 / 5 / kRounds, (u64)kEpilogueMaxSleepNs);
+      }
+    }
+    now = __shfl_sync(0xffffffffu, now, 0);
+    round_ns = __shfl_sync(0xffffffffu, round_ns, 0);
+    sleep_ns = __shfl_sync(0xffffffffu, sleep_ns, 0);
     last_staged_ns = now;
-    const u32 sleep_ns = more ? (u32)min(tile_ns * 3 / 5 / kRounds, (u64)kEpilogueMaxSleepNs) : 0u;
-    for (u32 base = 0; base < kChunks; base += 32 * kUnroll) {
+    u32 round = 0;
+    for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
       if (sleep_ns != 0 && base != 0) __nanosleep(sleep_ns);
+      while (round_ns != 0 && globaltimer_ns() < now + round * round_ns) __nanosleep(100);
       uint4 v[kUnroll];
 #pragma unroll
       for (u32 u = 0; u < kUnroll; ++u) {
@@ -223,8 +258,10 @@ struct EpilogueAllReduce {
     const u32 peer = 1 - p->rank;
     // Polled with sleeps: the CTA's consumer warps are computing the next tile.
     if (!wait_flag_eq(inbox(p->ready[p->rank], p->flag_stride, peer, tile), ctx->epoch, *ctx, WaitOp::PeerTileReady,
-                      peer, tile, kEpilogueBackoffNs))
+                      peer, tile, kEpilogueBackoffNs)) {
+      freed_lo = (u32)globaltimer_ns();
       return;
+    }
     fence_acq_rel_sys();         // acquire the peer's pushed tile
     fence_proxy_async_global();  // flag acquire -> TMA reads
     const i32 row = (i32)(mb * Cfg::BM);
@@ -240,6 +277,7 @@ struct EpilogueAllReduce {
     bulk_commit_group();
     bulk_wait_group_read<0>();
     trace_event(*p, TraceKind::PeerAdded, tile);
+    freed_lo = (u32)globaltimer_ns();  // the storer hands the staging tile back next
   }
 };
 
@@ -774,7 +812,9 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
         sm.init();  // (fences the mbarrier inits)
       }
       __syncthreads();
-      EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, 0, globaltimer_ns()};
+      const u64 start_ns = globaltimer_ns();
+      // (freed_lo long before the first staging: the first interval counts as it is)
+      EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, 0, start_ns, (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u};
       // The producer's and consumers' mbarrier waits trap on expiry ("only a bug"), but
       // here they wait behind the storer: the consumers block on kBarrierCFree while the
       // storer waits up to timeout_ns for the peer's flag (and notices its expiry a few
@@ -782,7 +822,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       // Their bound is two inter-GPU timeouts plus the longest paced copy (kRounds
       // sleeps of up to twice kEpilogueMaxSleepNs) and a margin, so a missing peer is
       // reported as PeerTimeout instead of trapping (review finding, 1edc06f).
-      const u64 slack_ns = 2ull * EpilogueAllReduce<Cfg>::kRounds * kEpilogueMaxSleepNs + 10000000ull;
+      const u64 slack_ns = 2ull * EpilogueAllReduce<Cfg>::kRounds * kEpilogueMaxSleepNs + kEpilogueMaxWindowNs + 10000000ull;
       const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
       // The epilogue's TMA store goes to `out` only; the hook copies each tile to the peer.
       // Every CTA computes: tile stride and exit count are the launch's CTAs (the host
