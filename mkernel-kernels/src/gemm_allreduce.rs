@@ -130,14 +130,17 @@ pub struct FusedConfig {
 /// 6.2). Device side: `EpilogueAllReduce::copy_out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum EpiloguePace {
-    /// A sleep of 3/5 of the CTA's last tile time / 64 between the 64 rounds of 2 KiB
-    /// (measured on 2x H200, run 21). `__nanosleep` may sleep up to twice as long, so
-    /// with more than two tiles per CTA the copy can outlast a tile and hold up the next.
+    /// A sleep of 3/5 of the CTA's last tile time / R between the R rounds of 1 KiB (R =
+    /// 64 for 128x256 tiles, 32 for 128x128 and 64x256; measured on 2x H200, run 21).
+    /// `__nanosleep` may sleep up to twice as long, so with more than two tiles per CTA
+    /// the copy can outlast a tile and hold up the next.
     #[default]
     Sleep = 0,
-    /// Experimental, not yet measured: round k starts no earlier than k/64 of a window
+    /// Experimental, not yet measured: round k starts no earlier than k/R of a window
     /// after the first, the window being the CTA's tile time less 20 us (at least half
-    /// of it), so the copy never outlasts it.
+    /// of it, at most 1 ms), so the copy never outlasts it by more than a round; the
+    /// window does not grow from tile times that include the consumers' waits for the
+    /// storer.
     Clock = 1,
 }
 

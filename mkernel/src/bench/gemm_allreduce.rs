@@ -409,12 +409,13 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     Ok(())
 }
 
-/// --epilogue-pace: a known pace, and no other --comm-path than epilogue.
-fn parse_epilogue_pace(name: Option<&str>, comm_path: Option<CommPath>) -> Result<Option<mkernel::EpiloguePace>, String> {
+/// --epilogue-pace: a known pace, and some call that can take the epilogue path (no
+/// other --comm-path, unless --sweep-paths lists epilogue).
+fn parse_epilogue_pace(name: Option<&str>, comm_path: Option<CommPath>, sweep_paths: &[CommPath]) -> Result<Option<mkernel::EpiloguePace>, String> {
     let Some(name) = name else { return Ok(None) };
     let pace = mkernel::EpiloguePace::by_name(name).ok_or_else(|| format!("--epilogue-pace: unknown pace '{name}' (sleep, clock)"))?;
-    if let Some(p) = comm_path.filter(|p| *p != CommPath::Epilogue) {
-        return Err(format!("--epilogue-pace: only the epilogue path is paced, not --comm-path {}", p.name()));
+    if let Some(p) = comm_path.filter(|p| *p != CommPath::Epilogue && !sweep_paths.contains(&CommPath::Epilogue)) {
+        return Err(format!("--epilogue-pace: only the epilogue path is paced, and neither --comm-path {} nor --sweep-paths takes it", p.name()));
     }
     Ok(Some(pace))
 }
@@ -450,6 +451,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
     }
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
+    let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     if let Some(procs) = args.procs {
         if !args.launched {
@@ -457,7 +459,6 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
     }
     let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
-    let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path)?;
     // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
     let with_pace = |opts: GemmAllReduceOptions, path: Option<CommPath>| GemmAllReduceOptions {
         epilogue_pace: if path == Some(CommPath::Epilogue) { epilogue_pace } else { None },
@@ -693,12 +694,14 @@ mod tests {
     #[test]
     fn epilogue_pace_is_known_and_only_for_the_epilogue_path() {
         use mkernel::EpiloguePace;
-        assert_eq!(parse_epilogue_pace(None, Some(CommPath::TmaOneShot)), Ok(None));
-        assert_eq!(parse_epilogue_pace(Some("clock"), None), Ok(Some(EpiloguePace::Clock)));
-        assert_eq!(parse_epilogue_pace(Some("sleep"), Some(CommPath::Epilogue)), Ok(Some(EpiloguePace::Sleep)));
-        let e = parse_epilogue_pace(Some("fast"), None).unwrap_err();
+        assert_eq!(parse_epilogue_pace(None, Some(CommPath::TmaOneShot), &[]), Ok(None));
+        assert_eq!(parse_epilogue_pace(Some("clock"), None, &[]), Ok(Some(EpiloguePace::Clock)));
+        assert_eq!(parse_epilogue_pace(Some("sleep"), Some(CommPath::Epilogue), &[]), Ok(Some(EpiloguePace::Sleep)));
+        // One-shot forced, epilogue swept: the swept calls take the pace.
+        assert_eq!(parse_epilogue_pace(Some("clock"), Some(CommPath::TmaOneShot), &[CommPath::Epilogue]), Ok(Some(EpiloguePace::Clock)));
+        let e = parse_epilogue_pace(Some("fast"), None, &[]).unwrap_err();
         assert!(e.contains("--epilogue-pace") && e.contains("fast") && e.contains("clock"), "{e}");
-        let e = parse_epilogue_pace(Some("clock"), Some(CommPath::TmaOneShot)).unwrap_err();
+        let e = parse_epilogue_pace(Some("clock"), Some(CommPath::TmaOneShot), &[CommPath::TmaReduce]).unwrap_err();
         assert!(e.contains("--epilogue-pace") && e.contains("one-shot"), "{e}");
     }
 

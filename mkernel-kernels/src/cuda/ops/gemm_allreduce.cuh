@@ -819,9 +819,10 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       // here they wait behind the storer: the consumers block on kBarrierCFree while the
       // storer waits up to timeout_ns for the peer's flag (and notices its expiry a few
       // tens of us late), and the producer then waits on stage_empty for about as long.
-      // Their bound is two inter-GPU timeouts plus the longest paced copy (kRounds
-      // sleeps of up to twice kEpilogueMaxSleepNs) and a margin, so a missing peer is
-      // reported as PeerTimeout instead of trapping (review finding, 1edc06f).
+      // Their bound is two inter-GPU timeouts plus the longest paced copy (sleep pace:
+      // kRounds sleeps of up to twice kEpilogueMaxSleepNs; clock pace: one window of at
+      // most kEpilogueMaxWindowNs) and a margin, so a missing peer is reported as
+      // PeerTimeout instead of trapping (review finding, 1edc06f).
       const u64 slack_ns = 2ull * EpilogueAllReduce<Cfg>::kRounds * kEpilogueMaxSleepNs + kEpilogueMaxWindowNs + 10000000ull;
       const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
       // The epilogue's TMA store goes to `out` only; the hook copies each tile to the peer.
