@@ -138,9 +138,9 @@ pub enum EpiloguePace {
     Sleep = 0,
     /// Experimental, not yet measured: round k starts no earlier than k/R of a window
     /// after the first, the window being the CTA's tile time less 20 us (at least half
-    /// of it, at most 1 ms), so the copy never outlasts it by more than a round; the
-    /// window does not grow from tile times that include the consumers' waits for the
-    /// storer.
+    /// of it, at most 1 ms), so the copy never outlasts it by more than a round; while
+    /// the consumers wait for the storer, the window shrinks instead of growing from
+    /// tile times that include those waits.
     Clock = 1,
 }
 

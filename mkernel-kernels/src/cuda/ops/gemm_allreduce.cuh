@@ -206,8 +206,9 @@ struct EpilogueAllReduce {
     //    whatever __nanosleep does; the window is the tile time less
     //    kEpiloguePaceSlackNs, at least half of it. The tile time is the interval between
     //    two stagings, unless the consumers staged right after getting the staging tile
-    //    back (they waited for this storer): then it may only shrink, so one late peer
-    //    flag cannot keep every later window long (review of 1edc06f).
+    //    back (they waited for this storer): then it only shrinks, by 1/8 per such tile,
+    //    so a late peer flag cannot keep the later windows long (reviews of 1edc06f and
+    //    f3d4bcd).
     u64 now = globaltimer_ns();
     u64 round_ns = 0;
     u32 sleep_ns = 0;
@@ -216,7 +217,9 @@ struct EpilogueAllReduce {
       if (p->epilogue_pace == 1) {
         const u32 t32 = (u32)min(tile_ns, (u64)0xFFFFFFFFu);
         const bool consumers_waited = (u32)now - freed_lo < kEpilogueFreedSlackNs;
-        basis_ns = consumers_waited ? min(basis_ns, t32) : t32;
+        // While they keep waiting, shrink the basis by 1/8 per tile (the interval only
+        // bounds their tile time from above); a tile they did not wait for resets it.
+        basis_ns = consumers_waited ? min(basis_ns, t32) - min(basis_ns, t32) / 8 : t32;
         const u64 b = basis_ns;
         const u64 window_ns = min(max(b / 2, b > kEpiloguePaceSlackNs ? b - kEpiloguePaceSlackNs : 0), (u64)kEpilogueMaxWindowNs);
         round_ns = window_ns / kRounds;
