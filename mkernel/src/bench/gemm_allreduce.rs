@@ -36,7 +36,7 @@ pub struct ArArgs {
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
     /// grid size - 1), on the --comm-path given or else the default path with
     /// communication CTAs (one-shot for 2 ranks; not the epilogue path, which has none).
-    #[arg(long, value_delimiter = ',', value_parser = clap::builder::RangedU64ValueParser::<u32>::new().range(1..=u64::from(u32::MAX)))]
+    #[arg(long, value_delimiter = ',', value_parser = parse_sm_comm)]
     pub sm_comm: Vec<u32>,
     /// With --check: repetitions per shape, each on fresh random data.
     #[arg(long, default_value_t = 1, requires = "check", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
@@ -70,7 +70,7 @@ pub struct ArArgs {
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others. Given without --comm-path, the
     /// path is one with communication CTAs (one-shot for 2 ranks), never epilogue.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_ctas)]
     pub tail_ctas: Option<u32>,
     /// After timing each shape, run one more fused call per rank with an event trace:
     /// print where its time went (compute end, tail, claim waits) and write the events as
@@ -80,6 +80,24 @@ pub struct ArArgs {
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
+}
+
+/// --sm-comm: a count of CTAs, at least 1 (the grid bound is checked once the GPU is known).
+fn parse_sm_comm(v: &str) -> Result<u32, String> {
+    match v.trim().parse::<i64>() {
+        Ok(c) if (1..=i64::from(u32::MAX)).contains(&c) => Ok(c as u32),
+        Ok(c) => Err(format!("{c} communication CTAs: must be at least 1 and below the grid size (the SM count; checked once the GPU is known)")),
+        Err(e) => Err(format!("'{v}' is not a whole number of CTAs ({e})")),
+    }
+}
+
+/// --tail-ctas: a count of CTAs, 0 or more (the grid bound is checked once the GPU is known).
+fn parse_tail_ctas(v: &str) -> Result<u32, String> {
+    match v.trim().parse::<i64>() {
+        Ok(c) if (0..=i64::from(u32::MAX)).contains(&c) => Ok(c as u32),
+        Ok(c) => Err(format!("{c} tail CTAs: must be 0 or more, at most the grid size (the SM count; checked once the GPU is known)")),
+        Err(e) => Err(format!("'{v}' is not a whole number of CTAs ({e})")),
+    }
 }
 
 fn parse_timeout_s(v: &str) -> Result<f64, String> {
@@ -690,6 +708,17 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cta_counts_state_their_rule() {
+        assert_eq!(parse_sm_comm("4"), Ok(4));
+        assert!(parse_sm_comm("0").unwrap_err().contains("at least 1"));
+        assert!(parse_sm_comm("-3").unwrap_err().contains("at least 1"));
+        assert!(parse_sm_comm("x").unwrap_err().contains("whole number"));
+        assert_eq!(parse_tail_ctas("0"), Ok(0));
+        assert!(parse_tail_ctas("-1").unwrap_err().contains("0 or more"));
+        assert!(parse_tail_ctas("99999999999").unwrap_err().contains("grid size"));
+    }
 
     #[test]
     fn epilogue_pace_is_known_and_only_for_the_epilogue_path() {
