@@ -162,6 +162,22 @@ impl EpiloguePace {
 pub const MAX_LAUNCH_CTAS: u32 = i32::MAX as u32;
 
 impl FusedConfig {
+    /// Checks `pace` against the path: only [`CommPath::Epilogue`] paces its copies, so
+    /// any other path takes the default. Errors name `epilogue_pace`.
+    pub fn check_pace(&self) -> Result<()> {
+        if self.pace != EpiloguePace::Sleep && self.path != CommPath::Epilogue {
+            return Err(invalid(
+                "epilogue_pace",
+                format!(
+                    "only the epilogue path paces copies ({} pace asked for the {} path; set comm_path to epilogue)",
+                    self.pace.name(),
+                    self.path.name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks `tail_ctas` against the path and the grid: only paths that claim tiles take
     /// any, at most `grid` of them, and the launch (grid + tail) stays within
     /// [`MAX_LAUNCH_CTAS`]. Errors name `tail_ctas` (or `grid`).
@@ -520,12 +536,7 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             format!("must be in 1..{} (at least one CTA must compute), got {}", cfg.grid, cfg.comm_ctas),
         ));
     }
-    if cfg.pace != EpiloguePace::Sleep && cfg.path != CommPath::Epilogue {
-        return Err(invalid(
-            "epilogue_pace",
-            format!("only the epilogue path paces copies ({} pace asked for the {} path)", cfg.pace.name(), cfg.path.name()),
-        ));
-    }
+    cfg.check_pace()?;
     cfg.check_tail_ctas()
 }
 
@@ -558,7 +569,8 @@ pub unsafe fn launch(
     let mut p = AllReduceParams {
         tma_a,
         tma_b,
-        tma_c: crate::gemm::output_map(own_partial, shape, cfg.tile)?,
+        // (the epilogue path's storer stores to `out` through tma_c_out instead)
+        tma_c: if cfg.path == CommPath::Epilogue { Default::default() } else { crate::gemm::output_map(own_partial, shape, cfg.tile)? },
         out,
         control: bufs.workspace[bufs.rank as usize] + l.control_offset(),
         status: bufs.status,
@@ -580,7 +592,8 @@ pub unsafe fn launch(
         _ if path.claims_tiles() => cfg.tile.bm / ONE_SHOT_ITEMS_PER_TILE,
         _ => cfg.tile.bm / bufs.world.max(1),
     };
-    let tma = path != CommPath::Vec16 && path != CommPath::Scalar;
+    // Box maps of the communication CTAs (none on the epilogue path).
+    let tma = path != CommPath::Vec16 && path != CommPath::Scalar && path.has_comm_ctas();
     if path.adds_into_out() {
         p.tma_c_out = crate::gemm::output_map(out, shape, cfg.tile)?;
     }

@@ -121,12 +121,7 @@ impl Communicator {
         // wait for (a timeout, not a result).
         let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default() };
-        if cfg.pace != EpiloguePace::Sleep && path != CommPath::Epilogue {
-            return Err(invalid(
-                "epilogue_pace",
-                format!("only the epilogue path paces copies; this call takes the {} path (set comm_path to epilogue)", path.name()),
-            ));
-        }
+        cfg.check_pace()?;
         cfg.check_tail_ctas()?;
         if tail_ctas > 0 && !own_gpu {
             return Err(invalid(

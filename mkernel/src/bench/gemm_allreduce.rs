@@ -478,8 +478,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     }
     let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
     // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
-    let with_pace = |opts: GemmAllReduceOptions, path: Option<CommPath>| GemmAllReduceOptions {
-        epilogue_pace: if path == Some(CommPath::Epilogue) { epilogue_pace } else { None },
+    let with_pace = |opts: GemmAllReduceOptions, path: CommPath| GemmAllReduceOptions {
+        epilogue_pace: if path == CommPath::Epilogue { epilogue_pace } else { None },
         ..opts
     };
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
@@ -532,7 +532,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     for (label, s) in list {
         // This shape's options: the pace goes along where the plan takes the epilogue path.
         let planned = local.comms[0].plan_gemm_allreduce(s, base_opts)?.path;
-        let shape_opts = with_pace(base_opts, Some(planned));
+        let shape_opts = with_pace(base_opts, planned);
         bar.set_message(label.clone());
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
@@ -607,7 +607,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
         let mut path_sweep_local = Vec::new();
         for &p in &sweep_paths {
-            let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, Some(p));
+            let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p);
             // Paths this shape cannot take (N % 8, world size) are skipped, not errors.
             if comms[0].plan_gemm_allreduce(s, opts).is_err() {
                 continue;
