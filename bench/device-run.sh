@@ -6,15 +6,12 @@
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
 #                                                # modes, --check-reps 100; one process also
-#                                                # times the epilogue and one-shot paths side
-#                                                # by side), fused without tail
-#                                                # CTAs, the epilogue path with the clock pace
-#                                                # (next to one-shot) and with 128x128 tiles
-#                                                # at M=1024, event traces (traces.tgz)
+#                                                # times the one-shot path next to the
+#                                                # default), event traces (traces.tgz)
 # Logs and JSON go under $OUT (or /tmp); test logs under $OUT/test-logs.
 # Before: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-kernels -p mkernel -p mkernel-tests
 #         bash bench/pack-libs.sh     (libfabric for the proxy-stream test)
-# A full pass is two device calls: `tests gpu_` (~6 min, TEST_TIMEOUT=420), then `measure` (~4 min).
+# A full pass is two device calls: `tests gpu_` (~3 min), then `measure` (~3 min; run 22).
 set -u
 # GPU_DIR: where the packed binaries are (default .gpu; any ignored folder carried along).
 gpu=${GPU_DIR:-.gpu}
@@ -53,11 +50,8 @@ case $what in
   measure)
     rc=0
     for args in "gemm --check --iters 15" \
-                "gemm-allreduce --check --check-reps 100 --iters 20 --sweep-paths epilogue,one-shot" \
-                "gemm-allreduce --check --check-reps 100 --iters 20 --procs 2" \
-                "gemm-allreduce --iters 20 --tail-ctas 0" \
-                "gemm-allreduce --comm-path epilogue --epilogue-pace clock --check --check-reps 5 --iters 20 --sweep-paths one-shot" \
-                "gemm-allreduce --comm-path epilogue --tile narrow-tma-store --check --iters 20 --filter M=1024"; do
+                "gemm-allreduce --check --check-reps 100 --iters 20 --sweep-paths one-shot" \
+                "gemm-allreduce --check --check-reps 100 --iters 20 --procs 2"; do
       # shellcheck disable=SC2086
       "$gpu"/bin/mkernel bench $args --out-dir "$out" >> "$out/bench.log" 2>&1 || { rc=1; echo "FAILED: bench $args"; }
       grep -vE '^#|^$' "$out/bench.log" | tail -1 | cut -c1-160

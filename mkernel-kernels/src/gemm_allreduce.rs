@@ -119,7 +119,7 @@ pub struct FusedConfig {
     /// compute CTAs need.
     pub tail_ctas: u32,
     /// How the epilogue path paces each CTA's copies to the peer (other paths: only the
-    /// default, [`EpiloguePace::Sleep`]).
+    /// default, [`EpiloguePace::Clock`], which they ignore).
     pub pace: EpiloguePace,
 }
 
@@ -133,14 +133,16 @@ pub enum EpiloguePace {
     /// A sleep of 3/5 of the CTA's last tile time / R between the R rounds of 1 KiB (R =
     /// 64 for 128x256 tiles, 32 for 128x128 and 64x256; measured on 2x H200, run 21).
     /// `__nanosleep` may sleep up to twice as long, so with more than two tiles per CTA
-    /// the copy can outlast a tile and hold up the next.
-    #[default]
+    /// the copy can outlast a tile and hold up the next (o-proj M=8192: 1.20 ms against
+    /// 0.90 with the clock pace, run 22).
     Sleep = 0,
-    /// Experimental, not yet measured: round k starts no earlier than k/R of a window
-    /// after the first, the window being the CTA's tile time less 20 us (at least half
-    /// of it, at most 1 ms), so the copy never outlasts it by more than a round; while
-    /// the consumers wait for the storer, the window shrinks instead of growing from
-    /// tile times that include those waits.
+    /// The default: round k starts no earlier than k/R of a window after the first, the
+    /// window being the CTA's tile time less 20 us (at least half of it, at most 1 ms),
+    /// so the copy never outlasts it by more than a round; while the consumers wait for
+    /// the storer, the window shrinks instead of growing from tile times that include
+    /// those waits. Equal to the sleep pace at two tiles per CTA and up to 1.3x faster
+    /// with more (2x H200, run 22, bench/NOTES.md 6.5).
+    #[default]
     Clock = 1,
 }
 
@@ -165,7 +167,7 @@ impl FusedConfig {
     /// Checks `pace` against the path: only [`CommPath::Epilogue`] paces its copies, so
     /// any other path takes the default. Errors name `epilogue_pace`.
     pub fn check_pace(&self) -> Result<()> {
-        if self.pace != EpiloguePace::Sleep && self.path != CommPath::Epilogue {
+        if self.pace != EpiloguePace::default() && self.path != CommPath::Epilogue {
             return Err(invalid(
                 "epilogue_pace",
                 format!(
@@ -225,7 +227,7 @@ impl std::fmt::Display for FusedConfig {
             write!(f, " + {} tail", self.tail_ctas)?;
         }
         write!(f, ", {} path", self.path.name())?;
-        if self.pace != EpiloguePace::Sleep {
+        if self.pace != EpiloguePace::default() {
             write!(f, " ({} pace)", self.pace.name())?;
         }
         Ok(())
@@ -280,25 +282,23 @@ impl CommPath {
             Self::Vec16
         }
     }
-    /// The path of a fused call: [`Self::Epilogue`] where every CTA computes at most two
-    /// tiles (`tiles <= 2 * grid`) on 2 ranks with a TMA-store tile and N % 8 == 0, on a
-    /// GPU the rank has to itself (`own_gpu`); else [`Self::choose`].
+    /// The path of a fused call: [`Self::Epilogue`] on 2 ranks with a TMA-store tile and
+    /// N % 8 == 0, on a GPU the rank has to itself (`own_gpu`: a peer's CTAs on the same
+    /// SMs could not make progress while this rank's storers wait); else [`Self::choose`].
     ///
-    /// Why two tiles: there the one-shot path's communication CTAs cost a whole wave of
-    /// tiles (256 tiles on 116 compute CTAs need 3 waves, on 132 two), while the
-    /// epilogue path computes on every SM and copies each wave's tiles to the peer while
-    /// the next one is computed. Measured on 2x H200 (bench/NOTES.md 6, run 21, one
-    /// process / one process per GPU, ms): o-proj M=1024 0.136 / 0.137 vs one-shot
-    /// 0.158 / 0.157, M=129 0.050 / 0.052 vs 0.054 / 0.056, down-proj M=1024 0.351 / 0.364
-    /// vs 0.354 / 0.392, DeepSeek M=1024 0.234 / 0.241 vs 0.238 / 0.236. With more tiles
-    /// per CTA the paced copies outlast a tile and the storer warp holds up the next one
-    /// (o-proj M=8192 1.22 vs 0.88 ms), so one-shot stays the choice there.
-    pub fn choose_fused(n: u32, tile: TileConfig, world: u32, tiles: u64, grid: u32, own_gpu: bool) -> Self {
-        let fallback = Self::choose(n, tile, world);
-        if own_gpu && tiles <= 2 * grid as u64 && Self::Epilogue.check(n, tile, world).is_ok() {
+    /// Why: the epilogue path computes on every SM and copies each wave's tiles to the
+    /// peer while the next wave is computed, where the one-shot path gives up SMs to
+    /// communication CTAs (256 tiles on 116 compute CTAs need 3 waves, on 132 two).
+    /// Measured on 2x H200, one process, with the clock pace (bench/NOTES.md 6.5, run
+    /// 22, epilogue vs one-shot, ms): o-proj M=1024 0.137 vs 0.158, M=4096 0.429 vs
+    /// 0.444, M=16384 1.74 vs 1.83, DeepSeek M=8192 1.54 vs 1.74, M=129 0.055 vs 0.060;
+    /// within 3% where one-shot was faster (down-proj M=2048 0.742 vs 0.719, M=2049
+    /// 0.267 vs 0.261).
+    pub fn choose_fused(n: u32, tile: TileConfig, world: u32, own_gpu: bool) -> Self {
+        if own_gpu && Self::Epilogue.check(n, tile, world).is_ok() {
             Self::Epilogue
         } else {
-            fallback
+            Self::choose(n, tile, world)
         }
     }
 
@@ -666,7 +666,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::Sleep };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default() };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
@@ -742,21 +742,18 @@ mod tests {
     }
 
     #[test]
-    fn epilogue_path_is_chosen_up_to_two_tiles_per_cta_on_an_own_gpu() {
+    fn epilogue_path_is_chosen_on_two_ranks_with_an_own_gpu() {
         let t = TileConfig::WIDE_TMA_STORE;
-        let choose = |n, tile, world, tiles, own| CommPath::choose_fused(n, tile, world, tiles, 132, own);
-        assert_eq!(choose(8192, t, 2, 256, true), CommPath::Epilogue);
-        assert_eq!(choose(8192, TileConfig::M64_WIDE_TMA_STORE, 2, 96, true), CommPath::Epilogue);
-        assert_eq!(choose(8192, t, 2, 264, true), CommPath::Epilogue);
-        // More than two tiles per CTA, a shared GPU, no TMA-store tile, N % 8 != 0, other
-        // world sizes: the fixed choice.
-        assert_eq!(choose(8192, t, 2, 265, true), CommPath::TmaOneShot);
-        assert_eq!(choose(8192, t, 2, 256, false), CommPath::TmaOneShot);
-        assert_eq!(choose(8192, TileConfig::WIDE, 2, 256, true), CommPath::TmaOneShot);
-        assert_eq!(choose(8190, t, 2, 256, true), CommPath::Scalar);
-        assert_eq!(choose(8192, t, 4, 256, true), CommPath::Tma);
-        assert_eq!(choose(8192, t, 1, 256, true), CommPath::TmaOneShot);
-        assert_eq!(CommPath::choose_fused(8192, t, 2, u64::MAX, u32::MAX, true), CommPath::TmaOneShot);
+        let choose = CommPath::choose_fused;
+        assert_eq!(choose(8192, t, 2, true), CommPath::Epilogue);
+        assert_eq!(choose(8192, TileConfig::M64_WIDE_TMA_STORE, 2, true), CommPath::Epilogue);
+        assert_eq!(choose(8192, TileConfig::NARROW_TMA_STORE, 2, true), CommPath::Epilogue);
+        // A shared GPU, no TMA-store tile, N % 8 != 0, other world sizes: the fixed choice.
+        assert_eq!(choose(8192, t, 2, false), CommPath::TmaOneShot);
+        assert_eq!(choose(8192, TileConfig::WIDE, 2, true), CommPath::TmaOneShot);
+        assert_eq!(choose(8190, t, 2, true), CommPath::Scalar);
+        assert_eq!(choose(8192, t, 4, true), CommPath::Tma);
+        assert_eq!(choose(8192, t, 1, true), CommPath::TmaOneShot);
     }
 
     #[test]
@@ -785,7 +782,7 @@ mod tests {
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 1024, k: 64 };
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Sleep };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default() };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
         let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();
@@ -794,14 +791,17 @@ mod tests {
         assert!(e.contains("`tail_ctas`"), "{e}");
         let e = validate(shape, &FusedConfig { grid: 0, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`grid`"), "{e}");
-        // The clock pace: the epilogue path only, and named in the config.
-        let clock = FusedConfig { pace: EpiloguePace::Clock, ..cfg };
-        assert!(validate(shape, &clock, &bufs).is_ok());
-        assert!(clock.to_string().ends_with("epilogue path (clock pace)"), "{clock}");
-        let e = validate(shape, &FusedConfig { comm_ctas: 8, path: CommPath::TmaOneShot, ..clock }, &bufs).unwrap_err().to_string();
+        // The default pace is the clock; the sleep pace is the epilogue path's only, and
+        // named in the config.
+        assert_eq!(cfg.pace, EpiloguePace::Clock);
+        let sleep = FusedConfig { pace: EpiloguePace::Sleep, ..cfg };
+        assert!(validate(shape, &sleep, &bufs).is_ok());
+        assert!(sleep.to_string().ends_with("epilogue path (sleep pace)"), "{sleep}");
+        let e = validate(shape, &FusedConfig { comm_ctas: 8, path: CommPath::TmaOneShot, ..sleep }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`epilogue_pace`") && e.contains("one-shot"), "{e}");
-        assert_eq!(EpiloguePace::by_name("clock"), Some(EpiloguePace::Clock));
-        assert_eq!(EpiloguePace::by_name("sleep"), Some(EpiloguePace::default()));
+        assert!(validate(shape, &FusedConfig { comm_ctas: 8, path: CommPath::TmaOneShot, ..cfg }, &bufs).is_ok());
+        assert_eq!(EpiloguePace::by_name("clock"), Some(EpiloguePace::default()));
+        assert_eq!(EpiloguePace::by_name("sleep"), Some(EpiloguePace::Sleep));
         assert_eq!(EpiloguePace::by_name("fast"), None);
         let e = validate(shape, &FusedConfig { comm_ctas: 0, path: CommPath::TmaOneShot, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`comm_ctas`") && e.contains("1.."), "{e}");

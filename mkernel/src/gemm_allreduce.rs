@@ -25,9 +25,8 @@ pub struct GemmAllReduceOptions {
     /// `tail_ctas`), the heuristic picks a path that has communication CTAs.
     pub comm_ctas: Option<u32>,
     /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
-    /// and world size allow). Default: [`CommPath::choose_fused`]: the epilogue path for
-    /// up to two tiles per CTA on 2 ranks with a TMA-store tile, N % 8 == 0 and a GPU of
-    /// the rank's own; else [`CommPath::choose`] (one-shot for 1-2 ranks, TMA slices for
+    /// and world size allow). Default: [`CommPath::choose_fused`]: the epilogue path on
+    /// 2 ranks with a TMA-store tile, N % 8 == 0 and a GPU of the rank's own; else [`CommPath::choose`] (one-shot for 1-2 ranks, TMA slices for
     /// more, 16-byte vectors when BM % world != 0, 2-byte elements when N % 8 != 0).
     /// When `comm_ctas` or `tail_ctas` is given, always [`CommPath::choose`] (a path
     /// that has communication CTAs: `tail_ctas: Some(0)` means one-shot without tail).
@@ -39,7 +38,7 @@ pub struct GemmAllReduceOptions {
     /// to itself; none on the others (the epilogue path has none).
     pub tail_ctas: Option<u32>,
     /// How the epilogue path paces its copies to the peer ([`EpiloguePace`]; default
-    /// `Sleep`, the measured one). `Clock` is refused on other paths.
+    /// `Clock`). `Sleep` is refused on other paths.
     pub epilogue_pace: Option<EpiloguePace>,
 }
 
@@ -78,7 +77,7 @@ impl Communicator {
             if tunes_comm_ctas {
                 CommPath::choose(shape.n, tile, self.world_size())
             } else {
-                CommPath::choose_fused(shape.n, tile, self.world_size(), tile.tiles(shape.m, shape.n), grid, own_gpu)
+                CommPath::choose_fused(shape.n, tile, self.world_size(), own_gpu)
             }
         });
         path.check(shape.n, tile, self.world_size())?;

@@ -96,7 +96,7 @@ fn epilogue_path(tile: mkernel::TileConfig) -> GemmAllReduceOptions {
 }
 
 /// The one-shot path with its default split and tail CTAs (the default heuristic takes
-/// the epilogue path for shapes of up to two tiles per CTA).
+/// the epilogue path on 2 ranks).
 fn one_shot() -> GemmAllReduceOptions {
     GemmAllReduceOptions { comm_path: Some(CommPath::TmaOneShot), ..Default::default() }
 }
@@ -145,7 +145,7 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() });
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
-                options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
+                options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
             }
         }
         for opts in options {
@@ -166,7 +166,7 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
         paths.push(reduce_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
         paths.push(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
         paths.push(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
-        paths.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
+        paths.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
     }
     for opts in paths {
         let seed = check::fresh_seed();
@@ -264,8 +264,8 @@ fn missing_peer_times_out_naming_it() {
     // Several tiles per CTA on the epilogue path: the producer and consumers wait behind
     // the storer's wait for the peer, and must not trap before it reports the timeout.
     missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
-    let clock = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
-    missing_peer_on(clock, GemmShape { m: 2048, n: 8192, k: 256 });
+    let sleep = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
+    missing_peer_on(sleep, GemmShape { m: 2048, n: 8192, k: 256 });
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {
@@ -347,8 +347,8 @@ fn bad_arguments_are_named() {
         assert!(e.to_string().contains("`comm_ctas`") && e.to_string().contains("epilogue"), "{e}");
         let e = c.plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(4), ..epi }).unwrap_err();
         assert!(e.to_string().contains("`tail_ctas`") && e.to_string().contains("epilogue"), "{e}");
-        let clock_one_shot = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Clock), comm_path: Some(CommPath::TmaOneShot), ..Default::default() };
-        let e = c.plan_gemm_allreduce(s, clock_one_shot).unwrap_err();
+        let sleep_one_shot = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), comm_path: Some(CommPath::TmaOneShot), ..Default::default() };
+        let e = c.plan_gemm_allreduce(s, sleep_one_shot).unwrap_err();
         assert!(e.to_string().contains("`epilogue_pace`") && e.to_string().contains("one-shot"), "{e}");
     } else {
         let e = c.plan_gemm_allreduce(s, epi).unwrap_err();

@@ -52,8 +52,8 @@ pub struct ArArgs {
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
     /// all-reduces its own tiles), reduce or push (2 ranks, TMA-store tiles), one-shot,
-    /// tma, vec16, scalar. Default: epilogue for up to two tiles per SM on 2 ranks,
-    /// else one-shot (2 ranks) or tma/vec16/scalar.
+    /// tma, vec16, scalar. Default: epilogue on 2 ranks with a GPU each, else one-shot
+    /// (2 ranks) or tma/vec16/scalar.
     #[arg(long)]
     pub comm_path: Option<String>,
     /// Also time these paths per shape, each with its default tile, split and tail
@@ -61,8 +61,8 @@ pub struct ArArgs {
     /// epilogue,one-shot; paths a shape cannot take (N % 8) are left out of its row.
     #[arg(long, value_delimiter = ',')]
     pub sweep_paths: Vec<String>,
-    /// How the epilogue path paces its copies to the peer: sleep (default, measured) or
-    /// clock (experimental); applies to the epilogue path wherever it runs (default,
+    /// How the epilogue path paces its copies to the peer: clock (default) or sleep
+    /// (fixed sleeps, slower beyond two tiles per SM); applies to the epilogue path wherever it runs (default,
     /// --comm-path or --sweep-paths), refused with another --comm-path.
     #[arg(long)]
     pub epilogue_pace: Option<String>,

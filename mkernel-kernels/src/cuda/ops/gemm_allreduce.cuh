@@ -197,11 +197,11 @@ struct EpilogueAllReduce {
     const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
     const u32 lane = lane_id();
     // Pace (one clock for the whole warp, from lane 0):
-    //  sleep (EpiloguePace::Sleep, measured): a sleep of 3/5 of the last tile time over
-    //    the rounds between rounds. NOTE: __nanosleep may sleep up to twice as long, so
-    //    the copy can outlast a tile; with more than two tiles per CTA that holds up the
-    //    next tile (bench/NOTES.md 6.2: why the default takes this path only up to two).
-    //  clock (EpiloguePace::Clock, experimental): round k starts no earlier than k /
+    //  sleep (EpiloguePace::Sleep): a sleep of 3/5 of the last tile time over the
+    //    rounds between rounds. NOTE: __nanosleep may sleep up to twice as long, so the
+    //    copy can outlast a tile; with more than two tiles per CTA that holds up the next
+    //    tile (bench/NOTES.md 6.2, 6.5).
+    //  clock (EpiloguePace::Clock, the default): round k starts no earlier than k /
     //    kRounds of a window after the first, so the copy never outlasts the window
     //    whatever __nanosleep does; the window is the tile time less
     //    kEpiloguePaceSlackNs, at least half of it. The tile time is the interval between
