@@ -37,6 +37,9 @@ pub enum TraceKind {
     CtaEnd,
     /// Epilogue path: a compute CTA added the peer's copy of `tile` into `out`.
     PeerAdded,
+    /// Epilogue path: a compute CTA's consumers staged `tile` (its GEMM is done); the
+    /// storer starts the copy to the peer, published at [`Self::TileStored`].
+    TileStaged,
 }
 
 impl TraceKind {
@@ -49,6 +52,7 @@ impl TraceKind {
             5 => Self::CommDone,
             6 => Self::CtaEnd,
             7 => Self::PeerAdded,
+            8 => Self::TileStaged,
             _ => return None,
         })
     }
@@ -153,6 +157,11 @@ pub struct TraceSummary {
     /// Epilogue path: median time from a tile's publication to the peer's copy of it
     /// being added (the wait for the peer, then a local load and reduce-add).
     pub peer_add_wait_us: f64,
+    /// Epilogue path: the last tile staged (the GEMM's end on this rank).
+    pub last_staged_us: f64,
+    /// Epilogue path: median time from a tile being staged to its publication (the
+    /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence).
+    pub copy_us: f64,
     /// Events the buffer had no room for.
     pub dropped: u32,
 }
@@ -224,7 +233,17 @@ impl FusedTrace {
             .filter(|e| e.kind == TraceKind::PeerAdded)
             .filter_map(|e| stored.get(&e.tile).map(|t| e.t_us - t))
             .collect();
+        let staged: std::collections::HashMap<u32, f64> =
+            self.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| (e.tile, e.t_us)).collect();
+        let mut copies: Vec<f64> = self
+            .events
+            .iter()
+            .filter(|e| e.kind == TraceKind::TileStored)
+            .filter_map(|e| staged.get(&e.tile).map(|t| e.t_us - t))
+            .collect();
         TraceSummary {
+            last_staged_us: staged.values().copied().fold(0.0, f64::max),
+            copy_us: median(&mut copies),
             peer_adds: self.events.iter().filter(|e| e.kind == TraceKind::PeerAdded).count() as u32,
             peer_add_wait_us: median(&mut add_waits),
             compute_end_us: compute_end,
@@ -260,7 +279,11 @@ impl std::fmt::Display for TraceSummary {
         )?;
         if self.peer_adds > 0 {
             // Epilogue path: no communication CTAs, no claims.
-            write!(f, "{} peer tiles added, median {:.1} us after the own tile was published", self.peer_adds, self.peer_add_wait_us)?;
+            write!(
+                f,
+                "last tile staged {:.1} us, copy to the peer median {:.1} us; {} peer tiles added, median {:.1} us after the own tile was published",
+                self.last_staged_us, self.copy_us, self.peer_adds, self.peer_add_wait_us
+            )?;
         } else {
             match self.first_tail_start_us {
                 Some(t) => write!(f, "{} tail CTAs from {t:.1} us, ", self.tail_ctas)?,
@@ -333,12 +356,14 @@ mod tests {
 
     #[test]
     fn epilogue_summary_reports_the_peer_add_wait() {
-        // Two compute CTAs; tile 0 published at 10 us and its peer copy added at 14 us,
-        // tile 1 at 12 and 20 us.
+        // Two compute CTAs; tile 0 staged at 7 us, published at 10 us and its peer copy
+        // added at 14 us, tile 1 at 11, 12 and 20 us.
         let t = FusedTrace {
             events: vec![
                 ev(0.0, 0, 0, TraceKind::CtaStart),
                 ev(0.0, 1, 0, TraceKind::CtaStart),
+                ev(7.0, 0, 0, TraceKind::TileStaged),
+                ev(11.0, 1, 1, TraceKind::TileStaged),
                 ev(10.0, 0, 0, TraceKind::TileStored),
                 ev(12.0, 1, 1, TraceKind::TileStored),
                 ev(14.0, 0, 0, TraceKind::PeerAdded),
@@ -351,15 +376,17 @@ mod tests {
         let s = t.summary();
         assert_eq!((s.peer_adds, s.compute_end_us, s.end_us, s.dedicated_claims + s.tail_claims), (2, 12.0, 22.0, 0));
         assert_eq!(s.peer_add_wait_us, 8.0); // the upper median of {4, 8}
+        assert_eq!((s.last_staged_us, s.copy_us), (11.0, 3.0)); // copies {3, 1}
         let text = s.to_string();
-        assert!(text.contains("2 peer tiles added") && !text.contains("claims"), "{text}");
+        assert!(text.contains("2 peer tiles added") && text.contains("last tile staged 11.0 us") && !text.contains("claims"), "{text}");
     }
 
     #[test]
     fn unknown_kinds_are_refused() {
         assert_eq!(TraceKind::from_raw(0), None);
-        assert_eq!(TraceKind::from_raw(8), None);
+        assert_eq!(TraceKind::from_raw(9), None);
         assert_eq!(TraceKind::from_raw(7), Some(TraceKind::PeerAdded));
+        assert_eq!(TraceKind::from_raw(8), Some(TraceKind::TileStaged));
         assert_eq!(TraceKind::from_raw(3), Some(TraceKind::Claim));
     }
 }

@@ -534,6 +534,9 @@ fn traced_call_accounts_for_every_tile_and_cta() {
                 added.sort_unstable();
                 stored_by.sort_unstable();
                 assert_eq!(added, stored_by, "{cfg}: every tile's peer copy added once, by its CTA");
+                let mut staged_by: Vec<(u32, u32)> = t.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| (e.tile, e.cta)).collect();
+                staged_by.sort_unstable();
+                assert_eq!(staged_by, stored_by, "{cfg}: every tile staged once, by the CTA that stored it");
                 assert_eq!(cfg.comm_ctas + cfg.tail_ctas, 0, "{cfg}");
             }
             let sum = t.summary();

@@ -72,9 +72,10 @@ pub struct ArArgs {
     /// path is one with communication CTAs (one-shot for 2 ranks), never epilogue.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_ctas)]
     pub tail_ctas: Option<u32>,
-    /// After timing each shape, run one more fused call per rank with an event trace:
-    /// print where its time went (compute end, tail, claim waits) and write the events as
-    /// JSON (`trace-<shape>-r<rank>-<date>.json` in --out-dir).
+    /// After timing each shape, run one more fused call per rank with an event trace,
+    /// queued behind three untraced calls (so the ranks start as aligned as in the timed
+    /// loop): print where its time went (compute end, tail, copies, claim waits) and
+    /// write the events as JSON (`trace-<shape>-r<rank>-<date>.json` in --out-dir).
     #[arg(long)]
     pub trace: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
@@ -210,8 +211,14 @@ fn check_once(
     worst.ok_or_else(|| "no ranks".into())
 }
 
-/// One traced fused call on every local rank: prints each rank's summary, writes its
-/// events as JSON (unless --no-json).
+/// Untraced calls queued right before the traced one: the traced call then starts when
+/// the previous one ends on each GPU, with the ranks as aligned as in the timed loop
+/// (an isolated call would also show the host's launch skew between ranks).
+const TRACE_LEAD_CALLS: usize = 3;
+
+/// One traced fused call on every local rank, queued behind [`TRACE_LEAD_CALLS`]
+/// untraced ones: prints each rank's summary, writes its events as JSON (unless
+/// --no-json).
 #[allow(clippy::too_many_arguments)]
 fn trace_call(
     comms: &[Communicator],
@@ -231,6 +238,11 @@ fn trace_call(
     let mut bufs = Vec::new();
     for st in streams {
         bufs.push(TraceBuffer::new(st, capacity)?);
+    }
+    for _ in 0..TRACE_LEAD_CALLS {
+        for (r, d) in data.iter_mut().enumerate() {
+            comms[r].gemm_allreduce(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts)?;
+        }
     }
     for (r, d) in data.iter_mut().enumerate() {
         comms[r].gemm_allreduce_traced(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts, &mut bufs[r])?;

@@ -106,6 +106,7 @@ enum class TraceKind : u32 {
   CommDone = 5,    // communication CTA finished its role; tile: items it moved
   CtaEnd = 6,      // before the epoch hand-over
   PeerAdded = 7,   // compute, Epilogue path: the peer's copy of `tile` added into out
+  TileStaged = 8,  // compute, Epilogue path: the consumers staged `tile`; its copy starts
 };
 __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind kind, u32 tile) {
   if (p.trace == 0) return;
@@ -192,7 +193,6 @@ struct EpilogueAllReduce {
   u32 freed_lo;
   u32 basis_ns;
   __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more) {
-    (void)tile;
     u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
     const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
     const u32 lane = lane_id();
@@ -209,6 +209,7 @@ struct EpilogueAllReduce {
     //    back (they waited for this storer): then it only shrinks, by 1/8 per such tile,
     //    so a late peer flag cannot keep the later windows long (reviews of 1edc06f and
     //    f3d4bcd).
+    if (lane == 0) trace_event(*p, TraceKind::TileStaged, tile);
     u64 now = globaltimer_ns();
     u64 round_ns = 0;
     u32 sleep_ns = 0;
