@@ -14,13 +14,21 @@ use super::{rotation_sets, run_info, time_median_ms, BenchResult, Common};
 pub struct GemmArgs {
     #[command(flatten)]
     pub common: Common,
-    /// GPU to run on.
-    #[arg(long, default_value_t = 0)]
+    /// GPU to run on (an index, 0 or more).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = parse_device)]
     pub device: usize,
     /// Force a tile configuration: wide (128x256), narrow (128x128) or m64-wide (64x256),
     /// each also with the TMA-store epilogue (wide-tma-store, ...).
     #[arg(long)]
     pub tile: Option<String>,
+}
+
+/// --device: a GPU index, 0 or more (the GPU count is checked once it is known).
+fn parse_device(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<i64>() {
+        Ok(d) => usize::try_from(d).map_err(|_| format!("GPU {d}: must be a GPU index, 0 or more (below the number of GPUs present)")),
+        Err(e) => Err(format!("'{v}' is not a whole number ({e})")),
+    }
 }
 
 /// The shape list of the foundation issue: square, LLM layers, odd sizes.
@@ -199,4 +207,29 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         return Err(format!("--check: {failures} shape(s) FAILED").into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        gemm: GemmArgs,
+    }
+
+    #[test]
+    fn device_flag_parses_and_names_its_rule() {
+        assert_eq!(Cli::try_parse_from(["x", "--device", "3"]).unwrap().gemm.device, 3);
+        assert_eq!(Cli::try_parse_from(["x"]).unwrap().gemm.device, 0);
+        for (bad, rule) in [("-1", "0 or more"), ("x", "whole number")] {
+            let e = Cli::try_parse_from(["x", "--device", bad]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("--device") && e.contains(rule), "{bad}: {e}");
+        }
+        // Common's flags reach their parsers through this bench too.
+        let e = Cli::try_parse_from(["x", "--iters", "-5"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("--iters") && e.contains("1..=100000"), "{e}");
+    }
 }

@@ -31,18 +31,18 @@ pub struct ArArgs {
     #[command(flatten)]
     pub common: Common,
     /// Number of GPUs (ranks), 1 to 8; default: all visible.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=8))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
     pub gpus: Option<usize>,
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
     /// grid size - 1), on the --comm-path given or else the default path with
     /// communication CTAs (one-shot for 2 ranks; not the epilogue path, which has none).
-    #[arg(long, value_delimiter = ',', value_parser = parse_sm_comm)]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_sm_comm)]
     pub sm_comm: Vec<u32>,
-    /// With --check: repetitions per shape, each on fresh random data.
-    #[arg(long, default_value_t = 1, requires = "check", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    /// With --check: repetitions per shape, each on fresh random data, 1 to 1000000.
+    #[arg(long, default_value_t = 1, requires = "check", allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub check_reps: usize,
     /// One process per GPU: start this many ranks (processes), 1 to 8, on GPUs 0..N.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=8))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
     pub procs: Option<usize>,
     /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
     #[arg(long)]
@@ -79,7 +79,7 @@ pub struct ArArgs {
     #[arg(long)]
     pub trace: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
-    #[arg(long, default_value_t = 20.0, value_parser = parse_timeout_s)]
+    #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
 }
 
@@ -801,5 +801,33 @@ mod tests {
             let e = Cli::try_parse_from(["x", "--tail-ctas", bad]).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains("--tail-ctas"), "{bad}: {e}");
         }
+    }
+
+    /// The error of parsing `args` (after the program name), or "" when they parse.
+    fn parse_err(args: &[&str]) -> String {
+        Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn negative_numbers_reach_the_parsers_that_state_the_rule() {
+        // (arguments, text the error must hold besides the flag: the rule)
+        let cases: [(&[&str], &str); 9] = [
+            (&["--sm-comm", "-3"], "at least 1"),
+            (&["--sm-comm", "4,-3"], "at least 1"),
+            (&["--iters", "-5"], "1..=100000"),
+            (&["--warmup", "-1"], "0..=100000"),
+            (&["--timeout-s", "-1"], "between 0.001 and 86400"),
+            (&["--gpus", "-2"], "1..=8"),
+            (&["--procs", "-1"], "1..=8"),
+            (&["--check", "--check-reps", "-1"], "1..=1000000"),
+            (&["--tail-ctas", "-1"], "0 or more"),
+        ];
+        for (args, rule) in cases {
+            let e = parse_err(args);
+            let flag = args[args.len() - 2];
+            assert!(e.contains(flag) && e.contains(rule) && !e.contains("unexpected argument"), "{args:?}: {e}");
+        }
+        let cli = Cli::try_parse_from(["x", "--sm-comm", "4,8", "--gpus", "2", "--check", "--check-reps", "3", "--timeout-s", "0.5"]).unwrap();
+        assert_eq!((cli.ar.sm_comm, cli.ar.gpus, cli.ar.check_reps, cli.ar.timeout_s), (vec![4, 8], Some(2), 3, 0.5));
     }
 }

@@ -30,11 +30,11 @@ pub enum BenchCmd {
 /// Options every benchmark takes.
 #[derive(Args, Clone, Debug)]
 pub struct Common {
-    /// Timed iterations per measurement (the median is reported).
-    #[arg(long, default_value_t = 30, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    /// Timed iterations per measurement (the median is reported), 1 to 100000.
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=100_000))]
     pub iters: usize,
-    /// Untimed warm-up iterations.
-    #[arg(long, default_value_t = 5)]
+    /// Untimed warm-up iterations, 0 to 100000.
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(0..=100_000))]
     pub warmup: usize,
     /// Verify results against an fp32 reference (fails loudly on a mismatch).
     #[arg(long)]
@@ -201,6 +201,35 @@ pub fn rotation_sets(bytes_per_set: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: Common,
+    }
+
+    /// The error of parsing `args` (after the program name), or "" when they parse.
+    fn parse_err(args: &[&str]) -> String {
+        Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn iters_and_warmup_name_their_range_also_when_negative() {
+        let cli = Cli::try_parse_from(["x", "--iters", "100000", "--warmup", "0"]).unwrap();
+        assert_eq!((cli.common.iters, cli.common.warmup), (100_000, 0));
+        let cli = Cli::try_parse_from(["x", "--warmup", "100000"]).unwrap();
+        assert_eq!((cli.common.iters, cli.common.warmup), (30, 100_000));
+        for bad in ["-5", "0", "100001"] {
+            let e = parse_err(&["--iters", bad]);
+            assert!(e.contains("--iters") && e.contains("1..=100000") && e.contains(bad), "{bad}: {e}");
+        }
+        for bad in ["-1", "100001"] {
+            let e = parse_err(&["--warmup", bad]);
+            assert!(e.contains("--warmup") && e.contains("0..=100000") && e.contains(bad), "{bad}: {e}");
+        }
+    }
+
 
     #[test]
     fn filter_keeps_matches_and_refuses_no_match() {

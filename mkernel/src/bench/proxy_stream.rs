@@ -51,8 +51,8 @@ pub struct ProxyStreamArgs {
     /// Skip the NCCL reference.
     #[arg(long)]
     pub no_nccl: bool,
-    /// Device-side wait bound in seconds.
-    #[arg(long, default_value_t = 30)]
+    /// Device-side wait bound in seconds, 1 to 86400.
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(1..=86_400))]
     pub timeout_s: u64,
 }
 
@@ -365,4 +365,25 @@ pub fn run(args: ProxyStreamArgs) -> BenchResult<()> {
         return Err(format!("proxy-stream failed over {}", errors.join("; ")).into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ps: ProxyStreamArgs,
+    }
+
+    #[test]
+    fn timeout_flag_names_its_range_also_when_negative() {
+        assert_eq!(Cli::try_parse_from(["x", "--timeout-s", "86400"]).unwrap().ps.timeout_s, 86_400);
+        for bad in ["-1", "0", "86401"] {
+            let e = Cli::try_parse_from(["x", "--timeout-s", bad]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("--timeout-s") && e.contains("1..=86400"), "{bad}: {e}");
+        }
+    }
 }
