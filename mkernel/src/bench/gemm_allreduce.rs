@@ -36,6 +36,7 @@ pub struct ArArgs {
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
     /// grid size - 1), on the --comm-path given or else the default path with
     /// communication CTAs (one-shot for 2 ranks; not the epilogue path, which has none).
+    /// Each count once.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_sm_comm)]
     pub sm_comm: Vec<u32>,
     /// With --check: repetitions per shape, each on fresh random data, 1 to 1000000.
@@ -90,6 +91,16 @@ fn parse_sm_comm(v: &str) -> Result<u32, String> {
         Ok(c) => Err(format!("{c} communication CTAs: must be at least 1 and below the grid size (the SM count; checked once the GPU is known)")),
         Err(e) => Err(format!("'{v}' is not a whole number of CTAs ({e})")),
     }
+}
+
+/// --sm-comm: each count once (a repeated one would time the same split twice).
+fn check_sm_comm_unique(counts: &[u32]) -> Result<(), String> {
+    for (i, c) in counts.iter().enumerate() {
+        if counts[..i].contains(c) {
+            return Err(format!("--sm-comm: {c} is listed twice (each split is timed once)"));
+        }
+    }
+    Ok(())
 }
 
 /// --tail-ctas: a count of CTAs, 0 or more (the grid bound is checked once the GPU is known).
@@ -480,6 +491,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
         return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
     }
+    check_sm_comm_unique(&args.sm_comm)?;
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
@@ -829,5 +841,17 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["x", "--sm-comm", "4,8", "--gpus", "2", "--check", "--check-reps", "3", "--timeout-s", "0.5"]).unwrap();
         assert_eq!((cli.ar.sm_comm, cli.ar.gpus, cli.ar.check_reps, cli.ar.timeout_s), (vec![4, 8], Some(2), 3, 0.5));
+    }
+
+    #[test]
+    fn sm_comm_counts_are_refused_twice() {
+        assert!(check_sm_comm_unique(&[4, 8, 16]).is_ok());
+        assert!(check_sm_comm_unique(&[]).is_ok());
+        let e = check_sm_comm_unique(&[4, 8, 4]).unwrap_err();
+        assert!(e.contains("--sm-comm") && e.contains("4 is listed twice"), "{e}");
+        // Through run(): refused before any device is touched.
+        let cli = Cli::try_parse_from(["x", "--sm-comm", "4,4", "--no-json", "--iters", "1", "--warmup", "0", "--filter", "M=129"]).unwrap();
+        let e = run(cli.ar).unwrap_err().to_string();
+        assert!(e.contains("--sm-comm") && e.contains("twice"), "{e}");
     }
 }
