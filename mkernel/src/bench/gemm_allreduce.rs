@@ -30,8 +30,9 @@ use super::{rotation_sets, run_info, time_iters_ms, BenchResult, Common};
 pub struct ArArgs {
     #[command(flatten)]
     pub common: Common,
-    /// Number of GPUs (ranks), 1 to 8; default: all visible.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
+    /// Number of GPUs (ranks), 1 to 8; default: all visible. Not with --procs or
+    /// --launched (the launcher's world size counts there).
+    #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["procs", "launched"], value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
     pub gpus: Option<usize>,
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
     /// grid size - 1), on the --comm-path given or else the default path with
@@ -43,7 +44,8 @@ pub struct ArArgs {
     #[arg(long, default_value_t = 1, requires = "check", allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub check_reps: usize,
     /// One process per GPU: start this many ranks (processes), 1 to 8, on GPUs 0..N.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
+    /// Not with --launched (what the started ranks run).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "launched", value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
     pub procs: Option<usize>,
     /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
     #[arg(long)]
@@ -853,5 +855,18 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "--sm-comm", "4,4", "--no-json", "--iters", "1", "--warmup", "0", "--filter", "M=129"]).unwrap();
         let e = run(cli.ar).unwrap_err().to_string();
         assert!(e.contains("--sm-comm") && e.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn world_flags_that_would_be_ignored_conflict() {
+        for args in [&["--gpus", "3", "--procs", "2"][..], &["--procs", "2", "--launched"], &["--gpus", "2", "--launched"]] {
+            let e = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).err().unwrap_or_else(|| panic!("{args:?} parsed"));
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}: {e}");
+            let e = e.to_string();
+            assert!(e.contains(args[0]) && e.contains("cannot be used with"), "{args:?}: {e}");
+        }
+        assert!(Cli::try_parse_from(["x", "--procs", "2"]).is_ok());
+        assert!(Cli::try_parse_from(["x", "--launched"]).is_ok());
+        assert!(Cli::try_parse_from(["x", "--gpus", "2"]).is_ok());
     }
 }
