@@ -79,6 +79,7 @@ const HBM_TBPS: f64 = 4.0;
 pub fn run(args: GemmArgs) -> BenchResult<()> {
     let tile = super::parse_tile(args.tile.as_deref())?;
     let list = super::filter_shapes(shapes(), args.common.filter.as_deref())?;
+    super::check_out_dir(&args.common)?;
     let present = mkernel::device_count()?;
     if args.device >= present {
         return Err(format!("--device {}: {present} GPU(s) present", args.device).into());
@@ -231,5 +232,19 @@ mod tests {
         // Common's flags reach their parsers through this bench too.
         let e = Cli::try_parse_from(["x", "--iters", "-5"]).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("--iters") && e.contains("1..=100000"), "{e}");
+    }
+
+    #[test]
+    fn unwritable_out_dir_fails_before_any_device_is_touched() {
+        let file = std::env::temp_dir().join(format!("mkernel-gemm-out-dir-file-{}", std::process::id()));
+        std::fs::write(&file, b"not a directory").unwrap();
+        let bad = file.join("sub");
+        // Cheap options, should the check ever come after the GPU work.
+        let args = ["x", "--iters", "1", "--warmup", "0", "--filter", "M=129", "--out-dir"];
+        let cli = Cli::try_parse_from(args.iter().map(std::ffi::OsStr::new).chain([bad.as_os_str()])).unwrap();
+        let e = run(cli.gemm).map_err(|e| e.to_string());
+        std::fs::remove_file(&file).unwrap();
+        let e = e.unwrap_err();
+        assert!(e.contains("--out-dir") && e.contains(&*bad.to_string_lossy()), "{e}");
     }
 }

@@ -497,6 +497,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
+    super::check_out_dir(c)?;
     if let Some(procs) = args.procs {
         if !args.launched {
             return spawn_ranks(procs);
@@ -868,5 +869,19 @@ mod tests {
         assert!(Cli::try_parse_from(["x", "--procs", "2"]).is_ok());
         assert!(Cli::try_parse_from(["x", "--launched"]).is_ok());
         assert!(Cli::try_parse_from(["x", "--gpus", "2"]).is_ok());
+    }
+
+    #[test]
+    fn unwritable_out_dir_fails_before_any_device_is_touched() {
+        let file = std::env::temp_dir().join(format!("mkernel-ar-out-dir-file-{}", std::process::id()));
+        std::fs::write(&file, b"not a directory").unwrap();
+        let bad = file.join("sub");
+        // Cheap options, should the check ever come after the GPU work.
+        let args = ["x", "--iters", "1", "--warmup", "0", "--filter", "M=129", "--out-dir"];
+        let cli = Cli::try_parse_from(args.iter().map(std::ffi::OsStr::new).chain([bad.as_os_str()])).unwrap();
+        let e = run(cli.ar).map_err(|e| e.to_string());
+        std::fs::remove_file(&file).unwrap();
+        let e = e.unwrap_err();
+        assert!(e.contains("--out-dir") && e.contains(&*bad.to_string_lossy()), "{e}");
     }
 }

@@ -184,6 +184,26 @@ pub fn run_info(ctx: &Arc<CudaContext>) -> BenchResult<RunInfo> {
     })
 }
 
+/// Unless --no-json: creates --out-dir and checks that a file can be created in it (a
+/// probe file, removed again), so that an unwritable directory fails before any GPU
+/// work rather than after all of it.
+pub fn check_out_dir(c: &Common) -> BenchResult<()> {
+    if c.no_json {
+        return Ok(());
+    }
+    let dir = &c.out_dir;
+    std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create the directory ({e}); pass another or --no-json", dir.display()))?;
+    // Unique per process: the ranks of `--procs` probe the same directory at once.
+    let probe = dir.join(format!(".mkernel-write-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| format!("--out-dir {}: cannot create a file there ({e}); pass another or --no-json", dir.display()))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("--out-dir {}: cannot remove the probe file {} ({e})", dir.display(), probe.display()))?;
+    Ok(())
+}
+
 /// Writes `value` as pretty JSON to `<dir>/<stem>-<date>.json` and returns the path.
 pub fn write_json<T: Serialize>(dir: &std::path::Path, stem: &str, date: &str, value: &T) -> BenchResult<PathBuf> {
     std::fs::create_dir_all(dir)?;
@@ -230,6 +250,30 @@ mod tests {
         }
     }
 
+    /// A fresh path under the temp directory (not created).
+    fn temp_path(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("mkernel-{name}-{}", std::process::id()))
+    }
+
+    #[test]
+    fn out_dir_is_probed_and_left_clean() {
+        let file = temp_path("out-dir-file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        let bad = file.join("sub");
+        let cli = Cli::try_parse_from(["x".as_ref(), "--out-dir".as_ref(), bad.as_os_str()]).unwrap();
+        let e = check_out_dir(&cli.common).unwrap_err().to_string();
+        assert!(e.contains("--out-dir") && e.contains(&*bad.to_string_lossy()), "{e}");
+        // --no-json writes nothing, so nothing is probed.
+        let cli = Cli::try_parse_from(["x".as_ref(), "--out-dir".as_ref(), bad.as_os_str(), "--no-json".as_ref()]).unwrap();
+        assert!(check_out_dir(&cli.common).is_ok());
+        std::fs::remove_file(&file).unwrap();
+
+        let good = temp_path("out-dir-good").join("nested");
+        let cli = Cli::try_parse_from(["x".as_ref(), "--out-dir".as_ref(), good.as_os_str()]).unwrap();
+        check_out_dir(&cli.common).unwrap();
+        assert_eq!(std::fs::read_dir(&good).unwrap().count(), 0, "the probe file is left behind");
+        std::fs::remove_dir_all(good.parent().unwrap()).unwrap();
+    }
 
     #[test]
     fn filter_keeps_matches_and_refuses_no_match() {

@@ -301,6 +301,7 @@ pub fn run(args: ProxyStreamArgs) -> BenchResult<()> {
     if let Some(bad) = args.sizes.iter().find(|s| **s == 0 || **s % 16 != 0) {
         return Err(format!("--sizes: every size must be a positive multiple of 16, got {bad}").into());
     }
+    super::check_out_dir(&args.common)?;
     let present = mkernel::device_count()?;
     if present < 2 {
         return Err(format!("proxy-stream needs 2 GPUs (one per emulated node), {present} present").into());
