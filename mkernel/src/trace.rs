@@ -83,7 +83,12 @@ pub struct TraceBuffer {
 
 impl TraceBuffer {
     /// A buffer for up to `capacity` events (24 bytes each) on `stream`'s GPU; a call
-    /// records about 2 per CTA, 1 per tile and 2 per claim of 2 tiles.
+    /// records 2 per CTA (3 per communication or tail CTA) and, per tile, 3 on the
+    /// epilogue path ([`TraceKind::TileStaged`], [`TraceKind::TileStored`],
+    /// [`TraceKind::PeerAdded`]), else 1 plus, on the paths that claim tiles, 2 per claim
+    /// of [`CLAIM_TILES`] tiles: 4 per 64x128 tile (no tile is smaller) plus a few
+    /// thousand covers any call. Events past `capacity` are dropped
+    /// and counted ([`FusedTrace::dropped`]).
     ///
     /// Errors: `capacity` 0 or above 2^26; allocation failure.
     pub fn new(stream: &Arc<CudaStream>, capacity: u32) -> Result<Self> {

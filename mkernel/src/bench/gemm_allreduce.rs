@@ -245,7 +245,9 @@ fn trace_call(
     no_json: bool,
     bar: &indicatif::ProgressBar,
 ) -> BenchResult<()> {
-    // ~2 events per CTA, 1 per tile, 2 per claim: room for the smallest (64x128) tiles.
+    // Events (see TraceBuffer::new): up to 3 per CTA, well within the 4096; per tile, 3
+    // on the epilogue path (TileStaged, TileStored, PeerAdded), else 1 plus 2 per claim
+    // of 2 tiles. 4 per 64x128 tile is still enough on every path (no tile is smaller).
     let tiles = (s.m as u64).div_ceil(64) * (s.n as u64).div_ceil(128);
     let capacity = u32::try_from(4 * tiles + 4096).map_err(|_| format!("--trace: {label} has too many tiles to trace"))?;
     let mut bufs = Vec::new();
