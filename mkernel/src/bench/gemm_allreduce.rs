@@ -55,8 +55,10 @@ pub struct ArArgs {
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
     /// all-reduces its own tiles), reduce or push (2 ranks, TMA-store tiles), one-shot,
-    /// tma, vec16, scalar. Default: epilogue on 2 ranks with a GPU each, else one-shot
-    /// (2 ranks) or tma/vec16/scalar.
+    /// tma, vec16, scalar. Default: epilogue on 2 ranks with a GPU each, a TMA-store tile
+    /// (a *-tma-store --tile, or the default tile, which is one on most shapes with
+    /// N % 8 == 0) and N % 8 == 0; else one-shot (1-2 ranks), tma/vec16 (more ranks) or
+    /// scalar (N % 8 != 0). With --sm-comm or --tail-ctas, never epilogue (see there).
     #[arg(long)]
     pub comm_path: Option<String>,
     /// Also time these paths per shape, each with its default tile, split and tail
