@@ -22,7 +22,8 @@ use crate::params::{AllReduceParams, ControlBlock, MAX_RANKS};
 ///
 /// ```text
 /// [ partial: capacity_elems bf16 | ready inbox: world x max_tiles u32 |
-///   reduced inbox: world x max_tiles u32 | exit: MAX_RANKS u32 | control: ControlBlock ]
+///   reduced inbox: world x max_tiles u32 | exit: MAX_RANKS u32 | control: ControlBlock |
+///   split scratch: split_bytes() ]
 /// ```
 /// (each region 256-byte aligned). Inbox row q holds the epochs rank q pushed here.
 /// `partial` holds this rank's partial product, except on [`CommPath::Push`], where the
@@ -91,9 +92,20 @@ impl WorkspaceLayout {
     pub fn control_offset(&self) -> u64 {
         self.exit_offset() + align256(MAX_RANKS as u64 * 4)
     }
+    /// Offset of the fp32 slots of the epilogue path's split last wave, bytes (local to
+    /// the rank; [`FusedConfig::split_slices`]).
+    pub fn split_offset(&self) -> u64 {
+        self.control_offset() + align256(std::mem::size_of::<ControlBlock>() as u64)
+    }
+    /// Bytes of the split scratch: [`SPLIT_SLOTS`] fp32 tiles of the largest catalog tile
+    /// (32 MiB), but no more than 16 bytes per output element (four fp32 copies of the
+    /// largest output) for small workspaces.
+    pub fn split_bytes(&self) -> u64 {
+        align256((SPLIT_SLOTS * SPLIT_SLOT_MAX_BYTES).min(self.capacity_elems * 16))
+    }
     /// Total bytes to allocate per rank.
     pub fn bytes(&self) -> u64 {
-        self.control_offset() + align256(std::mem::size_of::<ControlBlock>() as u64)
+        self.split_offset() + self.split_bytes()
     }
 }
 
@@ -121,7 +133,21 @@ pub struct FusedConfig {
     /// How the epilogue path paces each CTA's copies to the peer (other paths: only the
     /// default, [`EpiloguePace::Clock`], which they ignore).
     pub pace: EpiloguePace,
+    /// Epilogue path: the R tiles left over after the full waves of `grid` CTAs are each
+    /// computed as this many slices of the K loop on different CTAs, summed in slice
+    /// order in fp32 by the slice that finishes last ([`Self::choose_split`]; 1: no
+    /// split, the only value other paths take). R x slices <= grid.
+    pub split_slices: u32,
 }
+
+/// Most fp32 slots of the split last wave a workspace holds (one per slice).
+pub const SPLIT_SLOTS: u64 = 256;
+/// Bytes of one slot: an fp32 tile of the largest catalog tile (128 x 256).
+pub const SPLIT_SLOT_MAX_BYTES: u64 = 128 * 256 * 4;
+/// Fewest K blocks (of 64) a slice of the split last wave gets: below that the slice's
+/// fixed costs (pipeline fill, its fp32 slot written and the others read) outweigh
+/// the compute it takes off the last wave.
+pub const MIN_SPLIT_K_BLOCKS: u64 = 16;
 
 /// How a CTA on [`CommPath::Epilogue`] paces its copy of a finished tile to the peer
 /// while it has another tile to compute (its last tile goes at full speed). Every CTA
@@ -164,6 +190,66 @@ impl EpiloguePace {
 pub const MAX_LAUNCH_CTAS: u32 = i32::MAX as u32;
 
 impl FusedConfig {
+    /// K-slices per tile of the last wave ([`Self::split_slices`]) for the epilogue path:
+    /// with R = tiles mod grid left over after the full waves (R > 0), as many as fit
+    /// the idle SMs (grid / R), give each slice at least [`MIN_SPLIT_K_BLOCKS`] K blocks
+    /// and fit the scratch (`scratch_bytes`, [`WorkspaceLayout::split_bytes`]); 1 when
+    /// that is fewer than 2, on other paths, or when the tiles fill whole waves.
+    ///
+    /// Why: a last wave of R < grid tiles costs a whole tile time on R SMs while the
+    /// rest idle (o-proj M=2049: 544 tiles on 132 SMs, the 16 tiles of the 1-row block
+    /// take ~48 us of ~268; bench/NOTES.md 7). Split S ways they take ~1/S of it, plus
+    /// writing one fp32 tile per slice and reading S - 1 of them in the last slice.
+    pub fn choose_split(shape: GemmShape, tile: TileConfig, grid: u32, path: CommPath, scratch_bytes: u64) -> u32 {
+        if path != CommPath::Epilogue || grid == 0 || tile.bm == 0 || tile.bn == 0 || tile.bk == 0 {
+            return 1;
+        }
+        let rest = tile.tiles(shape.m, shape.n) % grid as u64;
+        if rest == 0 {
+            return 1;
+        }
+        let k_blocks = (shape.k as u64).div_ceil(tile.bk as u64);
+        let slot = tile.bm as u64 * tile.bn as u64 * 4;
+        let s = (grid as u64 / rest).min(k_blocks / MIN_SPLIT_K_BLOCKS).min(scratch_bytes / slot / rest);
+        if s < 2 {
+            1
+        } else {
+            s as u32
+        }
+    }
+
+    /// Checks `split_slices` against the path, the shape and the scratch: 1, or (epilogue
+    /// path only) R x slices <= grid CTAs, slices <= K blocks, and R slots of slices fp32
+    /// tiles within `scratch_bytes`. Errors name `split_slices`.
+    pub fn check_split(&self, shape: GemmShape, scratch_bytes: u64) -> Result<()> {
+        let s = self.split_slices as u64;
+        if s == 0 {
+            return Err(invalid("split_slices", "must be at least 1 (1: no split), got 0"));
+        }
+        if s == 1 {
+            return Ok(());
+        }
+        if self.path != CommPath::Epilogue {
+            return Err(invalid("split_slices", format!("only the epilogue path splits its last wave ({} asked on the {} path)", s, self.path.name())));
+        }
+        let rest = self.tile.tiles(shape.m, shape.n) % (self.grid.max(1) as u64);
+        let k_blocks = (shape.k as u64).div_ceil(self.tile.bk.max(1) as u64);
+        let slot = self.tile.bm as u64 * self.tile.bn as u64 * 4;
+        if rest == 0 {
+            return Err(invalid("split_slices", format!("{s} asked, but the {} tiles fill whole waves of {} CTAs: nothing to split", self.tile.tiles(shape.m, shape.n), self.grid)));
+        }
+        if rest * s > self.grid as u64 {
+            return Err(invalid("split_slices", format!("{rest} tiles of the last wave x {s} slices exceed the {} CTAs", self.grid)));
+        }
+        if s > k_blocks {
+            return Err(invalid("split_slices", format!("{s} slices exceed the {k_blocks} K blocks of 64")));
+        }
+        if rest * s * slot > scratch_bytes {
+            return Err(invalid("split_slices", format!("{} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch", rest * s)));
+        }
+        Ok(())
+    }
+
     /// Checks `pace` against the path: only [`CommPath::Epilogue`] paces its copies, so
     /// any other path takes the default. Errors name `epilogue_pace`.
     pub fn check_pace(&self) -> Result<()> {
@@ -229,6 +315,9 @@ impl std::fmt::Display for FusedConfig {
         write!(f, ", {} path", self.path.name())?;
         if self.pace != EpiloguePace::default() {
             write!(f, " ({} pace)", self.pace.name())?;
+        }
+        if self.split_slices > 1 {
+            write!(f, ", last wave split {}-way", self.split_slices)?;
         }
         Ok(())
     }
@@ -537,6 +626,7 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
         ));
     }
     cfg.check_pace()?;
+    cfg.check_split(shape, bufs.layout.split_bytes())?;
     cfg.check_tail_ctas()
 }
 
@@ -585,6 +675,8 @@ pub unsafe fn launch(
         trace: trace.map_or(0, |t| t.ptr),
         trace_capacity: trace.map_or(0, |t| t.capacity),
         epilogue_pace: cfg.pace as u32,
+        split_slices: cfg.split_slices,
+        split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
         ..Default::default()
     };
     let path = cfg.path;
@@ -666,7 +758,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default() };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1 };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
@@ -757,6 +849,51 @@ mod tests {
     }
 
     #[test]
+    fn last_wave_split_fills_idle_sms_with_k_slices() {
+        let t = TileConfig::WIDE_TMA_STORE;
+        let big = WorkspaceLayout::new(1 << 28, 2).unwrap().split_bytes();
+        assert_eq!(big, SPLIT_SLOTS * SPLIT_SLOT_MAX_BYTES);
+        let choose = |m, n, k, path| FusedConfig::choose_split(GemmShape { m, n, k }, t, 132, path, big);
+        // o-proj M=2049: 544 tiles = 4 waves + 16; 132 / 16 = 8, but 64 K blocks / 16 = 4.
+        assert_eq!(choose(2049, 8192, 4096, CommPath::Epilogue), 4);
+        // Whole waves, too few K blocks, or 67+ tiles left over (132 / 67 = 1): none.
+        assert_eq!(choose(4224, 8192, 4096, CommPath::Epilogue), 1); // 33 x 32 = 1056 = 8 waves
+        assert_eq!(choose(2049, 8192, 1024, CommPath::Epilogue), 1);
+        assert_eq!(choose(1024, 8192, 4096, CommPath::Epilogue), 1); // 124 left over
+        // Only the epilogue path splits.
+        assert_eq!(choose(2049, 8192, 4096, CommPath::TmaOneShot), 1);
+        // A small output with a long K: 8 tiles, 8 slices of 16 K blocks each.
+        assert_eq!(choose(256, 1024, 8192, CommPath::Epilogue), 8);
+        // The scratch bounds it: 8 slots of 128 KiB.
+        assert_eq!(FusedConfig::choose_split(GemmShape { m: 256, n: 1024, k: 8192 }, t, 132, CommPath::Epilogue, 8 * 128 * 1024), 1);
+        assert_eq!(FusedConfig::choose_split(GemmShape { m: 256, n: 1024, k: 8192 }, t, 132, CommPath::Epilogue, 16 * 128 * 1024), 2);
+        // A small workspace gets a small scratch: 16 bytes per output element.
+        assert_eq!(WorkspaceLayout::new(1 << 20, 2).unwrap().split_bytes(), 16 << 20);
+        let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
+        assert!(l.split_offset() >= l.control_offset() + std::mem::size_of::<ControlBlock>() as u64);
+        assert_eq!(l.bytes(), l.split_offset() + l.split_bytes());
+
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4 };
+        let s = GemmShape { m: 2049, n: 8192, k: 4096 };
+        assert!(cfg.check_split(s, big).is_ok());
+        assert!(cfg.to_string().ends_with("epilogue path, last wave split 4-way"), "{cfg}");
+        let err = |c: FusedConfig, s: GemmShape| c.check_split(s, big).unwrap_err().to_string();
+        for (c, s, why) in [
+            (FusedConfig { split_slices: 0, ..cfg }, s, "at least 1"),
+            (FusedConfig { split_slices: 9, ..cfg }, s, "exceed the 132 CTAs"),
+            (FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, ..cfg }, s, "only the epilogue path"),
+            (cfg, GemmShape { m: 4224, n: 8192, k: 4096 }, "whole waves"),
+            (cfg, GemmShape { m: 2049, n: 8192, k: 192 }, "exceed the 3 K blocks"),
+        ] {
+            let e = err(c, s);
+            assert!(e.contains("`split_slices`") && e.contains(why), "{e}");
+        }
+        let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("scratch"), "{e}");
+        assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
+    }
+
+    #[test]
     fn epilogue_path_has_no_communication_ctas_and_its_own_shared_memory() {
         let t = TileConfig::WIDE_TMA_STORE;
         assert_eq!(CommPath::by_name("epilogue"), Some(CommPath::Epilogue));
@@ -782,7 +919,7 @@ mod tests {
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 1024, k: 64 };
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default() };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1 };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
         let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();

@@ -122,7 +122,10 @@ pub struct AllReduceParams {
     pub timeout_ns: u64,
     pub trace: u64,
     pub trace_capacity: u32,
-    pub pad1: u32,
+    /// Epilogue path: K-slices per tile of the last wave (1: none; `FusedConfig::split_slices`).
+    pub split_slices: u32,
+    /// Epilogue path: this rank's fp32 slots for those slices (`WorkspaceLayout::split_offset`).
+    pub split_scratch: u64,
 }
 
 /// Header of the optional event trace of one fused call (`FusedTraceHeader`); the
@@ -306,7 +309,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
-        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, pad1));
+        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, pad0));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));

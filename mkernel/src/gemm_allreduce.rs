@@ -40,6 +40,10 @@ pub struct GemmAllReduceOptions {
     /// How the epilogue path paces its copies to the peer ([`EpiloguePace`]; default
     /// `Clock`). `Sleep` is refused on other paths.
     pub epilogue_pace: Option<EpiloguePace>,
+    /// Epilogue path: K-slices per tile of a last wave that does not fill the grid
+    /// ([`FusedConfig::split_slices`]). Default: [`FusedConfig::choose_split`]; `Some(1)`
+    /// turns the split off; other values must pass [`FusedConfig::check_split`].
+    pub split_slices: Option<u32>,
 }
 
 impl Communicator {
@@ -119,8 +123,12 @@ impl Communicator {
         // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
         // wait for (a timeout, not a result).
         let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
-        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default() };
+        let split_slices = opts
+            .split_slices
+            .unwrap_or_else(|| FusedConfig::choose_split(shape, tile, grid, path, self.rank_buffers().layout.split_bytes()));
+        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices };
         cfg.check_pace()?;
+        cfg.check_split(shape, self.rank_buffers().layout.split_bytes())?;
         cfg.check_tail_ctas()?;
         if tail_ctas > 0 && !own_gpu {
             return Err(invalid(

@@ -63,7 +63,9 @@ struct AllReduceParams {
   u64 timeout_ns;
   u64 trace;                           // optional FusedTraceHeader + events (0: no trace)
   u32 trace_capacity;                  // events the trace buffer holds
-  u32 pad1;
+  u32 split_slices;                    // Epilogue path: K-slices per tile of the last wave
+                                       // (1: none; see WorkUnits in gemm/sm90_gemm.cuh)
+  u64 split_scratch;                   // Epilogue path: fp32 slots of those slices, this rank's
 };
 
 // Optional event trace of one fused call (bench --trace): a header, then events.

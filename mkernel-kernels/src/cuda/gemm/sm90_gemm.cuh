@@ -17,6 +17,14 @@
 //              staging tile back and forth.
 // Tiles are visited in a grouped (L2-friendly) order; the CTA with role index i of n
 // takes tiles i, i+n, i+2n, ... so callers that publish tiles see them in that order.
+// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue): the R tiles left
+// over after the full waves of n CTAs (R < n) are each cut into S slices of the K loop
+// (R * S <= n, chosen by the host), so the last wave keeps R * S SMs busy for 1/S of a
+// tile instead of R SMs for a whole tile. Each slice writes its fp32 fragment to a slot
+// of the hook's scratch and counts itself in at the tile's counter; the slice that
+// arrives last adds every slot in slice order (deterministic), stages the tile and the
+// storer handles it like any other; the others stage nothing (Stream-K's fixup, with
+// the split confined to the last wave: Osama et al., "Stream-K", PPoPP 2023).
 #pragma once
 #include "../ptx/common.cuh"
 #include "../ptx/wgmma.cuh"
@@ -83,6 +91,36 @@ struct TileScheduler {
   }
 };
 
+// Units of work: whole tiles [0, full), then `splits` K-slices of each remaining tile.
+// Unit u of a CTA with index i of n: u = i, i+n, ...; R * splits <= n, so a CTA has at
+// most one slice and it is its last unit.
+struct WorkUnits {
+  u32 full;    // tiles of the full waves (whole tiles; every tile when splits == 1)
+  u32 splits;  // K-slices per remaining tile (1: none)
+  u32 total;   // full + (tiles - full) * splits
+  // `splits` as asked, unless it does not fit (R * splits > n, or more slices than K
+  // blocks): then 1. The host asks only for what fits (FusedConfig::split_slices).
+  __device__ WorkUnits(u32 tiles, u32 n, u32 k_blocks, u32 asked) {
+    const u32 f = tiles / n * n, rest = tiles - f;
+    const bool fits = asked > 1 && rest != 0 && (u64)rest * asked <= n && asked <= k_blocks;
+    splits = fits ? asked : 1;
+    full = fits ? f : tiles;
+    total = fits ? f + rest * asked : tiles;
+  }
+  __device__ __forceinline__ bool is_slice(u32 u) const { return u >= full; }
+  // Tile, slice index and K-block range [kb0, kb1) of unit u.
+  __device__ __forceinline__ void unit(u32 u, u32 k_blocks, u32& tile, u32& slice, u32& kb0, u32& kb1) const {
+    if (u < full) {
+      tile = u, slice = 0, kb0 = 0, kb1 = k_blocks;
+      return;
+    }
+    const u32 v = u - full;
+    tile = full + v / splits, slice = v % splits;
+    kb0 = (u32)((u64)slice * k_blocks / splits);
+    kb1 = (u32)((u64)(slice + 1) * k_blocks / splits);
+  }
+};
+
 // Shared-memory ring and its mbarriers, carved out of dynamic shared memory.
 template <class Cfg>
 struct GemmSmem {
@@ -134,13 +172,14 @@ __device__ __forceinline__ void wgmma_tile_k16<256>(float (&acc)[128], u64 da, u
 // ---- producer: one thread ------------------------------------------------------------
 template <class Cfg>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
-                              const TileScheduler& sched, u32 first_tile, u32 tile_stride, u32 k_blocks,
-                              u64 timeout_ns) {
+                              const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
+                              u32 k_blocks, u64 timeout_ns) {
   u32 stage = 0, phase = 0;
-  for (u32 t = first_tile; t < sched.total; t += tile_stride) {
-    u32 mb, nb;
+  for (u32 u = first_unit; u < units.total; u += stride) {
+    u32 t, slice, kb0, kb1, mb, nb;
+    units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
-    for (u32 kb = 0; kb < k_blocks; ++kb) {
+    for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
       tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
@@ -208,10 +247,12 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 // staging, mb, nb)` (lane 0) may use it as a TMA buffer, and must return only once TMA
 // no longer reads it; the consumers get it back after that (they wait only if their
 // next tile is done before it).
+// A slice that did not arrive last stages nothing: the consumers say so in the hook's
+// shared word (split_skip) before c_staged, and the storer skips the unit.
 template <class Cfg, class OnTileStored>
 __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm,
-                            const TileScheduler& sched, u32 first_tile, u32 tile_stride,
-                            OnTileStored& on_tile_stored) {
+                            const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
+                            u32 k_blocks, OnTileStored& on_tile_stored) {
   constexpr u32 kThreads = Cfg::kConsumerThreads + 32;
   const bool leader = lane_id() == 0;
   if (leader) {
@@ -219,11 +260,18 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     if (tma_c_copy != nullptr) tma_prefetch_descriptor(tma_c_copy);
   }
   // The staging tile starts free (a CTA without tiles has no consumer to release).
-  if (first_tile < sched.total) named_barrier_arrive(kBarrierCFree, kThreads);
-  for (u32 t = first_tile; t < sched.total; t += tile_stride) {
-    u32 mb, nb;
+  if (first_unit < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
+  for (u32 u = first_unit; u < units.total; u += stride) {
+    u32 t, slice, kb0, kb1, mb, nb;
+    units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
     named_barrier_sync(kBarrierCStaged, kThreads);
+    if constexpr (OnTileStored::kSplitsLastWave) {
+      // (a slice is the CTA's last unit: no staging tile to hand back)
+      if (units.is_slice(u) && *reinterpret_cast<volatile u32*>(on_tile_stored.split_skip) != 0) continue;
+    }
+    // Another whole tile follows (a slice is short: its predecessor's copy goes at full speed).
+    const bool more = u + stride < units.total && !units.is_slice(u + stride);
     if (leader) {
 #pragma unroll
       for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
@@ -236,7 +284,7 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     }
     if constexpr (OnTileStored::kUsesStaging) {
       __syncwarp();
-      on_tile_stored.copy_out(t, sm.c_staging, mb, nb, t + tile_stride < sched.total);
+      on_tile_stored.copy_out(t, sm.c_staging, mb, nb, more);
       fence_proxy_async_shared();  // the lanes' generic reads -> later TMA writes of the tile
       __syncwarp();
       if (leader) {
@@ -248,7 +296,7 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     }
     __syncwarp();
     // The last tile's staging buffer is not needed again: no arrival nobody waits for.
-    if (t + tile_stride < sched.total) named_barrier_arrive(kBarrierCFree, kThreads);
+    if (u + stride < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
     if (leader && !OnTileStored::kUsesStaging) {
       bulk_wait_group<0>();
       fence_proxy_async_global();
@@ -258,22 +306,62 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
   }
 }
 
+// ---- split last wave: a slice's fixup -------------------------------------------------
+// Called by every consumer thread (ctid: 0..kConsumerThreads) of a CTA whose unit is
+// slice `slice` of `splits` of remaining tile r (r = tile - units.full): writes the fp32
+// fragment to the slice's slot (slot r * splits + slice of hook.split_slot; the same
+// thread of every slice holds the same elements), counts the slice in at the tile's
+// counter (hook.split_arrive: one thread, release/acquire at GPU scope around the
+// count; the named barrier orders the other threads' slot writes before it and its
+// result before their reads), and if it arrived last, replaces `acc` with the sum of
+// all slots in slice order (the same sum whichever slice arrives last). Returns whether
+// it arrived last (it stages the tile).
+template <class Cfg, class Hook>
+__device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 r, u32 splits, u32 slice, u32 ctid,
+                                            Hook& hook) {
+  static_assert(Cfg::kConsumerThreads * Cfg::kAccRegs == Cfg::BM * Cfg::BN, "a slot is one fp32 tile");
+  static_assert(Cfg::kAccRegs % 4 == 0, "float4 slot accesses");
+  float* const slots = hook.split_slot(r * splits);  // slice 0 of this tile; the others follow
+  const u64 per_slice = (u64)Cfg::BM * Cfg::BN;
+  float4* const mine = reinterpret_cast<float4*>(slots + slice * per_slice + (u64)ctid * Cfg::kAccRegs);
+#pragma unroll
+  for (u32 i = 0; i < Cfg::kAccRegs / 4; ++i) __stcg(mine + i, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
+  volatile u32* const flag = hook.split_skip;
+  if (ctid == 0) *flag = hook.split_arrive(r, splits) ? 0u : 1u;
+  named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
+  if (*flag != 0) return false;
+  // Every slot, this slice's included (re-read: acc need not stay live next to the sum).
+#pragma unroll
+  for (u32 i = 0; i < Cfg::kAccRegs / 4; ++i) {
+    const float4* const col = reinterpret_cast<const float4*>(slots + (u64)ctid * Cfg::kAccRegs) + i;
+    float4 s = __ldcg(col);
+    for (u32 j = 1; j < splits; ++j) {
+      const float4 x = __ldcg(col + j * (per_slice / 4));
+      s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w;
+    }
+    acc[4 * i] = s.x, acc[4 * i + 1] = s.y, acc[4 * i + 2] = s.z, acc[4 * i + 3] = s.w;
+  }
+  return true;
+}
+
 // ---- consumers: the two math warpgroups ----------------------------------------------
 // Registers epilogue: once every consumer thread stored its fragment of tile t,
 // `on_tile_stored(t)` is called by one consumer thread (if the hook publishes).
 template <class Cfg, class OnTileStored>
-__device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sched, u32 first_tile,
-                              u32 tile_stride, u32 k_blocks, u16* c, u32 ldc, u32 m, u32 n, u32 wg,
+__device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sched, const WorkUnits& units,
+                              u32 first_unit, u32 stride, u32 k_blocks, u16* c, u32 ldc, u32 m, u32 n, u32 wg,
                               u32 tid_in_wg, u64 timeout_ns, OnTileStored& on_tile_stored) {
   float acc[Cfg::kAccRegs];
 #pragma unroll
   for (u32 i = 0; i < Cfg::kAccRegs; ++i) acc[i] = 0.0f;
   u32 stage = 0, phase = 0;
-  for (u32 t = first_tile; t < sched.total; t += tile_stride) {
-    u32 mb, nb;
+  for (u32 u = first_unit; u < units.total; u += stride) {
+    u32 t, slice, kb0, kb1, mb, nb;
+    units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
     u32 prev_stage = 0;
-    for (u32 kb = 0; kb < k_blocks; ++kb) {
+    for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_full[stage], phase, timeout_ns);
       const u64 da = make_kmajor_sw128_desc(sm.a(stage) + wg * 64 * 128);
       const u64 db = make_kmajor_sw128_desc(sm.b(stage));
@@ -282,11 +370,11 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 #pragma unroll
       for (u32 kk = 0; kk < Cfg::BK / 16; ++kk) {
         // +2 per k16 step: 16 bf16 = 32 bytes, in units of 16 bytes.
-        wgmma_tile_k16<Cfg::BN>(acc, da + 2 * kk, db + 2 * kk, (kb | kk) != 0 ? 1u : 0u);
+        wgmma_tile_k16<Cfg::BN>(acc, da + 2 * kk, db + 2 * kk, (kb != kb0 || kk != 0) ? 1u : 0u);
       }
       wgmma_commit();
       fence_accumulators(acc);
-      if (kb > 0) {
+      if (kb > kb0) {
         wgmma_wait<1>();  // the previous stage's wgmmas are complete
         fence_accumulators(acc);
         if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
@@ -298,9 +386,15 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
     fence_accumulators(acc);
     if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
     if constexpr (Cfg::kTmaEpilogue) {
+      bool stages = true;
+      if constexpr (OnTileStored::kSplitsLastWave) {
+        if (units.is_slice(u)) stages = split_fixup<Cfg>(acc, t - units.full, units.splits, slice, wg * 128 + tid_in_wg, on_tile_stored);
+      }
       named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
-      stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
-      fence_proxy_async_shared();  // generic writes -> the storer's TMA reads
+      if (stages) {
+        stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
+        fence_proxy_async_shared();  // generic writes -> the storer's TMA reads
+      }
       named_barrier_arrive(kBarrierCStaged, Cfg::kConsumerThreads + 32);
     } else {
       store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
@@ -316,25 +410,30 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 // the CTA call it after `sm.init()` and a CTA barrier. Tiles first_tile, +stride, ...
 // `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only, as is
 // `tma_c_copy` (nullptr: none), a second C in the same format every tile also goes to.
+// `split_slices` > 1 splits the last wave (hooks with kSplitsLastWave and the TMA-store
+// epilogue only; see WorkUnits).
 template <class Cfg, class OnTileStored>
 __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const TmaDescriptor* tma_c,
                          const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n,
-                         u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored) {
+                         u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored,
+                         u32 split_slices = 1) {
   const TileScheduler sched(m, n, Cfg::BM, Cfg::BN);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
+  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue;
+  const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
   const u32 wg = threadIdx.x / 128;
   if (wg == 0) {
     warpgroup_reg_dealloc<Cfg::kProducerRegs>();
     if (threadIdx.x == 0) {
       tma_prefetch_descriptor(tma_a);
       tma_prefetch_descriptor(tma_b);
-      gemm_producer<Cfg>(tma_a, tma_b, sm, sched, first_tile, tile_stride, k_blocks, timeout_ns);
+      gemm_producer<Cfg>(tma_a, tma_b, sm, sched, units, first_tile, tile_stride, k_blocks, timeout_ns);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
-      gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, first_tile, tile_stride, on_tile_stored);
+      gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, k_blocks, on_tile_stored);
     }
   } else {
     warpgroup_reg_alloc<Cfg::kConsumerRegs>();
-    gemm_consumer<Cfg>(sm, sched, first_tile, tile_stride, k_blocks, c, ldc, m, n, wg - 1, threadIdx.x % 128,
+    gemm_consumer<Cfg>(sm, sched, units, first_tile, tile_stride, k_blocks, c, ldc, m, n, wg - 1, threadIdx.x % 128,
                        timeout_ns, on_tile_stored);
   }
 }

@@ -9,6 +9,7 @@ namespace mk {
 struct NoTileHook {
   static constexpr bool kPublishes = false;
   static constexpr bool kUsesStaging = false;
+  static constexpr bool kSplitsLastWave = false;
   __device__ __forceinline__ void operator()(u32) const {}
 };
 

@@ -126,6 +126,7 @@ template <u32 WORLD>
 struct PublishTileReady {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = false;
+  static constexpr bool kSplitsLastWave = false;
   const AllReduceParams* p;
   u32 epoch;
   __device__ __forceinline__ void operator()(u32 tile) const {
@@ -153,8 +154,14 @@ struct PublishTileReady {
 //                      read the staging tile. After a timeout (or a peer's) it adds
 //                      nothing: the host reports the failure, `out` is not a result.
 // `w_full` is an mbarrier of its own (one arrival + the tile's bytes per use).
-// Shared memory the Epilogue path adds to the GEMM's: that mbarrier, after the ring's
-// (the host launches with Cfg::kSmemBytes + kEpilogueExtraSmem bytes).
+// Split last wave (WorkUnits): a slice's fp32 fragment goes to slot v of p->split_scratch
+// (BM * BN floats each, v < p->split_slices * remaining tiles); the count of a remaining
+// tile r is the u64 r of this rank's own `reduced` inbox (unused on this path), holding
+// epoch << 32 | slices counted, so no call needs to reset it (a stale or aborted call's
+// value has another epoch); `split_skip` is a shared word the consumers set when their
+// slice did not arrive last.
+// Shared memory the Epilogue path adds to the GEMM's: that mbarrier and that word, after
+// the ring's (the host launches with Cfg::kSmemBytes + kEpilogueExtraSmem bytes).
 constexpr u32 kEpilogueExtraSmem = 16;
 // Sleep between polls of the peer's ready flag (a tile takes tens of microseconds).
 constexpr u32 kEpilogueBackoffNs = 256;
@@ -169,8 +176,8 @@ template <class Cfg>
 __device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
   static_assert(Cfg::kSmemBytes + kEpilogueExtraSmem <= 232448, "the epilogue path's mbarrier must fit shared memory");
   // Worst case: GemmSmem aligns its base up by 1023 bytes; the ring's barriers, then this one.
-  static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kEpilogueExtraSmem,
-                "the epilogue mbarrier lies inside the launch's shared memory");
+  static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 16 <= Cfg::kSmemBytes + kEpilogueExtraSmem,
+                "the epilogue mbarrier and the split-skip word lie inside the launch's shared memory");
   return sm.stage_empty + Cfg::STAGES;
 }
 
@@ -178,6 +185,7 @@ template <class Cfg>
 struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = true;
+  static constexpr bool kSplitsLastWave = true;
   // 16-byte chunks of the staging tile: BN / 64 boxes of BM rows of 8 chunks.
   static constexpr u32 kChunks = Cfg::BN / Cfg::kCBoxCols * Cfg::BM * 8;
   static constexpr u32 kUnroll = 2;
@@ -186,6 +194,7 @@ struct EpilogueAllReduce {
   const AllReduceParams* p;
   const WaitContext* ctx;
   u64* w_full;
+  u32* split_skip;
   u32 phase;
   u64 last_staged_ns;  // when the previous tile was staged (at first: the kernel's start)
   // Clock pace only, lane 0's: low clock bits when the staging tile went back to the
@@ -253,6 +262,28 @@ struct EpilogueAllReduce {
       }
     }
     fence_acq_rel_sys();  // this lane's remote stores, before lane 0 publishes (after __syncwarp)
+  }
+  __device__ __forceinline__ float* split_slot(u32 v) const {
+    return reinterpret_cast<float*>(p->split_scratch) + (u64)v * Cfg::BM * Cfg::BN;
+  }
+  // One consumer thread, after the named barrier that follows every consumer's slot
+  // write: counts this slice of remaining tile r in; true if it is the last of `splits`.
+  // (A CAS retries only when another slice counted in: at most `splits` rounds.)
+  __device__ __forceinline__ bool split_arrive(u32 r, u32 splits) const {
+    unsigned long long* const c = reinterpret_cast<unsigned long long*>(p->reduced[p->rank]) + r;
+    const unsigned long long tag = (unsigned long long)ctx->epoch << 32;
+    fence_acq_rel_gpu();  // the slot writes (the barrier's threads') before the count
+    unsigned long long cur = *reinterpret_cast<volatile unsigned long long*>(c);
+    for (u32 round = 0; round <= splits; ++round) {
+      const unsigned long long next = (cur & ~0xFFFFFFFFull) == tag ? cur + 1 : tag | 1ull;
+      const unsigned long long seen = atomicCAS(c, cur, next);
+      if (seen == cur) {
+        fence_acq_rel_gpu();  // the other slices' slots, before this CTA reads them
+        return (u32)next == splits;
+      }
+      cur = seen;
+    }
+    return false;  // unreachable: each failed CAS is another slice's success
   }
   __device__ __forceinline__ void operator()(u32 tile) const {
     st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);
@@ -818,7 +849,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       __syncthreads();
       const u64 start_ns = globaltimer_ns();
       // (freed_lo long before the first staging: the first interval counts as it is)
-      EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, 0, start_ns, (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u};
+      EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, reinterpret_cast<u32*>(w_full + 1), 0, start_ns,
+                                  (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u};
       // The producer's and consumers' mbarrier waits trap on expiry ("only a bug"), but
       // here they wait behind the storer: the consumers block on kBarrierCFree while the
       // storer waits up to timeout_ns for the peer's flag (and notices its expiry a few
@@ -833,7 +865,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       // Every CTA computes: tile stride and exit count are the launch's CTAs (the host
       // gives this path no communication or tail CTAs).
       gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c_out, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
-                    blockIdx.x, gridDim.x, intra_timeout_ns, hook);
+                    blockIdx.x, gridDim.x, intra_timeout_ns, hook, p.split_slices);
     }
     __syncthreads();  // every tile of this CTA added (its storer's TMA reads of the workspace done)
     comm_finish<WORLD>(p, ctx, gridDim.x, skipped);
