@@ -71,6 +71,11 @@ pub struct ArArgs {
     /// --comm-path or --sweep-paths), refused with another --comm-path.
     #[arg(long)]
     pub epilogue_pace: Option<String>,
+    /// Epilogue path: K-slices per tile of a last wave that leaves SMs idle (1: no split;
+    /// default: FusedConfig::choose_split). Applies wherever the epilogue path runs; a
+    /// count a shape cannot take is an error naming split_slices.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub split_slices: Option<u32>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others. Given without --comm-path, the
@@ -511,6 +516,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
     let with_pace = |opts: GemmAllReduceOptions, path: CommPath| GemmAllReduceOptions {
         epilogue_pace: if path == CommPath::Epilogue { epilogue_pace } else { None },
+        split_slices: if path == CommPath::Epilogue { args.split_slices } else { None },
         ..opts
     };
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
