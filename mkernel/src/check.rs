@@ -6,8 +6,13 @@
 //! 2^-8 of the value, half an ulp). A fused all-reduce also rounds every rank's partial
 //! to bf16 before summing, so its error is bounded by 2^-8 * (sum_q |p_q| + |sum|). The
 //! check allows twice that: |got - ref| <= 2^-7 * scale, with `scale` = |ref| for a
-//! single GEMM or sum_q |p_q| + |ref| for the all-reduce, plus an absolute floor of
-//! 1e-6 * rms(ref) for exact cancellations. NaN (the poison) never passes.
+//! single GEMM or sum_q |p_q| + |ref| for the all-reduce, plus an absolute floor
+//! ([`abs_floor`]) for elements near zero: the kernel and the fp32 reference accumulate
+//! K products in different orders, which differ by about sqrt(K) * 2^-24 of the running
+//! sums' magnitude (the probabilistic rounding-error bound, Higham, "Accuracy and
+//! Stability of Numerical Algorithms", 2nd ed., 3.1; the worst case is K * 2^-24); the
+//! floor allows 4x that, times rms(ref), and at least 1e-6 * rms(ref) for exact
+//! cancellations. NaN (the poison) never passes.
 
 use half::bf16;
 use rand::{Rng, SeedableRng};
@@ -15,6 +20,14 @@ use rand::{Rng, SeedableRng};
 /// Relative tolerance of every comparison against a reference: 2^-7 of the scale (see
 /// the module documentation).
 pub const REL_TOL: f64 = 1.0 / 128.0;
+
+/// Absolute tolerance floor for a reference of root-mean-square `rms` whose elements are
+/// dot products of length `k` (0: an exact reference): max(1e-6, 4 sqrt(k) 2^-24) * rms
+/// (see the module documentation).
+pub fn abs_floor(rms: f64, k: usize) -> f32 {
+    let accumulation = 4.0 * (k as f64).sqrt() * (f32::EPSILON as f64 / 2.0);
+    (accumulation.max(1e-6) * rms) as f32
+}
 
 /// bf16 quiet NaN written over outputs before a run, so unwritten elements fail.
 pub const POISON: bf16 = bf16::from_bits(0x7FC1);
@@ -62,15 +75,17 @@ impl std::fmt::Display for Comparison {
     }
 }
 
-/// Compares `got` ([rows, cols] row-major bf16) against `reference` (fp32). `scale`
-/// gives each element's error scale (see the module doc); `None`, or an element past its
-/// end, uses |reference|. Lengths that differ fail: every element one side lacks counts
-/// as bad (the first of them is `first_bad` when nothing earlier was).
-pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usize) -> Comparison {
+/// Compares `got` ([rows, cols] row-major bf16) against `reference` (fp32), whose
+/// elements are dot products of length `k` (for [`abs_floor`]; 0 for an exact
+/// reference). `scale` gives each element's error scale (see the module doc); `None`, or
+/// an element past its end, uses |reference|. Lengths that differ fail: every element
+/// one side lacks counts as bad (the first of them is `first_bad` when nothing earlier
+/// was).
+pub fn compare(got: &[bf16], reference: &[f32], scale: Option<&[f32]>, cols: usize, k: usize) -> Comparison {
     let n = got.len().min(reference.len());
     let missing = got.len().max(reference.len()) - n;
     let rms = (reference[..n].iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>() / n.max(1) as f64).sqrt();
-    let floor = 1e-6 * rms as f32;
+    let floor = abs_floor(rms, k);
     let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).min(32);
     let chunk = n.div_ceil(threads).max(1);
     let parts: Vec<(f64, f64, f64, usize, Option<(usize, f32, f32, f32)>)> = std::thread::scope(|s| {
@@ -158,16 +173,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn abs_floor_grows_with_the_square_root_of_k() {
+        assert_eq!(abs_floor(30.0, 0), 30.0 * 1e-6);
+        assert_eq!(abs_floor(30.0, 1), 30.0 * 1e-6); // 4 * 2^-24 < 1e-6
+        let f = abs_floor(30.0, 8192) as f64;
+        assert!((f - 4.0 * 8192f64.sqrt() * 2f64.powi(-24) * 30.0).abs() < 1e-9, "{f}");
+        // A near-zero element of a K=8192 product off by fp32 accumulation noise passes,
+        // one off by a visible amount does not.
+        let reference = [-0.0012455f32, 30.0, -30.0];
+        let got = [bf16::from_f32(-0.0013885), bf16::from_f32(30.0), bf16::from_f32(-30.0)];
+        assert!(compare(&got, &reference, None, 3, 8192).passed());
+        assert!(!compare(&got, &reference, None, 3, 0).passed());
+        let off = [bf16::from_f32(0.02), bf16::from_f32(30.0), bf16::from_f32(-30.0)];
+        assert!(!compare(&off, &reference, None, 3, 8192).passed());
+    }
+
+    #[test]
     fn poison_and_wrong_values_fail_with_coordinates() {
         let reference = vec![1.0f32, -2.0, 3.0, 4.0];
         let mut got: Vec<bf16> = reference.iter().map(|&x| bf16::from_f32(x)).collect();
-        assert!(compare(&got, &reference, None, 2).passed());
+        assert!(compare(&got, &reference, None, 2, 0).passed());
         got[3] = POISON;
-        let c = compare(&got, &reference, None, 2);
+        let c = compare(&got, &reference, None, 2, 0);
         assert!(!c.passed());
         assert_eq!(c.first_bad.map(|f| (f.0, f.1)), Some((1, 1)));
         got[3] = bf16::from_f32(4.1);
-        let c = compare(&got, &reference, None, 2);
+        let c = compare(&got, &reference, None, 2, 0);
         assert!(!c.passed(), "2.5% off must fail: {c}");
     }
 
@@ -175,20 +206,20 @@ mod tests {
     fn length_mismatch_fails_instead_of_truncating() {
         let reference = vec![1.0f32, -2.0, 3.0, 4.0];
         let got: Vec<bf16> = reference.iter().map(|&x| bf16::from_f32(x)).collect();
-        let c = compare(&got[..2], &reference, None, 2);
+        let c = compare(&got[..2], &reference, None, 2, 0);
         assert!(!c.passed() && c.bad == 2, "{c}");
         assert_eq!(c.first_bad.map(|f| (f.0, f.1)), Some((1, 0)));
-        assert!(!compare(&[], &reference, None, 2).passed());
-        assert!(!compare(&got, &reference[..3], None, 2).passed());
+        assert!(!compare(&[], &reference, None, 2, 0).passed());
+        assert!(!compare(&got, &reference[..3], None, 2, 0).passed());
         // A short scale falls back to |reference| instead of panicking.
-        assert!(compare(&got, &reference, Some(&[1.0]), 2).passed());
+        assert!(compare(&got, &reference, Some(&[1.0]), 2, 0).passed());
     }
 
     #[test]
     fn bf16_rounding_passes() {
         let reference: Vec<f32> = random_bf16(10_000, 7).iter().map(|x| x.to_f32() * 3.7 + 0.001).collect();
         let got: Vec<bf16> = reference.iter().map(|&x| bf16::from_f32(x)).collect();
-        let c = compare(&got, &reference, None, 100);
+        let c = compare(&got, &reference, None, 100, 0);
         assert!(c.passed(), "{c}");
         assert!(c.rel_fro_err < 4e-3);
     }
@@ -302,7 +333,7 @@ impl AllReduceCase {
             *sc += x.abs();
         }
         let got = stream.clone_dtoh(&out.slice(0..m * n)).map_err(dev)?;
-        Ok(compare(&got, &sum, Some(&scale), n))
+        Ok(compare(&got, &sum, Some(&scale), n, k))
     }
 }
 
@@ -358,9 +389,9 @@ impl AllReduceCase {
         };
         let mut w = run(0.0)?;
         if w[2] != 0 {
-            // Retry with the absolute floor of the host check (1e-6 * rms of the reference).
+            // Retry with the absolute floor of the host check (abs_floor of the reference's rms).
             let rms = (f64::from_bits(w[1]) / len.max(1) as f64).sqrt();
-            w = run((1e-6 * rms) as f32)?;
+            w = run(abs_floor(rms, k))?;
         }
         let (err2, ref2) = (f64::from_bits(w[0]), f64::from_bits(w[1]));
         let rel = if ref2 > 0.0 { (err2 / ref2).sqrt() } else { err2.sqrt() };

@@ -25,7 +25,7 @@ fn run_case(s: GemmShape, tile: Option<TileConfig>) {
     blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
     let got = stream.clone_dtoh(&c).unwrap();
     let want = stream.clone_dtoh(&reference).unwrap();
-    let cmp = check::compare(&got, &want, None, n);
+    let cmp = check::compare(&got, &want, None, n, k);
     assert!(cmp.passed(), "{s:?} with {used}: {cmp} (seed {seed:#x})");
     // The reference itself, in fp64, on three rows.
     let ah = stream.clone_dtoh(&a).unwrap();

@@ -556,3 +556,36 @@ fn traced_call_accounts_for_every_tile_and_cta() {
         }
     }
 }
+
+/// The epilogue path's split last wave on two ranks of one GPU (each rank half the SMs,
+/// so this runs on a machine with a single GPU too): shapes whose last wave splits into
+/// 2 to 8 K-slices, every CTA's only unit a slice, 20 back-to-back epochs (the slice
+/// counters carry the epoch), each against the fp32 reference.
+#[test]
+fn split_last_wave_on_two_ranks_of_one_gpu() {
+    let Some(_) = gpu_or_skip("split_last_wave_on_two_ranks_of_one_gpu", 1) else { return };
+    let shapes = [(2049, 8192, 4096), (256, 1024, 8192), (333, 1024, 2048)];
+    let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
+    let comms = Communicator::local_group(&[0, 0], CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() }).unwrap();
+    let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+    let blas = streams.iter().map(|s| Cublas::new(s).unwrap()).collect();
+    let mut g = Group { comms, streams, blas };
+    for (m, n, k) in shapes {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let forced = epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE);
+        let plan = g.comms[0].plan_gemm_allreduce(s, forced).unwrap();
+        assert!(plan.split_slices > 1, "{s:?}: expected a split last wave ({plan})");
+        let mut options = vec![forced, GemmAllReduceOptions { split_slices: Some(2), ..forced }];
+        if plan.split_slices > 2 {
+            options.push(GemmAllReduceOptions { split_slices: Some(plan.split_slices - 1), ..forced });
+        }
+        for opts in options {
+            let seed = check::fresh_seed();
+            for rep in 0..20 {
+                round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts);
+            }
+        }
+        eprintln!("ok {s:?} {plan}");
+    }
+}

@@ -124,7 +124,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             blas.gemm_f32_out(&a_sets[0], &b_sets[0], &mut reference, s)?;
             let got = stream.clone_dtoh(&c_ours)?;
             let want = stream.clone_dtoh(&reference)?;
-            let cmp = check::compare(&got, &want, None, n);
+            let cmp = check::compare(&got, &want, None, n, k);
             // Cross-check the GPU reference itself on a few rows in fp64.
             let a_host = stream.clone_dtoh(&a_sets[0])?;
             let b_host = stream.clone_dtoh(&b_sets[0])?;
