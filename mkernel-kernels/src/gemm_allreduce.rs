@@ -586,6 +586,12 @@ pub struct RankBuffers {
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
     cfg.tile.validate()?;
+    // The layout's fields are public: one not made by WorkspaceLayout::new could wrap the
+    // kernel's 32-bit flag stride or overflow its offsets.
+    let l = bufs.layout;
+    if l.world > u32::MAX as u64 || WorkspaceLayout::new(l.capacity_elems, l.world as u32).ok() != Some(l) {
+        return Err(invalid("layout", format!("must be what WorkspaceLayout::new makes for its capacity and world size, got {l:?}")));
+    }
     let elems = shape.m as u64 * shape.n as u64;
     if elems > bufs.layout.capacity_elems {
         return Err(invalid(
@@ -765,6 +771,9 @@ mod tests {
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &bad, &bufs).unwrap_err().to_string();
         assert!(e.contains("`comm_ctas`"), "{e}");
         assert!(validate(GemmShape { m: 1024, n: 1024, k: 64 }, &cfg, &bufs).is_ok());
+        let forged = RankBuffers { layout: WorkspaceLayout { max_tiles: 1 << 33, ..l }, ..bufs };
+        let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &cfg, &forged).unwrap_err().to_string();
+        assert!(e.contains("`layout`") && e.contains("WorkspaceLayout::new"), "{e}");
         let bad_rank = RankBuffers { rank: 2, ..bufs };
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &cfg, &bad_rank).unwrap_err().to_string();
         assert!(e.contains("`rank`"), "{e}");

@@ -79,6 +79,8 @@ pub struct TraceEvent {
 pub struct TraceBuffer {
     buf: CudaSlice<u64>,
     capacity: u32,
+    /// The stream of the last traced call (`read` waits for it).
+    armed: Option<Arc<CudaStream>>,
 }
 
 impl TraceBuffer {
@@ -96,7 +98,7 @@ impl TraceBuffer {
             return Err(invalid("capacity", format!("must be 1..=2^26 events, got {capacity}")));
         }
         let buf = stream.alloc_zeros::<u64>(TraceTarget::bytes(capacity) / 8).call("cuMemAlloc")?;
-        Ok(Self { buf, capacity })
+        Ok(Self { buf, capacity, armed: None })
     }
 
     /// Events the buffer holds.
@@ -114,13 +116,20 @@ impl TraceBuffer {
     pub(crate) fn arm(&mut self, stream: &Arc<CudaStream>) -> Result<TraceTarget> {
         stream.memset_zeros(&mut self.buf).call("cuMemsetD8Async")?;
         let (ptr, _guard) = self.buf.device_ptr_mut(stream);
+        // The guard records the buffer's write before the kernel is launched; `read`
+        // orders itself after this stream instead (the traced call is enqueued on it).
+        self.armed = Some(stream.clone());
         Ok(TraceTarget { ptr, capacity: self.capacity })
     }
 
-    /// Copies the events back (waits for `stream`), sorted by time.
+    /// Copies the events back (waits for `stream`, and for the stream of the last traced
+    /// call when that is another one), sorted by time.
     ///
     /// Errors: driver errors; an event kind this version does not know.
     pub fn read(&self, stream: &Arc<CudaStream>) -> Result<FusedTrace> {
+        if let Some(armed) = self.armed.as_ref().filter(|a| !Arc::ptr_eq(a, stream)) {
+            stream.join(armed).call("cuStreamWaitEvent")?;
+        }
         let words = stream.clone_dtoh(&self.buf).call("cuMemcpyDtoH")?;
         FusedTrace::parse(&words, self.capacity)
     }
