@@ -167,7 +167,7 @@ pub enum EpiloguePace {
     /// so the copy never outlasts it by more than a round; while the consumers wait for
     /// the storer, the window shrinks instead of growing from tile times that include
     /// those waits. Equal to the sleep pace at two tiles per CTA and up to 1.3x faster
-    /// with more (2x H200, run 22, bench/NOTES.md 6.5).
+    /// with more (2x H200, run 22, bench/NOTES.md 7.2).
     #[default]
     Clock = 1,
 }
@@ -378,11 +378,13 @@ impl CommPath {
     /// Why: the epilogue path computes on every SM and copies each wave's tiles to the
     /// peer while the next wave is computed, where the one-shot path gives up SMs to
     /// communication CTAs (256 tiles on 116 compute CTAs need 3 waves, on 132 two).
-    /// Measured on 2x H200, one process, with the clock pace (bench/NOTES.md 6.5, run
+    /// Measured on 2x H200, one process, with the clock pace (bench/NOTES.md 7.2, run
     /// 22, epilogue vs one-shot, ms): o-proj M=1024 0.137 vs 0.158, M=4096 0.429 vs
     /// 0.444, M=16384 1.74 vs 1.83, DeepSeek M=8192 1.54 vs 1.74, M=129 0.055 vs 0.060;
-    /// within 3% where one-shot was faster (down-proj M=2048 0.742 vs 0.719, M=2049
-    /// 0.267 vs 0.261).
+    /// within 3.2% where one-shot was faster (down-proj M=2048 0.742 vs 0.719, M=16384
+    /// 5.97 vs 5.84, M=2049 0.267 vs 0.261). The default so chosen was validated x100
+    /// in both communicator modes in runs 23 and 25 (never below 0.97x of cuBLAS + NCCL;
+    /// per process, o-proj M=16384 took 1.83-1.93 ms against one-shot's 1.80 in run 22).
     pub fn choose_fused(n: u32, tile: TileConfig, world: u32, own_gpu: bool) -> Self {
         if own_gpu && Self::Epilogue.check(n, tile, world).is_ok() {
             Self::Epilogue

@@ -209,7 +209,7 @@ struct EpilogueAllReduce {
     //  sleep (EpiloguePace::Sleep): a sleep of 3/5 of the last tile time over the
     //    rounds between rounds. NOTE: __nanosleep may sleep up to twice as long, so the
     //    copy can outlast a tile; with more than two tiles per CTA that holds up the next
-    //    tile (bench/NOTES.md 6.2, 6.5).
+    //    tile (bench/NOTES.md 6.2, 7.2).
     //  clock (EpiloguePace::Clock, the default): round k starts no earlier than k /
     //    kRounds of a window after the first, so the copy never outlasts the window
     //    whatever __nanosleep does; the window is the tile time less
