@@ -463,6 +463,37 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
 
 /// --epilogue-pace: a known pace, and some call that can take the epilogue path (no
 /// other --comm-path, unless --sweep-paths lists epilogue).
+/// Options of the epilogue path only (`flag`: --epilogue-pace, --split-slices) are
+/// refused when no call of the run can take that path: another --comm-path, --tail-ctas
+/// without --comm-path (a path with communication CTAs), a --tile without the TMA-store
+/// epilogue, or other than 2 ranks; unless --sweep-paths times the epilogue path too
+/// (with its default tile; the world size still applies).
+fn check_epilogue_only(
+    flag: &str,
+    comm_path: Option<CommPath>,
+    sweep_paths: &[CommPath],
+    tile: Option<mkernel::TileConfig>,
+    tail_ctas: Option<u32>,
+    world: Option<usize>,
+) -> Result<(), String> {
+    if let Some(w) = world.filter(|&w| w != 2) {
+        return Err(format!("{flag}: the epilogue path needs 2 ranks, and this run has {w}"));
+    }
+    if sweep_paths.contains(&CommPath::Epilogue) {
+        return Ok(());
+    }
+    if let Some(p) = comm_path.filter(|p| *p != CommPath::Epilogue) {
+        return Err(format!("{flag}: only the epilogue path takes it, and neither --comm-path {} nor --sweep-paths does", p.name()));
+    }
+    if comm_path.is_none() && tail_ctas.is_some() {
+        return Err(format!("{flag}: --tail-ctas without --comm-path picks a path with communication CTAs, not the epilogue path"));
+    }
+    if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
+        return Err(format!("{flag}: the epilogue path needs a TMA-store tile, not --tile {t}"));
+    }
+    Ok(())
+}
+
 fn parse_epilogue_pace(name: Option<&str>, comm_path: Option<CommPath>, sweep_paths: &[CommPath]) -> Result<Option<mkernel::EpiloguePace>, String> {
     let Some(name) = name else { return Ok(None) };
     let pace = mkernel::EpiloguePace::by_name(name).ok_or_else(|| format!("--epilogue-pace: unknown pace '{name}' (sleep, clock)"))?;
@@ -505,6 +536,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     check_sm_comm_unique(&args.sm_comm)?;
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
+    let world_asked = args.procs.or(args.gpus);
+    if epilogue_pace.is_some() {
+        check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+    }
+    if args.split_slices.is_some() {
+        check_epilogue_only("--split-slices", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+    }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;
     if let Some(procs) = args.procs {
@@ -755,6 +793,27 @@ mod tests {
         assert_eq!(parse_tail_ctas("0"), Ok(0));
         assert!(parse_tail_ctas("-1").unwrap_err().contains("0 or more"));
         assert!(parse_tail_ctas("99999999999").unwrap_err().contains("grid size"));
+    }
+
+    #[test]
+    fn epilogue_only_options_are_refused_where_no_call_takes_the_path() {
+        let wide = Some(mkernel::TileConfig::WIDE);
+        let tma = Some(mkernel::TileConfig::WIDE_TMA_STORE);
+        let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-slices", p, sw, t, tail, w);
+        assert_eq!(ok(None, &[], None, None, None), Ok(()));
+        assert_eq!(ok(Some(CommPath::Epilogue), &[], tma, None, Some(2)), Ok(()));
+        for (e, why) in [
+            (ok(Some(CommPath::TmaOneShot), &[], None, None, None), "--comm-path one-shot"),
+            (ok(None, &[], None, Some(0), None), "--tail-ctas"),
+            (ok(None, &[], wide, None, None), "TMA-store tile"),
+            (ok(None, &[], None, None, Some(4)), "2 ranks"),
+            (ok(None, &[CommPath::Epilogue], None, None, Some(3)), "2 ranks"),
+        ] {
+            let e = e.unwrap_err();
+            assert!(e.starts_with("--split-slices") && e.contains(why), "{e}");
+        }
+        // A sweep that times the epilogue path (with its default tile) takes it.
+        assert_eq!(ok(Some(CommPath::TmaOneShot), &[CommPath::Epilogue], wide, Some(0), Some(2)), Ok(()));
     }
 
     #[test]
