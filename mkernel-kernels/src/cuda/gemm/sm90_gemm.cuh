@@ -108,6 +108,7 @@ struct WorkUnits {
     total = fits ? f + rest * asked : tiles;
   }
   __device__ __forceinline__ bool is_slice(u32 u) const { return u >= full; }
+  __device__ __forceinline__ u32 tile_of(u32 u) const { return u < full ? u : full + (u - full) / splits; }
   // Tile, slice index and K-block range [kb0, kb1) of unit u.
   __device__ __forceinline__ void unit(u32 u, u32 k_blocks, u32& tile, u32& slice, u32& kb0, u32& kb1) const {
     if (u < full) {
@@ -252,7 +253,7 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 template <class Cfg, class OnTileStored>
 __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm,
                             const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
-                            u32 k_blocks, OnTileStored& on_tile_stored) {
+                            OnTileStored& on_tile_stored) {
   constexpr u32 kThreads = Cfg::kConsumerThreads + 32;
   const bool leader = lane_id() == 0;
   if (leader) {
@@ -262,8 +263,8 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
   // The staging tile starts free (a CTA without tiles has no consumer to release).
   if (first_unit < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
   for (u32 u = first_unit; u < units.total; u += stride) {
-    u32 t, slice, kb0, kb1, mb, nb;
-    units.unit(u, k_blocks, t, slice, kb0, kb1);
+    const u32 t = units.tile_of(u);
+    u32 mb, nb;
     sched.coords(t, mb, nb);
     named_barrier_sync(kBarrierCStaged, kThreads);
     if constexpr (OnTileStored::kSplitsLastWave) {
@@ -336,6 +337,7 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 r, 
   for (u32 i = 0; i < Cfg::kAccRegs / 4; ++i) {
     const float4* const col = reinterpret_cast<const float4*>(slots + (u64)ctid * Cfg::kAccRegs) + i;
     float4 s = __ldcg(col);
+#pragma unroll 1
     for (u32 j = 1; j < splits; ++j) {
       const float4 x = __ldcg(col + j * (per_slice / 4));
       s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w;
@@ -429,7 +431,7 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
       tma_prefetch_descriptor(tma_b);
       gemm_producer<Cfg>(tma_a, tma_b, sm, sched, units, first_tile, tile_stride, k_blocks, timeout_ns);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
-      gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, k_blocks, on_tile_stored);
+      gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, on_tile_stored);
     }
   } else {
     warpgroup_reg_alloc<Cfg::kConsumerRegs>();
