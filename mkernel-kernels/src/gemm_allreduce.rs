@@ -148,6 +148,10 @@ pub const SPLIT_SLOT_MAX_BYTES: u64 = 128 * 256 * 4;
 /// fixed costs (pipeline fill, its fp32 slot written and the others read) outweigh
 /// the compute it takes off the last wave.
 pub const MIN_SPLIT_K_BLOCKS: u64 = 16;
+/// Most K-slices [`FusedConfig::choose_split`] picks: the last slice reads every slot
+/// (one fp32 tile each, from L2), so past a few slices that read costs more than the
+/// shorter slices save.
+pub const MAX_SPLIT_SLICES: u64 = 8;
 
 /// How a CTA on [`CommPath::Epilogue`] paces its copy of a finished tile to the peer
 /// while it has another tile to compute (its last tile goes at full speed). Every CTA
@@ -192,8 +196,8 @@ pub const MAX_LAUNCH_CTAS: u32 = i32::MAX as u32;
 impl FusedConfig {
     /// K-slices per tile of the last wave ([`Self::split_slices`]) for the epilogue path:
     /// with R = tiles mod grid left over after the full waves (R > 0), as many as fit
-    /// the idle SMs (grid / R), give each slice at least [`MIN_SPLIT_K_BLOCKS`] K blocks
-    /// and fit the scratch (`scratch_bytes`, [`WorkspaceLayout::split_bytes`]); 1 when
+    /// the idle SMs (grid / R), give each slice at least [`MIN_SPLIT_K_BLOCKS`] K blocks,
+    /// stay within [`MAX_SPLIT_SLICES`] and fit the scratch (`scratch_bytes`, [`WorkspaceLayout::split_bytes`]); 1 when
     /// that is fewer than 2, on other paths, or when the tiles fill whole waves.
     ///
     /// Why: a last wave of R < grid tiles costs a whole tile time on R SMs while the
@@ -210,7 +214,7 @@ impl FusedConfig {
         }
         let k_blocks = (shape.k as u64).div_ceil(tile.bk as u64);
         let slot = tile.bm as u64 * tile.bn as u64 * 4;
-        let s = (grid as u64 / rest).min(k_blocks / MIN_SPLIT_K_BLOCKS).min(scratch_bytes / slot / rest);
+        let s = (grid as u64 / rest).min(k_blocks / MIN_SPLIT_K_BLOCKS).min(scratch_bytes / slot / rest).min(MAX_SPLIT_SLICES);
         if s < 2 {
             1
         } else {
@@ -875,6 +879,9 @@ mod tests {
         assert_eq!(choose(2049, 8192, 4096, CommPath::TmaOneShot), 1);
         // A small output with a long K: 8 tiles, 8 slices of 16 K blocks each.
         assert_eq!(choose(256, 1024, 8192, CommPath::Epilogue), 8);
+        // Down-proj M=16384: 4 tiles left over, 132 / 4 = 33 and 224 K blocks / 16 = 14,
+        // capped at MAX_SPLIT_SLICES.
+        assert_eq!(choose(16384, 8192, 14336, CommPath::Epilogue), MAX_SPLIT_SLICES as u32);
         // The scratch bounds it: 8 slots of 128 KiB.
         assert_eq!(FusedConfig::choose_split(GemmShape { m: 256, n: 1024, k: 8192 }, t, 132, CommPath::Epilogue, 8 * 128 * 1024), 1);
         assert_eq!(FusedConfig::choose_split(GemmShape { m: 256, n: 1024, k: 8192 }, t, 132, CommPath::Epilogue, 16 * 128 * 1024), 2);

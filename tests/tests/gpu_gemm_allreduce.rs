@@ -109,8 +109,9 @@ fn world(test: &str) -> Option<usize> {
 #[test]
 fn fused_matches_reference_on_odd_and_llm_shapes() {
     let Some(w) = world("fused_matches_reference_on_odd_and_llm_shapes") else { return };
-    // (2049 x 8192 x 4096 and 256 x 1024 x 8192 split their last wave on 2 ranks: 16 tiles
-    // left over in 4 slices, 8 tiles in 8 slices, every CTA's only unit a slice.)
+    // (2049 x 8192 x 4096 splits its last wave on 2 ranks: 16 tiles left over, 4 slices
+    // each; 256 x 1024 x 8192 does when forced onto the epilogue path: its default tile
+    // has no TMA store. split_last_wave_on_two_ranks_of_one_gpu forces it.)
     let shapes = [(129, 8192, 4096), (1, 512, 64), (2049, 8192, 4096), (1024, 8192, 14336), (4096, 7168, 9216), (333, 1000, 200), (200, 1001, 64), (16384, 8192, 4096), (256, 1024, 8192)];
     let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
     let mut g = group(w, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
@@ -151,7 +152,7 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 // The last wave split or not, whatever the default chose.
                 options.push(GemmAllReduceOptions { split_slices: Some(1), ..Default::default() });
                 let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
-                if (m, n, k) == (2049, 8192, 4096) || (m, n, k) == (256, 1024, 8192) {
+                if (m, n, k) == (2049, 8192, 4096) {
                     assert!(plan.split_slices > 1, "{s:?}: the default should split the last wave ({plan})");
                 }
                 if plan.split_slices > 2 {

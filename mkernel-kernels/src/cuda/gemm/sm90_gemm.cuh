@@ -332,17 +332,31 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 r, 
   if (ctid == 0) *flag = hook.split_arrive(r, splits) ? 0u : 1u;
   named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
   if (*flag != 0) return false;
-  // Every slot, this slice's included (re-read: acc need not stay live next to the sum).
+  // Every slot, this slice's included (re-read: acc need not stay live next to the sum),
+  // in groups of kGroup float4: a group's loads from one slot are all in flight at once
+  // (one L2 round trip per slot and group, not per element: run 27 summed element by
+  // element and took ~45 us for 4 slots).
+  constexpr u32 kGroup = 8;
+  static_assert((Cfg::kAccRegs / 4) % kGroup == 0, "whole groups of float4");
+  const float4* const base = reinterpret_cast<const float4*>(slots + (u64)ctid * Cfg::kAccRegs);
 #pragma unroll
-  for (u32 i = 0; i < Cfg::kAccRegs / 4; ++i) {
-    const float4* const col = reinterpret_cast<const float4*>(slots + (u64)ctid * Cfg::kAccRegs) + i;
-    float4 s = __ldcg(col);
+  for (u32 g = 0; g < Cfg::kAccRegs / 4; g += kGroup) {
 #pragma unroll 1
-    for (u32 j = 1; j < splits; ++j) {
-      const float4 x = __ldcg(col + j * (per_slice / 4));
-      s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w;
+    for (u32 j = 0; j < splits; ++j) {
+      const float4* const src = base + j * (per_slice / 4) + g;
+      float4 x[kGroup];
+#pragma unroll
+      for (u32 e = 0; e < kGroup; ++e) x[e] = __ldcg(src + e);
+#pragma unroll
+      for (u32 e = 0; e < kGroup; ++e) {
+        float* const a = &acc[4 * (g + e)];
+        if (j == 0) {
+          a[0] = x[e].x, a[1] = x[e].y, a[2] = x[e].z, a[3] = x[e].w;
+        } else {
+          a[0] += x[e].x, a[1] += x[e].y, a[2] += x[e].z, a[3] += x[e].w;
+        }
+      }
     }
-    acc[4 * i] = s.x, acc[4 * i + 1] = s.y, acc[4 * i + 2] = s.z, acc[4 * i + 3] = s.w;
   }
   return true;
 }
