@@ -140,6 +140,36 @@ pub struct FusedConfig {
     pub split_slices: u32,
 }
 
+/// Whether the epilogue path splits a last wave that leaves SMs idle into K-slices
+/// ([`FusedConfig::split_slices`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LastWaveSplit {
+    /// No split: the default. Measured on 2x H200 (bench/NOTES.md 7.5, run 28) the split
+    /// did not pay: o-proj M=2049 0.296 ms split 4 ways against 0.266 unsplit (the last
+    /// full wave's unpaced copies starved the slices' loads), DeepSeek M=2048 and o-proj
+    /// M=16384 equal, down-proj M=16384 1% faster, DeepSeek M=16384 3% slower.
+    #[default]
+    Off,
+    /// [`FusedConfig::choose_split`]'s count (1 where nothing is left over).
+    Auto,
+    /// This many K-slices per left-over tile (1: none; [`FusedConfig::check_split`]).
+    Slices(u32),
+}
+
+impl LastWaveSplit {
+    /// Parses `off`, `auto` or a slice count (1 or more); errors name `split_last_wave`.
+    pub fn parse(v: &str) -> Result<Self> {
+        match v {
+            "off" => Ok(Self::Off),
+            "auto" => Ok(Self::Auto),
+            _ => match v.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(Self::Slices(n)),
+                _ => Err(invalid("split_last_wave", format!("must be off, auto or a slice count of at least 1, got '{v}'"))),
+            },
+        }
+    }
+}
+
 /// Most fp32 slots of the split last wave a workspace holds (one per slice).
 pub const SPLIT_SLOTS: u64 = 256;
 /// Bytes of one slot: an fp32 tile of the largest catalog tile (128 x 256).
@@ -202,7 +232,7 @@ impl FusedConfig {
     ///
     /// Why: a last wave of R < grid tiles costs a whole tile time on R SMs while the
     /// rest idle (o-proj M=2049: 544 tiles on 132 SMs, the 16 tiles of the 1-row block
-    /// take ~48 us of ~268; bench/NOTES.md 7). Split S ways they take ~1/S of it, plus
+    /// take ~48 us of ~268; bench/NOTES.md 7.3). Split S ways they take ~1/S of it, plus
     /// writing one fp32 tile per slice and reading S - 1 of them in the last slice.
     pub fn choose_split(shape: GemmShape, tile: TileConfig, grid: u32, path: CommPath, scratch_bytes: u64) -> u32 {
         if path != CommPath::Epilogue || grid == 0 || tile.bm == 0 || tile.bn == 0 || tile.bk == 0 {
@@ -909,6 +939,15 @@ mod tests {
         let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("scratch"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
+        // The option: off by default, auto, or a count.
+        assert_eq!(LastWaveSplit::default(), LastWaveSplit::Off);
+        assert_eq!(LastWaveSplit::parse("off").unwrap(), LastWaveSplit::Off);
+        assert_eq!(LastWaveSplit::parse("auto").unwrap(), LastWaveSplit::Auto);
+        assert_eq!(LastWaveSplit::parse("4").unwrap(), LastWaveSplit::Slices(4));
+        for bad in ["0", "-2", "four", ""] {
+            let e = LastWaveSplit::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("`split_last_wave`") && e.contains("off, auto"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::gemm::{GemmShape, TileConfig};
-use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig};
+use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 use mkernel_sm::{balance, PartitionModel, Workload};
 
 use crate::comm::Communicator;
@@ -40,10 +40,11 @@ pub struct GemmAllReduceOptions {
     /// How the epilogue path paces its copies to the peer ([`EpiloguePace`]; default
     /// `Clock`). `Sleep` is refused on other paths.
     pub epilogue_pace: Option<EpiloguePace>,
-    /// Epilogue path: K-slices per tile of a last wave that does not fill the grid
-    /// ([`FusedConfig::split_slices`]). Default: [`FusedConfig::choose_split`]; `Some(1)`
-    /// turns the split off; other values must pass [`FusedConfig::check_split`].
-    pub split_slices: Option<u32>,
+    /// Epilogue path: whether a last wave that leaves SMs idle is split into K-slices
+    /// ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: off (measured not to
+    /// pay yet; `Auto` takes [`FusedConfig::choose_split`]'s count). A count must pass
+    /// [`FusedConfig::check_split`]; other paths take only `Off` (or a count of 1).
+    pub split_last_wave: Option<LastWaveSplit>,
 }
 
 impl Communicator {
@@ -123,9 +124,11 @@ impl Communicator {
         // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
         // wait for (a timeout, not a result).
         let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
-        let split_slices = opts
-            .split_slices
-            .unwrap_or_else(|| FusedConfig::choose_split(shape, tile, grid, path, self.rank_buffers().layout.split_bytes()));
+        let split_slices = match opts.split_last_wave.unwrap_or_default() {
+            LastWaveSplit::Off => 1,
+            LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, self.rank_buffers().layout.split_bytes()),
+            LastWaveSplit::Slices(n) => n,
+        };
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices };
         cfg.check_pace()?;
         cfg.check_split(shape, self.rank_buffers().layout.split_bytes())?;

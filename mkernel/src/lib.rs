@@ -31,7 +31,7 @@ pub use error::{Error, Result};
 pub use gemm::{gemm, GemmOptions};
 pub use gemm_allreduce::GemmAllReduceOptions;
 pub use mkernel_kernels::gemm::{GemmShape, TileConfig};
-pub use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig};
+pub use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 pub use mkernel_sm::Partition;
 
 /// Number of CUDA devices; an error when no driver is installed.

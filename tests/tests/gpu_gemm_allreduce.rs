@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::Cublas;
 use mkernel::check::{self, AllReduceCase};
-use mkernel::{CommConfig, CommPath, Communicator, EpiloguePace, Error, GemmAllReduceOptions, GemmShape};
+use mkernel::{CommConfig, CommPath, Communicator, EpiloguePace, Error, GemmAllReduceOptions, GemmShape, LastWaveSplit};
 use mkernel_tests::gpu_or_skip;
 
 struct Group {
@@ -149,14 +149,18 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
                 options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
-                // The last wave split or not, whatever the default chose.
-                options.push(GemmAllReduceOptions { split_slices: Some(1), ..Default::default() });
-                let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
+                // The last wave split into K-slices (opt-in), where the shape leaves SMs idle.
+                let auto = GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Auto), ..Default::default() };
+                let plan = g.comms[0].plan_gemm_allreduce(s, auto).unwrap();
+                assert_eq!(g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap().split_slices, 1, "{s:?}: split by default");
                 if (m, n, k) == (2049, 8192, 4096) {
-                    assert!(plan.split_slices > 1, "{s:?}: the default should split the last wave ({plan})");
+                    assert!(plan.split_slices > 1, "{s:?}: auto should split the last wave ({plan})");
+                }
+                if plan.split_slices > 1 {
+                    options.push(auto);
                 }
                 if plan.split_slices > 2 {
-                    options.push(GemmAllReduceOptions { split_slices: Some(2), ..Default::default() });
+                    options.push(GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..Default::default() });
                 }
             }
         }
@@ -574,12 +578,12 @@ fn split_last_wave_on_two_ranks_of_one_gpu() {
     for (m, n, k) in shapes {
         let s = GemmShape { m, n, k };
         let mut bs = bufs(&g, s);
-        let forced = epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE);
+        let forced = GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Auto), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
         let plan = g.comms[0].plan_gemm_allreduce(s, forced).unwrap();
         assert!(plan.split_slices > 1, "{s:?}: expected a split last wave ({plan})");
-        let mut options = vec![forced, GemmAllReduceOptions { split_slices: Some(2), ..forced }];
+        let mut options = vec![forced, GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..forced }];
         if plan.split_slices > 2 {
-            options.push(GemmAllReduceOptions { split_slices: Some(plan.split_slices - 1), ..forced });
+            options.push(GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(plan.split_slices - 1)), ..forced });
         }
         for opts in options {
             let seed = check::fresh_seed();

@@ -71,11 +71,11 @@ pub struct ArArgs {
     /// --comm-path or --sweep-paths), refused with another --comm-path.
     #[arg(long)]
     pub epilogue_pace: Option<String>,
-    /// Epilogue path: K-slices per tile of a last wave that leaves SMs idle (1: no split;
-    /// default: FusedConfig::choose_split). Applies wherever the epilogue path runs; a
-    /// count a shape cannot take is an error naming split_slices.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub split_slices: Option<u32>,
+    /// Epilogue path: split a last wave that leaves SMs idle into K-slices: off (default),
+    /// auto (FusedConfig::choose_split) or a slice count. Applies wherever the epilogue
+    /// path runs; a count a shape cannot take is an error naming split_slices.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]
+    pub split_last_wave: Option<mkernel::LastWaveSplit>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others. Given without --comm-path, the
@@ -119,6 +119,10 @@ fn parse_tail_ctas(v: &str) -> Result<u32, String> {
         Ok(c) => Err(format!("{c} tail CTAs: must be 0 or more, at most the grid size (the SM count; checked once the GPU is known)")),
         Err(e) => Err(format!("'{v}' is not a whole number of CTAs ({e})")),
     }
+}
+
+fn parse_split_last_wave(v: &str) -> Result<mkernel::LastWaveSplit, String> {
+    mkernel::LastWaveSplit::parse(v).map_err(|e| e.to_string())
 }
 
 fn parse_timeout_s(v: &str) -> Result<f64, String> {
@@ -540,8 +544,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if epilogue_pace.is_some() {
         check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
-    if args.split_slices.is_some() {
-        check_epilogue_only("--split-slices", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+    if args.split_last_wave.is_some() {
+        check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;
@@ -554,7 +558,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
     let with_pace = |opts: GemmAllReduceOptions, path: CommPath| GemmAllReduceOptions {
         epilogue_pace: if path == CommPath::Epilogue { epilogue_pace } else { None },
-        split_slices: if path == CommPath::Epilogue { args.split_slices } else { None },
+        split_last_wave: if path == CommPath::Epilogue { args.split_last_wave } else { None },
         ..opts
     };
     let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
@@ -799,7 +803,7 @@ mod tests {
     fn epilogue_only_options_are_refused_where_no_call_takes_the_path() {
         let wide = Some(mkernel::TileConfig::WIDE);
         let tma = Some(mkernel::TileConfig::WIDE_TMA_STORE);
-        let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-slices", p, sw, t, tail, w);
+        let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-last-wave", p, sw, t, tail, w);
         assert_eq!(ok(None, &[], None, None, None), Ok(()));
         assert_eq!(ok(Some(CommPath::Epilogue), &[], tma, None, Some(2)), Ok(()));
         for (e, why) in [
@@ -810,7 +814,7 @@ mod tests {
             (ok(None, &[CommPath::Epilogue], None, None, Some(3)), "2 ranks"),
         ] {
             let e = e.unwrap_err();
-            assert!(e.starts_with("--split-slices") && e.contains(why), "{e}");
+            assert!(e.starts_with("--split-last-wave") && e.contains(why), "{e}");
         }
         // A sweep that times the epilogue path (with its default tile) takes it.
         assert_eq!(ok(Some(CommPath::TmaOneShot), &[CommPath::Epilogue], wide, Some(0), Some(2)), Ok(()));

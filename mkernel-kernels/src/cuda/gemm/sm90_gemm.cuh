@@ -271,8 +271,10 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
       // (a slice is the CTA's last unit: no staging tile to hand back)
       if (units.is_slice(u) && *reinterpret_cast<volatile u32*>(on_tile_stored.split_skip) != 0) continue;
     }
-    // Another whole tile follows (a slice is short: its predecessor's copy goes at full speed).
-    const bool more = u + stride < units.total && !units.is_slice(u + stride);
+    // Paced while more work follows on this SM, or, with a split last wave, on any SM:
+    // every whole tile (an unpaced burst of the last full wave's copies from all SMs
+    // slowed the slices' loads ~5x in run 28, M=2049). A slice's tile goes at full speed.
+    const bool more = units.splits > 1 ? !units.is_slice(u) : u + stride < units.total;
     if (leader) {
 #pragma unroll
       for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
