@@ -184,7 +184,8 @@ pub const MIN_SPLIT_K_BLOCKS: u64 = 16;
 pub const MAX_SPLIT_SLICES: u64 = 8;
 
 /// How a CTA on [`CommPath::Epilogue`] paces its copy of a finished tile to the peer
-/// while it has another tile to compute (its last tile goes at full speed). Every CTA
+/// while it has another tile to compute (its last tile goes at full speed; with a split
+/// last wave, [`LastWaveSplit`], every whole tile is paced). Every CTA
 /// finishes a tile at the same moment; unpaced, the burst of remote writes from all SMs
 /// backs up behind the link and slows the TMA loads of the next tile (bench/NOTES.md
 /// 6.2). Device side: `EpilogueAllReduce::copy_out`.
@@ -266,8 +267,11 @@ impl FusedConfig {
         if self.path != CommPath::Epilogue {
             return Err(invalid("split_slices", format!("only the epilogue path splits its last wave ({} asked on the {} path)", s, self.path.name())));
         }
-        let rest = self.tile.tiles(shape.m, shape.n) % (self.grid.max(1) as u64);
-        let k_blocks = (shape.k as u64).div_ceil(self.tile.bk.max(1) as u64);
+        if self.grid == 0 || self.tile.bm == 0 || self.tile.bn == 0 || self.tile.bk == 0 {
+            return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA and a tile of nonzero sides ({s} asked with {} CTAs, {})", self.grid, self.tile)));
+        }
+        let rest = self.tile.tiles(shape.m, shape.n) % self.grid as u64;
+        let k_blocks = (shape.k as u64).div_ceil(self.tile.bk as u64);
         let slot = self.tile.bm as u64 * self.tile.bn as u64 * 4;
         if rest == 0 {
             return Err(invalid("split_slices", format!("{s} asked, but the {} tiles fill whole waves of {} CTAs: nothing to split", self.tile.tiles(shape.m, shape.n), self.grid)));
@@ -276,10 +280,13 @@ impl FusedConfig {
             return Err(invalid("split_slices", format!("{rest} tiles of the last wave x {s} slices exceed the {} CTAs", self.grid)));
         }
         if s > k_blocks {
-            return Err(invalid("split_slices", format!("{s} slices exceed the {k_blocks} K blocks of 64")));
+            return Err(invalid("split_slices", format!("{s} slices exceed the {k_blocks} K blocks of {}", self.tile.bk)));
         }
         if rest * s * slot > scratch_bytes {
-            return Err(invalid("split_slices", format!("{} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch", rest * s)));
+            return Err(invalid(
+                "split_slices",
+                format!("{} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch (a larger max_output_elems gives more, up to 32 MiB)", rest * s),
+            ));
         }
         Ok(())
     }
@@ -932,12 +939,14 @@ mod tests {
             (FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, ..cfg }, s, "only the epilogue path"),
             (cfg, GemmShape { m: 4224, n: 8192, k: 4096 }, "whole waves"),
             (cfg, GemmShape { m: 2049, n: 8192, k: 192 }, "exceed the 3 K blocks"),
+            (FusedConfig { grid: 0, ..cfg }, s, "grid of at least 1"),
+            (FusedConfig { tile: TileConfig { bn: 0, ..t }, ..cfg }, s, "nonzero sides"),
         ] {
             let e = err(c, s);
             assert!(e.contains("`split_slices`") && e.contains(why), "{e}");
         }
         let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
-        assert!(e.contains("`split_slices`") && e.contains("scratch"), "{e}");
+        assert!(e.contains("`split_slices`") && e.contains("scratch") && e.contains("max_output_elems"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
         // The option: off by default, auto, or a count.
         assert_eq!(LastWaveSplit::default(), LastWaveSplit::Off);

@@ -1,5 +1,5 @@
 //! `mkernel-proxy`: GPU-driven networking through a host proxy (mKernel paper, "GPU-driven
-//! networking"; `DESIGN.md` section 2, items 3, 5 and 6).
+//! networking"; the design notes (`../shared/DESIGN.md`) section 2, items 3, 5 and 6).
 //!
 //! **What it owns.**
 //! - The 48-byte [`TransferCommand`] and the ring's [`RingControl`] and [`RingView`],

@@ -2,7 +2,7 @@
 //! has *landed* (never merely "was submitted").
 //!
 //! Source: mKernel paper, section "Completion semantics adaptor" (restated in
-//! `DESIGN.md` section 2, item 6).
+//! the design notes (`../shared/DESIGN.md`) section 2, item 6).
 //!
 //! ```text
 //!  ordered flag (Ordering::Ordered, e.g. InfiniBand RC, libfabric tcp)

@@ -43,7 +43,8 @@ pub struct GemmAllReduceOptions {
     /// Epilogue path: whether a last wave that leaves SMs idle is split into K-slices
     /// ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: off (measured not to
     /// pay yet; `Auto` takes [`FusedConfig::choose_split`]'s count). A count must pass
-    /// [`FusedConfig::check_split`]; other paths take only `Off` (or a count of 1).
+    /// [`FusedConfig::check_split`]; other paths take `Off`, `Auto` (which gives 1 there)
+    /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,
 }
 
@@ -131,7 +132,11 @@ impl Communicator {
         };
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices };
         cfg.check_pace()?;
-        cfg.check_split(shape, self.rank_buffers().layout.split_bytes())?;
+        // (FusedConfig names its field; the caller set split_last_wave.)
+        cfg.check_split(shape, self.rank_buffers().layout.split_bytes()).map_err(|e| match e {
+            mkernel_kernels::Error::InvalidArgument { rule, .. } => invalid("split_last_wave", format!("{split_slices} slices: {rule}")),
+            other => other.into(),
+        })?;
         cfg.check_tail_ctas()?;
         if tail_ctas > 0 && !own_gpu {
             return Err(invalid(

@@ -1,4 +1,4 @@
-//! GPU-driven inter-node streaming through the host proxy (`DESIGN.md` section 2, items
+//! GPU-driven inter-node streaming through the host proxy (the design notes, `../shared/DESIGN.md`, section 2, items
 //! 3, 5 and 6): one rank's persistent kernel streams bytes to its peer on another node
 //! while receiving as many from it, with every network operation going GPU -> command
 //! ring -> proxy thread -> [`Transport`] -> peer -> arrival flag -> GPU.

@@ -71,7 +71,7 @@ struct Row {
     floor_bytes_ms: f64,
 }
 
-/// Measured ceilings of one H200 (DESIGN.md section 6): bf16 matrix rate through
+/// Measured ceilings of one H200 (../shared/DESIGN.md section 6): bf16 matrix rate through
 /// cuBLAS and HBM bandwidth, used for the two floors printed per shape.
 const MATRIX_TFLOPS: f64 = 790.0;
 const HBM_TBPS: f64 = 4.0;

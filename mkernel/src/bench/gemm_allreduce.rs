@@ -73,7 +73,8 @@ pub struct ArArgs {
     pub epilogue_pace: Option<String>,
     /// Epilogue path: split a last wave that leaves SMs idle into K-slices: off (default),
     /// auto (FusedConfig::choose_split) or a slice count. Applies wherever the epilogue
-    /// path runs; a count a shape cannot take is an error naming split_slices.
+    /// path runs; a count a shape cannot take stops the run before any timing, naming the shape and
+    /// split_last_wave.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
@@ -467,7 +468,7 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
 
 /// --epilogue-pace: a known pace, and some call that can take the epilogue path (no
 /// other --comm-path, unless --sweep-paths lists epilogue).
-/// Options of the epilogue path only (`flag`: --epilogue-pace, --split-slices) are
+/// Options of the epilogue path only (`flag`: --epilogue-pace, --split-last-wave) are
 /// refused when no call of the run can take that path: another --comm-path, --tail-ctas
 /// without --comm-path (a path with communication CTAs), a --tile without the TMA-store
 /// epilogue, or other than 2 ranks; unless --sweep-paths times the epilogue path too
@@ -493,7 +494,7 @@ fn check_epilogue_only(
         return Err(format!("{flag}: --tail-ctas without --comm-path picks a path with communication CTAs, not the epilogue path"));
     }
     if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
-        return Err(format!("{flag}: the epilogue path needs a TMA-store tile, not --tile {t}"));
+        return Err(format!("{flag}: the epilogue path needs a TMA-store tile, not the --tile given ({t})"));
     }
     Ok(())
 }
@@ -612,6 +613,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // This shape's options: the pace goes along where the plan takes the epilogue path.
         let planned = local.comms[0].plan_gemm_allreduce(s, base_opts)?.path;
         let shape_opts = with_pace(base_opts, planned);
+        // A forced split that this shape cannot take stops the run here, before any timing.
+        local.comms[0].plan_gemm_allreduce(s, shape_opts).map_err(|e| format!("{label}: {e}"))?;
         bar.set_message(label.clone());
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);

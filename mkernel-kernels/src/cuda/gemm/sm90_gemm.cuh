@@ -242,8 +242,8 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 // then wait until the writes are performed and call `on_tile_stored(t)` (lane 0).
 // `tma_c_copy` (nullptr: none) is a second C of the same format the tile is also stored to.
 // A hook with kUsesStaging keeps the staging tile a little longer: while the TMA store
-// runs, `on_tile_stored.copy_out(t, staging, mb, nb, more)` (every lane; `more`: the CTA
-// has another tile) may read it; once the
+// runs, `on_tile_stored.copy_out(t, staging, mb, nb, more)` (every lane; `more`: pace
+// the copy, see the loop) may read it; once the
 // writes are performed and `on_tile_stored(t)` ran, `on_tile_stored.reuse_staging(t,
 // staging, mb, nb)` (lane 0) may use it as a TMA buffer, and must return only once TMA
 // no longer reads it; the consumers get it back after that (they wait only if their
@@ -273,7 +273,7 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     }
     // Paced while more work follows on this SM, or, with a split last wave, on any SM:
     // every whole tile (an unpaced burst of the last full wave's copies from all SMs
-    // slowed the slices' loads ~5x in run 28, M=2049). A slice's tile goes at full speed.
+    // slowed the slices' loads ~5x in run 29, M=2049). A slice's tile goes at full speed.
     const bool more = units.splits > 1 ? !units.is_slice(u) : u + stride < units.total;
     if (leader) {
 #pragma unroll

@@ -144,7 +144,8 @@ struct PublishTileReady {
 //                      finishes its tile at the same moment and a burst of remote
 //                      writes from all SMs backs up behind the link and slows the TMA
 //                      loads of the next tile (bench/NOTES.md 6); a CTA's last tile goes
-//                      at full speed (nothing left to slow down);
+//                      at full speed (nothing left to slow down), unless the last wave
+//                      is split: then every whole tile is paced (NOTES 7.5);
 //   operator()(t):     (lane 0, once the store into `out` is performed) publish ready[t]
 //                      in the peer's inbox: the tile is in its workspace;
 //   reuse_staging(t):  (lane 0) wait for the peer's ready[t] (its copy of tile t is in

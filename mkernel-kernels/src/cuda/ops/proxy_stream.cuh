@@ -1,4 +1,4 @@
-// GPU-driven inter-node stream through the host proxy (DESIGN.md section 2, items 3, 5, 6).
+// GPU-driven inter-node stream through the host proxy (../shared/DESIGN.md section 2, items 3, 5, 6).
 //
 // Two ranks (on two nodes; on the test machine, two GPUs of one host that talk only
 // through ring -> proxy -> NIC library) each stream `bytes` to the other. One persistent
