@@ -170,6 +170,29 @@ impl LastWaveSplit {
     }
 }
 
+/// What [`FusedConfig::choose_split`] and [`FusedConfig::check_split`] weigh: the tiles
+/// left over after the full waves of `grid` CTAs, the K blocks of a tile, and the bytes
+/// of one fp32 slot.
+struct LastWave {
+    rest: u64,
+    k_blocks: u64,
+    slot: u64,
+}
+
+impl LastWave {
+    /// None for a grid of 0 CTAs or a tile with a zero side.
+    fn of(shape: GemmShape, tile: TileConfig, grid: u32) -> Option<Self> {
+        if grid == 0 || tile.bm == 0 || tile.bn == 0 || tile.bk == 0 {
+            return None;
+        }
+        Some(Self {
+            rest: tile.tiles(shape.m, shape.n) % grid as u64,
+            k_blocks: (shape.k as u64).div_ceil(tile.bk as u64),
+            slot: tile.bm as u64 * tile.bn as u64 * 4,
+        })
+    }
+}
+
 /// Most fp32 slots of the split last wave a workspace holds (one per slice).
 pub const SPLIT_SLOTS: u64 = 256;
 /// Bytes of one slot: an fp32 tile of the largest catalog tile (128 x 256).
@@ -236,15 +259,13 @@ impl FusedConfig {
     /// take ~48 us of ~268; bench/NOTES.md 7.3). Split S ways they take ~1/S of it, plus
     /// writing one fp32 tile per slice and reading S - 1 of them in the last slice.
     pub fn choose_split(shape: GemmShape, tile: TileConfig, grid: u32, path: CommPath, scratch_bytes: u64) -> u32 {
-        if path != CommPath::Epilogue || grid == 0 || tile.bm == 0 || tile.bn == 0 || tile.bk == 0 {
+        if path != CommPath::Epilogue {
             return 1;
         }
-        let rest = tile.tiles(shape.m, shape.n) % grid as u64;
+        let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, tile, grid) else { return 1 };
         if rest == 0 {
             return 1;
         }
-        let k_blocks = (shape.k as u64).div_ceil(tile.bk as u64);
-        let slot = tile.bm as u64 * tile.bn as u64 * 4;
         let s = (grid as u64 / rest).min(k_blocks / MIN_SPLIT_K_BLOCKS).min(scratch_bytes / slot / rest).min(MAX_SPLIT_SLICES);
         if s < 2 {
             1
@@ -267,12 +288,9 @@ impl FusedConfig {
         if self.path != CommPath::Epilogue {
             return Err(invalid("split_slices", format!("only the epilogue path splits its last wave ({} asked on the {} path)", s, self.path.name())));
         }
-        if self.grid == 0 || self.tile.bm == 0 || self.tile.bn == 0 || self.tile.bk == 0 {
+        let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, self.tile, self.grid) else {
             return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA and a tile of nonzero sides ({s} asked with {} CTAs, {})", self.grid, self.tile)));
-        }
-        let rest = self.tile.tiles(shape.m, shape.n) % self.grid as u64;
-        let k_blocks = (shape.k as u64).div_ceil(self.tile.bk as u64);
-        let slot = self.tile.bm as u64 * self.tile.bn as u64 * 4;
+        };
         if rest == 0 {
             return Err(invalid("split_slices", format!("{s} asked, but the {} tiles fill whole waves of {} CTAs: nothing to split", self.tile.tiles(shape.m, shape.n), self.grid)));
         }

@@ -125,15 +125,16 @@ impl Communicator {
         // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
         // wait for (a timeout, not a result).
         let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
+        let scratch_bytes = self.rank_buffers().layout.split_bytes();
         let split_slices = match opts.split_last_wave.unwrap_or_default() {
             LastWaveSplit::Off => 1,
-            LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, self.rank_buffers().layout.split_bytes()),
+            LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, scratch_bytes),
             LastWaveSplit::Slices(n) => n,
         };
         let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices };
         cfg.check_pace()?;
         // (FusedConfig names its field; the caller set split_last_wave.)
-        cfg.check_split(shape, self.rank_buffers().layout.split_bytes()).map_err(|e| match e {
+        cfg.check_split(shape, scratch_bytes).map_err(|e| match e {
             mkernel_kernels::Error::InvalidArgument { rule, .. } => invalid("split_last_wave", format!("{split_slices} slices: {rule}")),
             other => other.into(),
         })?;

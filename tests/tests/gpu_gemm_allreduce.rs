@@ -20,8 +20,12 @@ struct Group {
 }
 
 fn group(world: usize, config: CommConfig) -> Group {
-    let devices: Vec<usize> = (0..world).collect();
-    let comms = Communicator::local_group(&devices, config).unwrap();
+    group_on(&(0..world).collect::<Vec<_>>(), config)
+}
+
+/// Rank r on GPU devices[r] (a GPU listed twice holds two ranks).
+fn group_on(devices: &[usize], config: CommConfig) -> Group {
+    let comms = Communicator::local_group(devices, config).unwrap();
     let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
     let blas = streams.iter().map(|s| Cublas::new(s).unwrap()).collect();
     Group { comms, streams, blas }
@@ -388,10 +392,7 @@ fn oversubscribed_world_sizes_3_4_8() {
     for w in worlds {
         let devices: Vec<usize> = (0..w).map(|r| r % gpus).collect();
         let config = CommConfig { max_output_elems: max, timeout: Duration::from_secs(5), ..Default::default() };
-        let comms = Communicator::local_group(&devices, config).unwrap();
-        let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
-        let blas = streams.iter().map(|s| Cublas::new(s).unwrap()).collect();
-        let mut g = Group { comms, streams, blas };
+        let mut g = group_on(&devices, config);
         for (m, n, k) in shapes {
             let s = GemmShape { m, n, k };
             let mut bs = bufs(&g, s);
@@ -572,10 +573,7 @@ fn split_last_wave_on_two_ranks_of_one_gpu() {
     let Some(_) = gpu_or_skip("split_last_wave_on_two_ranks_of_one_gpu", 1) else { return };
     let shapes = [(2049, 8192, 4096), (256, 1024, 8192), (333, 1024, 2048)];
     let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
-    let comms = Communicator::local_group(&[0, 0], CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() }).unwrap();
-    let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
-    let blas = streams.iter().map(|s| Cublas::new(s).unwrap()).collect();
-    let mut g = Group { comms, streams, blas };
+    let mut g = group_on(&[0, 0], CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
     for (m, n, k) in shapes {
         let s = GemmShape { m, n, k };
         let mut bs = bufs(&g, s);
