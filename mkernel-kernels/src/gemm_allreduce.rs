@@ -144,13 +144,14 @@ pub struct FusedConfig {
 /// ([`FusedConfig::split_slices`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum LastWaveSplit {
-    /// No split: the default. Measured on 2x H200 (bench/NOTES.md 7.5, run 28) the split
-    /// did not pay: o-proj M=2049 0.296 ms split 4 ways against 0.266 unsplit (the last
-    /// full wave's unpaced copies starved the slices' loads), DeepSeek M=2048 and o-proj
-    /// M=16384 equal, down-proj M=16384 1% faster, DeepSeek M=16384 3% slower.
-    #[default]
+    /// No split.
     Off,
-    /// [`FusedConfig::choose_split`]'s count (1 where nothing is left over).
+    /// The default: [`FusedConfig::choose_split`]'s count (1 where nothing is left over,
+    /// or where the left-over tiles fill more than half the SMs). Measured on 2x H200
+    /// (bench/NOTES.md 8, runs 35-36, medians of 20-30, split against not): o-proj M=2049
+    /// 0.256 ms against 0.269, DeepSeek M=2048 0.412 against 0.448, down-proj M=16384
+    /// 5.83 against 5.98, o-proj and DeepSeek M=16384 within 1%.
+    #[default]
     Auto,
     /// This many K-slices per left-over tile (1: none; [`FusedConfig::check_split`]).
     Slices(u32),
@@ -967,7 +968,7 @@ mod tests {
         assert!(e.contains("`split_slices`") && e.contains("scratch") && e.contains("max_output_elems"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
         // The option: off by default, auto, or a count.
-        assert_eq!(LastWaveSplit::default(), LastWaveSplit::Off);
+        assert_eq!(LastWaveSplit::default(), LastWaveSplit::Auto);
         assert_eq!(LastWaveSplit::parse("off").unwrap(), LastWaveSplit::Off);
         assert_eq!(LastWaveSplit::parse("auto").unwrap(), LastWaveSplit::Auto);
         assert_eq!(LastWaveSplit::parse("4").unwrap(), LastWaveSplit::Slices(4));

@@ -41,8 +41,8 @@ pub struct GemmAllReduceOptions {
     /// `Clock`). `Sleep` is refused on other paths.
     pub epilogue_pace: Option<EpiloguePace>,
     /// Epilogue path: whether a last wave that leaves SMs idle is split into K-slices
-    /// ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: off (measured not to
-    /// pay yet; `Auto` takes [`FusedConfig::choose_split`]'s count). A count must pass
+    /// ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: `Auto`
+    /// ([`FusedConfig::choose_split`]'s count; `Off` never splits). A count must pass
     /// [`FusedConfig::check_split`]; other paths take `Off`, `Auto` (which gives 1 there)
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,

@@ -40,6 +40,12 @@ pub enum TraceKind {
     /// Epilogue path: a compute CTA's consumers staged `tile` (its GEMM is done); the
     /// storer starts the copy to the peer, published at [`Self::TileStored`].
     TileStaged,
+    /// Split last wave: a slice of `tile` finished its K blocks (before its fp32 slot write).
+    SliceComputed,
+    /// ... wrote its slot and counted itself in at the tile's counter, not last.
+    SliceCounted,
+    /// ... counted itself in last: it sums the tile's slots and stages the tile.
+    SliceLast,
 }
 
 impl TraceKind {
@@ -53,6 +59,9 @@ impl TraceKind {
             6 => Self::CtaEnd,
             7 => Self::PeerAdded,
             8 => Self::TileStaged,
+            9 => Self::SliceComputed,
+            10 => Self::SliceCounted,
+            11 => Self::SliceLast,
             _ => return None,
         })
     }
@@ -88,8 +97,8 @@ impl TraceBuffer {
     /// records 2 per CTA (3 per communication or tail CTA) and, per tile, 3 on the
     /// epilogue path ([`TraceKind::TileStaged`], [`TraceKind::TileStored`],
     /// [`TraceKind::PeerAdded`]), else 1 plus, on the paths that claim tiles, 2 per claim
-    /// of [`CLAIM_TILES`] tiles: 4 per 64x128 tile (no tile is smaller) plus a few
-    /// thousand covers any call. Events past `capacity` are dropped
+    /// of [`CLAIM_TILES`] tiles, plus 2 per slice of a split last wave (at most one per
+    /// CTA): 4 per 64x128 tile (no tile is smaller) plus a few thousand covers any call. Events past `capacity` are dropped
     /// and counted ([`FusedTrace::dropped`]).
     ///
     /// Errors: `capacity` 0 or above 2^26; allocation failure.
@@ -363,8 +372,8 @@ mod tests {
         let t = FusedTrace::parse(&words, cap).unwrap();
         assert_eq!(t.dropped, 1);
         assert_eq!(t.events, vec![ev(0.0, 7, 2, TraceKind::CtaStart), ev(5.0, 4, 9, TraceKind::Claim)]);
-        let bad = [1, 0, 0, 9];
-        assert!(FusedTrace::parse(&bad, cap).unwrap_err().to_string().contains("unknown kind 9"));
+        let bad = [1, 0, 0, 12];
+        assert!(FusedTrace::parse(&bad, cap).unwrap_err().to_string().contains("unknown kind 12"));
         assert!(FusedTrace::parse(&[0], cap).unwrap().events.is_empty());
     }
 
@@ -398,9 +407,11 @@ mod tests {
     #[test]
     fn unknown_kinds_are_refused() {
         assert_eq!(TraceKind::from_raw(0), None);
-        assert_eq!(TraceKind::from_raw(9), None);
+        assert_eq!(TraceKind::from_raw(12), None);
         assert_eq!(TraceKind::from_raw(7), Some(TraceKind::PeerAdded));
         assert_eq!(TraceKind::from_raw(8), Some(TraceKind::TileStaged));
+        assert_eq!(TraceKind::from_raw(11), Some(TraceKind::SliceLast));
+        assert_eq!(TraceKind::from_raw(12), None);
         assert_eq!(TraceKind::from_raw(3), Some(TraceKind::Claim));
     }
 }

@@ -71,8 +71,8 @@ pub struct ArArgs {
     /// --comm-path or --sweep-paths), refused with another --comm-path.
     #[arg(long)]
     pub epilogue_pace: Option<String>,
-    /// Epilogue path: split a last wave that leaves SMs idle into K-slices: off (default),
-    /// auto (FusedConfig::choose_split) or a slice count. Applies wherever the epilogue
+    /// Epilogue path: split a last wave that leaves SMs idle into K-slices: auto (the
+    /// default: FusedConfig::choose_split), off or a slice count. Applies wherever the epilogue
     /// path runs; a count a shape cannot take stops the run before any timing, naming the shape and
     /// split_last_wave.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]

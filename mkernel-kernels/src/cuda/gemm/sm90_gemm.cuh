@@ -242,8 +242,8 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 // then wait until the writes are performed and call `on_tile_stored(t)` (lane 0).
 // `tma_c_copy` (nullptr: none) is a second C of the same format the tile is also stored to.
 // A hook with kUsesStaging keeps the staging tile a little longer: while the TMA store
-// runs, `on_tile_stored.copy_out(t, staging, mb, nb, more)` (every lane; `more`: pace
-// the copy, see the loop) may read it; once the
+// runs, `on_tile_stored.copy_out(t, staging, mb, nb, more, pace_div)` (every lane;
+// `more`: pace the copy over 1 / pace_div of the pacing window, see the loop) may read it; once the
 // writes are performed and `on_tile_stored(t)` ran, `on_tile_stored.reuse_staging(t,
 // staging, mb, nb)` (lane 0) may use it as a TMA buffer, and must return only once TMA
 // no longer reads it; the consumers get it back after that (they wait only if their
@@ -274,7 +274,11 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     // Paced while more work follows on this SM, or, with a split last wave, on any SM:
     // every whole tile (an unpaced burst of the last full wave's copies from all SMs
     // slowed the slices' loads ~5x in run 29, M=2049). A slice's tile goes at full speed.
+    // A whole tile whose CTA computes a slice next is paced over the slice's time (1 /
+    // splits of a tile), so the staging tile is free when the slice is summed (run 33:
+    // paced over a whole tile, the slices staged ~25 us after they were summed).
     const bool more = units.splits > 1 ? !units.is_slice(u) : u + stride < units.total;
+    const u32 pace_div = (units.splits > 1 && u + stride < units.total && units.is_slice(u + stride)) ? units.splits : 1;
     if (leader) {
 #pragma unroll
       for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
@@ -287,7 +291,7 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     }
     if constexpr (OnTileStored::kUsesStaging) {
       __syncwarp();
-      on_tile_stored.copy_out(t, sm.c_staging, mb, nb, more);
+      on_tile_stored.copy_out(t, sm.c_staging, mb, nb, more, pace_div);
       fence_proxy_async_shared();  // the lanes' generic reads -> later TMA writes of the tile
       __syncwarp();
       if (leader) {
@@ -317,45 +321,71 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
 // counter (hook.split_arrive: one thread, release/acquire at GPU scope around the
 // count; the named barrier orders the other threads' slot writes before it and its
 // result before their reads), and if it arrived last, replaces `acc` with the sum of
-// all slots in slice order (the same sum whichever slice arrives last). Returns whether
-// it arrived last (it stages the tile).
+// all slices in slice order, ((s0 + s1) + s2) + ..., the same bits whichever slice
+// arrives last: its own term comes from `acc` (fp32 addition commutes exactly), the
+// others' from their slots. Returns whether it arrived last (it stages the tile).
+// Thread 0 reports the slice's progress through hook.split_event(0 computed / 1 counted
+// / 2 counted last, tile) (event traces).
+// Slot layout: float4 i of consumer thread ctid at i * kConsumerThreads + ctid, so a
+// warp's accesses are 512 contiguous bytes (run 31: a thread-contiguous layout, 32 lines
+// per warp access, took ~9 us to write and ~16 us to sum two 128 KiB slots per SM).
 template <class Cfg, class Hook>
-__device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 r, u32 splits, u32 slice, u32 ctid,
-                                            Hook& hook) {
+__device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 tile, u32 r, u32 splits, u32 slice,
+                                            u32 ctid, Hook& hook) {
   static_assert(Cfg::kConsumerThreads * Cfg::kAccRegs == Cfg::BM * Cfg::BN, "a slot is one fp32 tile");
   static_assert(Cfg::kAccRegs % 4 == 0, "float4 slot accesses");
-  float* const slots = hook.split_slot(r * splits);  // slice 0 of this tile; the others follow
-  const u64 per_slice = (u64)Cfg::BM * Cfg::BN;
-  float4* const mine = reinterpret_cast<float4*>(slots + slice * per_slice + (u64)ctid * Cfg::kAccRegs);
+  constexpr u32 kT = Cfg::kConsumerThreads;
+  constexpr u64 kSlotF4 = (u64)Cfg::BM * Cfg::BN / 4;  // float4s per slot
+  float4* const slots = reinterpret_cast<float4*>(hook.split_slot(r * splits)) + ctid;  // slice 0; the others follow
+  if (ctid == 0) hook.split_event(0, tile);
+  {
+    float4* const mine = slots + slice * kSlotF4;
 #pragma unroll
-  for (u32 i = 0; i < Cfg::kAccRegs / 4; ++i) __stcg(mine + i, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    for (u32 i = 0; i < Cfg::kAccRegs / 4; ++i)
+      __stcg(mine + i * kT, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  }
   named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
   volatile u32* const flag = hook.split_skip;
-  if (ctid == 0) *flag = hook.split_arrive(r, splits) ? 0u : 1u;
+  if (ctid == 0) {
+    const bool last = hook.split_arrive(r, splits);
+    *flag = last ? 0u : 1u;
+    hook.split_event(last ? 2 : 1, tile);
+  }
   named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
   if (*flag != 0) return false;
-  // Every slot, this slice's included (re-read: acc need not stay live next to the sum),
-  // in groups of kGroup float4: a group's loads from one slot are all in flight at once
-  // (one L2 round trip per slot and group, not per element: run 27 summed element by
-  // element and took ~45 us for 4 slots).
+  // Groups of kGroup float4: a group's loads from one slot are all in flight at once (one
+  // L2 round trip per other slice and group). Before this slice's turn the running sum
+  // of the earlier slices is in `pre`; at its turn it moves into `acc` (pre + own).
   constexpr u32 kGroup = 8;
   static_assert((Cfg::kAccRegs / 4) % kGroup == 0, "whole groups of float4");
-  const float4* const base = reinterpret_cast<const float4*>(slots + (u64)ctid * Cfg::kAccRegs);
 #pragma unroll
   for (u32 g = 0; g < Cfg::kAccRegs / 4; g += kGroup) {
+    float4 pre[kGroup];
 #pragma unroll 1
     for (u32 j = 0; j < splits; ++j) {
-      const float4* const src = base + j * (per_slice / 4) + g;
+      if (j == slice) {
+        if (j != 0) {
+#pragma unroll
+          for (u32 e = 0; e < kGroup; ++e) {
+            float* const a = &acc[4 * (g + e)];
+            a[0] = pre[e].x + a[0], a[1] = pre[e].y + a[1], a[2] = pre[e].z + a[2], a[3] = pre[e].w + a[3];
+          }
+        }
+        continue;
+      }
+      const float4* const src = slots + j * kSlotF4 + (u64)g * kT;
       float4 x[kGroup];
 #pragma unroll
-      for (u32 e = 0; e < kGroup; ++e) x[e] = __ldcg(src + e);
+      for (u32 e = 0; e < kGroup; ++e) x[e] = __ldcg(src + e * kT);
 #pragma unroll
       for (u32 e = 0; e < kGroup; ++e) {
-        float* const a = &acc[4 * (g + e)];
-        if (j == 0) {
-          a[0] = x[e].x, a[1] = x[e].y, a[2] = x[e].z, a[3] = x[e].w;
-        } else {
+        if (j > slice) {
+          float* const a = &acc[4 * (g + e)];
           a[0] += x[e].x, a[1] += x[e].y, a[2] += x[e].z, a[3] += x[e].w;
+        } else if (j == 0) {
+          pre[e] = x[e];
+        } else {
+          pre[e].x += x[e].x, pre[e].y += x[e].y, pre[e].z += x[e].z, pre[e].w += x[e].w;
         }
       }
     }
@@ -406,7 +436,7 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
     if constexpr (Cfg::kTmaEpilogue) {
       bool stages = true;
       if constexpr (OnTileStored::kSplitsLastWave) {
-        if (units.is_slice(u)) stages = split_fixup<Cfg>(acc, t - units.full, units.splits, slice, wg * 128 + tid_in_wg, on_tile_stored);
+        if (units.is_slice(u)) stages = split_fixup<Cfg>(acc, t, t - units.full, units.splits, slice, wg * 128 + tid_in_wg, on_tile_stored);
       }
       named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
       if (stages) {

@@ -107,6 +107,9 @@ enum class TraceKind : u32 {
   CtaEnd = 6,      // before the epoch hand-over
   PeerAdded = 7,   // compute, Epilogue path: the peer's copy of `tile` added into out
   TileStaged = 8,  // compute, Epilogue path: the consumers staged `tile`; its copy starts
+  SliceComputed = 9,  // split last wave: a slice of `tile` finished its K blocks (before its slot write)
+  SliceCounted = 10,  // ... counted itself in at the tile's counter, not last
+  SliceLast = 11,     // ... counted itself in last: it sums the slots and stages the tile
 };
 __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind kind, u32 tile) {
   if (p.trace == 0) return;
@@ -137,7 +140,7 @@ struct PublishTileReady {
 
 // Tile-stored hook of the Epilogue path (world 2, TMA-store tiles; see CommPath). The
 // storer warp has issued the TMA store of tile t into `out`; then
-//   copy_out(t):       every lane copies the staging tile into the peer's workspace with
+//   copy_out(t, ..):   every lane copies the staging tile into the peer's workspace with
 //                      16-byte stores over NVLink (undoing the staging tile's 128B
 //                      swizzle) and fences them. Paced while the CTA has another tile:
 //                      spread over ~3/5 of the CTA's last tile time, since every CTA
@@ -145,7 +148,8 @@ struct PublishTileReady {
 //                      writes from all SMs backs up behind the link and slows the TMA
 //                      loads of the next tile (bench/NOTES.md 6); a CTA's last tile goes
 //                      at full speed (nothing left to slow down), unless the last wave
-//                      is split: then every whole tile is paced (NOTES 7.5);
+//                      is split: then every whole tile is paced (NOTES 7.5), a tile
+//                      before a slice over the slice's time (pace_div = slices);
 //   operator()(t):     (lane 0, once the store into `out` is performed) publish ready[t]
 //                      in the peer's inbox: the tile is in its workspace;
 //   reuse_staging(t):  (lane 0) wait for the peer's ready[t] (its copy of tile t is in
@@ -202,7 +206,7 @@ struct EpilogueAllReduce {
   // consumers, and the tile time the window derives from (~0u: none yet).
   u32 freed_lo;
   u32 basis_ns;
-  __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more) {
+  __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more, u32 pace_div) {
     u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
     const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
     const u32 lane = lane_id();
@@ -232,10 +236,12 @@ struct EpilogueAllReduce {
         // bounds their tile time from above); a tile they did not wait for resets it.
         basis_ns = consumers_waited ? min(basis_ns, t32) - min(basis_ns, t32) / 8 : t32;
         const u64 b = basis_ns;
-        const u64 window_ns = min(max(b / 2, b > kEpiloguePaceSlackNs ? b - kEpiloguePaceSlackNs : 0), (u64)kEpilogueMaxWindowNs);
+        // Before a slice (pace_div > 1): over the slice's share of a tile time instead.
+        const u64 window_ns = pace_div > 1 ? b / pace_div
+            : min(max(b / 2, b > kEpiloguePaceSlackNs ? b - kEpiloguePaceSlackNs : 0), (u64)kEpilogueMaxWindowNs);
         round_ns = window_ns / kRounds;
       } else {
-        sleep_ns = (u32)min(tile_ns * 3 / 5 / kRounds, (u64)kEpilogueMaxSleepNs);
+        sleep_ns = (u32)min(tile_ns * 3 / 5 / kRounds / pace_div, (u64)kEpilogueMaxSleepNs);
       }
     }
     now = __shfl_sync(0xffffffffu, now, 0);
@@ -285,6 +291,11 @@ struct EpilogueAllReduce {
       cur = seen;
     }
     return false;  // unreachable: each failed CAS is another slice's success
+  }
+  // One consumer thread: a slice's progress (0 computed, 1 counted, 2 counted last) in
+  // the event trace, if the call is traced.
+  __device__ __forceinline__ void split_event(u32 what, u32 tile) const {
+    trace_event(*p, what == 0 ? TraceKind::SliceComputed : what == 1 ? TraceKind::SliceCounted : TraceKind::SliceLast, tile);
   }
   __device__ __forceinline__ void operator()(u32 tile) const {
     st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);

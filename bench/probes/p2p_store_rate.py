@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Probe: how fast can SMs write into a peer GPU's memory over NVLink?
+
+The epilogue path copies each finished tile to the peer with 16-byte stores from one
+warp per SM (mkernel-kernels/src/cuda/ops/gemm_allreduce.cuh, copy_out). This probe
+measures that rate against the number of CTAs, warps per CTA, stores in flight per
+lane, the address pattern (contiguous, copy_out's box order, tile-row order) and one
+or both directions at once, to say whether the limit is the warp's, the SM's or the
+link's (bench/NOTES.md 8.1: the link's, ~350 GB/s per direction on 2x H200; one warp
+moves ~20 GB/s).
+
+Needs two GPUs with peer access, libcuda and libnvrtc (CUDA 12/13); nothing else.
+Each configuration: 64 KiB per CTA, timed with the CTAs' own %globaltimer (median CTA
+duration; span from the first start to the last end), 20 repetitions, medians.
+Usage: python3 bench/probes/p2p_store_rate.py [--reps 20] [--json out.json]
+No NVLink multicast is used (plain stores to a peer's cuMemAlloc memory).
+"""
+import argparse
+import ctypes
+import datetime
+import subprocess
+import ctypes.util
+import json
+import statistics
+import sys
+
+SRC = r"""
+// Where chunk i (16 bytes) of CTA `cta` goes (compile-time patterns: the address math is
+// a few shifts, as in copy_out). MODE 0: contiguous per CTA. MODES 1-2: the CTA's 64 KiB
+// are a 128 x 256 bf16 tile of a row-major C with 8192 columns (16 KiB rows), tiles side
+// by side:
+//   MODE 1, copy_out's order: 64-column boxes one after another, in each box 128 bytes
+//           per row (a warp store covers 4 rows);
+//   MODE 2, row order: a warp store covers one tile row's 512 contiguous bytes.
+constexpr unsigned long long kBytes = 65536, kPitch = 16384, kRows = 128;
+template <int MODE>
+__device__ __forceinline__ unsigned long long at(unsigned i, unsigned cta) {
+  if (MODE == 0) return (unsigned long long)cta * kBytes + i * 16ull;
+  const unsigned long long base = (cta % 32) * 512ull + (cta / 32) * kRows * kPitch;
+  if (MODE == 1) {
+    const unsigned b = i / (kRows * 8), r = (i / 8) % kRows, j = i % 8;
+    return base + r * kPitch + b * 128 + j * 16;
+  }
+  return base + (i / 32) * kPitch + (i % 32) * 16;
+}
+template <int MODE, int UNROLL>
+__device__ void copy(unsigned char* dst, unsigned long long* times) {
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned nthreads = blockDim.x;
+  const unsigned chunks = kBytes / 16;
+  uint4 v = make_uint4(threadIdx.x, blockIdx.x, 1, 2);
+  for (unsigned i = threadIdx.x; i < chunks; i += UNROLL * nthreads) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const unsigned j = i + u * nthreads;  // chunks % (UNROLL * 32) == 0: no bound check
+      asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(dst + at<MODE>(j, blockIdx.x)),
+                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+    }
+  }
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    times[2 * blockIdx.x] = t0;
+    times[2 * blockIdx.x + 1] = t1;
+  }
+}
+extern "C" __global__ void copy_0_2(unsigned char* d, unsigned long long* t) { copy<0, 2>(d, t); }
+extern "C" __global__ void copy_0_8(unsigned char* d, unsigned long long* t) { copy<0, 8>(d, t); }
+extern "C" __global__ void copy_1_2(unsigned char* d, unsigned long long* t) { copy<1, 2>(d, t); }
+extern "C" __global__ void copy_1_8(unsigned char* d, unsigned long long* t) { copy<1, 8>(d, t); }
+extern "C" __global__ void copy_2_2(unsigned char* d, unsigned long long* t) { copy<2, 2>(d, t); }
+extern "C" __global__ void copy_2_8(unsigned char* d, unsigned long long* t) { copy<2, 8>(d, t); }
+"""
+
+
+def load(names):
+    for n in names:
+        try:
+            return ctypes.CDLL(n)
+        except OSError:
+            pass
+    sys.exit(f"p2p_store_rate: none of {names} loads")
+
+
+cuda = load(["libcuda.so.1", "libcuda.so"])
+nvrtc = load(["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"])
+
+
+def ck(rc, what):
+    if rc != 0:
+        s = ctypes.c_char_p()
+        cuda.cuGetErrorString(rc, ctypes.byref(s))
+        sys.exit(f"p2p_store_rate: {what} failed: {rc} {s.value}")
+
+
+def compile_ptx(arch):
+    prog = ctypes.c_void_p()
+    assert nvrtc.nvrtcCreateProgram(ctypes.byref(prog), SRC.encode(), b"p2p.cu", 0, None, None) == 0
+    opts = [f"--gpu-architecture={arch}".encode()]
+    arr = (ctypes.c_char_p * len(opts))(*opts)
+    rc = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
+    if rc != 0:
+        n = ctypes.c_size_t()
+        nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
+        log = ctypes.create_string_buffer(n.value)
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        sys.exit(f"nvrtc: {log.value.decode()}")
+    n = ctypes.c_size_t()
+    nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(n))
+    ptx = ctypes.create_string_buffer(n.value)
+    nvrtc.nvrtcGetPTX(prog, ptx)
+    return ptx.raw
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    ck(cuda.cuInit(0), "cuInit")
+    n = ctypes.c_int()
+    ck(cuda.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
+    if n.value < 2:
+        sys.exit("p2p_store_rate: needs two GPUs")
+    dev = [ctypes.c_int() for _ in range(2)]
+    ctx = [ctypes.c_void_p() for _ in range(2)]
+    for i in range(2):
+        ck(cuda.cuDeviceGet(ctypes.byref(dev[i]), i), "cuDeviceGet")
+        ck(cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx[i]), dev[i]), "cuDevicePrimaryCtxRetain")
+    sms = ctypes.c_int()
+    ck(cuda.cuDeviceGetAttribute(ctypes.byref(sms), 16, dev[0]), "SM count")  # MULTIPROCESSOR_COUNT
+    bpc, pitch = 65536, 16384  # kBytes, kPitch: a C of 8192 bf16 columns (the o-proj shapes)
+    size = max(bpc * sms.value, (sms.value // 32 + 1) * 128 * pitch)
+    ptx = compile_ptx("sm_90")
+    # GPU g writes into a buffer on GPU 1 - g (peer access), times into its own.
+    dst, times, fn = [], [], []
+    for g in range(2):
+        ck(cuda.cuCtxSetCurrent(ctx[1 - g]), "ctx")
+        d = ctypes.c_uint64()
+        ck(cuda.cuMemAlloc_v2(ctypes.byref(d), ctypes.c_size_t(size)), "cuMemAlloc peer")
+        dst.append(d)
+    for g in range(2):
+        ck(cuda.cuCtxSetCurrent(ctx[g]), "ctx")
+        rc = cuda.cuCtxEnablePeerAccess(ctx[1 - g], 0)
+        if rc not in (0, 704):  # 704: already enabled
+            ck(rc, "cuCtxEnablePeerAccess")
+        t = ctypes.c_uint64()
+        ck(cuda.cuMemAlloc_v2(ctypes.byref(t), ctypes.c_size_t(16 * sms.value)), "cuMemAlloc times")
+        times.append(t)
+        mod = ctypes.c_void_p()
+        ck(cuda.cuModuleLoadData(ctypes.byref(mod), ptx), "cuModuleLoadData")
+        fs = {}
+        for m in range(3):
+            for u in (2, 8):
+                f = ctypes.c_void_p()
+                ck(cuda.cuModuleGetFunction(ctypes.byref(f), mod, f"copy_{m}_{u}".encode()), "cuModuleGetFunction")
+                fs[(m, u)] = f
+        fn.append(fs)
+    host = (ctypes.c_uint64 * (2 * sms.value))()
+    rows = []
+    print(f"{'dirs':>4} {'mode':>4} {'CTAs':>5} {'warps':>5} {'unroll':>6} {'KiB/CTA':>7} {'CTA us':>8} {'span us':>8} {'GB/s/SM':>8} {'GB/s':>7}")
+    configs = [(1, m, c, w, u) for m in [0, 1, 2] for c in [1, 32, 64, sms.value] for w in [1, 4] for u in [2, 8]]
+    configs += [(2, m, sms.value, w, 8) for m in [0, 1, 2] for w in [1, 4]]
+    for dirs, mode, ctas, warps, unroll in configs:
+        durs, spans = [], []
+        for _ in range(a.reps + 2):
+            keep = []
+            for g in range(dirs):
+                ck(cuda.cuCtxSetCurrent(ctx[g]), "ctx")
+                vals = [ctypes.c_uint64(dst[g].value), ctypes.c_uint64(times[g].value)]
+                keep.append(vals)
+                args = (ctypes.c_void_p * 2)(*[ctypes.addressof(v) for v in vals])
+                ck(cuda.cuLaunchKernel(fn[g][(mode, unroll)], ctas, 1, 1, 32 * warps, 1, 1, 0, None, args, None), "launch")
+            for g in range(dirs):
+                ck(cuda.cuCtxSetCurrent(ctx[g]), "ctx")
+                ck(cuda.cuCtxSynchronize(), "sync")
+            ck(cuda.cuCtxSetCurrent(ctx[0]), "ctx")
+            ck(cuda.cuMemcpyDtoH_v2(host, times[0], ctypes.c_size_t(16 * ctas)), "DtoH")
+            t0 = [host[2 * i] for i in range(ctas)]
+            t1 = [host[2 * i + 1] for i in range(ctas)]
+            durs.append(statistics.median([(y - x) / 1e3 for x, y in zip(t0, t1)]))
+            spans.append((max(t1) - min(t0)) / 1e3)
+        d, s = statistics.median(durs[2:]), statistics.median(spans[2:])
+        per_sm = bpc / (d * 1e3)
+        total = bpc * ctas / (s * 1e3)
+        rows.append(dict(directions=dirs, mode=mode, ctas=ctas, warps=warps, unroll=unroll, bytes_per_cta=bpc,
+                         cta_us=d, span_us=s, gbs_per_sm=per_sm, gbs_total=total))
+        print(f"{dirs:4d} {mode:4d} {ctas:5d} {warps:5d} {unroll:6d} {bpc // 1024:7d} {d:8.2f} {s:8.2f} {per_sm:8.2f} {total:7.1f}")
+    if a.json:
+        name = ctypes.create_string_buffer(256)
+        ck(cuda.cuDeviceGetName(name, 256, dev[0]), "cuDeviceGetName")
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            commit = "unknown (no git here)"
+        info = dict(device=name.value.decode(), gpus=n.value, sms=sms.value, commit=commit,
+                    date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        with open(a.json, "w") as f:
+            json.dump(dict(probe="p2p_store_rate", info=info, pitch=pitch, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
