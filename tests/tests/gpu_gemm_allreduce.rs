@@ -63,7 +63,8 @@ fn verify(g: &mut Group, r: usize, case: &AllReduceCase, out: &CudaSlice<bf16>) 
     }
 }
 
-/// Fresh data, poison, one collective call, verification of every rank.
+/// Fresh data, poison, one collective call, verification of every rank, and every rank
+/// holding the same bits.
 fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllReduceOptions) {
     let case = AllReduceCase { shape: s, world: g.comms.len() as u32, seed };
     for (r, b) in bs.iter_mut().enumerate() {
@@ -83,6 +84,21 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
     for (r, b) in bs.iter().enumerate() {
         let cmp = verify(g, r, &case, &b.out);
         assert!(cmp.passed(), "rank {r} {s:?} {opts:?}: {cmp} (seed {seed:#x})");
+    }
+    let first = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
+    for (r, b) in bs.iter().enumerate().skip(1) {
+        let other = g.streams[r].clone_dtoh(&b.out).unwrap();
+        assert_same_bits(&first, &other, &format!("rank {r} against rank 0, {s:?} {opts:?} (seed {seed:#x})"));
+    }
+}
+
+/// An all-reduce leaves the same bits on every rank (and a repeated call the same bits
+/// as the first): `got` against `want`, element by element, naming the first difference.
+fn assert_same_bits(want: &[bf16], got: &[bf16], what: &str) {
+    assert_eq!(want.len(), got.len(), "{what}: lengths");
+    let differ = want.iter().zip(got).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+    if let Some(i) = want.iter().zip(got).position(|(x, y)| x.to_bits() != y.to_bits()) {
+        panic!("{what}: {differ} of {} elements differ, the first at {i}: {} against {}", want.len(), got[i], want[i]);
     }
 }
 
@@ -568,7 +584,8 @@ fn traced_call_accounts_for_every_tile_and_cta() {
 /// so this runs on a machine with a single GPU too): shapes whose last wave splits into
 /// 2 to 8 K-slices, every CTA's only unit a slice, 20 back-to-back epochs (the slice
 /// counters carry the epoch), after calls on the TMA path that leave other values in
-/// the counters' words, each against the fp32 reference.
+/// the counters' words, each against the fp32 reference, each input twice (the same
+/// bits whichever slice arrives last).
 #[test]
 fn split_last_wave_on_two_ranks_of_one_gpu() {
     let Some(_) = gpu_or_skip("split_last_wave_on_two_ranks_of_one_gpu", 1) else { return };
@@ -593,8 +610,17 @@ fn split_last_wave_on_two_ranks_of_one_gpu() {
         }
         for opts in options {
             let seed = check::fresh_seed();
+            // Each input twice: the second call's sum has the same bits as the first,
+            // whichever slice arrived last in either.
+            let mut first = Vec::new();
             for rep in 0..20 {
-                round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts);
+                round(&mut g, &mut bs, s, seed.wrapping_add(rep / 2), opts);
+                let out = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
+                if rep % 2 == 0 {
+                    first = out;
+                } else {
+                    assert_same_bits(&first, &out, &format!("repeated call, {s:?} {opts:?} (seed {:#x})", seed.wrapping_add(rep / 2)));
+                }
             }
         }
         eprintln!("ok {s:?} {plan}");
