@@ -76,17 +76,18 @@ extern "C" __global__ void copy_2_8(unsigned char* d, unsigned long long* t) { c
 """
 
 
-def load(names):
+def load(names, what):
     for n in names:
         try:
             return ctypes.CDLL(n)
         except OSError:
             pass
-    sys.exit(f"p2p_store_rate: none of {names} loads")
+    sys.exit(f"p2p_store_rate: {what} not found (tried {', '.join(names)}); this probe needs two GPUs with peer access")
 
 
-cuda = load(["libcuda.so.1", "libcuda.so"])
-nvrtc = load(["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"])
+# Loaded by main(), after the arguments are parsed (so --help works anywhere).
+cuda = None
+nvrtc = None
 
 
 def ck(rc, what):
@@ -115,11 +116,21 @@ def compile_ptx(arch):
     return ptx.raw
 
 
+def positive(v):
+    n = int(v)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {v}")
+    return n
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--json")
+    global cuda, nvrtc
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=positive, default=20, help="timed repetitions per configuration (after 2 warm-up runs)")
+    ap.add_argument("--json", help="also write the rows, with device, commit and date, to this file")
     a = ap.parse_args()
+    cuda = load(["libcuda.so.1", "libcuda.so"], "the CUDA driver (libcuda)")
+    nvrtc = load(["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"], "NVRTC (libnvrtc)")
     ck(cuda.cuInit(0), "cuInit")
     n = ctypes.c_int()
     ck(cuda.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")

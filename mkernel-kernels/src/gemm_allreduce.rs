@@ -222,7 +222,9 @@ pub enum EpiloguePace {
     /// 0.90 with the clock pace, run 22).
     Sleep = 0,
     /// The default: round k starts no earlier than k/R of a window after the first, the
-    /// window being the CTA's tile time less 20 us (at least half of it, at most 1 ms),
+    /// window being the CTA's tile time less 20 us (at least half of it, at most 1 ms;
+    /// before a slice of a split last wave, tile time / slices, so the staging tile is
+    /// free when the slice is summed: bench/NOTES.md 8.3),
     /// so the copy never outlasts it by more than a round; while the consumers wait for
     /// the storer, the window shrinks instead of growing from tile times that include
     /// those waits. Equal to the sleep pace at two tiles per CTA and up to 1.3x faster
@@ -967,7 +969,7 @@ mod tests {
         let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("scratch") && e.contains("max_output_elems"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
-        // The option: off by default, auto, or a count.
+        // The option: auto by default, off, or a count.
         assert_eq!(LastWaveSplit::default(), LastWaveSplit::Auto);
         assert_eq!(LastWaveSplit::parse("off").unwrap(), LastWaveSplit::Off);
         assert_eq!(LastWaveSplit::parse("auto").unwrap(), LastWaveSplit::Auto);

@@ -410,8 +410,9 @@ mod tests {
         assert_eq!(TraceKind::from_raw(12), None);
         assert_eq!(TraceKind::from_raw(7), Some(TraceKind::PeerAdded));
         assert_eq!(TraceKind::from_raw(8), Some(TraceKind::TileStaged));
+        assert_eq!(TraceKind::from_raw(9), Some(TraceKind::SliceComputed));
+        assert_eq!(TraceKind::from_raw(10), Some(TraceKind::SliceCounted));
         assert_eq!(TraceKind::from_raw(11), Some(TraceKind::SliceLast));
-        assert_eq!(TraceKind::from_raw(12), None);
         assert_eq!(TraceKind::from_raw(3), Some(TraceKind::Claim));
     }
 }

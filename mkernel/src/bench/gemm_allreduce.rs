@@ -72,8 +72,10 @@ pub struct ArArgs {
     #[arg(long)]
     pub epilogue_pace: Option<String>,
     /// Epilogue path: split a last wave that leaves SMs idle into K-slices: auto (the
-    /// default: FusedConfig::choose_split), off or a slice count. Applies wherever the epilogue
-    /// path runs; a count a shape cannot take stops the run before any timing, naming the shape and
+    /// default: FusedConfig::choose_split), off or a slice count. Applies wherever the
+    /// epilogue path runs (default, --comm-path or --sweep-paths); other paths never split,
+    /// so off, auto and 1 are accepted with them and a count of 2 or more is refused. A
+    /// count a shape cannot take stops the run before any timing, naming the shape and
     /// split_last_wave.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
@@ -257,9 +259,9 @@ fn trace_call(
     no_json: bool,
     bar: &indicatif::ProgressBar,
 ) -> BenchResult<()> {
-    // Events (see TraceBuffer::new): up to 3 per CTA, well within the 4096; per tile, 3
-    // on the epilogue path (TileStaged, TileStored, PeerAdded), else 1 plus 2 per claim
-    // of 2 tiles. 4 per 64x128 tile is still enough on every path (no tile is smaller).
+    // Events (see TraceBuffer::new): up to 3 per CTA, plus 2 per slice of a split last
+    // wave (at most one per CTA), well within the 4096; per tile, 3 on the epilogue path
+    // (TileStaged, TileStored, PeerAdded), else 1 plus 2 per claim of 2 tiles. 4 per 64x128 tile is still enough on every path (no tile is smaller).
     let tiles = (s.m as u64).div_ceil(64) * (s.n as u64).div_ceil(128);
     let capacity = u32::try_from(4 * tiles + 4096).map_err(|_| format!("--trace: {label} has too many tiles to trace"))?;
     let mut bufs = Vec::new();
@@ -494,9 +496,15 @@ fn check_epilogue_only(
         return Err(format!("{flag}: --tail-ctas without --comm-path picks a path with communication CTAs, not the epilogue path"));
     }
     if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
-        return Err(format!("{flag}: the epilogue path needs a TMA-store tile, not the --tile given ({t})"));
+        return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
     }
     Ok(())
+}
+
+/// Whether --split-last-wave asks for slices (a count of 2 or more), which only the
+/// epilogue path takes; off, auto and 1 also suit paths that never split.
+fn forces_split(v: Option<mkernel::LastWaveSplit>) -> bool {
+    matches!(v, Some(mkernel::LastWaveSplit::Slices(n)) if n >= 2)
 }
 
 fn parse_epilogue_pace(name: Option<&str>, comm_path: Option<CommPath>, sweep_paths: &[CommPath]) -> Result<Option<mkernel::EpiloguePace>, String> {
@@ -545,7 +553,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if epilogue_pace.is_some() {
         check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
-    if args.split_last_wave.is_some() {
+    // off, auto (the default) and 1 mean "no split" on every other path; a count of 2 or
+    // more needs a call that takes the epilogue path.
+    if forces_split(args.split_last_wave) {
         check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
@@ -613,8 +623,16 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // This shape's options: the pace goes along where the plan takes the epilogue path.
         let planned = local.comms[0].plan_gemm_allreduce(s, base_opts)?.path;
         let shape_opts = with_pace(base_opts, planned);
-        // A forced split that this shape cannot take stops the run here, before any timing.
+        // A forced split that this shape cannot take stops the run here, before any timing,
+        // on the swept paths too (a path that cannot take the shape at all, N % 8 or the
+        // world size, is left out of the sweep below instead).
         local.comms[0].plan_gemm_allreduce(s, shape_opts).map_err(|e| format!("{label}: {e}"))?;
+        for &p in &sweep_paths {
+            let plain = GemmAllReduceOptions { comm_path: Some(p), ..Default::default() };
+            if local.comms[0].plan_gemm_allreduce(s, plain).is_ok() {
+                local.comms[0].plan_gemm_allreduce(s, with_pace(plain, p)).map_err(|e| format!("{label}: --sweep-paths {}: {e}", p.name()))?;
+            }
+        }
         bar.set_message(label.clone());
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
@@ -690,7 +708,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let mut path_sweep_local = Vec::new();
         for &p in &sweep_paths {
             let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p);
-            // Paths this shape cannot take (N % 8, world size) are skipped, not errors.
+            // Paths this shape cannot take (N % 8, world size) are skipped, not errors (a
+            // split they cannot take stopped the run above).
             if comms[0].plan_gemm_allreduce(s, opts).is_err() {
                 continue;
             }
@@ -821,6 +840,19 @@ mod tests {
         }
         // A sweep that times the epilogue path (with its default tile) takes it.
         assert_eq!(ok(Some(CommPath::TmaOneShot), &[CommPath::Epilogue], wide, Some(0), Some(2)), Ok(()));
+    }
+
+    #[test]
+    fn only_a_slice_count_needs_the_epilogue_path() {
+        use mkernel::LastWaveSplit;
+        assert!(!forces_split(None));
+        for v in ["off", "auto", "1"] {
+            assert!(!forces_split(Some(parse_split_last_wave(v).unwrap())), "{v}");
+        }
+        for v in ["2", "8", "9"] {
+            assert!(forces_split(Some(parse_split_last_wave(v).unwrap())), "{v}");
+        }
+        assert_eq!(parse_split_last_wave("auto"), Ok(LastWaveSplit::Auto));
     }
 
     #[test]

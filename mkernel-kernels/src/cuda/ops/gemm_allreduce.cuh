@@ -237,8 +237,8 @@ struct EpilogueAllReduce {
         basis_ns = consumers_waited ? min(basis_ns, t32) - min(basis_ns, t32) / 8 : t32;
         const u64 b = basis_ns;
         // Before a slice (pace_div > 1): over the slice's share of a tile time instead.
-        const u64 window_ns = pace_div > 1 ? b / pace_div
-            : min(max(b / 2, b > kEpiloguePaceSlackNs ? b - kEpiloguePaceSlackNs : 0), (u64)kEpilogueMaxWindowNs);
+        const u64 window_ns = min(pace_div > 1 ? b / pace_div : max(b / 2, b > kEpiloguePaceSlackNs ? b - kEpiloguePaceSlackNs : 0),
+                                  (u64)kEpilogueMaxWindowNs);
         round_ns = window_ns / kRounds;
       } else {
         sleep_ns = (u32)min(tile_ns * 3 / 5 / kRounds / pace_div, (u64)kEpilogueMaxSleepNs);
