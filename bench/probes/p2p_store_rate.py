@@ -76,13 +76,17 @@ extern "C" __global__ void copy_2_8(unsigned char* d, unsigned long long* t) { c
 """
 
 
+class ProbeError(Exception):
+    """What stops the probe; the entry point prints it and exits with status 1."""
+
+
 def load(names, what):
     for n in names:
         try:
             return ctypes.CDLL(n)
         except OSError:
             pass
-    sys.exit(f"p2p_store_rate: {what} not found (tried {', '.join(names)}); this probe needs two GPUs with peer access")
+    raise ProbeError(f"{what} not found (tried {', '.join(names)}); this probe needs two GPUs with peer access")
 
 
 # Loaded by main(), after the arguments are parsed (so --help works anywhere).
@@ -94,12 +98,14 @@ def ck(rc, what):
     if rc != 0:
         s = ctypes.c_char_p()
         cuda.cuGetErrorString(rc, ctypes.byref(s))
-        sys.exit(f"p2p_store_rate: {what} failed: {rc} {s.value}")
+        raise ProbeError(f"{what} failed: {rc} {s.value}")
 
 
 def compile_ptx(arch):
     prog = ctypes.c_void_p()
-    assert nvrtc.nvrtcCreateProgram(ctypes.byref(prog), SRC.encode(), b"p2p.cu", 0, None, None) == 0
+    rc = nvrtc.nvrtcCreateProgram(ctypes.byref(prog), SRC.encode(), b"p2p.cu", 0, None, None)
+    if rc != 0:
+        raise ProbeError(f"nvrtcCreateProgram failed: {rc}")
     opts = [f"--gpu-architecture={arch}".encode()]
     arr = (ctypes.c_char_p * len(opts))(*opts)
     rc = nvrtc.nvrtcCompileProgram(prog, len(opts), arr)
@@ -108,7 +114,7 @@ def compile_ptx(arch):
         nvrtc.nvrtcGetProgramLogSize(prog, ctypes.byref(n))
         log = ctypes.create_string_buffer(n.value)
         nvrtc.nvrtcGetProgramLog(prog, log)
-        sys.exit(f"nvrtc: {log.value.decode()}")
+        raise ProbeError(f"NVRTC: {log.value.decode()}")
     n = ctypes.c_size_t()
     nvrtc.nvrtcGetPTXSize(prog, ctypes.byref(n))
     ptx = ctypes.create_string_buffer(n.value)
@@ -135,7 +141,7 @@ def main():
     n = ctypes.c_int()
     ck(cuda.cuDeviceGetCount(ctypes.byref(n)), "cuDeviceGetCount")
     if n.value < 2:
-        sys.exit("p2p_store_rate: needs two GPUs")
+        raise ProbeError("needs two GPUs")
     dev = [ctypes.c_int() for _ in range(2)]
     ctx = [ctypes.c_void_p() for _ in range(2)]
     for i in range(2):
@@ -214,4 +220,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ProbeError as e:
+        sys.exit(f"p2p_store_rate: {e}")

@@ -981,15 +981,6 @@ mod tests {
 
     #[test]
     fn unwritable_out_dir_fails_before_any_device_is_touched() {
-        let file = std::env::temp_dir().join(format!("mkernel-ar-out-dir-file-{}", std::process::id()));
-        std::fs::write(&file, b"not a directory").unwrap();
-        let bad = file.join("sub");
-        // Cheap options, should the check ever come after the GPU work.
-        let args = ["x", "--iters", "1", "--warmup", "0", "--filter", "M=129", "--out-dir"];
-        let cli = Cli::try_parse_from(args.iter().map(std::ffi::OsStr::new).chain([bad.as_os_str()])).unwrap();
-        let e = run(cli.ar).map_err(|e| e.to_string());
-        std::fs::remove_file(&file).unwrap();
-        let e = e.unwrap_err();
-        assert!(e.contains("--out-dir") && e.contains(&*bad.to_string_lossy()), "{e}");
+        crate::bench::assert_out_dir_checked_first("ar", |args| run(Cli::try_parse_from(args).unwrap().ar).map_err(|e| e.to_string()));
     }
 }

@@ -218,6 +218,24 @@ pub fn rotation_sets(bytes_per_set: u64) -> usize {
     (l2x2.div_ceil(bytes_per_set.max(1)) as usize).clamp(1, 4)
 }
 
+/// Test helper for every bench: `run` is given cheap arguments (one iteration, one shape)
+/// and an `--out-dir` under a plain file, which no run can create; the error must name
+/// `--out-dir` and the path, before any GPU is touched (a machine without one gets the
+/// same error). `tag` keeps the benches' scratch files apart.
+#[cfg(test)]
+pub(crate) fn assert_out_dir_checked_first(tag: &str, run: impl FnOnce(&[std::ffi::OsString]) -> Result<(), String>) {
+    let file = std::env::temp_dir().join(format!("mkernel-{tag}-out-dir-file-{}", std::process::id()));
+    std::fs::write(&file, b"not a directory").unwrap();
+    let bad = file.join("sub");
+    // Cheap options, should the check ever come after the GPU work.
+    let args: Vec<std::ffi::OsString> =
+        ["x", "--iters", "1", "--warmup", "0", "--filter", "M=129", "--out-dir"].iter().map(Into::into).chain([bad.clone().into_os_string()]).collect();
+    let e = run(&args);
+    std::fs::remove_file(&file).unwrap();
+    let e = e.unwrap_err();
+    assert!(e.contains("--out-dir") && e.contains(&*bad.to_string_lossy()), "{e}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
