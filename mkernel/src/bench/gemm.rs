@@ -8,7 +8,7 @@ use mkernel::check;
 use mkernel::{GemmOptions, GemmShape, TileConfig};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_median_ms, BenchResult, Common};
+use super::{median, rotation_sets, run_info, time_rounds_ms, BenchResult, Common};
 
 #[derive(Args, Clone, Debug)]
 pub struct GemmArgs {
@@ -152,14 +152,20 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             None
         };
         let mut used = TileConfig::WIDE;
-        let ours = time_median_ms(std::slice::from_ref(&stream), c.warmup, c.iters, |i| {
-            used = mkernel::gemm(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts)?;
+        // Side by side, round-robin (time_rounds_ms: the same clocks for both).
+        // (consecutive steps take consecutive input sets: neither finds the other's in L2)
+        let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), c.warmup, c.warmup_ms, c.iters, 2, |v, round| {
+            let i = 2 * round + v;
+            if v == 0 {
+                used = mkernel::gemm(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts)?;
+            } else {
+                blas.gemm_bf16(&a_sets[i % sets], &b_sets[i % sets], &mut c_blas, s)?;
+            }
             Ok(())
-        })?;
-        let cublas = time_median_ms(std::slice::from_ref(&stream), c.warmup, c.iters, |i| {
-            blas.gemm_bf16(&a_sets[i % sets], &b_sets[i % sets], &mut c_blas, s)?;
-            Ok(())
-        })?;
+        })?
+        .try_into()
+        .map_err(|_| format!("{label}: the timer returned the wrong number of variants"))?;
+        let (ours, cublas) = (median(&mut ours), median(&mut cublas));
         let tf = |ms: f64| s.flops() / (ms * 1e-3) / 1e12;
         let row = Row {
             label: label.clone(),
@@ -198,10 +204,11 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             info: super::RunInfo,
             iters: usize,
             warmup: usize,
+            warmup_ms: u64,
             rows: Vec<Row>,
         }
         let date = info.date.clone();
-        let p = super::write_json(&c.out_dir, "gemm", &date, &Out { bench: "gemm", info, iters: c.iters, warmup: c.warmup, rows })?;
+        let p = super::write_json(&c.out_dir, "gemm", &date, &Out { bench: "gemm", info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, rows })?;
         println!("# wrote {}", p.display());
     }
     if failures > 0 {

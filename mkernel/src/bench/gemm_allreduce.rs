@@ -6,10 +6,12 @@
 //!   under torchrun/srun). Timings are the slowest rank's per iteration, exchanged
 //!   through the communicator's bootstrap; rank 0 prints and writes the JSON.
 //!
-//! Per shape, on the same inputs and streams: (a) cuBLAS GEMM then NCCL all-reduce
+//! Per shape, on the same inputs and streams, side by side (round-robin: one iteration
+//! of each per round, so all run under the same clocks; `--warmup-ms 3000` first brings
+//! the GPUs to the clocks of sustained load): (a) cuBLAS GEMM then NCCL all-reduce
 //! (the unfused baseline), (a_gemm) cuBLAS alone, (b) our GEMM alone, (c) NCCL
 //! all-reduce alone, (d) the fused kernel with the heuristic split, plus (d@N) any
-//! static splits given with --sm-comm. Speedup = a / d; overlap efficiency =
+//! static splits given with --sm-comm and the paths of --sweep-paths. Speedup = a / d; overlap efficiency =
 //! max(b, c) / d (1.0 = the communication is completely hidden behind our GEMM), and
 //! against the baseline's parts, max(a_gemm, c) / d (`ovl/cuBLAS`: also charges the
 //! fused kernel for our GEMM being slower than cuBLAS).
@@ -24,7 +26,7 @@ use mkernel::trace::TraceBuffer;
 use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_iters_ms, BenchResult, Common};
+use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common};
 
 #[derive(Args, Clone, Debug)]
 pub struct ArArgs {
@@ -656,66 +658,74 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         } else {
             None
         };
-        // (a) unfused baseline: cuBLAS then NCCL on each rank's stream.
-        let baseline = time_iters_ms(streams, c.warmup, c.iters, |i| {
-            for (r, d) in data.iter_mut().enumerate() {
-                blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
-            }
-            let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
-            nccl.all_reduce_sum(&mut outs)?;
-            Ok(())
-        })?;
-        let cublas = time_iters_ms(streams, c.warmup, c.iters, |i| {
-            for (r, d) in data.iter_mut().enumerate() {
-                blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
-            }
-            Ok(())
-        })?;
-        let ours_gemm = time_iters_ms(streams, c.warmup, c.iters, |i| {
-            for (r, d) in data.iter_mut().enumerate() {
-                mkernel::gemm(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_base, s, GemmOptions::default())?;
-            }
-            Ok(())
-        })?;
-        let nccl_ms = time_iters_ms(streams, c.warmup, c.iters, |_| {
-            let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
-            nccl.all_reduce_sum(&mut outs)?;
-            Ok(())
-        })?;
-        let mut fused_with = |opts: GemmAllReduceOptions| -> BenchResult<(Vec<f64>, String)> {
-            let mut cfg = String::new();
-            let t = time_iters_ms(streams, c.warmup, c.iters, |i| {
-                for (r, d) in data.iter_mut().enumerate() {
-                    let used = comms[r].gemm_allreduce(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, opts)?;
-                    cfg = used.to_string();
-                }
-                Ok(())
-            })?;
-            for (r, cm) in comms.iter().enumerate() {
-                cm.synchronize(&streams[r])?;
-            }
-            Ok((t, cfg))
-        };
-        let (fused, cfg) = fused_with(shape_opts)?;
-        let mut sweep_local = Vec::new();
+        // Every fused configuration timed here: the shape's, then --sm-comm's, then the
+        // swept paths this shape can take (N % 8, world size; a split they cannot take
+        // stopped the run above).
+        let mut fused_opts = vec![shape_opts];
         let mut sweep_path = "";
         for &cc in &args.sm_comm {
             let opts = GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts };
             sweep_path = comms[0].plan_gemm_allreduce(s, opts)?.path.name();
-            let (t, _) = fused_with(opts)?;
-            sweep_local.push((cc, t));
+            fused_opts.push(opts);
         }
-        let mut path_sweep_local = Vec::new();
+        let mut swept = Vec::new();
         for &p in &sweep_paths {
             let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p);
-            // Paths this shape cannot take (N % 8, world size) are skipped, not errors (a
-            // split they cannot take stopped the run above).
-            if comms[0].plan_gemm_allreduce(s, opts).is_err() {
-                continue;
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push(p.name().to_string());
             }
-            let (t, cfg) = fused_with(opts)?;
-            path_sweep_local.push((p.name().to_string(), cfg, t));
         }
+        // Side by side, round-robin (time_rounds_ms): (a) the unfused baseline, cuBLAS then
+        // NCCL on each rank's stream, (a_gemm) cuBLAS alone, (b) our GEMM alone, (c) NCCL
+        // alone, (d) the fused kernel in each configuration.
+        const FUSED: usize = 4;
+        let mut cfgs = vec![String::new(); fused_opts.len()];
+        // Consecutive steps take consecutive input sets (no step finds its inputs in L2
+        // from the step before, whichever variant that was).
+        let variants = FUSED + fused_opts.len();
+        let mut times = time_rounds_ms(streams, c.warmup, c.warmup_ms, c.iters, variants, |v, round| {
+            let i = round * variants + v;
+            match v {
+                0 | 1 => {
+                    for (r, d) in data.iter_mut().enumerate() {
+                        blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
+                    }
+                    if v == 0 {
+                        let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
+                        nccl.all_reduce_sum(&mut outs)?;
+                    }
+                }
+                2 => {
+                    for (r, d) in data.iter_mut().enumerate() {
+                        mkernel::gemm(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_base, s, GemmOptions::default())?;
+                    }
+                }
+                3 => {
+                    let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
+                    nccl.all_reduce_sum(&mut outs)?;
+                }
+                _ => {
+                    for (r, d) in data.iter_mut().enumerate() {
+                        let used = comms[r].gemm_allreduce(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, fused_opts[v - FUSED])?;
+                        cfgs[v - FUSED] = used.to_string();
+                    }
+                }
+            }
+            Ok(())
+        })?;
+        for (r, cm) in comms.iter().enumerate() {
+            cm.synchronize(&streams[r])?;
+        }
+        let fused_times = times.split_off(FUSED);
+        let [baseline, cublas, ours_gemm, nccl_ms]: [Vec<f64>; FUSED] =
+            times.try_into().map_err(|_| format!("{label}: the timer returned the wrong number of variants"))?;
+        let mut fused_times = fused_times.into_iter();
+        let fused = fused_times.next().unwrap_or_default();
+        let cfg = cfgs.first().cloned().unwrap_or_default();
+        let sweep_local: Vec<(u32, Vec<f64>)> = args.sm_comm.iter().copied().zip(fused_times.by_ref()).collect();
+        let path_sweep_local: Vec<(String, String, Vec<f64>)> =
+            swept.into_iter().zip(cfgs.into_iter().skip(1 + args.sm_comm.len())).zip(fused_times).map(|((p, c), t)| (p, c, t)).collect();
         if args.trace {
             trace_call(comms, streams, &mut data, s, shape_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
         }
@@ -795,10 +805,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             info: super::RunInfo,
             iters: usize,
             warmup: usize,
+            warmup_ms: u64,
             rows: Vec<Row>,
         }
         let date = info.date.clone();
-        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, rows };
+        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, rows };
         let stem = if args.launched { format!("gemm-allreduce-w{world}-mp") } else { format!("gemm-allreduce-w{world}") };
         let p = super::write_json(&c.out_dir, &stem, &date, &out)?;
         println!("# wrote {}", p.display());
@@ -934,11 +945,12 @@ mod tests {
     #[test]
     fn negative_numbers_reach_the_parsers_that_state_the_rule() {
         // (arguments, text the error must hold besides the flag: the rule)
-        let cases: [(&[&str], &str); 9] = [
+        let cases: [(&[&str], &str); 10] = [
             (&["--sm-comm", "-3"], "at least 1"),
             (&["--sm-comm", "4,-3"], "at least 1"),
             (&["--iters", "-5"], "1..=100000"),
             (&["--warmup", "-1"], "0..=100000"),
+            (&["--warmup-ms", "-1"], "0..=600000"),
             (&["--timeout-s", "-1"], "between 0.001 and 86400"),
             (&["--gpus", "-2"], "1..=8"),
             (&["--procs", "-1"], "1..=8"),

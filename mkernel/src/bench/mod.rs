@@ -30,12 +30,21 @@ pub enum BenchCmd {
 /// Options every benchmark takes.
 #[derive(Args, Clone, Debug)]
 pub struct Common {
-    /// Timed iterations per measurement (the median is reported), 1 to 100000.
+    /// Timed iterations per measurement (the median is reported), 1 to 100000. Where a
+    /// bench times several kernels (ours against a baseline), they run round-robin, one
+    /// iteration of each per round, so all see the same clocks.
     #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=100_000))]
     pub iters: usize,
-    /// Untimed warm-up iterations, 0 to 100000.
+    /// Untimed warm-up iterations (rounds of every timed kernel), 0 to 100000. A few
+    /// thousand bring the GPUs to the clocks of sustained load (on an H200 at its power
+    /// cap, ~1.5 GHz instead of 1.98: bench/NOTES.md 9.2).
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(0..=100_000))]
     pub warmup: usize,
+    /// Further untimed rounds after --warmup until this many milliseconds have passed, 0
+    /// to 600000 (0: none), where a bench times several kernels: e.g. 3000 for the
+    /// clocks of sustained load (bench/NOTES.md 9.2).
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(0..=600_000))]
+    pub warmup_ms: u64,
     /// Verify results against an fp32 reference (fails loudly on a mismatch).
     #[arg(long)]
     pub check: bool,
@@ -114,46 +123,71 @@ pub fn time_iters_ms(
     iters: usize,
     mut step: impl FnMut(usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<f64>> {
-    for i in 0..warmup {
-        step(i)?;
+    let mut t = time_rounds_ms(streams, warmup, 0, iters, 1, |_, i| step(i))?;
+    Ok(t.pop().unwrap_or_default())
+}
+
+/// Times `variants` kinds of step side by side: `warmup` untimed rounds (then more until
+/// `warmup_ms` milliseconds of them have passed, the streams synchronized every few
+/// rounds to tell), then `iters` timed ones, round i running `step(0, i)`, `step(1, i)`, ... in turn, each bracketed
+/// by its own events on every stream (one per local rank). Interleaved this way every
+/// variant runs under the same clocks: timed one after another, a later variant runs
+/// on a hotter GPU, and near its power cap an H200 drops from 1980 MHz to ~1500 MHz
+/// within a second of GEMMs (bench/NOTES.md 9.2). Returns, per variant, every round's
+/// time in milliseconds (the slowest stream's).
+pub fn time_rounds_ms(
+    streams: &[Arc<CudaStream>],
+    warmup: usize,
+    warmup_ms: u64,
+    iters: usize,
+    variants: usize,
+    mut step: impl FnMut(usize, usize) -> BenchResult<()>,
+) -> BenchResult<Vec<Vec<f64>>> {
+    let start = std::time::Instant::now();
+    let mut warm = 0;
+    while warm < warmup || (start.elapsed().as_millis() as u64) < warmup_ms {
+        for v in 0..variants {
+            step(v, warm)?;
+        }
+        warm += 1;
+        if warm >= warmup && warm % 8 == 0 {
+            for s in streams {
+                s.synchronize()?;
+            }
+        }
     }
+    let warmup = warm;
     let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    // events[stream][v * iters + i]
     let mut events: Vec<Vec<(CudaEvent, CudaEvent)>> = Vec::new();
     for s in streams {
         let ctx: &Arc<CudaContext> = s.context();
-        let mut v = Vec::with_capacity(iters);
-        for _ in 0..iters {
+        let mut v = Vec::with_capacity(variants * iters);
+        for _ in 0..variants * iters {
             v.push((ctx.new_event(timing)?, ctx.new_event(timing)?));
         }
         events.push(v);
     }
     for i in 0..iters {
-        for (s, ev) in streams.iter().zip(&events) {
-            ev[i].0.record(s)?;
-        }
-        step(warmup + i)?;
-        for (s, ev) in streams.iter().zip(&events) {
-            ev[i].1.record(s)?;
+        for v in 0..variants {
+            for (s, ev) in streams.iter().zip(&events) {
+                ev[v * iters + i].0.record(s)?;
+            }
+            step(v, warmup + i)?;
+            for (s, ev) in streams.iter().zip(&events) {
+                ev[v * iters + i].1.record(s)?;
+            }
         }
     }
-    let mut per_iter = vec![0f64; iters];
+    let mut times = vec![vec![0f64; iters]; variants];
     for ev in &events {
-        for (i, (a, b)) in ev.iter().enumerate() {
+        for (k, (a, b)) in ev.iter().enumerate() {
             b.synchronize()?;
-            per_iter[i] = per_iter[i].max(a.elapsed_ms(b)? as f64);
+            let t = &mut times[k / iters][k % iters];
+            *t = t.max(a.elapsed_ms(b)? as f64);
         }
     }
-    Ok(per_iter)
-}
-
-/// Median of [`time_iters_ms`].
-pub fn time_median_ms(
-    streams: &[Arc<CudaStream>],
-    warmup: usize,
-    iters: usize,
-    step: impl FnMut(usize) -> BenchResult<()>,
-) -> BenchResult<f64> {
-    Ok(median(&mut time_iters_ms(streams, warmup, iters, step)?))
+    Ok(times)
 }
 
 /// Identification written into every JSON result.
