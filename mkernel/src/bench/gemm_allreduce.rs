@@ -26,7 +26,7 @@ use mkernel::trace::TraceBuffer;
 use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common};
+use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Warmup};
 
 #[derive(Args, Clone, Debug)]
 pub struct ArArgs {
@@ -416,14 +416,20 @@ impl Local {
     }
     /// A value every rank agrees on (rank 0's).
     fn agree_u64(&self, v: u64) -> BenchResult<u64> {
-        match self.boot() {
-            None => Ok(v),
-            Some(b) => {
-                let got = b.broadcast(0, &v.to_le_bytes())?;
-                let mut w = [0u8; 8];
-                w.copy_from_slice(got.get(..8).ok_or("bootstrap: short broadcast")?);
-                Ok(u64::from_le_bytes(w))
-            }
+        agree_u64(self.boot(), v)
+    }
+}
+
+/// Rank 0's `v` on every rank (one process per GPU: through the bootstrap); `v` itself
+/// where one process drives every GPU.
+fn agree_u64(boot: Option<&mkernel_topology::Bootstrap>, v: u64) -> BenchResult<u64> {
+    match boot {
+        None => Ok(v),
+        Some(b) => {
+            let got = b.broadcast(0, &v.to_le_bytes())?;
+            let mut w = [0u8; 8];
+            w.copy_from_slice(got.get(..8).ok_or("bootstrap: short broadcast")?);
+            Ok(u64::from_le_bytes(w))
         }
     }
 }
@@ -681,11 +687,15 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // alone, (d) the fused kernel in each configuration.
         const FUSED: usize = 4;
         let mut cfgs = vec![String::new(); fused_opts.len()];
-        // Consecutive steps take consecutive input sets (no step finds its inputs in L2
-        // from the step before, whichever variant that was).
+        // Consecutive steps that read A and B (all but NCCL alone) take consecutive input
+        // sets, so none finds its inputs in L2 from the one before.
+        const NCCL_ALONE: usize = 3;
         let variants = FUSED + fused_opts.len();
-        let mut times = time_rounds_ms(streams, c.warmup, c.warmup_ms, c.iters, variants, |v, round| {
-            let i = round * variants + v;
+        let boot = comms[0].bootstrap();
+        let warmup = Warmup { rounds: c.warmup, ms: c.warmup_ms };
+        let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
+        let times = time_rounds_ms(streams, warmup, agree, c.iters, variants, |v, round| {
+            let i = round * (variants - 1) + if v > NCCL_ALONE { v - 1 } else { v };
             match v {
                 0 | 1 => {
                     for (r, d) in data.iter_mut().enumerate() {
@@ -701,7 +711,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                         mkernel::gemm(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_base, s, GemmOptions::default())?;
                     }
                 }
-                3 => {
+                NCCL_ALONE => {
                     let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
                     nccl.all_reduce_sum(&mut outs)?;
                 }
@@ -717,11 +727,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         for (r, cm) in comms.iter().enumerate() {
             cm.synchronize(&streams[r])?;
         }
-        let fused_times = times.split_off(FUSED);
-        let [baseline, cublas, ours_gemm, nccl_ms]: [Vec<f64>; FUSED] =
-            times.try_into().map_err(|_| format!("{label}: the timer returned the wrong number of variants"))?;
-        let mut fused_times = fused_times.into_iter();
-        let fused = fused_times.next().unwrap_or_default();
+        if times.len() != variants {
+            return Err(format!("{label}: the timer returned {} variants, not {variants}", times.len()).into());
+        }
+        let mut times = times.into_iter();
+        let mut next = || times.next().unwrap_or_default();
+        let (baseline, cublas, ours_gemm, nccl_ms, fused) = (next(), next(), next(), next(), next());
+        let mut fused_times = times;
         let cfg = cfgs.first().cloned().unwrap_or_default();
         let sweep_local: Vec<(u32, Vec<f64>)> = args.sm_comm.iter().copied().zip(fused_times.by_ref()).collect();
         let path_sweep_local: Vec<(String, String, Vec<f64>)> =

@@ -35,14 +35,13 @@ pub struct Common {
     /// iteration of each per round, so all see the same clocks.
     #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=100_000))]
     pub iters: usize,
-    /// Untimed warm-up iterations (rounds of every timed kernel), 0 to 100000. A few
-    /// thousand bring the GPUs to the clocks of sustained load (on an H200 at its power
-    /// cap, ~1.5 GHz instead of 1.98: bench/NOTES.md 9.2).
+    /// Untimed warm-up iterations (rounds of every timed kernel), 0 to 100000.
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(0..=100_000))]
     pub warmup: usize,
-    /// Further untimed rounds after --warmup until this many milliseconds have passed, 0
-    /// to 600000 (0: none), where a bench times several kernels: e.g. 3000 for the
-    /// clocks of sustained load (bench/NOTES.md 9.2).
+    /// bench gemm and gemm-allreduce: after --warmup, further untimed rounds (in blocks
+    /// of 8) until this many milliseconds have passed since the first, per shape; 0 to
+    /// 600000 (0: none). 3000 brings the GPUs to the clocks of sustained load (an H200
+    /// at its 700 W cap: ~1.5 GHz instead of 1.98 within ~2 s; bench/NOTES.md 9.2).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(0..=600_000))]
     pub warmup_ms: u64,
     /// Verify results against an fp32 reference (fails loudly on a mismatch).
@@ -123,36 +122,63 @@ pub fn time_iters_ms(
     iters: usize,
     mut step: impl FnMut(usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<f64>> {
-    let mut t = time_rounds_ms(streams, warmup, 0, iters, 1, |_, i| step(i))?;
+    let mut t = time_rounds_ms(streams, Warmup { rounds: warmup, ms: 0 }, Ok, iters, 1, |_, i| step(i))?;
     Ok(t.pop().unwrap_or_default())
 }
 
-/// Times `variants` kinds of step side by side: `warmup` untimed rounds (then more until
-/// `warmup_ms` milliseconds of them have passed, the streams synchronized every few
-/// rounds to tell), then `iters` timed ones, round i running `step(0, i)`, `step(1, i)`, ... in turn, each bracketed
-/// by its own events on every stream (one per local rank). Interleaved this way every
+/// Untimed rounds before the timed ones: `rounds`, then, while fewer than `ms`
+/// milliseconds have passed since the first, blocks of [`WARMUP_BLOCK`] more.
+#[derive(Clone, Copy, Debug)]
+pub struct Warmup {
+    pub rounds: usize,
+    pub ms: u64,
+}
+
+/// Rounds per warm-up block (between two checks of the time, after synchronizing).
+pub const WARMUP_BLOCK: usize = 8;
+
+/// Times `variants` kinds of step side by side: the untimed rounds of `warmup`, then
+/// `iters` timed ones, round i running `step(0, i)`, `step(1, i)`, ... in turn, each
+/// bracketed by its own events on every stream (one per local rank). Before each timed
+/// warm-up block the streams are synchronized and `agree(this rank's verdict)` returns
+/// the verdict every rank follows (with one process per GPU, rank 0's: every rank must
+/// run the same rounds, whose collectives wait for each other; `Ok` where one process
+/// drives every GPU). Interleaved this way every
 /// variant runs under the same clocks: timed one after another, a later variant runs
 /// on a hotter GPU, and near its power cap an H200 drops from 1980 MHz to ~1500 MHz
 /// within a second of GEMMs (bench/NOTES.md 9.2). Returns, per variant, every round's
 /// time in milliseconds (the slowest stream's).
 pub fn time_rounds_ms(
     streams: &[Arc<CudaStream>],
-    warmup: usize,
-    warmup_ms: u64,
+    warmup: Warmup,
+    mut agree: impl FnMut(bool) -> BenchResult<bool>,
     iters: usize,
     variants: usize,
     mut step: impl FnMut(usize, usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let start = std::time::Instant::now();
-    let mut warm = 0;
-    while warm < warmup || (start.elapsed().as_millis() as u64) < warmup_ms {
+    let mut round = |i: usize| -> BenchResult<()> {
         for v in 0..variants {
-            step(v, warm)?;
+            step(v, i)?;
         }
+        Ok(())
+    };
+    let mut warm = 0;
+    while warm < warmup.rounds {
+        round(warm)?;
         warm += 1;
-        if warm >= warmup && warm % 8 == 0 {
+    }
+    if warmup.ms > 0 {
+        loop {
             for s in streams {
                 s.synchronize()?;
+            }
+            if !agree((start.elapsed().as_millis() as u64) < warmup.ms)? {
+                break;
+            }
+            for _ in 0..WARMUP_BLOCK {
+                round(warm)?;
+                warm += 1;
             }
         }
     }
@@ -279,6 +305,51 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         common: Common,
+    }
+
+    /// The round-robin timer gives every variant its own events and slot: a step that
+    /// clears 16x the bytes of the others takes longer, in its own row, every round;
+    /// `warmup_ms` keeps warming for at least that long. Needs a GPU (skips with the
+    /// reason without one, fails instead under MKERNEL_REQUIRE_GPU=1).
+    #[test]
+    fn rounds_time_each_variant_in_its_own_slot() {
+        let required = std::env::var("MKERNEL_REQUIRE_GPU").is_ok_and(|v| v == "1");
+        match mkernel::device_count() {
+            Ok(n) if n >= 1 => {}
+            other => {
+                assert!(!required, "MKERNEL_REQUIRE_GPU=1 but no GPU: {other:?}");
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("SKIP rounds_time_each_variant_in_its_own_slot: {other:?}\n").as_bytes());
+                return;
+            }
+        }
+        let stream = CudaContext::new(0).unwrap().new_stream().unwrap();
+        const SMALL: usize = 16 << 20;
+        let mut buf = stream.alloc_zeros::<u8>(16 * SMALL).unwrap();
+        let (iters, variants) = (9, 3);
+        let mut calls = vec![0usize; variants];
+        let t = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: 2, ms: 0 }, |_| panic!("no timed warm-up"), iters, variants, |v, i| {
+            calls[v] += 1;
+            assert!(i < 2 + iters, "round index {i}");
+            let bytes = if v == 1 { 16 * SMALL } else { SMALL };
+            stream.memset_zeros(&mut buf.slice_mut(..bytes))?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, vec![2 + iters; variants], "every variant once per round");
+        assert_eq!(t.iter().map(Vec::len).collect::<Vec<_>>(), vec![iters; variants]);
+        for round in 0..iters {
+            assert!(t[1][round] > 4.0 * t[0][round].max(t[2][round]), "round {round}: {:?}", t.iter().map(|v| v[round]).collect::<Vec<_>>());
+        }
+        // Timed warm-up: whole blocks, the time checked after synchronizing, until 30 ms.
+        let (start, mut checks, mut steps) = (std::time::Instant::now(), 0, 0);
+        let warm = Warmup { rounds: 3, ms: 30 };
+        let t = time_rounds_ms(std::slice::from_ref(&stream), warm, |go| { checks += 1; Ok(go) }, 1, 1, |_, _| {
+            steps += 1;
+            Ok(stream.memset_zeros(&mut buf)?)
+        })
+        .unwrap();
+        assert!(start.elapsed().as_millis() >= 30 && t[0].len() == 1, "{:?} {t:?}", start.elapsed());
+        assert_eq!(steps, 3 + (checks - 1) * WARMUP_BLOCK + 1, "{checks} checks");
     }
 
     /// The error of parsing `args` (after the program name), or "" when they parse.
