@@ -39,9 +39,10 @@ pub struct Common {
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(0..=100_000))]
     pub warmup: usize,
     /// bench gemm and gemm-allreduce: after --warmup, further untimed rounds (in blocks
-    /// of 8) until this many milliseconds have passed since the first, per shape; 0 to
-    /// 600000 (0: none). 3000 brings the GPUs to the clocks of sustained load (an H200
-    /// at its 700 W cap: ~1.5 GHz instead of 1.98 within ~2 s; bench/NOTES.md 9.2).
+    /// of 8) until this many milliseconds have passed since the first warm-up round (the
+    /// --warmup rounds count), per shape; 0 to 600000 (0: none). 3000 brings the GPUs to
+    /// the clocks of sustained load (an H200 at its 700 W cap: ~1.5 GHz instead of 1.98
+    /// within ~2 s; bench/NOTES.md 9.2).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(0..=600_000))]
     pub warmup_ms: u64,
     /// Verify results against an fp32 reference (fails loudly on a mismatch).
@@ -314,13 +315,15 @@ mod tests {
     #[test]
     fn rounds_time_each_variant_in_its_own_slot() {
         let required = std::env::var("MKERNEL_REQUIRE_GPU").is_ok_and(|v| v == "1");
-        match mkernel::device_count() {
-            Ok(n) if n >= 1 => {}
-            other => {
-                assert!(!required, "MKERNEL_REQUIRE_GPU=1 but no GPU: {other:?}");
-                let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("SKIP rounds_time_each_variant_in_its_own_slot: {other:?}\n").as_bytes());
-                return;
-            }
+        let reason = match mkernel::device_count() {
+            Ok(n) if n >= 1 => None,
+            Ok(_) => Some("no GPU present".to_string()),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(reason) = reason {
+            assert!(!required, "MKERNEL_REQUIRE_GPU=1 but {reason}");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("SKIP rounds_time_each_variant_in_its_own_slot: {reason}\n").as_bytes());
+            return;
         }
         let stream = CudaContext::new(0).unwrap().new_stream().unwrap();
         const SMALL: usize = 16 << 20;

@@ -292,6 +292,7 @@ const NO_FABRIC: &str =
     "this mkernel binary was built without the `fabric` feature (libfabric); rebuild with `cargo build --release -p mkernel --features fabric`";
 
 pub fn run(args: ProxyStreamArgs) -> BenchResult<()> {
+    check_unused_common(&args.common)?;
     if !cfg!(feature = "fabric") {
         return Err(NO_FABRIC.into());
     }
@@ -368,6 +369,19 @@ pub fn run(args: ProxyStreamArgs) -> BenchResult<()> {
     Ok(())
 }
 
+/// The shared options this bench has no use for are refused, not ignored: it has no
+/// shapes (`--sizes` picks what it moves), no fp32 reference to check against (the
+/// transports' tests check the bytes), and times one transfer kind at a time.
+fn check_unused_common(c: &Common) -> Result<(), String> {
+    let unused = [(c.check, "--check"), (c.filter.is_some(), "--filter"), (c.warmup_ms != 0, "--warmup-ms")];
+    match unused.iter().find(|(given, _)| *given) {
+        Some((_, flag)) => Err(format!(
+            "bench proxy-stream does not take {flag} (no shapes: --sizes picks the transfers; no reference check: the transport tests check the bytes; one transfer kind timed at a time)"
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,6 +391,17 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         ps: ProxyStreamArgs,
+    }
+
+    #[test]
+    fn shared_options_it_cannot_use_are_refused_by_name() {
+        for (flag, value) in [("--check", None), ("--filter", Some("M=1")), ("--warmup-ms", Some("100"))] {
+            let args: Vec<&str> = ["x", flag].into_iter().chain(value).collect();
+            let cli = Cli::try_parse_from(args).unwrap();
+            let e = run(cli.ps).unwrap_err().to_string();
+            assert!(e.contains(flag) && e.contains("does not take"), "{flag}: {e}");
+        }
+        assert!(check_unused_common(&Cli::try_parse_from(["x", "--iters", "3"]).unwrap().ps.common).is_ok());
     }
 
     #[test]
