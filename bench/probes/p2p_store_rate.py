@@ -7,7 +7,9 @@ measures that rate against the number of CTAs, warps per CTA, stores in flight p
 lane, the address pattern (contiguous, copy_out's box order, tile-row order) and one
 or both directions at once, to say whether the limit is the warp's, the SM's or the
 link's (bench/NOTES.md 8.1: the link's, ~350 GB/s per direction on 2x H200; one warp
-moves ~20 GB/s).
+moves ~20 GB/s). `--ops` adds what an all-reduce could use instead of plain stores:
+bf16 reductions at the destination (16 bytes per lane), bulk copies and bulk bf16
+reductions from shared memory (bench/NOTES.md 9.5).
 
 Needs two GPUs with peer access, libcuda and libnvrtc (CUDA 12/13); nothing else.
 Each configuration: 64 KiB per CTA, timed with the CTAs' own %globaltimer (median CTA
@@ -67,6 +69,71 @@ __device__ void copy(unsigned char* dst, unsigned long long* times) {
     times[2 * blockIdx.x + 1] = t1;
   }
 }
+// Reductions into the peer's memory instead of stores (bf16 adds at the destination):
+// red.global.add.noftz.v4.bf16x2, 16 bytes per lane, in the pattern of MODE.
+template <int MODE, int UNROLL>
+__device__ void red(unsigned char* dst, unsigned long long* times) {
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned nthreads = blockDim.x;
+  const unsigned chunks = kBytes / 16;
+  const unsigned one = 0x3f803f80u;  // two bf16 ones
+  for (unsigned i = threadIdx.x; i < chunks; i += UNROLL * nthreads) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const unsigned j = i + u * nthreads;
+      asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1,%2,%3,%4};" :: "l"(dst + at<MODE>(j, blockIdx.x)),
+                   "r"(one), "r"(one), "r"(one), "r"(one) : "memory");
+    }
+  }
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    times[2 * blockIdx.x] = t0;
+    times[2 * blockIdx.x + 1] = t1;
+  }
+}
+// Bulk copies from shared memory (what a TMA-store epilogue would issue), CHUNK bytes per
+// instruction from lane 0 of each warp, contiguous per CTA: REDUCE 1 adds (bf16) at the
+// destination (cp.reduce.async.bulk ... .add.noftz.bf16), 0 stores (cp.async.bulk).
+template <int REDUCE, int CHUNK>
+__device__ void bulk(unsigned char* dst, unsigned long long* times) {
+  __shared__ alignas(128) unsigned char src[16384];
+  for (unsigned i = threadIdx.x; i < 16384 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(src)[i] = 0x3f803f80u;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  unsigned long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned warps = blockDim.x / 32, warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    for (unsigned off = warp * CHUNK; off < kBytes; off += warps * CHUNK) {
+      const unsigned s = (unsigned)__cvta_generic_to_shared(src + off % 16384);
+      unsigned char* g = dst + (unsigned long long)blockIdx.x * kBytes + off;
+      if (REDUCE)
+        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.bf16 [%0], [%1], %2;" :: "l"(g), "r"(s), "r"(CHUNK) : "memory");
+      else
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(g), "r"(s), "r"(CHUNK) : "memory");
+    }
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  }
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long t1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    times[2 * blockIdx.x] = t0;
+    times[2 * blockIdx.x + 1] = t1;
+  }
+}
+extern "C" __global__ void red_0_8(unsigned char* d, unsigned long long* t) { red<0, 8>(d, t); }
+extern "C" __global__ void red_1_8(unsigned char* d, unsigned long long* t) { red<1, 8>(d, t); }
+extern "C" __global__ void bulk_0_512(unsigned char* d, unsigned long long* t) { bulk<0, 512>(d, t); }
+extern "C" __global__ void bulk_0_16384(unsigned char* d, unsigned long long* t) { bulk<0, 16384>(d, t); }
+extern "C" __global__ void bulk_1_512(unsigned char* d, unsigned long long* t) { bulk<1, 512>(d, t); }
+extern "C" __global__ void bulk_1_16384(unsigned char* d, unsigned long long* t) { bulk<1, 16384>(d, t); }
 extern "C" __global__ void copy_0_2(unsigned char* d, unsigned long long* t) { copy<0, 2>(d, t); }
 extern "C" __global__ void copy_0_8(unsigned char* d, unsigned long long* t) { copy<0, 8>(d, t); }
 extern "C" __global__ void copy_1_2(unsigned char* d, unsigned long long* t) { copy<1, 2>(d, t); }
@@ -122,6 +189,17 @@ def compile_ptx(arch):
     return ptx.raw
 
 
+OPS = ("store", "red", "bulk-store", "bulk-red")
+
+
+def ops_list(v):
+    ops = [o for o in v.split(",") if o]
+    bad = [o for o in ops if o not in OPS]
+    if bad or not ops:
+        raise argparse.ArgumentTypeError(f"must be a comma-separated list of {', '.join(OPS)}, got {v!r}")
+    return ops
+
+
 def positive(v):
     n = int(v)
     if n < 1:
@@ -134,6 +212,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=positive, default=20, help="timed repetitions per configuration (after 2 warm-up runs)")
     ap.add_argument("--json", help="also write the rows, with device, commit and date, to this file")
+    ap.add_argument("--ops", type=ops_list, default=list(OPS),
+                    help="comma-separated: store (16-byte stores, the configurations of NOTES 8.1), red (16-byte bf16 "
+                         "reductions at the destination), bulk-store, bulk-red (bulk copies / bf16 bulk reductions from "
+                         "shared memory, 512 B or 16 KiB per instruction); default: all")
     a = ap.parse_args()
     cuda = load(["libcuda.so.1", "libcuda.so"], "the CUDA driver (libcuda)")
     nvrtc = load(["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"], "NVRTC (libnvrtc)")
@@ -170,18 +252,27 @@ def main():
         mod = ctypes.c_void_p()
         ck(cuda.cuModuleLoadData(ctypes.byref(mod), ptx), "cuModuleLoadData")
         fs = {}
-        for m in range(3):
-            for u in (2, 8):
-                f = ctypes.c_void_p()
-                ck(cuda.cuModuleGetFunction(ctypes.byref(f), mod, f"copy_{m}_{u}".encode()), "cuModuleGetFunction")
-                fs[(m, u)] = f
+        names = [f"copy_{m}_{u}" for m in range(3) for u in (2, 8)] + ["red_0_8", "red_1_8"]
+        names += [f"bulk_{r}_{c}" for r in (0, 1) for c in (512, 16384)]
+        for name in names:
+            f = ctypes.c_void_p()
+            ck(cuda.cuModuleGetFunction(ctypes.byref(f), mod, name.encode()), f"cuModuleGetFunction {name}")
+            fs[name] = f
         fn.append(fs)
     host = (ctypes.c_uint64 * (2 * sms.value))()
     rows = []
-    print(f"{'dirs':>4} {'mode':>4} {'CTAs':>5} {'warps':>5} {'unroll':>6} {'KiB/CTA':>7} {'CTA us':>8} {'span us':>8} {'GB/s/SM':>8} {'GB/s':>7}")
-    configs = [(1, m, c, w, u) for m in [0, 1, 2] for c in [1, 32, 64, sms.value] for w in [1, 4] for u in [2, 8]]
-    configs += [(2, m, sms.value, w, 8) for m in [0, 1, 2] for w in [1, 4]]
-    for dirs, mode, ctas, warps, unroll in configs:
+    print(f"{'op':>10} {'dirs':>4} {'mode':>4} {'CTAs':>5} {'warps':>5} {'unroll':>6} {'KiB/CTA':>7} {'CTA us':>8} {'span us':>8} {'GB/s/SM':>8} {'GB/s':>7}")
+    # (op, kernel, dirs, mode, CTAs, warps, unroll or bytes per bulk instruction)
+    configs = []
+    if "store" in a.ops:
+        configs += [("store", f"copy_{m}_{u}", 1, m, c, w, u) for m in [0, 1, 2] for c in [1, 32, 64, sms.value] for w in [1, 4] for u in [2, 8]]
+        configs += [("store", f"copy_{m}_8", 2, m, sms.value, w, 8) for m in [0, 1, 2] for w in [1, 4]]
+    if "red" in a.ops:
+        configs += [("red", f"red_{m}_8", d, m, c, w, 8) for d in [1, 2] for m in [0, 1] for c in [32, sms.value] for w in [1, 4]]
+    for op, r in [("bulk-store", 0), ("bulk-red", 1)]:
+        if op in a.ops:
+            configs += [(op, f"bulk_{r}_{b}", d, 0, c, w, b) for d in [1, 2] for b in [512, 16384] for c in [32, sms.value] for w in [1, 4]]
+    for op, kernel, dirs, mode, ctas, warps, unroll in configs:
         durs, spans = [], []
         for _ in range(a.reps + 2):
             keep = []
@@ -190,7 +281,7 @@ def main():
                 vals = [ctypes.c_uint64(dst[g].value), ctypes.c_uint64(times[g].value)]
                 keep.append(vals)
                 args = (ctypes.c_void_p * 2)(*[ctypes.addressof(v) for v in vals])
-                ck(cuda.cuLaunchKernel(fn[g][(mode, unroll)], ctas, 1, 1, 32 * warps, 1, 1, 0, None, args, None), "launch")
+                ck(cuda.cuLaunchKernel(fn[g][kernel], ctas, 1, 1, 32 * warps, 1, 1, 0, None, args, None), f"launch {kernel}")
             for g in range(dirs):
                 ck(cuda.cuCtxSetCurrent(ctx[g]), "ctx")
                 ck(cuda.cuCtxSynchronize(), "sync")
@@ -203,9 +294,9 @@ def main():
         d, s = statistics.median(durs[2:]), statistics.median(spans[2:])
         per_sm = bpc / (d * 1e3)
         total = bpc * ctas / (s * 1e3)
-        rows.append(dict(directions=dirs, mode=mode, ctas=ctas, warps=warps, unroll=unroll, bytes_per_cta=bpc,
+        rows.append(dict(op=op, directions=dirs, mode=mode, ctas=ctas, warps=warps, unroll=unroll, bytes_per_cta=bpc,
                          cta_us=d, span_us=s, gbs_per_sm=per_sm, gbs_total=total))
-        print(f"{dirs:4d} {mode:4d} {ctas:5d} {warps:5d} {unroll:6d} {bpc // 1024:7d} {d:8.2f} {s:8.2f} {per_sm:8.2f} {total:7.1f}")
+        print(f"{op:>10} {dirs:4d} {mode:4d} {ctas:5d} {warps:5d} {unroll:6d} {bpc // 1024:7d} {d:8.2f} {s:8.2f} {per_sm:8.2f} {total:7.1f}")
     if a.json:
         name = ctypes.create_string_buffer(256)
         ck(cuda.cuDeviceGetName(name, 256, dev[0]), "cuDeviceGetName")
