@@ -45,55 +45,41 @@ __device__ __forceinline__ unsigned long long at(unsigned i, unsigned cta) {
   }
   return base + (i / 32) * kPitch + (i % 32) * 16;
 }
-template <int MODE, int UNROLL>
-__device__ void copy(unsigned char* dst, unsigned long long* times) {
-  unsigned long long t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  const unsigned nthreads = blockDim.x;
-  const unsigned chunks = kBytes / 16;
-  uint4 v = make_uint4(threadIdx.x, blockIdx.x, 1, 2);
-  for (unsigned i = threadIdx.x; i < chunks; i += UNROLL * nthreads) {
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const unsigned j = i + u * nthreads;  // chunks % (UNROLL * 32) == 0: no bound check
-      asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(dst + at<MODE>(j, blockIdx.x)),
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-    }
-  }
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// The CTA's writes visible system-wide, then its start and end times into `times`.
+__device__ __forceinline__ void finish(unsigned long long t0, unsigned long long* times) {
   asm volatile("fence.acq_rel.sys;" ::: "memory");
   __syncthreads();
   if (threadIdx.x == 0) {
-    unsigned long long t1;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
     times[2 * blockIdx.x] = t0;
-    times[2 * blockIdx.x + 1] = t1;
+    times[2 * blockIdx.x + 1] = now_ns();
   }
 }
-// Reductions into the peer's memory instead of stores (bf16 adds at the destination):
-// red.global.add.noftz.v4.bf16x2, 16 bytes per lane, in the pattern of MODE.
-template <int MODE, int UNROLL>
-__device__ void red(unsigned char* dst, unsigned long long* times) {
-  unsigned long long t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+// 16 bytes per lane into the peer's memory in the pattern of MODE: RED 0 stores
+// (st.global.v4, what copy_out does), RED 1 adds bf16 at the destination
+// (red.global.add.noftz.v4.bf16x2, four pairs of bf16 ones).
+template <int RED, int MODE, int UNROLL>
+__device__ void lanes(unsigned char* dst, unsigned long long* times) {
+  const unsigned long long t0 = now_ns();
   const unsigned nthreads = blockDim.x;
   const unsigned chunks = kBytes / 16;
-  const unsigned one = 0x3f803f80u;  // two bf16 ones
+  const uint4 v = RED ? make_uint4(0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u)
+                      : make_uint4(threadIdx.x, blockIdx.x, 1, 2);
   for (unsigned i = threadIdx.x; i < chunks; i += UNROLL * nthreads) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
-      const unsigned j = i + u * nthreads;
-      asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1,%2,%3,%4};" :: "l"(dst + at<MODE>(j, blockIdx.x)),
-                   "r"(one), "r"(one), "r"(one), "r"(one) : "memory");
+      unsigned char* const a = dst + at<MODE>(i + u * nthreads, blockIdx.x);  // chunks % (UNROLL * 32) == 0: no bound check
+      if (RED)
+        asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1,%2,%3,%4};" :: "l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+      else
+        asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" :: "l"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
     }
   }
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long t1;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-    times[2 * blockIdx.x] = t0;
-    times[2 * blockIdx.x + 1] = t1;
-  }
+  finish(t0, times);
 }
 // Bulk copies from shared memory (what a TMA-store epilogue would issue), CHUNK bytes per
 // instruction from lane 0 of each warp, contiguous per CTA: REDUCE 1 adds (bf16) at the
@@ -104,8 +90,7 @@ __device__ void bulk(unsigned char* dst, unsigned long long* times) {
   for (unsigned i = threadIdx.x; i < 16384 / 4; i += blockDim.x) reinterpret_cast<unsigned*>(src)[i] = 0x3f803f80u;
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
-  unsigned long long t0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const unsigned long long t0 = now_ns();
   const unsigned warps = blockDim.x / 32, warp = threadIdx.x / 32;
   if (threadIdx.x % 32 == 0) {
     for (unsigned off = warp * CHUNK; off < kBytes; off += warps * CHUNK) {
@@ -119,27 +104,20 @@ __device__ void bulk(unsigned char* dst, unsigned long long* times) {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
   }
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long t1;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-    times[2 * blockIdx.x] = t0;
-    times[2 * blockIdx.x + 1] = t1;
-  }
+  finish(t0, times);
 }
-extern "C" __global__ void red_0_8(unsigned char* d, unsigned long long* t) { red<0, 8>(d, t); }
-extern "C" __global__ void red_1_8(unsigned char* d, unsigned long long* t) { red<1, 8>(d, t); }
+extern "C" __global__ void red_0_8(unsigned char* d, unsigned long long* t) { lanes<1, 0, 8>(d, t); }
+extern "C" __global__ void red_1_8(unsigned char* d, unsigned long long* t) { lanes<1, 1, 8>(d, t); }
 extern "C" __global__ void bulk_0_512(unsigned char* d, unsigned long long* t) { bulk<0, 512>(d, t); }
 extern "C" __global__ void bulk_0_16384(unsigned char* d, unsigned long long* t) { bulk<0, 16384>(d, t); }
 extern "C" __global__ void bulk_1_512(unsigned char* d, unsigned long long* t) { bulk<1, 512>(d, t); }
 extern "C" __global__ void bulk_1_16384(unsigned char* d, unsigned long long* t) { bulk<1, 16384>(d, t); }
-extern "C" __global__ void copy_0_2(unsigned char* d, unsigned long long* t) { copy<0, 2>(d, t); }
-extern "C" __global__ void copy_0_8(unsigned char* d, unsigned long long* t) { copy<0, 8>(d, t); }
-extern "C" __global__ void copy_1_2(unsigned char* d, unsigned long long* t) { copy<1, 2>(d, t); }
-extern "C" __global__ void copy_1_8(unsigned char* d, unsigned long long* t) { copy<1, 8>(d, t); }
-extern "C" __global__ void copy_2_2(unsigned char* d, unsigned long long* t) { copy<2, 2>(d, t); }
-extern "C" __global__ void copy_2_8(unsigned char* d, unsigned long long* t) { copy<2, 8>(d, t); }
+extern "C" __global__ void copy_0_2(unsigned char* d, unsigned long long* t) { lanes<0, 0, 2>(d, t); }
+extern "C" __global__ void copy_0_8(unsigned char* d, unsigned long long* t) { lanes<0, 0, 8>(d, t); }
+extern "C" __global__ void copy_1_2(unsigned char* d, unsigned long long* t) { lanes<0, 1, 2>(d, t); }
+extern "C" __global__ void copy_1_8(unsigned char* d, unsigned long long* t) { lanes<0, 1, 8>(d, t); }
+extern "C" __global__ void copy_2_2(unsigned char* d, unsigned long long* t) { lanes<0, 2, 2>(d, t); }
+extern "C" __global__ void copy_2_8(unsigned char* d, unsigned long long* t) { lanes<0, 2, 8>(d, t); }
 """
 
 

@@ -211,6 +211,13 @@ impl FusedTrace {
         Ok(FusedTrace { events, dropped: count.saturating_sub(capacity) })
     }
 
+    /// For every `to` event whose tile also has a `from` event: the microseconds between
+    /// them (the epilogue path's per-tile steps).
+    fn per_tile_gaps(&self, from: TraceKind, to: TraceKind) -> Vec<f64> {
+        let start: std::collections::HashMap<u32, f64> = self.events.iter().filter(|e| e.kind == from).map(|e| (e.tile, e.t_us)).collect();
+        self.events.iter().filter(|e| e.kind == to).filter_map(|e| start.get(&e.tile).map(|t| e.t_us - t)).collect()
+    }
+
     /// The summary of [`TraceSummary`].
     pub fn summary(&self) -> TraceSummary {
         let mut role = std::collections::HashMap::new();
@@ -248,24 +255,10 @@ impl FusedTrace {
                 _ => {}
             }
         }
-        let stored: std::collections::HashMap<u32, f64> =
-            self.events.iter().filter(|e| e.kind == TraceKind::TileStored).map(|e| (e.tile, e.t_us)).collect();
-        let mut add_waits: Vec<f64> = self
-            .events
-            .iter()
-            .filter(|e| e.kind == TraceKind::PeerAdded)
-            .filter_map(|e| stored.get(&e.tile).map(|t| e.t_us - t))
-            .collect();
-        let staged: std::collections::HashMap<u32, f64> =
-            self.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| (e.tile, e.t_us)).collect();
-        let mut copies: Vec<f64> = self
-            .events
-            .iter()
-            .filter(|e| e.kind == TraceKind::TileStored)
-            .filter_map(|e| staged.get(&e.tile).map(|t| e.t_us - t))
-            .collect();
+        let mut add_waits = self.per_tile_gaps(TraceKind::TileStored, TraceKind::PeerAdded);
+        let mut copies = self.per_tile_gaps(TraceKind::TileStaged, TraceKind::TileStored);
         TraceSummary {
-            last_staged_us: staged.values().copied().fold(0.0, f64::max),
+            last_staged_us: self.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| e.t_us).fold(0.0, f64::max),
             copy_us: median(&mut copies),
             peer_adds: self.events.iter().filter(|e| e.kind == TraceKind::PeerAdded).count() as u32,
             peer_add_wait_us: median(&mut add_waits),

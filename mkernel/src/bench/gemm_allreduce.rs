@@ -414,10 +414,6 @@ impl Local {
         }
         Ok(super::median(&mut local))
     }
-    /// A value every rank agrees on (rank 0's).
-    fn agree_u64(&self, v: u64) -> BenchResult<u64> {
-        agree_u64(self.boot(), v)
-    }
 }
 
 /// Rank 0's `v` on every rank (one process per GPU: through the bootstrap); `v` itself
@@ -644,7 +640,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         bar.set_message(label.clone());
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
-        let seed = local.agree_u64(check::fresh_seed())?;
+        let seed = agree_u64(local.boot(), check::fresh_seed())?;
         let Local { comms, streams, nccl, blas } = &mut local;
         let mut data: Vec<RankData> = streams
             .iter()
