@@ -366,7 +366,52 @@ impl FusedConfig {
             t
         }
     }
+
+    /// The epilogue path's refinement of [`Self::choose_tile`]: 128 x 128 instead of
+    /// 128 x 256 tiles when the smaller copy after the GEMM saves more than the narrow
+    /// tiles' slower GEMM costs; any other tile as it is.
+    ///
+    /// Why: on the epilogue path the copies of the last wave's tiles all start when the
+    /// GEMM ends, so that wave's output (R = tiles mod `grid` tiles, or a whole wave)
+    /// crosses the link after it: R x BM x BN x 2 bytes at [`EPILOGUE_LINK_BYTES_PER_S`].
+    /// Narrow tiles halve a tile's bytes but run the GEMM [`NARROW_TILE_SLOWDOWN`] slower
+    /// (of 2 M N K at [`WIDE_TILE_FLOPS_PER_S`]). Measured on the H200 pair
+    /// (bench/NOTES.md 9.8, run 59): narrow tiles make o-proj M=1024 0.137 ms against
+    /// 0.142 (the model: 12.3 us of copy saved, 6.4 us of GEMM lost), leave M=2048
+    /// even (12.3 against 12.8) and are slower on every larger or longer-K shape.
+    pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
+        let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
+        if tile != wide || grid == 0 {
+            return tile;
+        }
+        let final_burst_bytes = |t: TileConfig| {
+            let tiles = t.tiles(shape.m, shape.n);
+            let rest = match tiles % grid as u64 {
+                0 => tiles.min(grid as u64),
+                r => r,
+            };
+            (rest * t.bm as u64 * t.bn as u64 * 2) as f64
+        };
+        let saved_s = (final_burst_bytes(wide) - final_burst_bytes(narrow)) / EPILOGUE_LINK_BYTES_PER_S;
+        let lost_s = shape.flops() / WIDE_TILE_FLOPS_PER_S * NARROW_TILE_SLOWDOWN;
+        if saved_s > lost_s {
+            narrow
+        } else {
+            wide
+        }
+    }
 }
+
+/// NVLink bandwidth of one direction the epilogue path's copies reach, bytes/s (H200
+/// pair: 16-byte stores from every SM, 345-354 GB/s; `bench/probes/p2p_store_rate.py`,
+/// run 52).
+pub const EPILOGUE_LINK_BYTES_PER_S: f64 = 350e9;
+/// Rate of the GEMM engine with 128 x 256 tiles on large shapes, FLOP/s (H200: 749-765
+/// TFLOP/s, `mkernel bench gemm`, o-proj M=2048 and 8192, run 58).
+pub const WIDE_TILE_FLOPS_PER_S: f64 = 750e12;
+/// How much longer the GEMM takes with 128 x 128 tiles (H200: 703 and 701 TFLOP/s
+/// against 749 and 765 on the same shapes, run 58: 6.5-9%).
+pub const NARROW_TILE_SLOWDOWN: f64 = 0.07;
 
 impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -883,6 +928,23 @@ mod tests {
         assert_eq!(FusedConfig::choose_tile(1024, 8192, 132), TileConfig::WIDE_TMA_STORE);
         // The plain GEMM keeps 64-row tiles at M=2049 (faster there without communication).
         assert_eq!(TileConfig::choose(2049, 8192, 132), TileConfig::M64_WIDE_TMA_STORE);
+    }
+
+    #[test]
+    fn epilogue_path_takes_narrow_tiles_only_where_the_final_copy_shrinks_more_than_the_gemm_slows() {
+        let pick = |m, n, k| FusedConfig::epilogue_tile(GemmShape { m, n, k }, TileConfig::WIDE_TMA_STORE, 132);
+        // Measured on the H200 pair (run 59): narrow faster at o-proj M=1024 only.
+        assert_eq!(pick(1024, 8192, 4096), TileConfig::NARROW_TMA_STORE);
+        for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 4096), (1024, 8192, 14336), (1024, 7168, 9216), (2049, 8192, 4096)] {
+            assert_eq!(pick(m, n, k), TileConfig::WIDE_TMA_STORE, "M={m} N={n} K={k}");
+        }
+        // The same shape with a longer K (a longer GEMM, the same copy) keeps wide tiles.
+        assert_eq!(pick(1024, 8192, 16384), TileConfig::WIDE_TMA_STORE);
+        // Other tiles (and a grid of 0) pass through.
+        for t in [TileConfig::M64_WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE, TileConfig::WIDE] {
+            assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, t, 132), t);
+        }
+        assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, TileConfig::WIDE_TMA_STORE, 0), TileConfig::WIDE_TMA_STORE);
     }
 
     #[test]

@@ -86,6 +86,9 @@ impl Communicator {
                 CommPath::choose_fused(shape.n, tile, self.world_size(), own_gpu)
             }
         });
+        // The epilogue path copies its last wave after the GEMM: narrower tiles where that
+        // copy shrinks more than the GEMM slows (a tile asked for stays as asked).
+        let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
         path.check(shape.n, tile, self.world_size())?;
         let comm_ctas = match opts.comm_ctas {
             _ if !path.has_comm_ctas() => match opts.comm_ctas {

@@ -131,8 +131,9 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
     let Some(w) = world("fused_matches_reference_on_odd_and_llm_shapes") else { return };
     // (2049 x 8192 x 4096 splits its last wave on 2 ranks by default: 16 tiles left over,
     // 4 slices each; 256 x 1024 x 8192 does when forced onto the epilogue path: its default tile
-    // has no TMA store. split_last_wave_on_two_ranks_of_one_gpu forces it.)
-    let shapes = [(129, 8192, 4096), (1, 512, 64), (2049, 8192, 4096), (1024, 8192, 14336), (4096, 7168, 9216), (333, 1000, 200), (200, 1001, 64), (16384, 8192, 4096), (256, 1024, 8192)];
+    // has no TMA store. split_last_wave_on_two_ranks_of_one_gpu forces it. 1024 x 8192 x
+    // 4096 takes 128 x 128 tiles by default on the epilogue path with 132 SMs.)
+    let shapes = [(129, 8192, 4096), (1, 512, 64), (2049, 8192, 4096), (1024, 8192, 14336), (1024, 8192, 4096), (4096, 7168, 9216), (333, 1000, 200), (200, 1001, 64), (16384, 8192, 4096), (256, 1024, 8192)];
     let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
     let mut g = group(w, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
     for (m, n, k) in shapes {
@@ -172,6 +173,11 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 // The last wave split into K-slices (the default, Auto), where the shape
                 // leaves SMs idle; and the same shape unsplit.
                 let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
+                // The epilogue path's tile refinement is what the default plans with.
+                if plan.path == CommPath::Epilogue {
+                    let base = mkernel::FusedConfig::choose_tile(s.m, s.n, plan.grid);
+                    assert_eq!(plan.tile, mkernel::FusedConfig::epilogue_tile(s, base, plan.grid), "{s:?}: {plan}");
+                }
                 let auto = GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Auto), ..Default::default() };
                 assert_eq!(g.comms[0].plan_gemm_allreduce(s, auto).unwrap().split_slices, plan.split_slices, "{s:?}: the default is Auto");
                 // (544 tiles of 128 x 256: 16 left over on 132 SMs; another SM count may
