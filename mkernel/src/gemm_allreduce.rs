@@ -17,7 +17,9 @@ use crate::gemm::check_same_device;
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GemmAllReduceOptions {
-    /// GEMM tile configuration, one of [`TileConfig::ALL`].
+    /// GEMM tile configuration, one of [`TileConfig::ALL`]. None: `FusedConfig::choose_tile`,
+    /// refined on the epilogue path by `FusedConfig::epilogue_tile` (128 x 128 tiles where
+    /// the last wave's copy after the GEMM shrinks more than the GEMM slows).
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
