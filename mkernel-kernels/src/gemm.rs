@@ -125,7 +125,8 @@ impl TileConfig {
         128 + 128 * (self.bm / 64)
     }
 
-    /// Dynamic shared memory per CTA in bytes (mirrors `GemmConfig::kSmemBytes`).
+    /// Dynamic shared memory per CTA in bytes (mirrors `GemmConfig::kSmemBytes`, checked
+    /// when the kernels compile).
     pub fn smem_bytes(&self) -> u32 {
         let staging = if self.epilogue == Epilogue::TmaStore { self.bm * self.bn * 2 } else { 0 };
         self.stages * (self.bm * self.bk * 2 + self.bn * self.bk * 2) + staging + 2 * self.stages * 8 + 1024
@@ -261,9 +262,11 @@ pub fn source(cfg: TileConfig) -> Result<KernelSource> {
     let entry = format!(
         "#include \"ops/gemm.cuh\"\n\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ GemmParams p) {{\n\
-         \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n",
+         \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n\
+         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
         threads = cfg.threads(),
-        cfg_ty = cfg.cpp_type()
+        cfg_ty = cfg.cpp_type(),
+        smem = cfg.smem_bytes()
     );
     Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
 }
@@ -376,6 +379,11 @@ mod tests {
         assert_eq!(TileConfig::WIDE.smem_bytes(), 4 * (16384 + 32768) + 64 + 1024);
         assert_eq!(TileConfig::M64_WIDE_TMA_STORE.smem_bytes(), 4 * (8192 + 32768) + 32768 + 64 + 1024);
         assert_eq!(TileConfig::M64_WIDE.threads(), 256);
+        // Every kernel's source asserts, when it compiles, that the device computes the same size.
+        for cfg in TileConfig::ALL {
+            let src = source(cfg).unwrap().source;
+            assert!(src.contains(&format!("{}::kSmemBytes == {}", cfg.cpp_type(), cfg.smem_bytes())), "{cfg}");
+        }
     }
 
     #[test]

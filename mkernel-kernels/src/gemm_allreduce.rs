@@ -375,13 +375,18 @@ impl FusedConfig {
     /// GEMM ends, so that wave's output (R = tiles mod `grid` tiles, or a whole wave)
     /// crosses the link after it: R x BM x BN x 2 bytes at [`EPILOGUE_LINK_BYTES_PER_S`].
     /// Narrow tiles halve a tile's bytes but run the GEMM [`NARROW_TILE_SLOWDOWN`] slower
-    /// (of 2 M N K at [`WIDE_TILE_FLOPS_PER_S`]). Measured on the H200 pair
-    /// (bench/NOTES.md 9.8, run 59): narrow tiles make o-proj M=1024 0.137 ms against
-    /// 0.142 (the model: 12.3 us of copy saved, 6.4 us of GEMM lost), leave M=2048
-    /// even (12.3 against 12.8) and are slower on every larger or longer-K shape.
+    /// (of 2 M N K at [`WIDE_TILE_FLOPS_PER_S`]). Only where a wave's copy fits under the
+    /// next wave's GEMM, which for any tile means K >= [`WIDE_TILE_FLOPS_PER_S`] /
+    /// [`EPILOGUE_LINK_BYTES_PER_S`] (~2100): with a shorter K the link is behind all
+    /// along, every wave's copy is exposed, not just the last, and narrow tiles would
+    /// only slow the GEMM (and add a tile's fixed costs twice as often). Measured on the H200 pair
+    /// (bench/NOTES.md 10.3, runs 58-59): narrow tiles make o-proj M=1024 0.135-0.137 ms
+    /// against 0.142 (the model: 12.3 us of copy saved, 6.4 us of GEMM lost), leave
+    /// M=2048 and DeepSeek M=1024 even (12.3 against 12.8, 12.4 against 12.6) and gain
+    /// nowhere else.
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
-        if tile != wide || grid == 0 {
+        if tile != wide || grid == 0 || (shape.k as f64) < WIDE_TILE_FLOPS_PER_S / EPILOGUE_LINK_BYTES_PER_S {
             return tile;
         }
         let final_burst_bytes = |t: TileConfig| {
@@ -403,8 +408,8 @@ impl FusedConfig {
 }
 
 /// NVLink bandwidth of one direction the epilogue path's copies reach, bytes/s (H200
-/// pair: 16-byte stores from every SM, 345-354 GB/s; `bench/probes/p2p_store_rate.py`,
-/// run 52).
+/// pair: 16-byte stores from every SM, 342-354 GB/s; `bench/probes/p2p_store_rate.py`,
+/// runs 52 and 61).
 pub const EPILOGUE_LINK_BYTES_PER_S: f64 = 350e9;
 /// Rate of the GEMM engine with 128 x 256 tiles on large shapes, FLOP/s (H200: 749-765
 /// TFLOP/s, `mkernel bench gemm`, o-proj M=2048 and 8192, run 58).
@@ -640,7 +645,9 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     let entry = format!(
         "#include \"ops/gemm_allreduce.cuh\"\n\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ AllReduceParams p) {{\n\
-         \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n{check}",
+         \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n\
+         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n{check}",
+        smem = tile.smem_bytes(),
         threads = tile.threads(),
         cfg_ty = tile.cpp_type(),
         path_ty = path.cpp(),
@@ -938,8 +945,14 @@ mod tests {
         for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 4096), (1024, 8192, 14336), (1024, 7168, 9216), (2049, 8192, 4096)] {
             assert_eq!(pick(m, n, k), TileConfig::WIDE_TMA_STORE, "M={m} N={n} K={k}");
         }
-        // The same shape with a longer K (a longer GEMM, the same copy) keeps wide tiles.
+        // The same shape with a longer K (a longer GEMM, the same copy) keeps wide tiles,
+        // and so does a short K, where the link is behind all along (every wave's copy is
+        // exposed, not just the last): the model's premise does not hold there.
         assert_eq!(pick(1024, 8192, 16384), TileConfig::WIDE_TMA_STORE);
+        for k in [64, 512, 1024, 2048] {
+            assert_eq!(pick(1024, 8192, k), TileConfig::WIDE_TMA_STORE, "K={k}");
+            assert_eq!(pick(4096, 8192, k), TileConfig::WIDE_TMA_STORE, "K={k}");
+        }
         // Other tiles (and a grid of 0) pass through.
         for t in [TileConfig::M64_WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE, TileConfig::WIDE] {
             assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, t, 132), t);
@@ -1063,6 +1076,8 @@ mod tests {
             assert!(smem_bytes(tile, CommPath::Epilogue) <= 232_448, "{tile}");
             assert_eq!(smem_bytes(tile, CommPath::TmaReduce), tile.smem_bytes());
             let src = source(tile, 2, CommPath::Epilogue).unwrap();
+            // (the device's shared-memory size is checked against the host's when it compiles)
+            assert!(src.source.contains(&format!("kSmemBytes == {}", tile.smem_bytes())), "{tile}");
             assert!(src.source.contains("mk::CommPath::Epilogue") && src.source.contains("kEpilogueExtraSmem"), "{tile}");
         }
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
