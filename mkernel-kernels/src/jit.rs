@@ -40,6 +40,22 @@ pub struct Compiled {
     pub from_cache: bool,
     /// Where the image is cached, if caching is on.
     pub path: Option<PathBuf>,
+    /// ptxas's notes that the kernel's wgmma pipeline was serialised or had waits
+    /// injected ([`wgmma_notes`]); empty when loaded from the cache.
+    pub wgmma_notes: Vec<String>,
+}
+
+/// The lines of a ptxas report (NVRTC's log with `--ptxas-options=-v`) that say the
+/// compiler serialised wgmma instructions or injected `warpgroup.wait`s (C7510-C7520:
+/// "Potential Performance Loss: wgmma.mma_async instructions are serialized due to ...",
+/// "warpgroup.wait is injected ..."). Each costs the GEMM its overlap of tensor-core
+/// work with the next stage's issue: one such note made every fused call 10-20% slower
+/// (bench/NOTES.md 10.6), without any error or spill.
+pub fn wgmma_notes(log: &str) -> Vec<String> {
+    log.lines()
+        .filter(|l| l.starts_with("ptxas") && (l.contains("wgmma") || l.contains("warpgroup") || l.contains("GMMA")))
+        .map(|l| l.trim().to_string())
+        .collect()
 }
 
 /// True when libnvrtc can be loaded on this machine.
@@ -155,6 +171,8 @@ impl Compiler {
             "--std=c++17".to_string(),
             "--device-as-default-execution-space".to_string(),
             "--generate-line-info".to_string(),
+            // ptxas's per-kernel report in the log, for its wgmma notes (see wgmma_notes)
+            "--ptxas-options=-v".to_string(),
         ];
         Self { cache_dir, options, memo: Mutex::new(HashMap::new()) }
     }
@@ -186,7 +204,7 @@ impl Compiler {
         let key = self.cache_key(src, version);
         if let Ok(memo) = self.memo.lock() {
             if let Some(img) = memo.get(&key) {
-                return Ok(Compiled { cubin: img.clone(), from_cache: true, path: self.entry_path(&src.name, &key) });
+                return Ok(Compiled { cubin: img.clone(), from_cache: true, path: self.entry_path(&src.name, &key), wgmma_notes: Vec::new() });
             }
         }
         let path = self.entry_path(&src.name, &key);
@@ -196,15 +214,19 @@ impl Compiler {
                     tracing::debug!(kernel = %src.name, path = %p.display(), "JIT cache hit");
                     let img = Arc::new(bytes);
                     self.remember(&key, &img);
-                    return Ok(Compiled { cubin: img, from_cache: true, path });
+                    return Ok(Compiled { cubin: img, from_cache: true, path, wgmma_notes: Vec::new() });
                 }
                 tracing::warn!(path = %p.display(), "ignoring a corrupt JIT cache entry");
             }
         }
         let started = std::time::Instant::now();
         let includes = if src.needs_toolkit_headers { find_toolkit_headers(&header_search_path())? } else { Vec::new() };
-        let cubin = compile_cubin(&src.name, &src.source, &self.options, &includes)?;
+        let (cubin, log) = compile_cubin(&src.name, &src.source, &self.options, &includes)?;
         tracing::debug!(kernel = %src.name, ms = started.elapsed().as_millis() as u64, bytes = cubin.len(), "NVRTC compiled");
+        let wgmma_notes = wgmma_notes(&log);
+        for note in &wgmma_notes {
+            tracing::warn!(kernel = %src.name, "{note}");
+        }
         // A cache that cannot be written costs a recompilation next time, not the launch.
         let path = path.filter(|p| match store_atomically(p, &cubin) {
             Ok(()) => true,
@@ -215,7 +237,7 @@ impl Compiler {
         });
         let img = Arc::new(cubin);
         self.remember(&key, &img);
-        Ok(Compiled { cubin: img, from_cache: false, path })
+        Ok(Compiled { cubin: img, from_cache: false, path, wgmma_notes })
     }
 
     /// Forgets `src` (in-process memo and disk entry), e.g. after a cached image failed
@@ -261,7 +283,8 @@ fn nvrtc_err(call: &'static str) -> impl Fn(nvrtc::NvrtcError) -> Error {
 }
 
 /// One NVRTC compilation to a cubin. The program is destroyed on every path.
-fn compile_cubin(name: &str, source: &str, options: &[String], includes: &[PathBuf]) -> Result<Vec<u8>> {
+/// The cubin and NVRTC's log (with the options' ptxas report) of one compile.
+fn compile_cubin(name: &str, source: &str, options: &[String], includes: &[PathBuf]) -> Result<(Vec<u8>, String)> {
     if !nvrtc_available() {
         return Err(Error::NvrtcMissing);
     }
@@ -282,11 +305,11 @@ fn compile_cubin(name: &str, source: &str, options: &[String], includes: &[PathB
     }
     // SAFETY: `prog` is live (owned by `guard`).
     let compiled = unsafe { nvrtc::compile_program(guard.0, &opts) };
+    // SAFETY: as above.
+    let log = unsafe { nvrtc::get_program_log(guard.0) }.map_err(nvrtc_err("nvrtcGetProgramLog"))?;
+    let log = String::from_utf8_lossy(&log.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned();
     if compiled.is_err() {
-        // SAFETY: as above.
-        let log = unsafe { nvrtc::get_program_log(guard.0) }.map_err(nvrtc_err("nvrtcGetProgramLog"))?;
-        let bytes: Vec<u8> = log.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-        return Err(Error::Compile { kernel: name.to_string(), log: String::from_utf8_lossy(&bytes).into_owned() });
+        return Err(Error::Compile { kernel: name.to_string(), log });
     }
     let mut size = 0usize;
     // SAFETY: `prog` compiled successfully; out-pointer to a live local.
@@ -296,7 +319,7 @@ fn compile_cubin(name: &str, source: &str, options: &[String], includes: &[PathB
     unsafe { nvrtc_sys::nvrtcGetCUBIN(guard.0, cubin.as_mut_ptr() as *mut c_char) }
         .result()
         .map_err(nvrtc_err("nvrtcGetCUBIN"))?;
-    Ok(cubin)
+    Ok((cubin, log))
 }
 
 #[cfg(test)]
