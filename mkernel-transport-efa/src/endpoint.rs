@@ -248,6 +248,24 @@ impl std::fmt::Debug for FabricEndpoint {
     }
 }
 
+/// A name for an shm endpoint's region no other process has used: "mk<pid>_<random>_<n>"
+/// (the random part drawn once per process from the standard library's hasher keys, n
+/// counting this process's endpoints), well within shm's 256-byte names.
+fn unique_shm_name() -> CString {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+    static NONCE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nonce = *NONCE.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.finish()
+    });
+    let n = NEXT.fetch_add(1, AtomicOrdering::Relaxed);
+    // (digits and letters only: no NUL)
+    CString::new(format!("mk{}_{nonce:016x}_{n}", std::process::id())).unwrap_or_default()
+}
+
 fn cstr_field(p: *const std::os::raw::c_char) -> String {
     if p.is_null() {
         return String::new();
@@ -404,6 +422,17 @@ impl FabricEndpoint {
                 i64::from(ffi::fi_ep_bind(self.ep, &mut (*self.cq).fid, u64::from(ffi::FI_TRANSMIT | ffi::FI_RECV))),
             )?;
             check("fi_ep_bind(av)", i64::from(ffi::fi_ep_bind(self.ep, &mut (*self.av).fid, 0)))?;
+            // The shm provider names its shared-memory region after the process ID and
+            // the endpoint's index ("<pid>:0:0" in /dev/shm) and fails fi_enable with
+            // EBUSY when that name exists: a killed process leaves its region behind, and
+            // a later process given the same PID could not enable its endpoint (seen in CI
+            // after the killed-peer tests). A name with a per-process random part does not
+            // collide that way.
+            if cstr_field((*(*info).fabric_attr).prov_name) == "shm" {
+                let name = unique_shm_name();
+                let len = name.as_bytes_with_nul().len();
+                check("fi_setname", i64::from(ffi::fi_setname(&mut (*self.ep).fid, name.as_ptr() as *mut c_void, len)))?;
+            }
             check("fi_enable", i64::from(ffi::fi_enable(self.ep)))?;
             let mut len: usize = 0;
             let ret = ffi::fi_getname(&mut (*self.ep).fid, ptr::null_mut(), &mut len);

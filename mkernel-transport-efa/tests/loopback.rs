@@ -665,8 +665,21 @@ fn killed_peer(provider: &str) {
     let progress = procs[0].expect(0, "MKPROGRESS", WAIT);
     assert_eq!(progress, "MKPROGRESS", "survivor failed before the kill");
     let killed_at = Instant::now();
+    let victim_pid = procs[1].child.id();
     procs[1].child.kill().expect("kill victim");
     let _ = procs[1].child.wait();
+    // A killed shm endpoint leaves its 16 MiB region in /dev/shm: remove the victim's
+    // (named "mk<pid>_..." by FabricEndpoint), so repeated runs do not fill the tmpfs.
+    if provider == "shm" {
+        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+            let prefix = format!("mk{victim_pid}_");
+            for e in dir.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
     let line = procs[0].expect(0, "an error after the kill", Duration::from_secs(30));
     let took = killed_at.elapsed();
     println!("{provider}: survivor reported after {took:?}: {line}");
