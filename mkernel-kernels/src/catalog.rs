@@ -56,8 +56,8 @@ pub struct CompileReport {
     pub from_cache: bool,
     /// Wall time of the compile or cache load, ms.
     pub millis: u128,
-    /// ptxas's wgmma notes ([`crate::jit::wgmma_notes`]; none from the cache).
-    pub wgmma_notes: Vec<String>,
+    /// ptxas's performance notes ([`crate::jit::performance_notes`]; none from the cache).
+    pub performance_notes: Vec<String>,
 }
 
 /// Compiles every instantiation, stopping at the first error.
@@ -66,7 +66,7 @@ pub fn compile_all(compiler: &Compiler) -> Result<Vec<CompileReport>> {
     for src in all()? {
         let t = std::time::Instant::now();
         let c = compiler.compile(&src)?;
-        out.push(CompileReport { name: src.name, bytes: c.cubin.len(), from_cache: c.from_cache, millis: t.elapsed().as_millis(), wgmma_notes: c.wgmma_notes });
+        out.push(CompileReport { name: src.name, bytes: c.cubin.len(), from_cache: c.from_cache, millis: t.elapsed().as_millis(), performance_notes: c.performance_notes });
     }
     Ok(out)
 }

@@ -375,18 +375,19 @@ impl FusedConfig {
     /// GEMM ends, so that wave's output (R = tiles mod `grid` tiles, or a whole wave)
     /// crosses the link after it: R x BM x BN x 2 bytes at [`EPILOGUE_LINK_BYTES_PER_S`].
     /// Narrow tiles halve a tile's bytes but run the GEMM [`NARROW_TILE_SLOWDOWN`] slower
-    /// (of 2 M N K at [`WIDE_TILE_FLOPS_PER_S`]). Only where a wave's copy fits under the
-    /// next wave's GEMM, which for any tile means K >= [`WIDE_TILE_FLOPS_PER_S`] /
-    /// [`EPILOGUE_LINK_BYTES_PER_S`] (~2100): with a shorter K the link is behind all
-    /// along, every wave's copy is exposed, not just the last, and narrow tiles would
-    /// only slow the GEMM (and add a tile's fixed costs twice as often). Measured on the H200 pair
+    /// (of 2 M N K at [`WIDE_TILE_FLOPS_PER_S`]). With a short K (below ~2100 =
+    /// [`WIDE_TILE_FLOPS_PER_S`] / [`EPILOGUE_LINK_BYTES_PER_S`]) the link is behind all
+    /// along; a two-stage model (max of GEMM + final burst and first wave + all bytes over
+    /// the link) then still favours narrow tiles, whose first wave is shorter, as this one
+    /// does, but no such shape has been measured (every shape below has K >= 4096).
+    /// Measured on the H200 pair
     /// (bench/NOTES.md 10.3, runs 58-59): narrow tiles make o-proj M=1024 0.135-0.137 ms
     /// against 0.142 (the model: 12.3 us of copy saved, 6.4 us of GEMM lost), leave
     /// M=2048 and DeepSeek M=1024 even (12.3 against 12.8, 12.4 against 12.6) and gain
     /// nowhere else.
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
-        if tile != wide || grid == 0 || (shape.k as f64) < WIDE_TILE_FLOPS_PER_S / EPILOGUE_LINK_BYTES_PER_S {
+        if tile != wide || grid == 0 {
             return tile;
         }
         let final_burst_bytes = |t: TileConfig| {
@@ -945,14 +946,10 @@ mod tests {
         for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 4096), (1024, 8192, 14336), (1024, 7168, 9216), (2049, 8192, 4096)] {
             assert_eq!(pick(m, n, k), TileConfig::WIDE_TMA_STORE, "M={m} N={n} K={k}");
         }
-        // The same shape with a longer K (a longer GEMM, the same copy) keeps wide tiles,
-        // and so does a short K, where the link is behind all along (every wave's copy is
-        // exposed, not just the last): the model's premise does not hold there.
+        // The same shape with a longer K (a longer GEMM, the same copy) keeps wide tiles;
+        // a shorter one takes narrow ones (unmeasured; a two-stage model agrees).
         assert_eq!(pick(1024, 8192, 16384), TileConfig::WIDE_TMA_STORE);
-        for k in [64, 512, 1024, 2048] {
-            assert_eq!(pick(1024, 8192, k), TileConfig::WIDE_TMA_STORE, "K={k}");
-            assert_eq!(pick(4096, 8192, k), TileConfig::WIDE_TMA_STORE, "K={k}");
-        }
+        assert_eq!(pick(1024, 8192, 1024), TileConfig::NARROW_TMA_STORE);
         // Other tiles (and a grid of 0) pass through.
         for t in [TileConfig::M64_WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE, TileConfig::WIDE] {
             assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, t, 132), t);

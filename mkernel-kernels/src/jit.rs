@@ -40,20 +40,23 @@ pub struct Compiled {
     pub from_cache: bool,
     /// Where the image is cached, if caching is on.
     pub path: Option<PathBuf>,
-    /// ptxas's notes that the kernel's wgmma pipeline was serialised or had waits
-    /// injected ([`wgmma_notes`]); empty when loaded from the cache.
-    pub wgmma_notes: Vec<String>,
+    /// ptxas's performance notes for the kernel ([`performance_notes`]: serialised
+    /// wgmma, injected `warpgroup.wait`s, ignored `setmaxnreg`); empty when loaded from
+    /// the cache.
+    pub performance_notes: Vec<String>,
 }
 
 /// The lines of a ptxas report (NVRTC's log with `--ptxas-options=-v`) that say the
-/// compiler serialised wgmma instructions or injected `warpgroup.wait`s (C7510-C7520:
-/// "Potential Performance Loss: wgmma.mma_async instructions are serialized due to ...",
-/// "warpgroup.wait is injected ..."). Each costs the GEMM its overlap of tensor-core
-/// work with the next stage's issue: one such note made every fused call 10-20% slower
-/// (bench/NOTES.md 10.6), without any error or spill.
-pub fn wgmma_notes(log: &str) -> Vec<String> {
+/// compiler gave up performance the source asked for: "Potential Performance Loss: ..."
+/// (C7510-C7520: wgmma.mma_async instructions serialised; `setmaxnreg` ignored) and
+/// "warpgroup.wait is injected ... registers defined by GMMA". Each is silent otherwise:
+/// one serialisation note made every fused call 10-20% slower (bench/NOTES.md 10.6)
+/// without an error or a spill. Other -v lines (registers, spills, "Compiling entry
+/// function ...", whatever the kernel is called) are not notes.
+pub fn performance_notes(log: &str) -> Vec<String> {
     log.lines()
-        .filter(|l| l.starts_with("ptxas") && (l.contains("wgmma") || l.contains("warpgroup") || l.contains("GMMA")))
+        .filter(|l| l.starts_with("ptxas"))
+        .filter(|l| l.contains("Potential Performance Loss") || (l.contains("is injected") && l.contains("GMMA")))
         .map(|l| l.trim().to_string())
         .collect()
 }
@@ -171,7 +174,7 @@ impl Compiler {
             "--std=c++17".to_string(),
             "--device-as-default-execution-space".to_string(),
             "--generate-line-info".to_string(),
-            // ptxas's per-kernel report in the log, for its wgmma notes (see wgmma_notes)
+            // ptxas's per-kernel report in the log, for its performance notes (see performance_notes)
             "--ptxas-options=-v".to_string(),
         ];
         Self { cache_dir, options, memo: Mutex::new(HashMap::new()) }
@@ -204,7 +207,7 @@ impl Compiler {
         let key = self.cache_key(src, version);
         if let Ok(memo) = self.memo.lock() {
             if let Some(img) = memo.get(&key) {
-                return Ok(Compiled { cubin: img.clone(), from_cache: true, path: self.entry_path(&src.name, &key), wgmma_notes: Vec::new() });
+                return Ok(Compiled { cubin: img.clone(), from_cache: true, path: self.entry_path(&src.name, &key), performance_notes: Vec::new() });
             }
         }
         let path = self.entry_path(&src.name, &key);
@@ -214,7 +217,7 @@ impl Compiler {
                     tracing::debug!(kernel = %src.name, path = %p.display(), "JIT cache hit");
                     let img = Arc::new(bytes);
                     self.remember(&key, &img);
-                    return Ok(Compiled { cubin: img, from_cache: true, path, wgmma_notes: Vec::new() });
+                    return Ok(Compiled { cubin: img, from_cache: true, path, performance_notes: Vec::new() });
                 }
                 tracing::warn!(path = %p.display(), "ignoring a corrupt JIT cache entry");
             }
@@ -223,8 +226,8 @@ impl Compiler {
         let includes = if src.needs_toolkit_headers { find_toolkit_headers(&header_search_path())? } else { Vec::new() };
         let (cubin, log) = compile_cubin(&src.name, &src.source, &self.options, &includes)?;
         tracing::debug!(kernel = %src.name, ms = started.elapsed().as_millis() as u64, bytes = cubin.len(), "NVRTC compiled");
-        let wgmma_notes = wgmma_notes(&log);
-        for note in &wgmma_notes {
+        let performance_notes = performance_notes(&log);
+        for note in &performance_notes {
             tracing::warn!(kernel = %src.name, "{note}");
         }
         // A cache that cannot be written costs a recompilation next time, not the launch.
@@ -237,7 +240,7 @@ impl Compiler {
         });
         let img = Arc::new(cubin);
         self.remember(&key, &img);
-        Ok(Compiled { cubin: img, from_cache: false, path, wgmma_notes })
+        Ok(Compiled { cubin: img, from_cache: false, path, performance_notes })
     }
 
     /// Forgets `src` (in-process memo and disk entry), e.g. after a cached image failed
@@ -305,9 +308,13 @@ fn compile_cubin(name: &str, source: &str, options: &[String], includes: &[PathB
     }
     // SAFETY: `prog` is live (owned by `guard`).
     let compiled = unsafe { nvrtc::compile_program(guard.0, &opts) };
-    // SAFETY: as above.
-    let log = unsafe { nvrtc::get_program_log(guard.0) }.map_err(nvrtc_err("nvrtcGetProgramLog"))?;
-    let log = String::from_utf8_lossy(&log.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned();
+    // SAFETY: as above. (After a successful compile the log is only read for ptxas's
+    // notes: if NVRTC cannot give it, the kernel is still good.)
+    let log = match unsafe { nvrtc::get_program_log(guard.0) } {
+        Ok(chars) => String::from_utf8_lossy(&chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect::<Vec<u8>>()).into_owned(),
+        Err(e) if compiled.is_err() => return Err(nvrtc_err("nvrtcGetProgramLog")(e)),
+        Err(_) => String::new(),
+    };
     if compiled.is_err() {
         return Err(Error::Compile { kernel: name.to_string(), log });
     }
