@@ -422,12 +422,13 @@ impl FabricEndpoint {
                 i64::from(ffi::fi_ep_bind(self.ep, &mut (*self.cq).fid, u64::from(ffi::FI_TRANSMIT | ffi::FI_RECV))),
             )?;
             check("fi_ep_bind(av)", i64::from(ffi::fi_ep_bind(self.ep, &mut (*self.av).fid, 0)))?;
-            // The shm provider names its shared-memory region after the process ID and
-            // the endpoint's index ("<pid>:0:0" in /dev/shm) and fails fi_enable with
-            // EBUSY when that name exists: a killed process leaves its region behind, and
-            // a later process given the same PID could not enable its endpoint (seen in CI
-            // after the killed-peer tests). A name with a per-process random part does not
-            // collide that way.
+            // The shm provider (libfabric 1.17) names its shared-memory region
+            // "<pid>:<uid>:<endpoint index>" in /dev/shm; a killed process leaves its
+            // region behind, and when a later process reuses a PID that is alive again
+            // the provider finds the stale region "in use" and fi_enable fails with EBUSY
+            // (seen in CI after the killed-peer tests). A name with a per-process random
+            // part does not collide that way (and not across PID namespaces sharing
+            // /dev/shm either).
             if cstr_field((*(*info).fabric_attr).prov_name) == "shm" {
                 let name = unique_shm_name();
                 let len = name.as_bytes_with_nul().len();

@@ -489,19 +489,37 @@ impl Proc {
     }
 }
 
+/// Removes the shm regions of a process that is gone ("mk<pid>_..." in /dev/shm, as
+/// FabricEndpoint names them): one that was killed cannot unlink its own 16 MiB region.
+fn remove_shm_regions_of(pid: u32) {
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return };
+    let prefix = format!("mk{pid}_");
+    for e in dir.flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = writeln!(self.stdin, "EXIT");
         let _ = self.stdin.flush();
         let start = Instant::now();
+        let mut exited = false;
         while start.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+                exited = true;
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if !exited {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        // (a child that exited normally closed its endpoints: nothing left to remove)
+        remove_shm_regions_of(self.child.id());
     }
 }
 
@@ -665,21 +683,9 @@ fn killed_peer(provider: &str) {
     let progress = procs[0].expect(0, "MKPROGRESS", WAIT);
     assert_eq!(progress, "MKPROGRESS", "survivor failed before the kill");
     let killed_at = Instant::now();
-    let victim_pid = procs[1].child.id();
     procs[1].child.kill().expect("kill victim");
     let _ = procs[1].child.wait();
-    // A killed shm endpoint leaves its 16 MiB region in /dev/shm: remove the victim's
-    // (named "mk<pid>_..." by FabricEndpoint), so repeated runs do not fill the tmpfs.
-    if provider == "shm" {
-        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
-            let prefix = format!("mk{victim_pid}_");
-            for e in dir.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
-    }
+    // (its shm region, left behind, goes when `procs` drops: remove_shm_regions_of)
     let line = procs[0].expect(0, "an error after the kill", Duration::from_secs(30));
     let took = killed_at.elapsed();
     println!("{provider}: survivor reported after {took:?}: {line}");
