@@ -390,12 +390,10 @@ impl FusedConfig {
         if tile != wide || grid == 0 {
             return tile;
         }
+        // (a shape with no tiles left over copies a whole last wave after the GEMM)
         let final_burst_bytes = |t: TileConfig| {
-            let tiles = t.tiles(shape.m, shape.n);
-            let rest = match tiles % grid as u64 {
-                0 => tiles.min(grid as u64),
-                r => r,
-            };
+            let rest = LastWave::of(shape, t, grid).map_or(0, |w| w.rest);
+            let rest = if rest == 0 { t.tiles(shape.m, shape.n).min(grid as u64) } else { rest };
             (rest * t.bm as u64 * t.bn as u64 * 2) as f64
         };
         let saved_s = (final_burst_bytes(wide) - final_burst_bytes(narrow)) / EPILOGUE_LINK_BYTES_PER_S;

@@ -285,8 +285,8 @@ fn nvrtc_err(call: &'static str) -> impl Fn(nvrtc::NvrtcError) -> Error {
     move |e| Error::Nvrtc { call, detail: format!("{e:?}") }
 }
 
-/// One NVRTC compilation to a cubin. The program is destroyed on every path.
-/// The cubin and NVRTC's log (with the options' ptxas report) of one compile.
+/// One NVRTC compilation: the cubin and NVRTC's log (with the options' ptxas report).
+/// The program is destroyed on every path.
 fn compile_cubin(name: &str, source: &str, options: &[String], includes: &[PathBuf]) -> Result<(Vec<u8>, String)> {
     if !nvrtc_available() {
         return Err(Error::NvrtcMissing);
