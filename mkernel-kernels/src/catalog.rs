@@ -20,6 +20,7 @@ pub fn layout_check() -> Result<KernelSource> {
 pub fn all() -> Result<Vec<KernelSource>> {
     let mut v = vec![
         layout_check()?,
+        crate::barrier::source()?,
         crate::fill::source()?,
         crate::check::accumulate_source()?,
         crate::check::compare_source()?,

@@ -88,9 +88,13 @@ impl WorkspaceLayout {
     pub fn exit_offset(&self) -> u64 {
         self.reduced_offset() + self.inbox_bytes()
     }
+    /// Offset of the device-side barrier's flags (u32 [`MAX_RANKS`], [`crate::barrier`]), bytes.
+    pub fn barrier_offset(&self) -> u64 {
+        self.exit_offset() + align256(MAX_RANKS as u64 * 4)
+    }
     /// Offset of the `ControlBlock`, bytes.
     pub fn control_offset(&self) -> u64 {
-        self.exit_offset() + align256(MAX_RANKS as u64 * 4)
+        self.barrier_offset() + align256(MAX_RANKS as u64 * 4)
     }
     /// Offset of the fp32 slots of the epilogue path's split last wave, bytes (local to
     /// the rank; [`FusedConfig::split_slices`]).
@@ -852,7 +856,7 @@ mod tests {
     #[test]
     fn layout_regions_are_aligned_and_disjoint() {
         let l = WorkspaceLayout::new(16384 * 8192 + 3, 2).unwrap();
-        let offs = [l.partial_offset(), l.ready_offset(), l.reduced_offset(), l.exit_offset(), l.control_offset(), l.bytes()];
+        let offs = [l.partial_offset(), l.ready_offset(), l.reduced_offset(), l.exit_offset(), l.barrier_offset(), l.control_offset(), l.bytes()];
         for w in offs.windows(2) {
             assert!(w[0] < w[1]);
         }

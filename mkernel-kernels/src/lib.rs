@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod barrier;
 pub mod catalog;
 pub mod check;
 pub mod driver;

@@ -38,6 +38,7 @@ pub enum WaitOp {
     PeerTileReady = 1,
     PeerSliceReduced = 2,
     PeerExit = 3,
+    PeerBarrier = 4,
 }
 
 impl WaitOp {
@@ -48,6 +49,7 @@ impl WaitOp {
             1 => Self::PeerTileReady,
             2 => Self::PeerSliceReduced,
             3 => Self::PeerExit,
+            4 => Self::PeerBarrier,
             _ => return None,
         })
     }
@@ -59,6 +61,7 @@ impl WaitOp {
             Self::PeerTileReady => "the peer's partial tile (ready flag)",
             Self::PeerSliceReduced => "the peer's reduced slice of a tile",
             Self::PeerExit => "the peer to finish reading this rank's buffers (exit flag)",
+            Self::PeerBarrier => "the peer to reach the device-side barrier (barrier flag)",
         }
     }
 }
@@ -145,7 +148,8 @@ pub struct FusedTraceEvent {
     pub cta: u32,
     pub tile: u32,
     pub kind: u32,
-    pub pad0: u32,
+    /// `%clock` (SM cycles, low 32 bits) when the event was recorded.
+    pub sm_clock: u32,
 }
 
 /// Parameters of the random fill kernel (`FillParams`).
@@ -194,6 +198,24 @@ pub struct CompareParams {
     pub len: u64,
     pub rel_tol: f32,
     pub abs_floor: f32,
+}
+
+/// Parameters of the device-side rank barrier (`BarrierParams`, `ops/barrier.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BarrierParams {
+    /// Per rank: its barrier flags, u32 [`MAX_RANKS`] (slot `q` = the last barrier epoch
+    /// rank `q` reached), mapped on this rank.
+    pub flags: [u64; MAX_RANKS],
+    /// Host-mapped [`KernelStatus`] of this rank.
+    pub status: u64,
+    /// Longest wait for a peer, nanoseconds.
+    pub timeout_ns: u64,
+    pub rank: u32,
+    pub world: u32,
+    /// This barrier's number (never 0: the flags start at 0).
+    pub epoch: u32,
+    pub pad0: u32,
 }
 
 /// Per-rank device control words (`ControlBlock`), zeroed at allocation.
@@ -311,8 +333,9 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
-    lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, pad0));
+    lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
+    lines.extend(crate::layout_asserts!(BarrierParams; flags, status, timeout_ns, rank, world, epoch, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
     lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));
@@ -350,7 +373,7 @@ mod tests {
 
     #[test]
     fn wait_op_codes_round_trip() {
-        for op in [WaitOp::None, WaitOp::PeerTileReady, WaitOp::PeerSliceReduced, WaitOp::PeerExit] {
+        for op in [WaitOp::None, WaitOp::PeerTileReady, WaitOp::PeerSliceReduced, WaitOp::PeerExit, WaitOp::PeerBarrier] {
             assert_eq!(WaitOp::from_code(op as u32), Some(op));
         }
         assert_eq!(WaitOp::from_code(99), None);

@@ -17,6 +17,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/gemm.cuh", include_str!("cuda/ops/gemm.cuh")),
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
+    ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),
     ("ops/check.cuh", include_str!("cuda/ops/check.cuh")),
     ("comm/ring.cuh", include_str!("cuda/comm/ring.cuh")),
     ("ops/proxy_stream.cuh", include_str!("cuda/ops/proxy_stream.cuh")),

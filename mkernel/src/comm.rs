@@ -192,6 +192,8 @@ pub struct Communicator {
     last_stream: Mutex<Option<usize>>,
     /// Some call was captured into a CUDA graph: its replays record no event.
     captured: std::sync::atomic::AtomicBool,
+    /// Device barriers enqueued so far ([`Communicator::device_barrier`]).
+    barriers: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for Communicator {
@@ -326,6 +328,7 @@ impl Communicator {
                     launch_done,
                     last_stream: Mutex::new(None),
                     captured: Default::default(),
+                    barriers: Default::default(),
                 })
             })
             .collect()
@@ -442,6 +445,7 @@ impl Communicator {
             launch_done,
             last_stream: Mutex::new(None),
             captured: Default::default(),
+            barriers: Default::default(),
         })
     }
 
@@ -567,6 +571,41 @@ impl Communicator {
             *last = Some(stream.cu_stream() as usize);
         }
         Ok(())
+    }
+
+    /// Enqueues a device-side barrier of the ranks on `stream` and returns at once: the
+    /// work enqueued on `stream` after it starts only once every rank's stream has
+    /// reached its barrier (the ranks leave it within the NVLink flag latency, about a
+    /// microsecond), and no host thread waits. Benchmarks use it to start each timed
+    /// kernel with the ranks aligned.
+    ///
+    /// Collective: every rank calls it the same number of times, in the same order
+    /// relative to its other collective calls. A rank whose peers do not arrive within
+    /// the communicator's timeout stops waiting; [`Self::synchronize`] then reports
+    /// [`Error::PeerTimeout`] ("the peer to reach the device-side barrier") and the
+    /// communicator refuses further calls.
+    ///
+    /// Errors: `stream` on another GPU; `stream` capturing a CUDA graph (each barrier
+    /// has its own number, which a graph replay would repeat); an earlier failure;
+    /// driver errors.
+    pub fn device_barrier(&self, stream: &Arc<CudaStream>) -> Result<()> {
+        self.check_usable()?;
+        crate::gemm::check_same_device(stream, self.device_info().ordinal, "stream")?;
+        if Self::capturing(stream)? {
+            return Err(invalid("stream", "is capturing a CUDA graph; a device barrier cannot be captured (a replay would repeat its number)"));
+        }
+        // Barrier n uses epoch n, skipping 0 (the flags start at 0) when the count wraps.
+        let n = self.barriers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let epoch = n.wrapping_add(1).max(1);
+        // SAFETY: the workspaces and status word of rank_buffers live as long as `self`.
+        unsafe { mkernel_kernels::barrier::launch(kdriver::Runtime::global(), stream, &self.rank_buffers(), epoch, self.config.timeout) }
+            .map_err(|e| {
+                // The peers wait for this rank's arrival and time out.
+                if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
+                    self.poison(e.to_string());
+                }
+                e.into()
+            })
     }
 
     /// Waits (bounded by `(3 x world + 2) x timeout + 5 s`) until `stream` has finished, then reports

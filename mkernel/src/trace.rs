@@ -82,6 +82,9 @@ pub struct TraceEvent {
     pub tile: u32,
     /// What it marks.
     pub kind: TraceKind,
+    /// The SM's cycle counter when it was recorded (`%clock`, low 32 bits): with
+    /// [`Self::t_us`], the SM clock rate a CTA ran at ([`TraceSummary::sm_clock_mhz`]).
+    pub sm_clock: u32,
 }
 
 /// A device buffer for the events of one fused call on one rank.
@@ -185,6 +188,12 @@ pub struct TraceSummary {
     /// Epilogue path: median time from a tile being staged to its publication (the
     /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence).
     pub copy_us: f64,
+    /// Median over CTAs of the SM clock rate between a CTA's first and last event, in
+    /// MHz (cycles of `%clock` per microsecond of `%globaltimer`); 0 when no CTA spans
+    /// a microsecond. Kernels of one round run at about the same clocks (power
+    /// management reacts over milliseconds), so this tells a slower tile rate at lower
+    /// clocks from one at more cycles per tile.
+    pub sm_clock_mhz: f64,
     /// Events the buffer had no room for.
     pub dropped: u32,
 }
@@ -193,20 +202,20 @@ impl FusedTrace {
     /// Events from a trace buffer's contents as u64 words, sorted by time.
     fn parse(words: &[u64], capacity: u32) -> Result<Self> {
         // `FusedTraceHeader` is word 0 (count in the low half); event i is words 1 + 3i..:
-        // t_ns, then cta | tile << 32, then kind | pad << 32 (`FusedTraceEvent`'s layout).
+        // t_ns, then cta | tile << 32, then kind | sm_clock << 32 (`FusedTraceEvent`'s layout).
         let count = words.first().map_or(0, |&w| w as u32);
         let mut raw = Vec::with_capacity(count.min(capacity) as usize);
         for (i, e) in words.get(1..).unwrap_or_default().chunks_exact(EVENT_WORDS).take(count.min(capacity) as usize).enumerate() {
             let kind_raw = e[2] as u32;
             let kind = TraceKind::from_raw(kind_raw)
                 .ok_or_else(|| invalid("trace", format!("event {i} has unknown kind {kind_raw}")))?;
-            raw.push((e[0], e[1] as u32, (e[1] >> 32) as u32, kind));
+            raw.push((e[0], e[1] as u32, (e[1] >> 32) as u32, kind, (e[2] >> 32) as u32));
         }
         raw.sort_by_key(|e| e.0);
         let t0 = raw.first().map_or(0, |e| e.0);
         let events = raw
             .into_iter()
-            .map(|(t, cta, tile, kind)| TraceEvent { t_us: (t - t0) as f64 / 1e3, cta, tile, kind })
+            .map(|(t, cta, tile, kind, sm_clock)| TraceEvent { t_us: (t - t0) as f64 / 1e3, cta, tile, kind, sm_clock })
             .collect();
         Ok(FusedTrace { events, dropped: count.saturating_sub(capacity) })
     }
@@ -255,6 +264,16 @@ impl FusedTrace {
                 _ => {}
             }
         }
+        // Per CTA: its first and last event (time order), for the SM clock rate.
+        let mut span: std::collections::HashMap<u32, (&TraceEvent, &TraceEvent)> = std::collections::HashMap::new();
+        for e in &self.events {
+            span.entry(e.cta).and_modify(|s| s.1 = e).or_insert((e, e));
+        }
+        let mut mhz: Vec<f64> = span
+            .values()
+            .filter(|(a, b)| b.t_us - a.t_us >= 1.0)
+            .map(|(a, b)| b.sm_clock.wrapping_sub(a.sm_clock) as f64 / (b.t_us - a.t_us))
+            .collect();
         let mut add_waits = self.per_tile_gaps(TraceKind::TileStored, TraceKind::PeerAdded);
         let mut copies = self.per_tile_gaps(TraceKind::TileStaged, TraceKind::TileStored);
         TraceSummary {
@@ -271,6 +290,7 @@ impl FusedTrace {
             claims_after_compute: after,
             tail_claim_wait_us: median(&mut tail_waits),
             dedicated_claim_wait_us: median(&mut dedicated_waits),
+            sm_clock_mhz: median(&mut mhz),
             dropped: self.dropped,
         }
     }
@@ -311,6 +331,9 @@ impl std::fmt::Display for TraceSummary {
                 self.dedicated_claims, self.tail_claims, self.claims_after_compute, self.dedicated_claim_wait_us, self.tail_claim_wait_us
             )?;
         }
+        if self.sm_clock_mhz > 0.0 {
+            write!(f, "; SM clock ~{:.0} MHz", self.sm_clock_mhz)?;
+        }
         if self.dropped > 0 {
             write!(f, "; {} events dropped", self.dropped)?;
         }
@@ -323,7 +346,7 @@ mod tests {
     use super::*;
 
     fn ev(t_us: f64, cta: u32, tile: u32, kind: TraceKind) -> TraceEvent {
-        TraceEvent { t_us, cta, tile, kind }
+        TraceEvent { t_us, cta, tile, kind, sm_clock: 0 }
     }
 
     #[test]
@@ -361,10 +384,12 @@ mod tests {
         let cap = 2;
         // count 3 (one dropped); event 0 at 5 us: claim of tile 9 by CTA 4; event 1 at
         // 2 us: CTA 7 starts as a tail CTA; a stale third slot past the capacity.
-        let words = [3, 7000, 4 | (9 << 32), 3, 2000, 7 | (2 << 32), 1, 0, 0, 0];
+        // The claim's SM clock (the kind word's high half) is 123.
+        let words = [3, 7000, 4 | (9 << 32), 3 | (123 << 32), 2000, 7 | (2 << 32), 1, 0, 0, 0];
         let t = FusedTrace::parse(&words, cap).unwrap();
         assert_eq!(t.dropped, 1);
-        assert_eq!(t.events, vec![ev(0.0, 7, 2, TraceKind::CtaStart), ev(5.0, 4, 9, TraceKind::Claim)]);
+        let claim = TraceEvent { sm_clock: 123, ..ev(5.0, 4, 9, TraceKind::Claim) };
+        assert_eq!(t.events, vec![ev(0.0, 7, 2, TraceKind::CtaStart), claim]);
         let bad = [1, 0, 0, 12];
         assert!(FusedTrace::parse(&bad, cap).unwrap_err().to_string().contains("unknown kind 12"));
         assert!(FusedTrace::parse(&[0], cap).unwrap().events.is_empty());
@@ -395,6 +420,31 @@ mod tests {
         assert_eq!((s.last_staged_us, s.copy_us), (11.0, 3.0)); // copies {3, 1}
         let text = s.to_string();
         assert!(text.contains("2 peer tiles added") && text.contains("last tile staged 11.0 us") && !text.contains("claims"), "{text}");
+    }
+
+    #[test]
+    fn sm_clock_is_the_median_cta_rate_across_a_counter_wrap() {
+        // CTA 0: 1980 cycles per us over 10 us, across the 32-bit wrap; CTA 1: 1500 per us
+        // over 4 us; CTA 2: 1800 per us; CTA 3 spans 0.5 us (too short to count).
+        let at = |t_us: f64, cta: u32, clock: u32| TraceEvent { sm_clock: clock, ..ev(t_us, cta, 0, TraceKind::TileStaged) };
+        let start = u32::MAX - 9_000;
+        let t = FusedTrace {
+            events: vec![
+                at(0.0, 0, start),
+                at(1.0, 1, 0),
+                at(1.0, 2, 100),
+                at(2.0, 3, 0),
+                at(2.5, 3, 990),
+                at(5.0, 1, 6_000),
+                at(6.0, 2, 9_100),
+                at(10.0, 0, start.wrapping_add(19_800)),
+            ],
+            dropped: 0,
+        };
+        let s = t.summary();
+        assert!((s.sm_clock_mhz - 1800.0).abs() < 1e-9, "{}", s.sm_clock_mhz);
+        assert!(s.to_string().contains("SM clock ~1800 MHz"), "{s}");
+        assert_eq!(FusedTrace { events: vec![at(0.0, 0, 5)], dropped: 0 }.summary().sm_clock_mhz, 0.0);
     }
 
     #[test]

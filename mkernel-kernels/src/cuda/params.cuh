@@ -78,6 +78,18 @@ struct FusedTraceEvent {
   u32 cta;      // blockIdx.x
   u32 tile;     // the tile, or what `kind` says
   u32 kind;     // mk::TraceKind
+  u32 sm_clock; // %clock (SM cycles, low 32 bits): with t_ns, the SM clock rate between two events of a CTA
+};
+
+// Device-side barrier of the ranks of one node (ops/barrier.cuh): rank r stores `epoch`
+// into slot r of every peer's flags, then waits until every peer's slot in its own flags
+// has reached `epoch` (wrap-around compare), or `timeout_ns` passes.
+struct BarrierParams {
+  u64 flags[MKERNEL_MAX_RANKS];  // per rank: symmetric u32[MKERNEL_MAX_RANKS], [from] = last epoch
+  u64 status;                    // host-mapped KernelStatus
+  u64 timeout_ns;
+  u32 rank, world;
+  u32 epoch;                     // this barrier's number (never 0)
   u32 pad0;
 };
 

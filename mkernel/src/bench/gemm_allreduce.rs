@@ -93,6 +93,17 @@ pub struct ArArgs {
     /// write the events as JSON (`trace-<shape>-r<rank>-<date>.json` in --out-dir).
     #[arg(long)]
     pub trace: bool,
+    /// Start every timed step (each variant of each round, warm-up included) with the
+    /// ranks aligned by a device barrier (`Communicator::device_barrier`). Without it a
+    /// step inherits the skew between the GPUs that the steps before it left, and a
+    /// kernel that synchronises the ranks (NCCL, the fused kernel) is charged for it:
+    /// ~12 us at o-proj M=2048, where GPU 1 runs the unsynchronised GEMMs of the round
+    /// slower (bench/NOTES.md 11). Off by default: the two extra launches per step make
+    /// the host the bottleneck on small shapes (M=129: every kernel ~10 us slower), so
+    /// the default timing stays comparable with earlier runs until a host gate holds
+    /// the GPUs while a round is enqueued.
+    #[arg(long)]
+    pub align_ranks: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -270,13 +281,18 @@ fn trace_call(
     for st in streams {
         bufs.push(TraceBuffer::new(st, capacity)?);
     }
-    for _ in 0..TRACE_LEAD_CALLS {
+    // Each call takes the next input set, as in the timed loop (time_rounds_ms), so the
+    // traced call does not find its inputs in L2 from the call before: on one set, the
+    // traced call of o-proj M=1024 ran ~8 us faster than the timed ones (run 69).
+    for i in 0..TRACE_LEAD_CALLS {
         for (r, d) in data.iter_mut().enumerate() {
-            comms[r].gemm_allreduce(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts)?;
+            let set = i % d.a.len().max(1);
+            comms[r].gemm_allreduce(&streams[r], &d.a[set], &d.b[set], &mut d.out_fused, s, opts)?;
         }
     }
     for (r, d) in data.iter_mut().enumerate() {
-        comms[r].gemm_allreduce_traced(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts, &mut bufs[r])?;
+        let set = TRACE_LEAD_CALLS % d.a.len().max(1);
+        comms[r].gemm_allreduce_traced(&streams[r], &d.a[set], &d.b[set], &mut d.out_fused, s, opts, &mut bufs[r])?;
     }
     for (r, c) in comms.iter().enumerate() {
         c.synchronize(&streams[r])?;
@@ -690,7 +706,18 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let boot = comms[0].bootstrap();
         let warmup = Warmup { rounds: c.warmup, ms: c.warmup_ms };
         let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
-        let times = time_rounds_ms(streams, warmup, agree, c.iters, variants, |v, round| {
+        // --align-ranks: every step starts with the ranks aligned by a device barrier (see
+        // time_rounds_ms).
+        let align_ranks = args.align_ranks;
+        let align = || -> BenchResult<()> {
+            if align_ranks {
+                for (r, cm) in comms.iter().enumerate() {
+                    cm.device_barrier(&streams[r])?;
+                }
+            }
+            Ok(())
+        };
+        let times = time_rounds_ms(streams, warmup, agree, align, c.iters, variants, |v, round| {
             let i = round * (variants - 1) + if v > NCCL_ALONE { v - 1 } else { v };
             match v {
                 0 | 1 => {
@@ -814,10 +841,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             iters: usize,
             warmup: usize,
             warmup_ms: u64,
+            /// --align-ranks: every step started after a device barrier of the ranks.
+            align_ranks: bool,
             rows: Vec<Row>,
         }
         let date = info.date.clone();
-        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, rows };
+        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, align_ranks: args.align_ranks, rows };
         let stem = if args.launched { format!("gemm-allreduce-w{world}-mp") } else { format!("gemm-allreduce-w{world}") };
         let p = super::write_json(&c.out_dir, &stem, &date, &out)?;
         println!("# wrote {}", p.display());

@@ -123,7 +123,7 @@ pub fn time_iters_ms(
     iters: usize,
     mut step: impl FnMut(usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<f64>> {
-    let mut t = time_rounds_ms(streams, Warmup { rounds: warmup, ms: 0 }, Ok, iters, 1, |_, i| step(i))?;
+    let mut t = time_rounds_ms(streams, Warmup { rounds: warmup, ms: 0 }, Ok, || Ok(()), iters, 1, |_, i| step(i))?;
     Ok(t.pop().unwrap_or_default())
 }
 
@@ -147,26 +147,34 @@ pub const WARMUP_BLOCK: usize = 8;
 /// drives every GPU). Interleaved this way every
 /// variant runs under the same clocks: timed one after another, a later variant runs
 /// on a hotter GPU, and near its power cap an H200 drops from 1980 MHz to ~1500 MHz
-/// within a second of GEMMs (bench/NOTES.md 9.2). Returns, per variant, every round's
-/// time in milliseconds (the slowest stream's).
+/// within a second of GEMMs (bench/NOTES.md 9.2). `align()` runs before every step,
+/// warm-up included, before its start events: where several GPUs are timed it enqueues
+/// a device barrier of the ranks ([`mkernel::Communicator::device_barrier`]), so each
+/// step starts with the ranks aligned instead of inheriting the skew the steps before
+/// it left (a kernel that synchronises the ranks, like the fused one, would otherwise
+/// be charged for it; bench/NOTES.md 11); `|| Ok(())` where one GPU is timed. Returns,
+/// per variant, every round's time in milliseconds (the slowest stream's).
+#[allow(clippy::too_many_arguments)]
 pub fn time_rounds_ms(
     streams: &[Arc<CudaStream>],
     warmup: Warmup,
     mut agree: impl FnMut(bool) -> BenchResult<bool>,
+    mut align: impl FnMut() -> BenchResult<()>,
     iters: usize,
     variants: usize,
     mut step: impl FnMut(usize, usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let start = std::time::Instant::now();
-    let mut round = |i: usize| -> BenchResult<()> {
+    let mut round = |i: usize, align: &mut dyn FnMut() -> BenchResult<()>| -> BenchResult<()> {
         for v in 0..variants {
+            align()?;
             step(v, i)?;
         }
         Ok(())
     };
     let mut warm = 0;
     while warm < warmup.rounds {
-        round(warm)?;
+        round(warm, &mut align)?;
         warm += 1;
     }
     if warmup.ms > 0 {
@@ -178,7 +186,7 @@ pub fn time_rounds_ms(
                 break;
             }
             for _ in 0..WARMUP_BLOCK {
-                round(warm)?;
+                round(warm, &mut align)?;
                 warm += 1;
             }
         }
@@ -197,6 +205,7 @@ pub fn time_rounds_ms(
     }
     for i in 0..iters {
         for v in 0..variants {
+            align()?;
             for (s, ev) in streams.iter().zip(&events) {
                 ev[v * iters + i].0.record(s)?;
             }
@@ -330,7 +339,7 @@ mod tests {
         let mut buf = stream.alloc_zeros::<u8>(16 * SMALL).unwrap();
         let (iters, variants) = (9, 3);
         let mut calls = vec![0usize; variants];
-        let t = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: 2, ms: 0 }, |_| panic!("no timed warm-up"), iters, variants, |v, i| {
+        let t = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: 2, ms: 0 }, |_| panic!("no timed warm-up"), || Ok(()), iters, variants, |v, i| {
             calls[v] += 1;
             assert!(i < 2 + iters, "round index {i}");
             let bytes = if v == 1 { 16 * SMALL } else { SMALL };
@@ -346,7 +355,7 @@ mod tests {
         // Timed warm-up: whole blocks, the time checked after synchronizing, until 30 ms.
         let (start, mut checks, mut steps) = (std::time::Instant::now(), 0, 0);
         let warm = Warmup { rounds: 3, ms: 30 };
-        let t = time_rounds_ms(std::slice::from_ref(&stream), warm, |go| { checks += 1; Ok(go) }, 1, 1, |_, _| {
+        let t = time_rounds_ms(std::slice::from_ref(&stream), warm, |go| { checks += 1; Ok(go) }, || Ok(()), 1, 1, |_, _| {
             steps += 1;
             Ok(stream.memset_zeros(&mut buf)?)
         })

@@ -118,6 +118,7 @@ __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind 
   if (i >= p.trace_capacity) return;
   FusedTraceEvent* e = reinterpret_cast<FusedTraceEvent*>(p.trace + sizeof(FusedTraceHeader)) + i;
   e->t_ns = globaltimer_ns();
+  e->sm_clock = sm_clock32();
   e->cta = blockIdx.x;
   e->tile = tile;
   e->kind = (u32)kind;

@@ -32,6 +32,13 @@ __device__ __forceinline__ u64 globaltimer_ns() {
   return t;
 }
 
+// The SM's cycle counter (%clock, low 32 bits; wraps every ~2 s at 2 GHz).
+__device__ __forceinline__ u32 sm_clock32() {
+  u32 c;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(c));
+  return c;
+}
+
 __device__ __forceinline__ void trap() { asm volatile("trap;"); }
 
 // ---- bf16 <-> fp32 -----------------------------------------------------------------

@@ -10,6 +10,7 @@ enum class WaitOp : u32 {
   PeerTileReady = 1,     // a peer's partial tile (ready flag)
   PeerSliceReduced = 2,  // a peer's reduced slice of a tile
   PeerExit = 3,          // a peer finishing its reads of this rank's buffers
+  PeerBarrier = 4,       // a peer reaching a device-side barrier (ops/barrier.cuh)
 };
 
 // Intra-CTA mbarrier wait. Only a bug (a faulted TMA, a miscounted arrival) can make
