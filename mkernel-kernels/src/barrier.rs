@@ -46,6 +46,7 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, bufs: &RankBuffers,
         return Err(invalid("rank", format!("rank {} of world {} is not a rank of 1..={MAX_RANKS} ranks", bufs.rank, bufs.world)));
     }
     let mut p = BarrierParams {
+        control: bufs.workspace[bufs.rank as usize] + bufs.layout.control_offset(),
         status: bufs.status,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
         rank: bufs.rank,

@@ -207,6 +207,8 @@ pub struct BarrierParams {
     /// Per rank: its barrier flags, u32 [`MAX_RANKS`] (slot `q` = the last barrier epoch
     /// rank `q` reached), mapped on this rank.
     pub flags: [u64; MAX_RANKS],
+    /// This rank's `ControlBlock` (its `abort_epoch`; see `ops/barrier.cuh`).
+    pub control: u64,
     /// Host-mapped [`KernelStatus`] of this rank.
     pub status: u64,
     /// Longest wait for a peer, nanoseconds.
@@ -335,7 +337,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
-    lines.extend(crate::layout_asserts!(BarrierParams; flags, status, timeout_ns, rank, world, epoch, pad0));
+    lines.extend(crate::layout_asserts!(BarrierParams; flags, control, status, timeout_ns, rank, world, epoch, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
     lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));

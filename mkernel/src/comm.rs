@@ -167,6 +167,12 @@ impl Drop for StatusMem {
     }
 }
 
+/// The number of the `n`-th device barrier (n from 0): 1, 2, ..., u32::MAX, then 1 again
+/// (never 0: the flags start at 0; the kernel compares with wrap-around).
+fn barrier_epoch(n: u64) -> u32 {
+    (n % u32::MAX as u64) as u32 + 1
+}
+
 /// One rank of a group of GPUs in one node. See the module documentation.
 pub struct Communicator {
     rank: u32,
@@ -193,7 +199,7 @@ pub struct Communicator {
     /// Some call was captured into a CUDA graph: its replays record no event.
     captured: std::sync::atomic::AtomicBool,
     /// Device barriers enqueued so far ([`Communicator::device_barrier`]).
-    barriers: std::sync::atomic::AtomicU32,
+    barriers: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Communicator {
@@ -594,18 +600,19 @@ impl Communicator {
         if Self::capturing(stream)? {
             return Err(invalid("stream", "is capturing a CUDA graph; a device barrier cannot be captured (a replay would repeat its number)"));
         }
-        // Barrier n uses epoch n, skipping 0 (the flags start at 0) when the count wraps.
-        let n = self.barriers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let epoch = n.wrapping_add(1).max(1);
+        // Ordered with this rank's fused calls on other streams, and covered by the
+        // event `Drop` waits for (the barrier writes the workspace and the status word).
+        self.order_after_last(stream)?;
+        let epoch = barrier_epoch(self.barriers.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         // SAFETY: the workspaces and status word of rank_buffers live as long as `self`.
-        unsafe { mkernel_kernels::barrier::launch(kdriver::Runtime::global(), stream, &self.rank_buffers(), epoch, self.config.timeout) }
-            .map_err(|e| {
-                // The peers wait for this rank's arrival and time out.
-                if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
-                    self.poison(e.to_string());
-                }
-                e.into()
-            })
+        let launched = unsafe { mkernel_kernels::barrier::launch(kdriver::Runtime::global(), stream, &self.rank_buffers(), epoch, self.config.timeout) };
+        if let Err(e) = launched {
+            // The number is taken: this rank's barriers no longer match its peers'
+            // (which wait for this one and time out).
+            self.poison(e.to_string());
+            return Err(e.into());
+        }
+        self.record_launch(stream)
     }
 
     /// Waits (bounded by `(3 x world + 2) x timeout + 5 s`) until `stream` has finished, then reports
@@ -665,6 +672,20 @@ impl Drop for Communicator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn barrier_epochs_skip_zero_and_repeat_only_after_a_full_cycle() {
+        assert_eq!((barrier_epoch(0), barrier_epoch(1)), (1, 2));
+        let last = u32::MAX as u64 - 1; // the u32::MAX-th barrier
+        assert_eq!(barrier_epoch(last), u32::MAX);
+        assert_eq!(barrier_epoch(last + 1), 1); // then 1 again, never 0
+        assert_eq!(barrier_epoch(last + 2), 2);
+        // Consecutive barriers always differ (a repeat would pass at once).
+        for n in [0, last - 1, last, last + 1, 3 * last] {
+            assert_ne!(barrier_epoch(n), barrier_epoch(n + 1));
+            assert_ne!(barrier_epoch(n), 0);
+        }
+    }
 
     #[test]
     fn config_validation_names_the_field() {

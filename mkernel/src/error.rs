@@ -53,7 +53,7 @@ pub enum Error {
         to: usize,
     },
     /// A device-side wait gave up: the peer's flag never showed this call's epoch.
-    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (tile {tile}, epoch {epoch}, expected flag == {expected}, observed {observed}); is rank {peer} running the same call?")]
+    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (tile {tile}, epoch {epoch}, expected flag {expected}, observed {observed}); is rank {peer} running the same call?")]
     PeerTimeout {
         /// The rank whose kernel gave up.
         rank: u32,

@@ -67,6 +67,10 @@ impl TraceKind {
     }
 }
 
+/// Shortest span of a CTA's events that [`TraceSummary::sm_clock_mhz`] uses: %globaltimer
+/// may advance in steps of about a microsecond, so a short span's rate is noise.
+const MIN_CLOCK_SPAN_US: f64 = 20.0;
+
 /// u64 words of one `FusedTraceEvent` (the header is one word).
 const EVENT_WORDS: usize = std::mem::size_of::<FusedTraceEvent>() / 8;
 const _: () = assert!(std::mem::size_of::<FusedTraceEvent>() == 8 * EVENT_WORDS && std::mem::size_of::<FusedTraceHeader>() == 8);
@@ -189,8 +193,8 @@ pub struct TraceSummary {
     /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence).
     pub copy_us: f64,
     /// Median over CTAs of the SM clock rate between a CTA's first and last event, in
-    /// MHz (cycles of `%clock` per microsecond of `%globaltimer`); 0 when no CTA spans
-    /// a microsecond. Kernels of one round run at about the same clocks (power
+    /// MHz (cycles of `%clock` per microsecond of `%globaltimer`); 0 when no CTA's events
+    /// span 20 us. Kernels of one round run at about the same clocks (power
     /// management reacts over milliseconds), so this tells a slower tile rate at lower
     /// clocks from one at more cycles per tile.
     pub sm_clock_mhz: f64,
@@ -271,7 +275,7 @@ impl FusedTrace {
         }
         let mut mhz: Vec<f64> = span
             .values()
-            .filter(|(a, b)| b.t_us - a.t_us >= 1.0)
+            .filter(|(a, b)| b.t_us - a.t_us >= MIN_CLOCK_SPAN_US)
             .map(|(a, b)| b.sm_clock.wrapping_sub(a.sm_clock) as f64 / (b.t_us - a.t_us))
             .collect();
         let mut add_waits = self.per_tile_gaps(TraceKind::TileStored, TraceKind::PeerAdded);
@@ -424,20 +428,20 @@ mod tests {
 
     #[test]
     fn sm_clock_is_the_median_cta_rate_across_a_counter_wrap() {
-        // CTA 0: 1980 cycles per us over 10 us, across the 32-bit wrap; CTA 1: 1500 per us
-        // over 4 us; CTA 2: 1800 per us; CTA 3 spans 0.5 us (too short to count).
+        // CTA 0: 1980 cycles per us over 100 us, across the 32-bit wrap; CTA 1: 1500 per
+        // us over 40 us; CTA 2: 1800 per us over 50 us; CTA 3 spans 10 us (too short).
         let at = |t_us: f64, cta: u32, clock: u32| TraceEvent { sm_clock: clock, ..ev(t_us, cta, 0, TraceKind::TileStaged) };
-        let start = u32::MAX - 9_000;
+        let start = u32::MAX - 90_000;
         let t = FusedTrace {
             events: vec![
                 at(0.0, 0, start),
-                at(1.0, 1, 0),
-                at(1.0, 2, 100),
-                at(2.0, 3, 0),
-                at(2.5, 3, 990),
-                at(5.0, 1, 6_000),
-                at(6.0, 2, 9_100),
-                at(10.0, 0, start.wrapping_add(19_800)),
+                at(10.0, 1, 0),
+                at(10.0, 2, 100),
+                at(20.0, 3, 0),
+                at(30.0, 3, 9_900),
+                at(50.0, 1, 60_000),
+                at(60.0, 2, 90_100),
+                at(100.0, 0, start.wrapping_add(198_000)),
             ],
             dropped: 0,
         };

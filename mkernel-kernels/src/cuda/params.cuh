@@ -86,6 +86,7 @@ struct FusedTraceEvent {
 // has reached `epoch` (wrap-around compare), or `timeout_ns` passes.
 struct BarrierParams {
   u64 flags[MKERNEL_MAX_RANKS];  // per rank: symmetric u32[MKERNEL_MAX_RANKS], [from] = last epoch
+  u64 control;                   // this rank's ControlBlock (abort_epoch: see ops/barrier.cuh)
   u64 status;                    // host-mapped KernelStatus
   u64 timeout_ns;
   u32 rank, world;
