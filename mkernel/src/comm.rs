@@ -579,21 +579,30 @@ impl Communicator {
         Ok(())
     }
 
-    /// Enqueues a device-side barrier of the ranks on `stream` and returns at once: the
-    /// work enqueued on `stream` after it starts only once every rank's stream has
-    /// reached its barrier (the ranks leave it within the NVLink flag latency, about a
-    /// microsecond), and no host thread waits. Benchmarks use it to start each timed
-    /// kernel with the ranks aligned.
+    /// Enqueues a device-side barrier of the ranks on `stream` and returns once it is
+    /// enqueued (the first call per GPU also compiles or loads the kernel): the work
+    /// enqueued on `stream` after it starts only once every rank's stream has reached its
+    /// barrier (the ranks leave it within the NVLink flag latency, about a microsecond),
+    /// and no host thread waits. Benchmarks use it to start each timed kernel with the
+    /// ranks aligned (`bench gemm-allreduce --align-ranks`).
     ///
     /// Collective: every rank calls it the same number of times, in the same order
-    /// relative to its other collective calls. A rank whose peers do not arrive within
-    /// the communicator's timeout stops waiting; [`Self::synchronize`] then reports
-    /// [`Error::PeerTimeout`] ("the peer to reach the device-side barrier") and the
-    /// communicator refuses further calls.
+    /// relative to its other collective calls. Where one thread drives every rank,
+    /// interleave the ranks' calls: many barriers enqueued for one rank before the others
+    /// can fill that stream's launch queue and block the thread before the peers' calls
+    /// are made, until the barriers already enqueued time out.
+    ///
+    /// A rank whose peers do not arrive within [`CommConfig::timeout`] stops waiting and
+    /// marks itself aborted: this communicator's later barriers and fused calls on the
+    /// rank do nothing (other work queued on `stream` still runs, unaligned), and
+    /// [`Self::synchronize`] or the next call reports [`Error::PeerTimeout`] (waiting for
+    /// "the peer to reach the device-side barrier (barrier flag)"); the communicator then
+    /// refuses further calls.
     ///
     /// Errors: `stream` on another GPU; `stream` capturing a CUDA graph (each barrier
     /// has its own number, which a graph replay would repeat); an earlier failure;
-    /// driver errors.
+    /// NVRTC or driver errors (any failure after the argument checks poisons the
+    /// communicator: the barrier's number is taken, and the peers would wait for it).
     pub fn device_barrier(&self, stream: &Arc<CudaStream>) -> Result<()> {
         self.check_usable()?;
         crate::gemm::check_same_device(stream, self.device_info().ordinal, "stream")?;

@@ -10,8 +10,8 @@ use cudarc::driver::{sys::CUevent_flags, CudaStream};
 use mkernel::{CommConfig, Communicator, Error};
 use mkernel_tests::gpu_or_skip;
 
-fn pair(timeout: Duration) -> Option<(Vec<Communicator>, Vec<Arc<CudaStream>>)> {
-    let n = gpu_or_skip("gpu_barrier", 1)?;
+fn pair(test: &str, timeout: Duration) -> Option<(Vec<Communicator>, Vec<Arc<CudaStream>>)> {
+    let n = gpu_or_skip(test, 1)?;
     let devices = if n >= 2 { [0, 1] } else { [0, 0] };
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: 1 << 16, timeout, ..Default::default() }).unwrap();
     let streams = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
@@ -20,7 +20,7 @@ fn pair(timeout: Duration) -> Option<(Vec<Communicator>, Vec<Arc<CudaStream>>)> 
 
 #[test]
 fn barrier_holds_a_rank_until_its_peer_arrives() {
-    let Some((comms, streams)) = pair(Duration::from_secs(20)) else { return };
+    let Some((comms, streams)) = pair("barrier_holds_a_rank_until_its_peer_arrives", Duration::from_secs(20)) else { return };
     // One untimed barrier first: the first launch compiles or loads the kernel on the
     // host, which would otherwise count as waiting.
     for (c, s) in comms.iter().zip(&streams) {
@@ -59,7 +59,7 @@ fn held_for_a_late_peer(comms: &[Communicator], streams: &[Arc<CudaStream>], del
 
 #[test]
 fn many_barriers_with_one_rank_running_ahead() {
-    let Some((comms, streams)) = pair(Duration::from_secs(20)) else { return };
+    let Some((comms, streams)) = pair("many_barriers_with_one_rank_running_ahead", Duration::from_secs(20)) else { return };
     // Batches of 64 per rank, rank 0's first: on the device rank 0 passes barrier e as
     // soon as rank 1 stores e, and may store e + 1 before rank 1 has read e (the wait is
     // "reached", not "equal"). (Not all 2000 of rank 0's at once from this one thread:
@@ -85,7 +85,7 @@ fn many_barriers_with_one_rank_running_ahead() {
 #[test]
 fn missing_peer_at_a_barrier_is_named_and_poisons() {
     let timeout = Duration::from_secs(1);
-    let Some((comms, streams)) = pair(timeout) else { return };
+    let Some((comms, streams)) = pair("missing_peer_at_a_barrier_is_named_and_poisons", timeout) else { return };
     let s = mkernel::GemmShape { m: 128, n: 256, k: 64 };
     let a = streams[0].alloc_zeros::<half::bf16>(128 * 64).unwrap();
     let b = streams[0].alloc_zeros::<half::bf16>(256 * 64).unwrap();
@@ -112,7 +112,7 @@ fn missing_peer_at_a_barrier_is_named_and_poisons() {
 
 #[test]
 fn barrier_refuses_a_stream_of_another_gpu() {
-    let Some((comms, streams)) = pair(Duration::from_secs(5)) else { return };
+    let Some((comms, streams)) = pair("barrier_refuses_a_stream_of_another_gpu", Duration::from_secs(5)) else { return };
     if comms[0].device_info().ordinal == comms[1].device_info().ordinal {
         eprintln!("SKIP barrier_refuses_a_stream_of_another_gpu: both ranks on one GPU");
         return;

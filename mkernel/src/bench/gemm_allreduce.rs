@@ -93,15 +93,15 @@ pub struct ArArgs {
     /// write the events as JSON (`trace-<shape>-r<rank>-<date>.json` in --out-dir).
     #[arg(long)]
     pub trace: bool,
-    /// Start every timed step (each variant of each round, warm-up included) with the
-    /// ranks aligned by a device barrier (`Communicator::device_barrier`). Without it a
-    /// step inherits the skew between the GPUs that the steps before it left, and a
-    /// kernel that synchronises the ranks (NCCL, the fused kernel) is charged for it:
-    /// ~12 us at o-proj M=2048, where GPU 1 runs the unsynchronised GEMMs of the round
-    /// slower (bench/NOTES.md 11). Off by default: the two extra launches per step make
-    /// the host the bottleneck on small shapes (M=129: every kernel ~10 us slower), so
-    /// the default timing stays comparable with earlier runs until a host gate holds
-    /// the GPUs while a round is enqueued.
+    /// Start every step (each variant of each round, warm-up rounds too) with the ranks
+    /// aligned by a device barrier (`Communicator::device_barrier`). Without it a step
+    /// inherits the skew between the GPUs that the steps before it left, and a kernel
+    /// that synchronises the ranks (NCCL, the fused kernel) is charged for it: ~12 us at
+    /// o-proj M=2048, where GPU 1 runs the unsynchronised GEMMs of the round slower
+    /// (bench/NOTES.md 11.3). Off by default: the barrier launches (one per GPU per step)
+    /// make the host the bottleneck on small shapes (M=129: every kernel measured ~10 us
+    /// slower), so aligned times are not yet comparable with the default ones (NOTES
+    /// 11.5).
     #[arg(long)]
     pub align_ranks: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
@@ -709,6 +709,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // --align-ranks: every step starts with the ranks aligned by a device barrier (see
         // time_rounds_ms).
         let align_ranks = args.align_ranks;
+        // (one rank: nothing to align)
+        let align_ranks = align_ranks && comms.first().is_some_and(|c| c.world_size() > 1);
         let align = || -> BenchResult<()> {
             if align_ranks {
                 for (r, cm) in comms.iter().enumerate() {

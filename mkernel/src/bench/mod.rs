@@ -152,7 +152,7 @@ pub const WARMUP_BLOCK: usize = 8;
 /// a device barrier of the ranks ([`mkernel::Communicator::device_barrier`]), so each
 /// step starts with the ranks aligned instead of inheriting the skew the steps before
 /// it left (a kernel that synchronises the ranks, like the fused one, would otherwise
-/// be charged for it; bench/NOTES.md 11); `|| Ok(())` where one GPU is timed. Returns,
+/// be charged for it; bench/NOTES.md 11); `|| Ok(())` otherwise. Returns,
 /// per variant, every round's time in milliseconds (the slowest stream's).
 #[allow(clippy::too_many_arguments)]
 pub fn time_rounds_ms(
