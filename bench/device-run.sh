@@ -4,6 +4,9 @@
 # the binaries dlopen, keeps NVLink multicast off, then runs what is asked:
 #   bash bench/device-run.sh tests [FILTER]      # packed test binaries
 #   bash bench/device-run.sh bench ARGS...       # the mkernel binary (e.g. bench gemm --check)
+#   bash bench/device-run.sh spans ARGS...       # the mkernel binary under CUPTI (kernel
+#                                                # times, gaps, rank skew: bench/probes/
+#                                                # kernel_spans.{c,py}); $OUT/spans.csv.gz
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
 #                                                # modes, --check-reps 100; one process also
 #                                                # times the one-shot path next to the
@@ -47,6 +50,18 @@ case $what in
     done
     echo "$pass passed, $fail failed"; [[ $fail == 0 ]] ;;
   bench) "$gpu"/bin/mkernel bench "$@" --out-dir "$out" 2>&1 | tee -a "$out/bench.log"; exit "${PIPESTATUS[0]}" ;;
+  spans)
+    [[ -f $gpu/cupti-include/cupti.h ]] || { echo "device-run.sh spans: no $gpu/cupti-include (bench/pack-libs.sh)" >&2; exit 2; }
+    cuda_lib=$(dirname "$(ls /usr/local/cuda/targets/x86_64-linux/lib/libcupti.so* 2>/dev/null | head -1)")
+    [[ -n $cuda_lib && $cuda_lib != . ]] || { echo "device-run.sh spans: libcupti not found under /usr/local/cuda" >&2; exit 2; }
+    gcc -shared -fPIC -O2 -o /tmp/mkernel-kernel-spans.so bench/probes/kernel_spans.c -I"$gpu/cupti-include" \
+      -I/usr/local/cuda/include -L"$cuda_lib" -lcupti -Wl,-rpath,"$cuda_lib" || exit 2
+    CUDA_INJECTION64_PATH=/tmp/mkernel-kernel-spans.so KERNEL_SPANS_OUT=/tmp/mkernel-spans.csv \
+      "$gpu"/bin/mkernel bench "$@" --out-dir "$out" 2>&1 | tee -a "$out/bench.log"
+    rc=${PIPESTATUS[0]}
+    python3 bench/probes/kernel_spans.py /tmp/mkernel-spans.csv --skip 50
+    gzip -c /tmp/mkernel-spans.csv > "$out/spans.csv.gz"
+    exit "$rc" ;;
   measure)
     rc=0
     for args in "gemm --check --iters 15" \
@@ -63,5 +78,5 @@ case $what in
     grep 'trace rank' "$out/bench.log" | tail -4 | cut -c1-200
     tar czf "$out/traces.tgz" -C "$out" traces && rm -rf "$out/traces"
     exit $rc ;;
-  *) echo "device-run.sh: unknown '$what' (tests | bench | measure)" >&2; exit 2 ;;
+  *) echo "device-run.sh: unknown '$what' (tests | bench | spans | measure)" >&2; exit 2 ;;
 esac
