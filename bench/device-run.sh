@@ -13,7 +13,9 @@
 #                                                # default), event traces (traces.tgz)
 # Logs and JSON go under $OUT (or /tmp); test logs under $OUT/test-logs.
 # Before: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-kernels -p mkernel -p mkernel-tests
-#         bash bench/pack-libs.sh     (libfabric for the proxy-stream test)
+#         bash bench/pack-libs.sh     (libfabric for the proxy-stream test, CUPTI headers)
+#         bash bench/pack-rev.sh REV .gpu-NAME [TEST...]   (another branch, run with
+#         GPU_DIR=.gpu-NAME; carry [".gpu", ".gpu-NAME"])
 # A full pass is two device calls: `tests gpu_` (~3 min), then `measure` (~3 min; run 22).
 set -u
 # GPU_DIR: where the packed binaries are (default .gpu; any ignored folder carried along).
