@@ -10,7 +10,6 @@ the kernels ran with.
 import argparse
 import csv
 import statistics
-import sys
 from collections import defaultdict
 
 
@@ -79,4 +78,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -11,7 +11,6 @@ adds to the GEMM (bench/NOTES.md 11.2).
 import argparse
 import json
 import statistics
-import sys
 from collections import defaultdict
 
 
@@ -42,14 +41,13 @@ def tile_rows(path: str) -> str:
     return f"{d.get('shape', path)} rank {d.get('rank', '?')}: " + " | ".join(cells)
 
 
-def main() -> int:
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="+")
     args = ap.parse_args()
     for p in args.traces:
         print(tile_rows(p))
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

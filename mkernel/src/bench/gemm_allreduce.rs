@@ -708,9 +708,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
         // --align-ranks: every step starts with the ranks aligned by a device barrier (see
         // time_rounds_ms).
-        let align_ranks = args.align_ranks;
-        // (one rank: nothing to align)
-        let align_ranks = align_ranks && comms.first().is_some_and(|c| c.world_size() > 1);
+        let align_ranks = args.align_ranks && world > 1;  // (one rank: nothing to align)
         let align = || -> BenchResult<()> {
             if align_ranks {
                 for (r, cm) in comms.iter().enumerate() {

@@ -42,14 +42,9 @@ __device__ __forceinline__ void rank_barrier(const BarrierParams& p) {
         // call's: those see themselves skipped; ~0u before any call, as 0 means none).
         const u32 last = ld_acquire_gpu(&control->epoch);
         const u32 mark = last != 0 ? last : ~0u;
-        if (atomicCAS(&control->abort_epoch, 0u, mark) == 0u) {
-          volatile KernelStatus* s = reinterpret_cast<KernelStatus*>(p.status);
-          s->rank = p.rank; s->peer = q; s->tile = ~0u; s->epoch = p.epoch;
-          s->expected = p.epoch; s->observed = seen; s->cta = 0; s->waited_ns = waited;
-          fence_acq_rel_sys();
-          s->code = (u32)WaitOp::PeerBarrier;
-          fence_acq_rel_sys();
-        }
+        if (atomicCAS(&control->abort_epoch, 0u, mark) == 0u)
+          record_wait_timeout(reinterpret_cast<KernelStatus*>(p.status), WaitOp::PeerBarrier, p.rank, q, ~0u, p.epoch,
+                              p.epoch, seen, waited);
         return;
       }
     }

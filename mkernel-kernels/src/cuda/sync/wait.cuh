@@ -38,6 +38,19 @@ __device__ __forceinline__ bool aborted(const WaitContext& ctx) {
   return ld_acquire_gpu(&ctx.control->abort_epoch) == ctx.epoch;
 }
 
+// Records a timed-out wait for the host (KernelStatus, host-mapped): the fields first,
+// then `code` between system-scope fences, so a host that sees `code` sees the rest. One
+// thread, once per failure (the caller claimed it through ControlBlock.abort_epoch).
+__device__ __forceinline__ void record_wait_timeout(KernelStatus* status, WaitOp op, u32 rank, u32 peer, u32 tile,
+                                                    u32 epoch, u32 expected, u32 observed, u64 waited_ns) {
+  volatile KernelStatus* s = status;
+  s->rank = rank; s->peer = peer; s->tile = tile; s->epoch = epoch;
+  s->expected = expected; s->observed = observed; s->cta = blockIdx.x; s->waited_ns = waited_ns;
+  fence_acq_rel_sys();
+  s->code = (u32)op;
+  fence_acq_rel_sys();
+}
+
 // Waits until *flag == expected (the epoch of this call). Returns false when the wait
 // timed out or another CTA of this kernel already aborted; the first CTA to time out
 // records the status for the host (which prints it: see the NOTE on mbar_wait). One
@@ -62,14 +75,7 @@ __device__ __forceinline__ bool wait_flag_eq(const u32* flag, u32 expected, cons
       if (aborted(ctx)) return false;
       if (waited > ctx.timeout_ns) {
         const u32 prev = atomicExch(&ctx.control->abort_epoch, ctx.epoch);
-        if (prev != ctx.epoch) {
-          volatile KernelStatus* s = ctx.status;
-          s->rank = ctx.rank; s->peer = peer; s->tile = tile; s->epoch = ctx.epoch;
-          s->expected = expected; s->observed = seen; s->cta = blockIdx.x; s->waited_ns = waited;
-          fence_acq_rel_sys();
-          s->code = (u32)op;
-          fence_acq_rel_sys();
-        }
+        if (prev != ctx.epoch) record_wait_timeout(ctx.status, op, ctx.rank, peer, tile, ctx.epoch, expected, seen, waited);
         return false;
       }
     }
