@@ -5,22 +5,13 @@
 //! that step's time (bench/NOTES.md 11.3).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 
-use crate::error::{Error, Result};
+use crate::error::{invalid, DriverContext, Error, Result};
 use crate::gemm::check_same_device;
 use crate::host_mapped::HostMapped;
-
-/// Host-mapped words of a gate: the value the host raises, and the value of the last
-/// gate that gave up (0: none).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-struct GateWords {
-    open: u32,
-    timed_out: u32,
-}
 
 /// A gate for the streams of one GPU.
 ///
@@ -39,12 +30,19 @@ struct GateWords {
 /// # Ok(()) }
 /// ```
 pub struct HostGate {
-    words: HostMapped<GateWords>,
+    /// The value the host raises (the gates wait for it to reach theirs), and the value of
+    /// the last gate that gave up (0: none): two words, so that raising one never
+    /// rewrites the other. `None` only inside `Drop`.
+    open: Option<HostMapped<u32>>,
+    timed_out: Option<HostMapped<u32>>,
+    ctx: Arc<CudaContext>,
     ordinal: usize,
     /// The value the gates enqueued since the last open wait for (never 0).
     next: u32,
-    /// The bound of the last `hold` (for the error).
+    /// The bound of the last `hold` (for the error and for `Drop`'s wait).
     timeout: Duration,
+    /// Recorded after the last gate enqueued: `Drop` waits for it (bounded).
+    last: Option<CudaEvent>,
 }
 
 impl HostGate {
@@ -52,31 +50,43 @@ impl HostGate {
     ///
     /// Errors: driver errors.
     pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self { words: HostMapped::new(ctx)?, ordinal: ctx.ordinal(), next: 1, timeout: Duration::ZERO })
+        Ok(Self {
+            open: Some(HostMapped::new(ctx)?),
+            timed_out: Some(HostMapped::new(ctx)?),
+            ctx: ctx.clone(),
+            ordinal: ctx.ordinal(),
+            next: 1,
+            timeout: Duration::ZERO,
+            last: None,
+        })
     }
 
     /// Enqueues a gate on `stream`: the work enqueued on `stream` after it starts once
     /// [`Self::open`] is called, or after `timeout` (then [`Self::check`] errs).
     ///
     /// Errors: an earlier gate expired ([`Error::GateTimeout`]); `stream` on another GPU;
-    /// driver errors.
+    /// NVRTC or driver errors.
     pub fn hold(&mut self, stream: &Arc<CudaStream>, timeout: Duration) -> Result<()> {
         self.check()?;
         check_same_device(stream, self.ordinal, "stream")?;
-        self.timeout = timeout;
-        let words = self.words.device();
-        let (open, timed_out) = (words, words + std::mem::size_of::<u32>() as u64);
+        let (Some(open), Some(timed_out)) = (&self.open, &self.timed_out) else {
+            return Err(invalid("self", "the gate is being dropped"));
+        };
+        self.timeout = self.timeout.max(timeout);
         // SAFETY: both words are live host-mapped memory of this GPU, owned by self;
-        // `Drop` opens the gate and synchronises the context before freeing them.
-        unsafe { mkernel_kernels::gate::launch(mkernel_kernels::driver::Runtime::global(), stream, open, timed_out, self.next, timeout) }?;
+        // `Drop` frees them only once the last gate's kernel has ended (else it leaks them).
+        unsafe { mkernel_kernels::gate::launch(mkernel_kernels::driver::Runtime::global(), stream, open.device(), timed_out.device(), self.next, timeout) }?;
+        let ev = self.ctx.new_event(None).call("cuEventCreate")?;
+        ev.record(stream).call("cuEventRecord")?;
+        self.last = Some(ev);
         Ok(())
     }
 
     /// Opens every gate enqueued since the last `open`.
     pub fn open(&mut self) {
-        let mut w = self.words.read();
-        w.open = self.next;
-        self.words.write(w);
+        if let Some(open) = &self.open {
+            open.write(self.next);
+        }
         // The next gates wait for the next value (0 is skipped: the words start at 0).
         self.next = self.next.wrapping_add(1).max(1);
     }
@@ -84,7 +94,7 @@ impl HostGate {
     /// Errs if a gate gave up waiting ([`Error::GateTimeout`]), which the host sees once
     /// the gate's kernel has ended (after synchronising its stream, at the latest).
     pub fn check(&self) -> Result<()> {
-        match self.words.read().timed_out {
+        match self.timed_out.as_ref().map_or(0, |w| w.read()) {
             0 => Ok(()),
             at => Err(Error::GateTimeout { gpu: self.ordinal, at, timeout: self.timeout }),
         }
@@ -93,9 +103,26 @@ impl HostGate {
 
 impl Drop for HostGate {
     fn drop(&mut self) {
-        // Release any gate still waiting, then let its kernel end before the words are
-        // freed (HostMapped's drop).
+        // Release any gate still waiting, then free the words only once the last gate's
+        // kernel has ended: wait for its event, bounded by its timeout plus a margin (a
+        // stream stuck behind other work must not hang the drop); if it has not ended,
+        // leak the words rather than let a gate read freed memory.
         self.open();
-        let _ = self.words.context().synchronize();
+        let limit = self.timeout.saturating_add(Duration::from_secs(5));
+        let start = Instant::now();
+        let done = match &self.last {
+            None => true,
+            Some(ev) => loop {
+                match ev.is_complete() {
+                    true => break true,
+                    false if start.elapsed() > limit => break false,
+                    false => std::thread::sleep(Duration::from_micros(100)),
+                }
+            },
+        };
+        if !done {
+            std::mem::forget(self.open.take());
+            std::mem::forget(self.timed_out.take());
+        }
     }
 }

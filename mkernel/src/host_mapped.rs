@@ -41,11 +41,6 @@ impl<T: Copy + Default> HostMapped<T> {
         Ok(mem)
     }
 
-    /// The context it was allocated for.
-    pub(crate) fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
-    }
-
     /// The device's address of it.
     pub(crate) fn device(&self) -> u64 {
         self.device

@@ -164,8 +164,11 @@ pub const WARMUP_BLOCK: usize = 8;
 /// rate) and starts each step after a device barrier of the ranks (so a step does not
 /// inherit the skew the steps before it left: a kernel that synchronises the ranks, like
 /// the fused one, would otherwise be charged for it; bench/NOTES.md 11); `|_| Ok(())`
-/// leaves the timing as it was. Returns, per variant, every round's time in
-/// milliseconds (the slowest stream's).
+/// leaves the timing as it was. The first round is never gated (no `RoundStart` or
+/// `RoundEnd`): it compiles and loads every kernel and sets up NCCL, work that may
+/// synchronise a context or outlast a gate. `RoundEnd` follows a gated round's steps even
+/// when one fails (an error must not leave the GPUs held). Returns, per variant, every
+/// round's time in milliseconds (the slowest stream's).
 #[allow(clippy::too_many_arguments)]
 pub fn time_rounds_ms(
     streams: &[Arc<CudaStream>],
@@ -177,13 +180,26 @@ pub fn time_rounds_ms(
     mut step: impl FnMut(usize, usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let start = std::time::Instant::now();
-    let mut round = |i: usize, pace: &mut dyn FnMut(Pace) -> BenchResult<()>| -> BenchResult<()> {
-        pace(Pace::RoundStart)?;
-        for v in 0..variants {
-            pace(Pace::Step)?;
-            step(v, i)?;
+    // Round `i`'s steps between its pace points (none for round 0); the round is closed
+    // (RoundEnd) even when a step fails.
+    type PaceFn<'a> = dyn FnMut(Pace) -> BenchResult<()> + 'a;
+    fn gated(i: usize, pace: &mut PaceFn<'_>, body: &mut dyn FnMut(&mut PaceFn<'_>) -> BenchResult<()>) -> BenchResult<()> {
+        if i == 0 {
+            return body(pace);
         }
-        pace(Pace::RoundEnd)
+        pace(Pace::RoundStart)?;
+        let r = body(pace);
+        let end = pace(Pace::RoundEnd);
+        r.and(end)
+    }
+    let mut round = |i: usize, pace: &mut PaceFn<'_>| -> BenchResult<()> {
+        gated(i, pace, &mut |pace| {
+            for v in 0..variants {
+                pace(Pace::Step)?;
+                step(v, i)?;
+            }
+            Ok(())
+        })
     };
     let mut warm = 0;
     while warm < warmup.rounds {
@@ -217,18 +233,19 @@ pub fn time_rounds_ms(
         events.push(v);
     }
     for i in 0..iters {
-        pace(Pace::RoundStart)?;
-        for v in 0..variants {
-            pace(Pace::Step)?;
-            for (s, ev) in streams.iter().zip(&events) {
-                ev[v * iters + i].0.record(s)?;
+        gated(warmup + i, &mut pace, &mut |pace| {
+            for v in 0..variants {
+                pace(Pace::Step)?;
+                for (s, ev) in streams.iter().zip(&events) {
+                    ev[v * iters + i].0.record(s)?;
+                }
+                step(v, warmup + i)?;
+                for (s, ev) in streams.iter().zip(&events) {
+                    ev[v * iters + i].1.record(s)?;
+                }
             }
-            step(v, warmup + i)?;
-            for (s, ev) in streams.iter().zip(&events) {
-                ev[v * iters + i].1.record(s)?;
-            }
-        }
-        pace(Pace::RoundEnd)?;
+            Ok(())
+        })?;
     }
     let mut times = vec![vec![0f64; iters]; variants];
     for ev in &events {
