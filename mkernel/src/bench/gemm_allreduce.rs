@@ -771,9 +771,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         for (r, cm) in comms.iter().enumerate() {
             cm.synchronize(&streams[r])?;
         }
-        // A gate that expired let its round run as the host enqueued it.
-        for g in &gates {
-            g.check().map_err(|e| format!("{label}: --align-ranks: {e}"))?;
+        // A gate that expired let its round run as the host enqueued it; every rank stops
+        // (with one process per GPU the verdict is shared, so no rank waits for a peer
+        // that stopped).
+        if args.align_ranks {
+            let local = gates.iter().try_for_each(|g| g.check()).map(|()| 0.0).map_err(|e| format!("{label}: --align-ranks: {e}"));
+            agree_check(comms[0].bootstrap(), local)?;
         }
         if times.len() != variants {
             return Err(format!("{label}: the timer returned {} variants, not {variants}", times.len()).into());
