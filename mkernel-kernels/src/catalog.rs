@@ -21,6 +21,7 @@ pub fn all() -> Result<Vec<KernelSource>> {
     let mut v = vec![
         layout_check()?,
         crate::barrier::source()?,
+        crate::gate::source()?,
         crate::fill::source()?,
         crate::check::accumulate_source()?,
         crate::check::compare_source()?,

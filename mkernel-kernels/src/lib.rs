@@ -23,6 +23,7 @@ pub mod check;
 pub mod driver;
 pub mod error;
 pub mod fill;
+pub mod gate;
 pub mod gemm;
 pub mod gemm_allreduce;
 pub mod jit;

@@ -220,6 +220,21 @@ pub struct BarrierParams {
     pub pad0: u32,
 }
 
+/// Parameters of the host gate (`GateParams`, `ops/gate.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GateParams {
+    /// Device address of the host-mapped u32 the host raises.
+    pub flag: u64,
+    /// Device address of the host-mapped u32 the kernel sets to `at` when it gave up.
+    pub timed_out: u64,
+    /// Longest wait, nanoseconds.
+    pub timeout_ns: u64,
+    /// The value (wrap-around compare) `flag` must reach.
+    pub at: u32,
+    pub pad0: u32,
+}
+
 /// Per-rank device control words (`ControlBlock`), zeroed at allocation.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -338,6 +353,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
     lines.extend(crate::layout_asserts!(BarrierParams; flags, control, status, timeout_ns, rank, world, epoch, pad0));
+    lines.extend(crate::layout_asserts!(GateParams; flag, timed_out, timeout_ns, at, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
     lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));

@@ -18,6 +18,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
     ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),
+    ("ops/gate.cuh", include_str!("cuda/ops/gate.cuh")),
     ("ops/check.cuh", include_str!("cuda/ops/check.cuh")),
     ("comm/ring.cuh", include_str!("cuda/comm/ring.cuh")),
     ("ops/proxy_stream.cuh", include_str!("cuda/ops/proxy_stream.cuh")),

@@ -23,6 +23,7 @@ use mkernel_kernels::params::{KernelStatus, WaitOp, MAX_RANKS};
 use mkernel_topology::{Bootstrap, LaunchEnv};
 
 use crate::error::{invalid, DriverContext, Error, Result};
+use crate::host_mapped::HostMapped;
 
 /// Settings of a communicator.
 #[derive(Debug, Clone)]
@@ -118,54 +119,7 @@ impl Drop for IpcMapping {
 
 /// Pinned host memory mapped into the device, where a kernel's first timed-out wait
 /// records what it waited for.
-struct StatusMem {
-    ctx: Arc<CudaContext>,
-    host: *mut KernelStatus,
-    device: u64,
-}
-
-// SAFETY: the pointer is to pinned memory owned by this struct; reads are volatile.
-unsafe impl Send for StatusMem {}
-unsafe impl Sync for StatusMem {}
-
-impl StatusMem {
-    fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
-        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        let mut host = std::ptr::null_mut();
-        let size = std::mem::size_of::<KernelStatus>();
-        let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE;
-        // SAFETY: out-pointer to a local.
-        unsafe { sys::cuMemHostAlloc(&mut host, size, flags) }.result().call("cuMemHostAlloc")?;
-        let host = host as *mut KernelStatus;
-        // SAFETY: `host` points to `size` writable bytes.
-        unsafe { host.write_volatile(KernelStatus::default()) };
-        let mut device = 0;
-        // SAFETY: `host` was allocated with DEVICEMAP.
-        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host as *mut _, 0) }.result();
-        let mem = Self { ctx: ctx.clone(), host, device };
-        mapped.call("cuMemHostGetDevicePointer")?;
-        Ok(mem)
-    }
-
-    fn read(&self) -> KernelStatus {
-        // SAFETY: valid for the lifetime of self; the device writes it with system-scope
-        // stores and fences before setting `code`.
-        unsafe { self.host.read_volatile() }
-    }
-
-    fn clear(&self) {
-        // SAFETY: as above.
-        unsafe { self.host.write_volatile(KernelStatus::default()) }
-    }
-}
-
-impl Drop for StatusMem {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated by cuMemHostAlloc, freed once.
-        let _ = unsafe { sys::cuMemFreeHost(self.host as *mut _) };
-    }
-}
+type StatusMem = HostMapped<KernelStatus>;
 
 /// The number of the `n`-th device barrier (n from 0): 1, 2, ..., u32::MAX, then 1 again
 /// (never 0: the flags start at 0; the kernel compares with wrap-around).
@@ -490,7 +444,7 @@ impl Communicator {
             world: self.world,
             workspace: self.peers,
             layout: self.layout,
-            status: self.status.device,
+            status: self.status.device(),
         }
     }
 
@@ -525,7 +479,7 @@ impl Communicator {
             observed: s.observed,
             waited: Duration::from_nanos(s.waited_ns),
         };
-        self.status.clear();
+        self.status.write(KernelStatus::default());
         self.poison(err.to_string());
         Some(err)
     }

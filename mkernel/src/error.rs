@@ -82,6 +82,17 @@ pub enum Error {
         /// How long it waited.
         waited: Duration,
     },
+    /// A [`crate::HostGate`] was not opened within its timeout: its stream went on, so
+    /// the work behind it did not run back to back (benchmark timings are invalid).
+    #[error("a host gate on GPU {gpu} was not opened within {timeout:?} (gate {at}); the work behind it ran as the host enqueued it")]
+    GateTimeout {
+        /// Device ordinal of the gate's stream.
+        gpu: usize,
+        /// The gate's number.
+        at: u32,
+        /// How long it held its stream.
+        timeout: Duration,
+    },
     /// The host proxy of an inter-node stream failed (its first error, or a setup step).
     #[error("rank {rank}: host proxy: {source}")]
     Proxy {

@@ -23,6 +23,8 @@ mod comm;
 mod error;
 mod gemm;
 mod gemm_allreduce;
+mod host_gate;
+mod host_mapped;
 pub mod internode;
 pub mod trace;
 
@@ -30,6 +32,7 @@ pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result};
 pub use gemm::{gemm, GemmOptions};
 pub use gemm_allreduce::GemmAllReduceOptions;
+pub use host_gate::HostGate;
 pub use mkernel_kernels::gemm::{GemmShape, TileConfig};
 pub use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 pub use mkernel_sm::Partition;

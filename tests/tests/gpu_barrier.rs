@@ -1,7 +1,8 @@
-//! GPU: the device-side barrier of the ranks (`Communicator::device_barrier`): it holds
-//! each rank's stream until every rank's stream reaches it, survives a rank running
-//! ahead by many barriers, and reports a rank that never arrives. Two ranks on two GPUs
-//! (or on one GPU, as two ranks, when only one is present). Skips without a GPU.
+//! GPU: the device-side barrier of the ranks (`Communicator::device_barrier`) holds each
+//! rank's stream until every rank's stream reaches it, survives a rank running ahead by
+//! many barriers, and reports a rank that never arrives (two ranks on two GPUs, or on one
+//! GPU when only one is present); the host gate (`HostGate`) holds a stream until it is
+//! opened and reports one that expired. Skips without a GPU.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -119,4 +120,54 @@ fn barrier_refuses_a_stream_of_another_gpu() {
     }
     let e = comms[0].device_barrier(&streams[1]).unwrap_err().to_string();
     assert!(e.contains("`stream`"), "{e}");
+}
+
+#[test]
+fn host_gate_holds_a_stream_until_opened() {
+    let Some(_) = gpu_or_skip("host_gate_holds_a_stream_until_opened", 1) else { return };
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut gate = mkernel::HostGate::new(&ctx).unwrap();
+    let timing = Some(CUevent_flags::CU_EVENT_DEFAULT);
+    for round in 0..3 {
+        let before = ctx.new_event(timing).unwrap();
+        let after = ctx.new_event(timing).unwrap();
+        before.record(&stream).unwrap();
+        gate.hold(&stream, Duration::from_secs(20)).unwrap();
+        gate.hold(&stream, Duration::from_secs(20)).unwrap(); // two gates, one open
+        after.record(&stream).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!after.is_complete(), "round {round}: the work behind the gate ran before the gate was opened");
+        gate.open();
+        stream.synchronize().unwrap();
+        let held = before.elapsed_ms(&after).unwrap();
+        assert!(held >= 150.0, "round {round}: held {held} ms, opened after 200 ms");
+        gate.check().unwrap();
+    }
+}
+
+#[test]
+fn host_gate_never_opened_expires_and_is_reported() {
+    let Some(_) = gpu_or_skip("host_gate_never_opened_expires_and_is_reported", 1) else { return };
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    // A first gate, opened at once, loads the kernel (a cold NVRTC compile must not count
+    // as the gate's wait below).
+    let mut warm = mkernel::HostGate::new(&ctx).unwrap();
+    warm.hold(&stream, Duration::from_secs(20)).unwrap();
+    warm.open();
+    stream.synchronize().unwrap();
+    warm.check().unwrap();
+    let mut gate = mkernel::HostGate::new(&ctx).unwrap();
+    let timeout = Duration::from_millis(300);
+    let start = Instant::now();
+    gate.hold(&stream, timeout).unwrap();
+    stream.synchronize().unwrap();
+    let elapsed = start.elapsed();
+    assert!(elapsed >= timeout && elapsed < timeout + Duration::from_secs(3), "the gate let go after {elapsed:?}");
+    let e = gate.check().unwrap_err();
+    assert!(matches!(e, Error::GateTimeout { gpu: 0, at: 1, .. }), "{e}");
+    assert!(e.to_string().contains("not opened within 300ms"), "{e}");
+    let again = gate.hold(&stream, timeout).unwrap_err();
+    assert!(matches!(again, Error::GateTimeout { .. }), "{again}");
 }

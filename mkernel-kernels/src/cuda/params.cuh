@@ -94,6 +94,15 @@ struct BarrierParams {
   u32 pad0;
 };
 
+// Host gate (ops/gate.cuh): wait until the host-mapped u32 at `flag` reaches `at`.
+struct GateParams {
+  u64 flag;        // host-mapped u32 the host raises
+  u64 timed_out;   // host-mapped u32: set to `at` when the wait gave up
+  u64 timeout_ns;
+  u32 at;
+  u32 pad0;
+};
+
 // Per-rank device-resident control words; zeroed once at allocation.
 struct ControlBlock {
   u32 epoch;          // epoch of the last completed call; a call runs at epoch + 1 (1 after 2^32 - 1)

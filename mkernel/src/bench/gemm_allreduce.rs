@@ -26,7 +26,7 @@ use mkernel::trace::TraceBuffer;
 use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Warmup};
+use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup};
 
 #[derive(Args, Clone, Debug)]
 pub struct ArArgs {
@@ -94,14 +94,14 @@ pub struct ArArgs {
     #[arg(long)]
     pub trace: bool,
     /// Start every step (each variant of each round, warm-up rounds too) with the ranks
-    /// aligned by a device barrier (`Communicator::device_barrier`). Without it a step
-    /// inherits the skew between the GPUs that the steps before it left, and a kernel
-    /// that synchronises the ranks (NCCL, the fused kernel) is charged for it: ~12 us at
-    /// o-proj M=2048, where GPU 1 runs the unsynchronised GEMMs of the round slower
-    /// (bench/NOTES.md 11.3). Off by default: the barrier launches (one per GPU per step)
-    /// make the host the bottleneck on small shapes (M=129: every kernel measured ~10 us
-    /// slower), so aligned times are not yet comparable with the default ones (NOTES
-    /// 11.5).
+    /// aligned by a device barrier (`Communicator::device_barrier`), and hold each round
+    /// behind a host gate per GPU (`HostGate`) while it is enqueued, so its steps run back
+    /// to back whatever the host's launch rate. Without it a step inherits the skew
+    /// between the GPUs that the steps before it left, and a kernel that synchronises the
+    /// ranks (NCCL, the fused kernel) is charged for it: ~12 us at o-proj M=2048, where
+    /// GPU 1 runs the unsynchronised GEMMs of the round slower (bench/NOTES.md 11.3).
+    /// Barriers without the gate made the host the bottleneck at M=129 (run 75). Off by
+    /// default until the gated timing is measured on every shape (NOTES 11.5).
     #[arg(long)]
     pub align_ranks: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
@@ -255,6 +255,10 @@ fn check_once(
 /// the previous one ends on each GPU, with the ranks as aligned as in the timed loop
 /// (an isolated call would also show the host's launch skew between ranks).
 const TRACE_LEAD_CALLS: usize = 3;
+
+/// Longest a round may take to enqueue behind its host gate (--align-ranks); far above
+/// any round's host time, far below a hang.
+const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// One traced fused call on every local rank, queued behind [`TRACE_LEAD_CALLS`]
 /// untraced ones: prints each rank's summary, writes its events as JSON (unless
@@ -706,18 +710,34 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let boot = comms[0].bootstrap();
         let warmup = Warmup { rounds: c.warmup, ms: c.warmup_ms };
         let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
-        // --align-ranks: every step starts with the ranks aligned by a device barrier (see
+        // --align-ranks: every round is held behind a host gate per GPU while it is
+        // enqueued, and every step starts with the ranks aligned by a device barrier (see
         // time_rounds_ms).
-        let align_ranks = args.align_ranks && world > 1;  // (one rank: nothing to align)
-        let align = || -> BenchResult<()> {
-            if align_ranks {
-                for (r, cm) in comms.iter().enumerate() {
-                    cm.device_barrier(&streams[r])?;
+        let mut gates = Vec::new();
+        if args.align_ranks && world > 1 {  // (one rank: nothing to align)
+            for cm in comms.iter() {
+                gates.push(mkernel::HostGate::new(cm.context())?);
+            }
+        }
+        let pace = |at: Pace| -> BenchResult<()> {
+            match at {
+                Pace::RoundStart => {
+                    for (g, st) in gates.iter_mut().zip(streams.iter()) {
+                        g.hold(st, GATE_TIMEOUT)?;
+                    }
                 }
+                Pace::Step => {
+                    if !gates.is_empty() {
+                        for (r, cm) in comms.iter().enumerate() {
+                            cm.device_barrier(&streams[r])?;
+                        }
+                    }
+                }
+                Pace::RoundEnd => gates.iter_mut().for_each(|g| g.open()),
             }
             Ok(())
         };
-        let times = time_rounds_ms(streams, warmup, agree, align, c.iters, variants, |v, round| {
+        let times = time_rounds_ms(streams, warmup, agree, pace, c.iters, variants, |v, round| {
             let i = round * (variants - 1) + if v > NCCL_ALONE { v - 1 } else { v };
             match v {
                 0 | 1 => {
@@ -749,6 +769,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         })?;
         for (r, cm) in comms.iter().enumerate() {
             cm.synchronize(&streams[r])?;
+        }
+        // A gate that expired let its round run as the host enqueued it; every rank stops
+        // (with one process per GPU the verdict is shared, so no rank waits for a peer
+        // that stopped).
+        if args.align_ranks {
+            let local = gates.iter().try_for_each(|g| g.check()).map(|()| 0.0).map_err(|e| format!("{label}: --align-ranks: {e}"));
+            agree_check(comms[0].bootstrap(), local)?;
         }
         if times.len() != variants {
             return Err(format!("{label}: the timer returned {} variants, not {variants}", times.len()).into());

@@ -123,7 +123,7 @@ pub fn time_iters_ms(
     iters: usize,
     mut step: impl FnMut(usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<f64>> {
-    let mut t = time_rounds_ms(streams, Warmup { rounds: warmup, ms: 0 }, Ok, || Ok(()), iters, 1, |_, i| step(i))?;
+    let mut t = time_rounds_ms(streams, Warmup { rounds: warmup, ms: 0 }, Ok, |_| Ok(()), iters, 1, |_, i| step(i))?;
     Ok(t.pop().unwrap_or_default())
 }
 
@@ -133,6 +133,17 @@ pub fn time_iters_ms(
 pub struct Warmup {
     pub rounds: usize,
     pub ms: u64,
+}
+
+/// Where in a round [`time_rounds_ms`] calls its `pace` hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// Before the round's first step is enqueued (e.g. hold the GPUs behind a host gate).
+    RoundStart,
+    /// Before each step's start events (e.g. a device barrier of the ranks).
+    Step,
+    /// After the round's last step and its end events were enqueued (open the gate).
+    RoundEnd,
 }
 
 /// Rounds per warm-up block (between two checks of the time, after synchronizing).
@@ -147,34 +158,52 @@ pub const WARMUP_BLOCK: usize = 8;
 /// drives every GPU). Interleaved this way every
 /// variant runs under the same clocks: timed one after another, a later variant runs
 /// on a hotter GPU, and near its power cap an H200 drops from 1980 MHz to ~1500 MHz
-/// within a second of GEMMs (bench/NOTES.md 9.2). `align()` runs before every step,
-/// warm-up included, before its start events: where several GPUs are timed it enqueues
-/// a device barrier of the ranks ([`mkernel::Communicator::device_barrier`]), so each
-/// step starts with the ranks aligned instead of inheriting the skew the steps before
-/// it left (a kernel that synchronises the ranks, like the fused one, would otherwise
-/// be charged for it; bench/NOTES.md 11); `|| Ok(())` otherwise. Returns,
-/// per variant, every round's time in milliseconds (the slowest stream's).
+/// within a second of GEMMs (bench/NOTES.md 9.2). `pace(at)` runs at the points of
+/// [`Pace`] of every round, warm-up included: `gemm-allreduce --align-ranks` holds each
+/// round behind a host gate (so its steps run back to back whatever the host's launch
+/// rate) and starts each step after a device barrier of the ranks (so a step does not
+/// inherit the skew the steps before it left: a kernel that synchronises the ranks, like
+/// the fused one, would otherwise be charged for it; bench/NOTES.md 11); `|_| Ok(())`
+/// leaves the timing as it was. The first round is never gated (no `RoundStart` or
+/// `RoundEnd`): it compiles and loads every kernel and sets up NCCL, work that may
+/// synchronise a context or outlast a gate. `RoundEnd` follows a gated round's steps even
+/// when one fails (an error must not leave the GPUs held). Returns, per variant, every
+/// round's time in milliseconds (the slowest stream's).
 #[allow(clippy::too_many_arguments)]
 pub fn time_rounds_ms(
     streams: &[Arc<CudaStream>],
     warmup: Warmup,
     mut agree: impl FnMut(bool) -> BenchResult<bool>,
-    mut align: impl FnMut() -> BenchResult<()>,
+    mut pace: impl FnMut(Pace) -> BenchResult<()>,
     iters: usize,
     variants: usize,
     mut step: impl FnMut(usize, usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let start = std::time::Instant::now();
-    let mut round = |i: usize, align: &mut dyn FnMut() -> BenchResult<()>| -> BenchResult<()> {
-        for v in 0..variants {
-            align()?;
-            step(v, i)?;
+    // Round `i`'s steps between its pace points (none for round 0); the round is closed
+    // (RoundEnd) even when a step fails.
+    type PaceFn<'a> = dyn FnMut(Pace) -> BenchResult<()> + 'a;
+    fn gated(i: usize, pace: &mut PaceFn<'_>, body: &mut dyn FnMut(&mut PaceFn<'_>) -> BenchResult<()>) -> BenchResult<()> {
+        if i == 0 {
+            return body(pace);
         }
-        Ok(())
+        pace(Pace::RoundStart)?;
+        let r = body(pace);
+        let end = pace(Pace::RoundEnd);
+        r.and(end)
+    }
+    let mut round = |i: usize, pace: &mut PaceFn<'_>| -> BenchResult<()> {
+        gated(i, pace, &mut |pace| {
+            for v in 0..variants {
+                pace(Pace::Step)?;
+                step(v, i)?;
+            }
+            Ok(())
+        })
     };
     let mut warm = 0;
     while warm < warmup.rounds {
-        round(warm, &mut align)?;
+        round(warm, &mut pace)?;
         warm += 1;
     }
     if warmup.ms > 0 {
@@ -186,7 +215,7 @@ pub fn time_rounds_ms(
                 break;
             }
             for _ in 0..WARMUP_BLOCK {
-                round(warm, &mut align)?;
+                round(warm, &mut pace)?;
                 warm += 1;
             }
         }
@@ -204,16 +233,19 @@ pub fn time_rounds_ms(
         events.push(v);
     }
     for i in 0..iters {
-        for v in 0..variants {
-            align()?;
-            for (s, ev) in streams.iter().zip(&events) {
-                ev[v * iters + i].0.record(s)?;
+        gated(warmup + i, &mut pace, &mut |pace| {
+            for v in 0..variants {
+                pace(Pace::Step)?;
+                for (s, ev) in streams.iter().zip(&events) {
+                    ev[v * iters + i].0.record(s)?;
+                }
+                step(v, warmup + i)?;
+                for (s, ev) in streams.iter().zip(&events) {
+                    ev[v * iters + i].1.record(s)?;
+                }
             }
-            step(v, warmup + i)?;
-            for (s, ev) in streams.iter().zip(&events) {
-                ev[v * iters + i].1.record(s)?;
-            }
-        }
+            Ok(())
+        })?;
     }
     let mut times = vec![vec![0f64; iters]; variants];
     for ev in &events {
@@ -339,7 +371,7 @@ mod tests {
         let mut buf = stream.alloc_zeros::<u8>(16 * SMALL).unwrap();
         let (iters, variants) = (9, 3);
         let mut calls = vec![0usize; variants];
-        let t = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: 2, ms: 0 }, |_| panic!("no timed warm-up"), || Ok(()), iters, variants, |v, i| {
+        let t = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: 2, ms: 0 }, |_| panic!("no timed warm-up"), |_| Ok(()), iters, variants, |v, i| {
             calls[v] += 1;
             assert!(i < 2 + iters, "round index {i}");
             let bytes = if v == 1 { 16 * SMALL } else { SMALL };
@@ -355,7 +387,7 @@ mod tests {
         // Timed warm-up: whole blocks, the time checked after synchronizing, until 30 ms.
         let (start, mut checks, mut steps) = (std::time::Instant::now(), 0, 0);
         let warm = Warmup { rounds: 3, ms: 30 };
-        let t = time_rounds_ms(std::slice::from_ref(&stream), warm, |go| { checks += 1; Ok(go) }, || Ok(()), 1, 1, |_, _| {
+        let t = time_rounds_ms(std::slice::from_ref(&stream), warm, |go| { checks += 1; Ok(go) }, |_| Ok(()), 1, 1, |_, _| {
             steps += 1;
             Ok(stream.memset_zeros(&mut buf)?)
         })
