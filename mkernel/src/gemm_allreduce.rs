@@ -48,6 +48,9 @@ pub struct GemmAllReduceOptions {
     /// [`FusedConfig::check_split`]; other paths take `Off`, `Auto` (which gives 1 there)
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,
+    /// Epilogue path only (an experiment): [`FusedConfig::comm_l2_evict_first`]. Default
+    /// false; true is refused on other paths.
+    pub comm_l2_evict_first: Option<bool>,
 }
 
 impl Communicator {
@@ -137,7 +140,11 @@ impl Communicator {
             LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, scratch_bytes),
             LastWaveSplit::Slices(n) => n,
         };
-        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices };
+        let comm_l2_evict_first = opts.comm_l2_evict_first.unwrap_or(false);
+        if comm_l2_evict_first && path != CommPath::Epilogue {
+            return Err(invalid("comm_l2_evict_first", format!("applies to the epilogue path only, not the {} path", path.name())));
+        }
+        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices, comm_l2_evict_first };
         cfg.check_pace()?;
         // (FusedConfig names its field; the caller set split_last_wave.)
         cfg.check_split(shape, scratch_bytes).map_err(|e| match e {

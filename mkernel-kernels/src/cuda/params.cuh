@@ -66,6 +66,9 @@ struct AllReduceParams {
   u32 split_slices;                    // Epilogue path: K-slices per tile of the last wave
                                        // (1: none; see WorkUnits in gemm/sm90_gemm.cuh)
   u64 split_scratch;                   // Epilogue path: fp32 slots of those slices, this rank's
+  u32 comm_l2_evict_first;             // Epilogue path: 1 = the all-reduce's traffic carries an
+                                       // L2 evict-first hint (copies, peer-copy load, reduce-add)
+  u32 pad1;
 };
 
 // Optional event trace of one fused call (bench --trace): a header, then events.

@@ -104,6 +104,11 @@ pub struct ArArgs {
     /// 11.5).
     #[arg(long)]
     pub align_ranks: bool,
+    /// Also time the shape's default configuration with the all-reduce's traffic marked
+    /// L2 evict-first (`GemmAllReduceOptions::comm_l2_evict_first`, an experiment: the
+    /// epilogue path only), side by side with the default (timed, not checked).
+    #[arg(long)]
+    pub sweep_l2_hint: bool,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -687,6 +692,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             fused_opts.push(opts);
         }
         let mut swept = Vec::new();
+        if args.sweep_l2_hint {
+            let opts = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push("default + L2 evict-first".to_string());
+            }
+        }
         for &p in &sweep_paths {
             let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p);
             if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
