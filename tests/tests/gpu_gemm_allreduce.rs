@@ -379,6 +379,10 @@ fn bad_arguments_are_named() {
     let hinted = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..one_shot() };
     let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, hinted).unwrap_err().to_string();
     assert!(e.contains("`comm_l2_evict_first`") && e.contains("epilogue path only"), "{e}");
+    for bad in [GemmAllReduceOptions { diagnostic_skip: Some(4), ..Default::default() }, GemmAllReduceOptions { diagnostic_skip: Some(1), ..one_shot() }] {
+        let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, bad).unwrap_err().to_string();
+        assert!(e.contains("`diagnostic_skip`"), "{e}");
+    }
     if w > 1 {
         let e = c.gemm_allreduce(&g.streams[1], &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 64 }, Default::default()).unwrap_err();
         assert!(e.to_string().contains("`stream`"), "{e}");

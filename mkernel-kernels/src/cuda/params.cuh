@@ -68,7 +68,9 @@ struct AllReduceParams {
   u64 split_scratch;                   // Epilogue path: fp32 slots of those slices, this rank's
   u32 comm_l2_evict_first;             // Epilogue path: 1 = the all-reduce's traffic carries an
                                        // L2 evict-first hint (copies, peer-copy load, reduce-add)
-  u32 pad1;
+  u32 diag_skip;                       // Epilogue path, diagnostic (out is wrong): bit 0 = the
+                                       // copies store nothing (pacing, fences, flags kept), bit 1
+                                       // = no load or add of the peer's copy (its flag awaited)
 };
 
 // Optional event trace of one fused call (bench --trace): a header, then events.

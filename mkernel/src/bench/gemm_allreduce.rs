@@ -109,6 +109,12 @@ pub struct ArArgs {
     /// epilogue path only), side by side with the default (timed, not checked).
     #[arg(long)]
     pub sweep_l2_hint: bool,
+    /// DIAGNOSTIC: also time the default configuration with parts of the all-reduce
+    /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
+    /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
+    /// 3 = both; e.g. --sweep-diag 1,2,3.
+    #[arg(long, value_delimiter = ',')]
+    pub sweep_diag: Vec<u32>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -697,6 +703,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
                 fused_opts.push(opts);
                 swept.push("default + L2 evict-first".to_string());
+            }
+        }
+        for &d in &args.sweep_diag {
+            let opts = GemmAllReduceOptions { diagnostic_skip: Some(d), ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push(format!("DIAGNOSTIC skip {d}"));
             }
         }
         for &p in &sweep_paths {

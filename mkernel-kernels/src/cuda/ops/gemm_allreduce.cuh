@@ -266,7 +266,7 @@ struct EpilogueAllReduce {
         const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
         const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (j ^ (r % 8)) * 8;
         // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
-        if (row < p->m && col < p->n) {
+        if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) {
           u8* const at = dst + ((u64)row * p->n + col) * 2;
           if (p->comm_l2_evict_first != 0) st_v4_hint(at, v[u], l2_policy_evict_first()); else st_v4(at, v[u]);
         }
@@ -315,6 +315,11 @@ struct EpilogueAllReduce {
     }
     fence_acq_rel_sys();         // acquire the peer's pushed tile
     fence_proxy_async_global();  // flag acquire -> TMA reads
+    if ((p->diag_skip & 2u) != 0) {  // diagnostic: no load, no add (out is wrong)
+      trace_event(*p, TraceKind::PeerAdded, tile);
+      freed_lo = (u32)globaltimer_ns();
+      return;
+    }
     const i32 row = (i32)(mb * Cfg::BM);
     mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
     // (experiment, comm_l2_evict_first: the peer's copy is read once and the sum is not
