@@ -723,6 +723,12 @@ pub struct RankBuffers {
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
     cfg.tile.validate()?;
+    if cfg.diag_skip > 3 || ((cfg.diag_skip != 0 || cfg.comm_l2_evict_first) && cfg.path != CommPath::Epilogue) {
+        return Err(invalid(
+            "cfg",
+            format!("diag_skip ({}, 0..=3) and comm_l2_evict_first ({}) apply to the epilogue path only, not {}", cfg.diag_skip, cfg.comm_l2_evict_first, cfg.path.name()),
+        ));
+    }
     // The layout's fields are public: one not made by WorkspaceLayout::new could wrap the
     // kernel's 32-bit flag stride or overflow its offsets.
     let l = bufs.layout;

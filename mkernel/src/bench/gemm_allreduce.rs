@@ -113,7 +113,7 @@ pub struct ArArgs {
     /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
     /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
     /// 3 = both; e.g. --sweep-diag 1,2,3.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=3))]
     pub sweep_diag: Vec<u32>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
@@ -588,6 +588,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // more needs a call that takes the epilogue path.
     if forces_split(args.split_last_wave) {
         check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+    }
+    // The experiment's sweeps vary the shape's own configuration, which must take the
+    // epilogue path.
+    if args.sweep_l2_hint {
+        check_epilogue_only("--sweep-l2-hint", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+    }
+    if !args.sweep_diag.is_empty() {
+        check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;

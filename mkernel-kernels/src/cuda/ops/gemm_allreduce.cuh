@@ -249,6 +249,9 @@ struct EpilogueAllReduce {
     round_ns = __shfl_sync(0xffffffffu, round_ns, 0);
     sleep_ns = __shfl_sync(0xffffffffu, sleep_ns, 0);
     last_staged_ns = now;
+    // (experiment, comm_l2_evict_first: one policy for the whole copy)
+    const bool hint = p->comm_l2_evict_first != 0;
+    const u64 policy = hint ? l2_policy_evict_first() : 0;
     u32 round = 0;
     for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
       if (sleep_ns != 0 && base != 0) __nanosleep(sleep_ns);
@@ -268,7 +271,7 @@ struct EpilogueAllReduce {
         // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
         if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) {
           u8* const at = dst + ((u64)row * p->n + col) * 2;
-          if (p->comm_l2_evict_first != 0) st_v4_hint(at, v[u], l2_policy_evict_first()); else st_v4(at, v[u]);
+          if (hint) st_v4_hint(at, v[u], policy); else st_v4(at, v[u]);
         }
       }
     }
