@@ -142,6 +142,18 @@ pub struct FusedConfig {
     /// order in fp32 by the slice that finishes last ([`Self::choose_split`]; 1: no
     /// split, the only value other paths take). R x slices <= grid.
     pub split_slices: u32,
+    /// Epilogue path (an experiment, off by default): the all-reduce's own traffic (the
+    /// copies to the peer, the load of the peer's copy, the reduce-add into `out`)
+    /// carries an L2 evict-first cache hint, so it displaces less of the GEMM's operands,
+    /// which other SMs read again (bench/NOTES.md 11.2: the GEMM runs 7-10% more cycles
+    /// per tile under that traffic). Other paths: false only.
+    pub comm_l2_evict_first: bool,
+    /// Epilogue path, DIAGNOSTIC ONLY (the result is wrong when nonzero): bit 0, the
+    /// copies to the peer store nothing (their pacing, fences and flags kept); bit 1, the
+    /// peer's copy is neither loaded nor added (its flag still awaited). Attributes the
+    /// fused kernel's time to the copies' and the adds' traffic in one timed run
+    /// (bench --sweep-diag). 0 otherwise.
+    pub diag_skip: u32,
 }
 
 /// Whether the epilogue path splits a last wave that leaves SMs idle into K-slices
@@ -434,6 +446,12 @@ impl std::fmt::Display for FusedConfig {
         if self.split_slices > 1 {
             write!(f, ", last wave split {}-way", self.split_slices)?;
         }
+        if self.comm_l2_evict_first {
+            write!(f, ", L2 evict-first all-reduce traffic")?;
+        }
+        if self.diag_skip != 0 {
+            write!(f, ", DIAGNOSTIC skip {} (result wrong)", self.diag_skip)?;
+        }
         Ok(())
     }
 }
@@ -705,6 +723,12 @@ pub struct RankBuffers {
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
     cfg.tile.validate()?;
+    if cfg.diag_skip > 3 || ((cfg.diag_skip != 0 || cfg.comm_l2_evict_first) && cfg.path != CommPath::Epilogue) {
+        return Err(invalid(
+            "cfg",
+            format!("diag_skip ({}, 0..=3) and comm_l2_evict_first ({}) apply to the epilogue path only, not {}", cfg.diag_skip, cfg.comm_l2_evict_first, cfg.path.name()),
+        ));
+    }
     // The layout's fields are public: one not made by WorkspaceLayout::new could wrap the
     // kernel's 32-bit flag stride or overflow its offsets.
     let l = bufs.layout;
@@ -802,6 +826,8 @@ pub unsafe fn launch(
         epilogue_pace: cfg.pace as u32,
         split_slices: cfg.split_slices,
         split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
+        comm_l2_evict_first: u32::from(cfg.comm_l2_evict_first),
+        diag_skip: cfg.diag_skip,
         ..Default::default()
     };
     let path = cfg.path;
@@ -883,7 +909,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1 };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0 };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
@@ -1023,7 +1049,7 @@ mod tests {
         assert!(l.split_offset() >= l.control_offset() + std::mem::size_of::<ControlBlock>() as u64);
         assert_eq!(l.bytes(), l.split_offset() + l.split_bytes());
 
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4 };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4, comm_l2_evict_first: false, diag_skip: 0 };
         let s = GemmShape { m: 2049, n: 8192, k: 4096 };
         assert!(cfg.check_split(s, big).is_ok());
         assert!(cfg.to_string().ends_with("epilogue path, last wave split 4-way"), "{cfg}");
@@ -1082,7 +1108,7 @@ mod tests {
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 1024, k: 64 };
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1 };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0 };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
         let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();

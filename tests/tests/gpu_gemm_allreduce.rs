@@ -170,6 +170,9 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
                 options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
+                // The experiment's cache hints change no result.
+                options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
+                options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE) });
                 // The last wave split into K-slices (the default, Auto), where the shape
                 // leaves SMs idle; and the same shape unsplit.
                 let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
@@ -372,6 +375,14 @@ fn bad_arguments_are_named() {
     let forced = GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() };
     let e = c.plan_gemm_allreduce(GemmShape { m: 64, n: 60, k: 64 }, forced).unwrap_err();
     assert!(e.to_string().contains("`tile`") && e.to_string().contains("N % 8"), "{e}");
+    // The cache-hint experiment is the epilogue path's only.
+    let hinted = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..one_shot() };
+    let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, hinted).unwrap_err().to_string();
+    assert!(e.contains("`comm_l2_evict_first`") && e.contains("epilogue path only"), "{e}");
+    for bad in [GemmAllReduceOptions { diagnostic_skip: Some(4), ..Default::default() }, GemmAllReduceOptions { diagnostic_skip: Some(1), ..one_shot() }] {
+        let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, bad).unwrap_err().to_string();
+        assert!(e.contains("`diagnostic_skip`"), "{e}");
+    }
     if w > 1 {
         let e = c.gemm_allreduce(&g.streams[1], &a, &b, &mut out, GemmShape { m: 64, n: 64, k: 64 }, Default::default()).unwrap_err();
         assert!(e.to_string().contains("`stream`"), "{e}");

@@ -66,6 +66,11 @@ struct AllReduceParams {
   u32 split_slices;                    // Epilogue path: K-slices per tile of the last wave
                                        // (1: none; see WorkUnits in gemm/sm90_gemm.cuh)
   u64 split_scratch;                   // Epilogue path: fp32 slots of those slices, this rank's
+  u32 comm_l2_evict_first;             // Epilogue path: 1 = the all-reduce's traffic carries an
+                                       // L2 evict-first hint (copies, peer-copy load, reduce-add)
+  u32 diag_skip;                       // Epilogue path, diagnostic (out is wrong): bit 0 = the
+                                       // copies store nothing (pacing, fences, flags kept), bit 1
+                                       // = no load or add of the peer's copy (its flag awaited)
 };
 
 // Optional event trace of one fused call (bench --trace): a header, then events.

@@ -104,6 +104,17 @@ pub struct ArArgs {
     /// default until the gated timing is measured on every shape (NOTES 11.5).
     #[arg(long)]
     pub align_ranks: bool,
+    /// Also time the shape's default configuration with the all-reduce's traffic marked
+    /// L2 evict-first (`GemmAllReduceOptions::comm_l2_evict_first`, an experiment: the
+    /// epilogue path only), side by side with the default (timed, not checked).
+    #[arg(long)]
+    pub sweep_l2_hint: bool,
+    /// DIAGNOSTIC: also time the default configuration with parts of the all-reduce
+    /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
+    /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
+    /// 3 = both; e.g. --sweep-diag 1,2,3.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=3))]
+    pub sweep_diag: Vec<u32>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -182,8 +193,11 @@ struct Row {
     overlap_vs_cublas: f64,
     comm_share_of_baseline: f64,
     sweep: Vec<(u32, f64)>,
-    /// --sweep-paths: (path, config, median fused ms).
+    /// --sweep-paths and --sweep-l2-hint: (path, config, median fused ms).
     path_sweep: Vec<(String, String, f64)>,
+    /// --sweep-diag: (what was skipped, config, median fused ms); results wrong, never
+    /// checked: kept apart from real configurations.
+    diagnostic_sweep: Vec<(String, String, f64)>,
     check: Option<String>,
 }
 
@@ -259,6 +273,9 @@ const TRACE_LEAD_CALLS: usize = 3;
 /// Longest a round may take to enqueue behind its host gate (--align-ranks); far above
 /// any round's host time, far below a hang.
 const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Names of --sweep-diag entries (kept apart from real configurations in the output).
+const DIAGNOSTIC_PREFIX: &str = "DIAGNOSTIC";
 
 /// One traced fused call on every local rank, queued behind [`TRACE_LEAD_CALLS`]
 /// untraced ones: prints each rank's summary, writes its events as JSON (unless
@@ -582,6 +599,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if forces_split(args.split_last_wave) {
         check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
+    // The experiment's sweeps vary the shape's own configuration, which must take the
+    // epilogue path.
+    if args.sweep_l2_hint {
+        check_epilogue_only("--sweep-l2-hint", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+    }
+    if !args.sweep_diag.is_empty() {
+        check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+    }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;
     if let Some(procs) = args.procs {
@@ -691,6 +716,20 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             fused_opts.push(opts);
         }
         let mut swept = Vec::new();
+        if args.sweep_l2_hint {
+            let opts = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push("default + L2 evict-first".to_string());
+            }
+        }
+        for &d in &args.sweep_diag {
+            let opts = GemmAllReduceOptions { diagnostic_skip: Some(d), ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push(format!("{DIAGNOSTIC_PREFIX} skip {d}"));
+            }
+        }
         for &p in &sweep_paths {
             let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p);
             if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
@@ -800,9 +839,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         for (cc, t) in sweep_local {
             sweep.push((cc, local.median_ms(t)?));
         }
-        let mut path_sweep = Vec::new();
+        let (mut path_sweep, mut diagnostic_sweep) = (Vec::new(), Vec::new());
         for (p, cfg, t) in path_sweep_local {
-            path_sweep.push((p, cfg, local.median_ms(t)?));
+            let entry = (p, cfg, local.median_ms(t)?);
+            if entry.0.starts_with(DIAGNOSTIC_PREFIX) { diagnostic_sweep.push(entry) } else { path_sweep.push(entry) }
         }
         let row = Row {
             label: label.clone(),
@@ -822,6 +862,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             comm_share_of_baseline: nccl_ms / (cublas + nccl_ms),
             sweep: sweep.clone(),
             path_sweep: path_sweep.clone(),
+            diagnostic_sweep: diagnostic_sweep.clone(),
             check: verdict.clone(),
         };
         if printer {
@@ -852,6 +893,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                     baseline / t,
                     ours_gemm.max(nccl_ms) / t
                 );
+            }
+            for (p, cfg, t) in &diagnostic_sweep {
+                println!("{:<26} {p}: fused {t:.4} ms (RESULT WRONG, timing only; {cfg})", "");
             }
             });
         }

@@ -249,6 +249,9 @@ struct EpilogueAllReduce {
     round_ns = __shfl_sync(0xffffffffu, round_ns, 0);
     sleep_ns = __shfl_sync(0xffffffffu, sleep_ns, 0);
     last_staged_ns = now;
+    // (experiment, comm_l2_evict_first: one policy for the whole copy)
+    const bool hint = p->comm_l2_evict_first != 0;
+    const u64 policy = hint ? l2_policy_evict_first() : 0;
     u32 round = 0;
     for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
       if (sleep_ns != 0 && base != 0) __nanosleep(sleep_ns);
@@ -266,7 +269,10 @@ struct EpilogueAllReduce {
         const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
         const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (j ^ (r % 8)) * 8;
         // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
-        if (row < p->m && col < p->n) st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
+        if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) {
+          u8* const at = dst + ((u64)row * p->n + col) * 2;
+          if (hint) st_v4_hint(at, v[u], policy); else st_v4(at, v[u]);
+        }
       }
     }
     fence_acq_rel_sys();  // this lane's remote stores, before lane 0 publishes (after __syncwarp)
@@ -312,16 +318,31 @@ struct EpilogueAllReduce {
     }
     fence_acq_rel_sys();         // acquire the peer's pushed tile
     fence_proxy_async_global();  // flag acquire -> TMA reads
+    if ((p->diag_skip & 2u) != 0) {  // diagnostic: no load, no add (out is wrong)
+      trace_event(*p, TraceKind::PeerAdded, tile);
+      freed_lo = (u32)globaltimer_ns();
+      return;
+    }
     const i32 row = (i32)(mb * Cfg::BM);
     mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
+    // (experiment, comm_l2_evict_first: the peer's copy is read once and the sum is not
+    // read again by this kernel: both may leave L2 first)
+    const bool hint = p->comm_l2_evict_first != 0;
+    const u64 policy = hint ? l2_policy_evict_first() : 0;
 #pragma unroll
-    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
-      tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
+    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
+      const i32 col = (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols);
+      if (hint) tma_load_2d_hint(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, col, row, policy);
+      else tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, col, row);
+    }
     mbar_wait(w_full, phase, p->timeout_ns);
     phase ^= 1;
 #pragma unroll
-    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
-      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
+    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
+      const i32 col = (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols);
+      if (hint) tma_reduce_add_2d_hint(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, col, row, policy);
+      else tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, col, row);
+    }
     bulk_commit_group();
     bulk_wait_group_read<0>();
     trace_event(*p, TraceKind::PeerAdded, tile);

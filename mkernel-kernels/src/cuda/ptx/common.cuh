@@ -110,6 +110,25 @@ __device__ __forceinline__ void tma_reduce_add_2d(const TmaDescriptor* desc, con
   asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
                :: "l"(desc), "r"(smem_u32(src)), "r"(c0), "r"(c1) : "memory");
 }
+// L2 cache policy "evict first" for the whole access (createpolicy; for the
+// .L2::cache_hint forms below): data read or written once that should not displace data
+// other SMs will read again (the GEMM's operands).
+__device__ __forceinline__ u64 l2_policy_evict_first() {
+  u64 p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+// tma_load_2d with an L2 cache policy.
+__device__ __forceinline__ void tma_load_2d_hint(const TmaDescriptor* desc, u64* bar, void* dst, i32 c0, i32 c1, u64 policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;"
+      :: "r"(smem_u32(dst)), "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
+// tma_reduce_add_2d with an L2 cache policy.
+__device__ __forceinline__ void tma_reduce_add_2d_hint(const TmaDescriptor* desc, const void* src, i32 c0, i32 c1, u64 policy) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
+               :: "l"(desc), "r"(smem_u32(src)), "r"(c0), "r"(c1), "l"(policy) : "memory");
+}
 __device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Waits until at most N bulk groups are pending (their writes performed).
 template <int N> __device__ __forceinline__ void bulk_wait_group() {
@@ -165,4 +184,9 @@ __device__ __forceinline__ u16 ld_cg_u16(const void* p) {
 }
 __device__ __forceinline__ void st_v4(void* p, uint4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+// st_v4 with an L2 cache policy (l2_policy_evict_first).
+__device__ __forceinline__ void st_v4_hint(void* p, uint4 v, u64 policy) {
+  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
+               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(policy) : "memory");
 }
