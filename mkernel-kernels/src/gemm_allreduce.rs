@@ -142,11 +142,12 @@ pub struct FusedConfig {
     /// order in fp32 by the slice that finishes last ([`Self::choose_split`]; 1: no
     /// split, the only value other paths take). R x slices <= grid.
     pub split_slices: u32,
-    /// Epilogue path (an experiment, off by default): the all-reduce's own traffic (the
-    /// copies to the peer, the load of the peer's copy, the reduce-add into `out`)
-    /// carries an L2 evict-first cache hint, so it displaces less of the GEMM's operands,
-    /// which other SMs read again (bench/NOTES.md 11.2: the GEMM runs 7-10% more cycles
-    /// per tile under that traffic). Other paths: false only.
+    /// Epilogue path: the all-reduce's own traffic (the copies to the peer, the load of
+    /// the peer's copy, the reduce-add into `out`) carries an L2 evict-first cache hint,
+    /// so it displaces less of the GEMM's operands, which other SMs read again
+    /// (bench/NOTES.md 11.2: the GEMM runs 7-10% more cycles per tile under that
+    /// traffic). An experiment, off by default: on 2 x H200 it changed no shape's time by
+    /// more than 0.5% (NOTES 12.3). Other paths: false only.
     pub comm_l2_evict_first: bool,
     /// Epilogue path, DIAGNOSTIC ONLY (the result is wrong when nonzero): bit 0, the
     /// copies to the peer store nothing (their pacing, fences and flags kept); bit 1, the

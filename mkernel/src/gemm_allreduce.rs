@@ -49,7 +49,8 @@ pub struct GemmAllReduceOptions {
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,
     /// Epilogue path only (an experiment): [`FusedConfig::comm_l2_evict_first`]. Default
-    /// false; true is refused on other paths.
+    /// false (no measurable effect on 2 x H200, bench/NOTES.md 12.3); true is refused on
+    /// other paths.
     pub comm_l2_evict_first: Option<bool>,
     /// Epilogue path only, DIAGNOSTIC: [`FusedConfig::diag_skip`] (0..=3; the result is
     /// wrong when nonzero). Default 0.

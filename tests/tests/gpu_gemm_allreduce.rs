@@ -170,7 +170,7 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
                 options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
-                // The experiment's cache hints change no result.
+                // The experiment's L2 cache hints change no result.
                 options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
                 options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE) });
                 // The last wave split into K-slices (the default, Auto), where the shape
@@ -375,7 +375,7 @@ fn bad_arguments_are_named() {
     let forced = GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() };
     let e = c.plan_gemm_allreduce(GemmShape { m: 64, n: 60, k: 64 }, forced).unwrap_err();
     assert!(e.to_string().contains("`tile`") && e.to_string().contains("N % 8"), "{e}");
-    // The cache-hint experiment is the epilogue path's only.
+    // The L2 cache hints are the epilogue path's only.
     let hinted = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..one_shot() };
     let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, hinted).unwrap_err().to_string();
     assert!(e.contains("`comm_l2_evict_first`") && e.contains("epilogue path only"), "{e}");

@@ -154,8 +154,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         let mut used = TileConfig::WIDE;
         // Side by side, round-robin (time_rounds_ms: the same clocks for both).
         // (consecutive steps take consecutive input sets: neither finds the other's in L2)
-        let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, |_| Ok(()), c.iters, 2, |v, round| {
-            let i = 2 * round + v;
+        let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, |_| Ok(()), c.iters, 2, |v, i| {
             if v == 0 {
                 used = mkernel::gemm(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts)?;
             } else {

@@ -93,20 +93,34 @@ pub struct ArArgs {
     /// write the events as JSON (`trace-<shape>-r<rank>-<date>.json` in --out-dir).
     #[arg(long)]
     pub trace: bool,
-    /// Start every step (each variant of each round, warm-up rounds too) with the ranks
-    /// aligned by a device barrier (`Communicator::device_barrier`), and hold each round
-    /// behind a host gate per GPU (`HostGate`) while it is enqueued, so its steps run back
-    /// to back whatever the host's launch rate. Without it a step inherits the skew
-    /// between the GPUs that the steps before it left, and a kernel that synchronises the
-    /// ranks (NCCL, the fused kernel) is charged for it: ~12 us at o-proj M=2048, where
-    /// GPU 1 runs the unsynchronised GEMMs of the round slower (bench/NOTES.md 11.3).
-    /// Barriers without the gate made the host the bottleneck at M=129 (run 75). Off by
-    /// default until the gated timing is measured on every shape (NOTES 11.5).
-    #[arg(long)]
+    /// Time without aligning the ranks. By default (with more than one rank) every step
+    /// (each variant of each round, warm-up rounds too) starts with the ranks aligned by
+    /// a device barrier (`Communicator::device_barrier`, before the step's start event),
+    /// and each round is held behind a host gate per GPU (`HostGate`) while it is
+    /// enqueued, so its steps run back to back whatever the host's launch rate. Without
+    /// alignment a step inherits the skew between the GPUs that the steps before it left,
+    /// and a kernel that synchronises the ranks (NCCL, the fused kernel) is charged for
+    /// it: ~12 us at o-proj M=2048, where GPU 1 runs the unsynchronised GEMMs of the round
+    /// slower (bench/NOTES.md 11.3, 12.1).
+    #[arg(long, overrides_with = "align_ranks")]
+    pub no_align_ranks: bool,
+    /// Align the ranks before every step (the default; see --no-align-ranks).
+    #[arg(long, overrides_with = "no_align_ranks")]
     pub align_ranks: bool,
-    /// Also time the shape's default configuration with the all-reduce's traffic marked
-    /// L2 evict-first (`GemmAllReduceOptions::comm_l2_evict_first`, an experiment: the
-    /// epilogue path only), side by side with the default (timed, not checked).
+    /// Do not flush L2 before each step. By default every step (each variant of each
+    /// round, warm-up too) is preceded, before the ranks' barrier and its start event, by
+    /// a memset of twice the L2 size (`bench::L2Flush`, as nvbench does), so no step's
+    /// time depends on what the step before it left in L2 (bench/NOTES.md 12.2).
+    #[arg(long)]
+    pub no_l2_flush: bool,
+    /// Also time the shape's default configuration a second time, as its own row (an
+    /// A/A check: the two times differ only by the variant's place in the round).
+    #[arg(long)]
+    pub sweep_same: bool,
+    /// Also time the shape's default configuration with the L2 evict-first hint on the
+    /// all-reduce's traffic toggled (`GemmAllReduceOptions::comm_l2_evict_first`, an
+    /// experiment, off by default; the epilogue path only), side by side with the default
+    /// (timed, not checked).
     #[arg(long)]
     pub sweep_l2_hint: bool,
     /// DIAGNOSTIC: also time the default configuration with parts of the all-reduce
@@ -270,7 +284,7 @@ fn check_once(
 /// (an isolated call would also show the host's launch skew between ranks).
 const TRACE_LEAD_CALLS: usize = 3;
 
-/// Longest a round may take to enqueue behind its host gate (--align-ranks); far above
+/// Longest a round may take to enqueue behind its host gate (aligned timing); far above
 /// any round's host time, far below a hang.
 const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -653,6 +667,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
     let mut local = Local { comms, streams, nccl, blas };
     let world = local.world() as usize;
+    // Aligned timing (unless --no-align-ranks); one rank: nothing to align.
+    let align = !args.no_align_ranks && world > 1;
     let info = run_info(local.comms[0].context())?;
     let printer = local.is_printer();
     if printer {
@@ -717,11 +733,16 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
         let mut swept = Vec::new();
         if args.sweep_l2_hint {
-            let opts = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..shape_opts };
+            let hinted = comms[0].plan_gemm_allreduce(s, shape_opts)?.comm_l2_evict_first;
+            let opts = GemmAllReduceOptions { comm_l2_evict_first: Some(!hinted), ..shape_opts };
             if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
                 fused_opts.push(opts);
-                swept.push("default + L2 evict-first".to_string());
+                swept.push(format!("default {} L2 evict-first", if hinted { "without" } else { "with" }));
             }
+        }
+        if args.sweep_same {
+            fused_opts.push(shape_opts);
+            swept.push("default again (A/A)".to_string());
         }
         for &d in &args.sweep_diag {
             let opts = GemmAllReduceOptions { diagnostic_skip: Some(d), ..shape_opts };
@@ -737,9 +758,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 swept.push(p.name().to_string());
             }
         }
-        // Side by side, round-robin (time_rounds_ms): (a) the unfused baseline, cuBLAS then
-        // NCCL on each rank's stream, (a_gemm) cuBLAS alone, (b) our GEMM alone, (c) NCCL
-        // alone, (d) the fused kernel in each configuration.
+        // Side by side, each round in its own random order (time_rounds_ms): (a) the
+        // unfused baseline, cuBLAS then NCCL on each rank's stream, (a_gemm) cuBLAS alone,
+        // (b) our GEMM alone, (c) NCCL alone, (d) the fused kernel in each configuration.
         const FUSED: usize = 4;
         let mut cfgs = vec![String::new(); fused_opts.len()];
         // Consecutive steps that read A and B (all but NCCL alone) take consecutive input
@@ -749,13 +770,19 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let boot = comms[0].bootstrap();
         let warmup = Warmup { rounds: c.warmup, ms: c.warmup_ms };
         let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
-        // --align-ranks: every round is held behind a host gate per GPU while it is
-        // enqueued, and every step starts with the ranks aligned by a device barrier (see
-        // time_rounds_ms).
+        // Aligned timing (unless --no-align-ranks): every round is held behind a host gate
+        // per GPU while it is enqueued, and every step starts with the ranks aligned by a
+        // device barrier (see time_rounds_ms).
         let mut gates = Vec::new();
-        if args.align_ranks && world > 1 {  // (one rank: nothing to align)
+        if align {
             for cm in comms.iter() {
                 gates.push(mkernel::HostGate::new(cm.context())?);
+            }
+        }
+        let mut flushes = Vec::new();
+        if !args.no_l2_flush {
+            for st in streams.iter() {
+                flushes.push(super::L2Flush::new(st)?);
             }
         }
         let pace = |at: Pace| -> BenchResult<()> {
@@ -766,6 +793,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                     }
                 }
                 Pace::Step => {
+                    for (f, st) in flushes.iter_mut().zip(streams.iter()) {
+                        f.run(st)?;
+                    }
                     if !gates.is_empty() {
                         for (r, cm) in comms.iter().enumerate() {
                             cm.device_barrier(&streams[r])?;
@@ -776,8 +806,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             }
             Ok(())
         };
-        let times = time_rounds_ms(streams, warmup, agree, pace, c.iters, variants, |v, round| {
-            let i = round * (variants - 1) + if v > NCCL_ALONE { v - 1 } else { v };
+        let mut reads = 0usize;  // steps so far that read A and B
+        let times = time_rounds_ms(streams, warmup, agree, pace, c.iters, variants, |v, _| {
+            let i = reads;
+            reads += usize::from(v != NCCL_ALONE);
             match v {
                 0 | 1 => {
                     for (r, d) in data.iter_mut().enumerate() {
@@ -812,8 +844,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // A gate that expired let its round run as the host enqueued it; every rank stops
         // (with one process per GPU the verdict is shared, so no rank waits for a peer
         // that stopped).
-        if args.align_ranks {
-            let local = gates.iter().try_for_each(|g| g.check()).map(|()| 0.0).map_err(|e| format!("{label}: --align-ranks: {e}"));
+        if align {
+            let local = gates.iter().try_for_each(|g| g.check()).map(|()| 0.0).map_err(|e| format!("{label}: aligned timing: {e}"));
             agree_check(comms[0].bootstrap(), local)?;
         }
         if times.len() != variants {
@@ -912,12 +944,16 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             iters: usize,
             warmup: usize,
             warmup_ms: u64,
-            /// --align-ranks: every step started after a device barrier of the ranks.
+            /// Aligned timing (the default; false with --no-align-ranks or one rank): every
+            /// step started after a device barrier of the ranks.
             align_ranks: bool,
+            /// Every step was preceded by an L2 flush (the default; false with
+            /// --no-l2-flush).
+            l2_flush: bool,
             rows: Vec<Row>,
         }
         let date = info.date.clone();
-        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, align_ranks: args.align_ranks, rows };
+        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, align_ranks: align, l2_flush: !args.no_l2_flush, rows };
         let stem = if args.launched { format!("gemm-allreduce-w{world}-mp") } else { format!("gemm-allreduce-w{world}") };
         let p = super::write_json(&c.out_dir, &stem, &date, &out)?;
         println!("# wrote {}", p.display());

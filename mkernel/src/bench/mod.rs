@@ -146,11 +146,52 @@ pub enum Pace {
     RoundEnd,
 }
 
+/// A buffer twice the size of a GPU's L2 cache, zeroed on a stream before a timed step
+/// so that every step starts with none of the previous step's lines in L2, whichever
+/// step came before it (nvbench flushes L2 the same way before each measurement). On
+/// 2 x H200 the fused kernel ran 1.5-3.6 us faster after another fused call than after
+/// NCCL (bench/NOTES.md 12.2): without a flush a variant's time depends on its place in
+/// the round.
+pub struct L2Flush {
+    buf: cudarc::driver::CudaSlice<u8>,
+}
+
+impl L2Flush {
+    /// Allocates 2 x the L2 size of `stream`'s device (`CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`).
+    pub fn new(stream: &Arc<CudaStream>) -> BenchResult<Self> {
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE;
+        let l2 = stream.context().attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?;
+        let bytes = 2 * usize::try_from(l2).map_err(|_| format!("L2 flush: the device reports an L2 of {l2} bytes"))?.max(1);
+        Ok(Self { buf: stream.alloc_zeros::<u8>(bytes)? })
+    }
+
+    /// Enqueues the flush (a memset of the whole buffer) on `stream`.
+    pub fn run(&mut self, stream: &Arc<CudaStream>) -> BenchResult<()> {
+        Ok(stream.memset_zeros(&mut self.buf)?)
+    }
+}
+
+/// The order in which round `round` runs its `variants` steps: a permutation drawn from a
+/// generator seeded with the round's index alone, so every process of a multi-process run
+/// draws the same one (their collective steps must match). Each variant follows each
+/// other one equally often on average: on 2 x H200 a fused call ran 1.5-3.6 us faster
+/// after another fused call than after NCCL, also with L2 flushed between the steps
+/// (bench/NOTES.md 12.2), so a fixed order favours the variants placed late.
+pub fn round_order(round: usize, variants: usize) -> Vec<usize> {
+    use rand::{seq::SliceRandom, SeedableRng};
+    let mut order: Vec<usize> = (0..variants).collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6d6b_6e6c_0000_0000 ^ round as u64);
+    order.shuffle(&mut rng);
+    order
+}
+
 /// Rounds per warm-up block (between two checks of the time, after synchronizing).
 pub const WARMUP_BLOCK: usize = 8;
 
 /// Times `variants` kinds of step side by side: the untimed rounds of `warmup`, then
-/// `iters` timed ones, round i running `step(0, i)`, `step(1, i)`, ... in turn, each
+/// `iters` timed ones, round i running `step(v, k)` once for every variant v, in the
+/// order [`round_order`]`(i, variants)`, with k = i x variants + the step's place in the
+/// round (consecutive steps get consecutive k: a step may pick its input set by k), each
 /// bracketed by its own events on every stream (one per local rank). Before each timed
 /// warm-up block the streams are synchronized and `agree(this rank's verdict)` returns
 /// the verdict every rank follows (with one process per GPU, rank 0's: every rank must
@@ -159,7 +200,7 @@ pub const WARMUP_BLOCK: usize = 8;
 /// variant runs under the same clocks: timed one after another, a later variant runs
 /// on a hotter GPU, and near its power cap an H200 drops from 1980 MHz to ~1500 MHz
 /// within a second of GEMMs (bench/NOTES.md 9.2). `pace(at)` runs at the points of
-/// [`Pace`] of every round, warm-up included: `gemm-allreduce --align-ranks` holds each
+/// [`Pace`] of every round, warm-up included: `gemm-allreduce` (unless --no-align-ranks) holds each
 /// round behind a host gate (so its steps run back to back whatever the host's launch
 /// rate) and starts each step after a device barrier of the ranks (so a step does not
 /// inherit the skew the steps before it left: a kernel that synchronises the ranks, like
@@ -194,9 +235,9 @@ pub fn time_rounds_ms(
     }
     let mut round = |i: usize, pace: &mut PaceFn<'_>| -> BenchResult<()> {
         gated(i, pace, &mut |pace| {
-            for v in 0..variants {
+            for (pos, v) in round_order(i, variants).into_iter().enumerate() {
                 pace(Pace::Step)?;
-                step(v, i)?;
+                step(v, i * variants + pos)?;
             }
             Ok(())
         })
@@ -234,12 +275,12 @@ pub fn time_rounds_ms(
     }
     for i in 0..iters {
         gated(warmup + i, &mut pace, &mut |pace| {
-            for v in 0..variants {
+            for (pos, v) in round_order(warmup + i, variants).into_iter().enumerate() {
                 pace(Pace::Step)?;
                 for (s, ev) in streams.iter().zip(&events) {
                     ev[v * iters + i].0.record(s)?;
                 }
-                step(v, warmup + i)?;
+                step(v, (warmup + i) * variants + pos)?;
                 for (s, ev) in streams.iter().zip(&events) {
                     ev[v * iters + i].1.record(s)?;
                 }
@@ -373,7 +414,7 @@ mod tests {
         let mut calls = vec![0usize; variants];
         let t = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: 2, ms: 0 }, |_| panic!("no timed warm-up"), |_| Ok(()), iters, variants, |v, i| {
             calls[v] += 1;
-            assert!(i < 2 + iters, "round index {i}");
+            assert!(i < (2 + iters) * variants, "step index {i}");
             let bytes = if v == 1 { 16 * SMALL } else { SMALL };
             stream.memset_zeros(&mut buf.slice_mut(..bytes))?;
             Ok(())
@@ -394,6 +435,36 @@ mod tests {
         .unwrap();
         assert!(start.elapsed().as_millis() >= 30 && t[0].len() == 1, "{:?} {t:?}", start.elapsed());
         assert_eq!(steps, 3 + (checks - 1) * WARMUP_BLOCK + 1, "{checks} checks");
+    }
+
+    /// Every round runs each variant once; the order is the same for a round index
+    /// whoever draws it (the processes of a run), and it varies: over many rounds every
+    /// variant leads, and every variant follows every other one.
+    #[test]
+    fn round_order_is_a_shared_permutation_that_varies() {
+        let v = 6;
+        let mut first = vec![0usize; v];
+        let mut follows = vec![vec![0usize; v]; v];
+        for r in 0..600 {
+            let o = round_order(r, v);
+            assert_eq!(o, round_order(r, v), "round {r}: not reproducible");
+            let mut sorted = o.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..v).collect::<Vec<_>>(), "round {r}: {o:?}");
+            first[o[0]] += 1;
+            for w in o.windows(2) {
+                follows[w[1]][w[0]] += 1;
+            }
+        }
+        // 600 rounds: 100 leads per variant and 100 x 5/6 ~ 83 per ordered pair expected.
+        assert!(first.iter().all(|&n| (50..=150).contains(&n)), "leads {first:?}");
+        for (b, row) in follows.iter().enumerate() {
+            for (a, &n) in row.iter().enumerate() {
+                assert!(a == b || (40..=130).contains(&n), "{b} after {a}: {n} times; {follows:?}");
+            }
+        }
+        assert_eq!(round_order(0, 1), vec![0]);
+        assert!(round_order(0, 0).is_empty());
     }
 
     /// The error of parsing `args` (after the program name), or "" when they parse.
