@@ -129,6 +129,12 @@ pub struct ArArgs {
     /// 3 = both; e.g. --sweep-diag 1,2,3.
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=3))]
     pub sweep_diag: Vec<u32>,
+    /// Also time the shape's default configuration with its last wave split into each of
+    /// these slice counts (`GemmAllReduceOptions::split_last_wave`; epilogue path; counts
+    /// the shape cannot take are left out of its row), side by side with the default
+    /// (timed, not checked), e.g. --sweep-split 1,2,3 (1: no split).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub sweep_split: Vec<u32>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -743,6 +749,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         if args.sweep_same {
             fused_opts.push(shape_opts);
             swept.push("default again (A/A)".to_string());
+        }
+        for &n in &args.sweep_split {
+            let split = if n == 1 { mkernel::LastWaveSplit::Off } else { mkernel::LastWaveSplit::Slices(n) };
+            let opts = GemmAllReduceOptions { split_last_wave: Some(split), ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push(format!("split {n}"));
+            }
         }
         for &d in &args.sweep_diag {
             let opts = GemmAllReduceOptions { diagnostic_skip: Some(d), ..shape_opts };
