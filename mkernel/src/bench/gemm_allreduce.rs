@@ -135,6 +135,12 @@ pub struct ArArgs {
     /// (timed, not checked), e.g. --sweep-split 1,2,3 (1: no split).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
     pub sweep_split: Vec<u32>,
+    /// Also time the shape's default configuration with each of these tiles instead
+    /// (names as for --tile; the split and path are planned again for the tile; tiles the
+    /// shape's plan refuses are left out of its row), side by side with the default
+    /// (timed, not checked), e.g. --sweep-tiles narrow-tma-store,wide-tma-store.
+    #[arg(long, value_delimiter = ',')]
+    pub sweep_tiles: Vec<String>,
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
@@ -627,6 +633,15 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if !args.sweep_diag.is_empty() {
         check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
+    let sweep_tiles = args
+        .sweep_tiles
+        .iter()
+        .map(|n| {
+            mkernel::TileConfig::by_name(n)
+                .map(|t| (n.as_str(), Some(t)))
+                .ok_or_else(|| format!("--sweep-tiles: expected names among {}; got {n}", mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;
     if let Some(procs) = args.procs {
@@ -749,6 +764,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         if args.sweep_same {
             fused_opts.push(shape_opts);
             swept.push("default again (A/A)".to_string());
+        }
+        for &(name, t) in &sweep_tiles {
+            let opts = GemmAllReduceOptions { tile: t, ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push(format!("tile {name}"));
+            }
         }
         for &n in &args.sweep_split {
             let split = if n == 1 { mkernel::LastWaveSplit::Off } else { mkernel::LastWaveSplit::Slices(n) };
@@ -1122,6 +1144,25 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["x", "--sm-comm", "4,8", "--gpus", "2", "--check", "--check-reps", "3", "--timeout-s", "0.5"]).unwrap();
         assert_eq!((cli.ar.sm_comm, cli.ar.gpus, cli.ar.check_reps, cli.ar.timeout_s), (vec![4, 8], Some(2), 3, 0.5));
+    }
+
+    /// The side-by-side sweeps parse, bad values are refused naming the flag before any
+    /// device is touched, and the alignment flags override each other (last one wins).
+    #[test]
+    fn sweeps_and_alignment_flags_parse_and_refuse_bad_values() {
+        let cli = Cli::try_parse_from(["x", "--sweep-split", "1,2,4", "--sweep-tiles", "narrow-tma-store,wide-tma-store", "--sweep-same"]).unwrap();
+        assert_eq!(cli.ar.sweep_split, vec![1, 2, 4]);
+        assert_eq!(cli.ar.sweep_tiles, vec!["narrow-tma-store".to_string(), "wide-tma-store".to_string()]);
+        assert!(cli.ar.sweep_same && !cli.ar.no_align_ranks && !cli.ar.no_l2_flush);
+        for bad in ["0", "65", "two"] {
+            let e = parse_err(&["--sweep-split", bad]);
+            assert!(e.contains("--sweep-split"), "{bad}: {e}");
+        }
+        let cli = Cli::try_parse_from(["x", "--sweep-tiles", "narrow-tma-store,bogus", "--filter", "M=129"]).unwrap();
+        let e = run(cli.ar).unwrap_err().to_string();
+        assert!(e.contains("--sweep-tiles") && e.contains("bogus") && e.contains("wide-tma-store"), "{e}");
+        assert!(Cli::try_parse_from(["x", "--align-ranks", "--no-align-ranks"]).unwrap().ar.no_align_ranks);
+        assert!(!Cli::try_parse_from(["x", "--no-align-ranks", "--align-ranks"]).unwrap().ar.no_align_ranks);
     }
 
     #[test]
