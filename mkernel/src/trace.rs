@@ -46,6 +46,12 @@ pub enum TraceKind {
     SliceCounted,
     /// ... counted itself in last: it sums the tile's slots and stages the tile.
     SliceLast,
+    /// Epilogue path: the storer warp issued every store of `tile`'s copy to the peer
+    /// (between [`Self::TileStaged`] and [`Self::CopyFenced`]).
+    CopyIssued,
+    /// ... and every lane's system-scope fence after those stores returned; then the
+    /// storer waits for its TMA store into `out` and publishes ([`Self::TileStored`]).
+    CopyFenced,
 }
 
 impl TraceKind {
@@ -62,6 +68,8 @@ impl TraceKind {
             9 => Self::SliceComputed,
             10 => Self::SliceCounted,
             11 => Self::SliceLast,
+            12 => Self::CopyIssued,
+            13 => Self::CopyFenced,
             _ => return None,
         })
     }
@@ -101,11 +109,12 @@ pub struct TraceBuffer {
 
 impl TraceBuffer {
     /// A buffer for up to `capacity` events (24 bytes each) on `stream`'s GPU; a call
-    /// records 2 per CTA (3 per communication or tail CTA) and, per tile, 3 on the
-    /// epilogue path ([`TraceKind::TileStaged`], [`TraceKind::TileStored`],
-    /// [`TraceKind::PeerAdded`]), else 1 plus, on the paths that claim tiles, 2 per claim
-    /// of [`CLAIM_TILES`] tiles, plus 2 per slice of a split last wave (at most one per
-    /// CTA): 4 per 64x128 tile (no tile is smaller) plus a few thousand covers any call. Events past `capacity` are dropped
+    /// records 2 per CTA (3 per communication or tail CTA) and, per tile, 5 on the
+    /// epilogue path ([`TraceKind::TileStaged`], [`TraceKind::CopyIssued`],
+    /// [`TraceKind::CopyFenced`], [`TraceKind::TileStored`], [`TraceKind::PeerAdded`];
+    /// its tiles are 128x128 or larger), else 1 plus, on the paths that claim tiles, 2 per
+    /// claim of [`CLAIM_TILES`] tiles, plus 2 per slice of a split last wave (at most one
+    /// per CTA): 4 per 64x128 of output plus a few thousand covers any call. Events past `capacity` are dropped
     /// and counted ([`FusedTrace::dropped`]).
     ///
     /// Errors: `capacity` 0 or above 2^26; allocation failure.
@@ -192,6 +201,15 @@ pub struct TraceSummary {
     /// Epilogue path: median time from a tile being staged to its publication (the
     /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence).
     pub copy_us: f64,
+    /// Epilogue path, each CTA's last tile (copied at full speed; medians over CTAs, 0
+    /// when the kernel records no [`TraceKind::CopyIssued`] events): from staged to the
+    /// copy's stores issued, ...
+    pub last_copy_issue_us: f64,
+    /// ... from issued to every lane's system-scope fence returned, ...
+    pub last_copy_fence_us: f64,
+    /// ... and from fenced to published (the wait for the TMA store into `out`, then
+    /// the release of the peer's flag).
+    pub last_copy_publish_us: f64,
     /// Median over CTAs of the SM clock rate between a CTA's first and last event, in
     /// MHz (cycles of `%clock` per microsecond of `%globaltimer`); 0 when no CTA's events
     /// span 20 us. Kernels of one round run at about the same clocks (power
@@ -279,10 +297,27 @@ impl FusedTrace {
             .map(|(a, b)| b.sm_clock.wrapping_sub(a.sm_clock) as f64 / (b.t_us - a.t_us))
             .collect();
         let mut add_waits = self.per_tile_gaps(TraceKind::TileStored, TraceKind::PeerAdded);
+        // Each CTA's last staged tile, and the gaps between its copy's events.
+        let mut last_tile: std::collections::HashMap<u32, (f64, u32)> = std::collections::HashMap::new();
+        for e in self.events.iter().filter(|e| e.kind == TraceKind::TileStaged) {
+            let l = last_tile.entry(e.cta).or_insert((e.t_us, e.tile));
+            if e.t_us >= l.0 {
+                *l = (e.t_us, e.tile);
+            }
+        }
+        let at = |kind: TraceKind| -> std::collections::HashMap<u32, f64> { self.events.iter().filter(|e| e.kind == kind).map(|e| (e.tile, e.t_us)).collect() };
+        let (staged, issued, fenced, stored) = (at(TraceKind::TileStaged), at(TraceKind::CopyIssued), at(TraceKind::CopyFenced), at(TraceKind::TileStored));
+        let last_gaps = |from: &std::collections::HashMap<u32, f64>, to: &std::collections::HashMap<u32, f64>| -> Vec<f64> {
+            last_tile.values().filter_map(|&(_, t)| Some(to.get(&t)? - from.get(&t)?)).collect()
+        };
+        let (mut issue, mut fence, mut publish) = (last_gaps(&staged, &issued), last_gaps(&issued, &fenced), last_gaps(&fenced, &stored));
         let mut copies = self.per_tile_gaps(TraceKind::TileStaged, TraceKind::TileStored);
         TraceSummary {
             last_staged_us: self.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| e.t_us).fold(0.0, f64::max),
             copy_us: median(&mut copies),
+            last_copy_issue_us: median(&mut issue),
+            last_copy_fence_us: median(&mut fence),
+            last_copy_publish_us: median(&mut publish),
             peer_adds: self.events.iter().filter(|e| e.kind == TraceKind::PeerAdded).count() as u32,
             peer_add_wait_us: median(&mut add_waits),
             compute_end_us: compute_end,
@@ -324,6 +359,13 @@ impl std::fmt::Display for TraceSummary {
                 "last tile staged {:.1} us, copy to the peer median {:.1} us; {} peer tiles added, median {:.1} us after the own tile was published",
                 self.last_staged_us, self.copy_us, self.peer_adds, self.peer_add_wait_us
             )?;
+            if self.last_copy_issue_us + self.last_copy_fence_us + self.last_copy_publish_us > 0.0 {
+                write!(
+                    f,
+                    "; a CTA's last copy: stores issued in {:.1} us, fenced {:.1} us later, published {:.1} us after that",
+                    self.last_copy_issue_us, self.last_copy_fence_us, self.last_copy_publish_us
+                )?;
+            }
         } else {
             match self.first_tail_start_us {
                 Some(t) => write!(f, "{} tail CTAs from {t:.1} us, ", self.tail_ctas)?,
@@ -394,8 +436,8 @@ mod tests {
         assert_eq!(t.dropped, 1);
         let claim = TraceEvent { sm_clock: 123, ..ev(5.0, 4, 9, TraceKind::Claim) };
         assert_eq!(t.events, vec![ev(0.0, 7, 2, TraceKind::CtaStart), claim]);
-        let bad = [1, 0, 0, 12];
-        assert!(FusedTrace::parse(&bad, cap).unwrap_err().to_string().contains("unknown kind 12"));
+        let bad = [1, 0, 0, 14];
+        assert!(FusedTrace::parse(&bad, cap).unwrap_err().to_string().contains("unknown kind 14"));
         assert!(FusedTrace::parse(&[0], cap).unwrap().events.is_empty());
     }
 
@@ -424,6 +466,43 @@ mod tests {
         assert_eq!((s.last_staged_us, s.copy_us), (11.0, 3.0)); // copies {3, 1}
         let text = s.to_string();
         assert!(text.contains("2 peer tiles added") && text.contains("last tile staged 11.0 us") && !text.contains("claims"), "{text}");
+        // (no copy events: no split of the last copy)
+        assert_eq!((s.last_copy_issue_us, s.last_copy_fence_us, s.last_copy_publish_us), (0.0, 0.0, 0.0));
+        assert!(!text.contains("last copy"), "{text}");
+    }
+
+    #[test]
+    fn epilogue_summary_splits_each_ctas_last_copy() {
+        // CTA 0 stages tile 0 at 10 us (paced: its copy is not the CTA's last) and tile 2
+        // at 40 us; CTA 1 stages tile 1 at 41 us. Last copies: tile 2 issued after 2 us,
+        // fenced 5 us later, published 1 us after; tile 1: 4, 7 and 3 us.
+        let t = FusedTrace {
+            events: vec![
+                ev(0.0, 0, 0, TraceKind::CtaStart),
+                ev(0.0, 1, 0, TraceKind::CtaStart),
+                ev(10.0, 0, 0, TraceKind::TileStaged),
+                ev(30.0, 0, 0, TraceKind::CopyIssued),
+                ev(31.0, 0, 0, TraceKind::CopyFenced),
+                ev(31.5, 0, 0, TraceKind::TileStored),
+                ev(40.0, 0, 2, TraceKind::TileStaged),
+                ev(42.0, 0, 2, TraceKind::CopyIssued),
+                ev(47.0, 0, 2, TraceKind::CopyFenced),
+                ev(48.0, 0, 2, TraceKind::TileStored),
+                ev(41.0, 1, 1, TraceKind::TileStaged),
+                ev(45.0, 1, 1, TraceKind::CopyIssued),
+                ev(52.0, 1, 1, TraceKind::CopyFenced),
+                ev(55.0, 1, 1, TraceKind::TileStored),
+                ev(50.0, 0, 0, TraceKind::PeerAdded),
+                ev(56.0, 0, 2, TraceKind::PeerAdded),
+                ev(58.0, 1, 1, TraceKind::PeerAdded),
+            ],
+            dropped: 0,
+        };
+        let s = t.summary();
+        // (medians of two: the upper one)
+        assert_eq!((s.last_copy_issue_us, s.last_copy_fence_us, s.last_copy_publish_us), (4.0, 7.0, 3.0));
+        let text = s.to_string();
+        assert!(text.contains("last copy: stores issued in 4.0 us, fenced 7.0 us later, published 3.0 us after that"), "{text}");
     }
 
     #[test]
@@ -454,7 +533,9 @@ mod tests {
     #[test]
     fn unknown_kinds_are_refused() {
         assert_eq!(TraceKind::from_raw(0), None);
-        assert_eq!(TraceKind::from_raw(12), None);
+        assert_eq!(TraceKind::from_raw(14), None);
+        assert_eq!(TraceKind::from_raw(12), Some(TraceKind::CopyIssued));
+        assert_eq!(TraceKind::from_raw(13), Some(TraceKind::CopyFenced));
         assert_eq!(TraceKind::from_raw(7), Some(TraceKind::PeerAdded));
         assert_eq!(TraceKind::from_raw(8), Some(TraceKind::TileStaged));
         assert_eq!(TraceKind::from_raw(9), Some(TraceKind::SliceComputed));

@@ -598,6 +598,17 @@ fn traced_call_accounts_for_every_tile_and_cta() {
                 let mut staged_by: Vec<(u32, u32)> = t.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| (e.tile, e.cta)).collect();
                 staged_by.sort_unstable();
                 assert_eq!(staged_by, stored_by, "{cfg}: every tile staged once, by the CTA that stored it");
+                // Its copy's stores issued, then fenced, once per tile by that CTA, between
+                // staging and publication.
+                let at = |kind: TraceKind| -> std::collections::HashMap<(u32, u32), f64> {
+                    t.events.iter().filter(|e| e.kind == kind).map(|e| ((e.tile, e.cta), e.t_us)).collect()
+                };
+                let (staged, issued, fenced, stored) = (at(TraceKind::TileStaged), at(TraceKind::CopyIssued), at(TraceKind::CopyFenced), at(TraceKind::TileStored));
+                assert_eq!((count(TraceKind::CopyIssued), count(TraceKind::CopyFenced)), (stored_by.len(), stored_by.len()), "{cfg}");
+                for k in &stored_by {
+                    let times = [staged.get(k), issued.get(k), fenced.get(k), stored.get(k)];
+                    assert!(times.iter().all(Option::is_some) && times.windows(2).all(|w| w[0] <= w[1]), "{cfg}: tile {k:?}: staged, issued, fenced, stored at {times:?}");
+                }
                 assert_eq!(cfg.comm_ctas + cfg.tail_ctas, 0, "{cfg}");
                 if cfg.split_slices > 1 {
                     // Split last wave: the R tiles after the full waves, S slices each; every

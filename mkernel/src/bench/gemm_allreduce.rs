@@ -320,8 +320,9 @@ fn trace_call(
     bar: &indicatif::ProgressBar,
 ) -> BenchResult<()> {
     // Events (see TraceBuffer::new): up to 3 per CTA, plus 2 per slice of a split last
-    // wave (at most one per CTA), well within the 4096; per tile, 3 on the epilogue path
-    // (TileStaged, TileStored, PeerAdded), else 1 plus 2 per claim of 2 tiles. 4 per 64x128 tile is still enough on every path (no tile is smaller).
+    // wave (at most one per CTA), well within the 4096; per tile, 5 on the epilogue path
+    // (TileStaged, CopyIssued, CopyFenced, TileStored, PeerAdded; tiles of 128x128 or
+    // larger), else 1 plus 2 per claim of 2 tiles: 4 per 64x128 of output is enough.
     let tiles = (s.m as u64).div_ceil(64) * (s.n as u64).div_ceil(128);
     let capacity = u32::try_from(4 * tiles + 4096).map_err(|_| format!("--trace: {label} has too many tiles to trace"))?;
     let mut bufs = Vec::new();

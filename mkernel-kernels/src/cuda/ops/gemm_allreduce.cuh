@@ -110,6 +110,8 @@ enum class TraceKind : u32 {
   SliceComputed = 9,  // split last wave: a slice of `tile` finished its K blocks (before its slot write)
   SliceCounted = 10,  // ... counted itself in at the tile's counter, not last
   SliceLast = 11,     // ... counted itself in last: it sums the slots and stages the tile
+  CopyIssued = 12,    // Epilogue path: the storer warp issued every store of `tile`'s copy to the peer
+  CopyFenced = 13,    // ... and every lane's system-scope fence after them returned
 };
 __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind kind, u32 tile) {
   if (p.trace == 0) return;
@@ -275,7 +277,15 @@ struct EpilogueAllReduce {
         }
       }
     }
+    if (p->trace != 0) {  // (uniform across the warp)
+      __syncwarp();
+      if (lane == 0) trace_event(*p, TraceKind::CopyIssued, tile);
+    }
     fence_acq_rel_sys();  // this lane's remote stores, before lane 0 publishes (after __syncwarp)
+    if (p->trace != 0) {
+      __syncwarp();
+      if (lane == 0) trace_event(*p, TraceKind::CopyFenced, tile);
+    }
   }
   __device__ __forceinline__ float* split_slot(u32 v) const {
     return reinterpret_cast<float*>(p->split_scratch) + (u64)v * Cfg::BM * Cfg::BN;
