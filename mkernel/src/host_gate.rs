@@ -18,7 +18,10 @@ use crate::host_mapped::HostMapped;
 /// [`Self::hold`] enqueues a one-thread kernel that waits until the host calls
 /// [`Self::open`]; every stream held since the last `open` is released by the next.
 /// Each wait is bounded by the `timeout` given to `hold`: a gate that expires lets its
-/// stream go on and is reported by [`Self::check`] (and by the next `hold`).
+/// stream go on and is reported by [`Self::check`], from then on (an expiry is never
+/// cleared; later gates still hold their streams). `hold` does not fail on an earlier
+/// expiry, so a caller whose ranks must agree on stopping (one process per GPU) can
+/// enqueue the same work on every rank and compare `check`s at a point of its choosing.
 ///
 /// ```no_run
 /// # fn demo(ctx: &std::sync::Arc<cudarc::driver::CudaContext>, stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> mkernel::Result<()> {
@@ -64,10 +67,12 @@ impl HostGate {
     /// Enqueues a gate on `stream`: the work enqueued on `stream` after it starts once
     /// [`Self::open`] is called, or after `timeout` (then [`Self::check`] errs).
     ///
-    /// Errors: an earlier gate expired ([`Error::GateTimeout`]); `stream` on another GPU;
-    /// NVRTC or driver errors.
+    /// Errors: `timeout` zero; `stream` on another GPU; NVRTC or driver errors. (An
+    /// earlier expiry is [`Self::check`]'s to report.)
     pub fn hold(&mut self, stream: &Arc<CudaStream>, timeout: Duration) -> Result<()> {
-        self.check()?;
+        if timeout.is_zero() {
+            return Err(invalid("timeout", "must be positive: a gate with no time to wait expires at once"));
+        }
         check_same_device(stream, self.ordinal, "stream")?;
         let (Some(open), Some(timed_out)) = (&self.open, &self.timed_out) else {
             return Err(invalid("self", "the gate is being dropped"));

@@ -168,6 +168,12 @@ fn host_gate_never_opened_expires_and_is_reported() {
     let e = gate.check().unwrap_err();
     assert!(matches!(e, Error::GateTimeout { gpu: 0, at: 1, .. }), "{e}");
     assert!(e.to_string().contains("not opened within 300ms"), "{e}");
-    let again = gate.hold(&stream, timeout).unwrap_err();
-    assert!(matches!(again, Error::GateTimeout { .. }), "{again}");
+    // The expiry stays reported; a later gate still holds and opens (no pre-check: the
+    // bench's ranks agree on the verdict at the end of a shape instead).
+    gate.hold(&stream, Duration::from_secs(20)).unwrap();
+    gate.open();
+    stream.synchronize().unwrap();
+    assert!(matches!(gate.check().unwrap_err(), Error::GateTimeout { gpu: 0, at: 1, .. }));
+    let e = gate.hold(&stream, Duration::ZERO).unwrap_err().to_string();
+    assert!(e.contains("`timeout`") && e.contains("positive"), "{e}");
 }

@@ -6,12 +6,15 @@
 //!   under torchrun/srun). Timings are the slowest rank's per iteration, exchanged
 //!   through the communicator's bootstrap; rank 0 prints and writes the JSON.
 //!
-//! Per shape, on the same inputs and streams, side by side (round-robin: one iteration
-//! of each per round, so all run under the same clocks; `--warmup-ms 3000` first brings
-//! the GPUs to the clocks of sustained load): (a) cuBLAS GEMM then NCCL all-reduce
-//! (the unfused baseline), (a_gemm) cuBLAS alone, (b) our GEMM alone, (c) NCCL
-//! all-reduce alone, (d) the fused kernel with the heuristic split, plus (d@N) any
-//! static splits given with --sm-comm and the paths of --sweep-paths. Speedup = a / d; overlap efficiency =
+//! Per shape, on the same inputs and streams, side by side (one iteration of each per
+//! round, in a random order per round, so all run under the same clocks and none gains
+//! from its place; by default each step after an L2 flush and a barrier of the ranks;
+//! `--warmup-ms 3000` first brings the GPUs to the clocks of sustained load): (a) cuBLAS
+//! GEMM then NCCL all-reduce (the unfused baseline), (a_gemm) cuBLAS alone, (b) our GEMM
+//! alone, (c) NCCL all-reduce alone, (d) the fused kernel with the heuristic split, plus
+//! (d@N) any static splits given with --sm-comm and the configurations of --sweep-paths,
+//! --sweep-same, --sweep-split, --sweep-tiles, --sweep-l2-hint and --sweep-diag (at most
+//! MAX_FUSED_CONFIGS in all). Speedup = a / d; overlap efficiency =
 //! max(b, c) / d (1.0 = the communication is completely hidden behind our GEMM), and
 //! against the baseline's parts, max(a_gemm, c) / d (`ovl/cuBLAS`: also charges the
 //! fused kernel for our GEMM being slower than cuBLAS).
@@ -96,8 +99,9 @@ pub struct ArArgs {
     /// Time without aligning the ranks. By default (with more than one rank) every step
     /// (each variant of each round, warm-up rounds too) starts with the ranks aligned by
     /// a device barrier (`Communicator::device_barrier`, before the step's start event),
-    /// and each round is held behind a host gate per GPU (`HostGate`) while it is
-    /// enqueued, so its steps run back to back whatever the host's launch rate. Without
+    /// and each round but the first (which loads the kernels) is held behind a host gate
+    /// per GPU (`HostGate`) while it is enqueued, so its steps run back to back whatever
+    /// the host's launch rate. Without
     /// alignment a step inherits the skew between the GPUs that the steps before it left,
     /// and a kernel that synchronises the ranks (NCCL, the fused kernel) is charged for
     /// it: ~12 us at o-proj M=2048, where GPU 1 runs the unsynchronised GEMMs of the round
@@ -114,7 +118,7 @@ pub struct ArArgs {
     #[arg(long)]
     pub no_l2_flush: bool,
     /// Also time the shape's default configuration a second time, as its own row (an
-    /// A/A check: the two times differ only by the variant's place in the round).
+    /// A/A check of the timing: the two rows should agree within the noise).
     #[arg(long)]
     pub sweep_same: bool,
     /// Also time the shape's default configuration with the L2 evict-first hint on the
@@ -127,13 +131,13 @@ pub struct ArArgs {
     /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
     /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
     /// 3 = both; e.g. --sweep-diag 1,2,3.
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=3))]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=3))]
     pub sweep_diag: Vec<u32>,
     /// Also time the shape's default configuration with its last wave split into each of
     /// these slice counts (`GemmAllReduceOptions::split_last_wave`; epilogue path; counts
     /// the shape cannot take are left out of its row), side by side with the default
     /// (timed, not checked), e.g. --sweep-split 1,2,3 (1: no split).
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub sweep_split: Vec<u32>,
     /// Also time the shape's default configuration with each of these tiles instead
     /// (names as for --tile; the split and path are planned again for the tile; tiles the
@@ -157,13 +161,41 @@ fn parse_sm_comm(v: &str) -> Result<u32, String> {
 
 /// --sm-comm: each count once (a repeated one would time the same split twice).
 fn check_sm_comm_unique(counts: &[u32]) -> Result<(), String> {
-    for (i, c) in counts.iter().enumerate() {
-        if counts[..i].contains(c) {
-            return Err(format!("--sm-comm: {c} is listed twice (each split is timed once)"));
+    check_unique("--sm-comm", counts)
+}
+
+/// Which input set a step takes: consecutive steps that read A and B take consecutive
+/// sets (a step that reads neither, NCCL alone, takes none), so with 2 or more sets none
+/// finds its inputs in L2 from the one before, whatever the round's order.
+#[derive(Default)]
+struct InputRotation {
+    reads: usize,
+}
+
+impl InputRotation {
+    /// The set index (modulo the number of sets) of the next step.
+    fn next(&mut self, reads_inputs: bool) -> usize {
+        let i = self.reads;
+        self.reads += usize::from(reads_inputs);
+        i
+    }
+}
+
+/// A sweep's values, each once (each configuration is timed once per round).
+fn check_unique<T: PartialEq + std::fmt::Display>(flag: &str, values: &[T]) -> Result<(), String> {
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            return Err(format!("{flag}: {v} is listed twice (each configuration is timed once)"));
         }
     }
     Ok(())
 }
+
+/// Most fused configurations one round times (the default, --sm-comm's and the sweeps'):
+/// a round is enqueued whole behind its host gate (about six operations per step and
+/// stream), and a round's steps should stay within a stream's launch queue and a few
+/// seconds.
+const MAX_FUSED_CONFIGS: usize = 32;
 
 /// --tail-ctas: a count of CTAs, 0 or more (the grid bound is checked once the GPU is known).
 fn parse_tail_ctas(v: &str) -> Result<u32, String> {
@@ -219,7 +251,8 @@ struct Row {
     overlap_vs_cublas: f64,
     comm_share_of_baseline: f64,
     sweep: Vec<(u32, f64)>,
-    /// --sweep-paths and --sweep-l2-hint: (path, config, median fused ms).
+    /// --sweep-paths, --sweep-same, --sweep-split, --sweep-tiles and --sweep-l2-hint:
+    /// (what was swept, config, median fused ms).
     path_sweep: Vec<(String, String, f64)>,
     /// --sweep-diag: (what was skipped, config, median fused ms); results wrong, never
     /// checked: kept apart from real configurations.
@@ -634,6 +667,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if !args.sweep_diag.is_empty() {
         check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
+    if !args.sweep_split.is_empty() {
+        check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+    }
+    check_unique("--sweep-diag", &args.sweep_diag)?;
+    check_unique("--sweep-split", &args.sweep_split)?;
+    check_unique("--sweep-tiles", &args.sweep_tiles)?;
     let sweep_tiles = args
         .sweep_tiles
         .iter()
@@ -767,10 +806,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             swept.push("default again (A/A)".to_string());
         }
         for &(name, t) in &sweep_tiles {
-            let opts = GemmAllReduceOptions { tile: t, ..shape_opts };
-            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
-                fused_opts.push(opts);
-                swept.push(format!("tile {name}"));
+            // (planned afresh for the tile: its own path, split and pace)
+            let opts = GemmAllReduceOptions { tile: t, ..base_opts };
+            if let Ok(plan) = comms[0].plan_gemm_allreduce(s, opts) {
+                let opts = with_pace(opts, plan.path);
+                if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                    fused_opts.push(opts);
+                    swept.push(format!("tile {name}"));
+                }
             }
         }
         for &n in &args.sweep_split {
@@ -803,8 +846,21 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // Consecutive steps that read A and B (all but NCCL alone) take consecutive input
         // sets, so none finds its inputs in L2 from the one before.
         const NCCL_ALONE: usize = 3;
+        if fused_opts.len() > MAX_FUSED_CONFIGS {
+            return Err(format!(
+                "{label}: {} fused configurations per round (the default, --sm-comm's and the sweeps') exceed {MAX_FUSED_CONFIGS}; time fewer at once",
+                fused_opts.len()
+            )
+            .into());
+        }
         let variants = FUSED + fused_opts.len();
         let boot = comms[0].bootstrap();
+        // Every rank must time the same steps in the same order (their collectives wait
+        // for each other): the ranks' plans (GPU model, SM count) decide which swept
+        // configurations a shape takes, so they are compared before any step.
+        let variants0 = agree_u64(boot, variants as u64)?;
+        let same = if variants0 == variants as u64 { Ok(0.0) } else { Err(format!("{label}: this rank would time {variants} variants, rank 0 {variants0} (the ranks' GPUs plan the sweeps differently)")) };
+        agree_check(boot, same)?;
         let warmup = Warmup { rounds: c.warmup, ms: c.warmup_ms };
         let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
         // Aligned timing (unless --no-align-ranks): every round is held behind a host gate
@@ -843,10 +899,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             }
             Ok(())
         };
-        let mut reads = 0usize;  // steps so far that read A and B
+        let mut reads = InputRotation::default();
         let times = time_rounds_ms(streams, warmup, agree, pace, c.iters, variants, |v, _| {
-            let i = reads;
-            reads += usize::from(v != NCCL_ALONE);
+            let i = reads.next(v != NCCL_ALONE);
             match v {
                 0 | 1 => {
                     for (r, d) in data.iter_mut().enumerate() {
@@ -1147,6 +1202,31 @@ mod tests {
         assert_eq!((cli.ar.sm_comm, cli.ar.gpus, cli.ar.check_reps, cli.ar.timeout_s), (vec![4, 8], Some(2), 3, 0.5));
     }
 
+    /// In any round order, consecutive steps that read A and B never share an input set
+    /// (2 to 4 sets, 5 to 14 variants, variant 3 reading none, as NCCL alone).
+    #[test]
+    fn consecutive_input_readers_take_different_sets() {
+        for variants in 5..=14 {
+            for sets in 2..=4 {
+                let mut rot = InputRotation::default();
+                let mut prev: Option<usize> = None;
+                let mut steps = 0;
+                super::super::time_rounds_ms(&[], super::super::Warmup { rounds: 5, ms: 0 }, Ok, |_| Ok(()), 30, variants, |v, _| {
+                    steps += 1;
+                    let reads = v != 3;
+                    let set = rot.next(reads) % sets;
+                    if reads {
+                        assert_ne!(Some(set), prev, "{variants} variants, {sets} sets");
+                        prev = Some(set);
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(steps, 35 * variants);
+            }
+        }
+    }
+
     /// The side-by-side sweeps parse, bad values are refused naming the flag before any
     /// device is touched, and the alignment flags override each other (last one wins).
     #[test]
@@ -1155,9 +1235,20 @@ mod tests {
         assert_eq!(cli.ar.sweep_split, vec![1, 2, 4]);
         assert_eq!(cli.ar.sweep_tiles, vec!["narrow-tma-store".to_string(), "wide-tma-store".to_string()]);
         assert!(cli.ar.sweep_same && !cli.ar.no_align_ranks && !cli.ar.no_l2_flush);
-        for bad in ["0", "65", "two"] {
-            let e = parse_err(&["--sweep-split", bad]);
-            assert!(e.contains("--sweep-split"), "{bad}: {e}");
+        for (flag, bad, rule) in [("--sweep-split", "0", "1..=64"), ("--sweep-split", "65", "1..=64"), ("--sweep-split", "-1", "1..=64"), ("--sweep-split", "two", "invalid digit"), ("--sweep-diag", "4", "1..=3"), ("--sweep-diag", "-2", "1..=3")] {
+            let e = parse_err(&[flag, bad]);
+            assert!(e.contains(flag) && e.contains(rule) && !e.contains("unexpected argument"), "{flag} {bad}: {e}");
+        }
+        // Each value once; the epilogue path's sweeps refuse a run that forces another.
+        for (args, want) in [
+            (&["--sweep-split", "2,2"][..], "--sweep-split: 2 is listed twice"),
+            (&["--sweep-diag", "1,1"][..], "--sweep-diag: 1 is listed twice"),
+            (&["--sweep-tiles", "wide-tma-store,wide-tma-store"][..], "--sweep-tiles: wide-tma-store is listed twice"),
+            (&["--sweep-split", "2", "--comm-path", "one-shot"][..], "--sweep-split"),
+        ] {
+            let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied()).chain(["--filter", "M=129"])).unwrap();
+            let e = run(cli.ar).unwrap_err().to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
         }
         let cli = Cli::try_parse_from(["x", "--sweep-tiles", "narrow-tma-store,bogus", "--filter", "M=129"]).unwrap();
         let e = run(cli.ar).unwrap_err().to_string();

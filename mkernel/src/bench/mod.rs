@@ -173,14 +173,16 @@ impl L2Flush {
 
 /// The order in which round `round` runs its `variants` steps: a permutation drawn from a
 /// generator seeded with the round's index alone, so every process of a multi-process run
-/// draws the same one (their collective steps must match). Each variant follows each
+/// draws the same one (their collective steps must match). ChaCha8, whose output rand
+/// specifies (unlike `StdRng`'s), so separately built binaries draw the same orders too
+/// (pinned by a test). Each variant follows each
 /// other one equally often on average: on 2 x H200 a fused call ran 1.5-3.6 us faster
 /// after another fused call than after NCCL, also with L2 flushed between the steps
 /// (bench/NOTES.md 12.2), so a fixed order favours the variants placed late.
 pub fn round_order(round: usize, variants: usize) -> Vec<usize> {
     use rand::{seq::SliceRandom, SeedableRng};
     let mut order: Vec<usize> = (0..variants).collect();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6d6b_6e6c_0000_0000 ^ round as u64);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x6d6b_6e6c_0000_0000 ^ round as u64);
     order.shuffle(&mut rng);
     order
 }
@@ -456,7 +458,8 @@ mod tests {
                 follows[w[1]][w[0]] += 1;
             }
         }
-        // 600 rounds: 100 leads per variant and 100 x 5/6 ~ 83 per ordered pair expected.
+        // 600 rounds: 100 leads per variant and 100 per ordered pair expected (each of the
+        // 5 adjacent pairs of a round is a given ordered pair with probability 1/30).
         assert!(first.iter().all(|&n| (50..=150).contains(&n)), "leads {first:?}");
         for (b, row) in follows.iter().enumerate() {
             for (a, &n) in row.iter().enumerate() {
@@ -465,6 +468,74 @@ mod tests {
         }
         assert_eq!(round_order(0, 1), vec![0]);
         assert!(round_order(0, 0).is_empty());
+        // Pinned: processes built apart (a launcher on several hosts) must draw these.
+        assert_eq!([round_order(0, 6), round_order(1, 6), round_order(2, 6)], [[4, 5, 0, 2, 1, 3], [1, 0, 5, 4, 2, 3], [0, 2, 1, 3, 5, 4]].map(Vec::from));
+    }
+
+    /// What `time_rounds_ms` calls, in order, with no stream (no GPU needed).
+    #[derive(Debug, Clone, PartialEq)]
+    enum Call {
+        Pace(Pace),
+        Step(usize, usize),
+    }
+
+    /// The calls of a run of `warm` untimed and `iters` timed rounds of `variants`
+    /// steps; `fail_at`: the n-th step (1-based) fails.
+    fn calls(warm: usize, iters: usize, variants: usize, fail_at: Option<usize>) -> (BenchResult<Vec<Vec<f64>>>, Vec<Call>) {
+        let log = std::cell::RefCell::new(Vec::new());
+        let mut n = 0usize;
+        let r = time_rounds_ms(&[], Warmup { rounds: warm, ms: 0 }, Ok, |p| {
+            log.borrow_mut().push(Call::Pace(p));
+            Ok(())
+        }, iters, variants, |v, k| {
+            log.borrow_mut().push(Call::Step(v, k));
+            n += 1;
+            if Some(n) == fail_at {
+                return Err("step failed".into());
+            }
+            Ok(())
+        });
+        (r, log.into_inner())
+    }
+
+    /// Every round but the first is gated (RoundStart ... RoundEnd), warm-up and timed
+    /// alike; every step follows a Step pace point and runs once per round in the round's
+    /// order with k = round x variants + its place; the first round is never gated.
+    #[test]
+    fn rounds_pace_their_steps_in_the_drawn_order_with_consecutive_indices() {
+        let (warm, iters, variants) = (3, 4, 5);
+        let (r, log) = calls(warm, iters, variants, None);
+        assert_eq!(r.unwrap().len(), variants);
+        let mut expected = Vec::new();
+        for round in 0..warm + iters {
+            if round > 0 {
+                expected.push(Call::Pace(Pace::RoundStart));
+            }
+            for (pos, v) in round_order(round, variants).into_iter().enumerate() {
+                expected.push(Call::Pace(Pace::Step));
+                expected.push(Call::Step(v, round * variants + pos));
+            }
+            if round > 0 {
+                expected.push(Call::Pace(Pace::RoundEnd));
+            }
+        }
+        assert_eq!(log, expected);
+        // No warm-up: the first timed round is round 0, ungated.
+        assert_eq!(calls(0, 2, 3, None).1.first(), Some(&Call::Pace(Pace::Step)));
+    }
+
+    /// A failing step still closes its gated round (the GPUs must not stay held), and the
+    /// run stops there; a failure in the ungated first round has no round to close.
+    #[test]
+    fn a_failed_step_still_closes_its_round() {
+        for fail in [2 * 4 + 2, 5 * 4 + 3] {
+            let (r, log) = calls(3, 4, 4, Some(fail));
+            assert!(r.is_err());
+            assert_eq!(log.last(), Some(&Call::Pace(Pace::RoundEnd)), "step {fail}: {log:?}");
+            assert_eq!(log.iter().filter(|c| matches!(c, Call::Step(..))).count(), fail);
+        }
+        let (r, log) = calls(3, 4, 4, Some(1));
+        assert!(r.is_err() && !log.contains(&Call::Pace(Pace::RoundEnd)), "{log:?}");
     }
 
     /// The error of parsing `args` (after the program name), or "" when they parse.
