@@ -155,6 +155,13 @@ pub struct FusedConfig {
     /// fused kernel's time to the copies' and the adds' traffic in one timed run
     /// (bench --sweep-diag). 0 otherwise.
     pub diag_skip: u32,
+    /// Epilogue path (an experiment, off by default): publish a tile to the peer as soon
+    /// as its copy is fenced, before this rank's own TMA store of the tile into `out` has
+    /// completed (the peer reads only the copy; this rank waits for its store before its
+    /// own add). A CTA's last tile then reaches the peer sooner by that store's wait
+    /// (bench/NOTES.md 9.6, 12.6: staged to published takes ~11 us even for a tile with
+    /// nothing to copy). Other paths: false only.
+    pub publish_early: bool,
 }
 
 /// Whether the epilogue path splits a last wave that leaves SMs idle into K-slices
@@ -450,6 +457,9 @@ impl std::fmt::Display for FusedConfig {
         if self.comm_l2_evict_first {
             write!(f, ", L2 evict-first all-reduce traffic")?;
         }
+        if self.publish_early {
+            write!(f, ", early publish")?;
+        }
         if self.diag_skip != 0 {
             write!(f, ", DIAGNOSTIC skip {} (result wrong)", self.diag_skip)?;
         }
@@ -724,10 +734,16 @@ pub struct RankBuffers {
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
     cfg.tile.validate()?;
-    if cfg.diag_skip > 3 || ((cfg.diag_skip != 0 || cfg.comm_l2_evict_first) && cfg.path != CommPath::Epilogue) {
+    if cfg.diag_skip > 3 || ((cfg.diag_skip != 0 || cfg.comm_l2_evict_first || cfg.publish_early) && cfg.path != CommPath::Epilogue) {
         return Err(invalid(
             "cfg",
-            format!("diag_skip ({}, 0..=3) and comm_l2_evict_first ({}) apply to the epilogue path only, not {}", cfg.diag_skip, cfg.comm_l2_evict_first, cfg.path.name()),
+            format!(
+                "diag_skip ({}, 0..=3), comm_l2_evict_first ({}) and publish_early ({}) apply to the epilogue path only, not {}",
+                cfg.diag_skip,
+                cfg.comm_l2_evict_first,
+                cfg.publish_early,
+                cfg.path.name()
+            ),
         ));
     }
     // The layout's fields are public: one not made by WorkspaceLayout::new could wrap the
@@ -829,6 +845,7 @@ pub unsafe fn launch(
         split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
         comm_l2_evict_first: u32::from(cfg.comm_l2_evict_first),
         diag_skip: cfg.diag_skip,
+        publish_early: u32::from(cfg.publish_early),
         ..Default::default()
     };
     let path = cfg.path;
@@ -910,7 +927,7 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0 };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
@@ -1050,7 +1067,7 @@ mod tests {
         assert!(l.split_offset() >= l.control_offset() + std::mem::size_of::<ControlBlock>() as u64);
         assert_eq!(l.bytes(), l.split_offset() + l.split_bytes());
 
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4, comm_l2_evict_first: false, diag_skip: 0 };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
         let s = GemmShape { m: 2049, n: 8192, k: 4096 };
         assert!(cfg.check_split(s, big).is_ok());
         assert!(cfg.to_string().ends_with("epilogue path, last wave split 4-way"), "{cfg}");
@@ -1109,7 +1126,7 @@ mod tests {
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 1024, k: 64 };
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0 };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
         let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();

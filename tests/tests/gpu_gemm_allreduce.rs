@@ -170,6 +170,9 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
                 options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
+                // Publishing a tile before its own store completes changes no result.
+                options.push(GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
+                options.push(GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE) });
                 // The experiment's L2 cache hints change no result.
                 options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
                 options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE) });
@@ -319,6 +322,8 @@ fn missing_peer_times_out_naming_it() {
     missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
     let sleep = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
     missing_peer_on(sleep, GemmShape { m: 2048, n: 8192, k: 256 });
+    let early = GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
+    missing_peer_on(early, GemmShape { m: 2048, n: 8192, k: 256 });
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {
@@ -379,6 +384,9 @@ fn bad_arguments_are_named() {
     let hinted = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..one_shot() };
     let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, hinted).unwrap_err().to_string();
     assert!(e.contains("`comm_l2_evict_first`") && e.contains("epilogue path only"), "{e}");
+    let early = GemmAllReduceOptions { publish_early: Some(true), ..one_shot() };
+    let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, early).unwrap_err().to_string();
+    assert!(e.contains("`publish_early`") && e.contains("epilogue path only"), "{e}");
     for bad in [GemmAllReduceOptions { diagnostic_skip: Some(4), ..Default::default() }, GemmAllReduceOptions { diagnostic_skip: Some(1), ..one_shot() }] {
         let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, bad).unwrap_err().to_string();
         assert!(e.contains("`diagnostic_skip`"), "{e}");
@@ -545,6 +553,8 @@ fn traced_call_accounts_for_every_tile_and_cta() {
         cases.push((GemmShape { m: 2049, n: 8192, k: 1024 }, epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE)));
         // K = 4096: the default splits the last wave (16 tiles left over on 132 SMs).
         cases.push((GemmShape { m: 2049, n: 8192, k: 4096 }, epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE)));
+        // Tiles published before their own store completes: the same events, in order.
+        cases.push((GemmShape { m: 129, n: 8192, k: 512 }, GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE) }));
     }
     for (s, opts) in cases {
         let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });

@@ -71,6 +71,10 @@ struct AllReduceParams {
   u32 diag_skip;                       // Epilogue path, diagnostic (out is wrong): bit 0 = the
                                        // copies store nothing (pacing, fences, flags kept), bit 1
                                        // = no load or add of the peer's copy (its flag awaited)
+  u32 publish_early;                   // Epilogue path: 1 = a tile's flag goes to the peer once
+                                       // its copy is fenced, before this rank's own TMA store of
+                                       // the tile has completed (waited for before the add)
+  u32 pad1;
 };
 
 // Optional event trace of one fused call (bench --trace): a header, then events.

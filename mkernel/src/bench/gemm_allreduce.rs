@@ -13,7 +13,8 @@
 //! GEMM then NCCL all-reduce (the unfused baseline), (a_gemm) cuBLAS alone, (b) our GEMM
 //! alone, (c) NCCL all-reduce alone, (d) the fused kernel with the heuristic split, plus
 //! (d@N) any static splits given with --sm-comm and the configurations of --sweep-paths,
-//! --sweep-same, --sweep-split, --sweep-tiles, --sweep-l2-hint and --sweep-diag (at most
+//! --sweep-same, --sweep-split, --sweep-tiles, --sweep-l2-hint, --sweep-publish-early and
+//! --sweep-diag (at most
 //! MAX_FUSED_CONFIGS in all). Speedup = a / d; overlap efficiency =
 //! max(b, c) / d (1.0 = the communication is completely hidden behind our GEMM), and
 //! against the baseline's parts, max(a_gemm, c) / d (`ovl/cuBLAS`: also charges the
@@ -127,6 +128,12 @@ pub struct ArArgs {
     /// (timed, not checked).
     #[arg(long)]
     pub sweep_l2_hint: bool,
+    /// Also time the shape's default configuration with tiles published before their own
+    /// TMA store completes (`GemmAllReduceOptions::publish_early`, an experiment, off by
+    /// default; the epilogue path only), side by side with the default (timed, not
+    /// checked).
+    #[arg(long)]
+    pub sweep_publish_early: bool,
     /// DIAGNOSTIC: also time the default configuration with parts of the all-reduce
     /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
     /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
@@ -251,7 +258,8 @@ struct Row {
     overlap_vs_cublas: f64,
     comm_share_of_baseline: f64,
     sweep: Vec<(u32, f64)>,
-    /// --sweep-paths, --sweep-same, --sweep-split, --sweep-tiles and --sweep-l2-hint:
+    /// --sweep-paths, --sweep-same, --sweep-split, --sweep-tiles, --sweep-l2-hint and
+    /// --sweep-publish-early:
     /// (what was swept, config, median fused ms).
     path_sweep: Vec<(String, String, f64)>,
     /// --sweep-diag: (what was skipped, config, median fused ms); results wrong, never
@@ -667,6 +675,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if !args.sweep_diag.is_empty() {
         check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
+    if args.sweep_publish_early {
+        check_epilogue_only("--sweep-publish-early", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+    }
     if !args.sweep_split.is_empty() {
         check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
@@ -799,6 +810,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
                 fused_opts.push(opts);
                 swept.push(format!("default {} L2 evict-first", if hinted { "without" } else { "with" }));
+            }
+        }
+        if args.sweep_publish_early {
+            let opts = GemmAllReduceOptions { publish_early: Some(true), ..shape_opts };
+            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+                fused_opts.push(opts);
+                swept.push("default + early publish".to_string());
             }
         }
         if args.sweep_same {

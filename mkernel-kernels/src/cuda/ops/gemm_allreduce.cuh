@@ -314,6 +314,10 @@ struct EpilogueAllReduce {
   __device__ __forceinline__ void split_event(u32 what, u32 tile) const {
     trace_event(*p, what == 0 ? TraceKind::SliceComputed : what == 1 ? TraceKind::SliceCounted : TraceKind::SliceLast, tile);
   }
+  // Whether the storer may publish a tile (operator()) before its own TMA store into
+  // `out` has completed: the peer reads only its copy in its own workspace, fenced by
+  // copy_out; this rank's add (reuse_staging) still follows that store's completion.
+  __device__ __forceinline__ bool publishes_before_store_done() const { return p->publish_early != 0; }
   __device__ __forceinline__ void operator()(u32 tile) const {
     st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);
     trace_event(*p, TraceKind::TileStored, tile);
