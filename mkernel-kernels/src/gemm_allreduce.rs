@@ -827,26 +827,7 @@ pub unsafe fn launch(
         tma_b,
         // (the epilogue path's storer stores to `out` through tma_c_out instead)
         tma_c: if cfg.path == CommPath::Epilogue { Default::default() } else { crate::gemm::output_map(own_partial, shape, cfg.tile)? },
-        out,
-        control: bufs.workspace[bufs.rank as usize] + l.control_offset(),
-        status: bufs.status,
-        m: shape.m,
-        n: shape.n,
-        k: shape.k,
-        rank: bufs.rank,
-        num_comm_ctas: cfg.comm_ctas,
-        num_tail_ctas: cfg.tail_ctas,
-        flag_stride: l.max_tiles as u32,
-        timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
-        trace: trace.map_or(0, |t| t.ptr),
-        trace_capacity: trace.map_or(0, |t| t.capacity),
-        epilogue_pace: cfg.pace as u32,
-        split_slices: cfg.split_slices,
-        split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
-        comm_l2_evict_first: u32::from(cfg.comm_l2_evict_first),
-        diag_skip: cfg.diag_skip,
-        publish_early: u32::from(cfg.publish_early),
-        ..Default::default()
+        ..scalar_params(out, shape, &cfg, bufs, timeout, trace)
     };
     let path = cfg.path;
     let box_rows = match path {
@@ -893,9 +874,60 @@ pub unsafe fn launch(
     driver::launch(&f, LaunchDims { grid: cfg.grid.saturating_add(cfg.tail_ctas), block: cfg.tile.threads(), smem_bytes: smem_bytes(cfg.tile, path) }, stream, &p)
 }
 
+/// The fields of [`AllReduceParams`] that need no driver call (no TMA maps, no workspace
+/// addresses of the peers): what `launch` passes from `cfg`, the shape, this rank's
+/// buffers, the timeout and the trace. Separate so a test can check them without a GPU.
+fn scalar_params(out: u64, shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers, timeout: Duration, trace: Option<TraceTarget>) -> AllReduceParams {
+    let l = bufs.layout;
+    AllReduceParams {
+        out,
+        control: bufs.workspace[bufs.rank as usize] + l.control_offset(),
+        status: bufs.status,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        rank: bufs.rank,
+        num_comm_ctas: cfg.comm_ctas,
+        num_tail_ctas: cfg.tail_ctas,
+        flag_stride: l.max_tiles as u32,
+        timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
+        trace: trace.map_or(0, |t| t.ptr),
+        trace_capacity: trace.map_or(0, |t| t.capacity),
+        epilogue_pace: cfg.pace as u32,
+        split_slices: cfg.split_slices,
+        split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
+        comm_l2_evict_first: u32::from(cfg.comm_l2_evict_first),
+        diag_skip: cfg.diag_skip,
+        publish_early: u32::from(cfg.publish_early),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every choice of the configuration reaches the kernel's parameters, the experiments'
+    /// switches included (a field left at its default would silently time the default).
+    #[test]
+    fn launch_parameters_carry_the_configuration() {
+        let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
+        let bufs = RankBuffers { rank: 1, world: 2, workspace: [0x1000_0000, 0x2000_0000, 0, 0, 0, 0, 0, 0], layout: l, status: 0x3000 };
+        let base = FusedConfig { tile: TileConfig::WIDE_TMA_STORE, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 3, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let shape = GemmShape { m: 129, n: 1024, k: 640 };
+        let trace = Some(TraceTarget { ptr: 0x4000, capacity: 77 });
+        let p = scalar_params(0x5000, shape, &base, &bufs, Duration::from_millis(1500), trace);
+        assert_eq!((p.out, p.status, p.m, p.n, p.k, p.rank), (0x5000, 0x3000, 129, 1024, 640, 1));
+        assert_eq!((p.control, p.split_scratch), (0x2000_0000 + l.control_offset(), 0x2000_0000 + l.split_offset()));
+        assert_eq!((p.timeout_ns, p.trace, p.trace_capacity, p.split_slices, p.flag_stride), (1_500_000_000, 0x4000, 77, 3, l.max_tiles as u32));
+        assert_eq!((p.epilogue_pace, p.comm_l2_evict_first, p.diag_skip, p.publish_early), (EpiloguePace::Clock as u32, 0, 0, 0));
+        let on = FusedConfig { pace: EpiloguePace::Sleep, comm_l2_evict_first: true, diag_skip: 3, publish_early: true, ..base };
+        let p = scalar_params(0x5000, shape, &on, &bufs, Duration::from_secs(1), None);
+        assert_eq!((p.epilogue_pace, p.comm_l2_evict_first, p.diag_skip, p.publish_early, p.trace), (EpiloguePace::Sleep as u32, 1, 3, 1, 0));
+        let dedicated = FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, tail_ctas: 5, ..base };
+        let p = scalar_params(0, shape, &dedicated, &bufs, Duration::from_secs(1), None);
+        assert_eq!((p.num_comm_ctas, p.num_tail_ctas), (8, 5));
+    }
 
     #[test]
     fn layout_regions_are_aligned_and_disjoint() {
@@ -930,6 +962,9 @@ mod tests {
         let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
+        // The experiments are the epilogue path's only (this cfg takes one-shot).
+        let e = validate(GemmShape { m: 256, n: 1024, k: 64 }, &FusedConfig { publish_early: true, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`cfg`") && e.contains("publish_early (true)") && e.contains("epilogue path only"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &bad, &bufs).unwrap_err().to_string();
         assert!(e.contains("`comm_ctas`"), "{e}");

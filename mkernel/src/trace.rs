@@ -112,9 +112,10 @@ impl TraceBuffer {
     /// records 2 per CTA (3 per communication or tail CTA) and, per tile, 5 on the
     /// epilogue path ([`TraceKind::TileStaged`], [`TraceKind::CopyIssued`],
     /// [`TraceKind::CopyFenced`], [`TraceKind::TileStored`], [`TraceKind::PeerAdded`];
-    /// its tiles are 128x128 or larger), else 1 plus, on the paths that claim tiles, 2 per
-    /// claim of [`CLAIM_TILES`] tiles, plus 2 per slice of a split last wave (at most one
-    /// per CTA): 4 per 64x128 of output plus a few thousand covers any call. Events past `capacity` are dropped
+    /// its tiles span two 64x128 units or more, except edge tiles), else 1 plus, on the
+    /// paths that claim tiles, 2 per claim of [`CLAIM_TILES`] tiles, plus 2 per slice of a
+    /// split last wave (at most one per CTA): 4 per 64x128 unit of output plus a few
+    /// thousand (for the CTAs and one more event per edge tile) covers any call. Events past `capacity` are dropped
     /// and counted ([`FusedTrace::dropped`]).
     ///
     /// Errors: `capacity` 0 or above 2^26; allocation failure.
@@ -201,14 +202,15 @@ pub struct TraceSummary {
     /// Epilogue path: median time from a tile being staged to its publication (the
     /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence).
     pub copy_us: f64,
-    /// Epilogue path, each CTA's last tile (copied at full speed; medians over CTAs, 0
-    /// when the kernel records no [`TraceKind::CopyIssued`] events): from staged to the
-    /// copy's stores issued, ...
+    /// Epilogue path, the tiles copied at full speed (each CTA's last tile, or with a
+    /// split last wave the tiles its last slices staged, since every whole tile is then
+    /// paced; medians over those tiles, 0 when the kernel records no
+    /// [`TraceKind::CopyIssued`] events): from staged to the copy's stores issued, ...
     pub last_copy_issue_us: f64,
     /// ... from issued to every lane's system-scope fence returned, ...
     pub last_copy_fence_us: f64,
     /// ... and from fenced to published (the wait for the TMA store into `out`, then
-    /// the release of the peer's flag).
+    /// the release of the peer's flag; with `publish_early` only the release).
     pub last_copy_publish_us: f64,
     /// Median over CTAs of the SM clock rate between a CTA's first and last event, in
     /// MHz (cycles of `%clock` per microsecond of `%globaltimer`); 0 when no CTA's events
@@ -305,10 +307,14 @@ impl FusedTrace {
                 *l = (e.t_us, e.tile);
             }
         }
+        // (a split last wave paces every whole tile: then only the last slices' tiles go
+        // at full speed)
+        let slice_last: Vec<u32> = self.events.iter().filter(|e| e.kind == TraceKind::SliceLast).map(|e| e.tile).collect();
+        let full_speed: Vec<u32> = if slice_last.is_empty() { last_tile.values().map(|&(_, t)| t).collect() } else { slice_last };
         let at = |kind: TraceKind| -> std::collections::HashMap<u32, f64> { self.events.iter().filter(|e| e.kind == kind).map(|e| (e.tile, e.t_us)).collect() };
         let (staged, issued, fenced, stored) = (at(TraceKind::TileStaged), at(TraceKind::CopyIssued), at(TraceKind::CopyFenced), at(TraceKind::TileStored));
         let last_gaps = |from: &std::collections::HashMap<u32, f64>, to: &std::collections::HashMap<u32, f64>| -> Vec<f64> {
-            last_tile.values().filter_map(|&(_, t)| Some(to.get(&t)? - from.get(&t)?)).collect()
+            full_speed.iter().filter_map(|t| Some(to.get(t)? - from.get(t)?)).collect()
         };
         let (mut issue, mut fence, mut publish) = (last_gaps(&staged, &issued), last_gaps(&issued, &fenced), last_gaps(&fenced, &stored));
         let mut copies = self.per_tile_gaps(TraceKind::TileStaged, TraceKind::TileStored);
@@ -503,6 +509,16 @@ mod tests {
         assert_eq!((s.last_copy_issue_us, s.last_copy_fence_us, s.last_copy_publish_us), (4.0, 7.0, 3.0));
         let text = s.to_string();
         assert!(text.contains("last copy: stores issued in 4.0 us, fenced 7.0 us later, published 3.0 us after that"), "{text}");
+        // A split last wave: only the tile a last slice staged counts (tile 1 here; CTA
+        // 0's tile 2 was paced).
+        let mut split = t.clone();
+        split.events.push(ev(40.5, 1, 1, TraceKind::SliceLast));
+        let s = split.summary();
+        assert_eq!((s.last_copy_issue_us, s.last_copy_fence_us, s.last_copy_publish_us), (4.0, 7.0, 3.0));
+        split.events.retain(|e| e.kind != TraceKind::SliceLast);
+        split.events.push(ev(39.5, 0, 2, TraceKind::SliceLast));
+        let s = split.summary();
+        assert_eq!((s.last_copy_issue_us, s.last_copy_fence_us, s.last_copy_publish_us), (2.0, 5.0, 1.0));
     }
 
     #[test]

@@ -128,12 +128,17 @@ pub struct ArArgs {
     /// (timed, not checked).
     #[arg(long)]
     pub sweep_l2_hint: bool,
-    /// Also time the shape's default configuration with tiles published before their own
-    /// TMA store completes (`GemmAllReduceOptions::publish_early`, an experiment, off by
-    /// default; the epilogue path only), side by side with the default (timed, not
-    /// checked).
+    /// Also time the shape's default configuration with early publishing toggled (tiles
+    /// published before their own TMA store completes, `GemmAllReduceOptions::publish_early`,
+    /// an experiment, off by default unless --publish-early; the epilogue path only), side
+    /// by side with the default (timed, not checked).
     #[arg(long)]
     pub sweep_publish_early: bool,
+    /// Run the shape's default configuration with tiles published early
+    /// (`GemmAllReduceOptions::publish_early`, an experiment; the epilogue path only), so
+    /// that --check and --trace cover it.
+    #[arg(long)]
+    pub publish_early: bool,
     /// DIAGNOSTIC: also time the default configuration with parts of the all-reduce
     /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
     /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
@@ -362,8 +367,9 @@ fn trace_call(
 ) -> BenchResult<()> {
     // Events (see TraceBuffer::new): up to 3 per CTA, plus 2 per slice of a split last
     // wave (at most one per CTA), well within the 4096; per tile, 5 on the epilogue path
-    // (TileStaged, CopyIssued, CopyFenced, TileStored, PeerAdded; tiles of 128x128 or
-    // larger), else 1 plus 2 per claim of 2 tiles: 4 per 64x128 of output is enough.
+    // (TileStaged, CopyIssued, CopyFenced, TileStored, PeerAdded; its tiles span at least
+    // two 64x128 units, except edge tiles, one event short each, within the 4096), else 1
+    // plus 2 per claim of 2 tiles: 4 per 64x128 unit.
     let tiles = (s.m as u64).div_ceil(64) * (s.n as u64).div_ceil(128);
     let capacity = u32::try_from(4 * tiles + 4096).map_err(|_| format!("--trace: {label} has too many tiles to trace"))?;
     let mut bufs = Vec::new();
@@ -678,6 +684,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if args.sweep_publish_early {
         check_epilogue_only("--sweep-publish-early", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
+    if args.publish_early {
+        check_epilogue_only("--publish-early", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+    }
     if !args.sweep_split.is_empty() {
         check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
@@ -700,7 +709,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             return spawn_ranks(procs);
         }
     }
-    let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
+    let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, publish_early: args.publish_early.then_some(true), ..Default::default() };
     // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
     let with_pace = |opts: GemmAllReduceOptions, path: CommPath| GemmAllReduceOptions {
         epilogue_pace: if path == CommPath::Epilogue { epilogue_pace } else { None },
@@ -813,10 +822,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             }
         }
         if args.sweep_publish_early {
-            let opts = GemmAllReduceOptions { publish_early: Some(true), ..shape_opts };
+            let early = comms[0].plan_gemm_allreduce(s, shape_opts)?.publish_early;
+            let opts = GemmAllReduceOptions { publish_early: Some(!early), ..shape_opts };
             if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
                 fused_opts.push(opts);
-                swept.push("default + early publish".to_string());
+                swept.push(format!("default {} early publish", if early { "without" } else { "with" }));
             }
         }
         if args.sweep_same {
@@ -1263,6 +1273,8 @@ mod tests {
             (&["--sweep-diag", "1,1"][..], "--sweep-diag: 1 is listed twice"),
             (&["--sweep-tiles", "wide-tma-store,wide-tma-store"][..], "--sweep-tiles: wide-tma-store is listed twice"),
             (&["--sweep-split", "2", "--comm-path", "one-shot"][..], "--sweep-split"),
+            (&["--sweep-publish-early", "--comm-path", "one-shot"][..], "--sweep-publish-early"),
+            (&["--publish-early", "--tile", "wide"][..], "--publish-early"),
         ] {
             let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied()).chain(["--filter", "M=129"])).unwrap();
             let e = run(cli.ar).unwrap_err().to_string();

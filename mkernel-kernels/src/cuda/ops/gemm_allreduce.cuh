@@ -115,12 +115,15 @@ enum class TraceKind : u32 {
 };
 __device__ __forceinline__ void trace_event(const AllReduceParams& p, TraceKind kind, u32 tile) {
   if (p.trace == 0) return;
+  // The time first: the slot's atomic (contended by every CTA) is not part of the event.
+  const u64 t_ns = globaltimer_ns();
+  const u32 clock = sm_clock32();
   FusedTraceHeader* h = reinterpret_cast<FusedTraceHeader*>(p.trace);
   const u32 i = atomicAdd(&h->count, 1u);
   if (i >= p.trace_capacity) return;
   FusedTraceEvent* e = reinterpret_cast<FusedTraceEvent*>(p.trace + sizeof(FusedTraceHeader)) + i;
-  e->t_ns = globaltimer_ns();
-  e->sm_clock = sm_clock32();
+  e->t_ns = t_ns;
+  e->sm_clock = clock;
   e->cta = blockIdx.x;
   e->tile = tile;
   e->kind = (u32)kind;
