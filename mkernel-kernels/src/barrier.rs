@@ -19,12 +19,7 @@ pub const KERNEL_NAME: &str = "mkernel_rank_barrier";
 
 /// Source of the barrier kernel.
 pub fn source() -> Result<KernelSource> {
-    let name = KERNEL_NAME.to_string();
-    let entry = format!(
-        "#include \"ops/barrier.cuh\"\n\
-         extern \"C\" __global__ void {name}(const __grid_constant__ BarrierParams p) {{ mk::rank_barrier(p); }}\n"
-    );
-    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    KernelSource::single_call(KERNEL_NAME, "ops/barrier.cuh", "BarrierParams", "rank_barrier")
 }
 
 /// Enqueues barrier number `epoch` of this rank on `stream`: one CTA of 32 threads that

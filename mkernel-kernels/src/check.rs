@@ -11,22 +11,14 @@ use crate::error::Result;
 use crate::jit::KernelSource;
 use crate::params::{AccumulateParams, CompareParams};
 
-fn entry(name: &str, params: &str, body: &str) -> Result<KernelSource> {
-    let src = format!(
-        "#include \"ops/check.cuh\"\n\
-         extern \"C\" __global__ void {name}(const __grid_constant__ {params} p) {{ mk::{body}(p); }}\n"
-    );
-    Ok(KernelSource { name: name.to_string(), source: crate::source::expand(&src)?, needs_toolkit_headers: false })
-}
-
 /// Source of the reference accumulation kernel.
 pub fn accumulate_source() -> Result<KernelSource> {
-    entry("mkernel_check_accumulate", "AccumulateParams", "accumulate_reference")
+    KernelSource::single_call("mkernel_check_accumulate", "ops/check.cuh", "AccumulateParams", "accumulate_reference")
 }
 
 /// Source of the comparison kernel.
 pub fn compare_source() -> Result<KernelSource> {
-    entry("mkernel_check_compare", "CompareParams", "compare_bf16_f32")
+    KernelSource::single_call("mkernel_check_compare", "ops/check.cuh", "CompareParams", "compare_bf16_f32")
 }
 
 fn grid_for(len: u64) -> u32 {

@@ -12,12 +12,7 @@ use crate::params::FillParams;
 
 /// Source of the fill kernel.
 pub fn source() -> Result<KernelSource> {
-    let name = "mkernel_fill_uniform_bf16".to_string();
-    let entry = format!(
-        "#include \"ops/fill.cuh\"\n\
-         extern \"C\" __global__ void {name}(const __grid_constant__ FillParams p) {{ mk::fill_uniform_bf16(p); }}\n"
-    );
-    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    KernelSource::single_call("mkernel_fill_uniform_bf16", "ops/fill.cuh", "FillParams", "fill_uniform_bf16")
 }
 
 /// Fills `len` bf16 at device address `out` with values uniform in [lo, hi) drawn

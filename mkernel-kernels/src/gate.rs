@@ -18,12 +18,7 @@ pub const KERNEL_NAME: &str = "mkernel_host_gate";
 
 /// Source of the gate kernel.
 pub fn source() -> Result<KernelSource> {
-    let name = KERNEL_NAME.to_string();
-    let entry = format!(
-        "#include \"ops/gate.cuh\"\n\
-         extern \"C\" __global__ void {name}(const __grid_constant__ GateParams p) {{ mk::host_gate(p); }}\n"
-    );
-    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    KernelSource::single_call(KERNEL_NAME, "ops/gate.cuh", "GateParams", "host_gate")
 }
 
 /// Enqueues a gate on `stream` that waits until the u32 at device address `flag` reaches

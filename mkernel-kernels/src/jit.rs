@@ -31,6 +31,19 @@ pub struct KernelSource {
     pub needs_toolkit_headers: bool,
 }
 
+impl KernelSource {
+    /// A kernel whose entry point `name` takes one `params` struct (by value, as
+    /// `__grid_constant__`) and calls `mk::{body}(p)` from `header` (relative to
+    /// `src/cuda`): the shape of every small utility kernel (fill, check, barrier, gate).
+    pub fn single_call(name: &str, header: &str, params: &str, body: &str) -> Result<Self> {
+        let entry = format!(
+            "#include \"{header}\"\n\
+             extern \"C\" __global__ void {name}(const __grid_constant__ {params} p) {{ mk::{body}(p); }}\n"
+        );
+        Ok(Self { name: name.to_string(), source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    }
+}
+
 /// A compiled kernel image.
 #[derive(Debug, Clone)]
 pub struct Compiled {

@@ -187,12 +187,7 @@ pub fn source(threads: u32) -> Result<KernelSource> {
 
 /// Source of the kernel that writes a rank's pattern for one epoch into its `src`.
 pub fn fill_source() -> Result<KernelSource> {
-    let name = "mkernel_proxy_stream_fill".to_string();
-    let entry = format!(
-        "#include \"ops/proxy_stream.cuh\"\n\
-         extern \"C\" __global__ void {name}(const __grid_constant__ ProxyStreamParams p) {{ mk::proxy_stream_fill(p); }}\n"
-    );
-    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    KernelSource::single_call("mkernel_proxy_stream_fill", "ops/proxy_stream.cuh", "ProxyStreamParams", "proxy_stream_fill")
 }
 
 fn check_params(shape: &StreamShape, p: &ProxyStreamParams) -> Result<()> {

@@ -172,10 +172,6 @@ fn parse_sm_comm(v: &str) -> Result<u32, String> {
 }
 
 /// --sm-comm: each count once (a repeated one would time the same split twice).
-fn check_sm_comm_unique(counts: &[u32]) -> Result<(), String> {
-    check_unique("--sm-comm", counts)
-}
-
 /// Which input set a step takes: consecutive steps that read A and B take consecutive
 /// sets (a step that reads neither, NCCL alone, takes none), so with 2 or more sets none
 /// finds its inputs in L2 from the one before, whatever the round's order.
@@ -661,7 +657,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
         return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
     }
-    check_sm_comm_unique(&args.sm_comm)?;
+    check_unique("--sm-comm", &args.sm_comm)?;
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
     let world_asked = args.procs.or(args.gpus);
@@ -813,20 +809,16 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             fused_opts.push(opts);
         }
         let mut swept = Vec::new();
-        if args.sweep_l2_hint {
-            let hinted = comms[0].plan_gemm_allreduce(s, shape_opts)?.comm_l2_evict_first;
-            let opts = GemmAllReduceOptions { comm_l2_evict_first: Some(!hinted), ..shape_opts };
-            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+        // The experiments' switches, each toggled from what the default plans.
+        let plan = comms[0].plan_gemm_allreduce(s, shape_opts)?;
+        let toggles = [
+            (args.sweep_l2_hint, plan.comm_l2_evict_first, "L2 evict-first", GemmAllReduceOptions { comm_l2_evict_first: Some(!plan.comm_l2_evict_first), ..shape_opts }),
+            (args.sweep_publish_early, plan.publish_early, "early publish", GemmAllReduceOptions { publish_early: Some(!plan.publish_early), ..shape_opts }),
+        ];
+        for (asked, on, what, opts) in toggles {
+            if asked && comms[0].plan_gemm_allreduce(s, opts).is_ok() {
                 fused_opts.push(opts);
-                swept.push(format!("default {} L2 evict-first", if hinted { "without" } else { "with" }));
-            }
-        }
-        if args.sweep_publish_early {
-            let early = comms[0].plan_gemm_allreduce(s, shape_opts)?.publish_early;
-            let opts = GemmAllReduceOptions { publish_early: Some(!early), ..shape_opts };
-            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
-                fused_opts.push(opts);
-                swept.push(format!("default {} early publish", if early { "without" } else { "with" }));
+                swept.push(format!("default {} {what}", if on { "without" } else { "with" }));
             }
         }
         if args.sweep_same {
@@ -1289,9 +1281,9 @@ mod tests {
 
     #[test]
     fn sm_comm_counts_are_refused_twice() {
-        assert!(check_sm_comm_unique(&[4, 8, 16]).is_ok());
-        assert!(check_sm_comm_unique(&[]).is_ok());
-        let e = check_sm_comm_unique(&[4, 8, 4]).unwrap_err();
+        assert!(check_unique("--sm-comm", &[4, 8, 16]).is_ok());
+        assert!(check_unique::<u32>("--sm-comm", &[]).is_ok());
+        let e = check_unique("--sm-comm", &[4, 8, 4]).unwrap_err();
         assert!(e.contains("--sm-comm") && e.contains("4 is listed twice"), "{e}");
         // Through run(): refused before any device is touched.
         let cli = Cli::try_parse_from(["x", "--sm-comm", "4,4", "--no-json", "--iters", "1", "--warmup", "0", "--filter", "M=129"]).unwrap();

@@ -223,30 +223,49 @@ pub fn time_rounds_ms(
     mut step: impl FnMut(usize, usize) -> BenchResult<()>,
 ) -> BenchResult<Vec<Vec<f64>>> {
     let start = std::time::Instant::now();
-    // Round `i`'s steps between its pace points (none for round 0); the round is closed
+    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+    // events[stream][v * iters + i]: timed round i's events of variant v.
+    let mut events: Vec<Vec<(CudaEvent, CudaEvent)>> = Vec::new();
+    for s in streams {
+        let ctx: &Arc<CudaContext> = s.context();
+        let mut v = Vec::with_capacity(variants * iters);
+        for _ in 0..variants * iters {
+            v.push((ctx.new_event(timing)?, ctx.new_event(timing)?));
+        }
+        events.push(v);
+    }
+    // Round `r` (timed round `timed`, if any, whose steps are bracketed by their events):
+    // its steps between its pace points (none for round 0); the round is closed
     // (RoundEnd) even when a step fails.
-    type PaceFn<'a> = dyn FnMut(Pace) -> BenchResult<()> + 'a;
-    fn gated(i: usize, pace: &mut PaceFn<'_>, body: &mut dyn FnMut(&mut PaceFn<'_>) -> BenchResult<()>) -> BenchResult<()> {
-        if i == 0 {
+    let mut round = |r: usize, timed: Option<usize>, pace: &mut dyn FnMut(Pace) -> BenchResult<()>| -> BenchResult<()> {
+        let mut body = |pace: &mut dyn FnMut(Pace) -> BenchResult<()>| -> BenchResult<()> {
+            for (pos, v) in round_order(r, variants).into_iter().enumerate() {
+                pace(Pace::Step)?;
+                if let Some(i) = timed {
+                    for (s, ev) in streams.iter().zip(&events) {
+                        ev[v * iters + i].0.record(s)?;
+                    }
+                }
+                step(v, r * variants + pos)?;
+                if let Some(i) = timed {
+                    for (s, ev) in streams.iter().zip(&events) {
+                        ev[v * iters + i].1.record(s)?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        if r == 0 {
             return body(pace);
         }
         pace(Pace::RoundStart)?;
-        let r = body(pace);
+        let result = body(pace);
         let end = pace(Pace::RoundEnd);
-        r.and(end)
-    }
-    let mut round = |i: usize, pace: &mut PaceFn<'_>| -> BenchResult<()> {
-        gated(i, pace, &mut |pace| {
-            for (pos, v) in round_order(i, variants).into_iter().enumerate() {
-                pace(Pace::Step)?;
-                step(v, i * variants + pos)?;
-            }
-            Ok(())
-        })
+        result.and(end)
     };
     let mut warm = 0;
     while warm < warmup.rounds {
-        round(warm, &mut pace)?;
+        round(warm, None, &mut pace)?;
         warm += 1;
     }
     if warmup.ms > 0 {
@@ -258,37 +277,13 @@ pub fn time_rounds_ms(
                 break;
             }
             for _ in 0..WARMUP_BLOCK {
-                round(warm, &mut pace)?;
+                round(warm, None, &mut pace)?;
                 warm += 1;
             }
         }
     }
-    let warmup = warm;
-    let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-    // events[stream][v * iters + i]
-    let mut events: Vec<Vec<(CudaEvent, CudaEvent)>> = Vec::new();
-    for s in streams {
-        let ctx: &Arc<CudaContext> = s.context();
-        let mut v = Vec::with_capacity(variants * iters);
-        for _ in 0..variants * iters {
-            v.push((ctx.new_event(timing)?, ctx.new_event(timing)?));
-        }
-        events.push(v);
-    }
     for i in 0..iters {
-        gated(warmup + i, &mut pace, &mut |pace| {
-            for (pos, v) in round_order(warmup + i, variants).into_iter().enumerate() {
-                pace(Pace::Step)?;
-                for (s, ev) in streams.iter().zip(&events) {
-                    ev[v * iters + i].0.record(s)?;
-                }
-                step(v, (warmup + i) * variants + pos)?;
-                for (s, ev) in streams.iter().zip(&events) {
-                    ev[v * iters + i].1.record(s)?;
-                }
-            }
-            Ok(())
-        })?;
+        round(warm + i, Some(i), &mut pace)?;
     }
     let mut times = vec![vec![0f64; iters]; variants];
     for ev in &events {
