@@ -33,6 +33,11 @@ pub struct TileConfig {
     pub stages: u32,
     /// How finished tiles leave the SM.
     pub epilogue: Epilogue,
+    /// CTAs per cluster along M (1 or 2): with 2, the two CTAs of a cluster compute
+    /// vertically adjacent tiles together and each B tile is TMA-multicast to both from
+    /// one read of L2 (within the GPU; no NVLink multicast). The grid is then even, and
+    /// an odd number of row blocks gets one padding tile per column block.
+    pub cluster_m: u32,
 }
 
 /// How the GEMM engine writes a finished tile (`mk::Epilogue`).
@@ -52,35 +57,60 @@ impl std::fmt::Display for TileConfig {
         if self.epilogue == Epilogue::TmaStore {
             write!(f, ", TMA-store epilogue")?;
         }
+        if self.cluster_m > 1 {
+            write!(f, ", {}-CTA clusters (B multicast)", self.cluster_m)?;
+        }
         Ok(())
     }
 }
 
 impl TileConfig {
     /// 128 x 256 tiles, 4 stages: the large-problem configuration.
-    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers };
+    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers, cluster_m: 1 };
     /// 128 x 128 tiles, 6 stages: more tiles for small problems.
-    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers };
+    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers, cluster_m: 1 };
     /// [`Self::WIDE`] with the TMA-store epilogue (3 stages + a 64 KiB staging tile).
-    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore };
+    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore, cluster_m: 1 };
     /// [`Self::NARROW`] with the TMA-store epilogue (5 stages + a 32 KiB staging tile).
-    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore };
+    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore, cluster_m: 1 };
     /// 64 x 256 tiles (one consumer warpgroup), 5 stages: less padding and more tiles
     /// for small M (M=129 is 3 row blocks instead of 2 half-empty ones). Opt-in, not yet
     /// measured on a GPU (bench/NOTES.md 4.5).
-    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers };
+    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers, cluster_m: 1 };
     /// [`Self::M64_WIDE`] with the TMA-store epilogue (4 stages + a 32 KiB staging tile).
-    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore };
+    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore, cluster_m: 1 };
+    /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). Opt-in:
+    /// an experiment until measured (bench/NOTES.md 13).
+    pub const WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::WIDE_TMA_STORE };
+    /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13).
+    pub const NARROW_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::NARROW_TMA_STORE };
+    /// [`Self::M64_WIDE_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13).
+    pub const M64_WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::M64_WIDE_TMA_STORE };
     /// Every configuration the catalog instantiates.
-    pub const ALL: [Self; 6] =
-        [Self::WIDE, Self::NARROW, Self::WIDE_TMA_STORE, Self::NARROW_TMA_STORE, Self::M64_WIDE, Self::M64_WIDE_TMA_STORE];
+    pub const ALL: [Self; 9] = [
+        Self::WIDE,
+        Self::NARROW,
+        Self::WIDE_TMA_STORE,
+        Self::NARROW_TMA_STORE,
+        Self::M64_WIDE,
+        Self::M64_WIDE_TMA_STORE,
+        Self::WIDE_TMA_STORE_C2,
+        Self::NARROW_TMA_STORE_C2,
+        Self::M64_WIDE_TMA_STORE_C2,
+    ];
 
-    /// The configuration of [`Self::ALL`] with this one's tile shape and the TMA-store
-    /// epilogue (itself if it has it).
+    /// The configuration of [`Self::ALL`] with this one's tile shape, cluster and the
+    /// TMA-store epilogue (itself if it has it).
     pub fn with_tma_store(self) -> Self {
         Self::ALL
             .into_iter()
-            .find(|t| t.epilogue == Epilogue::TmaStore && t.bm == self.bm && t.bn == self.bn && t.bk == self.bk)
+            .find(|t| {
+                t.epilogue == Epilogue::TmaStore
+                    && t.bm == self.bm
+                    && t.bn == self.bn
+                    && t.bk == self.bk
+                    && t.cluster_m == self.cluster_m
+            })
             .unwrap_or(self)
     }
 
@@ -91,15 +121,14 @@ impl TileConfig {
             (_, 256) => "wide",
             _ => "narrow",
         };
-        if self.epilogue == Epilogue::TmaStore {
-            format!("{base}-tma-store")
-        } else {
-            base.to_string()
-        }
+        let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
+        let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
+        format!("{base}{epi}{cluster}")
     }
 
     /// Looks a configuration up by its command-line name: `wide`, `narrow`,
-    /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`.
+    /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`, and the
+    /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
@@ -132,9 +161,20 @@ impl TileConfig {
         self.stages * (self.bm * self.bk * 2 + self.bn * self.bk * 2) + staging + 2 * self.stages * 8 + 1024
     }
 
-    /// Number of output tiles of an M x N problem.
+    /// Number of tiles the kernel schedules for an M x N problem: the output tiles, and
+    /// with clusters one padding tile per column block when the row blocks are odd
+    /// (mirrors `TileScheduler::total`; flags and waves count these).
     pub fn tiles(&self, m: u32, n: u32) -> u64 {
-        m.div_ceil(self.bm.max(1)) as u64 * n.div_ceil(self.bn.max(1)) as u64
+        let cm = self.cluster_m.max(1) as u64;
+        (m.div_ceil(self.bm.max(1)) as u64).div_ceil(cm) * cm * n.div_ceil(self.bn.max(1)) as u64
+    }
+
+    /// CTAs of a persistent grid on `sm_count` SMs for `tiles` scheduled tiles: one per
+    /// tile up to one per SM, rounded down to whole clusters (at least one cluster).
+    pub fn grid_for(&self, tiles: u64, sm_count: u32) -> u32 {
+        let cm = self.cluster_m.max(1);
+        let g = tiles.min(sm_count as u64).max(1) as u32;
+        (g / cm * cm).max(cm)
     }
 
     /// The C++ type naming this configuration.
@@ -143,13 +183,27 @@ impl TileConfig {
             Epilogue::Registers => "mk::Epilogue::Registers",
             Epilogue::TmaStore => "mk::Epilogue::TmaStore",
         };
-        format!("mk::GemmConfig<{}, {}, {}, {}, {epi}>", self.bm, self.bn, self.bk, self.stages)
+        if self.cluster_m > 1 {
+            format!("mk::GemmConfig<{}, {}, {}, {}, {epi}, {}>", self.bm, self.bn, self.bk, self.stages, self.cluster_m)
+        } else {
+            format!("mk::GemmConfig<{}, {}, {}, {}, {epi}>", self.bm, self.bn, self.bk, self.stages)
+        }
+    }
+
+    /// The entry point's cluster attribute (empty without clusters).
+    pub fn cluster_attribute(&self) -> String {
+        if self.cluster_m > 1 {
+            format!(" __cluster_dims__({}, 1, 1)", self.cluster_m)
+        } else {
+            String::new()
+        }
     }
 
     /// Short tag used in kernel names.
     pub fn tag(&self) -> String {
         let epi = if self.epilogue == Epilogue::TmaStore { "_te" } else { "" };
-        format!("bm{}_bn{}_bk{}_s{}{epi}", self.bm, self.bn, self.bk, self.stages)
+        let cluster = if self.cluster_m > 1 { format!("_c{}", self.cluster_m) } else { String::new() };
+        format!("bm{}_bn{}_bk{}_s{}{epi}{cluster}", self.bm, self.bn, self.bk, self.stages)
     }
 
     /// Checks that this configuration can produce an N-column output.
@@ -261,10 +315,11 @@ pub fn source(cfg: TileConfig) -> Result<KernelSource> {
     let name = kernel_name(cfg);
     let entry = format!(
         "#include \"ops/gemm.cuh\"\n\
-         extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ GemmParams p) {{\n\
+         extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\
          \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
         threads = cfg.threads(),
+        cluster = cfg.cluster_attribute(),
         cfg_ty = cfg.cpp_type(),
         smem = cfg.smem_bytes()
     );
@@ -283,7 +338,8 @@ pub fn operand_maps(
     let tb = Tensor2d { ptr: b, rows: shape.n as u64, cols: k, row_stride_bytes: 2 * k };
     Ok((
         driver::tma_2d_bf16(ta, cfg.bm, cfg.bk, driver::Swizzle::B128, "a")?,
-        driver::tma_2d_bf16(tb, cfg.bn, cfg.bk, driver::Swizzle::B128, "b")?,
+        // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the B tile)
+        driver::tma_2d_bf16(tb, cfg.bn / cfg.cluster_m.max(1), cfg.bk, driver::Swizzle::B128, "b")?,
     ))
 }
 
@@ -334,7 +390,7 @@ pub unsafe fn launch(
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
     };
     let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
-    let grid = cfg.tiles(shape.m, shape.n).min(info.sm_count as u64).max(1) as u32;
+    let grid = cfg.grid_for(cfg.tiles(shape.m, shape.n), info.sm_count);
     driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
     Ok(cfg)
 }
@@ -418,5 +474,30 @@ mod tests {
             assert_ne!(TileConfig::choose(m, n, 132), TileConfig::M64_WIDE_TMA_STORE, "M={m} N={n}");
         }
         assert_eq!(TileConfig::WIDE.tiles(129, 257), 2 * 2);
+    }
+
+    #[test]
+    fn clusters_pad_odd_row_blocks_and_take_even_grids() {
+        let c2 = TileConfig::M64_WIDE_TMA_STORE_C2;
+        // 129 rows: 3 row blocks of 64 -> 2 pairs, one padding tile per column block.
+        assert_eq!(c2.tiles(129, 8192), 4 * 32);
+        assert_eq!(TileConfig::M64_WIDE_TMA_STORE.tiles(129, 8192), 3 * 32);
+        assert_eq!(TileConfig::NARROW_TMA_STORE_C2.tiles(1024, 8192), 8 * 64);
+        assert_eq!(TileConfig::NARROW_TMA_STORE_C2.tiles(1, 1), 2);
+        assert_eq!(c2.grid_for(128, 132), 128);
+        assert_eq!(c2.grid_for(1000, 133), 132);
+        assert_eq!(c2.grid_for(1, 132), 2);
+        assert_eq!(TileConfig::WIDE.grid_for(1000, 133), 133);
+        assert_eq!(TileConfig::WIDE.grid_for(3, 133), 3);
+        for t in TileConfig::ALL {
+            assert_eq!(t.cluster_attribute().is_empty(), t.cluster_m == 1, "{t}");
+            assert_eq!(t.with_tma_store().cluster_m, t.cluster_m, "{t}");
+            let src = source(t).unwrap().source;
+            assert_eq!(src.contains("__cluster_dims__(2, 1, 1)"), t.cluster_m == 2, "{t}");
+        }
+        assert_eq!(c2.name(), "m64-wide-tma-store-c2");
+        assert_eq!(TileConfig::by_name("narrow-tma-store-c2"), Some(TileConfig::NARROW_TMA_STORE_C2));
+        assert!(c2.to_string().contains("2-CTA clusters"), "{c2}");
+        assert_ne!(kernel_name(c2), kernel_name(TileConfig::M64_WIDE_TMA_STORE));
     }
 }

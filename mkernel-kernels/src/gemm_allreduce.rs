@@ -286,7 +286,7 @@ impl FusedConfig {
     /// take ~48 us of ~268; bench/NOTES.md 7.3). Split S ways they take ~1/S of it, plus
     /// writing one fp32 tile per slice and reading S - 1 of them in the last slice.
     pub fn choose_split(shape: GemmShape, tile: TileConfig, grid: u32, path: CommPath, scratch_bytes: u64) -> u32 {
-        if path != CommPath::Epilogue {
+        if path != CommPath::Epilogue || tile.cluster_m > 1 {
             return 1;
         }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, tile, grid) else { return 1 };
@@ -314,6 +314,9 @@ impl FusedConfig {
         }
         if self.path != CommPath::Epilogue {
             return Err(invalid("split_slices", format!("only the epilogue path splits its last wave ({} asked on the {} path)", s, self.path.name())));
+        }
+        if self.tile.cluster_m > 1 {
+            return Err(invalid("split_slices", format!("{s} asked with {}: a cluster's CTAs take whole tiles of one pair, no slices", self.tile)));
         }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, self.tile, self.grid) else {
             return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA and a tile of nonzero sides ({s} asked with {} CTAs, {})", self.grid, self.tile)));
@@ -539,6 +542,10 @@ impl CommPath {
 
     /// Paths that exist for `world` (what the catalog instantiates).
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
+        // A cluster's CTAs all compute (no communication CTAs inside a cluster).
+        if tile.cluster_m > 1 {
+            return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
+        }
         let mut v = vec![Self::Vec16, Self::Scalar];
         if world != 0 && tile.bm % world == 0 {
             v.insert(0, Self::Tma);
@@ -676,11 +683,12 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     let name = kernel_name(tile, world, path);
     let entry = format!(
         "#include \"ops/gemm_allreduce.cuh\"\n\
-         extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ AllReduceParams p) {{\n\
+         extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ AllReduceParams p) {{\n\
          \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n{check}",
         smem = tile.smem_bytes(),
         threads = tile.threads(),
+        cluster = tile.cluster_attribute(),
         cfg_ty = tile.cpp_type(),
         path_ty = path.cpp(),
         check = if path.claims_tiles() {
@@ -784,6 +792,12 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
         }
         if cfg.grid == 0 {
             return Err(invalid("grid", "must be at least 1 CTA, got 0"));
+        }
+        if cfg.grid % cfg.tile.cluster_m.max(1) != 0 {
+            return Err(invalid(
+                "grid",
+                format!("must be a multiple of the tile's cluster size ({}) with {}, got {} CTAs", cfg.tile.cluster_m, cfg.tile, cfg.grid),
+            ));
         }
     } else if cfg.comm_ctas == 0 || cfg.comm_ctas >= cfg.grid {
         return Err(invalid(
@@ -927,6 +941,29 @@ mod tests {
         let dedicated = FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, tail_ctas: 5, ..base };
         let p = scalar_params(0, shape, &dedicated, &bufs, Duration::from_secs(1), None);
         assert_eq!((p.num_comm_ctas, p.num_tail_ctas), (8, 5));
+    }
+
+    #[test]
+    fn clustered_tiles_take_the_epilogue_path_whole_tiles_and_even_grids() {
+        let c2 = TileConfig::NARROW_TMA_STORE_C2;
+        assert_eq!(CommPath::all_for(c2, 2), vec![CommPath::Epilogue]);
+        for w in [1, 3, 4, 8] {
+            assert!(CommPath::all_for(c2, w).is_empty(), "world {w}");
+        }
+        let e = CommPath::TmaReduce.check(8192, c2, 2).unwrap_err().to_string();
+        assert!(e.contains("`comm_path`") && e.contains("available: epilogue"), "{e}");
+        let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 24, 2).unwrap(), status: 0 };
+        let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
+        let cfg = FusedConfig { tile: c2, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        assert!(validate(shape, &cfg, &bufs).is_ok());
+        let e = validate(shape, &FusedConfig { grid: 131, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`grid`") && e.contains("multiple of the tile's cluster size (2)"), "{e}");
+        // (1024 x 8192 in 128 x 128 tiles: 512 on 132 CTAs, 116 left over; no slices with clusters)
+        assert_eq!(FusedConfig::choose_split(shape, c2, 132, CommPath::Epilogue, 1 << 30), 1);
+        let e = validate(shape, &FusedConfig { split_slices: 2, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("no slices"), "{e}");
+        let src = source(c2, 2, CommPath::Epilogue).unwrap().source;
+        assert!(src.contains("__cluster_dims__(2, 1, 1)") && src.contains(&c2.cpp_type()), "{src}");
     }
 
     #[test]

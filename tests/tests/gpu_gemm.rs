@@ -73,6 +73,7 @@ fn gemm_matches_reference_on_large_shapes() {
     for (m, n, k) in [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 28672, 8192), (8192, 7168, 9216)] {
         run_case(GemmShape { m, n, k }, None);
         run_case(GemmShape { m, n, k }, Some(TileConfig::WIDE_TMA_STORE));
+        run_case(GemmShape { m, n, k }, Some(TileConfig::WIDE_TMA_STORE_C2));
     }
 }
 

@@ -176,6 +176,11 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 // The experiment's L2 cache hints change no result.
                 options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
                 options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE) });
+                // 2-CTA clusters sharing B by TMA multicast (odd row-block counts add a
+                // padding tile per column block: M=1, 129, 333 with some of these tiles).
+                for t in [mkernel::TileConfig::NARROW_TMA_STORE_C2, mkernel::TileConfig::WIDE_TMA_STORE_C2, mkernel::TileConfig::M64_WIDE_TMA_STORE_C2] {
+                    options.push(epilogue_path(t));
+                }
                 // The last wave split into K-slices (the default, Auto), where the shape
                 // leaves SMs idle; and the same shape unsplit.
                 let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
@@ -317,6 +322,7 @@ fn missing_peer_times_out_naming_it() {
     missing_peer(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
     missing_peer(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
     missing_peer(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
+    missing_peer(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE_C2));
     // Several tiles per CTA on the epilogue path: the producer and consumers wait behind
     // the storer's wait for the peer, and must not trap before it reports the timeout.
     missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
@@ -555,6 +561,9 @@ fn traced_call_accounts_for_every_tile_and_cta() {
         cases.push((GemmShape { m: 2049, n: 8192, k: 4096 }, epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE)));
         // Tiles published before their own store completes: the same events, in order.
         cases.push((GemmShape { m: 129, n: 8192, k: 512 }, GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE) }));
+        // Clusters: 3 row blocks of 64 make 2 pairs per column block, one padding tile
+        // each; the padding tiles are stored (clipped away) and published like the others.
+        cases.push((GemmShape { m: 129, n: 8192, k: 512 }, epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE_C2)));
     }
     for (s, opts) in cases {
         let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });

@@ -17,7 +17,17 @@
 //              staging tile back and forth.
 // Tiles are visited in a grouped (L2-friendly) order; the CTA with role index i of n
 // takes tiles i, i+n, i+2n, ... so callers that publish tiles see them in that order.
-// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue): the R tiles left
+// Clusters (CM = 2): the two CTAs of a cluster (consecutive block indices) compute the
+// tiles of row blocks 2p and 2p + 1 in the same column block at the same time; each loads
+// its own A tile and half of the shared B tile, multicast by TMA into both CTAs' shared
+// memory (within the GPU: `.multicast::cluster`, not NVLink multicast), so each B tile
+// crosses from L2 once per pair instead of twice. A stage is free again once the
+// consumers of both CTAs released it (they arrive on both CTAs' `stage_empty`). With an
+// odd number of row blocks the last pair's second tile lies past M: its CTA still loads
+// and multiplies (zeros: TMA fills rows past M) so the pair stays in step, and its
+// stores are clipped away (a "padding tile"; TileScheduler::total counts it).
+// (CUTLASS's sm90 warp-specialized kernels with a 2x1 cluster shape do the same.)
+// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1): the R tiles left
 // over after the full waves of n CTAs (R < n) are each cut into S slices of the K loop
 // (R * S <= n, chosen by the host), so the last wave keeps R * S SMs busy for 1/S of a
 // tile instead of R SMs for a whole tile. Each slice writes its fp32 fragment to a slot
@@ -39,9 +49,11 @@ constexpr u32 kBarrierCFree = 3;                // staging tile read by TMA (sto
 
 enum class Epilogue : u32 { Registers = 0, TmaStore = 1 };
 
-template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers>
+template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers, u32 CM_ = 1>
 struct GemmConfig {
   static constexpr u32 BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
+  // CTAs per cluster along M sharing every B tile through TMA multicast (1: no cluster).
+  static constexpr u32 CM = CM_;
   static constexpr Epilogue EPI = EPI_;
   static constexpr bool kTmaEpilogue = EPI_ == Epilogue::TmaStore;
   // Staging tile of the TMA-store epilogue: BN / 64 boxes of [BM rows x 64 cols] (128 B
@@ -55,6 +67,9 @@ struct GemmConfig {
   static constexpr u32 kABytes = BM * BK * 2;
   static constexpr u32 kBBytes = BN * BK * 2;
   static constexpr u32 kStageBytes = kABytes + kBBytes;
+  // Rows and bytes of the B tile each CTA of a cluster loads and multicasts.
+  static constexpr u32 kBRowsPerCta = BN / CM;
+  static constexpr u32 kBBytesPerCta = kBBytes / CM;
   static constexpr u32 kAccRegs = BN / 2;  // fp32 accumulators per consumer thread
   // + 1024 bytes of slack so the ring can be aligned up to the swizzle atom.
   static constexpr u32 kSmemBytes = STAGES * kStageBytes + kCBytes + 2 * STAGES * 8 + 1024;
@@ -71,22 +86,30 @@ struct GemmConfig {
   static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= 65536, "register file is 64K per SM");
   static_assert(kAccRegs + 64 <= kConsumerRegs, "accumulators must fit the consumer register budget");
   static_assert(BN % kCBoxCols == 0, "the staging tile is whole 64-column boxes");
+  static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs along M");
+  static_assert(kBBytesPerCta % 1024 == 0, "each CTA's part of B starts on a 1024-byte swizzle atom");
 };
 
 // Grouped tile order: GROUP m-tiles sweep all n-tiles before moving on, so concurrently
 // running CTAs share A rows and B columns in L2.
+// With clusters of cm CTAs along M, the order is over groups of cm row blocks ("pairs"):
+// tile t is member t % cm of pair t / cm, so the CTAs i, i + 1 of a cluster (i even,
+// stride even) take the two tiles of one pair. `total` then counts cm tiles per pair,
+// padding tiles past the last row block included (the host's TileConfig::tiles agrees).
 struct TileScheduler {
-  u32 num_m, num_n, total;
+  u32 num_m, num_n, cm, num_pm, total;
   static constexpr u32 kGroup = 8;
-  __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn)
-      : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), total(num_m * num_n) {}
+  __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1)
+      : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), num_pm((num_m + cm_ - 1) / cm_),
+        total(num_pm * cm_ * num_n) {}
   __device__ __forceinline__ void coords(u32 t, u32& mb, u32& nb) const {
+    const u32 member = t % cm, pair = t / cm;
     const u32 per_group = kGroup * num_n;
-    const u32 g = t / per_group;
+    const u32 g = pair / per_group;
     const u32 first_m = g * kGroup;
-    const u32 gm = min(num_m - first_m, kGroup);
-    const u32 r = t - g * per_group;
-    mb = first_m + r % gm;
+    const u32 gm = min(num_pm - first_m, kGroup);
+    const u32 r = pair - g * per_group;
+    mb = (first_m + r % gm) * cm + member;
     nb = r / gm;
   }
 };
@@ -141,7 +164,7 @@ struct GemmSmem {
   __device__ void init() const {
     for (u32 s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(&stage_full[s], 1);
-      mbar_init(&stage_empty[s], Cfg::kConsumerWarpgroups);
+      mbar_init(&stage_empty[s], Cfg::kConsumerWarpgroups * Cfg::CM);  // every CTA of the cluster
     }
     fence_mbarrier_init();
   }
@@ -170,6 +193,26 @@ __device__ __forceinline__ void wgmma_tile_k16<256>(float (&acc)[128], u64 da, u
   wgmma_m64n256k16_bf16(acc, da, db, scale_d);
 }
 
+// A consumer warpgroup is done with a stage: one arrival on its `stage_empty` in every
+// CTA of the cluster (their producers multicast into this CTA's copy of the stage).
+template <class Cfg>
+__device__ __forceinline__ void release_stage(u64* bar) {
+  if constexpr (Cfg::CM == 1) {
+    mbar_arrive(bar);
+  } else {
+#pragma unroll
+    for (u32 c = 0; c < Cfg::CM; ++c) mbar_arrive_cluster(bar, c);
+  }
+}
+
+// Before the first and after the last use of the ring: a CTA barrier, or with a cluster
+// a cluster barrier (every thread of both CTAs), so no CTA multicasts into or arrives on
+// barriers of a CTA that has not initialised them yet or has already exited.
+template <class Cfg>
+__device__ __forceinline__ void gemm_sync() {
+  if constexpr (Cfg::CM == 1) __syncthreads(); else cluster_sync();
+}
+
 // ---- producer: one thread ------------------------------------------------------------
 template <class Cfg>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
@@ -182,9 +225,16 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     sched.coords(t, mb, nb);
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
+      // (with a cluster: the whole B tile lands here, half of it sent by the other CTA)
       mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
       tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
-      tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
+      if constexpr (Cfg::CM == 1) {
+        tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
+      } else {
+        const u32 me = cluster_cta_rank();
+        tma_load_2d_multicast(tma_b, &sm.stage_full[stage], sm.b(stage) + me * Cfg::kBBytesPerCta, (i32)(kb * Cfg::BK),
+                              (i32)(nb * Cfg::BN + me * Cfg::kBRowsPerCta), (u16)((1u << Cfg::CM) - 1));
+      }
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
     }
   }
@@ -430,14 +480,14 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
       if (kb > kb0) {
         wgmma_wait<1>();  // the previous stage's wgmmas are complete
         fence_accumulators(acc);
-        if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
+        if (tid_in_wg == 0) release_stage<Cfg>(&sm.stage_empty[prev_stage]);
       }
       prev_stage = stage;
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
     }
     wgmma_wait<0>();
     fence_accumulators(acc);
-    if (tid_in_wg == 0) mbar_arrive(&sm.stage_empty[prev_stage]);
+    if (tid_in_wg == 0) release_stage<Cfg>(&sm.stage_empty[prev_stage]);
     if constexpr (Cfg::kTmaEpilogue) {
       bool stages = true;
       if constexpr (OnTileStored::kSplitsLastWave) {
@@ -460,7 +510,10 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 }
 
 // Runs the producer or consumer side of the GEMM for the calling thread. All threads of
-// the CTA call it after `sm.init()` and a CTA barrier. Tiles first_tile, +stride, ...
+// the CTA call it after `sm.init()` and `gemm_sync<Cfg>()`, and call `gemm_sync<Cfg>()`
+// again before the CTA exits or reuses the ring. Tiles first_tile, +stride, ... (with a
+// cluster: first_tile is the block index and stride is even, so the CTAs of a cluster
+// take the two tiles of one pair at every step).
 // `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only, as is
 // `tma_c_copy` (nullptr: none), a second C in the same format every tile also goes to.
 // `split_slices` > 1 splits the last wave (hooks with kSplitsLastWave and the TMA-store
@@ -470,9 +523,9 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n,
                          u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored,
                          u32 split_slices = 1) {
-  const TileScheduler sched(m, n, Cfg::BM, Cfg::BN);
+  const TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
-  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue;
+  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
   const u32 wg = threadIdx.x / 128;
   if (wg == 0) {

@@ -18,10 +18,11 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   extern __shared__ u8 smem_raw[];
   const GemmSmem<Cfg> sm(smem_raw);
   if (threadIdx.x == 0) sm.init();
-  __syncthreads();
+  gemm_sync<Cfg>();
   NoTileHook hook;
   gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.c), p.ldc, p.m, p.n, p.k, blockIdx.x,
                 gridDim.x, p.timeout_ns, hook);
+  if constexpr (Cfg::CM > 1) cluster_sync();  // the other CTA may still arrive on this one's barriers
 }
 
 }  // namespace mk

@@ -855,6 +855,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
                 "the reduce-add path needs two ranks and the TMA-store epilogue");
   static_assert(PATH != CommPath::Epilogue || (WORLD == 2 && Cfg::kTmaEpilogue),
                 "the epilogue path needs two ranks and the TMA-store epilogue");
+  static_assert(Cfg::CM == 1 || PATH == CommPath::Epilogue,
+                "clusters only on the epilogue path (every CTA computes; no communication CTAs in a cluster)");
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
   // Epoch 0 is never used (after 2^32 calls it wraps to 1): 0 means "no abort" in
   // abort_epoch and "never published" in the zeroed flags, so a call at epoch 0 would
@@ -897,7 +899,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
         mbar_init(w_full, 1);
         sm.init();  // (fences the mbarrier inits)
       }
-      __syncthreads();
+      gemm_sync<Cfg>();
       const u64 start_ns = globaltimer_ns();
       // (freed_lo long before the first staging: the first interval counts as it is)
       EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, reinterpret_cast<u32*>(w_full + 1), 0, start_ns,
@@ -918,7 +920,10 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c_out, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
                     blockIdx.x, gridDim.x, intra_timeout_ns, hook, p.split_slices);
     }
-    __syncthreads();  // every tile of this CTA added (its storer's TMA reads of the workspace done)
+    // Every tile of this CTA added (its storer's TMA reads of the workspace done); with a
+    // cluster, also the other CTA's last arrivals on this one's ring (`skipped` is the same
+    // in every CTA of the call, so both reach this barrier).
+    gemm_sync<Cfg>();
     comm_finish<WORLD>(p, ctx, gridDim.x, skipped);
   } else if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;

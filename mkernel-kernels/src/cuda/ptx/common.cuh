@@ -85,6 +85,29 @@ __device__ __forceinline__ bool mbar_try_wait(u64* bar, u32 parity) {
   return done != 0;
 }
 
+// ---- clusters (CTAs of one GPU launched together; distributed shared memory) ---------
+__device__ __forceinline__ u32 cluster_cta_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every CTA of the cluster arrives, then waits for all of them (release /
+// acquire at cluster scope). Not `.aligned`: callers may reach it from diverged warps.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrives once on the mbarrier at the same shared-memory offset as `bar` in CTA `cta` of
+// the cluster. The default semantics (release at CTA scope), as CUTLASS's ClusterBarrier:
+// the arrival only says this CTA's wgmmas are done reading a stage (wgmma.wait_group came
+// first). `.release.cluster` cost ~1 us per arrival on the H200 (a fence every k-block:
+// 260 TFLOP/s on every shape, bench/NOTES.md 13.1).
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
+  asm volatile(
+      "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote]; }"
+      :: "r"(smem_u32(bar)), "r"(cta) : "memory");
+}
+
 // ---- TMA (bulk tensor copy) --------------------------------------------------------
 __device__ __forceinline__ void tma_prefetch_descriptor(const TmaDescriptor* desc) {
   asm volatile("prefetch.tensormap [%0];" :: "l"(desc) : "memory");
@@ -95,6 +118,17 @@ __device__ __forceinline__ void tma_load_2d(const TmaDescriptor* desc, u64* bar,
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
       :: "r"(smem_u32(dst)), "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
+}
+
+// tma_load_2d into every CTA of the cluster named in `cta_mask` (bit i: CTA rank i): the
+// box lands at `dst`'s offset in each one's shared memory and completes bytes on the
+// mbarrier at `bar`'s offset there (cluster multicast within the GPU; not NVLink).
+__device__ __forceinline__ void tma_load_2d_multicast(const TmaDescriptor* desc, u64* bar, void* dst, i32 c0, i32 c1,
+                                                      u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;"
+      :: "r"(smem_u32(dst)), "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask) : "memory");
 }
 
 // Stores the box at (c0, c1) from shared memory (bulk-group completion). Out-of-bounds
