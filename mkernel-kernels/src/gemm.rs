@@ -240,6 +240,34 @@ impl TileConfig {
     }
 }
 
+impl TileConfig {
+    /// [`Self::choose`] for a whole shape: its TMA-store tile in 2-CTA clusters sharing
+    /// B ([`Self::WIDE_TMA_STORE_C2`], [`Self::M64_WIDE_TMA_STORE_C2`]) when K % 64 != 0
+    /// and there are at least two row blocks (one would pair with a padding tile).
+    ///
+    /// Why: rows of A and B that are not a multiple of 128 bytes apart (K % 64 != 0) make
+    /// every 128-byte row of a TMA box straddle two L2 lines; the unclustered kernel then
+    /// runs at 440-530 TFLOP/s, and fetching each B tile once per pair (TMA multicast)
+    /// takes it back to 550-680 (H200, bench gemm, 2026-11-30 ~21:55Z: 4096^2 x 1000
+    /// 0.0757 -> 0.0600 ms, x 1032 0.0782 -> 0.0628, 4096^2 x 4104 0.2720 -> 0.2084,
+    /// 8192^2 x 4104 1.0351 -> 0.8060, 2048 x 8192 x 1000 0.0745 -> 0.0609; 64 x 256
+    /// tiles: 4096^2 x 1000 0.1163 -> 0.0720, 129 x 8192 x 4104 0.0555 -> 0.0462, 2049 x
+    /// 8192 x 1000 0.1177 -> 0.0796, but M=1 0.0372 -> 0.0389). With K % 64 == 0
+    /// clusters changed nothing beyond +-2% on 27 shapes and were 5-15% slower for
+    /// M <= 129, so they stay off there (bench/NOTES.md 13).
+    pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
+        let t = Self::choose(shape.m, shape.n, sm_count);
+        if shape.k % 64 == 0 || shape.m <= t.bm {
+            return t;
+        }
+        match t {
+            t if t == Self::WIDE_TMA_STORE => Self::WIDE_TMA_STORE_C2,
+            t if t == Self::M64_WIDE_TMA_STORE => Self::M64_WIDE_TMA_STORE_C2,
+            t => t,
+        }
+    }
+}
+
 /// Largest M, N or K: tile coordinates (up to a tile past the edge) must stay within
 /// TMA's signed 32-bit coordinates.
 pub const MAX_DIM: usize = (1 << 31) - 256;
@@ -373,7 +401,7 @@ pub unsafe fn launch(
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
-    let cfg = cfg.unwrap_or_else(|| TileConfig::choose(shape.m, shape.n, info.sm_count));
+    let cfg = cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count));
     tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
     cfg.validate()?;
     cfg.check_output(shape.n)?;
@@ -474,6 +502,21 @@ mod tests {
             assert_ne!(TileConfig::choose(m, n, 132), TileConfig::M64_WIDE_TMA_STORE, "M={m} N={n}");
         }
         assert_eq!(TileConfig::WIDE.tiles(129, 257), 2 * 2);
+    }
+
+    #[test]
+    fn misaligned_k_takes_clusters() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        assert_eq!(TileConfig::choose_for(s(4096, 4096, 1000), 132), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(TileConfig::choose_for(s(4096, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
+        assert_eq!(TileConfig::choose_for(s(129, 8192, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
+        // One row block would pair with a padding tile (M=1 measured slower).
+        assert_eq!(TileConfig::choose_for(s(1, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose_for(s(257, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
+        // No clustered Registers tiles: N % 8 != 0 and the few-tiles case keep theirs.
+        assert_eq!(TileConfig::choose_for(s(8192, 8191, 1000), 132), TileConfig::WIDE);
+        assert_eq!(TileConfig::choose_for(s(128, 2048, 1000), 132), TileConfig::NARROW);
     }
 
     #[test]

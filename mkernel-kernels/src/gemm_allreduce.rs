@@ -958,8 +958,11 @@ mod tests {
         assert!(validate(shape, &cfg, &bufs).is_ok());
         let e = validate(shape, &FusedConfig { grid: 131, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`grid`") && e.contains("multiple of the tile's cluster size (2)"), "{e}");
-        // (1024 x 8192 in 128 x 128 tiles: 512 on 132 CTAs, 116 left over; no slices with clusters)
-        assert_eq!(FusedConfig::choose_split(shape, c2, 132, CommPath::Epilogue, 1 << 30), 1);
+        // 4352 x 8192 in 128 x 128 tiles: 2176 on 132 CTAs, 64 left over: the unclustered
+        // tile splits them, the clustered one takes whole tiles only (helper-31's case).
+        let tall = GemmShape { m: 4352, n: 8192, k: 4096 };
+        assert!(FusedConfig::choose_split(tall, TileConfig::NARROW_TMA_STORE, 132, CommPath::Epilogue, 1 << 30) > 1);
+        assert_eq!(FusedConfig::choose_split(tall, c2, 132, CommPath::Epilogue, 1 << 30), 1);
         let e = validate(shape, &FusedConfig { split_slices: 2, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("no slices"), "{e}");
         let src = source(c2, 2, CommPath::Epilogue).unwrap().source;

@@ -323,6 +323,9 @@ fn missing_peer_times_out_naming_it() {
     missing_peer(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
     missing_peer(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
     missing_peer(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE_C2));
+    // Several tiles per CTA and a padding row block: a CTA's producer waits on its
+    // partner's consumers, held behind the partner's storer waiting for the missing peer.
+    missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE_C2), GemmShape { m: 2049, n: 8192, k: 256 });
     // Several tiles per CTA on the epilogue path: the producer and consumers wait behind
     // the storer's wait for the peer, and must not trap before it reports the timeout.
     missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
@@ -509,6 +512,8 @@ fn calls_queued_behind_a_timeout_do_nothing() {
     queued_behind_timeout(one_shot());
     queued_behind_timeout(push_path(mkernel::TileConfig::WIDE_TMA_STORE, None));
     queued_behind_timeout(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE));
+    // Clusters: both CTAs of each pair skip the queued call together.
+    queued_behind_timeout(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE_C2));
 }
 
 fn queued_behind_timeout(opts: GemmAllReduceOptions) {

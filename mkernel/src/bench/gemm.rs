@@ -18,9 +18,30 @@ pub struct GemmArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = parse_device)]
     pub device: usize,
     /// Force a tile configuration: wide (128x256), narrow (128x128) or m64-wide (64x256),
-    /// each also with the TMA-store epilogue (wide-tma-store, ...).
+    /// each also with the TMA-store epilogue (wide-tma-store, ...), which also comes in
+    /// 2-CTA clusters sharing B by TMA multicast (wide-tma-store-c2, ...).
     #[arg(long)]
     pub tile: Option<String>,
+    /// Time these shapes instead of the built-in list: MxNxK, comma-separated or
+    /// repeated (e.g. --shape 4096x4096x1000,2048x8192x2048); --filter still applies
+    /// (their labels are "shape MxNxK").
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    pub shape: Vec<GemmShape>,
+}
+
+/// --shape: "MxNxK", three whole numbers >= 1 (the GEMM's own rules are checked when it runs).
+fn parse_shape(v: &str) -> Result<GemmShape, String> {
+    let dims: Vec<&str> = v.trim().split('x').collect();
+    let [m, n, k] = dims[..] else {
+        return Err(format!("'{v}': expected MxNxK, e.g. 4096x4096x1000"));
+    };
+    let dim = |d: &str, name: &str| -> Result<u32, String> {
+        match d.trim().parse::<u32>() {
+            Ok(x) if x >= 1 => Ok(x),
+            _ => Err(format!("'{v}': {name} must be a whole number in 1..=4294967295, got '{d}'")),
+        }
+    };
+    Ok(GemmShape { m: dim(m, "M")?, n: dim(n, "N")?, k: dim(k, "K")? })
 }
 
 /// --device: a GPU index, 0 or more (the GPU count is checked once it is known).
@@ -78,7 +99,12 @@ const HBM_TBPS: f64 = 4.0;
 
 pub fn run(args: GemmArgs) -> BenchResult<()> {
     let tile = super::parse_tile(args.tile.as_deref())?;
-    let list = super::filter_shapes(shapes(), args.common.filter.as_deref())?;
+    let list = if args.shape.is_empty() {
+        shapes()
+    } else {
+        args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect()
+    };
+    let list = super::filter_shapes(list, args.common.filter.as_deref())?;
     super::check_out_dir(&args.common)?;
     let present = mkernel::device_count()?;
     if args.device >= present {
@@ -238,6 +264,17 @@ mod tests {
         // Common's flags reach their parsers through this bench too.
         let e = Cli::try_parse_from(["x", "--iters", "-5"]).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("--iters") && e.contains("1..=100000"), "{e}");
+    }
+
+    #[test]
+    fn shape_flag_parses_lists_and_names_its_rule() {
+        let a = Cli::try_parse_from(["x", "--shape", "4096x4096x1000,1x8x8", "--shape", "2x3x16"]).unwrap().gemm;
+        assert_eq!(a.shape, vec![GemmShape { m: 4096, n: 4096, k: 1000 }, GemmShape { m: 1, n: 8, k: 8 }, GemmShape { m: 2, n: 3, k: 16 }]);
+        assert!(Cli::try_parse_from(["x"]).unwrap().gemm.shape.is_empty());
+        for (bad, rule) in [("4096x4096", "MxNxK"), ("0x8x8", "M must be"), ("8x-1x8", "N must be"), ("8x8xk", "K must be")] {
+            let e = Cli::try_parse_from(["x", "--shape", bad]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("--shape") && e.contains(rule), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -891,15 +891,24 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
   if constexpr (PATH == CommPath::Epilogue) {
     // Every CTA computes and all-reduces its own tiles (no communication CTAs); the last
     // one of this rank to finish runs the exit handshake, as communication CTAs do.
-    if (!skipped) {
-      extern __shared__ u8 smem_raw[];
-      const GemmSmem<Cfg> sm(smem_raw);
-      u64* w_full = epilogue_mbarrier<Cfg>(sm);
-      if (threadIdx.x == 0) {
-        mbar_init(w_full, 1);
-        sm.init();  // (fences the mbarrier inits)
-      }
-      gemm_sync<Cfg>();
+    extern __shared__ u8 smem_raw[];
+    const GemmSmem<Cfg> sm(smem_raw);
+    u64* w_full = epilogue_mbarrier<Cfg>(sm);
+    // With a cluster, both CTAs must agree on skipping (a CTA that computes alone would
+    // wait forever on its partner's stage releases, and the cluster barriers must pair
+    // up): they take cluster rank 0's reading. `skipped` is the same in every CTA while
+    // nothing writes abort_epoch during a skipped call; this keeps a cluster in step even
+    // if that ever changes (review helper-31). The ring is initialised either way.
+    __shared__ u32 s_skipped;
+    if (threadIdx.x == 0) {
+      s_skipped = skipped ? 1u : 0u;
+      mbar_init(w_full, 1);
+      sm.init();  // (fences the mbarrier inits)
+    }
+    gemm_sync<Cfg>();
+    bool skip = skipped;
+    if constexpr (Cfg::CM > 1) skip = ld_shared_cluster_u32(&s_skipped, 0) != 0;
+    if (!skip) {
       const u64 start_ns = globaltimer_ns();
       // (freed_lo long before the first staging: the first interval counts as it is)
       EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, reinterpret_cast<u32*>(w_full + 1), 0, start_ns,
@@ -921,10 +930,10 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
                     blockIdx.x, gridDim.x, intra_timeout_ns, hook, p.split_slices);
     }
     // Every tile of this CTA added (its storer's TMA reads of the workspace done); with a
-    // cluster, also the other CTA's last arrivals on this one's ring (`skipped` is the same
-    // in every CTA of the call, so both reach this barrier).
+    // cluster, also the other CTA's last arrivals on this one's ring and reads of
+    // s_skipped (both CTAs reach this barrier, computing or not).
     gemm_sync<Cfg>();
-    comm_finish<WORLD>(p, ctx, gridDim.x, skipped);
+    comm_finish<WORLD>(p, ctx, gridDim.x, skip);
   } else if (role == Role::IntraComm) {
     const u32 comm_idx = blockIdx.x - first_comm;
     if (!skipped) {

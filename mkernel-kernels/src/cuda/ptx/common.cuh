@@ -108,6 +108,17 @@ __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
       :: "r"(smem_u32(bar)), "r"(cta) : "memory");
 }
 
+// Reads the u32 at `local`'s shared-memory offset in CTA `cta` of the cluster (that CTA
+// must be running: after a cluster_sync and before its final one).
+__device__ __forceinline__ u32 ld_shared_cluster_u32(const u32* local, u32 cta) {
+  u32 v;
+  asm volatile(
+      "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %1, %2;\n\t"
+      "ld.shared::cluster.u32 %0, [remote]; }"
+      : "=r"(v) : "r"(smem_u32(local)), "r"(cta) : "memory");
+  return v;
+}
+
 // ---- TMA (bulk tensor copy) --------------------------------------------------------
 __device__ __forceinline__ void tma_prefetch_descriptor(const TmaDescriptor* desc) {
   asm volatile("prefetch.tensormap [%0];" :: "l"(desc) : "memory");
