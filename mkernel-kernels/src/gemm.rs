@@ -79,6 +79,11 @@ impl TileConfig {
     pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers, cluster_m: 1 };
     /// [`Self::M64_WIDE`] with the TMA-store epilogue (4 stages + a 32 KiB staging tile).
     pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore, cluster_m: 1 };
+    /// 64 x 128 tiles (one consumer warpgroup), 8 stages, TMA-store epilogue: twice the
+    /// tiles of [`Self::M64_WIDE_TMA_STORE`], for small M where 64 x 256 tiles fill less
+    /// than one wave (M=129 on 132 SMs: 96 tiles; 192 of these, whose last wave the fused
+    /// epilogue path can split). Opt-in, not yet measured on a GPU (bench/NOTES.md 13.5).
+    pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1 };
     /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). Opt-in:
     /// an experiment until measured (bench/NOTES.md 13).
     pub const WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::WIDE_TMA_STORE };
@@ -87,7 +92,7 @@ impl TileConfig {
     /// [`Self::M64_WIDE_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13).
     pub const M64_WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::M64_WIDE_TMA_STORE };
     /// Every configuration the catalog instantiates.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::WIDE,
         Self::NARROW,
         Self::WIDE_TMA_STORE,
@@ -97,6 +102,7 @@ impl TileConfig {
         Self::WIDE_TMA_STORE_C2,
         Self::NARROW_TMA_STORE_C2,
         Self::M64_WIDE_TMA_STORE_C2,
+        Self::M64_NARROW_TMA_STORE,
     ];
 
     /// The configuration of [`Self::ALL`] with this one's tile shape, cluster and the
@@ -117,6 +123,7 @@ impl TileConfig {
     /// The command-line name of a configuration of [`Self::ALL`].
     pub fn name(&self) -> String {
         let base = match (self.bm, self.bn) {
+            (64, 128) => "m64-narrow",
             (64, _) => "m64-wide",
             (_, 256) => "wide",
             _ => "narrow",
@@ -127,7 +134,8 @@ impl TileConfig {
     }
 
     /// Looks a configuration up by its command-line name: `wide`, `narrow`,
-    /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`, and the
+    /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`,
+    /// `m64-narrow-tma-store`, and the
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == name)

@@ -970,6 +970,18 @@ mod tests {
     }
 
     #[test]
+    fn small_m_narrow_tiles_fill_a_wave_and_split_the_rest() {
+        // M=129: 64 x 256 tiles are 96 on 132 CTAs (one partial wave, nothing to split);
+        // 64 x 128 ones are 192: a full wave and 60 left over, split in 2 K-slices.
+        let s = GemmShape { m: 129, n: 8192, k: 4096 };
+        assert_eq!(TileConfig::M64_WIDE_TMA_STORE.tiles(s.m, s.n), 96);
+        assert_eq!(FusedConfig::choose_split(s, TileConfig::M64_WIDE_TMA_STORE, 132, CommPath::Epilogue, 1 << 30), 1);
+        assert_eq!(TileConfig::M64_NARROW_TMA_STORE.tiles(s.m, s.n), 192);
+        assert_eq!(FusedConfig::choose_split(s, TileConfig::M64_NARROW_TMA_STORE, 132, CommPath::Epilogue, 1 << 30), 2);
+        assert_eq!(CommPath::all_for(TileConfig::M64_NARROW_TMA_STORE, 2)[0], CommPath::Epilogue);
+    }
+
+    #[test]
     fn layout_regions_are_aligned_and_disjoint() {
         let l = WorkspaceLayout::new(16384 * 8192 + 3, 2).unwrap();
         let offs = [l.partial_offset(), l.ready_offset(), l.reduced_offset(), l.exit_offset(), l.barrier_offset(), l.control_offset(), l.bytes()];

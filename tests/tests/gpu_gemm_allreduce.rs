@@ -169,6 +169,8 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 options.push(GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() });
                 options.push(epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE));
                 options.push(epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE));
+                // 64 x 128 tiles (M=129: 192 tiles, the last wave's 60 split by default).
+                options.push(epilogue_path(mkernel::TileConfig::M64_NARROW_TMA_STORE));
                 options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
                 // Publishing a tile before its own store completes changes no result.
                 options.push(GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });

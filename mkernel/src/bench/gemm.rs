@@ -19,7 +19,8 @@ pub struct GemmArgs {
     pub device: usize,
     /// Force a tile configuration: wide (128x256), narrow (128x128) or m64-wide (64x256),
     /// each also with the TMA-store epilogue (wide-tma-store, ...), which also comes in
-    /// 2-CTA clusters sharing B by TMA multicast (wide-tma-store-c2, ...).
+    /// 2-CTA clusters sharing B by TMA multicast (wide-tma-store-c2, ...); and
+    /// m64-narrow-tma-store (64x128).
     #[arg(long)]
     pub tile: Option<String>,
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or
