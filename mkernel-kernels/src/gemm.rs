@@ -84,12 +84,14 @@ impl TileConfig {
     /// than one wave (M=129 on 132 SMs: 96 tiles; 192 of these, whose last wave the fused
     /// epilogue path can split). Opt-in, not yet measured on a GPU (bench/NOTES.md 13.5).
     pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1 };
-    /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). Opt-in:
-    /// an experiment until measured (bench/NOTES.md 13).
+    /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). The plain
+    /// GEMM's default when K % 64 != 0 ([`Self::choose_for`]); otherwise opt-in (within
+    /// +-2% there, bench/NOTES.md 13.2).
     pub const WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::WIDE_TMA_STORE };
-    /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13).
+    /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13.2).
     pub const NARROW_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::NARROW_TMA_STORE };
-    /// [`Self::M64_WIDE_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13).
+    /// [`Self::M64_WIDE_TMA_STORE`] in 2-CTA clusters sharing B. The plain GEMM's
+    /// default in place of that tile when K % 64 != 0 and M > 64 ([`Self::choose_for`]).
     pub const M64_WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::M64_WIDE_TMA_STORE };
     /// Every configuration the catalog instantiates.
     pub const ALL: [Self; 10] = [
@@ -178,7 +180,8 @@ impl TileConfig {
     }
 
     /// CTAs of a persistent grid on `sm_count` SMs for `tiles` scheduled tiles: one per
-    /// tile up to one per SM, rounded down to whole clusters (at least one cluster).
+    /// tile up to one per SM, rounded down to whole clusters (at least one cluster, so
+    /// with fewer SMs than a cluster it exceeds `sm_count`: CTAs then wait for SMs).
     pub fn grid_for(&self, tiles: u64, sm_count: u32) -> u32 {
         let cm = self.cluster_m.max(1);
         let g = tiles.min(sm_count as u64).max(1) as u32;
@@ -256,7 +259,7 @@ impl TileConfig {
     /// Why: rows of A and B that are not a multiple of 128 bytes apart (K % 64 != 0) make
     /// every 128-byte row of a TMA box straddle two L2 lines; the unclustered kernel then
     /// runs at 440-530 TFLOP/s, and fetching each B tile once per pair (TMA multicast)
-    /// takes it back to 550-680 (H200, bench gemm, 2026-11-30 ~21:55Z: 4096^2 x 1000
+    /// takes it back to 550-680 (H200, bench gemm, 2026-11-30 ~20:48Z, runs 89-90: 4096^2 x 1000
     /// 0.0757 -> 0.0600 ms, x 1032 0.0782 -> 0.0628, 4096^2 x 4104 0.2720 -> 0.2084,
     /// 8192^2 x 4104 1.0351 -> 0.8060, 2048 x 8192 x 1000 0.0745 -> 0.0609; 64 x 256
     /// tiles: 4096^2 x 1000 0.1163 -> 0.0720, 129 x 8192 x 4104 0.0555 -> 0.0462, 2049 x

@@ -540,7 +540,9 @@ impl CommPath {
         }
     }
 
-    /// Paths that exist for `world` (what the catalog instantiates).
+    /// Paths that exist for `tile` and `world` (what the catalog instantiates). A
+    /// clustered tile (`cluster_m > 1`) has the epilogue path with world size 2 only (no
+    /// communication CTAs inside a cluster), and no path otherwise.
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
         // A cluster's CTAs all compute (no communication CTAs inside a cluster).
         if tile.cluster_m > 1 {
@@ -567,8 +569,10 @@ impl CommPath {
         if !Self::all_for(tile, world).contains(&self) {
             return Err(invalid(
                 "comm_path",
-                format!("{} is not available for {tile} with world size {world} (available: {})", self.name(),
-                    Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>().join(", ")),
+                format!("{} is not available for {tile} with world size {world} (available: {})", self.name(), {
+                    let v = Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>();
+                    if v.is_empty() { "none: clustered tiles take the epilogue path with world size 2 only".to_string() } else { v.join(", ") }
+                }),
             ));
         }
         if self != Self::Scalar && n % 8 != 0 {
@@ -742,6 +746,8 @@ pub struct RankBuffers {
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
     cfg.tile.validate()?;
+    cfg.tile.check_output(shape.n)?;
+    cfg.path.check(shape.n, cfg.tile, bufs.world)?;
     if cfg.diag_skip > 3 || ((cfg.diag_skip != 0 || cfg.comm_l2_evict_first || cfg.publish_early) && cfg.path != CommPath::Epilogue) {
         return Err(invalid(
             "cfg",

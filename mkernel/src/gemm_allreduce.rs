@@ -92,7 +92,9 @@ impl Communicator {
         // A split or tail asked for without a path means a path that has them.
         let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
         let path = opts.comm_path.unwrap_or_else(|| {
-            if tunes_comm_ctas {
+            if tile.cluster_m > 1 {
+                CommPath::Epilogue // (the only path a clustered tile has; checked below)
+            } else if tunes_comm_ctas {
                 CommPath::choose(shape.n, tile, self.world_size())
             } else {
                 CommPath::choose_fused(shape.n, tile, self.world_size(), own_gpu)
@@ -103,6 +105,12 @@ impl Communicator {
         // (TMA-store tile for TMA-store tile: the output rule checked above still holds)
         let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
         path.check(shape.n, tile, self.world_size())?;
+        if grid % tile.cluster_m.max(1) != 0 {
+            return Err(invalid(
+                "tile",
+                format!("{tile} needs a grid that is a multiple of its cluster size, and this rank's kernels have {grid} CTAs (a GPU shared with other ranks); use a tile without -c2"),
+            ));
+        }
         let comm_ctas = match opts.comm_ctas {
             _ if !path.has_comm_ctas() => match opts.comm_ctas {
                 None | Some(0) => 0,

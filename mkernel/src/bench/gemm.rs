@@ -18,9 +18,11 @@ pub struct GemmArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = parse_device)]
     pub device: usize,
     /// Force a tile configuration: wide (128x256), narrow (128x128) or m64-wide (64x256),
-    /// each also with the TMA-store epilogue (wide-tma-store, ...), which also comes in
-    /// 2-CTA clusters sharing B by TMA multicast (wide-tma-store-c2, ...); and
-    /// m64-narrow-tma-store (64x128).
+    /// each also with the TMA-store epilogue (wide-tma-store, narrow-tma-store,
+    /// m64-wide-tma-store), which also comes in 2-CTA clusters sharing B by TMA multicast
+    /// (wide-tma-store-c2, narrow-tma-store-c2, m64-wide-tma-store-c2); and
+    /// m64-narrow-tma-store (64x128). Default: the heuristic, which takes the -c2 tile
+    /// when K % 64 != 0 (bench/NOTES.md 13.3).
     #[arg(long)]
     pub tile: Option<String>,
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or
@@ -30,7 +32,8 @@ pub struct GemmArgs {
     pub shape: Vec<GemmShape>,
 }
 
-/// --shape: "MxNxK", three whole numbers >= 1 (the GEMM's own rules are checked when it runs).
+/// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
+/// (`GemmShape::validate_dims`: 1..=2^31-256, K % 8 == 0), checked before any device is opened.
 fn parse_shape(v: &str) -> Result<GemmShape, String> {
     let dims: Vec<&str> = v.trim().split('x').collect();
     let [m, n, k] = dims[..] else {
@@ -42,7 +45,9 @@ fn parse_shape(v: &str) -> Result<GemmShape, String> {
             _ => Err(format!("'{v}': {name} must be a whole number in 1..=4294967295, got '{d}'")),
         }
     };
-    Ok(GemmShape { m: dim(m, "M")?, n: dim(n, "N")?, k: dim(k, "K")? })
+    let s = GemmShape { m: dim(m, "M")?, n: dim(n, "N")?, k: dim(k, "K")? };
+    s.validate_dims().map_err(|e| format!("'{v}': {e}"))?;
+    Ok(s)
 }
 
 /// --device: a GPU index, 0 or more (the GPU count is checked once it is known).
@@ -272,7 +277,14 @@ mod tests {
         let a = Cli::try_parse_from(["x", "--shape", "4096x4096x1000,1x8x8", "--shape", "2x3x16"]).unwrap().gemm;
         assert_eq!(a.shape, vec![GemmShape { m: 4096, n: 4096, k: 1000 }, GemmShape { m: 1, n: 8, k: 8 }, GemmShape { m: 2, n: 3, k: 16 }]);
         assert!(Cli::try_parse_from(["x"]).unwrap().gemm.shape.is_empty());
-        for (bad, rule) in [("4096x4096", "MxNxK"), ("0x8x8", "M must be"), ("8x-1x8", "N must be"), ("8x8xk", "K must be")] {
+        for (bad, rule) in [
+            ("4096x4096", "MxNxK"),
+            ("0x8x8", "M must be"),
+            ("8x-1x8", "N must be"),
+            ("8x8xk", "K must be"),
+            ("8x8x12", "multiple of 8"),
+            ("2147483648x8x8", "2^31"),
+        ] {
             let e = Cli::try_parse_from(["x", "--shape", bad]).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains("--shape") && e.contains(rule), "{bad}: {e}");
         }

@@ -576,6 +576,18 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     if let (Some(CommPath::TmaOneShot), Some(w)) = (path, world.filter(|&w| w > 2)) {
         return Err(format!("--comm-path one-shot: needs 1 or 2 ranks, got {w}"));
     }
+    // Clustered tiles (-c2): the epilogue path with 2 ranks only (no communication or tail CTAs).
+    if let Some(t) = tile.filter(|t| t.cluster_m > 1) {
+        if let Some(p) = path.filter(|p| *p != CommPath::Epilogue) {
+            return Err(format!("--tile {}: clustered tiles take the epilogue path only, not --comm-path {}", t.name(), p.name()));
+        }
+        if let Some(w) = world.filter(|&w| w != 2) {
+            return Err(format!("--tile {}: clustered tiles take the epilogue path, which needs exactly 2 ranks, got {w}", t.name()));
+        }
+        if tail_ctas.is_some_and(|c| c > 0) {
+            return Err(format!("--tile {}: clustered tiles take the epilogue path, which has no tail CTAs", t.name()));
+        }
+    }
     Ok(())
 }
 
@@ -685,6 +697,16 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     }
     if !args.sweep_split.is_empty() {
         check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+    }
+    // A clustered tile takes whole tiles on the epilogue path: no communication CTAs to
+    // sweep, no slices.
+    if let Some(t) = tile.filter(|t| t.cluster_m > 1) {
+        if !args.sm_comm.is_empty() {
+            return Err(format!("--sm-comm: --tile {} takes the epilogue path, which has no communication CTAs", t.name()).into());
+        }
+        if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
+            return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles (a cluster's pair), no K-slices", t.name()).into());
+        }
     }
     check_unique("--sweep-diag", &args.sweep_diag)?;
     check_unique("--sweep-split", &args.sweep_split)?;
@@ -1153,6 +1175,30 @@ mod tests {
     }
     use clap::Parser;
     use mkernel::TileConfig;
+
+    #[test]
+    fn clustered_tiles_are_refused_off_the_epilogue_path_before_any_device_is_touched() {
+        let c2 = Some(TileConfig::WIDE_TMA_STORE_C2);
+        assert!(check_path_args(c2, Some(CommPath::Epilogue), None, Some(2)).is_ok());
+        assert!(check_path_args(c2, None, None, None).is_ok());
+        for (path, tail, world, rule) in [
+            (Some(CommPath::TmaOneShot), None, None, "epilogue path only"),
+            (Some(CommPath::Scalar), None, None, "epilogue path only"),
+            (None, None, Some(4), "exactly 2 ranks"),
+            (None, Some(4), None, "no tail CTAs"),
+        ] {
+            let e = check_path_args(c2, path, tail, world).unwrap_err();
+            assert!(e.contains("--tile wide-tma-store-c2") && e.contains(rule), "{e}");
+        }
+        for args in [
+            &["x", "--tile", "wide-tma-store-c2", "--sm-comm", "8"][..],
+            &["x", "--tile", "narrow-tma-store-c2", "--split-last-wave", "2"][..],
+            &["x", "--tile", "narrow-tma-store-c2", "--sweep-split", "1,2"][..],
+        ] {
+            let e = run(Cli::try_parse_from(args).unwrap().ar).unwrap_err().to_string();
+            assert!(e.contains("-c2"), "{args:?}: {e}");
+        }
+    }
 
     #[test]
     fn path_arguments_are_refused_before_any_device_is_touched() {
