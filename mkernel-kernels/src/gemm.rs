@@ -271,10 +271,10 @@ impl TileConfig {
         if shape.k % 64 == 0 || shape.m <= t.bm {
             return t;
         }
-        match t {
-            t if t == Self::WIDE_TMA_STORE => Self::WIDE_TMA_STORE_C2,
-            t if t == Self::M64_WIDE_TMA_STORE => Self::M64_WIDE_TMA_STORE_C2,
-            t => t,
+        if t == Self::WIDE_TMA_STORE || t == Self::M64_WIDE_TMA_STORE {
+            Self { cluster_m: 2, ..t }
+        } else {
+            t
         }
     }
 }

@@ -901,7 +901,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
     // if that ever changes (review helper-31). The ring is initialised either way.
     __shared__ u32 s_skipped;
     if (threadIdx.x == 0) {
-      s_skipped = skipped ? 1u : 0u;
+      if constexpr (Cfg::CM > 1) s_skipped = skipped ? 1u : 0u;
       mbar_init(w_full, 1);
       sm.init();  // (fences the mbarrier inits)
     }
