@@ -351,6 +351,7 @@ pub fn kernel_name(cfg: TileConfig) -> String {
 
 /// Source of the GEMM kernel instantiated with `cfg`.
 pub fn source(cfg: TileConfig) -> Result<KernelSource> {
+    cfg.validate()?;
     let name = kernel_name(cfg);
     let entry = format!(
         "#include \"ops/gemm.cuh\"\n\

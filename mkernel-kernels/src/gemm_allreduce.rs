@@ -205,9 +205,10 @@ struct LastWave {
 }
 
 impl LastWave {
-    /// None for a grid of 0 CTAs or a tile with a zero side.
+    /// None for a grid of 0 CTAs or a tile outside the catalog (its sides could be zero
+    /// or overflow the slot size).
     fn of(shape: GemmShape, tile: TileConfig, grid: u32) -> Option<Self> {
-        if grid == 0 || tile.bm == 0 || tile.bn == 0 || tile.bk == 0 {
+        if grid == 0 || tile.validate().is_err() {
             return None;
         }
         Some(Self {
@@ -305,6 +306,7 @@ impl FusedConfig {
     /// path only) R x slices <= grid CTAs, slices <= K blocks, and R slots of slices fp32
     /// tiles within `scratch_bytes`. Errors name `split_slices`.
     pub fn check_split(&self, shape: GemmShape, scratch_bytes: u64) -> Result<()> {
+        self.tile.validate()?;
         let s = self.split_slices as u64;
         if s == 0 {
             return Err(invalid("split_slices", "must be at least 1 (1: no split), got 0"));
@@ -319,7 +321,7 @@ impl FusedConfig {
             return Err(invalid("split_slices", format!("{s} asked with {}: a cluster's CTAs take whole tiles of one pair, no slices", self.tile)));
         }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, self.tile, self.grid) else {
-            return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA and a tile of nonzero sides ({s} asked with {} CTAs, {})", self.grid, self.tile)));
+            return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA ({s} asked with {} CTAs)", self.grid)));
         };
         if rest == 0 {
             return Err(invalid("split_slices", format!("{s} asked, but the {} tiles fill whole waves of {} CTAs: nothing to split", self.tile.tiles(shape.m, shape.n), self.grid)));
@@ -672,6 +674,7 @@ pub fn kernel_name(tile: TileConfig, world: u32, path: CommPath) -> String {
 
 /// Source of the fused kernel for a tile config, world size and communication path.
 pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSource> {
+    tile.validate()?;
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("must be 1..={MAX_RANKS}, got {world}")));
     }
@@ -925,6 +928,22 @@ fn scalar_params(out: u64, shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffe
 mod tests {
     use super::*;
 
+    /// A hand-built tile outside the catalog (the fields are public) is refused by name,
+    /// never an arithmetic overflow: source, check_split, choose_split.
+    #[test]
+    fn tiles_outside_the_catalog_are_refused_not_overflowed() {
+        let huge = TileConfig { bm: u32::MAX, bn: u32::MAX, bk: u32::MAX, stages: u32::MAX, ..TileConfig::WIDE_TMA_STORE };
+        let shape = GemmShape { m: 4096, n: 4096, k: 4096 };
+        let e = source(huge, 2, CommPath::Epilogue).unwrap_err().to_string();
+        assert!(e.contains("`tile`") && e.contains("not a catalog configuration"), "{e}");
+        let e = crate::gemm::source(huge).unwrap_err().to_string();
+        assert!(e.contains("`tile`"), "{e}");
+        let cfg = FusedConfig { tile: huge, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 4, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let e = cfg.check_split(shape, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("`tile`"), "{e}");
+        assert_eq!(FusedConfig::choose_split(shape, huge, 132, CommPath::Epilogue, u64::MAX), 1);
+    }
+
     /// Every choice of the configuration reaches the kernel's parameters, the experiments'
     /// switches included (a field left at its default would silently time the default).
     #[test]
@@ -1170,11 +1189,13 @@ mod tests {
             (cfg, GemmShape { m: 4224, n: 8192, k: 4096 }, "whole waves"),
             (cfg, GemmShape { m: 2049, n: 8192, k: 192 }, "exceed the 3 K blocks"),
             (FusedConfig { grid: 0, ..cfg }, s, "grid of at least 1"),
-            (FusedConfig { tile: TileConfig { bn: 0, ..t }, ..cfg }, s, "nonzero sides"),
         ] {
             let e = err(c, s);
             assert!(e.contains("`split_slices`") && e.contains(why), "{e}");
         }
+        // A tile outside the catalog is refused as such, before the split is looked at.
+        let e = err(FusedConfig { tile: TileConfig { bn: 0, ..t }, ..cfg }, s);
+        assert!(e.contains("`tile`") && e.contains("not a catalog configuration"), "{e}");
         let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("scratch") && e.contains("max_output_elems"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());

@@ -41,8 +41,8 @@ fn parse_shape(v: &str) -> Result<GemmShape, String> {
     };
     let dim = |d: &str, name: &str| -> Result<u32, String> {
         match d.trim().parse::<u32>() {
-            Ok(x) if x >= 1 => Ok(x),
-            _ => Err(format!("'{v}': {name} must be a whole number in 1..=4294967295, got '{d}'")),
+            Ok(x) if x >= 1 && x as usize <= mkernel_kernels::gemm::MAX_DIM => Ok(x),
+            _ => Err(format!("'{v}': {name} must be a whole number in 1..={} (2^31 - 256), got '{d}'", mkernel_kernels::gemm::MAX_DIM)),
         }
     };
     let s = GemmShape { m: dim(m, "M")?, n: dim(n, "N")?, k: dim(k, "K")? };
@@ -111,6 +111,13 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect()
     };
     let list = super::filter_shapes(list, args.common.filter.as_deref())?;
+    // A forced tile must be able to write every listed shape (the TMA-store epilogue needs
+    // N % 8 == 0): refused here rather than found out on the GPU.
+    if let Some(t) = tile {
+        if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
+            return Err(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}; use a tile without -tma-store (wide, narrow, m64-wide)", t.name(), s.n).into());
+        }
+    }
     super::check_out_dir(&args.common)?;
     let present = mkernel::device_count()?;
     if args.device >= present {
@@ -130,10 +137,6 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let mut rows = Vec::new();
     let mut failures = 0;
     for (label, s) in list {
-        if tile.is_some_and(|t| t.check_output(s.n).is_err()) {
-            println!("{label:<28} skipped: {} needs N % 8 == 0", tile.map(|t| t.name()).unwrap_or_default());
-            continue;
-        }
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
         let mut a_sets: Vec<CudaSlice<bf16>> = Vec::new();
@@ -284,10 +287,18 @@ mod tests {
             ("8x8xk", "K must be"),
             ("8x8x12", "multiple of 8"),
             ("2147483648x8x8", "2^31"),
+            ("5000000000x8x8", "1..=2147483392"),
         ] {
             let e = Cli::try_parse_from(["x", "--shape", bad]).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains("--shape") && e.contains(rule), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn forced_tma_store_tile_with_odd_n_is_refused_before_any_device() {
+        let cli = Cli::try_parse_from(["x", "--tile", "wide-tma-store", "--shape", "4096x4096x4096,4096x4095x4096", "--no-json"]).unwrap();
+        let e = run(cli.gemm).map(|_| ()).map_err(|e| e.to_string()).err().unwrap_or_default();
+        assert!(e.contains("--tile wide-tma-store") && e.contains("N % 8") && e.contains("4096x4095x4096"), "{e}");
     }
 
     #[test]

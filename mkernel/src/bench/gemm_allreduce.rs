@@ -665,14 +665,20 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             format!("--comm-path: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", "))
         })?),
     };
-    check_path_args(tile, comm_path, args.tail_ctas, args.procs.or(args.gpus))?;
+    // The world size the path rules are checked against: --procs or --gpus, or with
+    // --launched the launcher's WORLD_SIZE (read again, with the rest, by the communicator).
+    let world_asked = if args.launched {
+        Some(mkernel_topology::launch::LaunchEnv::from_env()?.world_size)
+    } else {
+        args.procs.or(args.gpus)
+    };
+    check_path_args(tile, comm_path, args.tail_ctas, world_asked)?;
     if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
         return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
     }
     check_unique("--sm-comm", &args.sm_comm)?;
-    let sweep_paths = parse_sweep_paths(&args.sweep_paths, args.procs.or(args.gpus))?;
+    let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked)?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
-    let world_asked = args.procs.or(args.gpus);
     if epilogue_pace.is_some() {
         check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
