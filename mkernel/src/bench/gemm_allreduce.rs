@@ -153,7 +153,8 @@ pub struct ArArgs {
     pub sweep_split: Vec<u32>,
     /// Also time the shape's default configuration with each of these tiles instead
     /// (names as for --tile; the split and path are planned again for the tile; tiles the
-    /// shape's plan refuses are left out of its row), side by side with the default
+    /// shape's plan refuses are left out of its row, and a tile that no call of the run
+    /// can take, by --tile's path and world-size rules, is refused), side by side with the default
     /// (timed, not checked), e.g. --sweep-tiles narrow-tma-store,wide-tma-store.
     #[arg(long, value_delimiter = ',')]
     pub sweep_tiles: Vec<String>,
@@ -726,6 +727,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 .ok_or_else(|| format!("--sweep-tiles: expected names among {}; got {n}", mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")))
         })
         .collect::<Result<Vec<_>, String>>()?;
+    // A swept tile that no call of this run can take (the path or world size rules, as for
+    // --tile) is refused here; one that only some shapes refuse is left out of their rows.
+    for &(_, t) in &sweep_tiles {
+        check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| format!("--sweep-tiles: {e}"))?;
+    }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;
     if let Some(procs) = args.procs {
@@ -1319,6 +1325,9 @@ mod tests {
             (&["--sweep-split", "2", "--comm-path", "one-shot"][..], "--sweep-split"),
             (&["--sweep-publish-early", "--comm-path", "one-shot"][..], "--sweep-publish-early"),
             (&["--publish-early", "--tile", "wide"][..], "--publish-early"),
+            // A swept tile no call of the run can take, by the rules --tile follows.
+            (&["--sweep-tiles", "wide-tma-store-c2", "--gpus", "4"][..], "--sweep-tiles: --tile wide-tma-store-c2"),
+            (&["--sweep-tiles", "narrow-tma-store-c2", "--comm-path", "one-shot"][..], "--sweep-tiles: --tile narrow-tma-store-c2"),
         ] {
             let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied()).chain(["--filter", "M=129"])).unwrap();
             let e = run(cli.ar).unwrap_err().to_string();
