@@ -82,7 +82,8 @@ impl TileConfig {
     /// 64 x 128 tiles (one consumer warpgroup), 8 stages, TMA-store epilogue: twice the
     /// tiles of [`Self::M64_WIDE_TMA_STORE`], for small M where 64 x 256 tiles fill less
     /// than one wave (M=129 on 132 SMs: 96 tiles; 192 of these, whose last wave the fused
-    /// epilogue path can split). Opt-in, not yet measured on a GPU (bench/NOTES.md 13.5).
+    /// epilogue path can split). Opt-in: slower than 64 x 256 tiles on the H200 (fused
+    /// M=129 0.0617 against 0.0586 ms, plain 0.0446 against 0.034; bench/NOTES.md 14.1).
     pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1 };
     /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). The plain
     /// GEMM's default when K % 64 != 0 ([`Self::choose_for`]); otherwise opt-in (within

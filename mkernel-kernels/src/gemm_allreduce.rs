@@ -142,26 +142,12 @@ pub struct FusedConfig {
     /// order in fp32 by the slice that finishes last ([`Self::choose_split`]; 1: no
     /// split, the only value other paths take). R x slices <= grid.
     pub split_slices: u32,
-    /// Epilogue path: the all-reduce's own traffic (the copies to the peer, the load of
-    /// the peer's copy, the reduce-add into `out`) carries an L2 evict-first cache hint,
-    /// so it displaces less of the GEMM's operands, which other SMs read again
-    /// (bench/NOTES.md 11.2: the GEMM runs 7-10% more cycles per tile under that
-    /// traffic). An experiment, off by default: on 2 x H200 it changed no shape's time by
-    /// more than 0.5% (NOTES 12.3). Other paths: false only.
-    pub comm_l2_evict_first: bool,
     /// Epilogue path, DIAGNOSTIC ONLY (the result is wrong when nonzero): bit 0, the
     /// copies to the peer store nothing (their pacing, fences and flags kept); bit 1, the
     /// peer's copy is neither loaded nor added (its flag still awaited). Attributes the
     /// fused kernel's time to the copies' and the adds' traffic in one timed run
     /// (bench --sweep-diag). 0 otherwise.
     pub diag_skip: u32,
-    /// Epilogue path (an experiment, off by default): publish a tile to the peer as soon
-    /// as its copy is fenced, before this rank's own TMA store of the tile into `out` has
-    /// completed (the peer reads only the copy; this rank waits for its store before its
-    /// own add). A CTA's last tile then reaches the peer sooner by that store's wait
-    /// (bench/NOTES.md 9.6, 12.6: staged to published takes ~11 us even for a tile with
-    /// nothing to copy). Other paths: false only.
-    pub publish_early: bool,
 }
 
 /// Whether the epilogue path splits a last wave that leaves SMs idle into K-slices
@@ -459,12 +445,6 @@ impl std::fmt::Display for FusedConfig {
         if self.split_slices > 1 {
             write!(f, ", last wave split {}-way", self.split_slices)?;
         }
-        if self.comm_l2_evict_first {
-            write!(f, ", L2 evict-first all-reduce traffic")?;
-        }
-        if self.publish_early {
-            write!(f, ", early publish")?;
-        }
         if self.diag_skip != 0 {
             write!(f, ", DIAGNOSTIC skip {} (result wrong)", self.diag_skip)?;
         }
@@ -751,14 +731,12 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
     cfg.tile.validate()?;
     cfg.tile.check_output(shape.n)?;
     cfg.path.check(shape.n, cfg.tile, bufs.world)?;
-    if cfg.diag_skip > 3 || ((cfg.diag_skip != 0 || cfg.comm_l2_evict_first || cfg.publish_early) && cfg.path != CommPath::Epilogue) {
+    if cfg.diag_skip > 3 || (cfg.diag_skip != 0 && cfg.path != CommPath::Epilogue) {
         return Err(invalid(
             "cfg",
             format!(
-                "diag_skip ({}, 0..=3), comm_l2_evict_first ({}) and publish_early ({}) apply to the epilogue path only, not {}",
+                "diag_skip ({}, 0..=3) applies to the epilogue path only, not {}",
                 cfg.diag_skip,
-                cfg.comm_l2_evict_first,
-                cfg.publish_early,
                 cfg.path.name()
             ),
         ));
@@ -917,9 +895,7 @@ fn scalar_params(out: u64, shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffe
         epilogue_pace: cfg.pace as u32,
         split_slices: cfg.split_slices,
         split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
-        comm_l2_evict_first: u32::from(cfg.comm_l2_evict_first),
         diag_skip: cfg.diag_skip,
-        publish_early: u32::from(cfg.publish_early),
         ..Default::default()
     }
 }
@@ -938,29 +914,29 @@ mod tests {
         assert!(e.contains("`tile`") && e.contains("not a catalog configuration"), "{e}");
         let e = crate::gemm::source(huge).unwrap_err().to_string();
         assert!(e.contains("`tile`"), "{e}");
-        let cfg = FusedConfig { tile: huge, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 4, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let cfg = FusedConfig { tile: huge, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 4, diag_skip: 0 };
         let e = cfg.check_split(shape, u64::MAX).unwrap_err().to_string();
         assert!(e.contains("`tile`"), "{e}");
         assert_eq!(FusedConfig::choose_split(shape, huge, 132, CommPath::Epilogue, u64::MAX), 1);
     }
 
-    /// Every choice of the configuration reaches the kernel's parameters, the experiments'
-    /// switches included (a field left at its default would silently time the default).
+    /// Every choice of the configuration reaches the kernel's parameters, the pace and the
+    /// diagnostic included (a field left at its default would silently time the default).
     #[test]
     fn launch_parameters_carry_the_configuration() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 1, world: 2, workspace: [0x1000_0000, 0x2000_0000, 0, 0, 0, 0, 0, 0], layout: l, status: 0x3000 };
-        let base = FusedConfig { tile: TileConfig::WIDE_TMA_STORE, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 3, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let base = FusedConfig { tile: TileConfig::WIDE_TMA_STORE, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 3, diag_skip: 0 };
         let shape = GemmShape { m: 129, n: 1024, k: 640 };
         let trace = Some(TraceTarget { ptr: 0x4000, capacity: 77 });
         let p = scalar_params(0x5000, shape, &base, &bufs, Duration::from_millis(1500), trace);
         assert_eq!((p.out, p.status, p.m, p.n, p.k, p.rank), (0x5000, 0x3000, 129, 1024, 640, 1));
         assert_eq!((p.control, p.split_scratch), (0x2000_0000 + l.control_offset(), 0x2000_0000 + l.split_offset()));
         assert_eq!((p.timeout_ns, p.trace, p.trace_capacity, p.split_slices, p.flag_stride), (1_500_000_000, 0x4000, 77, 3, l.max_tiles as u32));
-        assert_eq!((p.epilogue_pace, p.comm_l2_evict_first, p.diag_skip, p.publish_early), (EpiloguePace::Clock as u32, 0, 0, 0));
-        let on = FusedConfig { pace: EpiloguePace::Sleep, comm_l2_evict_first: true, diag_skip: 3, publish_early: true, ..base };
+        assert_eq!((p.epilogue_pace, p.diag_skip), (EpiloguePace::Clock as u32, 0));
+        let on = FusedConfig { pace: EpiloguePace::Sleep, diag_skip: 3, ..base };
         let p = scalar_params(0x5000, shape, &on, &bufs, Duration::from_secs(1), None);
-        assert_eq!((p.epilogue_pace, p.comm_l2_evict_first, p.diag_skip, p.publish_early, p.trace), (EpiloguePace::Sleep as u32, 1, 3, 1, 0));
+        assert_eq!((p.epilogue_pace, p.diag_skip, p.trace), (EpiloguePace::Sleep as u32, 3, 0));
         let dedicated = FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, tail_ctas: 5, ..base };
         let p = scalar_params(0, shape, &dedicated, &bufs, Duration::from_secs(1), None);
         assert_eq!((p.num_comm_ctas, p.num_tail_ctas), (8, 5));
@@ -977,7 +953,7 @@ mod tests {
         assert!(e.contains("`comm_path`") && e.contains("available: epilogue"), "{e}");
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 24, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
-        let cfg = FusedConfig { tile: c2, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let cfg = FusedConfig { tile: c2, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, diag_skip: 0 };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         let e = validate(shape, &FusedConfig { grid: 131, ..cfg }, &bufs).unwrap_err().to_string();
         assert!(e.contains("`grid`") && e.contains("multiple of the tile's cluster size (2)"), "{e}");
@@ -1034,12 +1010,12 @@ mod tests {
     fn validation_names_the_rule() {
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: l, status: 0 };
-        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::TmaOneShot, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, diag_skip: 0 };
         let e = validate(GemmShape { m: 2048, n: 1024, k: 64 }, &cfg, &bufs).unwrap_err().to_string();
         assert!(e.contains("`out`") && e.contains("max_output_elems"), "{e}");
-        // The experiments are the epilogue path's only (this cfg takes one-shot).
-        let e = validate(GemmShape { m: 256, n: 1024, k: 64 }, &FusedConfig { publish_early: true, ..cfg }, &bufs).unwrap_err().to_string();
-        assert!(e.contains("`cfg`") && e.contains("publish_early (true)") && e.contains("epilogue path only"), "{e}");
+        // The diagnostic is the epilogue path's only (this cfg takes one-shot).
+        let e = validate(GemmShape { m: 256, n: 1024, k: 64 }, &FusedConfig { diag_skip: 1, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`cfg`") && e.contains("diag_skip (1") && e.contains("epilogue path only"), "{e}");
         let bad = FusedConfig { comm_ctas: 132, ..cfg };
         let e = validate(GemmShape { m: 64, n: 64, k: 64 }, &bad, &bufs).unwrap_err().to_string();
         assert!(e.contains("`comm_ctas`"), "{e}");
@@ -1177,7 +1153,7 @@ mod tests {
         assert!(l.split_offset() >= l.control_offset() + std::mem::size_of::<ControlBlock>() as u64);
         assert_eq!(l.bytes(), l.split_offset() + l.split_bytes());
 
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4, diag_skip: 0 };
         let s = GemmShape { m: 2049, n: 8192, k: 4096 };
         assert!(cfg.check_split(s, big).is_ok());
         assert!(cfg.to_string().ends_with("epilogue path, last wave split 4-way"), "{cfg}");
@@ -1238,7 +1214,7 @@ mod tests {
         // comm_ctas must be 0 there (and >= 1 elsewhere); no tail CTAs.
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 20, 2).unwrap(), status: 0 };
         let shape = GemmShape { m: 1024, n: 1024, k: 64 };
-        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, comm_l2_evict_first: false, diag_skip: 0, publish_early: false };
+        let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 1, diag_skip: 0 };
         assert!(validate(shape, &cfg, &bufs).is_ok());
         assert_eq!(cfg.to_string(), format!("{t}, 0 comm + 132 compute CTAs, epilogue path"));
         let e = validate(shape, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();

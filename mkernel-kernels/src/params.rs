@@ -129,14 +129,8 @@ pub struct AllReduceParams {
     pub split_slices: u32,
     /// Epilogue path: this rank's fp32 slots for those slices (`WorkspaceLayout::split_offset`).
     pub split_scratch: u64,
-    /// Epilogue path: 1 = the all-reduce's traffic carries an L2 evict-first hint
-    /// (`FusedConfig::comm_l2_evict_first`).
-    pub comm_l2_evict_first: u32,
     /// Epilogue path, diagnostic (`FusedConfig::diag_skip`).
     pub diag_skip: u32,
-    /// Epilogue path: 1 = publish a tile before its own TMA store completes
-    /// (`FusedConfig::publish_early`).
-    pub publish_early: u32,
     pub pad1: u32,
 }
 
@@ -357,7 +351,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
-        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, comm_l2_evict_first, diag_skip, publish_early, pad1));
+        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, pad1));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));

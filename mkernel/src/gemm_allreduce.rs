@@ -48,16 +48,9 @@ pub struct GemmAllReduceOptions {
     /// [`FusedConfig::check_split`]; other paths take `Off`, `Auto` (which gives 1 there)
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,
-    /// Epilogue path only (an experiment): [`FusedConfig::comm_l2_evict_first`]. Default
-    /// false (no measurable effect on 2 x H200, bench/NOTES.md 12.3); true is refused on
-    /// other paths.
-    pub comm_l2_evict_first: Option<bool>,
     /// Epilogue path only, DIAGNOSTIC: [`FusedConfig::diag_skip`] (0..=3; the result is
     /// wrong when nonzero). Default 0.
     pub diagnostic_skip: Option<u32>,
-    /// Epilogue path only (an experiment): [`FusedConfig::publish_early`]. Default false;
-    /// true is refused on other paths.
-    pub publish_early: Option<bool>,
 }
 
 impl Communicator {
@@ -155,19 +148,11 @@ impl Communicator {
             LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, scratch_bytes),
             LastWaveSplit::Slices(n) => n,
         };
-        let comm_l2_evict_first = opts.comm_l2_evict_first.unwrap_or(false);
-        if comm_l2_evict_first && path != CommPath::Epilogue {
-            return Err(invalid("comm_l2_evict_first", format!("applies to the epilogue path only, not the {} path", path.name())));
-        }
-        let publish_early = opts.publish_early.unwrap_or(false);
-        if publish_early && path != CommPath::Epilogue {
-            return Err(invalid("publish_early", format!("applies to the epilogue path only, not the {} path", path.name())));
-        }
         let diag_skip = opts.diagnostic_skip.unwrap_or(0);
         if diag_skip > 3 || (diag_skip != 0 && path != CommPath::Epilogue) {
             return Err(invalid("diagnostic_skip", format!("must be 0..=3, nonzero on the epilogue path only; got {diag_skip} on the {} path", path.name())));
         }
-        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices, comm_l2_evict_first, diag_skip, publish_early };
+        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices, diag_skip };
         cfg.check_pace()?;
         // (FusedConfig names its field; the caller set split_last_wave.)
         cfg.check_split(shape, scratch_bytes).map_err(|e| match e {

@@ -210,7 +210,7 @@ pub struct TraceSummary {
     /// ... from issued to every lane's system-scope fence returned, ...
     pub last_copy_fence_us: f64,
     /// ... and from fenced to published (the wait for the TMA store into `out`, then
-    /// the release of the peer's flag; with `publish_early` only the release).
+    /// the release of the peer's flag).
     pub last_copy_publish_us: f64,
     /// Median over CTAs of the SM clock rate between a CTA's first and last event, in
     /// MHz (cycles of `%clock` per microsecond of `%globaltimer`); 0 when no CTA's events

@@ -172,12 +172,6 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
                 // 64 x 128 tiles (M=129: 192 tiles, the last wave's 60 split by default).
                 options.push(epilogue_path(mkernel::TileConfig::M64_NARROW_TMA_STORE));
                 options.push(GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
-                // Publishing a tile before its own store completes changes no result.
-                options.push(GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
-                options.push(GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE) });
-                // The experiment's L2 cache hints change no result.
-                options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) });
-                options.push(GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE) });
                 // 2-CTA clusters sharing B by TMA multicast (odd row-block counts add a
                 // padding tile per column block: M=1, 129, 333 with some of these tiles).
                 for t in [mkernel::TileConfig::NARROW_TMA_STORE_C2, mkernel::TileConfig::WIDE_TMA_STORE_C2, mkernel::TileConfig::M64_WIDE_TMA_STORE_C2] {
@@ -333,8 +327,6 @@ fn missing_peer_times_out_naming_it() {
     missing_peer_on(epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE), GemmShape { m: 2048, n: 8192, k: 256 });
     let sleep = GemmAllReduceOptions { epilogue_pace: Some(EpiloguePace::Sleep), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
     missing_peer_on(sleep, GemmShape { m: 2048, n: 8192, k: 256 });
-    let early = GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE) };
-    missing_peer_on(early, GemmShape { m: 2048, n: 8192, k: 256 });
 }
 
 fn missing_peer(opts: GemmAllReduceOptions) {
@@ -391,13 +383,6 @@ fn bad_arguments_are_named() {
     let forced = GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() };
     let e = c.plan_gemm_allreduce(GemmShape { m: 64, n: 60, k: 64 }, forced).unwrap_err();
     assert!(e.to_string().contains("`tile`") && e.to_string().contains("N % 8"), "{e}");
-    // The L2 cache hints are the epilogue path's only.
-    let hinted = GemmAllReduceOptions { comm_l2_evict_first: Some(true), ..one_shot() };
-    let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, hinted).unwrap_err().to_string();
-    assert!(e.contains("`comm_l2_evict_first`") && e.contains("epilogue path only"), "{e}");
-    let early = GemmAllReduceOptions { publish_early: Some(true), ..one_shot() };
-    let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, early).unwrap_err().to_string();
-    assert!(e.contains("`publish_early`") && e.contains("epilogue path only"), "{e}");
     for bad in [GemmAllReduceOptions { diagnostic_skip: Some(4), ..Default::default() }, GemmAllReduceOptions { diagnostic_skip: Some(1), ..one_shot() }] {
         let e = c.plan_gemm_allreduce(GemmShape { m: 256, n: 256, k: 64 }, bad).unwrap_err().to_string();
         assert!(e.contains("`diagnostic_skip`"), "{e}");
@@ -566,8 +551,8 @@ fn traced_call_accounts_for_every_tile_and_cta() {
         cases.push((GemmShape { m: 2049, n: 8192, k: 1024 }, epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE)));
         // K = 4096: the default splits the last wave (16 tiles left over on 132 SMs).
         cases.push((GemmShape { m: 2049, n: 8192, k: 4096 }, epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE)));
-        // Tiles published before their own store completes: the same events, in order.
-        cases.push((GemmShape { m: 129, n: 8192, k: 512 }, GemmAllReduceOptions { publish_early: Some(true), ..epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE) }));
+        // One tile per CTA (64 x 256 tiles, M=129): every CTA's tile is its last.
+        cases.push((GemmShape { m: 129, n: 8192, k: 512 }, epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE)));
         // Clusters: 3 row blocks of 64 make 2 pairs per column block, one padding tile
         // each; the padding tiles are stored (clipped away) and published like the others.
         cases.push((GemmShape { m: 129, n: 8192, k: 512 }, epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE_C2)));

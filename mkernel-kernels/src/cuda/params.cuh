@@ -66,14 +66,9 @@ struct AllReduceParams {
   u32 split_slices;                    // Epilogue path: K-slices per tile of the last wave
                                        // (1: none; see WorkUnits in gemm/sm90_gemm.cuh)
   u64 split_scratch;                   // Epilogue path: fp32 slots of those slices, this rank's
-  u32 comm_l2_evict_first;             // Epilogue path: 1 = the all-reduce's traffic carries an
-                                       // L2 evict-first hint (copies, peer-copy load, reduce-add)
   u32 diag_skip;                       // Epilogue path, diagnostic (out is wrong): bit 0 = the
                                        // copies store nothing (pacing, fences, flags kept), bit 1
                                        // = no load or add of the peer's copy (its flag awaited)
-  u32 publish_early;                   // Epilogue path: 1 = a tile's flag goes to the peer once
-                                       // its copy is fenced, before this rank's own TMA store of
-                                       // the tile has completed (waited for before the add)
   u32 pad1;
 };
 

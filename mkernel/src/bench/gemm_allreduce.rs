@@ -13,8 +13,7 @@
 //! GEMM then NCCL all-reduce (the unfused baseline), (a_gemm) cuBLAS alone, (b) our GEMM
 //! alone, (c) NCCL all-reduce alone, (d) the fused kernel with the heuristic split, plus
 //! (d@N) any static splits given with --sm-comm and the configurations of --sweep-paths,
-//! --sweep-same, --sweep-split, --sweep-tiles, --sweep-l2-hint, --sweep-publish-early and
-//! --sweep-diag (at most
+//! --sweep-same, --sweep-split, --sweep-tiles and --sweep-diag (at most
 //! MAX_FUSED_CONFIGS in all). Speedup = a / d; overlap efficiency =
 //! max(b, c) / d (1.0 = the communication is completely hidden behind our GEMM), and
 //! against the baseline's parts, max(a_gemm, c) / d (`ovl/cuBLAS`: also charges the
@@ -122,23 +121,6 @@ pub struct ArArgs {
     /// A/A check of the timing: the two rows should agree within the noise).
     #[arg(long)]
     pub sweep_same: bool,
-    /// Also time the shape's default configuration with the L2 evict-first hint on the
-    /// all-reduce's traffic toggled (`GemmAllReduceOptions::comm_l2_evict_first`, an
-    /// experiment, off by default; the epilogue path only), side by side with the default
-    /// (timed, not checked).
-    #[arg(long)]
-    pub sweep_l2_hint: bool,
-    /// Also time the shape's default configuration with early publishing toggled (tiles
-    /// published before their own TMA store completes, `GemmAllReduceOptions::publish_early`,
-    /// an experiment, off by default unless --publish-early; the epilogue path only), side
-    /// by side with the default (timed, not checked).
-    #[arg(long)]
-    pub sweep_publish_early: bool,
-    /// Run the shape's default configuration with tiles published early
-    /// (`GemmAllReduceOptions::publish_early`, an experiment; the epilogue path only), so
-    /// that --check and --trace cover it.
-    #[arg(long)]
-    pub publish_early: bool,
     /// DIAGNOSTIC: also time the default configuration with parts of the all-reduce
     /// skipped (`GemmAllReduceOptions::diagnostic_skip`, epilogue path; results wrong,
     /// never checked): 1 = copies store nothing, 2 = no load or add of the peer's copy,
@@ -260,8 +242,7 @@ struct Row {
     overlap_vs_cublas: f64,
     comm_share_of_baseline: f64,
     sweep: Vec<(u32, f64)>,
-    /// --sweep-paths, --sweep-same, --sweep-split, --sweep-tiles, --sweep-l2-hint and
-    /// --sweep-publish-early:
+    /// --sweep-paths, --sweep-same, --sweep-split and --sweep-tiles:
     /// (what was swept, config, median fused ms).
     path_sweep: Vec<(String, String, f64)>,
     /// --sweep-diag: (what was skipped, config, median fused ms); results wrong, never
@@ -688,19 +669,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if forces_split(args.split_last_wave) {
         check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
-    // The experiment's sweeps vary the shape's own configuration, which must take the
-    // epilogue path.
-    if args.sweep_l2_hint {
-        check_epilogue_only("--sweep-l2-hint", comm_path, &[], tile, args.tail_ctas, world_asked)?;
-    }
+    // The diagnostic varies the shape's own configuration, which must take the epilogue
+    // path.
     if !args.sweep_diag.is_empty() {
         check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
-    }
-    if args.sweep_publish_early {
-        check_epilogue_only("--sweep-publish-early", comm_path, &[], tile, args.tail_ctas, world_asked)?;
-    }
-    if args.publish_early {
-        check_epilogue_only("--publish-early", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
     }
     if !args.sweep_split.is_empty() {
         check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
@@ -739,7 +711,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             return spawn_ranks(procs);
         }
     }
-    let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, publish_early: args.publish_early.then_some(true), ..Default::default() };
+    let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
     // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
     let with_pace = |opts: GemmAllReduceOptions, path: CommPath| GemmAllReduceOptions {
         epilogue_pace: if path == CommPath::Epilogue { epilogue_pace } else { None },
@@ -843,18 +815,6 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             fused_opts.push(opts);
         }
         let mut swept = Vec::new();
-        // The experiments' switches, each toggled from what the default plans.
-        let plan = comms[0].plan_gemm_allreduce(s, shape_opts)?;
-        let toggles = [
-            (args.sweep_l2_hint, plan.comm_l2_evict_first, "L2 evict-first", GemmAllReduceOptions { comm_l2_evict_first: Some(!plan.comm_l2_evict_first), ..shape_opts }),
-            (args.sweep_publish_early, plan.publish_early, "early publish", GemmAllReduceOptions { publish_early: Some(!plan.publish_early), ..shape_opts }),
-        ];
-        for (asked, on, what, opts) in toggles {
-            if asked && comms[0].plan_gemm_allreduce(s, opts).is_ok() {
-                fused_opts.push(opts);
-                swept.push(format!("default {} {what}", if on { "without" } else { "with" }));
-            }
-        }
         if args.sweep_same {
             fused_opts.push(shape_opts);
             swept.push("default again (A/A)".to_string());
@@ -1323,8 +1283,7 @@ mod tests {
             (&["--sweep-diag", "1,1"][..], "--sweep-diag: 1 is listed twice"),
             (&["--sweep-tiles", "wide-tma-store,wide-tma-store"][..], "--sweep-tiles: wide-tma-store is listed twice"),
             (&["--sweep-split", "2", "--comm-path", "one-shot"][..], "--sweep-split"),
-            (&["--sweep-publish-early", "--comm-path", "one-shot"][..], "--sweep-publish-early"),
-            (&["--publish-early", "--tile", "wide"][..], "--publish-early"),
+            (&["--sweep-diag", "1", "--comm-path", "one-shot"][..], "--sweep-diag"),
             // A swept tile no call of the run can take, by the rules --tile follows.
             (&["--sweep-tiles", "wide-tma-store-c2", "--gpus", "4"][..], "--sweep-tiles: --tile wide-tma-store-c2"),
             (&["--sweep-tiles", "narrow-tma-store-c2", "--comm-path", "one-shot"][..], "--sweep-tiles: --tile narrow-tma-store-c2"),

@@ -294,8 +294,7 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 // A hook with kUsesStaging keeps the staging tile a little longer: while the TMA store
 // runs, `on_tile_stored.copy_out(t, staging, mb, nb, more, pace_div)` (every lane;
 // `more`: pace the copy over 1 / pace_div of the pacing window, see the loop) may read it; once the
-// writes are performed and `on_tile_stored(t)` ran (before the writes are performed if
-// `on_tile_stored.publishes_before_store_done()`), `on_tile_stored.reuse_staging(t,
+// writes are performed and `on_tile_stored(t)` ran, `on_tile_stored.reuse_staging(t,
 // staging, mb, nb)` (lane 0) may use it as a TMA buffer, and must return only once TMA
 // no longer reads it; the consumers get it back after that (they wait only if their
 // next tile is done before it).
@@ -346,13 +345,9 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
       fence_proxy_async_shared();  // the lanes' generic reads -> later TMA writes of the tile
       __syncwarp();
       if (leader) {
-        // (publish_early: the flag before the own store's completion, which only this
-        // CTA's add needs; see the hook)
-        const bool early = on_tile_stored.publishes_before_store_done();
-        if (early) on_tile_stored(t);
         bulk_wait_group<0>();
         fence_proxy_async_global();
-        if (!early) on_tile_stored(t);
+        on_tile_stored(t);
         on_tile_stored.reuse_staging(t, sm.c_staging, mb, nb);
       }
     }

@@ -254,9 +254,6 @@ struct EpilogueAllReduce {
     round_ns = __shfl_sync(0xffffffffu, round_ns, 0);
     sleep_ns = __shfl_sync(0xffffffffu, sleep_ns, 0);
     last_staged_ns = now;
-    // (experiment, comm_l2_evict_first: one policy for the whole copy)
-    const bool hint = p->comm_l2_evict_first != 0;
-    const u64 policy = hint ? l2_policy_evict_first() : 0;
     u32 round = 0;
     for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
       if (sleep_ns != 0 && base != 0) __nanosleep(sleep_ns);
@@ -274,10 +271,7 @@ struct EpilogueAllReduce {
         const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
         const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (j ^ (r % 8)) * 8;
         // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
-        if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) {
-          u8* const at = dst + ((u64)row * p->n + col) * 2;
-          if (hint) st_v4_hint(at, v[u], policy); else st_v4(at, v[u]);
-        }
+        if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
       }
     }
     if (p->trace != 0) {  // (uniform across the warp)
@@ -317,10 +311,6 @@ struct EpilogueAllReduce {
   __device__ __forceinline__ void split_event(u32 what, u32 tile) const {
     trace_event(*p, what == 0 ? TraceKind::SliceComputed : what == 1 ? TraceKind::SliceCounted : TraceKind::SliceLast, tile);
   }
-  // Whether the storer may publish a tile (operator()) before its own TMA store into
-  // `out` has completed: the peer reads only its copy in its own workspace, fenced by
-  // copy_out; this rank's add (reuse_staging) still follows that store's completion.
-  __device__ __forceinline__ bool publishes_before_store_done() const { return p->publish_early != 0; }
   __device__ __forceinline__ void operator()(u32 tile) const {
     st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);
     trace_event(*p, TraceKind::TileStored, tile);
@@ -342,24 +332,14 @@ struct EpilogueAllReduce {
     }
     const i32 row = (i32)(mb * Cfg::BM);
     mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
-    // (experiment, comm_l2_evict_first: the peer's copy is read once and the sum is not
-    // read again by this kernel: both may leave L2 first)
-    const bool hint = p->comm_l2_evict_first != 0;
-    const u64 policy = hint ? l2_policy_evict_first() : 0;
 #pragma unroll
-    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
-      const i32 col = (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols);
-      if (hint) tma_load_2d_hint(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, col, row, policy);
-      else tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, col, row);
-    }
+    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
+      tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
     mbar_wait(w_full, phase, p->timeout_ns);
     phase ^= 1;
 #pragma unroll
-    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
-      const i32 col = (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols);
-      if (hint) tma_reduce_add_2d_hint(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, col, row, policy);
-      else tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, col, row);
-    }
+    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
+      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
     bulk_commit_group();
     bulk_wait_group_read<0>();
     trace_event(*p, TraceKind::PeerAdded, tile);

@@ -100,7 +100,7 @@ __device__ __forceinline__ void cluster_sync() {
 // the cluster. The default semantics (release at CTA scope), as CUTLASS's ClusterBarrier:
 // the arrival only says this CTA's wgmmas are done reading a stage (wgmma.wait_group came
 // first). `.release.cluster` cost ~1 us per arrival on the H200 (a fence every k-block:
-// 260 TFLOP/s on every shape, bench/NOTES.md 13.1).
+// 260 TFLOP/s on every shape, bench/NOTES.md 13.2).
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, u32 cta) {
   asm volatile(
       "{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1;\n\t"
@@ -154,25 +154,6 @@ __device__ __forceinline__ void tma_store_2d(const TmaDescriptor* desc, const vo
 __device__ __forceinline__ void tma_reduce_add_2d(const TmaDescriptor* desc, const void* src, i32 c0, i32 c1) {
   asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];"
                :: "l"(desc), "r"(smem_u32(src)), "r"(c0), "r"(c1) : "memory");
-}
-// L2 cache policy "evict first" for the whole access (createpolicy; for the
-// .L2::cache_hint forms below): data read or written once that should not displace data
-// other SMs will read again (the GEMM's operands).
-__device__ __forceinline__ u64 l2_policy_evict_first() {
-  u64 p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-// tma_load_2d with an L2 cache policy.
-__device__ __forceinline__ void tma_load_2d_hint(const TmaDescriptor* desc, u64* bar, void* dst, i32 c0, i32 c1, u64 policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5;"
-      :: "r"(smem_u32(dst)), "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy) : "memory");
-}
-// tma_reduce_add_2d with an L2 cache policy.
-__device__ __forceinline__ void tma_reduce_add_2d_hint(const TmaDescriptor* desc, const void* src, i32 c0, i32 c1, u64 policy) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group.L2::cache_hint [%0, {%2, %3}], [%1], %4;"
-               :: "l"(desc), "r"(smem_u32(src)), "r"(c0), "r"(c1), "l"(policy) : "memory");
 }
 __device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Waits until at most N bulk groups are pending (their writes performed).
@@ -229,9 +210,4 @@ __device__ __forceinline__ u16 ld_cg_u16(const void* p) {
 }
 __device__ __forceinline__ void st_v4(void* p, uint4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-// st_v4 with an L2 cache policy (l2_policy_evict_first).
-__device__ __forceinline__ void st_v4_hint(void* p, uint4 v, u64 policy) {
-  asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;"
-               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "l"(policy) : "memory");
 }
