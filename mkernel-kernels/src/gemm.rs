@@ -38,6 +38,13 @@ pub struct TileConfig {
     /// one read of L2 (within the GPU; no NVLink multicast). The grid is then even, and
     /// an odd number of row blocks gets one padding tile per column block.
     pub cluster_m: u32,
+    /// Swapped operands, for small M (plain GEMM only): the kernel computes C^T = B A^T,
+    /// so a tile is `bm` = 64 rows of B (columns of C) by `bn` rows of A (rows of C), `bn`
+    /// any multiple of 8 up to 256; one tile then holds every row of a skinny A (M=129:
+    /// 64 x 136 tiles) instead of padding it to 64 or 128 rows. Registers epilogue (a
+    /// transposed store); with `cluster_m` = 2 the pair shares the A tile (multicast).
+    /// See [`Self::swapped`].
+    pub swap_ab: bool,
 }
 
 /// How the GEMM engine writes a finished tile (`mk::Epilogue`).
@@ -60,31 +67,34 @@ impl std::fmt::Display for TileConfig {
         if self.cluster_m > 1 {
             write!(f, ", {}-CTA clusters (B multicast)", self.cluster_m)?;
         }
+        if self.swap_ab {
+            write!(f, ", swapped operands (C^T = B A^T)")?;
+        }
         Ok(())
     }
 }
 
 impl TileConfig {
     /// 128 x 256 tiles, 4 stages: the large-problem configuration.
-    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers, cluster_m: 1 };
+    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: false };
     /// 128 x 128 tiles, 6 stages: more tiles for small problems.
-    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers, cluster_m: 1 };
+    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: false };
     /// [`Self::WIDE`] with the TMA-store epilogue (3 stages + a 64 KiB staging tile).
-    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore, cluster_m: 1 };
+    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
     /// [`Self::NARROW`] with the TMA-store epilogue (5 stages + a 32 KiB staging tile).
-    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore, cluster_m: 1 };
+    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
     /// 64 x 256 tiles (one consumer warpgroup), 5 stages: less padding and more tiles
     /// for small M (M=129 is 3 row blocks instead of 2 half-empty ones). Opt-in, not yet
     /// measured on a GPU (bench/NOTES.md 4.5).
-    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers, cluster_m: 1 };
+    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: false };
     /// [`Self::M64_WIDE`] with the TMA-store epilogue (4 stages + a 32 KiB staging tile).
-    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore, cluster_m: 1 };
+    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
     /// 64 x 128 tiles (one consumer warpgroup), 8 stages, TMA-store epilogue: twice the
     /// tiles of [`Self::M64_WIDE_TMA_STORE`], for small M where 64 x 256 tiles fill less
     /// than one wave (M=129 on 132 SMs: 96 tiles; 192 of these, whose last wave the fused
     /// epilogue path can split). Opt-in: slower than 64 x 256 tiles on the H200 (fused
     /// M=129 0.0617 against 0.0586 ms, plain 0.0446 against 0.034; bench/NOTES.md 14.1).
-    pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1 };
+    pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
     /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). The plain
     /// GEMM's default when K % 64 != 0 ([`Self::choose_for`]); otherwise opt-in (within
     /// +-2% there, bench/NOTES.md 13.2).
@@ -108,9 +118,57 @@ impl TileConfig {
         Self::M64_NARROW_TMA_STORE,
     ];
 
+    /// The swapped-operand tile (see [`Self::swap_ab`]) holding `rows` rows of A: 64 rows
+    /// of B by `rows` rows of A, as many pipeline stages as fit shared memory (at most 8).
+    /// `rows` must be a multiple of 8 in 8..=256; other values give a configuration that
+    /// [`Self::validate_for_gemm`] refuses.
+    pub const fn swapped(rows: u32) -> Self {
+        let stage = 64 * 64 * 2 + rows * 64 * 2;
+        let fit = (232_448 - 1024) / (stage + 16);
+        let stages = if fit > 8 { 8 } else { fit };
+        Self { bm: 64, bn: rows, bk: 64, stages, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: true }
+    }
+
+    /// [`Self::swapped`] in 2-CTA clusters: the two CTAs take neighbouring 64-row blocks of
+    /// B and each loads half of the shared A tile, multicast into both (within the GPU).
+    /// `rows` must be a multiple of 16 (each half a whole 8-row swizzle atom).
+    pub const fn swapped_c2(rows: u32) -> Self {
+        let t = Self::swapped(rows);
+        Self { bm: t.bm, bn: t.bn, bk: t.bk, stages: t.stages, epilogue: t.epilogue, cluster_m: 2, swap_ab: true }
+    }
+
+    /// The swapped-operand tile that holds all M rows of A in one tile, for M <= 256
+    /// (`None` above, or for a cluster size other than 1 or 2): M rounded up to 8, or
+    /// with `cluster_m` = 2 to 16.
+    pub fn swapped_for(m: u32, cluster_m: u32) -> Option<Self> {
+        if !(1..=256).contains(&m) {
+            return None;
+        }
+        match cluster_m {
+            1 => Some(Self::swapped(m.div_ceil(8) * 8)),
+            2 => Some(Self::swapped_c2(m.div_ceil(16) * 16)),
+            _ => None,
+        }
+    }
+
+    /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
+    /// values) alone, each multiple of 16 in 2-CTA clusters.
+    pub fn all_swapped() -> impl Iterator<Item = Self> {
+        (1..=32).map(|i| Self::swapped(8 * i)).chain((1..=16).map(|i| Self::swapped_c2(16 * i)))
+    }
+
+    /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
+    /// swapped-operand tiles.
+    pub fn gemm_catalog() -> impl Iterator<Item = Self> {
+        Self::ALL.into_iter().chain(Self::all_swapped())
+    }
+
     /// The configuration of [`Self::ALL`] with this one's tile shape, cluster and the
-    /// TMA-store epilogue (itself if it has it).
+    /// TMA-store epilogue (itself if it has it, or if it swaps operands).
     pub fn with_tma_store(self) -> Self {
+        if self.swap_ab {
+            return self;
+        }
         Self::ALL
             .into_iter()
             .find(|t| {
@@ -123,8 +181,12 @@ impl TileConfig {
             .unwrap_or(self)
     }
 
-    /// The command-line name of a configuration of [`Self::ALL`].
+    /// The command-line name of a configuration of [`Self::gemm_catalog`].
     pub fn name(&self) -> String {
+        if self.swap_ab {
+            let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
+            return format!("swap-ab-{}x{}{cluster}", self.bm, self.bn);
+        }
         let base = match (self.bm, self.bn) {
             (64, 128) => "m64-narrow",
             (64, _) => "m64-wide",
@@ -138,10 +200,11 @@ impl TileConfig {
 
     /// Looks a configuration up by its command-line name: `wide`, `narrow`,
     /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`,
-    /// `m64-narrow-tma-store`, and the
-    /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`.
+    /// `m64-narrow-tma-store`, the
+    /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
+    /// the swapped-operand `swap-ab-64x8` ... `swap-ab-64x256` (plain GEMM only).
     pub fn by_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.name() == name)
+        Self::gemm_catalog().find(|t| t.name() == name)
     }
 
     /// Checks that this is one of the configurations the catalog instantiates
@@ -151,6 +214,12 @@ impl TileConfig {
         if Self::ALL.contains(self) {
             return Ok(());
         }
+        if self.swap_ab {
+            return Err(invalid(
+                "tile",
+                format!("{} swaps A and B, which only the plain GEMM (mkernel::gemm) does; use one of TileConfig::ALL", self.name()),
+            ));
+        }
         Err(invalid(
             "tile",
             format!(
@@ -158,6 +227,23 @@ impl TileConfig {
                 Self::ALL.map(|t| t.name()).join(", ")
             ),
         ))
+    }
+
+    /// [`Self::validate`] for the plain GEMM, which also takes the swapped-operand tiles
+    /// ([`Self::all_swapped`]).
+    pub fn validate_for_gemm(&self) -> Result<()> {
+        if self.swap_ab && Self::all_swapped().any(|t| t == *self) {
+            return Ok(());
+        }
+        if self.swap_ab {
+            return Err(invalid(
+                "tile",
+                format!(
+                    "{self:?} is not a swapped-operand tile of the catalog; use TileConfig::swapped(rows) with rows a multiple of 8 in 8..=256, or TileConfig::swapped_c2(rows) with rows a multiple of 16"
+                ),
+            ));
+        }
+        self.validate()
     }
 
     /// Threads per CTA: one producer warpgroup plus BM/64 consumer warpgroups.
@@ -176,6 +262,11 @@ impl TileConfig {
     /// with clusters one padding tile per column block when the row blocks are odd
     /// (mirrors `TileScheduler::total`; flags and waves count these).
     pub fn tiles(&self, m: u32, n: u32) -> u64 {
+        if self.swap_ab {
+            // Row blocks of B (padded to whole clusters) by row blocks of A.
+            let cm = self.cluster_m.max(1) as u64;
+            return (n.div_ceil(self.bm.max(1)) as u64).div_ceil(cm) * cm * m.div_ceil(self.bn.max(1)) as u64;
+        }
         let cm = self.cluster_m.max(1) as u64;
         (m.div_ceil(self.bm.max(1)) as u64).div_ceil(cm) * cm * n.div_ceil(self.bn.max(1)) as u64
     }
@@ -195,7 +286,9 @@ impl TileConfig {
             Epilogue::Registers => "mk::Epilogue::Registers",
             Epilogue::TmaStore => "mk::Epilogue::TmaStore",
         };
-        if self.cluster_m > 1 {
+        if self.swap_ab {
+            format!("mk::GemmConfig<{}, {}, {}, {}, {epi}, {}, true>", self.bm, self.bn, self.bk, self.stages, self.cluster_m)
+        } else if self.cluster_m > 1 {
             format!("mk::GemmConfig<{}, {}, {}, {}, {epi}, {}>", self.bm, self.bn, self.bk, self.stages, self.cluster_m)
         } else {
             format!("mk::GemmConfig<{}, {}, {}, {}, {epi}>", self.bm, self.bn, self.bk, self.stages)
@@ -215,7 +308,8 @@ impl TileConfig {
     pub fn tag(&self) -> String {
         let epi = if self.epilogue == Epilogue::TmaStore { "_te" } else { "" };
         let cluster = if self.cluster_m > 1 { format!("_c{}", self.cluster_m) } else { String::new() };
-        format!("bm{}_bn{}_bk{}_s{}{epi}{cluster}", self.bm, self.bn, self.bk, self.stages)
+        let swap = if self.swap_ab { "_swab" } else { "" };
+        format!("bm{}_bn{}_bk{}_s{}{epi}{cluster}{swap}", self.bm, self.bn, self.bk, self.stages)
     }
 
     /// Checks that this configuration can produce an N-column output.
@@ -267,16 +361,48 @@ impl TileConfig {
     /// 8192 x 1000 0.1177 -> 0.0796, but M=1 0.0372 -> 0.0389). With K % 64 == 0
     /// clusters changed nothing beyond +-2% on 27 shapes and were 5-15% slower for
     /// M <= 129, so they stay off there (bench/NOTES.md 13).
+    ///
+    /// Then, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
+    /// ([`Self::swapped_for`]) when its tiles fit one wave and [`Self::load_cost`] says it
+    /// loads less per SM: on the
+    /// H200 (bench gemm, 2026-11-30 ~23:14Z, run 103; N=8192, K=4096 unless given) it took
+    /// M=1..64 from 0.033 to 0.022-0.023 ms (0.64-0.71 of cuBLAS to 0.95-0.98), M=129 from
+    /// 0.0332 to 0.0257 (0.77 to 1.00), M=192 from 0.0342 to 0.0299, 64 x 8192 x 14336 from
+    /// 0.0964 to 0.0633 and 128 x 5120 x 8192 from 0.0480 to 0.0381, and the model keeps
+    /// the two shapes it lost: M=256 (0.0371 against 0.0355) and 32 x 28672 x 8192 (0.1321
+    /// against 0.1159). Its 2-CTA variant was slower on every one of those shapes. Two waves
+    /// of swapped tiles lose to one of 64 x 256 tiles: 64 x 9216 x 7168 (144 swapped tiles
+    /// on 132 SMs) ran at 0.0600 ms against cuBLAS's 0.0370 (run 104), hence the one-wave
+    /// rule.
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
-        if shape.k % 64 == 0 || shape.m <= t.bm {
-            return t;
-        }
-        if t == Self::WIDE_TMA_STORE || t == Self::M64_WIDE_TMA_STORE {
+        let t = if shape.k % 64 == 0 || shape.m <= t.bm {
+            t
+        } else if t == Self::WIDE_TMA_STORE || t == Self::M64_WIDE_TMA_STORE {
             Self { cluster_m: 2, ..t }
         } else {
             t
+        };
+        match Self::swapped_for(shape.m, 1) {
+            Some(s)
+                if shape.k % 64 == 0
+                    && s.tiles(shape.m, shape.n) <= sm_count as u64
+                    && s.load_cost(shape, sm_count) < t.load_cost(shape, sm_count) =>
+            {
+                s
+            }
+            _ => t,
         }
+    }
+
+    /// The tile heuristic's cost model for small M, where the GEMM waits on loads rather
+    /// than on the tensor cores: waves of tiles on `sm_count` SMs times the rows of A and B
+    /// each tile loads per k-block (`bm + bn`). Comparable between configurations of one
+    /// shape only. (It ranks the 12 small-M shapes of run 103 as measured.)
+    pub fn load_cost(&self, shape: GemmShape, sm_count: u32) -> u64 {
+        let tiles = self.tiles(shape.m, shape.n);
+        let grid = self.grid_for(tiles, sm_count.max(1)) as u64;
+        tiles.div_ceil(grid) * (self.bm + self.bn) as u64
     }
 }
 
@@ -352,19 +478,43 @@ pub fn kernel_name(cfg: TileConfig) -> String {
 
 /// Source of the GEMM kernel instantiated with `cfg`.
 pub fn source(cfg: TileConfig) -> Result<KernelSource> {
-    cfg.validate()?;
+    cfg.validate_for_gemm()?;
     let name = kernel_name(cfg);
     let entry = format!(
-        "#include \"ops/gemm.cuh\"\n\
+        "#include \"ops/gemm.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\
          \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
+        wrapper = if matches!(cfg.bn, 128 | 256) { String::new() } else { wgmma_wrapper(cfg.bn) },
         threads = cfg.threads(),
         cluster = cfg.cluster_attribute(),
         cfg_ty = cfg.cpp_type(),
         smem = cfg.smem_bytes()
     );
     Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+}
+
+/// `mk::wgmma_tile_k16<N>` for a wgmma N that `ptx/wgmma.cuh` has no wrapper for (the
+/// swapped-operand tiles' widths): D\[64 x N\] (+)= A\[64 x 16\] B\[N x 16\]^T, bf16 from
+/// shared memory (K-major, 128B swizzle descriptors), N / 2 fp32 accumulators per thread,
+/// in the fragment layout of the PTX ISA's "Asynchronous Warpgroup Level Matrix Multiply"
+/// (the same as the hand-kept n128 and n256 wrappers).
+fn wgmma_wrapper(n: u32) -> String {
+    let regs = n / 2;
+    let list: Vec<String> = (0..regs).map(|i| format!("%{i}")).collect();
+    let outs: Vec<String> = (0..regs).map(|i| format!("\"+f\"(d[{i}])")).collect();
+    format!(
+        "namespace mk {{\ntemplate <>\n__device__ __forceinline__ void wgmma_tile_k16<{n}>(float (&d)[{regs}], u64 da, u64 db, u32 scale_d) {{\n\
+         \x20 asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{scale}, 0;\\n\"\n\
+         \x20   \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{list}}}, %{da}, %{db}, p, 1, 1, 0, 0;\\n}}\\n\"\n\
+         \x20   : {outs}\n\
+         \x20   : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n}}\n}}  // namespace mk\n",
+        scale = regs + 2,
+        da = regs,
+        db = regs + 1,
+        list = list.join(", "),
+        outs = outs.join(", "),
+    )
 }
 
 /// TMA descriptors of the two K-major operands for tile config `cfg`.
@@ -377,6 +527,15 @@ pub fn operand_maps(
     let k = shape.k as u64;
     let ta = Tensor2d { ptr: a, rows: shape.m as u64, cols: k, row_stride_bytes: 2 * k };
     let tb = Tensor2d { ptr: b, rows: shape.n as u64, cols: k, row_stride_bytes: 2 * k };
+    if cfg.swap_ab {
+        // Swapped operands: the engine's first operand is B (tiles of bm rows), its
+        // second A (tiles of bn rows); see GemmParams.
+        return Ok((
+            driver::tma_2d_bf16(tb, cfg.bm, cfg.bk, driver::Swizzle::B128, "b")?,
+            // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the A tile)
+            driver::tma_2d_bf16(ta, cfg.bn / cfg.cluster_m.max(1), cfg.bk, driver::Swizzle::B128, "a")?,
+        ));
+    }
     Ok((
         driver::tma_2d_bf16(ta, cfg.bm, cfg.bk, driver::Swizzle::B128, "a")?,
         // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the B tile)
@@ -416,7 +575,7 @@ pub unsafe fn launch(
     driver::require_hopper(&info)?;
     let cfg = cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count));
     tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
-    cfg.validate()?;
+    cfg.validate_for_gemm()?;
     cfg.check_output(shape.n)?;
     let (tma_a, tma_b) = operand_maps(a, b, shape, cfg)?;
     let params = GemmParams {
@@ -464,7 +623,7 @@ mod tests {
 
     #[test]
     fn smem_matches_device_formula_and_fits() {
-        for cfg in TileConfig::ALL {
+        for cfg in TileConfig::gemm_catalog() {
             assert!(cfg.smem_bytes() <= 232_448, "{cfg}");
             assert_eq!(cfg.threads(), 128 + 128 * (cfg.bm / 64));
             assert_eq!(TileConfig::by_name(&cfg.name()), Some(cfg));
@@ -477,10 +636,87 @@ mod tests {
         assert_eq!(TileConfig::M64_WIDE_TMA_STORE.smem_bytes(), 4 * (8192 + 32768) + 32768 + 64 + 1024);
         assert_eq!(TileConfig::M64_WIDE.threads(), 256);
         // Every kernel's source asserts, when it compiles, that the device computes the same size.
-        for cfg in TileConfig::ALL {
+        for cfg in TileConfig::gemm_catalog() {
             let src = source(cfg).unwrap().source;
             assert!(src.contains(&format!("{}::kSmemBytes == {}", cfg.cpp_type(), cfg.smem_bytes())), "{cfg}");
         }
+    }
+
+    #[test]
+    fn swapped_operand_tiles_fit_m_and_stay_out_of_the_fused_kernel() {
+        assert_eq!(TileConfig::all_swapped().count(), 48);
+        assert_eq!(TileConfig::swapped_for(129, 1), Some(TileConfig::swapped(136)));
+        assert_eq!(TileConfig::swapped_for(129, 2), Some(TileConfig::swapped_c2(144)));
+        assert_eq!(TileConfig::swapped_for(1, 1), Some(TileConfig::swapped(8)));
+        assert_eq!(TileConfig::swapped_for(256, 1), Some(TileConfig::swapped(256)));
+        assert_eq!(TileConfig::swapped_for(257, 1), None);
+        assert_eq!(TileConfig::swapped_for(0, 2), None);
+        assert_eq!(TileConfig::swapped_for(64, 3), None);
+        let c2 = TileConfig::swapped_c2(144);
+        assert_eq!(c2.name(), "swap-ab-64x144-c2");
+        assert_eq!(TileConfig::by_name("swap-ab-64x144-c2"), Some(c2));
+        assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_err());
+        // Pairs of B row blocks: 1000 / 64 = 16 blocks (even), 8200 / 64 = 129 (one padding block).
+        assert_eq!(c2.tiles(129, 1000), 16);
+        assert_eq!(c2.tiles(129, 8200), 130);
+        assert_eq!(c2.grid_for(c2.tiles(129, 8200), 131), 130);
+        let t = TileConfig::swapped(136);
+        assert_eq!((t.bm, t.bn, t.stages, t.threads()), (64, 136, 8, 256));
+        assert_eq!(TileConfig::swapped(256).stages, 5);
+        assert_eq!(t.name(), "swap-ab-64x136");
+        // Tiles: 64 rows of B (columns of C) by `bn` rows of A.
+        assert_eq!(t.tiles(129, 8192), 128);
+        assert_eq!(TileConfig::swapped(64).tiles(200, 1000), 16 * 4);
+        assert_eq!(t.grid_for(t.tiles(129, 8192), 132), 128);
+        // The plain GEMM takes them, the fused kernel refuses them by name.
+        assert!(t.validate_for_gemm().is_ok());
+        let e = t.validate().unwrap_err().to_string();
+        assert!(e.contains("`tile`") && e.contains("swap-ab-64x136") && e.contains("plain GEMM"), "{e}");
+        // (swapped_c2(136): 68-row halves of A are not whole 8-row swizzle atoms)
+        for bad in [TileConfig::swapped(12), TileConfig::swapped(264), TileConfig { stages: 2, ..t }, TileConfig::swapped_c2(136)] {
+            let e = bad.validate_for_gemm().unwrap_err().to_string();
+            assert!(e.contains("`tile`") && e.contains("multiple of 8"), "{e}");
+        }
+        assert_eq!(t.with_tma_store(), t);
+        assert!(t.check_output(4099).is_ok(), "a Registers epilogue writes any N");
+        // Every width but the two hand-kept ones gets a generated wgmma wrapper with N / 2
+        // accumulators, and the instantiation swaps the operands.
+        let src = source(t).unwrap().source;
+        assert!(src.contains("wgmma.mma_async.sync.aligned.m64n136k16.f32.bf16.bf16"), "generated wrapper");
+        let start = src.find("wgmma_tile_k16<136>").expect("generated wrapper");
+        let wrapper = &src[start..start + src[start..].find("// namespace mk").expect("wrapper end")];
+        assert!(wrapper.contains("float (&d)[68]") && wrapper.contains("\"+f\"(d[67])") && !wrapper.contains("(d[68])"));
+        assert!(wrapper.contains("%68, %69, p, 1, 1, 0, 0") && wrapper.contains("setp.ne.b32 p, %70, 0"));
+        assert!(src.contains("mk::GemmConfig<64, 136, 64, 8, mk::Epilogue::Registers, 1, true>"));
+        assert!(!source(TileConfig::swapped(256)).unwrap().source.contains("namespace mk {\ntemplate <>\n__device__ __forceinline__ void wgmma_tile_k16<256>"));
+    }
+
+    #[test]
+    fn small_m_takes_swapped_tiles_where_they_load_less() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        // Run 103's wins (N=8192, K=4096 and the decode shapes) ...
+        for m in [1, 16, 32, 64, 100, 127] {
+            assert_eq!(TileConfig::choose_for(s(m, 8192, 4096), 132), TileConfig::swapped(m.div_ceil(8) * 8), "M={m}");
+        }
+        assert_eq!(TileConfig::choose_for(s(129, 8192, 4096), 132), TileConfig::swapped(136));
+        assert_eq!(TileConfig::choose_for(s(192, 8192, 4096), 132), TileConfig::swapped(192));
+        assert_eq!(TileConfig::choose_for(s(64, 8192, 14336), 132), TileConfig::swapped(64));
+        assert_eq!(TileConfig::choose_for(s(128, 5120, 8192), 132), TileConfig::swapped(128));
+        // ... and its two losses keep the square-ish tiles.
+        assert_eq!(TileConfig::choose_for(s(256, 8192, 4096), 132), TileConfig::NARROW);
+        assert_eq!(TileConfig::choose_for(s(32, 28672, 8192), 132), TileConfig::M64_WIDE_TMA_STORE);
+        // Two waves of swapped tiles (run 104: 64 x 9216 x 7168, 0.62 of cuBLAS) are not taken.
+        assert_eq!(TileConfig::choose_for(s(64, 9216, 7168), 132), TileConfig::M64_WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose_for(s(8, 7168, 9216), 132), TileConfig::swapped(8));
+        assert_eq!(TileConfig::choose_for(s(8, 8192, 4096), 127), TileConfig::M64_WIDE_TMA_STORE);
+        // Not above 256 rows, not with K % 64 != 0 (unmeasured there).
+        assert_eq!(TileConfig::choose_for(s(257, 8192, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
+        // The model: waves x rows loaded per k-block.
+        assert_eq!(TileConfig::swapped(136).load_cost(s(129, 8192, 4096), 132), 200);
+        assert_eq!(TileConfig::M64_WIDE_TMA_STORE.load_cost(s(129, 8192, 4096), 132), 320);
+        assert_eq!(TileConfig::swapped(32).load_cost(s(32, 28672, 8192), 132), 4 * 96);
+        assert_eq!(TileConfig::M64_WIDE_TMA_STORE.load_cost(s(32, 28672, 8192), 0), 112 * 320);
     }
 
     #[test]
@@ -523,7 +759,6 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s(4096, 4096, 1000), 132), TileConfig::WIDE_TMA_STORE_C2);
         assert_eq!(TileConfig::choose_for(s(4096, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE);
         assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
-        assert_eq!(TileConfig::choose_for(s(129, 8192, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
         // One row block would pair with a padding tile (M=1 measured slower).
         assert_eq!(TileConfig::choose_for(s(1, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE);
         assert_eq!(TileConfig::choose_for(s(257, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);

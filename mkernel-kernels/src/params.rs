@@ -81,7 +81,9 @@ pub struct KernelStatus {
     pub waited_ns: u64,
 }
 
-/// Parameters of the plain GEMM kernel (`GemmParams`).
+/// Parameters of the plain GEMM kernel (`GemmParams`). `tma_a` maps A and `tma_b` B,
+/// except for swapped-operand tiles (`TileConfig::swap_ab`), where `tma_a` maps B and
+/// `tma_b` A; `m`, `n`, `k` are the problem's either way.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GemmParams {

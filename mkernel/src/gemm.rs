@@ -54,7 +54,7 @@ pub fn gemm(
 ) -> Result<TileConfig> {
     shape.validate(a.len(), b.len(), c.len())?;
     if let Some(t) = opts.tile {
-        t.validate()?;
+        t.validate_for_gemm()?;
     }
     if !crate::comm::TIMEOUT_RANGE.contains(&opts.timeout) {
         return Err(invalid("timeout", format!("must be between 1 ms and 1 day, got {:?}", opts.timeout)));

@@ -56,13 +56,46 @@ fn gemm_matches_reference_on_odd_shapes() {
         (64, 4099, 8),
         (513, 1000, 4104),
     ] {
-        for tile in [None].into_iter().chain(TileConfig::ALL.map(Some)) {
+        // (and, for M <= 256, the swapped-operand tiles that hold all of M)
+        let swapped = [TileConfig::swapped_for(m, 1), TileConfig::swapped_for(m, 2)];
+        for tile in [None].into_iter().chain(TileConfig::ALL.map(Some)).chain(swapped.into_iter().flatten().map(Some)) {
             if tile.is_some_and(|t| t.check_output(n).is_err()) {
                 continue; // the TMA-store epilogue needs N % 8 == 0 (refusal tested below)
             }
             run_case(GemmShape { m, n, k }, tile);
         }
     }
+}
+
+/// Swapped-operand tiles (C^T = B A^T, transposed store) of several widths, alone and in
+/// 2-CTA clusters sharing A: one or many tiles along M, M not a multiple of the width or of 8, N odd or not a multiple of 64,
+/// K not a multiple of 64, and the LLM decode shapes they are for.
+#[test]
+fn swapped_operand_tiles_match_reference() {
+    if gpu_or_skip("swapped_operand_tiles_match_reference", 1).is_none() {
+        return;
+    }
+    for (m, n, k, rows) in [
+        (200, 1000, 512, 8),
+        (200, 1000, 512, 24),
+        (200, 1000, 512, 64),
+        (200, 1000, 512, 136),
+        (200, 1000, 512, 256),
+        (1, 64, 8, 8),
+        (17, 131, 72, 16),
+        (129, 8192, 4096, 136),
+        (256, 8192, 4096, 256),
+        (32, 28672, 8192, 32),
+        (3, 4099, 1000, 8),
+    ] {
+        run_case(GemmShape { m, n, k }, Some(TileConfig::swapped(rows)));
+        if rows % 16 == 0 {
+            run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_c2(rows)));
+        }
+    }
+    // 2-CTA clusters with an odd number of B row blocks (a padding tile per pair).
+    run_case(GemmShape { m: 129, n: 8200, k: 256 }, Some(TileConfig::swapped_c2(144)));
+    run_case(GemmShape { m: 40, n: 65, k: 64 }, Some(TileConfig::swapped_c2(48)));
 }
 
 #[test]

@@ -21,8 +21,11 @@ pub struct GemmArgs {
     /// each also with the TMA-store epilogue (wide-tma-store, narrow-tma-store,
     /// m64-wide-tma-store), which also comes in 2-CTA clusters sharing B by TMA multicast
     /// (wide-tma-store-c2, narrow-tma-store-c2, m64-wide-tma-store-c2); and
-    /// m64-narrow-tma-store (64x128). Default: the heuristic, which takes the -c2 tile
-    /// when K % 64 != 0 (bench/NOTES.md 13.3).
+    /// m64-narrow-tma-store (64x128); swapped-operand tiles swap-ab-64xR (R rows of A
+    /// per tile, a multiple of 8 up to 256) and swap-ab-64xR-c2 (R a multiple of 16, 2-CTA
+    /// clusters sharing A), or swap-ab / swap-ab-c2: the one fitted to each shape's M
+    /// (M <= 256). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// (bench/NOTES.md 13.3) and swapped-operand tiles for small M (NOTES 15).
     #[arg(long)]
     pub tile: Option<String>,
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or
@@ -104,7 +107,13 @@ const MATRIX_TFLOPS: f64 = 790.0;
 const HBM_TBPS: f64 = 4.0;
 
 pub fn run(args: GemmArgs) -> BenchResult<()> {
-    let tile = super::parse_tile(args.tile.as_deref())?;
+    // "swap-ab" / "swap-ab-c2": the swapped-operand tile fitted to each shape's M.
+    let fitted_swap = match args.tile.as_deref() {
+        Some("swap-ab") => Some(1),
+        Some("swap-ab-c2") => Some(2),
+        _ => None,
+    };
+    let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
     let list = if args.shape.is_empty() {
         shapes()
     } else {
@@ -113,6 +122,11 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let list = super::filter_shapes(list, args.common.filter.as_deref())?;
     // A forced tile must be able to write every listed shape (the TMA-store epilogue needs
     // N % 8 == 0): refused here rather than found out on the GPU.
+    if let Some(cm) = fitted_swap {
+        if let Some((label, s)) = list.iter().find(|(_, s)| TileConfig::swapped_for(s.m, cm).is_none()) {
+            return Err(format!("--tile {}: swapped-operand tiles hold at most 256 rows of A, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m).into());
+        }
+    }
     if let Some(t) = tile {
         if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
             return Err(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}; use a tile without -tma-store (wide, narrow, m64-wide)", t.name(), s.n).into());
@@ -137,6 +151,10 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let mut rows = Vec::new();
     let mut failures = 0;
     for (label, s) in list {
+        let opts = match fitted_swap {
+            Some(cm) => GemmOptions { tile: TileConfig::swapped_for(s.m, cm), ..opts },
+            None => opts,
+        };
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let sets = rotation_sets(((m * k + n * k) * 2) as u64);
         let mut a_sets: Vec<CudaSlice<bf16>> = Vec::new();

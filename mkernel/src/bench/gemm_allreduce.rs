@@ -541,6 +541,10 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
 /// The --comm-path / --tile / --tail-ctas combinations refused whatever the shape and
 /// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
 fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
+    if let Some(t) = tile {
+        // (the swapped-operand tiles of `bench gemm` have no fused kernel)
+        t.validate().map_err(|e| format!("--tile {}: {e}", t.name()))?;
+    }
     if let (Some(t), Some(p)) = (tail_ctas, path) {
         if t > 0 && !p.claims_tiles() {
             let takers: Vec<&str> = CommPath::ALL.iter().filter(|p| p.claims_tiles()).map(|p| p.name()).collect();

@@ -80,7 +80,11 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
     match name {
         None => Ok(None),
         Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
-            format!("--tile: expected one of {}; got {n}", mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")).into()
+            format!(
+                "--tile: expected one of {}, or (bench gemm only) swap-ab-64xR with R a multiple of 8 in 8..=256, swap-ab-64xR-c2 with R a multiple of 16, swap-ab or swap-ab-c2; got {n}",
+                mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
+            )
+            .into()
         }),
     }
 }

@@ -27,6 +27,15 @@
 // and multiplies (zeros: TMA fills rows past M) so the pair stays in step, and its
 // stores are clipped away (a "padding tile"; TileScheduler::total counts it).
 // (CUTLASS's sm90 warp-specialized kernels with a 2x1 cluster shape do the same.)
+// Swapped operands (SWAP_AB, plain GEMM, Registers epilogue): for small M the
+// kernel computes C^T = B * A^T, so our N runs along the wgmma's M (BM = 64 rows of B per
+// tile) and our M along the wgmma's N (BN = M rounded up to 8, up to 256): one tile
+// covers every row of a skinny A instead of padding it to 64 or 128 rows. The host passes
+// B's tensor map as `tma_a` and A's as `tma_b`; the epilogue stores the fragment
+// transposed. With CM = 2 the two CTAs of a cluster take neighbouring 64-row blocks of B
+// and share the A tile by TMA multicast, so A crosses from L2 once per pair. (The "swap
+// AB" of small-M CUTLASS kernels; cuBLAS's M=129 kernel on the H200 is a 64 x 136 tile of
+// this kind in 2-CTA clusters, bench/NOTES.md 15.)
 // Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1): the R tiles left
 // over after the full waves of n CTAs (R < n) are each cut into S slices of the K loop
 // (R * S <= n, chosen by the host), so the last wave keeps R * S SMs busy for 1/S of a
@@ -49,9 +58,11 @@ constexpr u32 kBarrierCFree = 3;                // staging tile read by TMA (sto
 
 enum class Epilogue : u32 { Registers = 0, TmaStore = 1 };
 
-template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers, u32 CM_ = 1>
+template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers, u32 CM_ = 1, bool SWAP_AB_ = false>
 struct GemmConfig {
   static constexpr u32 BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
+  // Operands swapped (see the header): tiles are [BM rows of B] x [BN rows of A].
+  static constexpr bool kSwapAB = SWAP_AB_;
   // CTAs per cluster along M sharing every B tile through TMA multicast (1: no cluster).
   static constexpr u32 CM = CM_;
   static constexpr Epilogue EPI = EPI_;
@@ -79,13 +90,15 @@ struct GemmConfig {
   // ---- template checks ----
   static_assert(BK * 2 == 128, "BK must be 64 bf16: one 128-byte swizzle atom per row (K-major descriptors)");
   static_assert(BM == 64 || BM == 128, "BM is one or two consumer warpgroups of 64 rows (wgmma M = 64)");
-  static_assert(BN == 128 || BN == 256, "BN must be a wgmma N with a wrapper: 128 or 256");
+  static_assert(BN == 128 || BN == 256 || (SWAP_AB_ && BN % 8 == 0 && BN >= 8 && BN <= 256),
+                "BN is 128 or 256 (any multiple of 8 up to 256 with swapped operands, whose wgmma wrapper the JIT adds)");
+  static_assert(!SWAP_AB_ || EPI_ == Epilogue::Registers, "swapped operands: Registers epilogue (a transposed store)");
   static_assert(STAGES >= 2 && STAGES <= 8, "2..8 pipeline stages");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers must stay 1024-byte aligned (128B swizzle)");
   static_assert(kSmemBytes <= 232448, "sm_90 allows at most 227 KiB of shared memory per block");
   static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= 65536, "register file is 64K per SM");
   static_assert(kAccRegs + 64 <= kConsumerRegs, "accumulators must fit the consumer register budget");
-  static_assert(BN % kCBoxCols == 0, "the staging tile is whole 64-column boxes");
+  static_assert(!kTmaEpilogue || BN % kCBoxCols == 0, "the staging tile is whole 64-column boxes");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs along M");
   static_assert(kBBytesPerCta % 1024 == 0, "each CTA's part of B starts on a 1024-byte swizzle atom");
 };
@@ -262,6 +275,45 @@ __device__ __forceinline__ void store_fragment_bf16(const float (&acc)[Cfg::kAcc
       } else {
         if (col < n) crow[col] = f32_to_bf16(x0);
         if (col + 1 < n) crow[col + 1] = f32_to_bf16(x1);
+      }
+    }
+  }
+}
+
+// Swapped operands: the fragment holds C^T (its rows are columns of C, its columns rows
+// of C). `rows_t` = N and `cols_t` = M bound the fragment's rows and columns; element
+// (r, c) of the fragment goes to C[c * ldc + r]. Lanes l and l + 4 hold neighbouring
+// columns of C, so each lane trades one value with its neighbour quad to store bf16 pairs:
+// lanes with l % 8 < 4 keep column pairs (r, r + 1) of C row c, the others of row c + 1.
+template <class Cfg>
+__device__ __forceinline__ void store_fragment_bf16_transposed(const float (&acc)[Cfg::kAccRegs], u16* c, u32 ldc,
+                                                               u32 rows_t, u32 cols_t, u32 row0, u32 col0,
+                                                               u32 tid_in_wg) {
+  const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const bool upper = (lane / 4) % 2 != 0;  // holds the odd fragment row of the pair
+  const bool paired = (ldc % 2) == 0 && (row0 % 2) == 0;
+#pragma unroll
+  for (u32 h = 0; h < 2; ++h) {
+    // Fragment rows r (this lane) and r ^ 1 (lane ^ 4): an even-odd pair of C columns.
+    const u32 r = row0 + warp * 16 + (lane / 4) + 8 * h;
+    const u32 r_even = r & ~1u;
+#pragma unroll
+    for (u32 j = 0; j < Cfg::BN / 8; ++j) {
+      const float x0 = acc[4 * j + 2 * h], x1 = acc[4 * j + 2 * h + 1];  // fragment columns c0, c0 + 1
+      // The even-row lane sends its column c0 + 1 value and keeps c0; the odd-row lane
+      // sends c0 and keeps c0 + 1. Then each has (even row, odd row) of one C row.
+      const float give = upper ? x0 : x1;
+      const float got = __shfl_xor_sync(0xffffffffu, give, 4);
+      const float keep = upper ? x1 : x0;
+      const u32 crow = col0 + 8 * j + 2 * (lane % 4) + (upper ? 1 : 0);
+      const float lo = upper ? got : keep, hi = upper ? keep : got;  // C[crow][r_even], C[crow][r_even + 1]
+      if (crow >= cols_t) continue;
+      u16* dst = c + (u64)crow * ldc + r_even;
+      if (paired && r_even + 1 < rows_t) {
+        *reinterpret_cast<u32*>(dst) = pack_bf16x2(lo, hi);
+      } else {
+        if (r_even < rows_t) dst[0] = f32_to_bf16(lo);
+        if (r_even + 1 < rows_t) dst[1] = f32_to_bf16(hi);
       }
     }
   }
@@ -495,7 +547,11 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
       }
       named_barrier_arrive(kBarrierCStaged, Cfg::kConsumerThreads + 32);
     } else {
-      store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
+      if constexpr (Cfg::kSwapAB) {
+        store_fragment_bf16_transposed<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
+      } else {
+        store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
+      }
       if constexpr (OnTileStored::kPublishes) {
         named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
         if (threadIdx.x == 128) on_tile_stored(t);

@@ -828,6 +828,7 @@ __device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u3
 
 template <class Cfg, u32 WORLD, CommPath PATH>
 __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) {
+  static_assert(!Cfg::kSwapAB, "swapped-operand tiles are for the plain GEMM only");
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "world size must be 1..MKERNEL_MAX_RANKS");
   static_assert(Cfg::BM >= WORLD, "every rank owns at least one row of each tile");
   static_assert(PATH != CommPath::TmaOneShot || WORLD <= 2, "the one-shot path pulls whole tiles: world <= 2");
