@@ -31,7 +31,7 @@ pub fn all() -> Result<Vec<KernelSource>> {
     for cfg in TileConfig::gemm_catalog() {
         v.push(crate::gemm::source(cfg)?);
     }
-    for cfg in TileConfig::ALL {
+    for cfg in TileConfig::fused_catalog() {
         for world in 1..=MAX_RANKS as u32 {
             // Push runs TmaReduce's kernel (same name): one entry per distinct kernel.
             let mut names = Vec::new();

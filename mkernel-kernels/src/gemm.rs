@@ -65,7 +65,8 @@ impl std::fmt::Display for TileConfig {
             write!(f, ", TMA-store epilogue")?;
         }
         if self.cluster_m > 1 {
-            write!(f, ", {}-CTA clusters (B multicast)", self.cluster_m)?;
+            // (with swapped operands the shared tile is A's)
+            write!(f, ", {}-CTA clusters ({} multicast)", self.cluster_m, if self.swap_ab { "A" } else { "B" })?;
         }
         if self.swap_ab {
             write!(f, ", swapped operands (C^T = B A^T)")?;
@@ -123,8 +124,9 @@ impl TileConfig {
     /// `rows` must be a multiple of 8 in 8..=256; other values give a configuration that
     /// [`Self::validate_for_gemm`] refuses.
     pub const fn swapped(rows: u32) -> Self {
-        let stage = 64 * 64 * 2 + rows * 64 * 2;
-        let fit = (232_448 - 1024) / (stage + 16);
+        // (saturating: an out-of-range `rows` must reach validate_for_gemm's refusal)
+        let stage = (64 * 64 * 2u32).saturating_add(rows.saturating_mul(64 * 2));
+        let fit = (232_448 - 1024) / stage.saturating_add(16);
         let stages = if fit > 8 { 8 } else { fit };
         Self { bm: 64, bn: rows, bk: 64, stages, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: true }
     }
@@ -151,10 +153,31 @@ impl TileConfig {
         }
     }
 
+    /// [`Self::swapped`] with the TMA-store epilogue: the fragment is staged transposed as
+    /// one box of [`rows` rows of C x 64 columns] and TMA-stored. The tiles the fused
+    /// kernel can take (its epilogue path, 2 ranks). `rows` as for [`Self::swapped`].
+    pub const fn swapped_tma_store(rows: u32) -> Self {
+        let stage = (64 * 64 * 2u32).saturating_add(rows.saturating_mul(64 * 2));
+        // (+ 16 bytes: the fused epilogue path's mbarrier and word after the ring's)
+        let fit = (232_448u32 - 1024 - 16).saturating_sub(rows.saturating_mul(64 * 2)) / stage.saturating_add(16);
+        let stages = if fit > 8 { 8 } else { fit };
+        Self { bm: 64, bn: rows, bk: 64, stages, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: true }
+    }
+
     /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
-    /// values) alone, each multiple of 16 in 2-CTA clusters.
+    /// values) alone and with the TMA-store epilogue, each multiple of 16 in 2-CTA
+    /// clusters.
     pub fn all_swapped() -> impl Iterator<Item = Self> {
-        (1..=32).map(|i| Self::swapped(8 * i)).chain((1..=16).map(|i| Self::swapped_c2(16 * i)))
+        (1..=32)
+            .map(|i| Self::swapped(8 * i))
+            .chain((1..=16).map(|i| Self::swapped_c2(16 * i)))
+            .chain((1..=32).map(|i| Self::swapped_tma_store(8 * i)))
+    }
+
+    /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
+    /// swapped-operand tiles with the TMA-store epilogue (its epilogue path only).
+    pub fn fused_catalog() -> impl Iterator<Item = Self> {
+        Self::ALL.into_iter().chain((1..=32).map(|i| Self::swapped_tma_store(8 * i)))
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -163,11 +186,12 @@ impl TileConfig {
         Self::ALL.into_iter().chain(Self::all_swapped())
     }
 
-    /// The configuration of [`Self::ALL`] with this one's tile shape, cluster and the
-    /// TMA-store epilogue (itself if it has it, or if it swaps operands).
+    /// The configuration of the catalog with this one's tile shape, cluster and the
+    /// TMA-store epilogue (itself if it has it, or if it is a clustered swapped-operand
+    /// tile, which has no TMA-store variant).
     pub fn with_tma_store(self) -> Self {
         if self.swap_ab {
-            return self;
+            return if self.cluster_m == 1 { Self::swapped_tma_store(self.bn) } else { self };
         }
         Self::ALL
             .into_iter()
@@ -184,8 +208,9 @@ impl TileConfig {
     /// The command-line name of a configuration of [`Self::gemm_catalog`].
     pub fn name(&self) -> String {
         if self.swap_ab {
+            let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
             let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
-            return format!("swap-ab-{}x{}{cluster}", self.bm, self.bn);
+            return format!("swap-ab-{}x{}{epi}{cluster}", self.bm, self.bn);
         }
         let base = match (self.bm, self.bn) {
             (64, 128) => "m64-narrow",
@@ -211,13 +236,16 @@ impl TileConfig {
     /// ([`Self::ALL`]). The fields are public, but no kernel exists for other values
     /// (and a zero `bm`/`bn` would divide by zero in the tile counts).
     pub fn validate(&self) -> Result<()> {
-        if Self::ALL.contains(self) {
+        if Self::fused_catalog().any(|t| t == *self) {
             return Ok(());
         }
-        if self.swap_ab {
+        if self.swap_ab && Self::all_swapped().any(|t| t == *self) {
             return Err(invalid(
                 "tile",
-                format!("{} swaps A and B, which only the plain GEMM (mkernel::gemm) does; use one of TileConfig::ALL", self.name()),
+                format!(
+                    "{} is a swapped-operand tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes those with the TMA-store epilogue (swap-ab-64xR-tma-store) or one of TileConfig::ALL",
+                    self.name()
+                ),
             ));
         }
         Err(invalid(
@@ -402,7 +430,7 @@ impl TileConfig {
     pub fn load_cost(&self, shape: GemmShape, sm_count: u32) -> u64 {
         let tiles = self.tiles(shape.m, shape.n);
         let grid = self.grid_for(tiles, sm_count.max(1)) as u64;
-        tiles.div_ceil(grid) * (self.bm + self.bn) as u64
+        tiles.div_ceil(grid).saturating_mul(self.bm as u64 + self.bn as u64)
     }
 }
 
@@ -485,13 +513,24 @@ pub fn source(cfg: TileConfig) -> Result<KernelSource> {
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\
          \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
-        wrapper = if matches!(cfg.bn, 128 | 256) { String::new() } else { wgmma_wrapper(cfg.bn) },
+        wrapper = wgmma_wrapper_for(cfg),
         threads = cfg.threads(),
         cluster = cfg.cluster_attribute(),
         cfg_ty = cfg.cpp_type(),
         smem = cfg.smem_bytes()
     );
     Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+}
+
+/// The wgmma wrapper a kernel with tile `cfg` needs besides `ptx/wgmma.cuh`'s hand-kept
+/// n128 and n256 ones (`wgmma_wrapper`), to be placed after the engine's headers; empty
+/// for those widths.
+pub(crate) fn wgmma_wrapper_for(cfg: TileConfig) -> String {
+    if matches!(cfg.bn, 128 | 256) {
+        String::new()
+    } else {
+        wgmma_wrapper(cfg.bn)
+    }
 }
 
 /// `mk::wgmma_tile_k16<N>` for a wgmma N that `ptx/wgmma.cuh` has no wrapper for (the
@@ -544,13 +583,16 @@ pub fn operand_maps(
 }
 
 /// TMA descriptor of an \[M, N\] bf16 output for the TMA-store epilogue (box [BM rows x
-/// 64 columns], 128B swizzle); a zeroed descriptor for the Registers epilogue.
+/// 64 columns], or [BN rows x 64] for a swapped-operand tile, 128B swizzle); a zeroed
+/// descriptor for the Registers epilogue.
 pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::params::TmaDescriptor> {
     if cfg.epilogue != Epilogue::TmaStore {
         return Ok(Default::default());
     }
     let t = Tensor2d { ptr: c, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
-    driver::tma_2d_bf16(t, cfg.bm, 64, driver::Swizzle::B128, "c")
+    // (a swapped-operand tile covers bn rows of C by bm = 64 columns: one box)
+    let box_rows = if cfg.swap_ab { cfg.bn } else { cfg.bm };
+    driver::tma_2d_bf16(t, box_rows, 64, driver::Swizzle::B128, "c")
 }
 
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
@@ -644,7 +686,7 @@ mod tests {
 
     #[test]
     fn swapped_operand_tiles_fit_m_and_stay_out_of_the_fused_kernel() {
-        assert_eq!(TileConfig::all_swapped().count(), 48);
+        assert_eq!(TileConfig::all_swapped().count(), 80);
         assert_eq!(TileConfig::swapped_for(129, 1), Some(TileConfig::swapped(136)));
         assert_eq!(TileConfig::swapped_for(129, 2), Some(TileConfig::swapped_c2(144)));
         assert_eq!(TileConfig::swapped_for(1, 1), Some(TileConfig::swapped(8)));
@@ -656,6 +698,15 @@ mod tests {
         assert_eq!(c2.name(), "swap-ab-64x144-c2");
         assert_eq!(TileConfig::by_name("swap-ab-64x144-c2"), Some(c2));
         assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_err());
+        // The TMA-store variant: the fused kernel takes it; one box of [136 rows x 64].
+        let ts = TileConfig::swapped_tma_store(136);
+        assert_eq!(ts.name(), "swap-ab-64x136-tma-store");
+        assert_eq!(TileConfig::by_name("swap-ab-64x136-tma-store"), Some(ts));
+        assert!(ts.validate().is_ok() && ts.validate_for_gemm().is_ok());
+        assert_eq!(ts.smem_bytes(), ts.stages * (8192 + 136 * 128) + 136 * 128 + 16 * ts.stages + 1024);
+        assert!(TileConfig::swapped_tma_store(256).smem_bytes() + 16 <= 232_448);
+        assert_eq!(TileConfig::swapped(136).with_tma_store(), ts);
+        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32);
         // Pairs of B row blocks: 1000 / 64 = 16 blocks (even), 8200 / 64 = 129 (one padding block).
         assert_eq!(c2.tiles(129, 1000), 16);
         assert_eq!(c2.tiles(129, 8200), 130);
@@ -671,13 +722,12 @@ mod tests {
         // The plain GEMM takes them, the fused kernel refuses them by name.
         assert!(t.validate_for_gemm().is_ok());
         let e = t.validate().unwrap_err().to_string();
-        assert!(e.contains("`tile`") && e.contains("swap-ab-64x136") && e.contains("plain GEMM"), "{e}");
+        assert!(e.contains("`tile`") && e.contains("swap-ab-64x136") && e.contains("plain GEMM") && e.contains("-tma-store"), "{e}");
         // (swapped_c2(136): 68-row halves of A are not whole 8-row swizzle atoms)
         for bad in [TileConfig::swapped(12), TileConfig::swapped(264), TileConfig { stages: 2, ..t }, TileConfig::swapped_c2(136)] {
             let e = bad.validate_for_gemm().unwrap_err().to_string();
             assert!(e.contains("`tile`") && e.contains("multiple of 8"), "{e}");
         }
-        assert_eq!(t.with_tma_store(), t);
         assert!(t.check_output(4099).is_ok(), "a Registers epilogue writes any N");
         // Every width but the two hand-kept ones gets a generated wgmma wrapper with N / 2
         // accumulators, and the instantiation swaps the operands.

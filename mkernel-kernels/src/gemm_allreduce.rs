@@ -273,7 +273,7 @@ impl FusedConfig {
     /// take ~48 us of ~268; bench/NOTES.md 7.3). Split S ways they take ~1/S of it, plus
     /// writing one fp32 tile per slice and reading S - 1 of them in the last slice.
     pub fn choose_split(shape: GemmShape, tile: TileConfig, grid: u32, path: CommPath, scratch_bytes: u64) -> u32 {
-        if path != CommPath::Epilogue || tile.cluster_m > 1 {
+        if path != CommPath::Epilogue || tile.cluster_m > 1 || tile.swap_ab {
             return 1;
         }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, tile, grid) else { return 1 };
@@ -305,6 +305,9 @@ impl FusedConfig {
         }
         if self.tile.cluster_m > 1 {
             return Err(invalid("split_slices", format!("{s} asked with {}: a cluster's CTAs take whole tiles of one pair, no slices", self.tile)));
+        }
+        if self.tile.swap_ab {
+            return Err(invalid("split_slices", format!("{s} asked with {}: swapped-operand tiles are not split (not built)", self.tile)));
         }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, self.tile, self.grid) else {
             return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA ({s} asked with {} CTAs)", self.grid)));
@@ -400,7 +403,25 @@ impl FusedConfig {
     /// against 0.142 (the model: 12.3 us of copy saved, 6.4 us of GEMM lost), leave
     /// M=2048 and DeepSeek M=1024 even (12.3 against 12.8, 12.4 against 12.6) and gain
     /// nowhere else.
+    ///
+    /// For M <= 256 (and K % 64 == 0) it first takes the swapped-operand TMA-store tile
+    /// that holds all of M ([`TileConfig::swapped_tma_store`]) where the plain GEMM's rule
+    /// takes its Registers twin ([`TileConfig::choose_for`]: the tiles fit one wave of
+    /// `grid` and load fewer rows per SM). Measured on the H200 pair (run 106, same rounds,
+    /// ms): M=129 x 8192 x 4096 0.0454 with 64 x 136 swapped tiles against 0.0574 with
+    /// 64 x 256 ones, 1.41x over cuBLAS + NCCL instead of 1.11x (bench/NOTES.md 15.5).
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
+        let plain_rule = tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab;
+        if let Some(s) = TileConfig::swapped_for(shape.m, 1).map(|t| t.with_tma_store()) {
+            if plain_rule
+                && grid != 0
+                && shape.k % 64 == 0
+                && s.tiles(shape.m, shape.n) <= grid as u64
+                && s.load_cost(shape, grid) < tile.load_cost(shape, grid)
+            {
+                return s;
+            }
+        }
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
         if tile != wide || grid == 0 {
             return tile;
@@ -523,11 +544,13 @@ impl CommPath {
     }
 
     /// Paths that exist for `tile` and `world` (what the catalog instantiates). A
-    /// clustered tile (`cluster_m > 1`) has the epilogue path with world size 2 only (no
-    /// communication CTAs inside a cluster), and no path otherwise.
+    /// clustered tile (`cluster_m > 1`) or a swapped-operand one has the epilogue path
+    /// with world size 2 only (no communication CTAs inside a cluster; the other paths
+    /// split tiles into row slices of BM rows), and no path otherwise.
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
-        // A cluster's CTAs all compute (no communication CTAs inside a cluster).
-        if tile.cluster_m > 1 {
+        // A cluster's CTAs all compute (no communication CTAs inside a cluster); a
+        // swapped-operand tile's C region is not the row slices the other paths split.
+        if tile.cluster_m > 1 || tile.swap_ab {
             return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
         }
         let mut v = vec![Self::Vec16, Self::Scalar];
@@ -553,7 +576,7 @@ impl CommPath {
                 "comm_path",
                 format!("{} is not available for {tile} with world size {world} (available: {})", self.name(), {
                     let v = Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>();
-                    if v.is_empty() { "none: clustered tiles take the epilogue path with world size 2 only".to_string() } else { v.join(", ") }
+                    if v.is_empty() { "none: clustered and swapped-operand tiles take the epilogue path with world size 2 only".to_string() } else { v.join(", ") }
                 }),
             ));
         }
@@ -669,10 +692,11 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     }
     let name = kernel_name(tile, world, path);
     let entry = format!(
-        "#include \"ops/gemm_allreduce.cuh\"\n\
+        "#include \"ops/gemm_allreduce.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ AllReduceParams p) {{\n\
          \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n{check}",
+        wrapper = crate::gemm::wgmma_wrapper_for(tile),
         smem = tile.smem_bytes(),
         threads = tile.threads(),
         cluster = tile.cluster_attribute(),
@@ -1087,6 +1111,29 @@ mod tests {
             assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, t, 132), t);
         }
         assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, TileConfig::WIDE_TMA_STORE, 0), TileConfig::WIDE_TMA_STORE);
+    }
+
+    #[test]
+    fn epilogue_path_takes_swapped_tiles_for_small_m() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let m64 = TileConfig::M64_WIDE_TMA_STORE;
+        // Run 106: M=129 on 64 x 136 swapped tiles (128 tiles, one wave of 132).
+        assert_eq!(FusedConfig::choose_tile(129, 8192, 132), m64);
+        assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4096), m64, 132), TileConfig::swapped_tma_store(136));
+        assert_eq!(FusedConfig::epilogue_tile(s(1, 512, 64), m64, 132), TileConfig::swapped_tma_store(8));
+        // Not with two waves of them, K % 64 != 0, M > 256, or a tile without a TMA store.
+        assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4096), m64, 127), m64);
+        assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4104), m64, 132), m64);
+        assert_eq!(FusedConfig::epilogue_tile(s(257, 8192, 4096), m64, 132), m64);
+        assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4096), TileConfig::M64_WIDE, 132), TileConfig::M64_WIDE);
+        // The chosen tile takes the epilogue path, unsplit.
+        let t = TileConfig::swapped_tma_store(136);
+        assert!(CommPath::Epilogue.check(8192, t, 2).is_ok());
+        assert_eq!(CommPath::all_for(t, 2), vec![CommPath::Epilogue]);
+        assert!(CommPath::all_for(t, 4).is_empty() && CommPath::TmaOneShot.check(8192, t, 2).is_err());
+        assert_eq!(FusedConfig::choose_split(s(129, 2048, 4096), t, 132, CommPath::Epilogue, 1 << 30), 1);
+        let e = CommPath::TmaOneShot.check(8192, t, 2).unwrap_err().to_string();
+        assert!(e.contains("one-shot") && e.contains("available: epilogue"), "{e}");
     }
 
     #[test]

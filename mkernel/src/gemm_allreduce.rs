@@ -17,7 +17,8 @@ use crate::gemm::check_same_device;
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GemmAllReduceOptions {
-    /// GEMM tile configuration, one of [`TileConfig::ALL`]. None: `FusedConfig::choose_tile`,
+    /// GEMM tile configuration, one of [`TileConfig::fused_catalog`] (the swapped-operand
+    /// ones on the epilogue path only). None: `FusedConfig::choose_tile`,
     /// refined on the epilogue path by `FusedConfig::epilogue_tile` (128 x 128 tiles where
     /// the last wave's copy after the GEMM shrinks more than the GEMM slows).
     pub tile: Option<TileConfig>,
@@ -85,8 +86,8 @@ impl Communicator {
         // A split or tail asked for without a path means a path that has them.
         let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
         let path = opts.comm_path.unwrap_or_else(|| {
-            if tile.cluster_m > 1 {
-                CommPath::Epilogue // (the only path a clustered tile has; checked below)
+            if tile.cluster_m > 1 || tile.swap_ab {
+                CommPath::Epilogue // (the only path a clustered or swapped tile has; checked below)
             } else if tunes_comm_ctas {
                 CommPath::choose(shape.n, tile, self.world_size())
             } else {
@@ -94,7 +95,8 @@ impl Communicator {
             }
         });
         // The epilogue path copies its last wave after the GEMM: narrower tiles where that
-        // copy shrinks more than the GEMM slows (a tile asked for stays as asked).
+        // copy shrinks more than the GEMM slows, swapped-operand tiles for small M (a tile
+        // asked for stays as asked).
         // (TMA-store tile for TMA-store tile: the output rule checked above still holds)
         let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
         path.check(shape.n, tile, self.world_size())?;

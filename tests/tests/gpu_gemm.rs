@@ -89,6 +89,9 @@ fn swapped_operand_tiles_match_reference() {
         (3, 4099, 1000, 8),
     ] {
         run_case(GemmShape { m, n, k }, Some(TileConfig::swapped(rows)));
+        if n % 8 == 0 {
+            run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_tma_store(rows)));
+        }
         if rows % 16 == 0 {
             run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_c2(rows)));
         }

@@ -212,6 +212,49 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
     }
 }
 
+/// Swapped-operand tiles (C^T = B A^T, staged transposed as one [rows x 64] box) on the
+/// epilogue path, 2 ranks: one tile along M or several, M not a multiple of 8, N not a
+/// multiple of 64, K not a multiple of 64, one and two tiles per CTA; 30 epochs back to
+/// back; a missing peer. Skips unless there are exactly 2 ranks' worth of GPUs.
+#[test]
+fn swapped_operand_tiles_on_the_epilogue_path() {
+    let Some(w) = world("swapped_operand_tiles_on_the_epilogue_path") else { return };
+    if w != 2 {
+        eprintln!("swapped_operand_tiles_on_the_epilogue_path: skipped, needs 2 GPUs for 2 ranks (found {w})");
+        return;
+    }
+    let tile = mkernel::TileConfig::swapped_tma_store;
+    let cases = [
+        ((129, 8192, 4096), 136),
+        ((1, 512, 64), 8),
+        ((200, 1024, 512), 64),
+        ((200, 1024, 512), 200),
+        ((100, 1000, 200), 104),
+        ((256, 8192, 1024), 256),
+        ((64, 16384, 512), 64),
+        ((17, 8200, 72), 24),
+    ];
+    let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).max().unwrap();
+    let mut g = group(w, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
+    for ((m, n, k), rows) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let opts = epilogue_path(tile(rows));
+        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+        assert_eq!((plan.tile, plan.path, plan.split_slices), (tile(rows), CommPath::Epilogue, 1), "{s:?}: {plan}");
+        round(&mut g, &mut bs, s, check::fresh_seed(), opts);
+        eprintln!("ok {s:?} {plan}");
+    }
+    let s = GemmShape { m: 129, n: 8192, k: 4096 };
+    let mut bs = bufs(&g, s);
+    let seed = check::fresh_seed();
+    for rep in 0..30 {
+        round(&mut g, &mut bs, s, seed.wrapping_add(rep), epilogue_path(tile(136)));
+    }
+    drop(g);
+    missing_peer(epilogue_path(tile(136)));
+}
+
 #[test]
 fn hundred_back_to_back_epochs_with_fresh_data() {
     let Some(w) = world("hundred_back_to_back_epochs_with_fresh_data") else { return };

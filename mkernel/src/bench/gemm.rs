@@ -23,8 +23,8 @@ pub struct GemmArgs {
     /// (wide-tma-store-c2, narrow-tma-store-c2, m64-wide-tma-store-c2); and
     /// m64-narrow-tma-store (64x128); swapped-operand tiles swap-ab-64xR (R rows of A
     /// per tile, a multiple of 8 up to 256) and swap-ab-64xR-c2 (R a multiple of 16, 2-CTA
-    /// clusters sharing A), or swap-ab / swap-ab-c2: the one fitted to each shape's M
-    /// (M <= 256). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// clusters sharing A), swap-ab-64xR-tma-store, or swap-ab / swap-ab-c2: the one fitted
+    /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
     /// (bench/NOTES.md 13.3) and swapped-operand tiles for small M (NOTES 15).
     #[arg(long)]
     pub tile: Option<String>,

@@ -55,7 +55,8 @@ pub struct ArArgs {
     /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
     #[arg(long)]
     pub launched: bool,
-    /// Force a tile configuration (names as for `bench gemm --tile`).
+    /// Force a tile configuration (names as for `bench gemm --tile`; of the swapped-operand
+    /// ones the -tma-store ones, e.g. swap-ab-64x136-tma-store, epilogue path only).
     #[arg(long)]
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
@@ -542,7 +543,7 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
 /// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
 fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
     if let Some(t) = tile {
-        // (the swapped-operand tiles of `bench gemm` have no fused kernel)
+        // (of the swapped-operand tiles of `bench gemm`, only the -tma-store ones have a fused kernel)
         t.validate().map_err(|e| format!("--tile {}: {e}", t.name()))?;
     }
     if let (Some(t), Some(p)) = (tail_ctas, path) {
@@ -562,16 +563,18 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     if let (Some(CommPath::TmaOneShot), Some(w)) = (path, world.filter(|&w| w > 2)) {
         return Err(format!("--comm-path one-shot: needs 1 or 2 ranks, got {w}"));
     }
-    // Clustered tiles (-c2): the epilogue path with 2 ranks only (no communication or tail CTAs).
-    if let Some(t) = tile.filter(|t| t.cluster_m > 1) {
+    // Clustered tiles (-c2) and swapped-operand ones: the epilogue path with 2 ranks only
+    // (no communication or tail CTAs).
+    if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
+        let kind = if t.swap_ab { "swapped-operand" } else { "clustered" };
         if let Some(p) = path.filter(|p| *p != CommPath::Epilogue) {
-            return Err(format!("--tile {}: clustered tiles take the epilogue path only, not --comm-path {}", t.name(), p.name()));
+            return Err(format!("--tile {}: {kind} tiles take the epilogue path only, not --comm-path {}", t.name(), p.name()));
         }
         if let Some(w) = world.filter(|&w| w != 2) {
-            return Err(format!("--tile {}: clustered tiles take the epilogue path, which needs exactly 2 ranks, got {w}", t.name()));
+            return Err(format!("--tile {}: {kind} tiles take the epilogue path, which needs exactly 2 ranks, got {w}", t.name()));
         }
         if tail_ctas.is_some_and(|c| c > 0) {
-            return Err(format!("--tile {}: clustered tiles take the epilogue path, which has no tail CTAs", t.name()));
+            return Err(format!("--tile {}: {kind} tiles take the epilogue path, which has no tail CTAs", t.name()));
         }
     }
     Ok(())
@@ -681,14 +684,15 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if !args.sweep_split.is_empty() {
         check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
     }
-    // A clustered tile takes whole tiles on the epilogue path: no communication CTAs to
-    // sweep, no slices.
-    if let Some(t) = tile.filter(|t| t.cluster_m > 1) {
+    // A clustered or swapped-operand tile takes whole tiles on the epilogue path: no
+    // communication CTAs to sweep, no slices.
+    if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
         if !args.sm_comm.is_empty() {
             return Err(format!("--sm-comm: --tile {} takes the epilogue path, which has no communication CTAs", t.name()).into());
         }
         if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
-            return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles (a cluster's pair), no K-slices", t.name()).into());
+            let why = if t.swap_ab { "swapped-operand tiles are not split" } else { "a cluster's pair" };
+            return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles ({why}), no K-slices", t.name()).into());
         }
     }
     check_unique("--sweep-diag", &args.sweep_diag)?;
@@ -1166,6 +1170,15 @@ mod tests {
             let e = check_path_args(c2, path, tail, world).unwrap_err();
             assert!(e.contains("--tile wide-tma-store-c2") && e.contains(rule), "{e}");
         }
+        // The swapped-operand TMA-store tiles follow the same rules; the others have no fused kernel.
+        let sw = Some(TileConfig::swapped_tma_store(136));
+        assert!(check_path_args(sw, None, None, Some(2)).is_ok());
+        let e = check_path_args(sw, Some(CommPath::TmaOneShot), None, None).unwrap_err();
+        assert!(e.contains("swap-ab-64x136-tma-store") && e.contains("swapped-operand tiles take the epilogue path only"), "{e}");
+        let e = check_path_args(Some(TileConfig::swapped(136)), None, None, None).unwrap_err();
+        assert!(e.contains("only the plain GEMM"), "{e}");
+        let e = run(Cli::try_parse_from(["x", "--tile", "swap-ab-64x136-tma-store", "--split-last-wave", "2"]).unwrap().ar).unwrap_err().to_string();
+        assert!(e.contains("not split"), "{e}");
         for args in [
             &["x", "--tile", "wide-tma-store-c2", "--sm-comm", "8"][..],
             &["x", "--tile", "narrow-tma-store-c2", "--split-last-wave", "2"][..],

@@ -27,16 +27,17 @@
 // and multiplies (zeros: TMA fills rows past M) so the pair stays in step, and its
 // stores are clipped away (a "padding tile"; TileScheduler::total counts it).
 // (CUTLASS's sm90 warp-specialized kernels with a 2x1 cluster shape do the same.)
-// Swapped operands (SWAP_AB, plain GEMM, Registers epilogue): for small M the
+// Swapped operands (SWAP_AB): for small M the
 // kernel computes C^T = B * A^T, so our N runs along the wgmma's M (BM = 64 rows of B per
 // tile) and our M along the wgmma's N (BN = M rounded up to 8, up to 256): one tile
 // covers every row of a skinny A instead of padding it to 64 or 128 rows. The host passes
 // B's tensor map as `tma_a` and A's as `tma_b`; the epilogue stores the fragment
-// transposed. With CM = 2 the two CTAs of a cluster take neighbouring 64-row blocks of B
+// transposed, straight to C (Registers) or into a staging tile of one [BN x 64] box
+// (TmaStore: the plain GEMM, and the fused kernel's epilogue path). With CM = 2 the two CTAs of a cluster take neighbouring 64-row blocks of B
 // and share the A tile by TMA multicast, so A crosses from L2 once per pair. (The "swap
 // AB" of small-M CUTLASS kernels; cuBLAS's M=129 kernel on the H200 is a 64 x 136 tile of
 // this kind in 2-CTA clusters, bench/NOTES.md 15.)
-// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1): the R tiles left
+// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1, operands not swapped): the R tiles left
 // over after the full waves of n CTAs (R < n) are each cut into S slices of the K loop
 // (R * S <= n, chosen by the host), so the last wave keeps R * S SMs busy for 1/S of a
 // tile instead of R SMs for a whole tile. Each slice writes its fp32 fragment to a slot
@@ -70,8 +71,17 @@ struct GemmConfig {
   // Staging tile of the TMA-store epilogue: BN / 64 boxes of [BM rows x 64 cols] (128 B
   // per row, 128B swizzle), 1024-byte aligned like the stages.
   static constexpr u32 kCBoxCols = 64;
-  static constexpr u32 kCBoxBytes = BM * kCBoxCols * 2;
+  // The tile in C: kCRows rows by kCCols columns (swapped operands: BN rows of C, the
+  // rows of A, by BM columns), staged as kCBoxes boxes of [kCRows rows x 64 columns].
+  static constexpr u32 kCRows = SWAP_AB_ ? BN : BM;
+  static constexpr u32 kCCols = SWAP_AB_ ? BM : BN;
+  static constexpr u32 kCBoxes = kCCols / kCBoxCols;
+  static constexpr u32 kCBoxBytes = kCRows * kCBoxCols * 2;
   static constexpr u32 kCBytes = kTmaEpilogue ? BM * BN * 2 : 0;
+  // First row and column of C of the tile in row block mb, column block nb of the
+  // engine's (A-operand, B-operand) grid.
+  __device__ __forceinline__ static u32 c_row0(u32 mb, u32 nb) { return SWAP_AB_ ? nb * BN : mb * BM; }
+  __device__ __forceinline__ static u32 c_col0(u32 mb, u32 nb) { return SWAP_AB_ ? mb * BM : nb * BN; }
   static constexpr u32 kConsumerWarpgroups = BM / 64;
   static constexpr u32 kConsumerThreads = 128 * kConsumerWarpgroups;
   static constexpr u32 kThreads = 128 + kConsumerThreads;
@@ -92,13 +102,13 @@ struct GemmConfig {
   static_assert(BM == 64 || BM == 128, "BM is one or two consumer warpgroups of 64 rows (wgmma M = 64)");
   static_assert(BN == 128 || BN == 256 || (SWAP_AB_ && BN % 8 == 0 && BN >= 8 && BN <= 256),
                 "BN is 128 or 256 (any multiple of 8 up to 256 with swapped operands, whose wgmma wrapper the JIT adds)");
-  static_assert(!SWAP_AB_ || EPI_ == Epilogue::Registers, "swapped operands: Registers epilogue (a transposed store)");
+  static_assert(!SWAP_AB_ || EPI_ == Epilogue::Registers || CM_ == 1, "swapped operands with the TMA-store epilogue: no cluster");
   static_assert(STAGES >= 2 && STAGES <= 8, "2..8 pipeline stages");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers must stay 1024-byte aligned (128B swizzle)");
   static_assert(kSmemBytes <= 232448, "sm_90 allows at most 227 KiB of shared memory per block");
   static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= 65536, "register file is 64K per SM");
   static_assert(kAccRegs + 64 <= kConsumerRegs, "accumulators must fit the consumer register budget");
-  static_assert(!kTmaEpilogue || BN % kCBoxCols == 0, "the staging tile is whole 64-column boxes");
+  static_assert(!kTmaEpilogue || (kCCols % kCBoxCols == 0 && kCRows <= 256), "the staging tile is whole 64-column boxes of at most 256 rows");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs along M");
   static_assert(kBBytesPerCta % 1024 == 0, "each CTA's part of B starts on a 1024-byte swizzle atom");
 };
@@ -282,7 +292,7 @@ __device__ __forceinline__ void store_fragment_bf16(const float (&acc)[Cfg::kAcc
 
 // Swapped operands: the fragment holds C^T (its rows are columns of C, its columns rows
 // of C). `rows_t` = N and `cols_t` = M bound the fragment's rows and columns; element
-// (r, c) of the fragment goes to C[c * ldc + r]. Lanes l and l + 4 hold neighbouring
+// (r, c) of the fragment goes to C[c * ldc + r]. Lanes l and l ^ 4 hold neighbouring
 // columns of C, so each lane trades one value with its neighbour quad to store bf16 pairs:
 // lanes with l % 8 < 4 keep column pairs (r, r + 1) of C row c, the others of row c + 1.
 template <class Cfg>
@@ -339,6 +349,31 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
   }
 }
 
+// Swapped operands: the fragment (rows: columns of C, columns: rows of C) into the one-box
+// staging tile, element (r, c) of the tile in C at row r, 16-byte chunk (c / 8) ^ (r % 8).
+// Lanes l and l ^ 4 trade a value so each writes a bf16 pair (as the transposed store).
+template <class Cfg>
+__device__ __forceinline__ void stage_fragment_bf16_transposed(const float (&acc)[Cfg::kAccRegs], u8* staging,
+                                                               u32 col0, u32 tid_in_wg) {
+  static_assert(Cfg::kCBoxes == 1, "swapped tiles stage one box");
+  const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
+  const bool upper = (lane / 4) % 2 != 0;
+#pragma unroll
+  for (u32 h = 0; h < 2; ++h) {
+    const u32 c_even = (col0 + warp * 16 + (lane / 4) + 8 * h) & ~1u;  // column of C in the tile
+#pragma unroll
+    for (u32 j = 0; j < Cfg::BN / 8; ++j) {
+      const float x0 = acc[4 * j + 2 * h], x1 = acc[4 * j + 2 * h + 1];
+      const float got = __shfl_xor_sync(0xffffffffu, upper ? x0 : x1, 4);
+      const float keep = upper ? x1 : x0;
+      const u32 r = 8 * j + 2 * (lane % 4) + (upper ? 1 : 0);  // row of C in the tile
+      const float lo = upper ? got : keep, hi = upper ? keep : got;
+      u8* dst = staging + r * 128 + (((c_even / 8) ^ (r % 8)) * 16) + (c_even % 8) * 2;
+      *reinterpret_cast<u32*>(dst) = pack_bf16x2(lo, hi);
+    }
+  }
+}
+
 // The storer warp (warp 1 of warpgroup 0): for every tile of this CTA, wait until the
 // consumers staged it, TMA-store it, hand the staging tile back once TMA has read it,
 // then wait until the writes are performed and call `on_tile_stored(t)` (lane 0).
@@ -383,8 +418,8 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     const u32 pace_div = (units.splits > 1 && u + stride < units.total && units.is_slice(u + stride)) ? units.splits : 1;
     if (leader) {
 #pragma unroll
-      for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b) {
-        const i32 col = (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row = (i32)(mb * Cfg::BM);
+      for (u32 b = 0; b < Cfg::kCBoxes; ++b) {
+        const i32 col = (i32)(Cfg::c_col0(mb, nb) + b * Cfg::kCBoxCols), row = (i32)Cfg::c_row0(mb, nb);
         tma_store_2d(tma_c, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
         if (tma_c_copy != nullptr) tma_store_2d(tma_c_copy, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
       }
@@ -537,12 +572,16 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
     if (tid_in_wg == 0) release_stage<Cfg>(&sm.stage_empty[prev_stage]);
     if constexpr (Cfg::kTmaEpilogue) {
       bool stages = true;
-      if constexpr (OnTileStored::kSplitsLastWave) {
+      if constexpr (OnTileStored::kSplitsLastWave && !Cfg::kSwapAB) {  // (no slices of swapped tiles)
         if (units.is_slice(u)) stages = split_fixup<Cfg>(acc, t, t - units.full, units.splits, slice, wg * 128 + tid_in_wg, on_tile_stored);
       }
       named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
       if (stages) {
-        stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
+        if constexpr (Cfg::kSwapAB) {
+          stage_fragment_bf16_transposed<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
+        } else {
+          stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
+        }
         fence_proxy_async_shared();  // generic writes -> the storer's TMA reads
       }
       named_barrier_arrive(kBarrierCStaged, Cfg::kConsumerThreads + 32);
@@ -576,7 +615,7 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          u32 split_slices = 1) {
   const TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
-  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1;
+  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1 && !Cfg::kSwapAB;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
   const u32 wg = threadIdx.x / 128;
   if (wg == 0) {

@@ -197,8 +197,8 @@ struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = true;
   static constexpr bool kSplitsLastWave = true;
-  // 16-byte chunks of the staging tile: BN / 64 boxes of BM rows of 8 chunks.
-  static constexpr u32 kChunks = Cfg::BN / Cfg::kCBoxCols * Cfg::BM * 8;
+  // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of 8 chunks.
+  static constexpr u32 kChunks = Cfg::kCBoxes * Cfg::kCRows * 8;
   static constexpr u32 kUnroll = 2;
   static_assert(kChunks % (32 * kUnroll) == 0, "whole rounds of the storer warp");
   static constexpr u32 kRounds = kChunks / (32 * kUnroll);
@@ -214,7 +214,7 @@ struct EpilogueAllReduce {
   u32 basis_ns;
   __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more, u32 pace_div) {
     u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
-    const u32 row0 = mb * Cfg::BM, col0 = nb * Cfg::BN;
+    const u32 row0 = Cfg::c_row0(mb, nb), col0 = Cfg::c_col0(mb, nb);
     const u32 lane = lane_id();
     // Pace (one clock for the whole warp, from lane 0):
     //  sleep (EpiloguePace::Sleep): a sleep of 3/5 of the last tile time over the
@@ -262,13 +262,13 @@ struct EpilogueAllReduce {
 #pragma unroll
       for (u32 u = 0; u < kUnroll; ++u) {
         const u32 i = base + u * 32 + lane;  // chunk j of row r of box b, as stored (swizzled)
-        const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
+        const u32 b = i / (Cfg::kCRows * 8), r = (i / 8) % Cfg::kCRows, j = i % 8;
         v[u] = *reinterpret_cast<const uint4*>(staging + b * Cfg::kCBoxBytes + r * 128 + j * 16);
       }
 #pragma unroll
       for (u32 u = 0; u < kUnroll; ++u) {
         const u32 i = base + u * 32 + lane;
-        const u32 b = i / (Cfg::BM * 8), r = (i / 8) % Cfg::BM, j = i % 8;
+        const u32 b = i / (Cfg::kCRows * 8), r = (i / 8) % Cfg::kCRows, j = i % 8;
         const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (j ^ (r % 8)) * 8;
         // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
         if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
@@ -330,16 +330,17 @@ struct EpilogueAllReduce {
       freed_lo = (u32)globaltimer_ns();
       return;
     }
-    const i32 row = (i32)(mb * Cfg::BM);
+    const i32 row = (i32)Cfg::c_row0(mb, nb);
+    const u32 col0 = Cfg::c_col0(mb, nb);
     mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
 #pragma unroll
-    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
-      tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
+    for (u32 b = 0; b < Cfg::kCBoxes; ++b)
+      tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols), row);
     mbar_wait(w_full, phase, p->timeout_ns);
     phase ^= 1;
 #pragma unroll
-    for (u32 b = 0; b < Cfg::BN / Cfg::kCBoxCols; ++b)
-      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(nb * Cfg::BN + b * Cfg::kCBoxCols), row);
+    for (u32 b = 0; b < Cfg::kCBoxes; ++b)
+      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols), row);
     bulk_commit_group();
     bulk_wait_group_read<0>();
     trace_event(*p, TraceKind::PeerAdded, tile);
@@ -828,7 +829,7 @@ __device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u3
 
 template <class Cfg, u32 WORLD, CommPath PATH>
 __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) {
-  static_assert(!Cfg::kSwapAB, "swapped-operand tiles are for the plain GEMM only");
+  static_assert(!Cfg::kSwapAB || PATH == CommPath::Epilogue, "swapped-operand tiles take the epilogue path only");
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "world size must be 1..MKERNEL_MAX_RANKS");
   static_assert(Cfg::BM >= WORLD, "every rank owns at least one row of each tile");
   static_assert(PATH != CommPath::TmaOneShot || WORLD <= 2, "the one-shot path pulls whole tiles: world <= 2");
@@ -907,8 +908,10 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       // The epilogue's TMA store goes to `out` only; the hook copies each tile to the peer.
       // Every CTA computes: tile stride and exit count are the launch's CTAs (the host
       // gives this path no communication or tail CTAs).
-      gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c_out, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
-                    blockIdx.x, gridDim.x, intra_timeout_ns, hook, p.split_slices);
+      // (swapped operands: the engine's rows are N, its columns M; see ops/gemm.cuh)
+      gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c_out, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n,
+                    Cfg::kSwapAB ? p.n : p.m, Cfg::kSwapAB ? p.m : p.n, p.k, blockIdx.x, gridDim.x, intra_timeout_ns, hook,
+                    p.split_slices);
     }
     // Every tile of this CTA added (its storer's TMA reads of the workspace done); with a
     // cluster, also the other CTA's last arrivals on this one's ring and reads of
