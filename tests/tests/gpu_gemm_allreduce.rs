@@ -255,6 +255,57 @@ fn swapped_operand_tiles_on_the_epilogue_path() {
     missing_peer(epilogue_path(tile(136)));
 }
 
+/// Calls of every 2-rank path back to back with no host synchronisation between them:
+/// the epilogue path's calls end without the exit handshake, so the next call of any path
+/// must wait at its entry gate until the peer has exited the previous one. 60 calls
+/// cycling through the paths per shape (at M=129 the epilogue path's default is a
+/// swapped-operand tile), then no call may have timed out and the last output must be
+/// the reference on both ranks.
+#[test]
+fn paths_interleaved_back_to_back() {
+    let Some(w) = world("paths_interleaved_back_to_back") else { return };
+    if w != 2 {
+        eprintln!("paths_interleaved_back_to_back: skipped, needs 2 GPUs for 2 ranks (found {w})");
+        return;
+    }
+    let t = mkernel::TileConfig::WIDE_TMA_STORE;
+    let cycle = [
+        GemmAllReduceOptions::default(),
+        one_shot(),
+        epilogue_path(mkernel::TileConfig::NARROW_TMA_STORE),
+        reduce_path(t, None),
+        GemmAllReduceOptions::default(),
+        push_path(t, None),
+        epilogue_path(t),
+        GemmAllReduceOptions { comm_path: Some(CommPath::Vec16), ..Default::default() },
+    ];
+    for s in [GemmShape { m: 1024, n: 8192, k: 1024 }, GemmShape { m: 129, n: 8192, k: 1024 }] {
+        let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout: Duration::from_secs(10), ..Default::default() });
+        let mut bs = bufs(&g, s);
+        let case = AllReduceCase { shape: s, world: 2, seed: check::fresh_seed() };
+        for (r, b) in bs.iter_mut().enumerate() {
+            case.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
+        }
+        for i in 0..60 {
+            let opts = cycle[i % cycle.len()];
+            for (r, b) in bs.iter_mut().enumerate() {
+                if i == 59 {
+                    check::poison(&g.streams[r], &mut b.out).unwrap();
+                }
+                g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap();
+            }
+        }
+        for (r, c) in g.comms.iter().enumerate() {
+            c.synchronize(&g.streams[r]).unwrap_or_else(|e| panic!("{s:?} rank {r}: {e}"));
+        }
+        for (r, b) in bs.iter().enumerate() {
+            let cmp = verify(&mut g, r, &case, &b.out);
+            assert!(cmp.passed(), "{s:?} rank {r} after 60 interleaved calls: {cmp}");
+        }
+        eprintln!("ok {s:?}: 60 calls cycling through {} path options", cycle.len());
+    }
+}
+
 #[test]
 fn hundred_back_to_back_epochs_with_fresh_data() {
     let Some(w) = world("hundred_back_to_back_epochs_with_fresh_data") else { return };
