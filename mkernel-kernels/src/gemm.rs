@@ -133,7 +133,8 @@ impl TileConfig {
 
     /// [`Self::swapped`] in 2-CTA clusters: the two CTAs take neighbouring 64-row blocks of
     /// B and each loads half of the shared A tile, multicast into both (within the GPU).
-    /// `rows` must be a multiple of 16 (each half a whole 8-row swizzle atom).
+    /// `rows` must be a multiple of 16 up to 256 (each half a whole 8-row swizzle atom);
+    /// other values give a configuration that [`Self::validate_for_gemm`] refuses.
     pub const fn swapped_c2(rows: u32) -> Self {
         let t = Self::swapped(rows);
         Self { bm: t.bm, bn: t.bn, bk: t.bk, stages: t.stages, epilogue: t.epilogue, cluster_m: 2, swap_ab: true }
@@ -155,7 +156,9 @@ impl TileConfig {
 
     /// [`Self::swapped`] with the TMA-store epilogue: the fragment is staged transposed as
     /// one box of [`rows` rows of C x 64 columns] and TMA-stored. The tiles the fused
-    /// kernel can take (its epilogue path, 2 ranks). `rows` as for [`Self::swapped`].
+    /// kernel can take (its epilogue path, 2 ranks). `rows` as for [`Self::swapped`]; N %
+    /// 8 == 0 (TMA store); the staging tile costs pipeline stages at the widest heights
+    /// (256 rows: 4 instead of 5).
     pub const fn swapped_tma_store(rows: u32) -> Self {
         let stage = (64 * 64 * 2u32).saturating_add(rows.saturating_mul(64 * 2));
         // (+ 16 bytes: the fused epilogue path's mbarrier and word after the ring's)
@@ -227,14 +230,18 @@ impl TileConfig {
     /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`,
     /// `m64-narrow-tma-store`, the
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
-    /// the swapped-operand `swap-ab-64x8` ... `swap-ab-64x256` (plain GEMM only).
+    /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256) and `swap-ab-64xR-c2` (R a
+    /// multiple of 16), plain GEMM only, and `swap-ab-64xR-tma-store`, which the fused
+    /// kernel's epilogue path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::gemm_catalog().find(|t| t.name() == name)
     }
 
-    /// Checks that this is one of the configurations the catalog instantiates
-    /// ([`Self::ALL`]). The fields are public, but no kernel exists for other values
-    /// (and a zero `bm`/`bn` would divide by zero in the tile counts).
+    /// Checks that this is one of the configurations the fused kernel's catalog
+    /// instantiates ([`Self::fused_catalog`]: [`Self::ALL`] and the swapped-operand
+    /// TMA-store tiles). The fields are public, but no kernel exists for other values (and
+    /// a zero `bm`/`bn` would divide by zero in the tile counts). The plain GEMM takes more:
+    /// [`Self::validate_for_gemm`].
     pub fn validate(&self) -> Result<()> {
         if Self::fused_catalog().any(|t| t == *self) {
             return Ok(());
@@ -251,7 +258,7 @@ impl TileConfig {
         Err(invalid(
             "tile",
             format!(
-                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({})",
+                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, R = 8, 16, ..., 256)",
                 Self::ALL.map(|t| t.name()).join(", ")
             ),
         ))
@@ -267,7 +274,7 @@ impl TileConfig {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{self:?} is not a swapped-operand tile of the catalog; use TileConfig::swapped(rows) with rows a multiple of 8 in 8..=256, or TileConfig::swapped_c2(rows) with rows a multiple of 16"
+                    "{self:?} is not a swapped-operand tile of the catalog; use TileConfig::swapped(rows) or TileConfig::swapped_tma_store(rows) with rows a multiple of 8 in 8..=256, or TileConfig::swapped_c2(rows) with rows a multiple of 16 up to 256"
                 ),
             ));
         }
@@ -275,20 +282,26 @@ impl TileConfig {
     }
 
     /// Threads per CTA: one producer warpgroup plus BM/64 consumer warpgroups.
+    /// (Saturating: a hand-made configuration outside the catalog must reach `validate`'s
+    /// refusal rather than overflow here.)
     pub fn threads(&self) -> u32 {
-        128 + 128 * (self.bm / 64)
+        (self.bm / 64).saturating_mul(128).saturating_add(128)
     }
 
     /// Dynamic shared memory per CTA in bytes (mirrors `GemmConfig::kSmemBytes`, checked
-    /// when the kernels compile).
+    /// when the kernels compile). Saturates at u32::MAX for configurations outside the
+    /// catalog (which `validate` refuses).
     pub fn smem_bytes(&self) -> u32 {
-        let staging = if self.epilogue == Epilogue::TmaStore { self.bm * self.bn * 2 } else { 0 };
-        self.stages * (self.bm * self.bk * 2 + self.bn * self.bk * 2) + staging + 2 * self.stages * 8 + 1024
+        let (bm, bn, bk, stages) = (self.bm as u64, self.bn as u64, self.bk as u64, self.stages as u64);
+        let staging = if self.epilogue == Epilogue::TmaStore { bm * bn * 2 } else { 0 };
+        let bytes = stages * (bm * bk * 2 + bn * bk * 2) + staging + 2 * stages * 8 + 1024;
+        bytes.min(u32::MAX as u64) as u32
     }
 
     /// Number of tiles the kernel schedules for an M x N problem: the output tiles, and
     /// with clusters one padding tile per column block when the row blocks are odd
-    /// (mirrors `TileScheduler::total`; flags and waves count these).
+    /// (mirrors `TileScheduler::total`; flags and waves count these). Swapped-operand
+    /// tiles: row blocks of B (N, padded to whole clusters) by row blocks of A (M).
     pub fn tiles(&self, m: u32, n: u32) -> u64 {
         if self.swap_ab {
             // Row blocks of B (padded to whole clusters) by row blocks of A.

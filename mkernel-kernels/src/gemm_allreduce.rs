@@ -681,6 +681,10 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("must be 1..={MAX_RANKS}, got {world}")));
     }
+    // (clustered and swapped-operand tiles have the epilogue path with 2 ranks only)
+    if !CommPath::all_for(tile, world).contains(&path) {
+        return Err(invalid("comm_path", format!("{} has no kernel for {tile} with world size {world}", path.name())));
+    }
     if path == CommPath::Tma && tile.bm % world != 0 {
         return Err(invalid("world_size", format!("the TMA path needs BM ({}) divisible by the world size ({world})", tile.bm)));
     }
@@ -1132,6 +1136,11 @@ mod tests {
         assert_eq!(CommPath::all_for(t, 2), vec![CommPath::Epilogue]);
         assert!(CommPath::all_for(t, 4).is_empty() && CommPath::TmaOneShot.check(8192, t, 2).is_err());
         assert_eq!(FusedConfig::choose_split(s(129, 2048, 4096), t, 132, CommPath::Epilogue, 1 << 30), 1);
+        // No kernel source for a path the tile does not have (a named error, not NVRTC's).
+        for (w, path) in [(2, CommPath::TmaOneShot), (2, CommPath::Vec16), (4, CommPath::Tma), (4, CommPath::Epilogue)] {
+            let e = source(t, w, path).unwrap_err().to_string();
+            assert!(e.contains("`comm_path`") && e.contains("no kernel"), "{e}");
+        }
         let e = CommPath::TmaOneShot.check(8192, t, 2).unwrap_err().to_string();
         assert!(e.contains("one-shot") && e.contains("available: epilogue"), "{e}");
     }

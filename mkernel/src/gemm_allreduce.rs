@@ -17,10 +17,12 @@ use crate::gemm::check_same_device;
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GemmAllReduceOptions {
-    /// GEMM tile configuration, one of [`TileConfig::fused_catalog`] (the swapped-operand
-    /// ones on the epilogue path only). None: `FusedConfig::choose_tile`,
+    /// GEMM tile configuration, one of [`TileConfig::fused_catalog`]. A clustered (`-c2`)
+    /// or swapped-operand tile takes the epilogue path (with no `comm_path` given, that
+    /// path; another is refused), which needs 2 ranks. None: `FusedConfig::choose_tile`,
     /// refined on the epilogue path by `FusedConfig::epilogue_tile` (128 x 128 tiles where
-    /// the last wave's copy after the GEMM shrinks more than the GEMM slows).
+    /// the last wave's copy after the GEMM shrinks more than the GEMM slows, and the
+    /// swapped-operand tile holding all of M for M <= 256 where it loads less).
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none

@@ -33,7 +33,7 @@ pub use error::{Error, Result};
 pub use gemm::{gemm, GemmOptions};
 pub use gemm_allreduce::GemmAllReduceOptions;
 pub use host_gate::HostGate;
-pub use mkernel_kernels::gemm::{GemmShape, TileConfig};
+pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
 pub use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 pub use mkernel_sm::Partition;
 

@@ -176,6 +176,9 @@ impl InputRotation {
 /// A sweep's values, each once (each configuration is timed once per round).
 fn check_unique<T: PartialEq + std::fmt::Display>(flag: &str, values: &[T]) -> Result<(), String> {
     for (i, v) in values.iter().enumerate() {
+        if v.to_string().trim().is_empty() {
+            return Err(format!("{flag}: an empty name in the list (two commas, or a comma at an end)"));
+        }
         if values[..i].contains(v) {
             return Err(format!("{flag}: {v} is listed twice (each configuration is timed once)"));
         }
@@ -704,13 +707,25 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         .map(|n| {
             mkernel::TileConfig::by_name(n)
                 .map(|t| (n.as_str(), Some(t)))
-                .ok_or_else(|| format!("--sweep-tiles: expected names among {}; got {n}", mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")))
+                .ok_or_else(|| {
+                    format!(
+                        "--sweep-tiles: expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256); got {n}",
+                        mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
+                    )
+                })
         })
         .collect::<Result<Vec<_>, String>>()?;
     // A swept tile that no call of this run can take (the path or world size rules, as for
     // --tile) is refused here; one that only some shapes refuse is left out of their rows.
     for &(_, t) in &sweep_tiles {
         check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| format!("--sweep-tiles: {e}"))?;
+        // (as for --tile: such a tile computes whole tiles, no K-slices; the swept call would
+        // inherit --split-last-wave and be refused on every shape)
+        if let Some(t) = t.filter(|t| t.cluster_m > 1 || t.swap_ab) {
+            if forces_split(args.split_last_wave) {
+                return Err(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name()).into());
+            }
+        }
     }
     let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
     super::check_out_dir(c)?;

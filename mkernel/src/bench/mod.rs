@@ -81,7 +81,7 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
         None => Ok(None),
         Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
             format!(
-                "--tile: expected one of {}, or (bench gemm only) swap-ab-64xR with R a multiple of 8 in 8..=256, swap-ab-64xR-c2 with R a multiple of 16, swap-ab or swap-ab-c2; got {n}",
+                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256; both benches), or (bench gemm only) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab or swap-ab-c2; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
             )
             .into()
