@@ -37,7 +37,7 @@ pub struct GemmArgs {
 
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
 /// (`GemmShape::validate_dims`: 1..=2^31-256, K % 8 == 0), checked before any device is opened.
-fn parse_shape(v: &str) -> Result<GemmShape, String> {
+pub(super) fn parse_shape(v: &str) -> Result<GemmShape, String> {
     let dims: Vec<&str> = v.trim().split('x').collect();
     let [m, n, k] = dims[..] else {
         return Err(format!("'{v}': expected MxNxK, e.g. 4096x4096x1000"));

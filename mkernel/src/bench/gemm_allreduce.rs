@@ -35,6 +35,11 @@ use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, 
 pub struct ArArgs {
     #[command(flatten)]
     pub common: Common,
+    /// Time these shapes instead of the list: MxNxK with K each rank's shard,
+    /// comma-separated or repeated (e.g. --shape 32x8192x4096,129x8192x4096 for decode
+    /// batches); --filter still applies (their labels are "shape MxNxK").
+    #[arg(long, value_delimiter = ',', value_parser = super::gemm::parse_shape)]
+    pub shape: Vec<GemmShape>,
     /// Number of GPUs (ranks), 1 to 8; default: all visible. Not with --procs or
     /// --launched (the launcher's world size counts there).
     #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["procs", "launched"], value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
@@ -727,7 +732,18 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             }
         }
     }
-    let list = super::filter_shapes(shapes(), c.filter.as_deref())?;
+    let list = if args.shape.is_empty() {
+        shapes()
+    } else {
+        args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect()
+    };
+    let list = super::filter_shapes(list, c.filter.as_deref())?;
+    // A forced TMA-store tile must be able to write every listed shape (N % 8 == 0).
+    if let Some(t) = tile {
+        if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
+            return Err(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}", t.name(), s.n).into());
+        }
+    }
     super::check_out_dir(c)?;
     if let Some(procs) = args.procs {
         if !args.launched {
@@ -1170,6 +1186,21 @@ mod tests {
     }
     use clap::Parser;
     use mkernel::TileConfig;
+
+    #[test]
+    fn custom_shapes_are_parsed_and_checked_before_any_device_is_touched() {
+        let cli = Cli::try_parse_from(["x", "--shape", "32x8192x4096,129x8192x4096", "--shape", "7x64x8"]).unwrap();
+        let got: Vec<(u32, u32, u32)> = cli.ar.shape.iter().map(|s| (s.m, s.n, s.k)).collect();
+        assert_eq!(got, [(32, 8192, 4096), (129, 8192, 4096), (7, 64, 8)]);
+        for bad in ["0x8192x4096", "32x8192x4095", "32x8192", "axbxc"] {
+            let e = Cli::try_parse_from(["x", "--shape", bad]).err().expect(bad).to_string();
+            assert!(e.contains("--shape") || e.contains(bad), "{bad}: {e}");
+        }
+        let e = run(Cli::try_parse_from(["x", "--shape", "32x8192x4096", "--filter", "M=129"]).unwrap().ar).unwrap_err().to_string();
+        assert!(e.contains("shape 32x8192x4096"), "the labels are listed: {e}");
+        let e = run(Cli::try_parse_from(["x", "--shape", "32x1001x4096", "--tile", "wide-tma-store"]).unwrap().ar).unwrap_err().to_string();
+        assert!(e.contains("--tile wide-tma-store") && e.contains("N % 8") && e.contains("N=1001"), "{e}");
+    }
 
     #[test]
     fn clustered_tiles_are_refused_off_the_epilogue_path_before_any_device_is_touched() {
