@@ -124,11 +124,19 @@ impl TileConfig {
     /// `rows` must be a multiple of 8 in 8..=256; other values give a configuration that
     /// [`Self::validate_for_gemm`] refuses.
     pub const fn swapped(rows: u32) -> Self {
-        // (saturating: an out-of-range `rows` must reach validate_for_gemm's refusal)
-        let stage = (64 * 64 * 2u32).saturating_add(rows.saturating_mul(64 * 2));
-        let fit = (232_448 - 1024) / stage.saturating_add(16);
+        Self::swapped_tile(rows, Epilogue::Registers)
+    }
+
+    /// A swapped-operand tile of 64 rows of B by `rows` rows of A with as many stages as
+    /// fit next to the staging tile (TMA store; with the fused epilogue path's 16 bytes),
+    /// at most 8. Saturating: an out-of-range `rows` must reach validate_for_gemm's refusal.
+    const fn swapped_tile(rows: u32, epilogue: Epilogue) -> Self {
+        let bm = 64u32;
+        let stage = (bm * 64 * 2).saturating_add(rows.saturating_mul(64 * 2));
+        let staging = if matches!(epilogue, Epilogue::TmaStore) { rows.saturating_mul(bm * 2).saturating_add(16) } else { 0 };
+        let fit = (232_448u32 - 1024).saturating_sub(staging) / stage.saturating_add(16);
         let stages = if fit > 8 { 8 } else { fit };
-        Self { bm: 64, bn: rows, bk: 64, stages, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: true }
+        Self { bm, bn: rows, bk: 64, stages, epilogue, cluster_m: 1, swap_ab: true }
     }
 
     /// [`Self::swapped`] in 2-CTA clusters: the two CTAs take neighbouring 64-row blocks of
@@ -160,11 +168,12 @@ impl TileConfig {
     /// 8 == 0 (TMA store); the staging tile costs pipeline stages at the widest heights
     /// (256 rows: 4 instead of 5).
     pub const fn swapped_tma_store(rows: u32) -> Self {
-        let stage = (64 * 64 * 2u32).saturating_add(rows.saturating_mul(64 * 2));
-        // (+ 16 bytes: the fused epilogue path's mbarrier and word after the ring's)
-        let fit = (232_448u32 - 1024 - 16).saturating_sub(rows.saturating_mul(64 * 2)) / stage.saturating_add(16);
-        let stages = if fit > 8 { 8 } else { fit };
-        Self { bm: 64, bn: rows, bk: 64, stages, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: true }
+        Self::swapped_tile(rows, Epilogue::TmaStore)
+    }
+
+    /// The swapped-operand TMA-store tiles, one per width 8, 16, ..., 256.
+    fn all_swapped_tma_store() -> impl Iterator<Item = Self> {
+        (1..=32).map(|i| Self::swapped_tma_store(8 * i))
     }
 
     /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
@@ -174,13 +183,13 @@ impl TileConfig {
         (1..=32)
             .map(|i| Self::swapped(8 * i))
             .chain((1..=16).map(|i| Self::swapped_c2(16 * i)))
-            .chain((1..=32).map(|i| Self::swapped_tma_store(8 * i)))
+            .chain(Self::all_swapped_tma_store())
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
     /// swapped-operand tiles with the TMA-store epilogue (its epilogue path only).
     pub fn fused_catalog() -> impl Iterator<Item = Self> {
-        Self::ALL.into_iter().chain((1..=32).map(|i| Self::swapped_tma_store(8 * i)))
+        Self::ALL.into_iter().chain(Self::all_swapped_tma_store())
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -424,16 +433,21 @@ impl TileConfig {
         } else {
             t
         };
-        match Self::swapped_for(shape.m, 1) {
-            Some(s)
-                if shape.k % 64 == 0
-                    && s.tiles(shape.m, shape.n) <= sm_count as u64
-                    && s.load_cost(shape, sm_count) < t.load_cost(shape, sm_count) =>
-            {
-                s
-            }
-            _ => t,
-        }
+        Self::swapped_instead_of(t, shape, sm_count).unwrap_or(t)
+    }
+
+    /// The small-M rule of [`Self::choose_for`] (and of the fused kernel's
+    /// `FusedConfig::epilogue_tile`): the swapped-operand tile holding all of M
+    /// ([`Self::swapped_for`], Registers epilogue) where it beats `current` (M <= 256,
+    /// K % 64 == 0, its tiles fit one wave of `sm_count` SMs and it loads fewer rows per
+    /// SM, [`Self::load_cost`]); `None` where `current` stays.
+    pub fn swapped_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let s = Self::swapped_for(shape.m, 1)?;
+        let wins = shape.k % 64 == 0
+            && sm_count != 0
+            && s.tiles(shape.m, shape.n) <= sm_count as u64
+            && s.load_cost(shape, sm_count) < current.load_cost(shape, sm_count);
+        wins.then_some(s)
     }
 
     /// The tile heuristic's cost model for small M, where the GEMM waits on loads rather

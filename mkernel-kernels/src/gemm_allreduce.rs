@@ -411,15 +411,10 @@ impl FusedConfig {
     /// ms): M=129 x 8192 x 4096 0.0454 with 64 x 136 swapped tiles against 0.0574 with
     /// 64 x 256 ones, 1.41x over cuBLAS + NCCL instead of 1.11x (bench/NOTES.md 15.5).
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
-        let plain_rule = tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab;
-        if let Some(s) = TileConfig::swapped_for(shape.m, 1).map(|t| t.with_tma_store()) {
-            if plain_rule
-                && grid != 0
-                && shape.k % 64 == 0
-                && s.tiles(shape.m, shape.n) <= grid as u64
-                && s.load_cost(shape, grid) < tile.load_cost(shape, grid)
-            {
-                return s;
+        // (the TMA-store twin loads and tiles as the Registers tile the rule compares)
+        if tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab {
+            if let Some(s) = TileConfig::swapped_instead_of(tile, shape, grid) {
+                return s.with_tma_store();
             }
         }
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);

@@ -215,14 +215,13 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
 /// Swapped-operand tiles (C^T = B A^T, staged transposed as one [rows x 64] box) on the
 /// epilogue path, 2 ranks: one tile along M or several, M not a multiple of 8, N not a
 /// multiple of 64, K not a multiple of 64, one and two tiles per CTA; 30 epochs back to
-/// back; a missing peer. Skips unless there are exactly 2 ranks' worth of GPUs.
+/// back; a missing peer. 2 ranks on GPUs 0 and 1.
 #[test]
 fn swapped_operand_tiles_on_the_epilogue_path() {
-    let Some(w) = world("swapped_operand_tiles_on_the_epilogue_path") else { return };
-    if w != 2 {
-        eprintln!("swapped_operand_tiles_on_the_epilogue_path: skipped, needs 2 GPUs for 2 ranks (found {w})");
+    if gpu_or_skip("swapped_operand_tiles_on_the_epilogue_path", 2).is_none() {
         return;
     }
+    let w = 2;
     let tile = mkernel::TileConfig::swapped_tma_store;
     let cases = [
         ((129, 8192, 4096), 136),
@@ -256,18 +255,17 @@ fn swapped_operand_tiles_on_the_epilogue_path() {
 }
 
 /// Calls of every 2-rank path back to back with no host synchronisation between them:
-/// the epilogue path's calls end without the exit handshake, so the next call of any path
-/// must wait at its entry gate until the peer has exited the previous one. 60 calls
-/// cycling through the paths per shape (at M=129 the epilogue path's default is a
-/// swapped-operand tile), then no call may have timed out and the last output must be
-/// the reference on both ranks.
+/// each call's exit handshake must keep the next one, of whatever path, from writing
+/// into a peer that is still reading the previous call's data. 60 calls cycling through
+/// the paths per shape (at M=129 the epilogue path's default is a swapped-operand tile),
+/// then no call may have timed out and the last output must be the reference on both
+/// ranks. 2 ranks on GPUs 0 and 1.
 #[test]
 fn paths_interleaved_back_to_back() {
-    let Some(w) = world("paths_interleaved_back_to_back") else { return };
-    if w != 2 {
-        eprintln!("paths_interleaved_back_to_back: skipped, needs 2 GPUs for 2 ranks (found {w})");
+    if gpu_or_skip("paths_interleaved_back_to_back", 2).is_none() {
         return;
     }
+    let w = 2;
     let t = mkernel::TileConfig::WIDE_TMA_STORE;
     let cycle = [
         GemmAllReduceOptions::default(),
