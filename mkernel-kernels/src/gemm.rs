@@ -124,14 +124,13 @@ impl TileConfig {
     /// `rows` must be a multiple of 8 in 8..=256; other values give a configuration that
     /// [`Self::validate_for_gemm`] refuses.
     pub const fn swapped(rows: u32) -> Self {
-        Self::swapped_tile(rows, Epilogue::Registers)
+        Self::swapped_tile(64, rows, Epilogue::Registers)
     }
 
-    /// A swapped-operand tile of 64 rows of B by `rows` rows of A with as many stages as
+    /// A swapped-operand tile of `bm` rows of B by `rows` rows of A with as many stages as
     /// fit next to the staging tile (TMA store; with the fused epilogue path's 16 bytes),
     /// at most 8. Saturating: an out-of-range `rows` must reach validate_for_gemm's refusal.
-    const fn swapped_tile(rows: u32, epilogue: Epilogue) -> Self {
-        let bm = 64u32;
+    const fn swapped_tile(bm: u32, rows: u32, epilogue: Epilogue) -> Self {
         let stage = (bm * 64 * 2).saturating_add(rows.saturating_mul(64 * 2));
         let staging = if matches!(epilogue, Epilogue::TmaStore) { rows.saturating_mul(bm * 2).saturating_add(16) } else { 0 };
         let fit = (232_448u32 - 1024).saturating_sub(staging) / stage.saturating_add(16);
@@ -168,7 +167,7 @@ impl TileConfig {
     /// 8 == 0 (TMA store); the staging tile costs pipeline stages at the widest heights
     /// (256 rows: 4 instead of 5).
     pub const fn swapped_tma_store(rows: u32) -> Self {
-        Self::swapped_tile(rows, Epilogue::TmaStore)
+        Self::swapped_tile(64, rows, Epilogue::TmaStore)
     }
 
     /// The swapped-operand TMA-store tiles, one per width 8, 16, ..., 256.
@@ -176,20 +175,51 @@ impl TileConfig {
         (1..=32).map(|i| Self::swapped_tma_store(8 * i))
     }
 
+    /// Swapped-operand tiles of 128 rows of B (two consumer warpgroups of 64, as the
+    /// 128-row tiles) by `rows` rows of A, for M above 256 where a tile height fitted to M
+    /// wastes less than 64- or 128-row blocks do (cuBLAS's M=2049 kernel on the H200 has
+    /// 176 rows of M per tile, bench/NOTES.md 15.2). `rows` a multiple of 8 in 128..=256;
+    /// `epilogue` Registers (plain GEMM) or TmaStore (also the fused kernel's epilogue
+    /// path: two staging boxes of [rows x 64]). As many stages as fit (at most 8).
+    pub const fn swapped_wide(rows: u32, epilogue: Epilogue) -> Self {
+        Self::swapped_tile(128, rows, epilogue)
+    }
+
+    /// The 128-row swapped tile ([`Self::swapped_wide`], Registers epilogue) whose height
+    /// best fits M on `sm_count` SMs: of the heights 128..=256 (multiples of 8), the one
+    /// with the fewest waves x rows per tile (the tensor-core work of the busiest SM, up
+    /// to the padding of the last row block; ties to the taller tile), for 257 <= M <=
+    /// 8192 (`None` otherwise). Opt-in (`bench gemm --tile swap-ab-128-fit`): not yet
+    /// measured, so no default takes it. M=2049 x N=8192 on 132 SMs: 208 rows (10 row
+    /// blocks, 640 tiles, 5 waves; the wide 128 x 256 tiles make 544, 5 waves of 256 rows).
+    pub fn swapped_fit(m: u32, n: u32, sm_count: u32) -> Option<Self> {
+        if !(257..=8192).contains(&m) || n == 0 || sm_count == 0 {
+            return None;
+        }
+        (16..=32u32)
+            .map(|i| Self::swapped_wide(8 * i, Epilogue::Registers))
+            .min_by_key(|t| (t.tiles(m, n).div_ceil(sm_count as u64).saturating_mul(t.bn as u64), u32::MAX - t.bn))
+    }
+
     /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
     /// values) alone and with the TMA-store epilogue, each multiple of 16 in 2-CTA
-    /// clusters.
+    /// clusters, and the 128-row ones of 128..=256 rows with either epilogue.
     pub fn all_swapped() -> impl Iterator<Item = Self> {
         (1..=32)
             .map(|i| Self::swapped(8 * i))
             .chain((1..=16).map(|i| Self::swapped_c2(16 * i)))
             .chain(Self::all_swapped_tma_store())
+            .chain((16..=32).map(|i| Self::swapped_wide(8 * i, Epilogue::Registers)))
+            .chain((16..=32).map(|i| Self::swapped_wide(8 * i, Epilogue::TmaStore)))
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
     /// swapped-operand tiles with the TMA-store epilogue (its epilogue path only).
     pub fn fused_catalog() -> impl Iterator<Item = Self> {
-        Self::ALL.into_iter().chain(Self::all_swapped_tma_store())
+        Self::ALL
+            .into_iter()
+            .chain(Self::all_swapped_tma_store())
+            .chain((16..=32).map(|i| Self::swapped_wide(8 * i, Epilogue::TmaStore)))
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -203,7 +233,11 @@ impl TileConfig {
     /// tile, which has no TMA-store variant).
     pub fn with_tma_store(self) -> Self {
         if self.swap_ab {
-            return if self.cluster_m == 1 { Self::swapped_tma_store(self.bn) } else { self };
+            return match (self.cluster_m, self.bm) {
+                (1, 128) => Self::swapped_wide(self.bn, Epilogue::TmaStore),
+                (1, _) => Self::swapped_tma_store(self.bn),
+                _ => self,
+            };
         }
         Self::ALL
             .into_iter()
@@ -713,7 +747,7 @@ mod tests {
 
     #[test]
     fn swapped_operand_tiles_fit_m_and_stay_out_of_the_fused_kernel() {
-        assert_eq!(TileConfig::all_swapped().count(), 80);
+        assert_eq!(TileConfig::all_swapped().count(), 114);
         assert_eq!(TileConfig::swapped_for(129, 1), Some(TileConfig::swapped(136)));
         assert_eq!(TileConfig::swapped_for(129, 2), Some(TileConfig::swapped_c2(144)));
         assert_eq!(TileConfig::swapped_for(1, 1), Some(TileConfig::swapped(8)));
@@ -733,7 +767,7 @@ mod tests {
         assert_eq!(ts.smem_bytes(), ts.stages * (8192 + 136 * 128) + 136 * 128 + 16 * ts.stages + 1024);
         assert!(TileConfig::swapped_tma_store(256).smem_bytes() + 16 <= 232_448);
         assert_eq!(TileConfig::swapped(136).with_tma_store(), ts);
-        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32);
+        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17);
         // Pairs of B row blocks: 1000 / 64 = 16 blocks (even), 8200 / 64 = 129 (one padding block).
         assert_eq!(c2.tiles(129, 1000), 16);
         assert_eq!(c2.tiles(129, 8200), 130);
@@ -794,6 +828,35 @@ mod tests {
         assert_eq!(TileConfig::M64_WIDE_TMA_STORE.load_cost(s(129, 8192, 4096), 132), 320);
         assert_eq!(TileConfig::swapped(32).load_cost(s(32, 28672, 8192), 132), 4 * 96);
         assert_eq!(TileConfig::M64_WIDE_TMA_STORE.load_cost(s(32, 28672, 8192), 0), 112 * 320);
+    }
+
+    #[test]
+    fn wide_swapped_tiles_fit_m_above_256() {
+        let w = TileConfig::swapped_wide(176, Epilogue::Registers);
+        assert_eq!((w.bm, w.bn, w.threads(), w.name()), (128, 176, 384, "swap-ab-128x176".to_string()));
+        assert!(w.validate_for_gemm().is_ok() && w.validate().is_err());
+        let wt = w.with_tma_store();
+        assert_eq!((wt.epilogue, wt.name()), (Epilogue::TmaStore, "swap-ab-128x176-tma-store".to_string()));
+        assert!(wt.validate().is_ok(), "the fused kernel takes it");
+        assert!(wt.smem_bytes() + 16 <= 232_448 && wt.stages >= 3, "{wt}: {} stages", wt.stages);
+        assert!(TileConfig::swapped_wide(256, Epilogue::TmaStore).smem_bytes() + 16 <= 232_448);
+        assert!(TileConfig::swapped_wide(120, Epilogue::Registers).validate_for_gemm().is_err(), "below 128 rows: the 64-row tiles");
+        // M=2049 x 8192 on 132 SMs: 208 rows, 10 row blocks of A by 64 of B = 640 tiles,
+        // 5 waves x 208 = 1040 against 6 x 176 = 1056 and 128 x 256 tiles' 5 x 256.
+        let f = TileConfig::swapped_fit(2049, 8192, 132).unwrap();
+        assert_eq!((f.bn, f.tiles(2049, 8192)), (208, 640));
+        assert_eq!(TileConfig::swapped_fit(256, 8192, 132), None);
+        assert_eq!(TileConfig::swapped_fit(8193, 8192, 132), None);
+        for m in [257, 300, 1000, 2049, 4097, 8192] {
+            for n in [64, 1000, 8192] {
+                let t = TileConfig::swapped_fit(m, n, 132).unwrap();
+                assert!(t.validate_for_gemm().is_ok() && t.tiles(m, n) > 0, "M={m} N={n}: {t}");
+            }
+        }
+        assert_eq!(TileConfig::by_name("swap-ab-128x176-tma-store"), Some(wt));
+        // The generated wrapper for 176 and the two-warpgroup instantiation.
+        let src = source(wt).unwrap().source;
+        assert!(src.contains("m64n176k16") && src.contains("mk::GemmConfig<128, 176, 64,"), "generated wrapper");
     }
 
     #[test]

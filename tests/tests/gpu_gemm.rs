@@ -96,6 +96,14 @@ fn swapped_operand_tiles_match_reference() {
             run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_c2(rows)));
         }
     }
+    // 128 rows of B per tile (two consumer warpgroups), heights fitted to M > 256.
+    use mkernel::Epilogue;
+    for (m, n, k, rows) in [(2049, 8192, 1024, 208), (300, 1000, 200, 152), (257, 4099, 64, 136), (513, 384, 4096, 256)] {
+        run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide(rows, Epilogue::Registers)));
+        if n % 8 == 0 {
+            run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide(rows, Epilogue::TmaStore)));
+        }
+    }
     // 2-CTA clusters with an odd number of B row blocks (a padding tile per pair).
     run_case(GemmShape { m: 129, n: 8200, k: 256 }, Some(TileConfig::swapped_c2(144)));
     run_case(GemmShape { m: 40, n: 65, k: 64 }, Some(TileConfig::swapped_c2(48)));

@@ -244,6 +244,14 @@ fn swapped_operand_tiles_on_the_epilogue_path() {
         round(&mut g, &mut bs, s, check::fresh_seed(), opts);
         eprintln!("ok {s:?} {plan}");
     }
+    // 128 rows of B per tile, heights fitted to M > 256 (two staging boxes).
+    for ((m, n, k), rows) in [((2049, 8192, 512), 208), ((300, 1000, 200), 152)] {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let t = mkernel::TileConfig::swapped_wide(rows, mkernel::Epilogue::TmaStore);
+        round(&mut g, &mut bs, s, check::fresh_seed(), epilogue_path(t));
+        eprintln!("ok {s:?} {t}");
+    }
     let s = GemmShape { m: 129, n: 8192, k: 4096 };
     let mut bs = bufs(&g, s);
     let seed = check::fresh_seed();

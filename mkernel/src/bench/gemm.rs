@@ -24,7 +24,9 @@ pub struct GemmArgs {
     /// m64-narrow-tma-store (64x128); swapped-operand tiles swap-ab-64xR (R rows of A
     /// per tile, a multiple of 8 up to 256) and swap-ab-64xR-c2 (R a multiple of 16, 2-CTA
     /// clusters sharing A), swap-ab-64xR-tma-store, or swap-ab / swap-ab-c2: the one fitted
-    /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes);
+    /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256) and swap-ab-128-fit (the
+    /// one fitted to M, 257 <= M <= 8192; not yet measured). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
     /// (bench/NOTES.md 13.3) and swapped-operand tiles for small M (NOTES 15).
     #[arg(long)]
     pub tile: Option<String>,
@@ -107,11 +109,17 @@ const MATRIX_TFLOPS: f64 = 790.0;
 const HBM_TBPS: f64 = 4.0;
 
 pub fn run(args: GemmArgs) -> BenchResult<()> {
-    // "swap-ab" / "swap-ab-c2": the swapped-operand tile fitted to each shape's M.
+    // "swap-ab" / "swap-ab-c2": the swapped-operand tile fitted to each shape's M
+    // (cluster size 1 or 2); "swap-ab-128-fit": the 128-row one fitted to M > 256 (0).
     let fitted_swap = match args.tile.as_deref() {
         Some("swap-ab") => Some(1),
         Some("swap-ab-c2") => Some(2),
+        Some("swap-ab-128-fit") => Some(0),
         _ => None,
+    };
+    let fitted = |cm: u32, s: &GemmShape, sm_count: u32| match cm {
+        0 => TileConfig::swapped_fit(s.m, s.n, sm_count),
+        _ => TileConfig::swapped_for(s.m, cm),
     };
     let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
     let list = if args.shape.is_empty() {
@@ -123,8 +131,10 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     // A forced tile must be able to write every listed shape (the TMA-store epilogue needs
     // N % 8 == 0): refused here rather than found out on the GPU.
     if let Some(cm) = fitted_swap {
-        if let Some((label, s)) = list.iter().find(|(_, s)| TileConfig::swapped_for(s.m, cm).is_none()) {
-            return Err(format!("--tile {}: swapped-operand tiles hold at most 256 rows of A, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m).into());
+        // (any SM count will do for the rule; the real one is used below)
+        if let Some((label, s)) = list.iter().find(|(_, s)| fitted(cm, s, 1).is_none()) {
+            let rule = if cm == 0 { "fits 257 <= M <= 8192" } else { "holds at most 256 rows of A" };
+            return Err(format!("--tile {}: this swapped-operand tile {rule}, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m).into());
         }
     }
     if let Some(t) = tile {
@@ -152,7 +162,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let mut failures = 0;
     for (label, s) in list {
         let opts = match fitted_swap {
-            Some(cm) => GemmOptions { tile: TileConfig::swapped_for(s.m, cm), ..opts },
+            Some(cm) => GemmOptions { tile: fitted(cm, &s, info.sm_count), ..opts },
             None => opts,
         };
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);

@@ -349,13 +349,13 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
   }
 }
 
-// Swapped operands: the fragment (rows: columns of C, columns: rows of C) into the one-box
-// staging tile, element (r, c) of the tile in C at row r, 16-byte chunk (c / 8) ^ (r % 8).
+// Swapped operands: the fragment (rows: columns of C, columns: rows of C) into the staging
+// tile, element (r, c) of the tile in C in box c / 64, row r, 16-byte chunk ((c % 64) / 8) ^ (r % 8).
 // Lanes l and l ^ 4 trade a value so each writes a bf16 pair (as the transposed store).
+// (With BM = 128, two consumer warpgroups, the tile's 128 columns of C are two boxes.)
 template <class Cfg>
 __device__ __forceinline__ void stage_fragment_bf16_transposed(const float (&acc)[Cfg::kAccRegs], u8* staging,
                                                                u32 col0, u32 tid_in_wg) {
-  static_assert(Cfg::kCBoxes == 1, "swapped tiles stage one box");
   const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
   const bool upper = (lane / 4) % 2 != 0;
 #pragma unroll
@@ -368,7 +368,8 @@ __device__ __forceinline__ void stage_fragment_bf16_transposed(const float (&acc
       const float keep = upper ? x1 : x0;
       const u32 r = 8 * j + 2 * (lane % 4) + (upper ? 1 : 0);  // row of C in the tile
       const float lo = upper ? got : keep, hi = upper ? keep : got;
-      u8* dst = staging + r * 128 + (((c_even / 8) ^ (r % 8)) * 16) + (c_even % 8) * 2;
+      const u32 box = c_even / Cfg::kCBoxCols, c = c_even % Cfg::kCBoxCols;
+      u8* dst = staging + box * Cfg::kCBoxBytes + r * 128 + (((c / 8) ^ (r % 8)) * 16) + (c % 8) * 2;
       *reinterpret_cast<u32*>(dst) = pack_bf16x2(lo, hi);
     }
   }
