@@ -189,9 +189,9 @@ impl TileConfig {
     /// best fits M on `sm_count` SMs: of the heights 128..=256 (multiples of 8), the one
     /// with the fewest waves x rows per tile (the tensor-core work of the busiest SM, up
     /// to the padding of the last row block; ties to the taller tile), for 257 <= M <=
-    /// 8192 (`None` otherwise). Opt-in (`bench gemm --tile swap-ab-128-fit`): not yet
-    /// measured, so no default takes it. M=2049 x N=8192 on 132 SMs: 208 rows (10 row
-    /// blocks, 640 tiles, 5 waves; the wide 128 x 256 tiles make 544, 5 waves of 256 rows).
+    /// 8192 (`None` otherwise). M=2049 x N=8192 on 132 SMs: 208 rows (10 row blocks, 640
+    /// tiles, 5 waves; the wide 128 x 256 tiles make 544, 5 waves of 256 rows). The
+    /// defaults take it where [`Self::fitted_instead_of`] says it wins.
     pub fn swapped_fit(m: u32, n: u32, sm_count: u32) -> Option<Self> {
         if !(257..=8192).contains(&m) || n == 0 || sm_count == 0 {
             return None;
@@ -458,6 +458,10 @@ impl TileConfig {
     /// of swapped tiles lose to one of 64 x 256 tiles: 64 x 9216 x 7168 (144 swapped tiles
     /// on 132 SMs) ran at 0.0600 ms against cuBLAS's 0.0370 (run 104), hence the one-wave
     /// rule.
+    ///
+    /// Else, for 257 <= M <= 8192 with K % 64 == 0, the 128-row swapped tile fitted to M
+    /// where [`Self::fitted_instead_of`] says it wins (M=2049 x 8192 x 4096: 0.2216 ->
+    /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
@@ -467,7 +471,64 @@ impl TileConfig {
         } else {
             t
         };
-        Self::swapped_instead_of(t, shape, sm_count).unwrap_or(t)
+        Self::swapped_instead_of(t, shape, sm_count).or_else(|| Self::fitted_instead_of(t, shape, sm_count)).unwrap_or(t)
+    }
+
+    /// The mid-M rule of [`Self::choose_for`] (and of the fused kernel's
+    /// `FusedConfig::epilogue_tile`): the 128-row swapped tile fitted to M
+    /// ([`Self::swapped_fit`], Registers epilogue) where it beats `current`, an unclustered
+    /// 128 x 256 or 64 x 256 tile (the tiles it was measured against; either epilogue):
+    /// 257 <= M <= 8192, K % 64 == 0, and its busiest SM's tensor-core work at its rate
+    /// ([`Self::busiest_sm_work`] / [`Self::relative_rate`]) below `current`'s. `None`
+    /// where `current` stays.
+    ///
+    /// Measured on the H200 (run 113, N=8192 and K=4096 unless given; ms, default ->
+    /// fitted): the rule takes the fitted tile on all 10 shapes where it won, M=257
+    /// 0.0551 -> 0.0317, 300 0.0556 -> 0.0356, 384 0.0515 -> 0.0415, 520 0.0937 -> 0.0574,
+    /// 640 0.0947 -> 0.0648, 777 0.1066 -> 0.0795, 2049 0.2216 -> 0.1978, 3000 0.3050 ->
+    /// 0.2865, 5000 0.4940 -> 0.4737, 2049 x 7168 x 9216 0.4520 -> 0.4085 (and 3000 x 7168
+    /// x 9216, 2049 x 8192 x 14336), and leaves the 4 where it lost: M=1000 (0.0951
+    /// against 0.0989), 1500, 4097 (a 128-row fit: 0.3717 against 0.5113) and 8192. With
+    /// K % 64 != 0 it lost everywhere tried (1000 x 8192 x 4104: 0.108 against 0.179, run
+    /// 112; rows of A and B straddle L2 lines, see [`Self::choose_for`]).
+    pub fn fitted_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if shape.k % 64 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
+            return None;
+        }
+        let f = Self::swapped_fit(shape.m, shape.n, sm_count)?;
+        // f wins when work_f / rate_f < work_c / rate_c (both products stay far below u64's range)
+        let wins = (f.busiest_sm_work(shape, sm_count) as u128) * (current.relative_rate() as u128)
+            < (current.busiest_sm_work(shape, sm_count) as u128) * (f.relative_rate() as u128);
+        wins.then_some(f)
+    }
+
+    /// Tensor-core work of the busiest SM, in output elements per k step: waves of tiles
+    /// on `sm_count` SMs times the tile's BM x BN. Comparable between configurations of
+    /// one shape only (the mid-M rule, [`Self::fitted_instead_of`]).
+    pub fn busiest_sm_work(&self, shape: GemmShape, sm_count: u32) -> u64 {
+        let tiles = self.tiles(shape.m, shape.n);
+        let grid = self.grid_for(tiles, sm_count.max(1)) as u64;
+        tiles.div_ceil(grid).saturating_mul(self.bm as u64 * self.bn as u64)
+    }
+
+    /// How fast a tile turns its work into output, percent of the 128 x 256 tile's rate
+    /// (the mid-M rule's model, [`Self::fitted_instead_of`]). Measured on the H200 (bench
+    /// gemm, bench/NOTES.md 16.2): 128 x 128 tiles 93 (6.5-9% slower than 128 x 256 on the
+    /// same shapes, run 58); 64-row tiles 82 (M=2049 x 8192 x 4096, run 113: 8 waves of
+    /// 64 x 256 tiles in 0.2216 ms against 5 waves of 128 x 208 swapped ones in 0.1978,
+    /// 0.88 of the swapped tiles' rate); 128-row swapped tiles 96 from 144 rows of A up
+    /// (M=1000, 1500, 5000 and 8192 against 128 x 256 tiles: 0.94-0.99), 75 below (M=4097's
+    /// 128 rows: 0.73; M=257's 136 rows against 64 x 256 tiles: 0.75); 64-row swapped
+    /// tiles 82 (not compared by the rule). Clusters as their tile.
+    pub fn relative_rate(&self) -> u64 {
+        match (self.swap_ab, self.bm, self.bn) {
+            (false, 128, 256) => 100,
+            (false, 128, _) => 93,
+            (false, _, _) => 82,
+            (true, 128, rows) if rows >= 144 => 96,
+            (true, 128, _) => 75,
+            (true, _, _) => 82,
+        }
     }
 
     /// The small-M rule of [`Self::choose_for`] (and of the fused kernel's
@@ -820,8 +881,8 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s(64, 9216, 7168), 132), TileConfig::M64_WIDE_TMA_STORE);
         assert_eq!(TileConfig::choose_for(s(8, 7168, 9216), 132), TileConfig::swapped(8));
         assert_eq!(TileConfig::choose_for(s(8, 8192, 4096), 127), TileConfig::M64_WIDE_TMA_STORE);
-        // Not above 256 rows, not with K % 64 != 0 (unmeasured there).
-        assert_eq!(TileConfig::choose_for(s(257, 8192, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
+        // Not above 256 rows (there the mid-M rule's 128-row tiles), not with K % 64 != 0.
+        assert_eq!(TileConfig::choose_for(s(257, 8192, 4096), 132), TileConfig::swapped_wide(136, Epilogue::Registers));
         assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
         // The model: waves x rows loaded per k-block.
         assert_eq!(TileConfig::swapped(136).load_cost(s(129, 8192, 4096), 132), 200);
@@ -857,6 +918,50 @@ mod tests {
         // The generated wrapper for 176 and the two-warpgroup instantiation.
         let src = source(wt).unwrap().source;
         assert!(src.contains("m64n176k16") && src.contains("mk::GemmConfig<128, 176, 64,"), "generated wrapper");
+    }
+
+    #[test]
+    fn mid_m_rule_takes_fitted_tiles_where_run_113_measured_them_faster() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let fit = |rows| TileConfig::swapped_wide(rows, Epilogue::Registers);
+        // (shape, fitted rows) where the fitted tile won on the H200 (run 113).
+        for ((m, n, k), rows) in [
+            ((257, 8192, 4096), 136),
+            ((300, 8192, 4096), 152),
+            ((384, 8192, 4096), 192),
+            ((520, 8192, 4096), 136),
+            ((640, 8192, 4096), 160),
+            ((777, 8192, 4096), 200),
+            ((2049, 8192, 4096), 208),
+            ((3000, 8192, 4096), 216),
+            ((5000, 8192, 4096), 152),
+            ((2049, 7168, 9216), 152),
+            ((3000, 7168, 9216), 216),
+            ((2049, 8192, 14336), 208),
+        ] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), fit(rows), "{m}x{n}x{k}");
+        }
+        // Where it lost: the default stays.
+        for m in [1000, 1500, 4097, 8192] {
+            let t = TileConfig::choose_for(s(m, 8192, 4096), 132);
+            assert!(!t.swap_ab, "M={m}: {t}");
+            assert_eq!(t, TileConfig::choose(m, 8192, 132), "M={m}");
+        }
+        // K % 64 != 0 (run 112: 1000 x 8192 x 4104 0.179 ms fitted against 0.108) keeps the
+        // clustered tile; M <= 256 keeps the small-M rule's tiles; a clustered or swapped
+        // current tile is never replaced.
+        assert!(!TileConfig::choose_for(s(2049, 8192, 4104), 132).swap_ab);
+        assert_eq!(TileConfig::choose_for(s(129, 8192, 4096), 132), TileConfig::swapped(136));
+        assert_eq!(TileConfig::fitted_instead_of(TileConfig::WIDE_TMA_STORE_C2, s(2049, 8192, 4096), 132), None);
+        assert_eq!(TileConfig::fitted_instead_of(fit(200), s(2049, 8192, 4096), 132), None);
+        assert_eq!(TileConfig::fitted_instead_of(TileConfig::NARROW_TMA_STORE, s(1024, 8192, 4096), 132), None);
+        assert!(TileConfig::fitted_instead_of(TileConfig::WIDE_TMA_STORE, s(2049, 8192, 4096), 132).is_some());
+        // The model's terms: busiest-SM work and the rates.
+        assert_eq!(TileConfig::M64_WIDE.busiest_sm_work(s(2049, 8192, 4096), 132), 8 * 64 * 256);
+        assert_eq!(fit(208).busiest_sm_work(s(2049, 8192, 4096), 132), 5 * 128 * 208);
+        assert_eq!(TileConfig::WIDE.busiest_sm_work(s(2049, 8192, 4096), 0), 544 * 128 * 256);
+        assert_eq!((TileConfig::WIDE.relative_rate(), TileConfig::NARROW_TMA_STORE.relative_rate()), (100, 93));
+        assert_eq!((TileConfig::M64_WIDE.relative_rate(), fit(144).relative_rate(), fit(136).relative_rate()), (82, 96, 75));
     }
 
     #[test]

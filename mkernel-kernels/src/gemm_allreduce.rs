@@ -372,14 +372,24 @@ impl FusedConfig {
     }
 
     /// The tile heuristic of the fused call: [`TileConfig::choose`], but 64-row tiles
-    /// only while 128-row ones would not fill a wave of `grid` CTAs. Each tile costs the
-    /// communication a fixed ~2-3 us, so twice the tiles cost more than the padding rows
-    /// save (H200, 2 ranks: M=2049 0.273 ms with 64-row tiles vs 0.262 with 128-row
-    /// ones; M=129 0.054 vs 0.080; bench/NOTES.md 5.4).
+    /// only while 128-row ones would not fill a wave of `grid` CTAs, and the narrow tile
+    /// with the TMA-store epilogue where N allows it (N % 8 == 0).
+    ///
+    /// Why: each tile costs the communication a fixed ~2-3 us, so twice the tiles cost
+    /// more than the padding rows save (H200, 2 ranks: M=2049 0.273 ms with 64-row tiles
+    /// vs 0.262 with 128-row ones; M=129 0.054 vs 0.080; bench/NOTES.md 5.4). The narrow
+    /// tile's TMA-store twin opens the epilogue path (and the small-M swapped tiles of
+    /// [`Self::epilogue_tile`]) to the small shapes that took the one-shot path with
+    /// Registers tiles (run 113, ms, one-shot -> epilogue path: 256 x 8192 x 4096 0.0775
+    /// -> 0.0601, 0.91x -> 1.17x of cuBLAS + NCCL; 128 x 8192 x 4096 0.0548 -> 0.0457 with
+    /// 64 x 128 swapped tiles; 128 x 8192 x 14336 0.1124 -> 0.0935; 256 x 7168 x 9216
+    /// 0.0881 -> 0.0860).
     pub fn choose_tile(m: u32, n: u32, grid: u32) -> TileConfig {
         let t = TileConfig::choose(m, n, grid);
         if t == TileConfig::M64_WIDE_TMA_STORE && TileConfig::WIDE_TMA_STORE.tiles(m, n) >= grid as u64 {
             TileConfig::WIDE_TMA_STORE
+        } else if t == TileConfig::NARROW && n % 8 == 0 {
+            TileConfig::NARROW_TMA_STORE
         } else {
             t
         }
@@ -410,11 +420,23 @@ impl FusedConfig {
     /// `grid` and load fewer rows per SM). Measured on the H200 pair (run 106, same rounds,
     /// ms): M=129 x 8192 x 4096 0.0454 with 64 x 136 swapped tiles against 0.0574 with
     /// 64 x 256 ones, 1.41x over cuBLAS + NCCL instead of 1.11x (bench/NOTES.md 15.5).
+    ///
+    /// For 257 <= M <= 8192 (and K % 64 == 0) it then takes the 128-row swapped TMA-store
+    /// tile fitted to M where [`TileConfig::fitted_instead_of`] says it beats the 128 x 256
+    /// or 64 x 256 tile, before the narrow refinement. Measured on the H200 pair (run 113,
+    /// ms, default -> fitted): M=2049 x 8192 x 4096 0.2634 -> 0.2354, 2049 x 8192 x 14336
+    /// 0.8898 -> 0.7460 (0.93x -> 1.11x of cuBLAS + NCCL), 2049 x 7168 x 9216 0.4612 ->
+    /// 0.4230, M=300 0.0754 -> 0.0631, 520 0.1113 -> 0.0832, 640 0.1159 -> 0.0920, 777
+    /// 0.1301 -> 0.1100, 5000 0.5326 -> 0.5186; it leaves M=1000 (0.1303 with 128 x 128
+    /// tiles against 0.1321) and 3000 (0.3296 against 0.3528) as they were.
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
-        // (the TMA-store twin loads and tiles as the Registers tile the rule compares)
+        // (the TMA-store twin loads and tiles as the Registers tile the rules compare)
         if tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab {
             if let Some(s) = TileConfig::swapped_instead_of(tile, shape, grid) {
                 return s.with_tma_store();
+            }
+            if let Some(f) = TileConfig::fitted_instead_of(tile, shape, grid) {
+                return f.with_tma_store();
             }
         }
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
@@ -926,6 +948,7 @@ fn scalar_params(out: u64, shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemm::Epilogue;
 
     /// A hand-built tile outside the catalog (the fields are public) is refused by name,
     /// never an arithmetic overflow: source, check_split, choose_split.
@@ -1098,7 +1121,7 @@ mod tests {
         let pick = |m, n, k| FusedConfig::epilogue_tile(GemmShape { m, n, k }, TileConfig::WIDE_TMA_STORE, 132);
         // Measured on the H200 pair (run 59): narrow faster at o-proj M=1024 only.
         assert_eq!(pick(1024, 8192, 4096), TileConfig::NARROW_TMA_STORE);
-        for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 4096), (1024, 8192, 14336), (1024, 7168, 9216), (2049, 8192, 4096)] {
+        for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 4096), (1024, 8192, 14336), (3000, 8192, 4096), (16384, 8192, 4096)] {
             assert_eq!(pick(m, n, k), TileConfig::WIDE_TMA_STORE, "M={m} N={n} K={k}");
         }
         // The same shape with a longer K (a longer GEMM, the same copy) keeps wide tiles;
@@ -1106,9 +1129,10 @@ mod tests {
         assert_eq!(pick(1024, 8192, 16384), TileConfig::WIDE_TMA_STORE);
         assert_eq!(pick(1024, 8192, 1024), TileConfig::NARROW_TMA_STORE);
         // Other tiles (and a grid of 0) pass through.
-        for t in [TileConfig::M64_WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE, TileConfig::WIDE] {
+        for t in [TileConfig::NARROW_TMA_STORE, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2] {
             assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, t, 132), t);
         }
+        assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4104 }, TileConfig::M64_WIDE_TMA_STORE, 132), TileConfig::M64_WIDE_TMA_STORE);
         assert_eq!(FusedConfig::epilogue_tile(GemmShape { m: 1024, n: 8192, k: 4096 }, TileConfig::WIDE_TMA_STORE, 0), TileConfig::WIDE_TMA_STORE);
     }
 
@@ -1123,7 +1147,8 @@ mod tests {
         // Not with two waves of them, K % 64 != 0, M > 256, or a tile without a TMA store.
         assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4096), m64, 127), m64);
         assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4104), m64, 132), m64);
-        assert_eq!(FusedConfig::epilogue_tile(s(257, 8192, 4096), m64, 132), m64);
+        // (M=257: the 128-row fitted tile instead, epilogue_path_takes_fitted_swapped_tiles_for_mid_m)
+        assert_eq!(FusedConfig::epilogue_tile(s(257, 8192, 4096), m64, 132), TileConfig::swapped_wide(136, Epilogue::TmaStore));
         assert_eq!(FusedConfig::epilogue_tile(s(129, 8192, 4096), TileConfig::M64_WIDE, 132), TileConfig::M64_WIDE);
         // The chosen tile takes the epilogue path, unsplit.
         let t = TileConfig::swapped_tma_store(136);
@@ -1138,6 +1163,55 @@ mod tests {
         }
         let e = CommPath::TmaOneShot.check(8192, t, 2).unwrap_err().to_string();
         assert!(e.contains("one-shot") && e.contains("available: epilogue"), "{e}");
+    }
+
+    #[test]
+    fn small_m_reaches_the_epilogue_path_with_the_narrow_tiles_tma_store_twin() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        // Run 113: M=128 and 256 took the one-shot path with 128 x 128 Registers tiles.
+        for (m, n) in [(128, 8192), (256, 8192), (256, 7168), (512, 1024)] {
+            assert_eq!(TileConfig::choose(m, n, 132), TileConfig::NARROW, "M={m} N={n}");
+            assert_eq!(FusedConfig::choose_tile(m, n, 132), TileConfig::NARROW_TMA_STORE, "M={m} N={n}");
+            assert_eq!(CommPath::choose_fused(n, TileConfig::NARROW_TMA_STORE, 2, true), CommPath::Epilogue);
+        }
+        // N % 8 != 0 keeps the Registers tile (and a path that takes it).
+        assert_eq!(FusedConfig::choose_tile(128, 8191, 132), TileConfig::NARROW);
+        // Then M=128 on 64 x 128 swapped tiles (0.0457 ms against 0.0498 narrow), M=256 and
+        // 256 x 7168 x 9216 on the narrow tile (0.0601 against 0.0614-0.0657 swapped).
+        let nt = TileConfig::NARROW_TMA_STORE;
+        assert_eq!(FusedConfig::epilogue_tile(s(128, 8192, 4096), nt, 132), TileConfig::swapped_tma_store(128));
+        assert_eq!(FusedConfig::epilogue_tile(s(256, 8192, 4096), nt, 132), nt);
+        assert_eq!(FusedConfig::epilogue_tile(s(256, 7168, 9216), nt, 132), nt);
+    }
+
+    #[test]
+    fn epilogue_path_takes_fitted_swapped_tiles_for_mid_m() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let fitted = |rows| TileConfig::swapped_wide(rows, Epilogue::TmaStore);
+        // Run 113: where the fitted tile won (default tile from choose_tile).
+        for ((m, n, k), rows) in [
+            ((300, 8192, 4096), 152),
+            ((520, 8192, 4096), 136),
+            ((640, 8192, 4096), 160),
+            ((777, 8192, 4096), 200),
+            ((2049, 8192, 4096), 208),
+            ((2049, 8192, 14336), 208),
+            ((2049, 7168, 9216), 152),
+            ((5000, 8192, 4096), 152),
+        ] {
+            let t = FusedConfig::choose_tile(m, n, 132);
+            assert_eq!(FusedConfig::epilogue_tile(s(m, n, k), t, 132), fitted(rows), "{m}x{n}x{k} from {t}");
+        }
+        // Where it lost: M=1000 (128 x 128 tiles by the narrow rule) and 3000 (128 x 256).
+        assert_eq!(FusedConfig::epilogue_tile(s(1000, 8192, 4096), TileConfig::WIDE_TMA_STORE, 132), TileConfig::NARROW_TMA_STORE);
+        assert_eq!(FusedConfig::epilogue_tile(s(3000, 8192, 4096), TileConfig::WIDE_TMA_STORE, 132), TileConfig::WIDE_TMA_STORE);
+        // Not with K % 64 != 0, nor past M = 8192.
+        assert_eq!(FusedConfig::epilogue_tile(s(2049, 8192, 4104), TileConfig::WIDE_TMA_STORE, 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(FusedConfig::epilogue_tile(s(8193, 8192, 4096), TileConfig::WIDE_TMA_STORE, 132), TileConfig::WIDE_TMA_STORE);
+        // The fitted tile takes the epilogue path, unsplit, on 2 ranks only.
+        let t = fitted(208);
+        assert_eq!(CommPath::all_for(t, 2), vec![CommPath::Epilogue]);
+        assert!(CommPath::all_for(t, 4).is_empty());
     }
 
     #[test]

@@ -233,7 +233,9 @@ fn swapped_operand_tiles_on_the_epilogue_path() {
         ((64, 16384, 512), 64),
         ((17, 8200, 72), 24),
     ];
-    let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).max().unwrap();
+    // 128 rows of B per tile, heights fitted to M > 256 (two staging boxes).
+    let wide_cases = [((2049, 8192, 512), 208), ((300, 1000, 200), 152)];
+    let max = cases.iter().chain(&wide_cases).map(|&((m, n, _), _)| m as u64 * n as u64).max().unwrap();
     let mut g = group(w, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
     for ((m, n, k), rows) in cases {
         let s = GemmShape { m, n, k };
@@ -244,8 +246,7 @@ fn swapped_operand_tiles_on_the_epilogue_path() {
         round(&mut g, &mut bs, s, check::fresh_seed(), opts);
         eprintln!("ok {s:?} {plan}");
     }
-    // 128 rows of B per tile, heights fitted to M > 256 (two staging boxes).
-    for ((m, n, k), rows) in [((2049, 8192, 512), 208), ((300, 1000, 200), 152)] {
+    for ((m, n, k), rows) in wide_cases {
         let s = GemmShape { m, n, k };
         let mut bs = bufs(&g, s);
         let t = mkernel::TileConfig::swapped_wide(rows, mkernel::Epilogue::TmaStore);

@@ -26,8 +26,9 @@ pub struct GemmArgs {
     /// clusters sharing A), swap-ab-64xR-tma-store, or swap-ab / swap-ab-c2: the one fitted
     /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes);
     /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256) and swap-ab-128-fit (the
-    /// one fitted to M, 257 <= M <= 8192; not yet measured). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
-    /// (bench/NOTES.md 13.3) and swapped-operand tiles for small M (NOTES 15).
+    /// one fitted to M, 257 <= M <= 8192). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// (bench/NOTES.md 13.3), swapped-operand tiles for small M (NOTES 15) and the fitted
+    /// 128-row ones where a work model says they win (NOTES 16).
     #[arg(long)]
     pub tile: Option<String>,
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or
