@@ -127,15 +127,46 @@ impl TileConfig {
         Self::swapped_tile(64, rows, Epilogue::Registers)
     }
 
-    /// A swapped-operand tile of `bm` rows of B by `rows` rows of A with as many stages as
-    /// fit next to the staging tile (TMA store; with the fused epilogue path's 16 bytes),
-    /// at most 8. Saturating: an out-of-range `rows` must reach validate_for_gemm's refusal.
+    /// A swapped-operand tile of `bm` rows of B by `rows` rows of A ([`Self::fitted_stages`]).
     const fn swapped_tile(bm: u32, rows: u32, epilogue: Epilogue) -> Self {
-        let stage = (bm * 64 * 2).saturating_add(rows.saturating_mul(64 * 2));
-        let staging = if matches!(epilogue, Epilogue::TmaStore) { rows.saturating_mul(bm * 2).saturating_add(16) } else { 0 };
+        Self::fitted_stages(bm, rows, epilogue, true)
+    }
+
+    /// An unclustered BM x BN tile with as many stages as fit next to the staging tile
+    /// (TMA store; with the fused epilogue path's 16 bytes), at most 8. Saturating: an
+    /// out-of-range `bn` must reach validate_for_gemm's refusal.
+    const fn fitted_stages(bm: u32, bn: u32, epilogue: Epilogue, swap_ab: bool) -> Self {
+        let stage = (bm * 64 * 2).saturating_add(bn.saturating_mul(64 * 2));
+        let staging = if matches!(epilogue, Epilogue::TmaStore) { bn.saturating_mul(bm * 2).saturating_add(16) } else { 0 };
         let fit = (232_448u32 - 1024).saturating_sub(staging) / stage.saturating_add(16);
         let stages = if fit > 8 { 8 } else { fit };
-        Self { bm, bn: rows, bk: 64, stages, epilogue, cluster_m: 1, swap_ab: true }
+        Self { bm, bn, bk: 64, stages, epilogue, cluster_m: 1, swap_ab }
+    }
+
+    /// A 128-row tile (operands not swapped) `cols` columns of C wide, `cols` a multiple of
+    /// 8 in 136..=248 (the widths between the narrow and the wide tile), Registers
+    /// epilogue, as many stages as fit (at most 8). Plain GEMM only. For N that 256-column
+    /// tiles cut into a poor last wave: N=7168 at M=2048 makes 448 tiles of 128 x 256 on
+    /// 132 SMs (3.4 waves: the fourth 39% full), and 512 of 128 x 224 (3.9).
+    pub const fn cols(cols: u32) -> Self {
+        Self::fitted_stages(128, cols, Epilogue::Registers, false)
+    }
+
+    /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248.
+    fn all_cols() -> impl Iterator<Item = Self> {
+        (17..=31).map(|i| Self::cols(8 * i))
+    }
+
+    /// The tile of [`Self::cols`] (or the wide 128 x 256 one) whose width best fits N on
+    /// `sm_count` SMs: the fewest waves x columns per tile (ties to the wider tile); `None`
+    /// where that is the wide tile, or for an empty shape.
+    pub fn cols_fit(m: u32, n: u32, sm_count: u32) -> Option<Self> {
+        if m == 0 || n == 0 || sm_count == 0 {
+            return None;
+        }
+        let cost = |t: &Self| (t.tiles(m, n).div_ceil(sm_count as u64).saturating_mul(t.bn as u64), u32::MAX - t.bn);
+        let best = Self::all_cols().min_by_key(cost)?;
+        (cost(&best) < cost(&Self::WIDE)).then_some(best)
     }
 
     /// [`Self::swapped`] in 2-CTA clusters: the two CTAs take neighbouring 64-row blocks of
@@ -225,7 +256,7 @@ impl TileConfig {
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
     /// swapped-operand tiles.
     pub fn gemm_catalog() -> impl Iterator<Item = Self> {
-        Self::ALL.into_iter().chain(Self::all_swapped())
+        Self::ALL.into_iter().chain(Self::all_swapped()).chain(Self::all_cols())
     }
 
     /// The configuration of the catalog with this one's tile shape, cluster and the
@@ -262,7 +293,8 @@ impl TileConfig {
             (64, 128) => "m64-narrow",
             (64, _) => "m64-wide",
             (_, 256) => "wide",
-            _ => "narrow",
+            (_, 128) => "narrow",
+            (bm, bn) => return format!("cols-{bm}x{bn}"),
         };
         let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
         let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
@@ -298,6 +330,12 @@ impl TileConfig {
                 ),
             ));
         }
+        if Self::all_cols().any(|t| t == *self) {
+            return Err(invalid(
+                "tile",
+                format!("{} is a column-fitted tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of TileConfig::ALL or a swapped-operand TMA-store tile", self.name()),
+            ));
+        }
         Err(invalid(
             "tile",
             format!(
@@ -310,7 +348,7 @@ impl TileConfig {
     /// [`Self::validate`] for the plain GEMM, which also takes the swapped-operand tiles
     /// ([`Self::all_swapped`]).
     pub fn validate_for_gemm(&self) -> Result<()> {
-        if self.swap_ab && Self::all_swapped().any(|t| t == *self) {
+        if (self.swap_ab && Self::all_swapped().any(|t| t == *self)) || Self::all_cols().any(|t| t == *self) {
             return Ok(());
         }
         if self.swap_ab {
@@ -962,6 +1000,24 @@ mod tests {
         assert_eq!(TileConfig::WIDE.busiest_sm_work(s(2049, 8192, 4096), 0), 544 * 128 * 256);
         assert_eq!((TileConfig::WIDE.relative_rate(), TileConfig::NARROW_TMA_STORE.relative_rate()), (100, 93));
         assert_eq!((TileConfig::M64_WIDE.relative_rate(), fit(144).relative_rate(), fit(136).relative_rate()), (82, 96, 75));
+    }
+
+    #[test]
+    fn column_fitted_tiles_fit_n_for_the_plain_gemm_only() {
+        let t = TileConfig::cols(224);
+        assert_eq!((t.bm, t.bn, t.swap_ab, t.epilogue, t.name()), (128, 224, false, Epilogue::Registers, "cols-128x224".to_string()));
+        assert!(t.validate_for_gemm().is_ok() && t.stages >= 4 && t.smem_bytes() <= 232_448, "{t}: {} stages", t.stages);
+        let e = t.validate().unwrap_err().to_string();
+        assert!(e.contains("cols-128x224") && e.contains("only the plain GEMM"), "{e}");
+        assert_eq!(TileConfig::by_name("cols-128x224"), Some(t));
+        assert!(TileConfig::cols(132).validate_for_gemm().is_err() && TileConfig::cols(256).validate_for_gemm().is_ok(), "256 is the wide tile");
+        // N=7168 at M=2048 on 132 SMs: 448 wide tiles in 4 waves (x 256 = 1024) against 656
+        // tiles of 176 columns in 5 (x 176 = 880; 224 columns: 512 tiles, 4 x 224 = 896).
+        assert_eq!(TileConfig::cols_fit(2048, 7168, 132), Some(TileConfig::cols(176)));
+        assert_eq!(TileConfig::cols_fit(4096, 4096, 132), None, "512 wide tiles: 3.9 waves");
+        assert_eq!(TileConfig::cols_fit(0, 8192, 132), None);
+        let src = source(t).unwrap().source;
+        assert!(src.contains("m64n224k16") && src.contains("mk::GemmConfig<128, 224, 64,"), "generated wrapper");
     }
 
     #[test]

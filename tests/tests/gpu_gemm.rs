@@ -104,6 +104,10 @@ fn swapped_operand_tiles_match_reference() {
             run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide(rows, Epilogue::TmaStore)));
         }
     }
+    // 128-row tiles of 136..=248 columns (not swapped), N and M ragged.
+    for (m, n, k, cols) in [(2048, 7168, 512, 224), (300, 1000, 200, 136), (129, 4099, 64, 248), (1000, 5120, 1024, 160)] {
+        run_case(GemmShape { m, n, k }, Some(TileConfig::cols(cols)));
+    }
     // 2-CTA clusters with an odd number of B row blocks (a padding tile per pair).
     run_case(GemmShape { m: 129, n: 8200, k: 256 }, Some(TileConfig::swapped_c2(144)));
     run_case(GemmShape { m: 40, n: 65, k: 64 }, Some(TileConfig::swapped_c2(48)));

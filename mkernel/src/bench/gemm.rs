@@ -26,7 +26,9 @@ pub struct GemmArgs {
     /// clusters sharing A), swap-ab-64xR-tma-store, or swap-ab / swap-ab-c2: the one fitted
     /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes);
     /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256) and swap-ab-128-fit (the
-    /// one fitted to M, 257 <= M <= 8192). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// one fitted to M, 257 <= M <= 8192); cols-128xC (128 x C, C = 136, 144, ..., 248,
+    /// Registers epilogue) and cols-fit (the one fitted to N on this GPU's SMs, or the
+    /// default where the wide tile fits best; not yet measured). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
     /// (bench/NOTES.md 13.3), swapped-operand tiles for small M (NOTES 15) and the fitted
     /// 128-row ones where a work model says they win (NOTES 16).
     #[arg(long)]
@@ -111,15 +113,18 @@ const HBM_TBPS: f64 = 4.0;
 
 pub fn run(args: GemmArgs) -> BenchResult<()> {
     // "swap-ab" / "swap-ab-c2": the swapped-operand tile fitted to each shape's M
-    // (cluster size 1 or 2); "swap-ab-128-fit": the 128-row one fitted to M > 256 (0).
+    // (cluster size 1 or 2); "swap-ab-128-fit": the 128-row one fitted to M > 256 (0);
+    // "cols-fit": the 128-row tile whose width fits N (3).
     let fitted_swap = match args.tile.as_deref() {
         Some("swap-ab") => Some(1),
         Some("swap-ab-c2") => Some(2),
         Some("swap-ab-128-fit") => Some(0),
+        Some("cols-fit") => Some(3),
         _ => None,
     };
     let fitted = |cm: u32, s: &GemmShape, sm_count: u32| match cm {
         0 => TileConfig::swapped_fit(s.m, s.n, sm_count),
+        3 => TileConfig::cols_fit(s.m, s.n, sm_count),
         _ => TileConfig::swapped_for(s.m, cm),
     };
     let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
@@ -132,8 +137,9 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     // A forced tile must be able to write every listed shape (the TMA-store epilogue needs
     // N % 8 == 0): refused here rather than found out on the GPU.
     if let Some(cm) = fitted_swap {
-        // (any SM count will do for the rule; the real one is used below)
-        if let Some((label, s)) = list.iter().find(|(_, s)| fitted(cm, s, 1).is_none()) {
+        // (any SM count will do for these rules; the real one is used below. A shape no
+        // column-fitted tile fits better than the wide one takes the default.)
+        if let Some((label, s)) = list.iter().find(|(_, s)| cm != 3 && fitted(cm, s, 1).is_none()) {
             let rule = if cm == 0 { "fits 257 <= M <= 8192" } else { "holds at most 256 rows of A" };
             return Err(format!("--tile {}: this swapped-operand tile {rule}, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m).into());
         }
