@@ -509,7 +509,33 @@ impl TileConfig {
         } else {
             t
         };
-        Self::swapped_instead_of(t, shape, sm_count).or_else(|| Self::fitted_instead_of(t, shape, sm_count)).unwrap_or(t)
+        Self::swapped_instead_of(t, shape, sm_count)
+            .or_else(|| Self::fitted_instead_of(t, shape, sm_count))
+            .or_else(|| Self::cols_instead_of(t, shape, sm_count))
+            .unwrap_or(t)
+    }
+
+    /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
+    /// ([`Self::cols_fit`], Registers epilogue) where it beats `current`, the unclustered
+    /// 128 x 256 tile (either epilogue): K % 64 == 0 and its busiest SM's work over its rate
+    /// ([`Self::busiest_sm_work`], [`Self::relative_rate`]) below `current`'s. `None` where
+    /// `current` stays.
+    ///
+    /// Measured on one H200 (run 115, ours / cuBLAS, default -> fitted): 2048 x 7168 x 9216
+    /// 0.836 -> 0.895 (176 columns: 656 tiles in 5 waves against 448 wide ones in 4, the
+    /// fourth 39% full), 1024 x 7168 x 9216 1.014 -> 1.041 (but the mid-M rule's swapped
+    /// tile comes first there, as at 2048 x 5120 x 8192 and 2048 x 9216 x 7168, where the
+    /// two tie); slower by 3-6% where the fit saves 2-6% of the work (8192 x 7168 x
+    /// 9216, 4096 x 7168 x 9216, 4096 x 2880 x 4096, 2048 x 28672 x 8192, 2048 x 8192 x
+    /// 4096), which it leaves.
+    pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if shape.k % 64 != 0 || current.swap_ab || current.cluster_m > 1 || (current.bm, current.bn) != (128, 256) {
+            return None;
+        }
+        let f = Self::cols_fit(shape.m, shape.n, sm_count)?;
+        let wins = (f.busiest_sm_work(shape, sm_count) as u128) * (current.relative_rate() as u128)
+            < (current.busiest_sm_work(shape, sm_count) as u128) * (f.relative_rate() as u128);
+        wins.then_some(f)
     }
 
     /// The mid-M rule of [`Self::choose_for`] (and of the fused kernel's
@@ -557,11 +583,16 @@ impl TileConfig {
     /// 0.88 of the swapped tiles' rate); 128-row swapped tiles 96 from 144 rows of A up
     /// (M=1000, 1500, 5000 and 8192 against 128 x 256 tiles: 0.94-0.99), 75 below (M=4097's
     /// 128 rows: 0.73; M=257's 136 rows against 64 x 256 tiles: 0.75); 64-row swapped
-    /// tiles 82 (not compared by the rule). Clusters as their tile.
+    /// tiles 82 (not compared by the rule); the column-fitted tiles of [`Self::cols`]
+    /// (Registers epilogue) 92 from 176 columns up, 84 below (run 115, against the 128 x 256
+    /// TMA-store tile: 0.91-0.95 at 176-240 columns on 7 shapes, 0.84 at 160). Clusters as
+    /// their tile.
     pub fn relative_rate(&self) -> u64 {
         match (self.swap_ab, self.bm, self.bn) {
             (false, 128, 256) => 100,
-            (false, 128, _) => 93,
+            (false, 128, 128) => 93,
+            (false, 128, cols) if cols >= 176 => 92,
+            (false, 128, _) => 84,
             (false, _, _) => 82,
             (true, 128, rows) if rows >= 144 => 96,
             (true, 128, _) => 75,
@@ -1000,6 +1031,7 @@ mod tests {
         assert_eq!(TileConfig::WIDE.busiest_sm_work(s(2049, 8192, 4096), 0), 544 * 128 * 256);
         assert_eq!((TileConfig::WIDE.relative_rate(), TileConfig::NARROW_TMA_STORE.relative_rate()), (100, 93));
         assert_eq!((TileConfig::M64_WIDE.relative_rate(), fit(144).relative_rate(), fit(136).relative_rate()), (82, 96, 75));
+        assert_eq!((TileConfig::cols(176).relative_rate(), TileConfig::cols(168).relative_rate()), (92, 84));
     }
 
     #[test]
@@ -1018,6 +1050,21 @@ mod tests {
         assert_eq!(TileConfig::cols_fit(0, 8192, 132), None);
         let src = source(t).unwrap().source;
         assert!(src.contains("m64n224k16") && src.contains("mk::GemmConfig<128, 224, 64,"), "generated wrapper");
+        // The column rule (run 115): taken where the fit saves 14-17% of the wide tile's
+        // work, left where it saves 2-6%.
+        let s = |m, n, k| GemmShape { m, n, k };
+        for ((m, n, k), cols) in [((2048, 7168, 9216), 176), ((2048, 7168, 4096), 176)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::cols(cols), "{m}x{n}x{k}");
+        }
+        for (m, n, k) in [(8192, 7168, 9216), (4096, 7168, 9216), (4096, 2880, 4096), (2048, 28672, 8192), (2048, 8192, 4096)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE, "{m}x{n}x{k}");
+        }
+        // Not with K % 64 != 0, not against another tile, not before the mid-M rule.
+        assert!(!TileConfig::choose_for(s(2048, 7168, 9224), 132).name().starts_with("cols"));
+        assert_eq!(TileConfig::cols_instead_of(TileConfig::NARROW, s(2048, 7168, 9216), 132), None);
+        assert!(TileConfig::choose_for(s(1024, 7168, 9216), 132).swap_ab);
+        assert!(TileConfig::choose_for(s(2048, 5120, 8192), 132).swap_ab);
+        assert!(TileConfig::choose_for(s(2048, 9216, 7168), 132).swap_ab);
     }
 
     #[test]
