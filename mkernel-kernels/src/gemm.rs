@@ -547,7 +547,7 @@ impl TileConfig {
     /// where `current` stays.
     ///
     /// Measured on the H200 (run 113, N=8192 and K=4096 unless given; ms, default ->
-    /// fitted): the rule takes the fitted tile on all 10 shapes where it won, M=257
+    /// fitted): the rule takes the fitted tile on all 12 shapes where it won, M=257
     /// 0.0551 -> 0.0317, 300 0.0556 -> 0.0356, 384 0.0515 -> 0.0415, 520 0.0937 -> 0.0574,
     /// 640 0.0947 -> 0.0648, 777 0.1066 -> 0.0795, 2049 0.2216 -> 0.1978, 3000 0.3050 ->
     /// 0.2865, 5000 0.4940 -> 0.4737, 2049 x 7168 x 9216 0.4520 -> 0.4085 (and 3000 x 7168
@@ -579,8 +579,8 @@ impl TileConfig {
     /// (the mid-M rule's model, [`Self::fitted_instead_of`]). Measured on the H200 (bench
     /// gemm, bench/NOTES.md 16.2): 128 x 128 tiles 93 (6.5-9% slower than 128 x 256 on the
     /// same shapes, run 58); 64-row tiles 82 (M=2049 x 8192 x 4096, run 113: 8 waves of
-    /// 64 x 256 tiles in 0.2216 ms against 5 waves of 128 x 208 swapped ones in 0.1978,
-    /// 0.88 of the swapped tiles' rate); 128-row swapped tiles 96 from 144 rows of A up
+    /// 64 x 256 tiles in 0.2216 ms against 5 waves of 128 x 208 swapped ones in 0.1978:
+    /// 0.88 of the swapped tiles' rate, 84 at their 96; 80-84 make the same decisions); 128-row swapped tiles 96 from 144 rows of A up
     /// (M=1000, 1500, 5000 and 8192 against 128 x 256 tiles: 0.94-0.99), 75 below (M=4097's
     /// 128 rows: 0.73; M=257's 136 rows against 64 x 256 tiles: 0.75); 64-row swapped
     /// tiles 82 (not compared by the rule); the column-fitted tiles of [`Self::cols`]

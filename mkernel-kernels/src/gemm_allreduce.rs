@@ -397,7 +397,8 @@ impl FusedConfig {
 
     /// The epilogue path's refinement of [`Self::choose_tile`]: 128 x 128 instead of
     /// 128 x 256 tiles when the smaller copy after the GEMM saves more than the narrow
-    /// tiles' slower GEMM costs; any other tile as it is.
+    /// tiles' slower GEMM costs, and the swapped-operand rules below (small M, mid M);
+    /// any other tile as it is.
     ///
     /// Why: on the epilogue path the copies of the last wave's tiles all start when the
     /// GEMM ends, so that wave's output (R = tiles mod `grid` tiles, or a whole wave)
@@ -423,8 +424,8 @@ impl FusedConfig {
     ///
     /// For 257 <= M <= 8192 (and K % 64 == 0) it then takes the 128-row swapped TMA-store
     /// tile fitted to M where [`TileConfig::fitted_instead_of`] says it beats the 128 x 256
-    /// or 64 x 256 tile, before the narrow refinement. Measured on the H200 pair (run 113,
-    /// ms, default -> fitted): M=2049 x 8192 x 4096 0.2634 -> 0.2354, 2049 x 8192 x 14336
+    /// or 64 x 256 tile, before the narrow refinement. Measured on the H200 pair (runs 112
+    /// and 113, ms, default -> fitted): M=2049 x 8192 x 4096 0.2634 -> 0.2354, 2049 x 8192 x 14336
     /// 0.8898 -> 0.7460 (0.93x -> 1.11x of cuBLAS + NCCL), 2049 x 7168 x 9216 0.4612 ->
     /// 0.4230, M=300 0.0754 -> 0.0631, 520 0.1113 -> 0.0832, 640 0.1159 -> 0.0920, 777
     /// 0.1301 -> 0.1100, 5000 0.5326 -> 0.5186; it leaves M=1000 (0.1303 with 128 x 128

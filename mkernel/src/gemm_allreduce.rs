@@ -22,7 +22,9 @@ pub struct GemmAllReduceOptions {
     /// path; another is refused), which needs 2 ranks. None: `FusedConfig::choose_tile`,
     /// refined on the epilogue path by `FusedConfig::epilogue_tile` (128 x 128 tiles where
     /// the last wave's copy after the GEMM shrinks more than the GEMM slows, and the
-    /// swapped-operand tile holding all of M for M <= 256 where it loads less).
+    /// swapped-operand tile holding all of M for M <= 256 where it loads less, and for
+    /// 257 <= M <= 8192 the 128-row one fitted to M where `TileConfig::fitted_instead_of`
+    /// says it wins).
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
@@ -100,6 +102,12 @@ impl Communicator {
         // copy shrinks more than the GEMM slows, swapped-operand tiles for small M (a tile
         // asked for stays as asked).
         // (TMA-store tile for TMA-store tile: the output rule checked above still holds)
+        // (choose_tile's narrow TMA-store twin is there to open the epilogue path, run 113;
+        // paths that do not add into `out` keep the Registers tile they were measured with)
+        let tile = if opts.tile.is_none() && tile == TileConfig::NARROW_TMA_STORE && !path.adds_into_out() { TileConfig::NARROW } else { tile };
+        // (the path is checked against the tile it was chosen for first, so that a refusal
+        // names that tile rather than a refinement the caller never saw)
+        path.check(shape.n, tile, self.world_size())?;
         let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
         path.check(shape.n, tile, self.world_size())?;
         if grid % tile.cluster_m.max(1) != 0 {
