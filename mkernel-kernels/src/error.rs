@@ -9,7 +9,7 @@ pub enum Error {
     #[error("NVRTC (libnvrtc.so.13) was not found; put the CUDA 13 library directory (e.g. /usr/local/cuda/lib64, or the nvidia-cuda-nvrtc wheel's nvidia/cu13/lib) on LD_LIBRARY_PATH")]
     NvrtcMissing,
     /// The CUDA driver library could not be loaded (no GPU driver on this machine).
-    #[error("the CUDA driver (libcuda.so.1) was not found: no NVIDIA driver on this machine")]
+    #[error("the CUDA driver (libcuda.so.1) was not found: no NVIDIA driver on this machine; the kernels need a Hopper GPU (sm_90a) and its driver (on a machine without one, `cargo test --workspace` runs the CPU tests)")]
     DriverMissing,
     /// NVRTC rejected the generated source.
     #[error("NVRTC failed to compile kernel `{kernel}`:\n{log}")]

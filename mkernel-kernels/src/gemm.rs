@@ -38,12 +38,14 @@ pub struct TileConfig {
     /// one read of L2 (within the GPU; no NVLink multicast). The grid is then even, and
     /// an odd number of row blocks gets one padding tile per column block.
     pub cluster_m: u32,
-    /// Swapped operands, for small M (plain GEMM only): the kernel computes C^T = B A^T,
-    /// so a tile is `bm` = 64 rows of B (columns of C) by `bn` rows of A (rows of C), `bn`
-    /// any multiple of 8 up to 256; one tile then holds every row of a skinny A (M=129:
-    /// 64 x 136 tiles) instead of padding it to 64 or 128 rows. Registers epilogue (a
-    /// transposed store); with `cluster_m` = 2 the pair shares the A tile (multicast).
-    /// See [`Self::swapped`].
+    /// Swapped operands, for small and mid M: the kernel computes C^T = B A^T, so a tile
+    /// is `bm` = 64 or 128 rows of B (columns of C) by `bn` rows of A (rows of C), `bn` any
+    /// multiple of 8 up to 256; one tile then holds every row of a skinny A (M=129: 64 x
+    /// 136 tiles), or a height fitted to M (M=2049: 128 x 208), instead of padding M to
+    /// 64 or 128 rows. Registers epilogue (a transposed store; with `cluster_m` = 2 the
+    /// pair shares the A tile by multicast) or TMA-store (staged transposed; these the
+    /// fused kernel's epilogue path takes too). See [`Self::swapped`],
+    /// [`Self::swapped_tma_store`], [`Self::swapped_wide`].
     pub swap_ab: bool,
 }
 
@@ -147,7 +149,8 @@ impl TileConfig {
     /// 8 in 136..=248 (the widths between the narrow and the wide tile), Registers
     /// epilogue, as many stages as fit (at most 8). Plain GEMM only. For N that 256-column
     /// tiles cut into a poor last wave: N=7168 at M=2048 makes 448 tiles of 128 x 256 on
-    /// 132 SMs (3.4 waves: the fourth 39% full), and 512 of 128 x 224 (3.9).
+    /// 132 SMs (3.4 waves: the fourth 39% full), and 656 of 128 x 176 (5.0 waves of 176
+    /// columns: 880 against 1024).
     pub const fn cols(cols: u32) -> Self {
         Self::fitted_stages(128, cols, Epilogue::Registers, false)
     }
@@ -254,7 +257,7 @@ impl TileConfig {
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
-    /// swapped-operand tiles.
+    /// swapped-operand tiles, then the column-fitted ones ([`Self::cols`]).
     pub fn gemm_catalog() -> impl Iterator<Item = Self> {
         Self::ALL.into_iter().chain(Self::all_swapped()).chain(Self::all_cols())
     }
@@ -305,9 +308,10 @@ impl TileConfig {
     /// `wide-tma-store`, `narrow-tma-store`, `m64-wide`, `m64-wide-tma-store`,
     /// `m64-narrow-tma-store`, the
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
-    /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256) and `swap-ab-64xR-c2` (R a
-    /// multiple of 16), plain GEMM only, and `swap-ab-64xR-tma-store`, which the fused
-    /// kernel's epilogue path takes too.
+    /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
+    /// multiple of 16) and `swap-ab-128xR` (R = 128, 136, ..., 256), and the column-fitted
+    /// `cols-128xC` (C = 136, 144, ..., 248), plain GEMM only, and `swap-ab-64xR-tma-store`
+    /// and `swap-ab-128xR-tma-store`, which the fused kernel's epilogue path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::gemm_catalog().find(|t| t.name() == name)
     }
@@ -325,28 +329,33 @@ impl TileConfig {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{} is a swapped-operand tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes those with the TMA-store epilogue (swap-ab-64xR-tma-store) or one of TileConfig::ALL",
-                    self.name()
+                    "{} is a swapped-operand tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes those with the TMA-store epilogue (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store) or one of {}",
+                    self.name(),
+                    Self::ALL.map(|t| t.name()).join(", ")
                 ),
             ));
         }
         if Self::all_cols().any(|t| t == *self) {
             return Err(invalid(
                 "tile",
-                format!("{} is a column-fitted tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of TileConfig::ALL or a swapped-operand TMA-store tile", self.name()),
+                format!(
+                    "{} is a column-fitted tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store)",
+                    self.name(),
+                    Self::ALL.map(|t| t.name()).join(", ")
+                ),
             ));
         }
         Err(invalid(
             "tile",
             format!(
-                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, R = 8, 16, ..., 256)",
+                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256)",
                 Self::ALL.map(|t| t.name()).join(", ")
             ),
         ))
     }
 
     /// [`Self::validate`] for the plain GEMM, which also takes the swapped-operand tiles
-    /// ([`Self::all_swapped`]).
+    /// ([`Self::all_swapped`]) and the column-fitted ones ([`Self::cols`]).
     pub fn validate_for_gemm(&self) -> Result<()> {
         if (self.swap_ab && Self::all_swapped().any(|t| t == *self)) || Self::all_cols().any(|t| t == *self) {
             return Ok(());
@@ -499,7 +508,10 @@ impl TileConfig {
     ///
     /// Else, for 257 <= M <= 8192 with K % 64 == 0, the 128-row swapped tile fitted to M
     /// where [`Self::fitted_instead_of`] says it wins (M=2049 x 8192 x 4096: 0.2216 ->
-    /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113).
+    /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113). Else, in place
+    /// of the 128 x 256 tile with K % 64 == 0, the 128-row tile whose width fits N where
+    /// [`Self::cols_instead_of`] says it wins (2048 x 7168 x 9216: 128 x 176, 0.835 -> 0.896
+    /// of cuBLAS, runs 118-119).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
@@ -568,7 +580,8 @@ impl TileConfig {
 
     /// Tensor-core work of the busiest SM, in output elements per k step: waves of tiles
     /// on `sm_count` SMs times the tile's BM x BN. Comparable between configurations of
-    /// one shape only (the mid-M rule, [`Self::fitted_instead_of`]).
+    /// one shape only (the mid-M and column rules, [`Self::fitted_instead_of`],
+    /// [`Self::cols_instead_of`]).
     pub fn busiest_sm_work(&self, shape: GemmShape, sm_count: u32) -> u64 {
         let tiles = self.tiles(shape.m, shape.n);
         let grid = self.grid_for(tiles, sm_count.max(1)) as u64;
@@ -576,7 +589,8 @@ impl TileConfig {
     }
 
     /// How fast a tile turns its work into output, percent of the 128 x 256 tile's rate
-    /// (the mid-M rule's model, [`Self::fitted_instead_of`]). Measured on the H200 (bench
+    /// (the model of the mid-M and column rules, [`Self::fitted_instead_of`],
+    /// [`Self::cols_instead_of`]). Measured on the H200 (bench
     /// gemm, bench/NOTES.md 16.2): 128 x 128 tiles 93 (6.5-9% slower than 128 x 256 on the
     /// same shapes, run 58); 64-row tiles 82 (M=2049 x 8192 x 4096, run 113: 8 waves of
     /// 64 x 256 tiles in 0.2216 ms against 5 waves of 128 x 208 swapped ones in 0.1978:

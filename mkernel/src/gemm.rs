@@ -13,9 +13,9 @@ use crate::error::{invalid, Result};
 /// Options of [`gemm`].
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOptions {
-    /// Tile configuration, one of [`TileConfig::gemm_catalog`] ([`TileConfig::ALL`] and the
-    /// swapped-operand tiles of [`TileConfig::all_swapped`]); `None` lets the heuristic
-    /// choose ([`TileConfig::choose_for`]).
+    /// Tile configuration, one of [`TileConfig::gemm_catalog`] ([`TileConfig::ALL`], the
+    /// swapped-operand tiles of [`TileConfig::all_swapped`] and the column-fitted ones of
+    /// [`TileConfig::cols`]); `None` lets the heuristic choose ([`TileConfig::choose_for`]).
     pub tile: Option<TileConfig>,
     /// Bound on every wait inside the kernel (an expired wait traps the kernel), 1 ms to
     /// 1 day.

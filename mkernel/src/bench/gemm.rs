@@ -28,9 +28,10 @@ pub struct GemmArgs {
     /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256) and swap-ab-128-fit (the
     /// one fitted to M, 257 <= M <= 8192); cols-128xC (128 x C, C = 136, 144, ..., 248,
     /// Registers epilogue) and cols-fit (the one fitted to N on this GPU's SMs, or the
-    /// default where the wide tile fits best; not yet measured). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
-    /// (bench/NOTES.md 13.3), swapped-operand tiles for small M (NOTES 15) and the fitted
-    /// 128-row ones where a work model says they win (NOTES 16).
+    /// default where the wide tile fits best). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// (bench/NOTES.md 13.3), swapped-operand tiles for small M (NOTES 15), and where a
+    /// work model says they win the 128-row swapped ones fitted to M and the column-fitted
+    /// ones (NOTES 16).
     #[arg(long)]
     pub tile: Option<String>,
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or

@@ -60,8 +60,12 @@ pub struct ArArgs {
     /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
     #[arg(long)]
     pub launched: bool,
-    /// Force a tile configuration (names as for `bench gemm --tile`; of the swapped-operand
-    /// ones the -tma-store ones, e.g. swap-ab-64x136-tma-store, epilogue path only).
+    /// Force a tile configuration: wide, narrow, m64-wide, each also -tma-store,
+    /// m64-narrow-tma-store, the 2-CTA cluster tiles wide-tma-store-c2, narrow-tma-store-c2,
+    /// m64-wide-tma-store-c2, and the swapped-operand TMA-store tiles swap-ab-64xR-tma-store
+    /// (R = 8, 16, ..., 256) and swap-ab-128xR-tma-store (R = 128, 136, ..., 256; the
+    /// clustered and swapped ones on the epilogue path with 2 ranks only). The plain GEMM's
+    /// other tiles (swap-ab-64xR, cols-128xC, the fitted names) are `bench gemm` only.
     #[arg(long)]
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
@@ -714,7 +718,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 .map(|t| (n.as_str(), Some(t)))
                 .ok_or_else(|| {
                     format!(
-                        "--sweep-tiles: expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256); got {n}",
+                        "--sweep-tiles: expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256), swap-ab-128xR-tma-store (R = 128, 136, ..., 256); got {n}",
                         mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
                     )
                 })
