@@ -155,9 +155,17 @@ impl TileConfig {
         Self::fitted_stages(128, cols, Epilogue::Registers, false)
     }
 
-    /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248.
+    /// [`Self::cols`] with the TMA-store epilogue: the tile staged as one unswizzled box
+    /// (rows `cols` * 2 bytes apart; 192 columns as three swizzled 64-column boxes) and
+    /// TMA-stored. N % 8 == 0. Plain GEMM only.
+    pub const fn cols_tma_store(cols: u32) -> Self {
+        Self::fitted_stages(128, cols, Epilogue::TmaStore, false)
+    }
+
+    /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248, with
+    /// either epilogue.
     fn all_cols() -> impl Iterator<Item = Self> {
-        (17..=31).map(|i| Self::cols(8 * i))
+        (17..=31).map(|i| Self::cols(8 * i)).chain((17..=31).map(|i| Self::cols_tma_store(8 * i)))
     }
 
     /// The tile of [`Self::cols`] (or the wide 128 x 256 one) whose width best fits N on
@@ -168,7 +176,7 @@ impl TileConfig {
             return None;
         }
         let cost = |t: &Self| (t.tiles(m, n).div_ceil(sm_count as u64).saturating_mul(t.bn as u64), u32::MAX - t.bn);
-        let best = Self::all_cols().min_by_key(cost)?;
+        let best = (17..=31).map(|i| Self::cols(8 * i)).min_by_key(cost)?;
         (cost(&best) < cost(&Self::WIDE)).then_some(best)
     }
 
@@ -273,6 +281,9 @@ impl TileConfig {
                 _ => self,
             };
         }
+        if Self::all_cols().any(|t| t == self) {
+            return Self::cols_tma_store(self.bn);
+        }
         Self::ALL
             .into_iter()
             .find(|t| {
@@ -297,7 +308,10 @@ impl TileConfig {
             (64, _) => "m64-wide",
             (_, 256) => "wide",
             (_, 128) => "narrow",
-            (bm, bn) => return format!("cols-{bm}x{bn}"),
+            (bm, bn) => {
+                let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
+                return format!("cols-{bm}x{bn}{epi}");
+            }
         };
         let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
         let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
@@ -788,8 +802,9 @@ pub fn operand_maps(
 }
 
 /// TMA descriptor of an \[M, N\] bf16 output for the TMA-store epilogue (box [BM rows x
-/// 64 columns], or [BN rows x 64] for a swapped-operand tile, 128B swizzle); a zeroed
-/// descriptor for the Registers epilogue.
+/// 64 columns], or [BN rows x 64] for a swapped-operand tile, 128B swizzle; [BM x BN]
+/// unswizzled for a column-fitted tile, BN % 64 != 0); a zeroed descriptor for the
+/// Registers epilogue.
 pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::params::TmaDescriptor> {
     if cfg.epilogue != Epilogue::TmaStore {
         return Ok(Default::default());
@@ -797,6 +812,10 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
     let t = Tensor2d { ptr: c, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
     // (a swapped-operand tile covers bn rows of C by bm = 64 columns: one box)
     let box_rows = if cfg.swap_ab { cfg.bn } else { cfg.bm };
+    if !cfg.swap_ab && cfg.bn % 64 != 0 {
+        // (a column-fitted tile: one unswizzled box of the whole tile, GemmConfig::kCSwizzled)
+        return driver::tma_2d_bf16(t, cfg.bm, cfg.bn, driver::Swizzle::None, "c");
+    }
     driver::tma_2d_bf16(t, box_rows, 64, driver::Swizzle::B128, "c")
 }
 
@@ -1056,6 +1075,11 @@ mod tests {
         let e = t.validate().unwrap_err().to_string();
         assert!(e.contains("cols-128x224") && e.contains("only the plain GEMM"), "{e}");
         assert_eq!(TileConfig::by_name("cols-128x224"), Some(t));
+        let tt = TileConfig::cols_tma_store(176);
+        assert_eq!((tt.name(), t.with_tma_store()), ("cols-128x176-tma-store".to_string(), TileConfig::cols_tma_store(224)));
+        assert!(tt.validate_for_gemm().is_ok() && tt.validate().is_err() && tt.stages >= 3 && tt.smem_bytes() <= 232_448, "{tt}");
+        assert_eq!(TileConfig::by_name("cols-128x176-tma-store"), Some(tt));
+        assert!(source(tt).unwrap().source.contains("mk::GemmConfig<128, 176, 64,"));
         assert!(TileConfig::cols(132).validate_for_gemm().is_err() && TileConfig::cols(256).validate_for_gemm().is_ok(), "256 is the wide tile");
         // N=7168 at M=2048 on 132 SMs: 448 wide tiles in 4 waves (x 256 = 1024) against 656
         // tiles of 176 columns in 5 (x 176 = 880; 224 columns: 512 tiles, 4 x 224 = 896).

@@ -107,6 +107,9 @@ fn swapped_operand_tiles_match_reference() {
     // 128-row tiles of 136..=248 columns (not swapped), N and M ragged.
     for (m, n, k, cols) in [(2048, 7168, 512, 224), (300, 1000, 200, 136), (129, 4099, 64, 248), (1000, 5120, 1024, 160)] {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols(cols)));
+        if n % 8 == 0 {
+            run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
+        }
     }
     // 2-CTA clusters with an odd number of B row blocks (a padding tile per pair).
     run_case(GemmShape { m: 129, n: 8200, k: 256 }, Some(TileConfig::swapped_c2(144)));

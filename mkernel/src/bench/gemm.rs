@@ -27,8 +27,9 @@ pub struct GemmArgs {
     /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes);
     /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256) and swap-ab-128-fit (the
     /// one fitted to M, 257 <= M <= 8192); cols-128xC (128 x C, C = 136, 144, ..., 248,
-    /// Registers epilogue) and cols-fit (the one fitted to N on this GPU's SMs, or the
-    /// default where the wide tile fits best). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
+    /// Registers epilogue; cols-128xC-tma-store with the TMA store) and cols-fit /
+    /// cols-fit-tma-store (the one fitted to N on this GPU's SMs, or the default where the
+    /// wide tile fits best). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
     /// (bench/NOTES.md 13.3), swapped-operand tiles for small M (NOTES 15), and where a
     /// work model says they win the 128-row swapped ones fitted to M and the column-fitted
     /// ones (NOTES 16).
@@ -121,11 +122,13 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         Some("swap-ab-c2") => Some(2),
         Some("swap-ab-128-fit") => Some(0),
         Some("cols-fit") => Some(3),
+        Some("cols-fit-tma-store") => Some(4),
         _ => None,
     };
     let fitted = |cm: u32, s: &GemmShape, sm_count: u32| match cm {
         0 => TileConfig::swapped_fit(s.m, s.n, sm_count),
         3 => TileConfig::cols_fit(s.m, s.n, sm_count),
+        4 => TileConfig::cols_fit(s.m, s.n, sm_count).map(TileConfig::with_tma_store),
         _ => TileConfig::swapped_for(s.m, cm),
     };
     let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
@@ -140,7 +143,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     if let Some(cm) = fitted_swap {
         // (any SM count will do for these rules; the real one is used below. A shape no
         // column-fitted tile fits better than the wide one takes the default.)
-        if let Some((label, s)) = list.iter().find(|(_, s)| cm != 3 && fitted(cm, s, 1).is_none()) {
+        if let Some((label, s)) = list.iter().find(|(_, s)| cm < 3 && fitted(cm, s, 1).is_none()) {
             let rule = if cm == 0 { "fits 257 <= M <= 8192" } else { "holds at most 256 rows of A" };
             return Err(format!("--tile {}: this swapped-operand tile {rule}, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m).into());
         }

@@ -68,13 +68,15 @@ struct GemmConfig {
   static constexpr u32 CM = CM_;
   static constexpr Epilogue EPI = EPI_;
   static constexpr bool kTmaEpilogue = EPI_ == Epilogue::TmaStore;
-  // Staging tile of the TMA-store epilogue: BN / 64 boxes of [BM rows x 64 cols] (128 B
-  // per row, 128B swizzle), 1024-byte aligned like the stages.
-  static constexpr u32 kCBoxCols = 64;
   // The tile in C: kCRows rows by kCCols columns (swapped operands: BN rows of C, the
-  // rows of A, by BM columns), staged as kCBoxes boxes of [kCRows rows x 64 columns].
+  // rows of A, by BM columns), staged for the TMA-store epilogue as kCBoxes boxes of
+  // [kCRows rows x kCBoxCols columns], 1024-byte aligned like the stages: 64-column boxes
+  // (128 B per row, 128B swizzle) where kCCols is a multiple of 64, else (the
+  // column-fitted tiles) one unswizzled box of the whole tile, rows kCCols * 2 bytes apart.
   static constexpr u32 kCRows = SWAP_AB_ ? BN : BM;
   static constexpr u32 kCCols = SWAP_AB_ ? BM : BN;
+  static constexpr bool kCSwizzled = kCCols % 64 == 0;
+  static constexpr u32 kCBoxCols = kCSwizzled ? 64 : kCCols;
   static constexpr u32 kCBoxes = kCCols / kCBoxCols;
   static constexpr u32 kCBoxBytes = kCRows * kCBoxCols * 2;
   static constexpr u32 kCBytes = kTmaEpilogue ? BM * BN * 2 : 0;
@@ -108,7 +110,8 @@ struct GemmConfig {
   static_assert(kSmemBytes <= 232448, "sm_90 allows at most 227 KiB of shared memory per block");
   static_assert(kProducerRegs * 128 + kConsumerRegs * kConsumerThreads <= 65536, "register file is 64K per SM");
   static_assert(kAccRegs + 64 <= kConsumerRegs, "accumulators must fit the consumer register budget");
-  static_assert(!kTmaEpilogue || (kCCols % kCBoxCols == 0 && kCRows <= 256), "the staging tile is whole 64-column boxes of at most 256 rows");
+  static_assert(!kTmaEpilogue || (kCCols % kCBoxCols == 0 && kCRows <= 256 && (kCSwizzled || !SWAP_AB_)),
+                "the staging tile is whole 64-column boxes of at most 256 rows (or, operands not swapped, one box of the tile)");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs along M");
   static_assert(kBBytesPerCta % 1024 == 0, "each CTA's part of B starts on a 1024-byte swizzle atom");
 };
@@ -332,7 +335,8 @@ __device__ __forceinline__ void store_fragment_bf16_transposed(const float (&acc
 // ---- TMA-store epilogue ---------------------------------------------------------------
 // Writes the fragment into the staging tile: element (r, c) of the tile lives in box
 // c / 64, row r, 16-byte chunk ((c % 64) / 8) ^ (r % 8) (the 128B swizzle TMA reads).
-// A warp's 32 four-byte writes land in 32 different banks.
+// A warp's 32 four-byte writes land in 32 different banks. (Without the swizzle, BN % 64
+// != 0: row-major, rows BN * 2 bytes apart.)
 template <class Cfg>
 __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAccRegs], u8* staging, u32 row0,
                                                     u32 tid_in_wg) {
@@ -343,7 +347,9 @@ __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAcc
 #pragma unroll
     for (u32 j = 0; j < Cfg::BN / 8; ++j) {
       const u32 box = j / 8, chunk = j % 8;
-      u8* dst = staging + box * Cfg::kCBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + (lane % 4) * 4;
+      // (unswizzled: element (r, c) at r * BN * 2 + c * 2; a warp's writes meet in pairs)
+      u8* dst = Cfg::kCSwizzled ? staging + box * Cfg::kCBoxBytes + r * 128 + ((chunk ^ (r % 8)) * 16) + (lane % 4) * 4
+                                : staging + r * (Cfg::BN * 2) + j * 16 + (lane % 4) * 4;
       *reinterpret_cast<u32*>(dst) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
     }
   }

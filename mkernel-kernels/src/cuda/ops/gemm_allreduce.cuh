@@ -197,6 +197,7 @@ struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = true;
   static constexpr bool kSplitsLastWave = true;
+  static_assert(Cfg::kCSwizzled, "the epilogue path copies 64-column swizzled staging boxes");
   // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of 8 chunks.
   static constexpr u32 kChunks = Cfg::kCBoxes * Cfg::kCRows * 8;
   static constexpr u32 kUnroll = 2;
