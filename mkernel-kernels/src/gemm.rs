@@ -535,15 +535,11 @@ impl TileConfig {
         } else {
             t
         };
-        if let Some(s) = Self::swapped_instead_of(t, shape, sm_count) {
-            return s;
-        }
-        // The mid-M and column rules each beat `t` or not; of two winners the cheaper one.
-        let cost = |c: &Self| (c.busiest_sm_work(shape, sm_count) as u128) * 10_000 / c.relative_rate().max(1) as u128;
-        [Self::fitted_instead_of(t, shape, sm_count), Self::cols_instead_of(t, shape, sm_count)]
-            .into_iter()
-            .flatten()
-            .min_by_key(cost)
+        // (in this order: where the mid-M rule's swapped tile wins, it stays, even where a
+        // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way)
+        Self::swapped_instead_of(t, shape, sm_count)
+            .or_else(|| Self::fitted_instead_of(t, shape, sm_count))
+            .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t)
     }
 
@@ -554,14 +550,15 @@ impl TileConfig {
     /// [`Self::relative_rate`]) below `current`'s. `None` where `current` stays. (The plain
     /// GEMM only: the fused kernel's epilogue path copies swizzled 64-column staging boxes.)
     ///
-    /// Measured on one H200 (run 120, ours / cuBLAS, default -> fitted TMA-store tile):
-    /// 2048 x 7168 x 9216 0.893 (the Registers twin; 0.835 with 128 x 256 tiles in run
-    /// 118) -> 0.942 (176 columns: 656 tiles in 5 waves against 448 wide ones in 4, the
-    /// fourth 39% full), 16384 x 7168 x 9216 0.965 -> 1.003, 4096 x 2880 x 4096 0.944 ->
-    /// 0.964, 2048 x 8192 x 4096 0.955 -> 0.965, and against the mid-M rule's swapped tiles
-    /// of the same work 2048 x 5120 x 8192 0.903 -> 0.940, 2048 x 9216 x 7168 0.901 ->
-    /// 0.951; within +-0.7% on the other 5 shapes (one of which, 4096 x 7168 x 9216, the
-    /// rule leaves).
+    /// Measured on one H200 (runs 120-121, ours / cuBLAS, default -> fitted TMA-store
+    /// tile): 2048 x 7168 x 9216 0.893 (the Registers twin; 0.835 with 128 x 256 tiles in
+    /// run 118) -> 0.941-0.942 (176 columns: 656 tiles in 5 waves against 448 wide ones in
+    /// 4, the fourth 39% full) and 4096 x 2880 x 4096 0.944 -> 0.964-1.003, which the rule
+    /// takes; 16384 x 7168 x 9216 0.965 -> 0.978-1.003, 2048 x 8192 x 4096 0.955 -> 0.965,
+    /// within +-0.7% on 4 more, which it leaves (the fit saves 2-3% of the work there), as
+    /// 8192 x 9216 x 7168 (136 columns: 0.954 -> 0.907). The mid-M rule's swapped tiles come
+    /// first ([`Self::choose_for`]): 2048 x 5120 x 8192 and 2048 x 9216 x 7168 went 4-5%
+    /// faster on the column-fitted tiles, but 3000 x 8192 x 4096 3% slower.
     pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         if shape.m < 1024 || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
             return None;
@@ -619,16 +616,18 @@ impl TileConfig {
     /// 0.88 of the swapped tiles' rate, 84 at their 96; 80-84 make the same decisions); 128-row swapped tiles 96 from 144 rows of A up
     /// (M=1000, 1500, 5000 and 8192 against 128 x 256 tiles: 0.94-0.99), 75 below (M=4097's
     /// 128 rows: 0.73; M=257's 136 rows against 64 x 256 tiles: 0.75); 64-row swapped
-    /// tiles 82 (not compared by the rule); the column-fitted tiles of [`Self::cols`] 98
-    /// with the TMA-store epilogue (run 120: 0.96-1.01 of the 128 x 256 TMA-store tile's
-    /// rate at 176-240 columns, and ahead of the swapped tiles at the same work at 160 and
-    /// 192), with the Registers one 92 from 176 columns up, 84 below (run 115: 0.91-0.95 at
+    /// tiles 82 (not compared by the rule); the column-fitted tiles of [`Self::cols`] with
+    /// the TMA-store epilogue from 93 at 128 columns (the narrow tile's) to 100 at 256,
+    /// linearly (runs 120-121: 0.96-1.01 of the 128 x 256 TMA-store tile's rate at
+    /// 176-240 columns; 136 columns at 8192 x 9216 x 7168 lost 5% with 2.6% less work),
+    /// with the Registers one 92 from 176 columns up, 84 below (run 115: 0.91-0.95 at
     /// 176-240 columns on 7 shapes, 0.84 at 160). Clusters as their tile.
     pub fn relative_rate(&self) -> u64 {
         match (self.swap_ab, self.bm, self.bn) {
             (false, 128, 256) => 100,
             (false, 128, 128) => 93,
-            (false, 128, _) if self.epilogue == Epilogue::TmaStore => 98,
+            // (93 at 128 columns to 100 at 256, linearly)
+            (false, 128, cols) if self.epilogue == Epilogue::TmaStore => (93 * 128 + 7 * cols.saturating_sub(128) as u64) / 128,
             (false, 128, cols) if cols >= 176 => 92,
             (false, 128, _) => 84,
             (false, _, _) => 82,
@@ -1051,19 +1050,13 @@ mod tests {
             ((3000, 7168, 9216), 216),
             ((2049, 8192, 14336), 208),
         ] {
-            // (from M = 1024 the column rule's TMA-store tile competes too, and takes the
-            // shape where the model ranks it first; never the tile the fit beat)
-            let t = TileConfig::choose_for(s(m, n, k), 132);
-            let cols = !t.swap_ab && t.epilogue == Epilogue::TmaStore && t.bn % 64 != 0;
-            assert!(t == fit(rows) || (m >= 1024 && cols), "{m}x{n}x{k}: {t}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), fit(rows), "{m}x{n}x{k}");
         }
-        assert_eq!(TileConfig::choose_for(s(2049, 8192, 4096), 132), fit(208));
-        // Where it lost: no swapped tile (M=8192 takes the column rule's 128 x 200 tile).
+        // Where it lost: the default stays.
         for m in [1000, 1500, 4097, 8192] {
             let t = TileConfig::choose_for(s(m, 8192, 4096), 132);
             assert!(!t.swap_ab, "M={m}: {t}");
-            let expected = if m == 8192 { TileConfig::cols_tma_store(200) } else { TileConfig::choose(m, 8192, 132) };
-            assert_eq!(t, expected, "M={m}");
+            assert_eq!(t, TileConfig::choose(m, 8192, 132), "M={m}");
         }
         // K % 64 != 0 (run 112: 1000 x 8192 x 4104 0.179 ms fitted against 0.108) keeps the
         // clustered tile; M <= 256 keeps the small-M rule's tiles; a clustered or swapped
@@ -1104,26 +1097,28 @@ mod tests {
         assert_eq!(TileConfig::cols_fit(0, 8192, 132), None);
         let src = source(t).unwrap().source;
         assert!(src.contains("m64n224k16") && src.contains("mk::GemmConfig<128, 224, 64,"), "generated wrapper");
-        // The column rule (run 120, TMA-store tiles): taken on the shapes where the fitted
-        // tile was ahead or even, the swapped ones of the mid-M rule included; left at
-        // 4096 x 7168 x 9216 (even) and where no width fits better (8192 x 5120).
+        // The column rule (runs 120-121, TMA-store tiles): taken where the fit saves 6-14%
+        // of the wide tile's work, left where it saves 2-3% or none, and after the mid-M rule.
         let s = |m, n, k| GemmShape { m, n, k };
-        for ((m, n, k), cols) in [
-            ((2048, 7168, 9216), 176),
-            ((16384, 7168, 9216), 184),
-            ((4096, 2880, 4096), 240),
-            ((2048, 8192, 4096), 200),
-            ((8192, 7168, 9216), 184),
-            ((2048, 28672, 8192), 184),
-            ((2048, 5120, 8192), 160),
-            ((2048, 9216, 7168), 192),
-            ((1024, 7168, 9216), 224),
-        ] {
+        for ((m, n, k), cols) in [((2048, 7168, 9216), 176), ((4096, 2880, 4096), 240)] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::cols_tma_store(cols), "{m}x{n}x{k}");
         }
-        for (m, n, k) in [(4096, 7168, 9216), (8192, 5120, 8192)] {
+        for (m, n, k) in [
+            (8192, 7168, 9216),
+            (16384, 7168, 9216),
+            (4096, 7168, 9216),
+            (2048, 28672, 8192),
+            (2048, 8192, 4096),
+            (8192, 8192, 4096),
+            (8192, 5120, 8192),
+            (8192, 9216, 7168),
+        ] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE, "{m}x{n}x{k}");
         }
+        for (m, n, k) in [(2048, 5120, 8192), (2048, 9216, 7168), (3000, 8192, 4096), (1024, 7168, 9216)] {
+            assert!(TileConfig::choose_for(s(m, n, k), 132).swap_ab, "{m}x{n}x{k}");
+        }
+        assert_eq!((TileConfig::cols_tma_store(128).relative_rate(), TileConfig::cols_tma_store(176).relative_rate()), (93, 95));
         // Not with K % 64 != 0 or N % 8 != 0, below M = 1024, or against another tile.
         assert!(!TileConfig::choose_for(s(2048, 7168, 9224), 132).name().starts_with("cols"));
         assert!(!TileConfig::choose_for(s(2048, 7167, 9216), 132).name().starts_with("cols"));
