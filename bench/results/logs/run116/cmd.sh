@@ -1,4 +1,4 @@
-# run116 (2x H200): main (mid-M rule, column rule, fused narrow TMA-store default on the epilogue path, review fixes):
+# run116 (2x H200): main 834e1cf (mid-M rule, column rule, fused narrow TMA-store default on the epilogue path, review fixes):
 # the GPU tests. Expect gpu_gemm 4/4, gpu_gemm_allreduce 12/12 (the swapped test now reaches its two 128-row cases:
 # the first check of 128-row swapped TMA-store tiles on the epilogue path), gpu_multiprocess 2/2.
 set -u
