@@ -165,7 +165,12 @@ impl TileConfig {
     /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248, with
     /// either epilogue.
     fn all_cols() -> impl Iterator<Item = Self> {
-        (17..=31).map(|i| Self::cols(8 * i)).chain((17..=31).map(|i| Self::cols_tma_store(8 * i)))
+        Self::cols_widths().map(Self::cols).chain(Self::cols_widths().map(Self::cols_tma_store))
+    }
+
+    /// The widths of the column-fitted tiles: 136, 144, ..., 248.
+    fn cols_widths() -> impl Iterator<Item = u32> {
+        (17..=31).map(|i| 8 * i)
     }
 
     /// The tile of [`Self::cols`] (or the wide 128 x 256 one) whose width best fits N on
@@ -175,9 +180,15 @@ impl TileConfig {
         if m == 0 || n == 0 || sm_count == 0 {
             return None;
         }
-        let cost = |t: &Self| (t.tiles(m, n).div_ceil(sm_count as u64).saturating_mul(t.bn as u64), u32::MAX - t.bn);
-        let best = (17..=31).map(|i| Self::cols(8 * i)).min_by_key(cost)?;
-        (cost(&best) < cost(&Self::WIDE)).then_some(best)
+        let best = Self::cols_widths().map(Self::cols).min_by_key(|t| t.fit_cost(m, n, sm_count))?;
+        (best.fit_cost(m, n, sm_count) < Self::WIDE.fit_cost(m, n, sm_count)).then_some(best)
+    }
+
+    /// The ranking of [`Self::cols_fit`] and [`Self::swapped_fit`] (lower fits better):
+    /// waves of tiles on `sm_count` SMs times BN (the columns, or for a swapped tile the
+    /// rows of A, each tile covers), ties to the larger BN. `sm_count` must not be 0.
+    fn fit_cost(&self, m: u32, n: u32, sm_count: u32) -> (u64, u32) {
+        (self.tiles(m, n).div_ceil(sm_count as u64).saturating_mul(self.bn as u64), u32::MAX - self.bn)
     }
 
     /// [`Self::swapped`] in 2-CTA clusters: the two CTAs take neighbouring 64-row blocks of
@@ -238,9 +249,13 @@ impl TileConfig {
         if !(257..=8192).contains(&m) || n == 0 || sm_count == 0 {
             return None;
         }
-        (16..=32u32)
-            .map(|i| Self::swapped_wide(8 * i, Epilogue::Registers))
-            .min_by_key(|t| (t.tiles(m, n).div_ceil(sm_count as u64).saturating_mul(t.bn as u64), u32::MAX - t.bn))
+        Self::all_swapped_wide(Epilogue::Registers).min_by_key(|t| t.fit_cost(m, n, sm_count))
+    }
+
+    /// The 128-row swapped tiles of [`Self::swapped_wide`] with `epilogue`, one per height
+    /// 128, 136, ..., 256.
+    fn all_swapped_wide(epilogue: Epilogue) -> impl Iterator<Item = Self> {
+        (16..=32).map(move |i| Self::swapped_wide(8 * i, epilogue))
     }
 
     /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
@@ -251,8 +266,8 @@ impl TileConfig {
             .map(|i| Self::swapped(8 * i))
             .chain((1..=16).map(|i| Self::swapped_c2(16 * i)))
             .chain(Self::all_swapped_tma_store())
-            .chain((16..=32).map(|i| Self::swapped_wide(8 * i, Epilogue::Registers)))
-            .chain((16..=32).map(|i| Self::swapped_wide(8 * i, Epilogue::TmaStore)))
+            .chain(Self::all_swapped_wide(Epilogue::Registers))
+            .chain(Self::all_swapped_wide(Epilogue::TmaStore))
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
@@ -261,7 +276,7 @@ impl TileConfig {
         Self::ALL
             .into_iter()
             .chain(Self::all_swapped_tma_store())
-            .chain((16..=32).map(|i| Self::swapped_wide(8 * i, Epilogue::TmaStore)))
+            .chain(Self::all_swapped_wide(Epilogue::TmaStore))
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -298,9 +313,9 @@ impl TileConfig {
 
     /// The command-line name of a configuration of [`Self::gemm_catalog`].
     pub fn name(&self) -> String {
+        let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
+        let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
         if self.swap_ab {
-            let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
-            let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
             return format!("swap-ab-{}x{}{epi}{cluster}", self.bm, self.bn);
         }
         let base = match (self.bm, self.bn) {
@@ -308,13 +323,8 @@ impl TileConfig {
             (64, _) => "m64-wide",
             (_, 256) => "wide",
             (_, 128) => "narrow",
-            (bm, bn) => {
-                let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
-                return format!("cols-{bm}x{bn}{epi}");
-            }
+            (bm, bn) => return format!("cols-{bm}x{bn}{epi}"),
         };
-        let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
-        let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
         format!("{base}{epi}{cluster}")
     }
 
@@ -339,21 +349,18 @@ impl TileConfig {
         if Self::fused_catalog().any(|t| t == *self) {
             return Ok(());
         }
-        if self.swap_ab && Self::all_swapped().any(|t| t == *self) {
+        let kind = if self.swap_ab && Self::all_swapped().any(|t| t == *self) {
+            Some("swapped-operand")
+        } else if Self::all_cols().any(|t| t == *self) {
+            Some("column-fitted")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{} is a swapped-operand tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes those with the TMA-store epilogue (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store) or one of {}",
-                    self.name(),
-                    Self::ALL.map(|t| t.name()).join(", ")
-                ),
-            ));
-        }
-        if Self::all_cols().any(|t| t == *self) {
-            return Err(invalid(
-                "tile",
-                format!(
-                    "{} is a column-fitted tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store)",
+                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store)",
                     self.name(),
                     Self::ALL.map(|t| t.name()).join(", ")
                 ),
@@ -564,9 +571,7 @@ impl TileConfig {
             return None;
         }
         let f = Self::cols_fit(shape.m, shape.n, sm_count)?.with_tma_store();
-        let wins = (f.busiest_sm_work(shape, sm_count) as u128) * (current.relative_rate() as u128)
-            < (current.busiest_sm_work(shape, sm_count) as u128) * (f.relative_rate() as u128);
-        wins.then_some(f)
+        f.beats(current, shape, sm_count).then_some(f)
     }
 
     /// The mid-M rule of [`Self::choose_for`] (and of the fused kernel's
@@ -591,10 +596,15 @@ impl TileConfig {
             return None;
         }
         let f = Self::swapped_fit(shape.m, shape.n, sm_count)?;
-        // f wins when work_f / rate_f < work_c / rate_c (both products stay far below u64's range)
-        let wins = (f.busiest_sm_work(shape, sm_count) as u128) * (current.relative_rate() as u128)
-            < (current.busiest_sm_work(shape, sm_count) as u128) * (f.relative_rate() as u128);
-        wins.then_some(f)
+        f.beats(current, shape, sm_count).then_some(f)
+    }
+
+    /// The model of the mid-M and column rules: whether this tile's busiest SM finishes
+    /// before `other`'s, work_self / rate_self < work_other / rate_other
+    /// ([`Self::busiest_sm_work`], [`Self::relative_rate`]).
+    fn beats(&self, other: Self, shape: GemmShape, sm_count: u32) -> bool {
+        (self.busiest_sm_work(shape, sm_count) as u128) * (other.relative_rate() as u128)
+            < (other.busiest_sm_work(shape, sm_count) as u128) * (self.relative_rate() as u128)
     }
 
     /// Tensor-core work of the busiest SM, in output elements per k step: waves of tiles
