@@ -12,8 +12,10 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} MKERNEL_CACHE_DIR=/tmp/mkernel-jit
 out=${OUT:-/tmp}
 extra=(); [[ -n $tile ]] && extra=(--tile "$tile")
-timeout 500 "$ncu" --kernel-name regex:'gemm|nvjet|sm90' --launch-skip 6 --launch-count 4 \
-  --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section Occupancy \
+# --clock-control none: ncu would otherwise lock the clocks to base while it profiles
+# (the project never changes clocks; figures are then at whatever clock the GPU runs).
+timeout 500 "$ncu" --clock-control none --kernel-name regex:'gemm|nvjet|sm90' --launch-skip 6 --launch-count 4 \
+  --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats ${NCU_SECTIONS:-} \
   --metrics sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct \
   .gpu/bin/mkernel bench gemm --shape "$shapes" --iters 3 --warmup 1 --no-json "${extra[@]}" > "$out/ncu-$shapes.txt" 2>&1
 rc=$?
