@@ -544,10 +544,32 @@ impl TileConfig {
         };
         // (in this order: where the mid-M rule's swapped tile wins, it stays, even where a
         // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way)
-        Self::swapped_instead_of(t, shape, sm_count)
+        let t = Self::swapped_instead_of(t, shape, sm_count)
             .or_else(|| Self::fitted_instead_of(t, shape, sm_count))
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
-            .unwrap_or(t)
+            .unwrap_or(t);
+        Self::clustered_instead_of(t, shape)
+    }
+
+    /// The last step of [`Self::choose_for`]: where the plain GEMM keeps the unclustered
+    /// 128 x 256 TMA-store tile with K % 64 == 0, its 2-CTA twin sharing each B tile by TMA
+    /// multicast ([`Self::WIDE_TMA_STORE_C2`]) when the row blocks pair up evenly (an odd
+    /// count would add a padding tile per column block). Measured on one H200 at sustained
+    /// clocks (bench gemm --warmup-ms 800, two passes each, run 128, bench/NOTES.md 17.4),
+    /// ours / cuBLAS unclustered -> clustered: 4096^3 0.955-0.957 -> 0.971-0.974, 2048 x
+    /// 8192 x 4096 0.955-0.957 -> 0.972-0.973, 2048 x 8192 x 14336 0.953-0.954 -> 0.978-0.984,
+    /// 8192 x 5120 x 8192 0.965 -> 0.993-0.995, 8192 x 8192 x 4096 0.960-0.981 -> 1.004-1.007,
+    /// 8192 x 28672 x 8192 0.964-0.969 -> 0.986-0.997, 8192 x 9216 x 7168 0.956-0.960 ->
+    /// 0.983, 4096 x 2880 x 4096 0.954-0.955 -> 0.971-0.975; within the passes' spread on
+    /// 2048 x 28672 x 8192 (0.950 -> 0.940 / 0.976) and 8192 x 7168 x 9216. (13.2 had measured
+    /// +-2% without the sustained-clock warm-up.) The fused kernel's tiles are not changed
+    /// by this rule.
+    pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
+        if t == Self::WIDE_TMA_STORE && shape.k % 64 == 0 && shape.m.div_ceil(t.bm) % 2 == 0 {
+            Self::WIDE_TMA_STORE_C2
+        } else {
+            t
+        }
     }
 
     /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
@@ -1066,7 +1088,7 @@ mod tests {
         for m in [1000, 1500, 4097, 8192] {
             let t = TileConfig::choose_for(s(m, 8192, 4096), 132);
             assert!(!t.swap_ab, "M={m}: {t}");
-            assert_eq!(t, TileConfig::choose(m, 8192, 132), "M={m}");
+            assert_eq!(t, TileConfig::clustered_instead_of(TileConfig::choose(m, 8192, 132), s(m, 8192, 4096)), "M={m}");
         }
         // K % 64 != 0 (run 112: 1000 x 8192 x 4104 0.179 ms fitted against 0.108) keeps the
         // clustered tile; M <= 256 keeps the small-M rule's tiles; a clustered or swapped
@@ -1123,7 +1145,8 @@ mod tests {
             (8192, 5120, 8192),
             (8192, 9216, 7168),
         ] {
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE, "{m}x{n}x{k}");
+            // (the clustered twin: every one of these has an even number of row blocks)
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE_C2, "{m}x{n}x{k}");
         }
         for (m, n, k) in [(2048, 5120, 8192), (2048, 9216, 7168), (3000, 8192, 4096), (1024, 7168, 9216)] {
             assert!(TileConfig::choose_for(s(m, n, k), 132).swap_ab, "{m}x{n}x{k}");
@@ -1174,7 +1197,11 @@ mod tests {
     fn misaligned_k_takes_clusters() {
         let s = |m, n, k| GemmShape { m, n, k };
         assert_eq!(TileConfig::choose_for(s(4096, 4096, 1000), 132), TileConfig::WIDE_TMA_STORE_C2);
-        assert_eq!(TileConfig::choose_for(s(4096, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE);
+        // K % 64 == 0: the clustered twin where the row blocks pair up, else unclustered.
+        assert_eq!(TileConfig::choose_for(s(4096, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(TileConfig::choose_for(s(4224, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(TileConfig::clustered_instead_of(TileConfig::WIDE, s(4096, 4096, 1024)), TileConfig::WIDE);
+        assert_eq!(TileConfig::clustered_instead_of(TileConfig::NARROW_TMA_STORE, s(4096, 4096, 1024)), TileConfig::NARROW_TMA_STORE);
         assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
         // One row block would pair with a padding tile (M=1 measured slower).
         assert_eq!(TileConfig::choose_for(s(1, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE);
