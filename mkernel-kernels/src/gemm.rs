@@ -511,8 +511,9 @@ impl TileConfig {
     /// 8192^2 x 4104 1.0351 -> 0.8060, 2048 x 8192 x 1000 0.0745 -> 0.0609; 64 x 256
     /// tiles: 4096^2 x 1000 0.1163 -> 0.0720, 129 x 8192 x 4104 0.0555 -> 0.0462, 2049 x
     /// 8192 x 1000 0.1177 -> 0.0796, but M=1 0.0372 -> 0.0389). With K % 64 == 0
-    /// clusters changed nothing beyond +-2% on 27 shapes and were 5-15% slower for
-    /// M <= 129, so they stay off there (bench/NOTES.md 13).
+    /// clusters were within +-2% on 27 shapes and 5-15% slower for M <= 129 (bench/NOTES.md
+    /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 2048, which the last
+    /// step ([`Self::clustered_instead_of`]) takes.
     ///
     /// Then, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
     /// ([`Self::swapped_for`]) when its tiles fit one wave and [`Self::load_cost`] says it
