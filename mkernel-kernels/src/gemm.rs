@@ -238,6 +238,15 @@ impl TileConfig {
         Self::swapped_tile(128, rows, epilogue)
     }
 
+    /// [`Self::swapped_wide`] (Registers epilogue) in 2-CTA clusters: the two CTAs take
+    /// neighbouring 128-row blocks of B and each loads half of the shared A tile, multicast
+    /// into both (within the GPU). `rows` a multiple of 16 in 128..=256. Plain GEMM only;
+    /// opt-in.
+    pub const fn swapped_wide_c2(rows: u32) -> Self {
+        let t = Self::swapped_wide(rows, Epilogue::Registers);
+        Self { cluster_m: 2, ..t }
+    }
+
     /// The 128-row swapped tile ([`Self::swapped_wide`], Registers epilogue) whose height
     /// best fits M on `sm_count` SMs: of the heights 128..=256 (multiples of 8), the one
     /// with the fewest waves x rows per tile (the tensor-core work of the busiest SM, up
@@ -268,6 +277,7 @@ impl TileConfig {
             .chain(Self::all_swapped_tma_store())
             .chain(Self::all_swapped_wide(Epilogue::Registers))
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
+            .chain((8..=16).map(|i| Self::swapped_wide_c2(16 * i)))
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
@@ -952,7 +962,7 @@ mod tests {
 
     #[test]
     fn swapped_operand_tiles_fit_m_and_stay_out_of_the_fused_kernel() {
-        assert_eq!(TileConfig::all_swapped().count(), 114);
+        assert_eq!(TileConfig::all_swapped().count(), 123);
         assert_eq!(TileConfig::swapped_for(129, 1), Some(TileConfig::swapped(136)));
         assert_eq!(TileConfig::swapped_for(129, 2), Some(TileConfig::swapped_c2(144)));
         assert_eq!(TileConfig::swapped_for(1, 1), Some(TileConfig::swapped(8)));
