@@ -573,11 +573,28 @@ impl TileConfig {
     /// 8192 x 28672 x 8192 0.964-0.969 -> 0.986-0.997, 8192 x 9216 x 7168 0.956-0.960 ->
     /// 0.983, 4096 x 2880 x 4096 0.954-0.955 -> 0.971-0.975; within the passes' spread on
     /// 2048 x 28672 x 8192 (0.950 -> 0.940 / 0.976) and 8192 x 7168 x 9216. (13.2 had measured
-    /// +-2% without the sustained-clock warm-up.) The fused kernel's tiles are not changed
-    /// by this rule.
+    /// +-2% without the sustained-clock warm-up.)
+    ///
+    /// Likewise the mid-M rule's 128-row swapped tile ([`Self::fitted_instead_of`]) becomes
+    /// its 2-CTA twin sharing the A tile ([`Self::swapped_wide_c2`]) where its height is a
+    /// multiple of 16 and the 128-row blocks of B (N) pair up: run 130 (one H200, two passes
+    /// each, `--warmup-ms 600`), ours / cuBLAS: 2049 x 8192 x 4096 (208 rows) 0.900 ->
+    /// 0.913-0.914, 2048 x 5120 x 8192 (160) 0.911-0.914 -> 0.939-0.940, 2048 x 9216 x 7168
+    /// (192) 0.924 -> 0.931, 640 x 8192 x 4096 (160) 0.902-0.908 -> 0.913-0.915.
+    ///
+    /// The fused kernel's tiles are not changed by this rule.
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
         if t == Self::WIDE_TMA_STORE && shape.k % 64 == 0 && shape.m.div_ceil(t.bm) % 2 == 0 {
             Self::WIDE_TMA_STORE_C2
+        } else if t.swap_ab
+            && t.bm == 128
+            && t.cluster_m == 1
+            && t == Self::swapped_wide(t.bn, Epilogue::Registers)
+            && t.bn % 16 == 0
+            && shape.k % 64 == 0
+            && shape.n.div_ceil(t.bm) % 2 == 0
+        {
+            Self::swapped_wide_c2(t.bn)
         } else {
             t
         }
@@ -1093,8 +1110,15 @@ mod tests {
             ((3000, 7168, 9216), 216),
             ((2049, 8192, 14336), 208),
         ] {
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), fit(rows), "{m}x{n}x{k}");
+            // (then its 2-CTA twin where the height is a multiple of 16 and N / 128 even)
+            let want = if rows % 16 == 0 && (n as u32).div_ceil(128) % 2 == 0 { TileConfig::swapped_wide_c2(rows) } else { fit(rows) };
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), want, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::fitted_instead_of(TileConfig::choose(m, n, 132), s(m, n, k), 132), Some(fit(rows)), "{m}x{n}x{k}");
         }
+        // An odd number of 128-row blocks of B (N = 8320: 65) keeps the unclustered tile.
+        assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8320, 4096)), fit(208));
+        assert_eq!(TileConfig::clustered_instead_of(fit(216), s(3000, 8192, 4096)), fit(216));
+        assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8192, 4096)), TileConfig::swapped_wide_c2(208));
         // Where it lost: the default stays.
         for m in [1000, 1500, 4097, 8192] {
             let t = TileConfig::choose_for(s(m, 8192, 4096), 132);
