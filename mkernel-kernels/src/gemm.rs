@@ -247,6 +247,19 @@ impl TileConfig {
         Self { cluster_m: 2, ..t }
     }
 
+    /// [`Self::swapped_wide_c2`] with the TMA-store epilogue: the plain GEMM and the fused
+    /// kernel's epilogue path (2 ranks) take it. `rows` a multiple of 16 in 128..=256.
+    /// Opt-in.
+    pub const fn swapped_wide_c2_tma_store(rows: u32) -> Self {
+        let t = Self::swapped_wide(rows, Epilogue::TmaStore);
+        Self { cluster_m: 2, ..t }
+    }
+
+    /// The clustered 128-row swapped TMA-store tiles, one per height 128, 144, ..., 256.
+    fn all_swapped_wide_c2_tma_store() -> impl Iterator<Item = Self> {
+        (8..=16).map(|i| Self::swapped_wide_c2_tma_store(16 * i))
+    }
+
     /// The 128-row swapped tile ([`Self::swapped_wide`], Registers epilogue) whose height
     /// best fits M on `sm_count` SMs: of the heights 128..=256 (multiples of 8), the one
     /// with the fewest waves x rows per tile (the tensor-core work of the busiest SM, up
@@ -278,6 +291,7 @@ impl TileConfig {
             .chain(Self::all_swapped_wide(Epilogue::Registers))
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
             .chain((8..=16).map(|i| Self::swapped_wide_c2(16 * i)))
+            .chain(Self::all_swapped_wide_c2_tma_store())
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
@@ -287,6 +301,7 @@ impl TileConfig {
             .into_iter()
             .chain(Self::all_swapped_tma_store())
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
+            .chain(Self::all_swapped_wide_c2_tma_store())
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -303,6 +318,7 @@ impl TileConfig {
             return match (self.cluster_m, self.bm) {
                 (1, 128) => Self::swapped_wide(self.bn, Epilogue::TmaStore),
                 (1, _) => Self::swapped_tma_store(self.bn),
+                (2, 128) => Self::swapped_wide_c2_tma_store(self.bn),
                 _ => self,
             };
         }
@@ -370,7 +386,7 @@ impl TileConfig {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store)",
+                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store, swap-ab-128xR-tma-store-c2)",
                     self.name(),
                     Self::ALL.map(|t| t.name()).join(", ")
                 ),
@@ -379,7 +395,7 @@ impl TileConfig {
         Err(invalid(
             "tile",
             format!(
-                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256)",
+                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256; swap-ab-128xR-tma-store-c2, R = 128, 144, ..., 256)",
                 Self::ALL.map(|t| t.name()).join(", ")
             ),
         ))
@@ -979,7 +995,7 @@ mod tests {
 
     #[test]
     fn swapped_operand_tiles_fit_m_and_stay_out_of_the_fused_kernel() {
-        assert_eq!(TileConfig::all_swapped().count(), 123);
+        assert_eq!(TileConfig::all_swapped().count(), 132);
         assert_eq!(TileConfig::swapped_for(129, 1), Some(TileConfig::swapped(136)));
         assert_eq!(TileConfig::swapped_for(129, 2), Some(TileConfig::swapped_c2(144)));
         assert_eq!(TileConfig::swapped_for(1, 1), Some(TileConfig::swapped(8)));
@@ -999,7 +1015,7 @@ mod tests {
         assert_eq!(ts.smem_bytes(), ts.stages * (8192 + 136 * 128) + 136 * 128 + 16 * ts.stages + 1024);
         assert!(TileConfig::swapped_tma_store(256).smem_bytes() + 16 <= 232_448);
         assert_eq!(TileConfig::swapped(136).with_tma_store(), ts);
-        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17);
+        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17 + 9);
         // Pairs of B row blocks: 1000 / 64 = 16 blocks (even), 8200 / 64 = 129 (one padding block).
         assert_eq!(c2.tiles(129, 1000), 16);
         assert_eq!(c2.tiles(129, 8200), 130);

@@ -107,9 +107,13 @@ fn swapped_operand_tiles_match_reference() {
         // 384 / 128 are odd numbers of B row blocks: a padding tile per A row block)
         if rows % 16 == 0 {
             run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide_c2(rows)));
+            if n % 8 == 0 {
+                run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide_c2_tma_store(rows)));
+            }
         }
     }
     run_case(GemmShape { m: 257, n: 4099, k: 64 }, Some(TileConfig::swapped_wide_c2(144)));
+    run_case(GemmShape { m: 257, n: 4104, k: 64 }, Some(TileConfig::swapped_wide_c2_tma_store(144)));
     // 128-row tiles of 136..=248 columns (not swapped), N and M ragged.
     // (192 columns: the TMA store stages three swizzled 64-column boxes; the others one unswizzled box)
     for (m, n, k, cols) in [(2048, 7168, 512, 224), (300, 1000, 200, 136), (129, 4099, 64, 248), (1000, 5120, 1024, 160), (520, 1000, 192, 192)] {

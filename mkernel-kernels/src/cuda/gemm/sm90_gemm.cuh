@@ -104,7 +104,6 @@ struct GemmConfig {
   static_assert(BM == 64 || BM == 128, "BM is one or two consumer warpgroups of 64 rows (wgmma M = 64)");
   static_assert(BN % 8 == 0 && BN >= 8 && BN <= 256,
                 "BN is a multiple of 8 up to 256 (the wgmma N; the JIT adds the wrapper for widths other than 128 and 256)");
-  static_assert(!SWAP_AB_ || EPI_ == Epilogue::Registers || CM_ == 1, "swapped operands with the TMA-store epilogue: no cluster");
   static_assert(STAGES >= 2 && STAGES <= 8, "2..8 pipeline stages");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers must stay 1024-byte aligned (128B swizzle)");
   static_assert(kSmemBytes <= 232448, "sm_90 allows at most 227 KiB of shared memory per block");
