@@ -571,8 +571,9 @@ impl TileConfig {
         };
         // (in this order: where the mid-M rule's swapped tile wins, it stays, even where a
         // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way)
+        // (the mid-M rule compares Registers tiles; the TMA-store twin runs faster: run 131)
         let t = Self::swapped_instead_of(t, shape, sm_count)
-            .or_else(|| Self::fitted_instead_of(t, shape, sm_count))
+            .or_else(|| Self::fitted_instead_of(t, shape, sm_count).map(|f| if shape.n % 8 == 0 { f.with_tma_store() } else { f }))
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
         Self::clustered_instead_of(t, shape)
@@ -596,7 +597,11 @@ impl TileConfig {
     /// multiple of 16 and the 128-row blocks of B (N) pair up: run 130 (one H200, two passes
     /// each, `--warmup-ms 600`), ours / cuBLAS: 2049 x 8192 x 4096 (208 rows) 0.900 ->
     /// 0.913-0.914, 2048 x 5120 x 8192 (160) 0.911-0.914 -> 0.939-0.940, 2048 x 9216 x 7168
-    /// (192) 0.924 -> 0.931, 640 x 8192 x 4096 (160) 0.902-0.908 -> 0.913-0.915.
+    /// (192) 0.924 -> 0.931, 640 x 8192 x 4096 (160) 0.902-0.908 -> 0.913-0.915. With the
+    /// TMA-store epilogue, which `choose_for` takes for the mid-M rule's tile where N % 8 ==
+    /// 0 ([`Self::swapped_wide_c2_tma_store`]; run 131, two passes): 2049 x 8192 x 4096
+    /// 0.950-0.956 unclustered -> 0.975, 2049 x 8192 x 14336 0.958-0.961 -> 0.992-0.996 (the
+    /// Registers tile: 0.900 in run 130).
     ///
     /// The fused kernel's tiles are not changed by this rule.
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
@@ -605,12 +610,17 @@ impl TileConfig {
         } else if t.swap_ab
             && t.bm == 128
             && t.cluster_m == 1
-            && t == Self::swapped_wide(t.bn, Epilogue::Registers)
             && t.bn % 16 == 0
             && shape.k % 64 == 0
             && shape.n.div_ceil(t.bm) % 2 == 0
         {
-            Self::swapped_wide_c2(t.bn)
+            if t == Self::swapped_wide(t.bn, Epilogue::Registers) {
+                Self::swapped_wide_c2(t.bn)
+            } else if t == Self::swapped_wide(t.bn, Epilogue::TmaStore) {
+                Self::swapped_wide_c2_tma_store(t.bn)
+            } else {
+                t
+            }
         } else {
             t
         }
@@ -1069,7 +1079,7 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s(8, 7168, 9216), 132), TileConfig::swapped(8));
         assert_eq!(TileConfig::choose_for(s(8, 8192, 4096), 127), TileConfig::M64_WIDE_TMA_STORE);
         // Not above 256 rows (there the mid-M rule's 128-row tiles), not with K % 64 != 0.
-        assert_eq!(TileConfig::choose_for(s(257, 8192, 4096), 132), TileConfig::swapped_wide(136, Epilogue::Registers));
+        assert_eq!(TileConfig::choose_for(s(257, 8192, 4096), 132), TileConfig::swapped_wide(136, Epilogue::TmaStore));
         assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);
         // The model: waves x rows loaded per k-block.
         assert_eq!(TileConfig::swapped(136).load_cost(s(129, 8192, 4096), 132), 200);
@@ -1127,7 +1137,11 @@ mod tests {
             ((2049, 8192, 14336), 208),
         ] {
             // (then its 2-CTA twin where the height is a multiple of 16 and N / 128 even)
-            let want = if rows % 16 == 0 && (n as u32).div_ceil(128) % 2 == 0 { TileConfig::swapped_wide_c2(rows) } else { fit(rows) };
+            let want = if rows % 16 == 0 && (n as u32).div_ceil(128) % 2 == 0 {
+                TileConfig::swapped_wide_c2_tma_store(rows)
+            } else {
+                TileConfig::swapped_wide(rows, Epilogue::TmaStore)
+            };
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), want, "{m}x{n}x{k}");
             assert_eq!(TileConfig::fitted_instead_of(TileConfig::choose(m, n, 132), s(m, n, k), 132), Some(fit(rows)), "{m}x{n}x{k}");
         }
@@ -1135,6 +1149,10 @@ mod tests {
         assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8320, 4096)), fit(208));
         assert_eq!(TileConfig::clustered_instead_of(fit(216), s(3000, 8192, 4096)), fit(216));
         assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8192, 4096)), TileConfig::swapped_wide_c2(208));
+        let ts = TileConfig::swapped_wide(208, Epilogue::TmaStore);
+        assert_eq!(TileConfig::clustered_instead_of(ts, s(2049, 8192, 4096)), TileConfig::swapped_wide_c2_tma_store(208));
+        // N % 8 != 0: the Registers tile (no TMA store), clustered where N's blocks pair up.
+        assert_eq!(TileConfig::choose_for(s(2049, 8191, 4096), 132), TileConfig::swapped_wide_c2(208));
         // Where it lost: the default stays.
         for m in [1000, 1500, 4097, 8192] {
             let t = TileConfig::choose_for(s(m, 8192, 4096), 132);
