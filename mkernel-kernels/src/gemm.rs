@@ -311,8 +311,8 @@ impl TileConfig {
     }
 
     /// The configuration of the catalog with this one's tile shape, cluster and the
-    /// TMA-store epilogue (itself if it has it, or if it is a clustered swapped-operand
-    /// tile, which has no TMA-store variant).
+    /// TMA-store epilogue (itself if it has it, or if it is a clustered 64-row
+    /// swapped-operand tile, which has no TMA-store variant).
     pub fn with_tma_store(self) -> Self {
         if self.swap_ab {
             return match (self.cluster_m, self.bm) {
@@ -359,9 +359,10 @@ impl TileConfig {
     /// `m64-narrow-tma-store`, the
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
-    /// multiple of 16) and `swap-ab-128xR` (R = 128, 136, ..., 256), and the column-fitted
-    /// `cols-128xC` (C = 136, 144, ..., 248), plain GEMM only, and `swap-ab-64xR-tma-store`
-    /// and `swap-ab-128xR-tma-store`, which the fused kernel's epilogue path takes too.
+    /// multiple of 16), `swap-ab-128xR` (R = 128, 136, ..., 256), `swap-ab-128xR-c2` and
+    /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), and the column-fitted `cols-128xC`
+    /// (C = 136, 144, ..., 248), plain GEMM only, and `swap-ab-64xR-tma-store` and
+    /// `swap-ab-128xR-tma-store`, which the fused kernel's epilogue path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::gemm_catalog().find(|t| t.name() == name)
     }
@@ -538,8 +539,8 @@ impl TileConfig {
     /// tiles: 4096^2 x 1000 0.1163 -> 0.0720, 129 x 8192 x 4104 0.0555 -> 0.0462, 2049 x
     /// 8192 x 1000 0.1177 -> 0.0796, but M=1 0.0372 -> 0.0389). With K % 64 == 0
     /// clusters were within +-2% on 27 shapes and 5-15% slower for M <= 129 (bench/NOTES.md
-    /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 2048, which the last
-    /// step ([`Self::clustered_instead_of`]) takes.
+    /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
+    /// which the last step ([`Self::clustered_instead_of`]) takes.
     ///
     /// Then, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
     /// ([`Self::swapped_for`]) when its tiles fit one wave and [`Self::load_cost`] says it
@@ -556,7 +557,8 @@ impl TileConfig {
     ///
     /// Else, for 257 <= M <= 8192 with K % 64 == 0, the 128-row swapped tile fitted to M
     /// where [`Self::fitted_instead_of`] says it wins (M=2049 x 8192 x 4096: 0.2216 ->
-    /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113). Else, in place
+    /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113), with the
+    /// TMA-store epilogue where N % 8 == 0 (M=2049: 0.90 -> 0.95, run 131). Else, in place
     /// of the 128 x 256 tile with K % 64 == 0, the 128-row tile whose width fits N where
     /// [`Self::cols_instead_of`] says it wins (2048 x 7168 x 9216: 128 x 176, 0.835 -> 0.896
     /// of cuBLAS, runs 118-119).
@@ -582,19 +584,22 @@ impl TileConfig {
     /// The last step of [`Self::choose_for`]: where the plain GEMM keeps the unclustered
     /// 128 x 256 TMA-store tile with K % 64 == 0, its 2-CTA twin sharing each B tile by TMA
     /// multicast ([`Self::WIDE_TMA_STORE_C2`]) when the row blocks pair up evenly (an odd
-    /// count would add a padding tile per column block). Measured on one H200 at sustained
+    /// count would add a padding tile per column block), for M >= 1024 and K >= 4096 (the
+    /// shapes measured; 13.2 saw it 2-4% slower at 4096^2 x 512 and 1024 x 8192 x 1792,
+    /// though without the sustained-clock warm-up). Measured on one H200 at sustained
     /// clocks (bench gemm --warmup-ms 800, two passes each, run 128, bench/NOTES.md 17.4),
     /// ours / cuBLAS unclustered -> clustered: 4096^3 0.955-0.957 -> 0.971-0.974, 2048 x
     /// 8192 x 4096 0.955-0.957 -> 0.972-0.973, 2048 x 8192 x 14336 0.953-0.954 -> 0.978-0.984,
     /// 8192 x 5120 x 8192 0.965 -> 0.993-0.995, 8192 x 8192 x 4096 0.960-0.981 -> 1.004-1.007,
     /// 8192 x 28672 x 8192 0.964-0.969 -> 0.986-0.997, 8192 x 9216 x 7168 0.956-0.960 ->
-    /// 0.983, 4096 x 2880 x 4096 0.954-0.955 -> 0.971-0.975; within the passes' spread on
-    /// 2048 x 28672 x 8192 (0.950 -> 0.940 / 0.976) and 8192 x 7168 x 9216. (13.2 had measured
-    /// +-2% without the sustained-clock warm-up.)
+    /// 0.983 (and with the tile forced, 4096 x 2880 x 4096 0.954-0.955 -> 0.971-0.975, where
+    /// the default takes a column-fitted tile); within the passes' spread on 2048 x 28672 x
+    /// 8192 (0.950 -> 0.940 / 0.976), 8192^3 and 8192 x 7168 x 9216. (13.2 had measured +-2%
+    /// without the sustained-clock warm-up.) Run 127: 1024 x 8192 x 4096 0.945-0.954 -> 0.956.
     ///
     /// Likewise the mid-M rule's 128-row swapped tile ([`Self::fitted_instead_of`]) becomes
     /// its 2-CTA twin sharing the A tile ([`Self::swapped_wide_c2`]) where its height is a
-    /// multiple of 16 and the 128-row blocks of B (N) pair up: run 130 (one H200, two passes
+    /// multiple of 16, K >= 4096 and the 128-row blocks of B (N) pair up: run 130 (one H200, two passes
     /// each, `--warmup-ms 600`), ours / cuBLAS: 2049 x 8192 x 4096 (208 rows) 0.900 ->
     /// 0.913-0.914, 2048 x 5120 x 8192 (160) 0.911-0.914 -> 0.939-0.940, 2048 x 9216 x 7168
     /// (192) 0.924 -> 0.931, 640 x 8192 x 4096 (160) 0.902-0.908 -> 0.913-0.915. With the
@@ -605,13 +610,14 @@ impl TileConfig {
     ///
     /// The fused kernel's tiles are not changed by this rule.
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
-        if t == Self::WIDE_TMA_STORE && shape.k % 64 == 0 && shape.m.div_ceil(t.bm) % 2 == 0 {
+        if t == Self::WIDE_TMA_STORE && shape.k % 64 == 0 && shape.k >= 4096 && shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0 {
             Self::WIDE_TMA_STORE_C2
         } else if t.swap_ab
             && t.bm == 128
             && t.cluster_m == 1
             && t.bn % 16 == 0
             && shape.k % 64 == 0
+            && shape.k >= 4096
             && shape.n.div_ceil(t.bm) % 2 == 0
         {
             if t == Self::swapped_wide(t.bn, Epilogue::Registers) {
@@ -1266,9 +1272,12 @@ mod tests {
     fn misaligned_k_takes_clusters() {
         let s = |m, n, k| GemmShape { m, n, k };
         assert_eq!(TileConfig::choose_for(s(4096, 4096, 1000), 132), TileConfig::WIDE_TMA_STORE_C2);
-        // K % 64 == 0: the clustered twin where the row blocks pair up, else unclustered.
-        assert_eq!(TileConfig::choose_for(s(4096, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE_C2);
-        assert_eq!(TileConfig::choose_for(s(4224, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE);
+        // K % 64 == 0: the clustered twin where the row blocks pair up (M >= 1024, K >= 4096,
+        // the shapes measured), else unclustered.
+        assert_eq!(TileConfig::choose_for(s(4096, 4096, 4096), 132), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(TileConfig::choose_for(s(4224, 4096, 4096), 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose_for(s(4096, 4096, 1024), 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(TileConfig::choose_for(s(4096, 4096, 512), 132), TileConfig::WIDE_TMA_STORE);
         assert_eq!(TileConfig::clustered_instead_of(TileConfig::WIDE, s(4096, 4096, 1024)), TileConfig::WIDE);
         assert_eq!(TileConfig::clustered_instead_of(TileConfig::NARROW_TMA_STORE, s(4096, 4096, 1024)), TileConfig::NARROW_TMA_STORE);
         assert_eq!(TileConfig::choose_for(s(129, 8192, 4104), 132), TileConfig::M64_WIDE_TMA_STORE_C2);

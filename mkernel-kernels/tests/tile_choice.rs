@@ -30,9 +30,11 @@ proptest! {
             prop_assert_eq!(s.n % 8, 0);
         }
         if t.cluster_m > 1 && s.k % 64 == 0 {
-            // K % 64 == 0 takes clusters only where the pairs come out even (no padding tile).
+            // K % 64 == 0 takes clusters only where the pairs come out even (no padding tile)...
             let blocks = if t.swap_ab { s.n.div_ceil(t.bm) } else { s.m.div_ceil(t.bm) };
             prop_assert_eq!(blocks % 2, 0, "{:?}: {}", s, t);
+            // ... and only in the measured range (K >= 4096).
+            prop_assert!(s.k >= 4096, "{:?}: {}", s, t);
         }
     }
 }

@@ -33,7 +33,7 @@
 // covers every row of a skinny A instead of padding it to 64 or 128 rows. The host passes
 // B's tensor map as `tma_a` and A's as `tma_b`; the epilogue stores the fragment
 // transposed, straight to C (Registers) or into a staging tile of one [BN x 64] box
-// (TmaStore: the plain GEMM, and the fused kernel's epilogue path). With CM = 2 the two CTAs of a cluster take neighbouring 64-row blocks of B
+// (TmaStore: the plain GEMM, and the fused kernel's epilogue path). With CM = 2 the two CTAs of a cluster take neighbouring BM-row blocks of B
 // and share the A tile by TMA multicast, so A crosses from L2 once per pair. (The "swap
 // AB" of small-M CUTLASS kernels; cuBLAS's M=129 kernel on the H200 is a 64 x 136 tile of
 // this kind in 2-CTA clusters, bench/NOTES.md 15.)
