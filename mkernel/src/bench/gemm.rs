@@ -25,14 +25,18 @@ pub struct GemmArgs {
     /// per tile, a multiple of 8 up to 256) and swap-ab-64xR-c2 (R a multiple of 16, 2-CTA
     /// clusters sharing A), swap-ab-64xR-tma-store, or swap-ab / swap-ab-c2: the one fitted
     /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes);
-    /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256) and swap-ab-128-fit (the
-    /// one fitted to M, 257 <= M <= 8192); cols-128xC (128 x C, C = 136, 144, ..., 248,
-    /// Registers epilogue; cols-128xC-tma-store with the TMA store) and cols-fit /
-    /// cols-fit-tma-store (the one fitted to N on this GPU's SMs, or the default where the
-    /// wide tile fits best). Default: the heuristic, which takes the -c2 tile when K % 64 != 0
-    /// (bench/NOTES.md 13.3), swapped-operand tiles for small M (NOTES 15), and where a
-    /// work model says they win the 128-row swapped ones fitted to M and the column-fitted
-    /// ones (NOTES 16).
+    /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256), also in 2-CTA clusters
+    /// sharing A (swap-ab-128xR-c2, swap-ab-128xR-tma-store-c2; R a multiple of 16), and
+    /// swap-ab-128-fit (the Registers one fitted to M, 257 <= M <= 8192); cols-128xC (128 x
+    /// C, C = 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
+    /// store) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
+    /// the default where the wide tile fits best). Default: the heuristic, which takes the
+    /// -c2 tile when K % 64 != 0 (bench/NOTES.md 13.3), swapped-operand tiles for small M
+    /// (NOTES 15), where a work model says they win the 128-row swapped ones fitted to M
+    /// (TMA-store epilogue where N % 8 == 0) and the column-fitted ones (NOTES 16, 17.6),
+    /// and the 2-CTA twins of the 128 x 256 TMA-store tile (M >= 1024, K >= 4096, row
+    /// blocks in pairs) and of the fitted swapped one (height a multiple of 16, K >= 4096,
+    /// N's 128-row blocks in pairs; NOTES 17.4-17.6).
     #[arg(long)]
     pub tile: Option<String>,
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or

@@ -75,11 +75,35 @@ pub fn compile_catalog() -> BenchResult<()> {
     Ok(())
 }
 
+/// The rule a tile name of a parameterised family breaks (`swap-ab-64xR`, `swap-ab-128xR`,
+/// `cols-128xC`, with their suffixes), or `None` for a name outside those families.
+fn tile_family_rule(name: &str) -> Option<String> {
+    let (family, rest) = [("swap-ab-64x", "swap-ab-64xR"), ("swap-ab-128x", "swap-ab-128xR"), ("cols-128x", "cols-128xC")]
+        .into_iter()
+        .find_map(|(prefix, family)| name.strip_prefix(prefix).map(|rest| (family, rest)))?;
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let suffix = &rest[digits.len()..];
+    let c2 = suffix.ends_with("-c2");
+    let rule = match (family, c2) {
+        ("swap-ab-64xR", false) => "R a multiple of 8 in 8..=256",
+        ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
+        ("swap-ab-128xR", false) => "R a multiple of 8 in 128..=256",
+        ("swap-ab-128xR", true) => "R a multiple of 16 in 128..=256",
+        _ => "C a multiple of 8 in 136..=248 (256 is the wide tile; no -c2)",
+    };
+    let suffixes = if family == "cols-128xC" { "-tma-store" } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
+    Some(format!("--tile {name}: a {family}{} tile needs {rule}; suffixes: none, {suffixes}", if c2 { "-c2" } else { "" }))
+}
+
 /// Parses `--tile NAME` (see `TileConfig::by_name`).
 pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>> {
     match name {
         None => Ok(None),
         Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
+            // (a name of a parameterised family gets that family's rule)
+            if let Some(rule) = tile_family_rule(n) {
+                return rule.into();
+            }
             format!(
                 "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) (both benches), or (bench gemm only) swap-ab-128xR-tma-store-c2 (R a multiple of 16), swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR, swap-ab-128xR-c2 (R a multiple of 16), cols-128xC[-tma-store] (C = 136, 144, ..., 248), swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
@@ -389,6 +413,22 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         common: Common,
+    }
+
+    /// A malformed name of a parameterised tile family gets that family's rule, naming the
+    /// argument; a valid one parses; anything else gets the list of names.
+    #[test]
+    fn tile_names_of_a_family_report_its_rule() {
+        let err = |n: &str| parse_tile(Some(n)).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err("swap-ab-128x200-c2").contains("R a multiple of 16 in 128..=256"), "{}", err("swap-ab-128x200-c2"));
+        assert!(err("swap-ab-64x12").contains("R a multiple of 8 in 8..=256"));
+        assert!(err("swap-ab-128x120-tma-store").contains("in 128..=256"));
+        assert!(err("cols-128x250").contains("C a multiple of 8 in 136..=248"));
+        assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
+        assert!(err("nonsense").contains("expected one of wide, narrow"));
+        for ok in ["swap-ab-128x208-tma-store-c2", "swap-ab-128x208-c2", "swap-ab-64x136", "cols-128x176-tma-store", "wide-tma-store-c2"] {
+            assert!(matches!(parse_tile(Some(ok)), Ok(Some(_))), "{ok}");
+        }
     }
 
     /// The round-robin timer gives every variant its own events and slot: a step that
