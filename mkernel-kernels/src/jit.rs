@@ -193,6 +193,11 @@ impl Compiler {
         Self { cache_dir, options, memo: Mutex::new(HashMap::new()) }
     }
 
+    /// The disk cache's directory (`None`: no disk cache).
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.cache_dir.as_deref()
+    }
+
     /// The options passed to NVRTC (without include directories).
     pub fn options(&self) -> &[String] {
         &self.options

@@ -69,9 +69,13 @@ pub fn run(cmd: BenchCmd) -> BenchResult<()> {
 
 pub fn compile_catalog() -> BenchResult<()> {
     let rt = mkernel_kernels::driver::Runtime::global();
-    for r in mkernel_kernels::catalog::compile_all(rt.compiler())? {
+    let reports = mkernel_kernels::catalog::compile_all(rt.compiler())?;
+    for r in &reports {
         println!("{:<64} {:>8} bytes  {}", r.name, r.bytes, if r.from_cache { "cached".to_string() } else { format!("{} ms", r.millis) });
     }
+    let cached = reports.iter().filter(|r| r.from_cache).count();
+    let cache = rt.compiler().cache_dir().map_or("no disk cache".to_string(), |d| format!("cache {}", d.display()));
+    println!("{} kernels: {} compiled, {} from the cache ({cache})", reports.len(), reports.len() - cached, cached);
     Ok(())
 }
 
