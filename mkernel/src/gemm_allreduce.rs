@@ -64,120 +64,14 @@ impl Communicator {
     /// Errors: shape rules ([`GemmShape::validate_dims`]), M x N above the
     /// communicator's `CommConfig::max_output_elems`, an override a shape cannot use.
     pub fn plan_gemm_allreduce(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
-        shape.validate_dims()?;
-        let elems = shape.m as u64 * shape.n as u64;
-        if elems > self.config().max_output_elems {
-            return Err(invalid(
-                "shape",
-                format!("M x N = {elems} exceeds this communicator's max_output_elems ({})", self.config().max_output_elems),
-            ));
-        }
-        let grid = self.grid();
-        if let Some(t) = opts.tile {
-            t.validate()?;
-        }
-        let tile = opts.tile.unwrap_or_else(|| {
-            let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
-            // The reduce-add and push paths need the TMA-store epilogue: asked for, they get one.
-            if opts.comm_path.is_some_and(CommPath::adds_into_out) { t.with_tma_store() } else { t }
-        });
-        // A forced TMA-store tile needs N % 8 == 0: refuse it here, as launch would.
-        tile.check_output(shape.n)?;
-        // A rank sharing its GPU takes no tail CTAs and not the epilogue path by default
-        // (see below).
-        let sm_count = self.device_info().sm_count;
-        let own_gpu = grid == sm_count;
-        // A split or tail asked for without a path means a path that has them.
-        let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
-        let path = opts.comm_path.unwrap_or_else(|| {
-            if tile.cluster_m > 1 || tile.swap_ab {
-                CommPath::Epilogue // (the only path a clustered or swapped tile has; checked below)
-            } else if tunes_comm_ctas {
-                CommPath::choose(shape.n, tile, self.world_size())
-            } else {
-                CommPath::choose_fused(shape.n, tile, self.world_size(), own_gpu)
-            }
-        });
-        // The epilogue path copies its last wave after the GEMM: narrower tiles where that
-        // copy shrinks more than the GEMM slows, swapped-operand tiles for small M (a tile
-        // asked for stays as asked).
-        // (TMA-store tile for TMA-store tile: the output rule checked above still holds)
-        // (choose_tile's narrow TMA-store twin is there to open the epilogue path, run 113;
-        // paths that do not add into `out` keep the Registers tile they were measured with)
-        let tile = if opts.tile.is_none() && tile == TileConfig::NARROW_TMA_STORE && !path.adds_into_out() { TileConfig::NARROW } else { tile };
-        // (the path is checked against the tile it was chosen for first, so that a refusal
-        // names that tile rather than a refinement the caller never saw)
-        path.check(shape.n, tile, self.world_size())?;
-        let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
-        path.check(shape.n, tile, self.world_size())?;
-        if grid % tile.cluster_m.max(1) != 0 {
-            return Err(invalid(
-                "tile",
-                format!("{tile} needs a grid that is a multiple of its cluster size, and this rank's kernels have {grid} CTAs (a GPU shared with other ranks); use a tile without -c2"),
-            ));
-        }
-        let comm_ctas = match opts.comm_ctas {
-            _ if !path.has_comm_ctas() => match opts.comm_ctas {
-                None | Some(0) => 0,
-                Some(c) => {
-                    return Err(invalid(
-                        "comm_ctas",
-                        format!("the {} path has no communication CTAs (every CTA computes and all-reduces its own tiles); got {c}", path.name()),
-                    ))
-                }
-            },
-            Some(c) => c,
-            None => {
-                let w = Workload::gemm_allreduce(
-                    shape.m as u64,
-                    shape.n as u64,
-                    shape.k as u64,
-                    self.world_size(),
-                    tile.bm as u64,
-                    tile.bn as u64,
-                );
-                let model = if path.adds_into_out() {
-                    PartitionModel::H200_NVLINK_REDUCE
-                } else {
-                    PartitionModel::H200_NVLINK
-                };
-                balance(&w, &model, grid).intra_comm.max(1)
-            }
+        let ctx = PlanContext {
+            world_size: self.world_size(),
+            grid: self.grid(),
+            sm_count: self.device_info().sm_count,
+            max_output_elems: self.config().max_output_elems,
+            split_scratch_bytes: self.rank_buffers().layout.split_bytes(),
         };
-        if path.has_comm_ctas() && (comm_ctas == 0 || comm_ctas >= grid) {
-            return Err(invalid(
-                "comm_ctas",
-                format!("must be in 1..{grid} on the {} path (this rank's kernels have {grid} CTAs; 0 only with comm_path epilogue), got {comm_ctas}", path.name()),
-            ));
-        }
-        // A rank sharing its GPU takes no tail CTAs: they would take the SMs of a
-        // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
-        // wait for (a timeout, not a result).
-        let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
-        let scratch_bytes = self.rank_buffers().layout.split_bytes();
-        let split_slices = match opts.split_last_wave.unwrap_or_default() {
-            LastWaveSplit::Off => 1,
-            LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, scratch_bytes),
-            LastWaveSplit::Slices(n) => n,
-        };
-        let diag_skip = opts.diagnostic_skip.unwrap_or(0);
-        if diag_skip > 3 || (diag_skip != 0 && path != CommPath::Epilogue) {
-            return Err(invalid("diagnostic_skip", format!("must be 0..=3, nonzero on the epilogue path only; got {diag_skip} on the {} path", path.name())));
-        }
-        let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices, diag_skip };
-        cfg.check_pace()?;
-        // (FusedConfig names its field; the caller set split_last_wave.)
-        cfg.check_split(shape, scratch_bytes).map_err(|e| match e {
-            mkernel_kernels::Error::InvalidArgument { rule, .. } => invalid("split_last_wave", format!("{split_slices} slices: {rule}")),
-            other => other.into(),
-        })?;
-        cfg.check_tail_ctas()?;
-        if tail_ctas > 0 && !own_gpu {
-            return Err(invalid(
-                "tail_ctas",
-                format!("a rank without its GPU to itself (grid {grid} < {sm_count} SMs) takes no tail CTAs, got {tail_ctas}"),
-            ));
-        }
+        let cfg = plan_gemm_allreduce(shape, opts, ctx)?;
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
         Ok(cfg)
     }
@@ -290,4 +184,144 @@ impl Communicator {
         self.record_launch(stream)?;
         Ok(cfg)
     }
+}
+
+/// What a plan depends on besides the call: the communicator and its rank's GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanContext {
+    /// Ranks of the communicator.
+    pub world_size: u32,
+    /// CTAs of this rank's kernels ([`Communicator::grid`]: the SM count, or a share of a
+    /// GPU other ranks use too).
+    pub grid: u32,
+    /// SMs of this rank's GPU.
+    pub sm_count: u32,
+    /// `CommConfig::max_output_elems`: the largest M x N the workspace holds.
+    pub max_output_elems: u64,
+    /// Bytes of the workspace's fp32 slots for last-wave K-slices.
+    pub split_scratch_bytes: u64,
+}
+
+/// The configuration a call of this shape would use on a communicator described by
+/// `ctx` (heuristics + overrides): [`Communicator::plan_gemm_allreduce`] without the
+/// communicator, so that every rule can be checked without a GPU.
+///
+/// Errors: shape rules ([`GemmShape::validate_dims`]), M x N above `max_output_elems`, an
+/// override a shape cannot use (named).
+pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
+    shape.validate_dims()?;
+    let elems = shape.m as u64 * shape.n as u64;
+    if elems > ctx.max_output_elems {
+        return Err(invalid(
+            "shape",
+            format!("M x N = {elems} exceeds this communicator's max_output_elems ({})", ctx.max_output_elems),
+        ));
+    }
+    let grid = ctx.grid;
+    if let Some(t) = opts.tile {
+        t.validate()?;
+    }
+    let tile = opts.tile.unwrap_or_else(|| {
+        let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
+        // The reduce-add and push paths need the TMA-store epilogue: asked for, they get one.
+        if opts.comm_path.is_some_and(CommPath::adds_into_out) { t.with_tma_store() } else { t }
+    });
+    // A forced TMA-store tile needs N % 8 == 0: refuse it here, as launch would.
+    tile.check_output(shape.n)?;
+    // A rank sharing its GPU takes no tail CTAs and not the epilogue path by default
+    // (see below).
+    let sm_count = ctx.sm_count;
+    let own_gpu = grid == sm_count;
+    // A split or tail asked for without a path means a path that has them.
+    let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
+    let path = opts.comm_path.unwrap_or_else(|| {
+        if tile.cluster_m > 1 || tile.swap_ab {
+            CommPath::Epilogue // (the only path a clustered or swapped tile has; checked below)
+        } else if tunes_comm_ctas {
+            CommPath::choose(shape.n, tile, ctx.world_size)
+        } else {
+            CommPath::choose_fused(shape.n, tile, ctx.world_size, own_gpu)
+        }
+    });
+    // The epilogue path copies its last wave after the GEMM: narrower tiles where that
+    // copy shrinks more than the GEMM slows, swapped-operand tiles for small M (a tile
+    // asked for stays as asked).
+    // (TMA-store tile for TMA-store tile: the output rule checked above still holds)
+    // (choose_tile's narrow TMA-store twin is there to open the epilogue path, run 113;
+    // paths that do not add into `out` keep the Registers tile they were measured with)
+    let tile = if opts.tile.is_none() && tile == TileConfig::NARROW_TMA_STORE && !path.adds_into_out() { TileConfig::NARROW } else { tile };
+    // (the path is checked against the tile it was chosen for first, so that a refusal
+    // names that tile rather than a refinement the caller never saw)
+    path.check(shape.n, tile, ctx.world_size)?;
+    let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
+    path.check(shape.n, tile, ctx.world_size)?;
+    if grid % tile.cluster_m.max(1) != 0 {
+        return Err(invalid(
+            "tile",
+            format!("{tile} needs a grid that is a multiple of its cluster size, and this rank's kernels have {grid} CTAs (a GPU shared with other ranks); use a tile without -c2"),
+        ));
+    }
+    let comm_ctas = match opts.comm_ctas {
+        _ if !path.has_comm_ctas() => match opts.comm_ctas {
+            None | Some(0) => 0,
+            Some(c) => {
+                return Err(invalid(
+                    "comm_ctas",
+                    format!("the {} path has no communication CTAs (every CTA computes and all-reduces its own tiles); got {c}", path.name()),
+                ))
+            }
+        },
+        Some(c) => c,
+        None => {
+            let w = Workload::gemm_allreduce(
+                shape.m as u64,
+                shape.n as u64,
+                shape.k as u64,
+                ctx.world_size,
+                tile.bm as u64,
+                tile.bn as u64,
+            );
+            let model = if path.adds_into_out() {
+                PartitionModel::H200_NVLINK_REDUCE
+            } else {
+                PartitionModel::H200_NVLINK
+            };
+            balance(&w, &model, grid).intra_comm.max(1)
+        }
+    };
+    if path.has_comm_ctas() && (comm_ctas == 0 || comm_ctas >= grid) {
+        return Err(invalid(
+            "comm_ctas",
+            format!("must be in 1..{grid} on the {} path (this rank's kernels have {grid} CTAs; 0 only with comm_path epilogue), got {comm_ctas}", path.name()),
+        ));
+    }
+    // A rank sharing its GPU takes no tail CTAs: they would take the SMs of a
+    // co-resident peer's kernel, whose compute CTAs this rank's communication CTAs
+    // wait for (a timeout, not a result).
+    let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
+    let scratch_bytes = ctx.split_scratch_bytes;
+    let split_slices = match opts.split_last_wave.unwrap_or_default() {
+        LastWaveSplit::Off => 1,
+        LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, scratch_bytes),
+        LastWaveSplit::Slices(n) => n,
+    };
+    let diag_skip = opts.diagnostic_skip.unwrap_or(0);
+    if diag_skip > 3 || (diag_skip != 0 && path != CommPath::Epilogue) {
+        return Err(invalid("diagnostic_skip", format!("must be 0..=3, nonzero on the epilogue path only; got {diag_skip} on the {} path", path.name())));
+    }
+    let cfg = FusedConfig { tile, comm_ctas, grid, path, tail_ctas, pace: opts.epilogue_pace.unwrap_or_default(), split_slices, diag_skip };
+    cfg.check_pace()?;
+    // (FusedConfig names its field; the caller set split_last_wave.)
+    cfg.check_split(shape, scratch_bytes).map_err(|e| match e {
+        mkernel_kernels::Error::InvalidArgument { rule, .. } => invalid("split_last_wave", format!("{split_slices} slices: {rule}")),
+        other => other.into(),
+    })?;
+    cfg.check_tail_ctas()?;
+    if tail_ctas > 0 && !own_gpu {
+        return Err(invalid(
+            "tail_ctas",
+            format!("a rank without its GPU to itself (grid {grid} < {sm_count} SMs) takes no tail CTAs, got {tail_ctas}"),
+        ));
+    }
+    Ok(cfg)
 }

@@ -1,0 +1,85 @@
+//! Properties of the fused call's plan (`mkernel::plan_gemm_allreduce`, what
+//! `Communicator::plan_gemm_allreduce` runs), checked without a GPU:
+//! - with default options, every shape the workspace holds gets a plan, and the plan is
+//!   one the kernel catalog and the later checks accept (a default that the library
+//!   itself refuses would fail every such call);
+//! - with any options, the plan is such a plan or an error naming an argument; never a
+//!   panic.
+
+use mkernel::{plan_gemm_allreduce, CommPath, EpiloguePace, Error, FusedConfig, GemmAllReduceOptions, GemmShape, LastWaveSplit, PlanContext, TileConfig};
+use mkernel_kernels::gemm_allreduce::WorkspaceLayout;
+use proptest::prelude::*;
+
+const MAX_ELEMS: u64 = 16384 * 8192;
+
+fn shape() -> impl Strategy<Value = GemmShape> {
+    let dim = prop_oneof![1u32..=300, 1u32..=16384, Just(2049u32), Just(8192u32), (1u32..=128).prop_map(|i| 128 * i)];
+    (dim.clone(), dim.clone(), prop_oneof![(1u32..=2048).prop_map(|i| 8 * i), Just(4104u32), Just(4096u32), Just(14336u32)])
+        .prop_map(|(m, n, k)| GemmShape { m, n, k })
+        .prop_filter("the workspace holds M x N", |s| s.m as u64 * s.n as u64 <= MAX_ELEMS)
+}
+
+fn context(world: u32, grid: u32, sm_count: u32) -> PlanContext {
+    // The split scratch of a workspace sized as CommConfig's default.
+    let split = WorkspaceLayout::new(MAX_ELEMS, world).map(|l| l.split_bytes()).unwrap_or(0);
+    PlanContext { world_size: world, grid, sm_count, max_output_elems: MAX_ELEMS, split_scratch_bytes: split }
+}
+
+/// What every plan must satisfy, whatever the options: the later checks pass on it.
+fn check_plan(cfg: &FusedConfig, s: GemmShape, ctx: PlanContext) -> Result<(), TestCaseError> {
+    prop_assert!(cfg.tile.validate().is_ok(), "{s:?}: {cfg}: tile outside the fused catalog");
+    prop_assert!(cfg.tile.check_output(s.n).is_ok(), "{s:?}: {cfg}");
+    prop_assert!(cfg.path.check(s.n, cfg.tile, ctx.world_size).is_ok(), "{s:?}: {cfg}: path");
+    prop_assert_eq!(cfg.grid, ctx.grid);
+    prop_assert_eq!(cfg.grid % cfg.tile.cluster_m.max(1), 0, "{:?}: {}", s, cfg);
+    prop_assert!(cfg.check_split(s, ctx.split_scratch_bytes).is_ok(), "{s:?}: {cfg}: split");
+    prop_assert!(cfg.check_tail_ctas().is_ok(), "{s:?}: {cfg}: tail");
+    prop_assert!(cfg.comm_ctas < cfg.grid, "{s:?}: {cfg}");
+    if cfg.path == CommPath::Epilogue {
+        prop_assert_eq!(ctx.world_size, 2, "{:?}: {}", s, cfg);
+        prop_assert_eq!(cfg.comm_ctas, 0);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn default_options_always_plan(s in shape(), world in prop_oneof![Just(2u32), Just(1u32), Just(4u32), Just(8u32)],
+                                   sm_count in prop_oneof![Just(132u32), Just(114u32), Just(66u32), 8u32..=200],
+                                   shared in any::<bool>()) {
+        // A GPU of its own, or (shared) a share of one: grid < sm_count.
+        let grid = if shared { (sm_count / 2).max(2) } else { sm_count };
+        let ctx = context(world, grid, sm_count);
+        match plan_gemm_allreduce(s, GemmAllReduceOptions::default(), ctx) {
+            Ok(cfg) => check_plan(&cfg, s, ctx)?,
+            Err(e) => prop_assert!(false, "{s:?} world {world} grid {grid}/{sm_count}: the default plan failed: {e}"),
+        }
+    }
+
+    #[test]
+    fn any_options_plan_or_name_the_argument(
+        s in shape(),
+        world in prop_oneof![Just(2u32), Just(1u32), Just(4u32)],
+        tile in proptest::option::of(proptest::sample::select(TileConfig::fused_catalog().collect::<Vec<_>>())),
+        path in proptest::option::of(proptest::sample::select(CommPath::ALL.to_vec())),
+        comm_ctas in proptest::option::of(0u32..140),
+        tail_ctas in proptest::option::of(0u32..140),
+        split in proptest::option::of(prop_oneof![Just(LastWaveSplit::Off), Just(LastWaveSplit::Auto), (0u32..9).prop_map(LastWaveSplit::Slices)]),
+        pace in proptest::option::of(prop_oneof![Just(EpiloguePace::Sleep), Just(EpiloguePace::Clock)]),
+    ) {
+        let ctx = context(world, 132, 132);
+        let opts = GemmAllReduceOptions { tile, comm_path: path, comm_ctas, tail_ctas, split_last_wave: split, epilogue_pace: pace, ..Default::default() };
+        match plan_gemm_allreduce(s, opts, ctx) {
+            Ok(cfg) => {
+                check_plan(&cfg, s, ctx)?;
+                // What was asked is what is planned.
+                if let Some(t) = tile { prop_assert_eq!(cfg.tile, t); }
+                if let Some(p) = path { prop_assert_eq!(cfg.path, p); }
+            }
+            Err(Error::InvalidArgument { arg, rule }) => prop_assert!(!arg.is_empty() && !rule.is_empty()),
+            Err(e) => prop_assert!(false, "{s:?} {opts:?}: not an argument error: {e}"),
+        }
+    }
+}
