@@ -238,27 +238,18 @@ impl TileConfig {
         Self::swapped_tile(128, rows, epilogue)
     }
 
-    /// [`Self::swapped_wide`] (Registers epilogue) in 2-CTA clusters: the two CTAs take
-    /// neighbouring 128-row blocks of B and each loads half of the shared A tile, multicast
-    /// into both (within the GPU). `rows` a multiple of 16 in 128..=256. Plain GEMM only;
-    /// opt-in.
-    pub const fn swapped_wide_c2(rows: u32) -> Self {
-        let t = Self::swapped_wide(rows, Epilogue::Registers);
-        Self { cluster_m: 2, ..t }
+    /// [`Self::swapped_wide`] in 2-CTA clusters: the two CTAs take neighbouring 128-row
+    /// blocks of B and each loads half of the shared A tile, multicast into both (within
+    /// the GPU). `rows` a multiple of 16 in 128..=256; either epilogue. Plain GEMM (its
+    /// mid-M default where the height, N and K allow, [`Self::clustered_instead_of`]); the
+    /// fused kernel does not take them yet (not measured on the pair).
+    pub const fn swapped_wide_c2(rows: u32, epilogue: Epilogue) -> Self {
+        Self { cluster_m: 2, ..Self::swapped_wide(rows, epilogue) }
     }
 
-    /// [`Self::swapped_wide_c2`] with the TMA-store epilogue. `rows` a multiple of 16 in
-    /// 128..=256. Plain GEMM (its mid-M default where the height and N allow,
-    /// [`Self::clustered_instead_of`]); the fused kernel does not take it yet (not measured
-    /// on the pair).
-    pub const fn swapped_wide_c2_tma_store(rows: u32) -> Self {
-        let t = Self::swapped_wide(rows, Epilogue::TmaStore);
-        Self { cluster_m: 2, ..t }
-    }
-
-    /// The clustered 128-row swapped TMA-store tiles, one per height 128, 144, ..., 256.
-    fn all_swapped_wide_c2_tma_store() -> impl Iterator<Item = Self> {
-        (8..=16).map(|i| Self::swapped_wide_c2_tma_store(16 * i))
+    /// The clustered 128-row swapped tiles with `epilogue`, one per height 128, 144, ..., 256.
+    fn all_swapped_wide_c2(epilogue: Epilogue) -> impl Iterator<Item = Self> {
+        (8..=16).map(move |i| Self::swapped_wide_c2(16 * i, epilogue))
     }
 
     /// The 128-row swapped tile ([`Self::swapped_wide`], Registers epilogue) whose height
@@ -291,8 +282,8 @@ impl TileConfig {
             .chain(Self::all_swapped_tma_store())
             .chain(Self::all_swapped_wide(Epilogue::Registers))
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
-            .chain((8..=16).map(|i| Self::swapped_wide_c2(16 * i)))
-            .chain(Self::all_swapped_wide_c2_tma_store())
+            .chain(Self::all_swapped_wide_c2(Epilogue::Registers))
+            .chain(Self::all_swapped_wide_c2(Epilogue::TmaStore))
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
@@ -318,7 +309,7 @@ impl TileConfig {
             return match (self.cluster_m, self.bm) {
                 (1, 128) => Self::swapped_wide(self.bn, Epilogue::TmaStore),
                 (1, _) => Self::swapped_tma_store(self.bn),
-                (2, 128) => Self::swapped_wide_c2_tma_store(self.bn),
+                (2, 128) => Self::swapped_wide_c2(self.bn, Epilogue::TmaStore),
                 _ => self,
             };
         }
@@ -604,32 +595,23 @@ impl TileConfig {
     /// 0.913-0.914, 2048 x 5120 x 8192 (160) 0.911-0.914 -> 0.939-0.940, 2048 x 9216 x 7168
     /// (192) 0.924 -> 0.931, 640 x 8192 x 4096 (160) 0.902-0.908 -> 0.913-0.915. With the
     /// TMA-store epilogue, which `choose_for` takes for the mid-M rule's tile where N % 8 ==
-    /// 0 ([`Self::swapped_wide_c2_tma_store`]; run 131, two passes): 2049 x 8192 x 4096
+    /// 0 ([`Self::swapped_wide_c2`]; run 131, two passes): 2049 x 8192 x 4096
     /// 0.950-0.956 unclustered -> 0.975, 2049 x 8192 x 14336 0.958-0.961 -> 0.992-0.996 (the
     /// Registers tile: 0.900 in run 130).
     ///
     /// The fused kernel's tiles are not changed by this rule.
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
-        if t == Self::WIDE_TMA_STORE && shape.k % 64 == 0 && shape.k >= 4096 && shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0 {
-            Self::WIDE_TMA_STORE_C2
-        } else if t.swap_ab
-            && t.bm == 128
-            && t.cluster_m == 1
-            && t.bn % 16 == 0
-            && shape.k % 64 == 0
-            && shape.k >= 4096
-            && shape.n.div_ceil(t.bm) % 2 == 0
-        {
-            if t == Self::swapped_wide(t.bn, Epilogue::Registers) {
-                Self::swapped_wide_c2(t.bn)
-            } else if t == Self::swapped_wide(t.bn, Epilogue::TmaStore) {
-                Self::swapped_wide_c2_tma_store(t.bn)
-            } else {
-                t
-            }
+        // The blocks the pairs are made of: row blocks of A (M) for the wide tile, of B (N)
+        // for a swapped one.
+        let blocks_pair_up = if t == Self::WIDE_TMA_STORE {
+            shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0
+        } else if t.bn % 16 == 0 && t == Self::swapped_wide(t.bn, t.epilogue) {
+            shape.n.div_ceil(t.bm) % 2 == 0
         } else {
-            t
-        }
+            false
+        };
+        // (the twin: WIDE_TMA_STORE_C2, or swapped_wide_c2 with the same epilogue)
+        if blocks_pair_up && shape.k % 64 == 0 && shape.k >= 4096 { Self { cluster_m: 2, ..t } } else { t }
     }
 
     /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
@@ -1144,7 +1126,7 @@ mod tests {
         ] {
             // (then its 2-CTA twin where the height is a multiple of 16 and N / 128 even)
             let want = if rows % 16 == 0 && (n as u32).div_ceil(128) % 2 == 0 {
-                TileConfig::swapped_wide_c2_tma_store(rows)
+                TileConfig::swapped_wide_c2(rows, Epilogue::TmaStore)
             } else {
                 TileConfig::swapped_wide(rows, Epilogue::TmaStore)
             };
@@ -1154,11 +1136,11 @@ mod tests {
         // An odd number of 128-row blocks of B (N = 8320: 65) keeps the unclustered tile.
         assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8320, 4096)), fit(208));
         assert_eq!(TileConfig::clustered_instead_of(fit(216), s(3000, 8192, 4096)), fit(216));
-        assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8192, 4096)), TileConfig::swapped_wide_c2(208));
+        assert_eq!(TileConfig::clustered_instead_of(fit(208), s(2049, 8192, 4096)), TileConfig::swapped_wide_c2(208, Epilogue::Registers));
         let ts = TileConfig::swapped_wide(208, Epilogue::TmaStore);
-        assert_eq!(TileConfig::clustered_instead_of(ts, s(2049, 8192, 4096)), TileConfig::swapped_wide_c2_tma_store(208));
+        assert_eq!(TileConfig::clustered_instead_of(ts, s(2049, 8192, 4096)), TileConfig::swapped_wide_c2(208, Epilogue::TmaStore));
         // N % 8 != 0: the Registers tile (no TMA store), clustered where N's blocks pair up.
-        assert_eq!(TileConfig::choose_for(s(2049, 8191, 4096), 132), TileConfig::swapped_wide_c2(208));
+        assert_eq!(TileConfig::choose_for(s(2049, 8191, 4096), 132), TileConfig::swapped_wide_c2(208, Epilogue::Registers));
         // Where it lost: the default stays.
         for m in [1000, 1500, 4097, 8192] {
             let t = TileConfig::choose_for(s(m, 8192, 4096), 132);

@@ -106,14 +106,14 @@ fn swapped_operand_tiles_match_reference() {
         // in 2-CTA clusters sharing the A tile (rows a multiple of 16; 4099 / 128 and
         // 384 / 128 are odd numbers of B row blocks: a padding tile per A row block)
         if rows % 16 == 0 {
-            run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide_c2(rows)));
+            run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide_c2(rows, Epilogue::Registers)));
             if n % 8 == 0 {
-                run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide_c2_tma_store(rows)));
+                run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide_c2(rows, Epilogue::TmaStore)));
             }
         }
     }
-    run_case(GemmShape { m: 257, n: 4099, k: 64 }, Some(TileConfig::swapped_wide_c2(144)));
-    run_case(GemmShape { m: 257, n: 4104, k: 64 }, Some(TileConfig::swapped_wide_c2_tma_store(144)));
+    run_case(GemmShape { m: 257, n: 4099, k: 64 }, Some(TileConfig::swapped_wide_c2(144, Epilogue::Registers)));
+    run_case(GemmShape { m: 257, n: 4104, k: 64 }, Some(TileConfig::swapped_wide_c2(144, Epilogue::TmaStore)));
     // 128-row tiles of 136..=248 columns (not swapped), N and M ragged.
     // (192 columns: the TMA store stages three swizzled 64-column boxes; the others one unswizzled box)
     for (m, n, k, cols) in [(2048, 7168, 512, 224), (300, 1000, 200, 136), (129, 4099, 64, 248), (1000, 5120, 1024, 160), (520, 1000, 192, 192)] {
