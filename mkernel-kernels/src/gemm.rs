@@ -242,7 +242,8 @@ impl TileConfig {
     /// blocks of B and each loads half of the shared A tile, multicast into both (within
     /// the GPU). `rows` a multiple of 16 in 128..=256; either epilogue. Plain GEMM (its
     /// mid-M default where the height, N and K allow, [`Self::clustered_instead_of`]); the
-    /// fused kernel does not take them yet (not measured on the pair).
+    /// fused kernel's epilogue path takes the TMA-store ones
+    /// ([`crate::gemm_allreduce::FusedConfig::clustered_epilogue_tile`]).
     pub const fn swapped_wide_c2(rows: u32, epilogue: Epilogue) -> Self {
         Self { cluster_m: 2, ..Self::swapped_wide(rows, epilogue) }
     }
@@ -287,12 +288,14 @@ impl TileConfig {
     }
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
-    /// swapped-operand tiles with the TMA-store epilogue (its epilogue path only).
+    /// swapped-operand tiles with the TMA-store epilogue, unclustered and the 128-row ones
+    /// in 2-CTA clusters (its epilogue path only).
     pub fn fused_catalog() -> impl Iterator<Item = Self> {
         Self::ALL
             .into_iter()
             .chain(Self::all_swapped_tma_store())
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
+            .chain(Self::all_swapped_wide_c2(Epilogue::TmaStore))
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -599,7 +602,8 @@ impl TileConfig {
     /// 0.950-0.956 unclustered -> 0.975, 2049 x 8192 x 14336 0.958-0.961 -> 0.992-0.996 (the
     /// Registers tile: 0.900 in run 130).
     ///
-    /// The fused kernel's tiles are not changed by this rule.
+    /// The fused kernel's epilogue path applies the same rule where its own conditions
+    /// hold ([`crate::gemm_allreduce::FusedConfig::clustered_epilogue_tile`]).
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
         // The blocks the pairs are made of: row blocks of A (M) for the wide tile, of B (N)
         // for a swapped one.
@@ -1013,7 +1017,8 @@ mod tests {
         assert_eq!(ts.smem_bytes(), ts.stages * (8192 + 136 * 128) + 136 * 128 + 16 * ts.stages + 1024);
         assert!(TileConfig::swapped_tma_store(256).smem_bytes() + 16 <= 232_448);
         assert_eq!(TileConfig::swapped(136).with_tma_store(), ts);
-        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17);
+        // (and the 128-row ones of 128..=256 rows, unclustered by 8s and in clusters by 16s)
+        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17 + 9);
         // Pairs of B row blocks: 1000 / 64 = 16 blocks (even), 8200 / 64 = 129 (one padding block).
         assert_eq!(c2.tiles(129, 1000), 16);
         assert_eq!(c2.tiles(129, 8200), 130);

@@ -458,6 +458,31 @@ impl FusedConfig {
             wide
         }
     }
+
+    /// The epilogue path's last tile step, after [`Self::epilogue_tile`]: the 2-CTA twin of
+    /// `tile` where the plain GEMM's rule takes it ([`TileConfig::clustered_instead_of`]:
+    /// the 128 x 256 TMA-store tile or a 128-row swapped TMA-store tile, row blocks that
+    /// pair up, K % 64 == 0 and K >= 4096), the grid is even (a cluster's two CTAs), and
+    /// the last wave is not split into K-slices (clustered tiles are not split: `split`
+    /// `Off`, `Slices(1)`, or `Auto` where [`Self::choose_split`] gives 1 for `tile`);
+    /// `tile` otherwise.
+    ///
+    /// Why: the two CTAs of a cluster share one operand tile by TMA multicast, which saves
+    /// L2 traffic. The plain GEMM measured it on one H200 (bench/NOTES.md 17.4-17.6): the
+    /// wide tile 1.5-3% faster on M >= 1024, the swapped TMA-store tiles 2.5% (2049 x 8192
+    /// x 4096: 0.950 -> 0.975 of cuBLAS); on the fused epilogue path the wide twin measured
+    /// o-proj M=2048 0.2440 ms against 0.2458-0.2466 on the H200 pair (13.2).
+    pub fn clustered_epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32, split: LastWaveSplit, scratch_bytes: u64) -> TileConfig {
+        let splits = match split {
+            LastWaveSplit::Off => false,
+            LastWaveSplit::Slices(n) => n > 1,
+            LastWaveSplit::Auto => Self::choose_split(shape, tile, grid, CommPath::Epilogue, scratch_bytes) > 1,
+        };
+        if grid == 0 || grid % 2 != 0 || splits || tile.epilogue != crate::gemm::Epilogue::TmaStore {
+            return tile;
+        }
+        TileConfig::clustered_instead_of(tile, shape)
+    }
 }
 
 /// NVLink bandwidth of one direction the epilogue path's copies reach, bytes/s (H200
@@ -1013,6 +1038,45 @@ mod tests {
         assert!(e.contains("`split_slices`") && e.contains("no slices"), "{e}");
         let src = source(c2, 2, CommPath::Epilogue).unwrap().source;
         assert!(src.contains("__cluster_dims__(2, 1, 1)") && src.contains(&c2.cpp_type()), "{src}");
+    }
+
+    #[test]
+    fn epilogue_path_clusters_where_the_plain_rule_does_on_even_grids_without_a_split() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let scratch = 1 << 30;
+        let (wide, auto) = (TileConfig::WIDE_TMA_STORE, LastWaveSplit::Auto);
+        let swapped = |rows| TileConfig::swapped_wide(rows, Epilogue::TmaStore);
+        let c = |shape, tile, grid, split| FusedConfig::clustered_epilogue_tile(shape, tile, grid, split, scratch);
+        // o-proj M=2048: 512 wide tiles, 116 left over on 132 CTAs (not split): the twin.
+        let o2048 = s(2048, 8192, 4096);
+        assert_eq!(FusedConfig::choose_split(o2048, wide, 132, CommPath::Epilogue, scratch), 1);
+        assert_eq!(c(o2048, wide, 132, auto), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Off), TileConfig::WIDE_TMA_STORE_C2);
+        // M=2049 on the mid-M rule's 208-row swapped tile: N's 64 blocks pair up.
+        let m2049 = s(2049, 8192, 4096);
+        assert_eq!(FusedConfig::epilogue_tile(m2049, wide, 132), swapped(208));
+        assert_eq!(c(m2049, swapped(208), 132, auto), TileConfig::swapped_wide_c2(208, Epilogue::TmaStore));
+        // No twin: an odd grid, a split asked for, a split Auto would make, K < 4096, an
+        // odd number of row blocks, a height not a multiple of 16, a Registers tile.
+        assert_eq!(c(o2048, wide, 131, auto), wide);
+        assert_eq!(c(m2049, swapped(208), 66 * 2 + 1, auto), swapped(208));
+        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Slices(2)), wide);
+        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Slices(1)), TileConfig::WIDE_TMA_STORE_C2);
+        let deepseek = s(2048, 7168, 9216);
+        assert!(FusedConfig::choose_split(deepseek, wide, 132, CommPath::Epilogue, scratch) > 1);
+        assert_eq!(c(deepseek, wide, 132, auto), wide);
+        assert_eq!(c(deepseek, wide, 132, LastWaveSplit::Off), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(c(s(2048, 8192, 2048), wide, 132, auto), wide);
+        assert_eq!(c(s(1152, 8192, 4096), wide, 132, auto), wide);
+        assert_eq!(c(m2049, swapped(200), 132, auto), swapped(200));
+        assert_eq!(c(s(2049, 8064, 4096), swapped(208), 132, auto), swapped(208));
+        assert_eq!(c(o2048, TileConfig::WIDE, 132, auto), TileConfig::WIDE);
+        assert_eq!(c(o2048, TileConfig::NARROW_TMA_STORE, 132, auto), TileConfig::NARROW_TMA_STORE);
+        // Every twin it gives is in the fused catalog and has the epilogue path.
+        for t in [TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_wide_c2(208, Epilogue::TmaStore)] {
+            assert!(TileConfig::fused_catalog().any(|f| f == t), "{t}");
+            assert_eq!(CommPath::all_for(t, 2), vec![CommPath::Epilogue], "{t}");
+        }
     }
 
     #[test]

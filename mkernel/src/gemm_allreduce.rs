@@ -253,7 +253,13 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // (the path is checked against the tile it was chosen for first, so that a refusal
     // names that tile rather than a refinement the caller never saw)
     path.check(shape.n, tile, ctx.world_size)?;
-    let tile = if opts.tile.is_none() && path == CommPath::Epilogue { FusedConfig::epilogue_tile(shape, tile, grid) } else { tile };
+    let tile = if opts.tile.is_none() && path == CommPath::Epilogue {
+        let t = FusedConfig::epilogue_tile(shape, tile, grid);
+        // (last: a 2-CTA twin where the row blocks pair up and the last wave is not split)
+        FusedConfig::clustered_epilogue_tile(shape, t, grid, opts.split_last_wave.unwrap_or_default(), ctx.split_scratch_bytes)
+    } else {
+        tile
+    };
     path.check(shape.n, tile, ctx.world_size)?;
     if grid % tile.cluster_m.max(1) != 0 {
         return Err(invalid(

@@ -263,6 +263,60 @@ fn swapped_operand_tiles_on_the_epilogue_path() {
     missing_peer(epilogue_path(tile(136)));
 }
 
+/// Two ranks: on GPUs 0 and 1 where two are present, else both on GPU 0 (each kernel on
+/// its half of the SMs: the protocol and the tiles are checked, not the speed). `None`
+/// (skipped, or failed under MKERNEL_REQUIRE_GPU=1) without a GPU.
+fn two_ranks(test: &str) -> Option<Vec<usize>> {
+    let n = gpu_or_skip(test, 1)?;
+    Some(if n >= 2 { vec![0, 1] } else { vec![0, 0] })
+}
+
+/// 2-CTA clusters on the epilogue path: the 128-row swapped-operand TMA-store tiles
+/// (each CTA of a pair loads half of the shared A tile, multicast to both) with an even
+/// and an odd number of 128-row blocks of B (the odd one adds a padding tile per pair
+/// that must be clipped yet still published), the clustered 128 x 256 tile, the default
+/// plan's clustered tile where the rule takes one (M=2049 x 8192 x 4096, epilogue path),
+/// and 20 back-to-back epochs on it with fresh data, each against the fp32 reference on
+/// both ranks. Two GPUs, or two ranks of one GPU.
+#[test]
+fn clustered_tiles_on_the_epilogue_path() {
+    let Some(devices) = two_ranks("clustered_tiles_on_the_epilogue_path") else { return };
+    let swapped = |rows| mkernel::TileConfig::swapped_wide_c2(rows, mkernel::Epilogue::TmaStore);
+    let cases = [
+        ((2049, 8192, 512), swapped(208)),
+        ((2049, 8200, 512), swapped(208)),
+        ((300, 1064, 200), swapped(160)),
+        ((257, 1000, 64), swapped(256)),
+        ((1024, 8192, 1024), mkernel::TileConfig::WIDE_TMA_STORE_C2),
+        ((1100, 1000, 192), mkernel::TileConfig::WIDE_TMA_STORE_C2),
+    ];
+    let default_shape = GemmShape { m: 2049, n: 8192, k: 4096 };
+    let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).chain([default_shape.m as u64 * default_shape.n as u64]).max().unwrap();
+    let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
+    for ((m, n, k), tile) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let opts = epilogue_path(tile);
+        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+        assert_eq!((plan.tile, plan.path, plan.split_slices), (tile, CommPath::Epilogue, 1), "{s:?}: {plan}");
+        for rep in 0..3 {
+            round(&mut g, &mut bs, s, check::fresh_seed().wrapping_add(rep), opts);
+        }
+        eprintln!("ok {s:?} {plan}");
+    }
+    // The default tile on the epilogue path: the mid-M rule's swapped tile, clustered.
+    let s = default_shape;
+    let opts = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
+    let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+    assert!(plan.tile.swap_ab && plan.tile.cluster_m == 2, "{s:?}: expected a clustered swapped tile ({plan})");
+    let mut bs = bufs(&g, s);
+    let seed = check::fresh_seed();
+    for rep in 0..20 {
+        round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts);
+    }
+    eprintln!("ok {s:?} {plan} x20");
+}
+
 /// Calls of every 2-rank path back to back with no host synchronisation between them:
 /// each call's exit handshake must keep the next one, of whatever path, from writing
 /// into a peer that is still reading the previous call's data. 60 calls cycling through
