@@ -29,4 +29,4 @@ pub mod launch;
 
 pub use bootstrap::{Bootstrap, Op, OpKind};
 pub use error::{Error, Result};
-pub use launch::LaunchEnv;
+pub use launch::{loopback_port_pair, LaunchEnv};

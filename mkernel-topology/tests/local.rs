@@ -1,7 +1,7 @@
 //! Single-process bootstrap tests: every rank is a thread of this process.
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -10,11 +10,7 @@ use mkernel_topology::{Bootstrap, Error, Result};
 const TIMEOUT: Duration = Duration::from_secs(5);
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    mkernel_topology::loopback_port_pair().expect("a free loopback port")
 }
 
 /// Runs `body(rank, bootstrap)` on one thread per rank; results in rank order.

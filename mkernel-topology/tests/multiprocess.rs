@@ -5,7 +5,6 @@
 //! `MKERNEL_TOPOLOGY_TEST_CHILD=1`. Without that marker the `child_*` tests return at
 //! once, so a plain `cargo test` runs them harmlessly.
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,8 +24,7 @@ const PARENT_LIMIT: Duration = Duration::from_secs(30);
 // ---------------------------------------------------------------------------------
 
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
+    mkernel_topology::loopback_port_pair().expect("a free loopback port")
 }
 
 /// Starts `ranks` (a subset of `0..world_size`) as child processes running `child_test`.

@@ -21,13 +21,7 @@ const ROLE: &str = "MKERNEL_TEST_MP_ROLE";
 const SEED: &str = "MKERNEL_TEST_MP_SEED";
 
 fn free_port_pair() -> u16 {
-    loop {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let p = l.local_addr().unwrap().port();
-        if p < 65535 && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
-            return p;
-        }
-    }
+    mkernel_topology::loopback_port_pair().expect("a free loopback port pair")
 }
 
 fn spawn_ranks(role: &str, world: usize, test: &str) -> Vec<Child> {
