@@ -353,10 +353,11 @@ impl TileConfig {
     /// `m64-narrow-tma-store`, the
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
-    /// multiple of 16), `swap-ab-128xR` (R = 128, 136, ..., 256), `swap-ab-128xR-c2` and
-    /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), and the column-fitted `cols-128xC`
-    /// (C = 136, 144, ..., 248), plain GEMM only, and `swap-ab-64xR-tma-store` and
-    /// `swap-ab-128xR-tma-store`, which the fused kernel's epilogue path takes too.
+    /// multiple of 16), `swap-ab-128xR` (R = 128, 136, ..., 256), `swap-ab-128xR-c2` (R a
+    /// multiple of 16), and the column-fitted `cols-128xC` (C = 136, 144, ..., 248), plain
+    /// GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
+    /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
+    /// path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::gemm_catalog().find(|t| t.name() == name)
     }
@@ -381,7 +382,7 @@ impl TileConfig {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store)",
+                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store, swap-ab-128xR-tma-store-c2)",
                     self.name(),
                     Self::ALL.map(|t| t.name()).join(", ")
                 ),

@@ -163,7 +163,13 @@ pub enum LastWaveSplit {
     /// 5.83 against 5.98, o-proj and DeepSeek M=16384 within 1%.
     #[default]
     Auto,
-    /// This many K-slices per left-over tile (1: none; [`FusedConfig::check_split`]).
+    /// This many K-slices per left-over tile (1: none; [`FusedConfig::check_split`];
+    /// unclustered tiles, swapped-operand ones included). Where R left-over tiles x
+    /// slices exceed the grid, the slices run in several shorter waves (a CTA takes
+    /// several): the GEMM ends about when an unsplit last wave would, but only the tiles
+    /// whose slices run in the last of those waves are left to cross the link after it
+    /// (M=129 x 8192 x 4096 on 64 x 136 swapped tiles, 128 tiles on 132 SMs, 2 slices: 62
+    /// tiles instead of 128). Opt-in: not measured on the pair yet (bench/NOTES.md 18.3).
     Slices(u32),
 }
 
@@ -289,8 +295,10 @@ impl FusedConfig {
     }
 
     /// Checks `split_slices` against the path, the shape and the scratch: 1, or (epilogue
-    /// path only) R x slices <= grid CTAs, slices <= K blocks, and R slots of slices fp32
-    /// tiles within `scratch_bytes`. Errors name `split_slices`.
+    /// path only, unclustered tiles) slices <= K blocks and R slots of slices fp32 tiles
+    /// within `scratch_bytes`. R x slices may exceed the grid: the slices then run in
+    /// several shorter waves, a CTA taking several ([`LastWaveSplit::Slices`]). Errors
+    /// name `split_slices`.
     pub fn check_split(&self, shape: GemmShape, scratch_bytes: u64) -> Result<()> {
         self.tile.validate()?;
         let s = self.split_slices as u64;
@@ -306,17 +314,11 @@ impl FusedConfig {
         if self.tile.cluster_m > 1 {
             return Err(invalid("split_slices", format!("{s} asked with {}: a cluster's CTAs take whole tiles of one pair, no slices", self.tile)));
         }
-        if self.tile.swap_ab {
-            return Err(invalid("split_slices", format!("{s} asked with {}: swapped-operand tiles are not split (not built)", self.tile)));
-        }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, self.tile, self.grid) else {
             return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA ({s} asked with {} CTAs)", self.grid)));
         };
         if rest == 0 {
             return Err(invalid("split_slices", format!("{s} asked, but the {} tiles fill whole waves of {} CTAs: nothing to split", self.tile.tiles(shape.m, shape.n), self.grid)));
-        }
-        if rest * s > self.grid as u64 {
-            return Err(invalid("split_slices", format!("{rest} tiles of the last wave x {s} slices exceed the {} CTAs", self.grid)));
         }
         if s > k_blocks {
             return Err(invalid("split_slices", format!("{s} slices exceed the {k_blocks} K blocks of {}", self.tile.bk)));
@@ -461,11 +463,12 @@ impl FusedConfig {
 
     /// The epilogue path's last tile step, after [`Self::epilogue_tile`]: the 2-CTA twin of
     /// `tile` where the plain GEMM's rule takes it ([`TileConfig::clustered_instead_of`]:
-    /// the 128 x 256 TMA-store tile or a 128-row swapped TMA-store tile, row blocks that
-    /// pair up, K % 64 == 0 and K >= 4096), the grid is even (a cluster's two CTAs), and
-    /// the last wave is not split into K-slices (clustered tiles are not split: `split`
-    /// `Off`, `Slices(1)`, or `Auto` where [`Self::choose_split`] gives 1 for `tile`);
-    /// `tile` otherwise.
+    /// the 128 x 256 TMA-store tile with M >= 1024, or a 128-row swapped TMA-store tile
+    /// whose height is a multiple of 16; row blocks that pair up, K % 64 == 0 and K >=
+    /// 4096), the grid is even (a cluster's two CTAs), and `split` is the default `Auto`
+    /// and would not split the last wave ([`Self::choose_split`] gives 1 for `tile`:
+    /// clustered tiles are not split); `tile` otherwise. An explicit `Off` or `Slices(n)`
+    /// keeps the unclustered tile, so that a split sweep varies the split alone.
     ///
     /// Why: the two CTAs of a cluster share one operand tile by TMA multicast, which saves
     /// L2 traffic. The plain GEMM measured it on one H200 (bench/NOTES.md 17.4-17.6): the
@@ -473,12 +476,9 @@ impl FusedConfig {
     /// x 4096: 0.950 -> 0.975 of cuBLAS); on the fused epilogue path the wide twin measured
     /// o-proj M=2048 0.2440 ms against 0.2458-0.2466 on the H200 pair (13.2).
     pub fn clustered_epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32, split: LastWaveSplit, scratch_bytes: u64) -> TileConfig {
-        let splits = match split {
-            LastWaveSplit::Off => false,
-            LastWaveSplit::Slices(n) => n > 1,
-            LastWaveSplit::Auto => Self::choose_split(shape, tile, grid, CommPath::Epilogue, scratch_bytes) > 1,
-        };
-        if grid == 0 || grid % 2 != 0 || splits || tile.epilogue != crate::gemm::Epilogue::TmaStore {
+        let auto_without_split =
+            split == LastWaveSplit::Auto && Self::choose_split(shape, tile, grid, CommPath::Epilogue, scratch_bytes) == 1;
+        if grid == 0 || grid % 2 != 0 || !auto_without_split || tile.epilogue != crate::gemm::Epilogue::TmaStore {
             return tile;
         }
         TileConfig::clustered_instead_of(tile, shape)
@@ -1051,21 +1051,22 @@ mod tests {
         let o2048 = s(2048, 8192, 4096);
         assert_eq!(FusedConfig::choose_split(o2048, wide, 132, CommPath::Epilogue, scratch), 1);
         assert_eq!(c(o2048, wide, 132, auto), TileConfig::WIDE_TMA_STORE_C2);
-        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Off), TileConfig::WIDE_TMA_STORE_C2);
         // M=2049 on the mid-M rule's 208-row swapped tile: N's 64 blocks pair up.
         let m2049 = s(2049, 8192, 4096);
         assert_eq!(FusedConfig::epilogue_tile(m2049, wide, 132), swapped(208));
         assert_eq!(c(m2049, swapped(208), 132, auto), TileConfig::swapped_wide_c2(208, Epilogue::TmaStore));
-        // No twin: an odd grid, a split asked for, a split Auto would make, K < 4096, an
-        // odd number of row blocks, a height not a multiple of 16, a Registers tile.
+        // No twin: an odd grid, an explicit split option (off included: a split sweep
+        // varies the split alone), a split Auto would make, K < 4096, an odd number of
+        // row blocks, a height not a multiple of 16, a Registers tile.
         assert_eq!(c(o2048, wide, 131, auto), wide);
         assert_eq!(c(m2049, swapped(208), 66 * 2 + 1, auto), swapped(208));
         assert_eq!(c(o2048, wide, 132, LastWaveSplit::Slices(2)), wide);
-        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Slices(1)), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Slices(1)), wide);
+        assert_eq!(c(o2048, wide, 132, LastWaveSplit::Off), wide);
         let deepseek = s(2048, 7168, 9216);
         assert!(FusedConfig::choose_split(deepseek, wide, 132, CommPath::Epilogue, scratch) > 1);
         assert_eq!(c(deepseek, wide, 132, auto), wide);
-        assert_eq!(c(deepseek, wide, 132, LastWaveSplit::Off), TileConfig::WIDE_TMA_STORE_C2);
+        assert_eq!(c(deepseek, wide, 132, LastWaveSplit::Off), wide);
         assert_eq!(c(s(2048, 8192, 2048), wide, 132, auto), wide);
         assert_eq!(c(s(1152, 8192, 4096), wide, 132, auto), wide);
         assert_eq!(c(m2049, swapped(200), 132, auto), swapped(200));
@@ -1350,7 +1351,6 @@ mod tests {
         let err = |c: FusedConfig, s: GemmShape| c.check_split(s, big).unwrap_err().to_string();
         for (c, s, why) in [
             (FusedConfig { split_slices: 0, ..cfg }, s, "at least 1"),
-            (FusedConfig { split_slices: 9, ..cfg }, s, "exceed the 132 CTAs"),
             (FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, ..cfg }, s, "only the epilogue path"),
             (cfg, GemmShape { m: 4224, n: 8192, k: 4096 }, "whole waves"),
             (cfg, GemmShape { m: 2049, n: 8192, k: 192 }, "exceed the 3 K blocks"),
@@ -1365,6 +1365,17 @@ mod tests {
         let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("scratch") && e.contains("max_output_elems"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
+        // More slices than the idle CTAs: the slices span several waves (16 x 9 > 132).
+        assert!(FusedConfig { split_slices: 9, ..cfg }.check_split(s, big).is_ok());
+        // o-proj M=1024 on 128 x 256 tiles: 124 left over x 4 slots of 128 KiB > 32 MiB.
+        let e = FusedConfig { split_slices: 4, ..cfg }.check_split(GemmShape { m: 1024, n: 8192, k: 4096 }, big).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("496 slots"), "{e}");
+        // Swapped-operand tiles split too (M=129: 128 tiles of 64 x 136 on 132 CTAs, one
+        // partial wave, 2 slices each in two waves); clustered ones do not.
+        let sw = FusedConfig { tile: TileConfig::swapped_tma_store(136), split_slices: 2, ..cfg };
+        assert!(sw.check_split(GemmShape { m: 129, n: 8192, k: 4096 }, big).is_ok());
+        let c2 = FusedConfig { tile: TileConfig::swapped_wide_c2(208, Epilogue::TmaStore), split_slices: 2, ..cfg };
+        assert!(err(c2, s).contains("no slices"));
         // The option: auto by default, off, or a count.
         assert_eq!(LastWaveSplit::default(), LastWaveSplit::Auto);
         assert_eq!(LastWaveSplit::parse("off").unwrap(), LastWaveSplit::Off);

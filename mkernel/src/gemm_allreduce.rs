@@ -24,7 +24,9 @@ pub struct GemmAllReduceOptions {
     /// the last wave's copy after the GEMM shrinks more than the GEMM slows, and the
     /// swapped-operand tile holding all of M for M <= 256 where it loads less, and for
     /// 257 <= M <= 8192 the 128-row one fitted to M where `TileConfig::fitted_instead_of`
-    /// says it wins).
+    /// says it wins), then by `FusedConfig::clustered_epilogue_tile` (its 2-CTA twin where
+    /// the row blocks pair up, K >= 4096, the grid is even and `split_last_wave` is the
+    /// default and would not split).
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
@@ -49,7 +51,9 @@ pub struct GemmAllReduceOptions {
     pub epilogue_pace: Option<EpiloguePace>,
     /// Epilogue path: whether a last wave that leaves SMs idle is split into K-slices
     /// ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: `Auto`
-    /// ([`FusedConfig::choose_split`]'s count; `Off` never splits). A count must pass
+    /// ([`FusedConfig::choose_split`]'s count; `Off` never splits). Given (`Off` or a
+    /// count), the default tile stays unclustered (`FusedConfig::clustered_epilogue_tile`),
+    /// so that comparing split options compares splits alone. A count must pass
     /// [`FusedConfig::check_split`]; other paths take `Off`, `Auto` (which gives 1 there)
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,

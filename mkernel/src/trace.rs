@@ -114,7 +114,7 @@ impl TraceBuffer {
     /// [`TraceKind::CopyFenced`], [`TraceKind::TileStored`], [`TraceKind::PeerAdded`];
     /// its tiles span two 64x128 units or more, except edge tiles), else 1 plus, on the
     /// paths that claim tiles, 2 per claim of [`CLAIM_TILES`] tiles, plus 2 per slice of a
-    /// split last wave (at most one per CTA): 4 per 64x128 unit of output plus a few
+    /// split last wave (one per fp32 slot of the split scratch): 4 per 64x128 unit of output plus a few
     /// thousand (for the CTAs and one more event per edge tile) covers any call. Events past `capacity` are dropped
     /// and counted ([`FusedTrace::dropped`]).
     ///

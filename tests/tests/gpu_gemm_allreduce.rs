@@ -129,8 +129,8 @@ fn world(test: &str) -> Option<usize> {
 #[test]
 fn fused_matches_reference_on_odd_and_llm_shapes() {
     let Some(w) = world("fused_matches_reference_on_odd_and_llm_shapes") else { return };
-    // (2049 x 8192 x 4096 splits its last wave on 2 ranks by default: 16 tiles left over,
-    // 4 slices each; 256 x 1024 x 8192 does when forced onto the epilogue path: its default tile
+    // (2049 x 8192 x 4096 takes the clustered 128 x 208 swapped tile on 2 ranks by
+    // default; 256 x 1024 x 8192 splits its last wave when forced onto the epilogue path: its default tile
     // has no TMA store. split_last_wave_on_two_ranks_of_one_gpu forces it. 1024 x 8192 x
     // 4096 takes 128 x 128 tiles by default on the epilogue path with 132 SMs.)
     let shapes = [(129, 8192, 4096), (1, 512, 64), (2049, 8192, 4096), (1024, 8192, 14336), (1024, 8192, 4096), (4096, 7168, 9216), (333, 1000, 200), (200, 1001, 64), (16384, 8192, 4096), (256, 1024, 8192)];
@@ -273,11 +273,12 @@ fn two_ranks(test: &str) -> Option<Vec<usize>> {
 
 /// 2-CTA clusters on the epilogue path: the 128-row swapped-operand TMA-store tiles
 /// (each CTA of a pair loads half of the shared A tile, multicast to both) with an even
-/// and an odd number of 128-row blocks of B (the odd one adds a padding tile per pair
-/// that must be clipped yet still published), the clustered 128 x 256 tile, the default
-/// plan's clustered tile where the rule takes one (M=2049 x 8192 x 4096, epilogue path),
-/// and 20 back-to-back epochs on it with fresh data, each against the fp32 reference on
-/// both ranks. Two GPUs, or two ranks of one GPU.
+/// and an odd number of 128-row blocks of B (an odd count pads the last pair of each row
+/// block of A with a tile that must be clipped yet still published), the clustered
+/// 128 x 256 tile, the default plan's clustered tiles where the rule takes them (the
+/// swapped one at M=2049 x 8192 x 4096, the wide one at o-proj 2048 x 8192 x 4096;
+/// epilogue path), and 20 consecutive calls on the first with fresh data, each against
+/// the fp32 reference on both ranks. Two GPUs, or two ranks of one GPU.
 #[test]
 fn clustered_tiles_on_the_epilogue_path() {
     let Some(devices) = two_ranks("clustered_tiles_on_the_epilogue_path") else { return };
@@ -291,6 +292,7 @@ fn clustered_tiles_on_the_epilogue_path() {
         ((1100, 1000, 192), mkernel::TileConfig::WIDE_TMA_STORE_C2),
     ];
     let default_shape = GemmShape { m: 2049, n: 8192, k: 4096 };
+    let wide_default = GemmShape { m: 2048, n: 8192, k: 4096 };
     let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).chain([default_shape.m as u64 * default_shape.n as u64]).max().unwrap();
     let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
     for ((m, n, k), tile) in cases {
@@ -315,6 +317,15 @@ fn clustered_tiles_on_the_epilogue_path() {
         round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts);
     }
     eprintln!("ok {s:?} {plan} x20");
+    // The default's clustered wide tile (o-proj M=2048: 16 row blocks, no split).
+    let s = wide_default;
+    let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+    assert_eq!((plan.tile, plan.split_slices), (mkernel::TileConfig::WIDE_TMA_STORE_C2, 1), "{s:?}: {plan}");
+    let mut bs = bufs(&g, s);
+    for rep in 0..3 {
+        round(&mut g, &mut bs, s, check::fresh_seed().wrapping_add(rep), opts);
+    }
+    eprintln!("ok {s:?} {plan}");
 }
 
 /// Calls of every 2-rank path back to back with no host synchronisation between them:
@@ -801,7 +812,7 @@ fn traced_call_accounts_for_every_tile_and_cta() {
 
 /// The epilogue path's split last wave on two ranks of one GPU (each rank half the SMs,
 /// so this runs on a machine with a single GPU too): shapes whose last wave splits into
-/// 2 to 8 K-slices, every CTA's only unit a slice, 20 back-to-back epochs (the slice
+/// 2 to 8 K-slices, every CTA's only unit a slice, 20 consecutive calls (the slice
 /// counters carry the epoch), after calls on the TMA path that leave other values in
 /// the counters' words, each against the fp32 reference, each input twice (a repeated
 /// call gives the same bits; the sum's order does not depend on the slices' race).
@@ -844,4 +855,54 @@ fn split_last_wave_on_two_ranks_of_one_gpu() {
         }
         eprintln!("ok {s:?} {plan}");
     }
+}
+
+/// Slices spread over several waves: left-over tiles x slices above the grid, so a CTA
+/// takes several slices (each with its own split-skip word, the staging tile handed
+/// back after a slice that did not arrive last), on 128 x 128, 64-row swapped (M=129)
+/// and 128-row swapped tiles, K split into 2 to 4 slices (down to one K block each),
+/// each against the fp32 reference on both ranks with fresh data, each input twice (the
+/// second call's bits equal the first's: the sum's order does not depend on which slice
+/// arrives last). Two GPUs, or two ranks of one GPU.
+#[test]
+fn slices_spread_over_several_waves() {
+    let Some(devices) = two_ranks("slices_spread_over_several_waves") else { return };
+    let narrow = mkernel::TileConfig::NARROW_TMA_STORE;
+    let cases = [
+        ((1024, 8192, 4096), narrow, 2),
+        ((1024, 8192, 4096), narrow, 4),
+        ((129, 8192, 4096), mkernel::TileConfig::swapped_tma_store(136), 2),
+        ((129, 8192, 4096), mkernel::TileConfig::swapped_tma_store(136), 3),
+        ((129, 8192, 4096), mkernel::TileConfig::swapped_tma_store(136), 4),
+        ((2049, 8192, 512), mkernel::TileConfig::swapped_wide(208, mkernel::Epilogue::TmaStore), 3),
+        ((300, 1000, 200), mkernel::TileConfig::swapped_tma_store(256), 4),
+    ];
+    let max = cases.iter().map(|&((m, n, _), _, _)| m as u64 * n as u64).max().unwrap();
+    let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
+    let mut spread = 0;
+    for ((m, n, k), tile, slices) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let opts = GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(slices)), ..epilogue_path(tile) };
+        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+        assert_eq!((plan.tile, plan.split_slices), (tile, slices), "{s:?}: {plan}");
+        let rest = tile.tiles(m, n) % plan.grid as u64;
+        if rest * slices as u64 > plan.grid as u64 {
+            spread += 1;
+        }
+        let seed = check::fresh_seed();
+        let mut first = Vec::new();
+        for rep in 0..6 {
+            round(&mut g, &mut bs, s, seed.wrapping_add(rep / 2), opts);
+            let out = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
+            if rep % 2 == 0 {
+                first = out;
+            } else {
+                assert_same_bits(&first, &out, &format!("repeated call, {s:?} {plan} (seed {:#x})", seed.wrapping_add(rep / 2)));
+            }
+        }
+        eprintln!("ok {s:?} {plan}, {rest} tiles left over x {slices} slices on {} CTAs", plan.grid);
+    }
+    // (on 132 or 66 CTAs every case but the last spreads; at least the first five must)
+    assert!(spread >= 5, "only {spread} cases spread their slices over several waves");
 }

@@ -37,10 +37,13 @@
 // and share the A tile by TMA multicast, so A crosses from L2 once per pair. (The "swap
 // AB" of small-M CUTLASS kernels; cuBLAS's M=129 kernel on the H200 is a 64 x 136 tile of
 // this kind in 2-CTA clusters, bench/NOTES.md 15.)
-// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1, operands not swapped): the R tiles left
+// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1): the R tiles left
 // over after the full waves of n CTAs (R < n) are each cut into S slices of the K loop
-// (R * S <= n, chosen by the host), so the last wave keeps R * S SMs busy for 1/S of a
-// tile instead of R SMs for a whole tile. Each slice writes its fp32 fragment to a slot
+// (chosen by the host). With R * S <= n the last wave keeps R * S SMs busy for 1/S of a
+// tile instead of R SMs for a whole tile; with R * S > n the slices span several shorter
+// waves (a CTA may take several), and only the tiles whose slices run in the last of them
+// finish at the kernel's end (the rest finish earlier, so less output is left to move
+// after the GEMM). Each slice writes its fp32 fragment to a slot
 // of the hook's scratch and counts itself in at the tile's counter; the slice that
 // arrives last adds every slot in slice order (deterministic), stages the tile and the
 // storer handles it like any other; the others stage nothing (Stream-K's fixup, with
@@ -140,22 +143,27 @@ struct TileScheduler {
 };
 
 // Units of work: whole tiles [0, full), then `splits` K-slices of each remaining tile.
-// Unit u of a CTA with index i of n: u = i, i+n, ...; R * splits <= n, so a CTA has at
-// most one slice and it is its last unit.
+// Unit u of a CTA with index i of n: u = i, i+n, ...; the slices come after every whole
+// tile: one per CTA at most where R * splits <= n, several where it is larger.
 struct WorkUnits {
   u32 full;    // tiles of the full waves (whole tiles; every tile when splits == 1)
   u32 splits;  // K-slices per remaining tile (1: none)
   u32 total;   // full + (tiles - full) * splits
-  // `splits` as asked, unless it does not fit (R * splits > n, or more slices than K
-  // blocks): then 1. The host asks only for what fits (FusedConfig::split_slices).
+  // `splits` as asked, unless nothing is left over or there are more slices than K
+  // blocks: then 1. The host asks only for what fits (FusedConfig::check_split: the
+  // slices' fp32 slots within the scratch).
   __device__ WorkUnits(u32 tiles, u32 n, u32 k_blocks, u32 asked) {
     const u32 f = tiles / n * n, rest = tiles - f;
-    const bool fits = asked > 1 && rest != 0 && (u64)rest * asked <= n && asked <= k_blocks;
+    const bool fits = asked > 1 && rest != 0 && asked <= k_blocks;
     splits = fits ? asked : 1;
     full = fits ? f : tiles;
     total = fits ? f + rest * asked : tiles;
   }
   __device__ __forceinline__ bool is_slice(u32 u) const { return u >= full; }
+  // Which of the split-skip words (see split_fixup) unit u of the CTA whose units are
+  // first, first + stride, ... uses: they alternate, so a CTA's next slice never writes
+  // the word the storer may still be reading for this one.
+  __device__ __forceinline__ static u32 skip_word(u32 u, u32 first, u32 stride) { return ((u - first) / stride) & 1u; }
   __device__ __forceinline__ u32 tile_of(u32 u) const { return u < full ? u : full + (u - full) / splits; }
   // Tile, slice index and K-block range [kb0, kb1) of unit u.
   __device__ __forceinline__ void unit(u32 u, u32 k_blocks, u32& tile, u32& slice, u32& kb0, u32& kb1) const {
@@ -392,7 +400,8 @@ __device__ __forceinline__ void stage_fragment_bf16_transposed(const float (&acc
 // no longer reads it; the consumers get it back after that (they wait only if their
 // next tile is done before it).
 // A slice that did not arrive last stages nothing: the consumers say so in the hook's
-// shared word (split_skip) before c_staged, and the storer skips the unit.
+// shared split-skip word of the unit before c_staged, and the storer skips the unit,
+// handing the (unused) staging tile straight back if the CTA has more units.
 template <class Cfg, class OnTileStored>
 __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm,
                             const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
@@ -411,8 +420,11 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     sched.coords(t, mb, nb);
     named_barrier_sync(kBarrierCStaged, kThreads);
     if constexpr (OnTileStored::kSplitsLastWave) {
-      // (a slice is the CTA's last unit: no staging tile to hand back)
-      if (units.is_slice(u) && *reinterpret_cast<volatile u32*>(on_tile_stored.split_skip) != 0) continue;
+      if (units.is_slice(u) &&
+          reinterpret_cast<volatile u32*>(on_tile_stored.split_skip)[WorkUnits::skip_word(u, first_unit, stride)] != 0) {
+        if (u + stride < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
+        continue;
+      }
     }
     // Paced while more work follows on this SM, or, with a split last wave, on any SM:
     // every whole tile (an unpaced burst of the last full wave's copies from all SMs
@@ -458,7 +470,8 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
 
 // ---- split last wave: a slice's fixup -------------------------------------------------
 // Called by every consumer thread (ctid: 0..kConsumerThreads) of a CTA whose unit is
-// slice `slice` of `splits` of remaining tile r (r = tile - units.full): writes the fp32
+// slice `slice` of `splits` of remaining tile r (r = tile - units.full; `skip_word`: the
+// unit's split-skip word, WorkUnits::skip_word): writes the fp32
 // fragment to the slice's slot (slot r * splits + slice of hook.split_slot; the same
 // thread of every slice holds the same elements), counts the slice in at the tile's
 // counter (hook.split_arrive: one thread, release/acquire at GPU scope around the
@@ -474,7 +487,7 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
 // per warp access, took ~9 us to write and ~16 us to sum two 128 KiB slots per SM).
 template <class Cfg, class Hook>
 __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 tile, u32 r, u32 splits, u32 slice,
-                                            u32 ctid, Hook& hook) {
+                                            u32 skip_word, u32 ctid, Hook& hook) {
   static_assert(Cfg::kConsumerThreads * Cfg::kAccRegs == Cfg::BM * Cfg::BN, "a slot is one fp32 tile");
   static_assert(Cfg::kAccRegs % 4 == 0, "float4 slot accesses");
   constexpr u32 kT = Cfg::kConsumerThreads;
@@ -488,7 +501,7 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
       __stcg(mine + i * kT, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
   }
   named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
-  volatile u32* const flag = hook.split_skip;
+  volatile u32* const flag = hook.split_skip + skip_word;
   if (ctid == 0) {
     const bool last = hook.split_arrive(r, splits);
     *flag = last ? 0u : 1u;
@@ -499,7 +512,9 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // Groups of kGroup float4: a group's loads from one slot are all in flight at once (one
   // L2 round trip per other slice and group). Before this slice's turn the running sum
   // of the earlier slices is in `pre`; at its turn it moves into `acc` (pre + own).
-  constexpr u32 kGroup = 8;
+  // (8, or the largest power of two that divides a thread's float4s: 17 for 64 x 136.)
+  constexpr u32 kF4 = Cfg::kAccRegs / 4;
+  constexpr u32 kGroup = kF4 % 8 == 0 ? 8 : kF4 % 4 == 0 ? 4 : kF4 % 2 == 0 ? 2 : 1;
   static_assert((Cfg::kAccRegs / 4) % kGroup == 0, "whole groups of float4");
 #pragma unroll
   for (u32 g = 0; g < Cfg::kAccRegs / 4; g += kGroup) {
@@ -578,8 +593,10 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
     if (tid_in_wg == 0) release_stage<Cfg>(&sm.stage_empty[prev_stage]);
     if constexpr (Cfg::kTmaEpilogue) {
       bool stages = true;
-      if constexpr (OnTileStored::kSplitsLastWave && !Cfg::kSwapAB) {  // (no slices of swapped tiles)
-        if (units.is_slice(u)) stages = split_fixup<Cfg>(acc, t, t - units.full, units.splits, slice, wg * 128 + tid_in_wg, on_tile_stored);
+      if constexpr (OnTileStored::kSplitsLastWave) {
+        if (units.is_slice(u))
+          stages = split_fixup<Cfg>(acc, t, t - units.full, units.splits, slice, WorkUnits::skip_word(u, first_unit, stride),
+                                    wg * 128 + tid_in_wg, on_tile_stored);
       }
       named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
       if (stages) {
@@ -621,7 +638,7 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          u32 split_slices = 1) {
   const TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
-  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1 && !Cfg::kSwapAB;
+  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
   const u32 wg = threadIdx.x / 128;
   if (wg == 0) {

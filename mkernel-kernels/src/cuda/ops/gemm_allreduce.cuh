@@ -169,9 +169,9 @@ struct PublishTileReady {
 // (BM * BN floats each, v < p->split_slices * remaining tiles); the count of a remaining
 // tile r is the u64 r of this rank's own `reduced` inbox (unused on this path), holding
 // epoch << 32 | slices counted, so no call needs to reset it (a stale or aborted call's
-// value has another epoch); `split_skip` is a shared word the consumers set when their
-// slice did not arrive last.
-// Shared memory the Epilogue path adds to the GEMM's: that mbarrier and that word, after
+// value has another epoch); `split_skip` is two shared words (used alternately by a CTA's
+// units, WorkUnits::skip_word) the consumers set when their slice did not arrive last.
+// Shared memory the Epilogue path adds to the GEMM's: that mbarrier and those words, after
 // the ring's (the host launches with Cfg::kSmemBytes + kEpilogueExtraSmem bytes).
 constexpr u32 kEpilogueExtraSmem = 16;
 // Sleep between polls of the peer's ready flag (a tile takes tens of microseconds).
@@ -188,7 +188,7 @@ __device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
   static_assert(Cfg::kSmemBytes + kEpilogueExtraSmem <= 232448, "the epilogue path's mbarrier must fit shared memory");
   // Worst case: GemmSmem aligns its base up by 1023 bytes; the ring's barriers, then this one.
   static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 16 <= Cfg::kSmemBytes + kEpilogueExtraSmem,
-                "the epilogue mbarrier and the split-skip word lie inside the launch's shared memory");
+                "the epilogue mbarrier and the two split-skip words lie inside the launch's shared memory");
   return sm.stage_empty + Cfg::STAGES;
 }
 
