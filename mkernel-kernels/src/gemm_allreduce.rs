@@ -169,7 +169,11 @@ pub enum LastWaveSplit {
     /// several): the GEMM ends about when an unsplit last wave would, but only the tiles
     /// whose slices run in the last of those waves are left to cross the link after it
     /// (M=129 x 8192 x 4096 on 64 x 136 swapped tiles, 128 tiles on 132 SMs, 2 slices: 62
-    /// tiles instead of 128). Opt-in: not measured on the pair yet (bench/NOTES.md 18.3).
+    /// tiles instead of 128). Slower where measured: two ranks sharing one H200 (`bench
+    /// gemm-allreduce --share-gpu`, runs 136-139, bench/NOTES.md 18.6), 129 x 4096 x 4096
+    /// 0.0447 -> 0.0549 ms with 2 slices, 1024 x 4096 x 4096 0.129 -> 0.143 (2) and 0.167
+    /// (4): each slice's fixup (slot write, count, sum) and the wait for the staging tile
+    /// cost more than the shorter copy after the GEMM saves; not timed on the pair.
     Slices(u32),
 }
 

@@ -60,6 +60,18 @@ pub struct ArArgs {
     /// Run as one rank of a launcher (reads RANK, WORLD_SIZE, LOCAL_RANK, ...).
     #[arg(long)]
     pub launched: bool,
+    /// DIAGNOSTIC, for a machine with one GPU: put every rank (--gpus N, default 2) on
+    /// GPU 0, each rank's kernels on its share of the SMs. NCCL refuses two ranks on one
+    /// GPU, so there is no baseline: the base, NCCL and speedup columns are NaN (null in
+    /// the JSON, written as gemm-allreduce-wN-shared-*); "cuBLAS" and "our gemm" time
+    /// every rank's GEMM on the one GPU, and "overlap" is our GEMMs' time over the fused
+    /// call's. The ranks' "link" is
+    /// the GPU's own memory, far faster than NVLink, so the copies after the GEMM cost
+    /// little: the fused times compare configurations (--sweep-*) on their GEMM side,
+    /// they are not the numbers. A rank sharing its GPU takes the one-shot path
+    /// by default: --comm-path epilogue for the epilogue path.
+    #[arg(long, conflicts_with_all = ["procs", "launched"])]
+    pub share_gpu: bool,
     /// Force a tile configuration: wide, narrow, m64-wide, each also -tma-store,
     /// m64-narrow-tma-store, the 2-CTA cluster tiles wide-tma-store-c2, narrow-tma-store-c2,
     /// m64-wide-tma-store-c2, and the swapped-operand TMA-store tiles swap-ab-64xR-tma-store
@@ -484,7 +496,8 @@ fn spawn_ranks(procs: usize) -> BenchResult<()> {
 struct Local {
     comms: Vec<Communicator>,
     streams: Vec<Arc<CudaStream>>,
-    nccl: Nccl,
+    /// None with --share-gpu (no baseline).
+    nccl: Option<Nccl>,
     blas: Vec<Cublas>,
 }
 
@@ -766,12 +779,17 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         (vec![Communicator::from_env(config)?], "one process per GPU")
     } else {
         let present = mkernel::device_count()?;
-        let world = args.gpus.unwrap_or(present);
-        if world == 0 || world > present {
-            return Err(format!("--gpus {world}: {present} GPU(s) present").into());
+        if args.share_gpu {
+            let world = args.gpus.unwrap_or(2);
+            (Communicator::local_group(&vec![0; world], config)?, "one process, every rank on GPU 0 (--share-gpu: no baseline)")
+        } else {
+            let world = args.gpus.unwrap_or(present);
+            if world == 0 || world > present {
+                return Err(format!("--gpus {world}: {present} GPU(s) present").into());
+            }
+            let devices: Vec<usize> = (0..world).collect();
+            (Communicator::local_group(&devices, config)?, "one process, all GPUs")
         }
-        let devices: Vec<usize> = (0..world).collect();
-        (Communicator::local_group(&devices, config)?, "one process, all GPUs")
     };
     let grid = comms[0].grid();
     if let Some(bad) = args.sm_comm.iter().find(|&&cc| cc >= grid) {
@@ -781,9 +799,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         return Err(format!("--tail-ctas {t}: must be in 0..={grid} (this rank's fused kernels have {grid} CTAs)").into());
     }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
+    // (none with --share-gpu: NCCL refuses two ranks on one GPU)
     let nccl = match comms[0].bootstrap() {
-        Some(b) => Nccl::from_bootstrap(&streams[0], b)?,
-        None => Nccl::local_group(&streams)?,
+        _ if args.share_gpu => None,
+        Some(b) => Some(Nccl::from_bootstrap(&streams[0], b)?),
+        None => Some(Nccl::local_group(&streams)?),
     };
     let blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
     let mut local = Local { comms, streams, nccl, blas };
@@ -959,7 +979,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                     for (r, d) in data.iter_mut().enumerate() {
                         blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
                     }
-                    if v == 0 {
+                    if let (0, Some(nccl)) = (v, nccl.as_mut()) {
                         let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
                         nccl.all_reduce_sum(&mut outs)?;
                     }
@@ -970,8 +990,11 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                     }
                 }
                 NCCL_ALONE => {
-                    let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
-                    nccl.all_reduce_sum(&mut outs)?;
+                    // (--share-gpu: nothing; its column is reported as NaN)
+                    if let Some(nccl) = nccl.as_mut() {
+                        let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
+                        nccl.all_reduce_sum(&mut outs)?;
+                    }
                 }
                 _ => {
                     for (r, d) in data.iter_mut().enumerate() {
@@ -1006,10 +1029,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         if args.trace {
             trace_call(comms, streams, &mut data, s, shape_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
         }
-        let baseline = local.median_ms(baseline)?;
+        // (--share-gpu: no NCCL, so no baseline or all-reduce time)
+        let no_baseline = local.nccl.is_none();
+        let baseline = if no_baseline { f64::NAN } else { local.median_ms(baseline)? };
         let cublas = local.median_ms(cublas)?;
         let ours_gemm = local.median_ms(ours_gemm)?;
-        let nccl_ms = local.median_ms(nccl_ms)?;
+        let nccl_ms = if no_baseline { f64::NAN } else { local.median_ms(nccl_ms)? };
         let fused = local.median_ms(fused)?;
         let mut sweep = Vec::new();
         for (cc, t) in sweep_local {
@@ -1098,7 +1123,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
         let date = info.date.clone();
         let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, align_ranks: align, l2_flush: !args.no_l2_flush, rows };
-        let stem = if args.launched { format!("gemm-allreduce-w{world}-mp") } else { format!("gemm-allreduce-w{world}") };
+        let stem = if args.launched {
+            format!("gemm-allreduce-w{world}-mp")
+        } else if args.share_gpu {
+            format!("gemm-allreduce-w{world}-shared")
+        } else {
+            format!("gemm-allreduce-w{world}")
+        };
         let p = super::write_json(&c.out_dir, &stem, &date, &out)?;
         println!("# wrote {}", p.display());
     }
@@ -1185,6 +1216,16 @@ mod tests {
     }
     use clap::Parser;
     use mkernel::TileConfig;
+
+    #[test]
+    fn share_gpu_takes_no_launcher() {
+        assert!(Cli::try_parse_from(["x", "--share-gpu", "--gpus", "4"]).unwrap().ar.share_gpu);
+        for other in ["--procs", "--launched"] {
+            let args: Vec<&str> = if other == "--procs" { vec!["x", "--share-gpu", other, "2"] } else { vec!["x", "--share-gpu", other] };
+            let e = Cli::try_parse_from(args).err().expect(other).to_string();
+            assert!(e.contains("--share-gpu") && e.contains(other), "{e}");
+        }
+    }
 
     #[test]
     fn custom_shapes_are_parsed_and_checked_before_any_device_is_touched() {

@@ -512,12 +512,14 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // Groups of kGroup float4: a group's loads from one slot are all in flight at once (one
   // L2 round trip per other slice and group). Before this slice's turn the running sum
   // of the earlier slices is in `pre`; at its turn it moves into `acc` (pre + own).
-  // (8, or the largest power of two that divides a thread's float4s: 17 for 64 x 136.)
+  // The last group may be partial (17 float4s per thread at 64 x 136: 8 + 8 + 1; one
+  // float4 per round trip cost ~6.5 us per sum there, run 138): `e < kLen` folds at
+  // compile time, the loops being unrolled.
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
-  constexpr u32 kGroup = kF4 % 8 == 0 ? 8 : kF4 % 4 == 0 ? 4 : kF4 % 2 == 0 ? 2 : 1;
-  static_assert((Cfg::kAccRegs / 4) % kGroup == 0, "whole groups of float4");
+  constexpr u32 kGroup = 8;
 #pragma unroll
-  for (u32 g = 0; g < Cfg::kAccRegs / 4; g += kGroup) {
+  for (u32 g = 0; g < kF4; g += kGroup) {
+    const u32 kLen = kF4 - g < kGroup ? kF4 - g : kGroup;
     float4 pre[kGroup];
 #pragma unroll 1
     for (u32 j = 0; j < splits; ++j) {
@@ -525,6 +527,7 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
         if (j != 0) {
 #pragma unroll
           for (u32 e = 0; e < kGroup; ++e) {
+            if (e >= kLen) break;
             float* const a = &acc[4 * (g + e)];
             a[0] = pre[e].x + a[0], a[1] = pre[e].y + a[1], a[2] = pre[e].z + a[2], a[3] = pre[e].w + a[3];
           }
@@ -534,9 +537,13 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
       const float4* const src = slots + j * kSlotF4 + (u64)g * kT;
       float4 x[kGroup];
 #pragma unroll
-      for (u32 e = 0; e < kGroup; ++e) x[e] = __ldcg(src + e * kT);
+      for (u32 e = 0; e < kGroup; ++e) {
+        if (e >= kLen) break;
+        x[e] = __ldcg(src + e * kT);
+      }
 #pragma unroll
       for (u32 e = 0; e < kGroup; ++e) {
+        if (e >= kLen) break;
         if (j > slice) {
           float* const a = &acc[4 * (g + e)];
           a[0] += x[e].x, a[1] += x[e].y, a[2] += x[e].z, a[3] += x[e].w;
