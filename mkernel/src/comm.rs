@@ -134,6 +134,9 @@ pub struct Communicator {
     /// CTAs (SMs) of this rank's persistent kernels: the GPU's SM count, or its share
     /// when several ranks of a local group use one GPU.
     grid: u32,
+    /// Whether some GPU of the group holds more than one rank (the same on every rank,
+    /// so that every rank plans the same path: see `PlanContext::gpu_shared`).
+    gpu_shared: bool,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
     layout: WorkspaceLayout,
@@ -251,6 +254,7 @@ impl Communicator {
             }
         }
         let share = |d: usize| devices.iter().filter(|&&x| x == d).count() as u32;
+        let gpu_shared = devices.iter().any(|&d| share(d) > 1);
         // Every rank must make the same per-call choices (tile shape, SM split), so all
         // use the smallest per-rank SM share of the group.
         let grid = opened.iter().zip(devices).map(|((_, info), &d)| info.sm_count / share(d)).min().unwrap_or(0);
@@ -275,6 +279,7 @@ impl Communicator {
                     rank: rank as u32,
                     world,
                     grid,
+                    gpu_shared,
                     status: StatusMem::new(&ctx)?,
                     ctx,
                     info,
@@ -392,6 +397,8 @@ impl Communicator {
             rank: env.rank as u32,
             world: env.world_size as u32,
             grid,
+            // (ranks on one GPU are refused above: LOCAL_RANK)
+            gpu_shared: false,
             status: StatusMem::new(&ctx)?,
             ctx,
             info,
@@ -425,9 +432,15 @@ impl Communicator {
     pub fn device_info(&self) -> DeviceInfo {
         self.info
     }
-    /// CTAs (one per SM) of this rank's fused kernels.
+    /// CTAs (one per SM) of this rank's fused kernels: the smallest SM count (or share of
+    /// a GPU's SMs) of the group, the same on every rank.
     pub fn grid(&self) -> u32 {
         self.grid
+    }
+    /// Whether some GPU of the group holds more than one rank (a local group listing a
+    /// GPU twice); the same on every rank.
+    pub fn gpu_shared(&self) -> bool {
+        self.gpu_shared
     }
     /// The settings.
     pub fn config(&self) -> &CommConfig {

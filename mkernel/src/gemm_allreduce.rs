@@ -71,7 +71,7 @@ impl Communicator {
         let ctx = PlanContext {
             world_size: self.world_size(),
             grid: self.grid(),
-            sm_count: self.device_info().sm_count,
+            gpu_shared: self.gpu_shared(),
             max_output_elems: self.config().max_output_elems,
             split_scratch_bytes: self.rank_buffers().layout.split_bytes(),
         };
@@ -198,8 +198,12 @@ pub struct PlanContext {
     /// CTAs of this rank's kernels ([`Communicator::grid`]: the SM count, or a share of a
     /// GPU other ranks use too).
     pub grid: u32,
-    /// SMs of this rank's GPU.
-    pub sm_count: u32,
+    /// Whether some GPU of the group holds more than one rank ([`Communicator::gpu_shared`]):
+    /// then no rank takes the epilogue path or tail CTAs by default, and none may take
+    /// tail CTAs (they would take SMs a co-resident rank's kernel waits on). A property of
+    /// the group, not of this rank's GPU, so that ranks on GPUs with different SM counts
+    /// (the grid is the group's smallest) plan alike.
+    pub gpu_shared: bool,
     /// `CommConfig::max_output_elems`: the largest M x N the workspace holds.
     pub max_output_elems: u64,
     /// Bytes of the workspace's fp32 slots for last-wave K-slices.
@@ -234,8 +238,7 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     tile.check_output(shape.n)?;
     // A rank sharing its GPU takes no tail CTAs and not the epilogue path by default
     // (see below).
-    let sm_count = ctx.sm_count;
-    let own_gpu = grid == sm_count;
+    let own_gpu = !ctx.gpu_shared;
     // A split or tail asked for without a path means a path that has them.
     let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
     let path = opts.comm_path.unwrap_or_else(|| {
@@ -268,7 +271,7 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     if grid % tile.cluster_m.max(1) != 0 {
         return Err(invalid(
             "tile",
-            format!("{tile} needs a grid that is a multiple of its cluster size, and this rank's kernels have {grid} CTAs (a GPU shared with other ranks); use a tile without -c2"),
+            format!("{tile} needs a grid that is a multiple of its cluster size, and this group's kernels have {grid} CTAs each (a share of a GPU other ranks use, or the group's smallest SM count); use a tile without -c2"),
         ));
     }
     let comm_ctas = match opts.comm_ctas {
@@ -330,7 +333,7 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     if tail_ctas > 0 && !own_gpu {
         return Err(invalid(
             "tail_ctas",
-            format!("a rank without its GPU to itself (grid {grid} < {sm_count} SMs) takes no tail CTAs, got {tail_ctas}"),
+            format!("no rank takes tail CTAs where ranks share a GPU (this group's kernels have {grid} CTAs each), got {tail_ctas}"),
         ));
     }
     Ok(cfg)

@@ -19,10 +19,12 @@ fn shape() -> impl Strategy<Value = GemmShape> {
         .prop_filter("the workspace holds M x N", |s| s.m as u64 * s.n as u64 <= MAX_ELEMS)
 }
 
-fn context(world: u32, grid: u32, sm_count: u32) -> PlanContext {
+/// (Every field is a property of the group, the same on every rank, so ranks plan alike
+/// even on GPUs with different SM counts: the grid is the group's smallest.)
+fn context(world: u32, grid: u32, gpu_shared: bool) -> PlanContext {
     // The split scratch of a workspace sized as CommConfig's default.
     let split = WorkspaceLayout::new(MAX_ELEMS, world).map(|l| l.split_bytes()).unwrap_or(0);
-    PlanContext { world_size: world, grid, sm_count, max_output_elems: MAX_ELEMS, split_scratch_bytes: split }
+    PlanContext { world_size: world, grid, gpu_shared, max_output_elems: MAX_ELEMS, split_scratch_bytes: split }
 }
 
 /// What every plan must satisfy, whatever the options: the later checks pass on it.
@@ -51,7 +53,7 @@ proptest! {
                                    shared in any::<bool>()) {
         // A GPU of its own, or (shared) a share of one: grid < sm_count.
         let grid = if shared { (sm_count / 2).max(2) } else { sm_count };
-        let ctx = context(world, grid, sm_count);
+        let ctx = context(world, grid, shared);
         match plan_gemm_allreduce(s, GemmAllReduceOptions::default(), ctx) {
             Ok(cfg) => check_plan(&cfg, s, ctx)?,
             Err(e) => prop_assert!(false, "{s:?} world {world} grid {grid}/{sm_count}: the default plan failed: {e}"),
@@ -69,7 +71,7 @@ proptest! {
         split in proptest::option::of(prop_oneof![Just(LastWaveSplit::Off), Just(LastWaveSplit::Auto), (0u32..9).prop_map(LastWaveSplit::Slices)]),
         pace in proptest::option::of(prop_oneof![Just(EpiloguePace::Sleep), Just(EpiloguePace::Clock)]),
     ) {
-        let ctx = context(world, 132, 132);
+        let ctx = context(world, 132, false);
         let opts = GemmAllReduceOptions { tile, comm_path: path, comm_ctas, tail_ctas, split_last_wave: split, epilogue_pace: pace, ..Default::default() };
         match plan_gemm_allreduce(s, opts, ctx) {
             Ok(cfg) => {

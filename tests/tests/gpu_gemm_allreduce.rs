@@ -566,6 +566,7 @@ fn bad_arguments_are_named() {
     let e = c.plan_gemm_allreduce(s, two_phase).unwrap_err();
     assert!(e.to_string().contains("`tail_ctas`") && e.to_string().contains("vec16"), "{e}");
     let shared = Communicator::local_group(&[0, 0], CommConfig { max_output_elems: 1 << 20, ..Default::default() }).unwrap();
+    assert!(shared.iter().all(|r| r.gpu_shared()) && !c.gpu_shared());
     assert_eq!(shared[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap().tail_ctas, 0);
     let e = shared[0].plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(1), ..Default::default() }).unwrap_err();
     assert!(e.to_string().contains("`tail_ctas`"), "{e}");
