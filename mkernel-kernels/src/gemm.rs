@@ -557,6 +557,13 @@ impl TileConfig {
     /// of the 128 x 256 tile with K % 64 == 0, the 128-row tile whose width fits N where
     /// [`Self::cols_instead_of`] says it wins (2048 x 7168 x 9216: 128 x 176, 0.835 -> 0.896
     /// of cuBLAS, runs 118-119).
+    ///
+    /// Where M <= 256 still lands on the 128 x 128 Registers tile (the swapped one did not
+    /// win: M = 193..256 on N = 8192), its TMA-store twin when N % 8 == 0 and K % 64 == 0:
+    /// faster on every one of 12 shapes in two passes (run 143, one H200, ms, M = 208, 224,
+    /// 240, 256 on 8192 x 4096, 8192 x 14336, 7168 x 9216): by 0.1-4.1%, e.g. 224 x 8192
+    /// x 4096 0.0338-0.0340 -> 0.0325-0.0326, 256 x 8192 x 4096 0.0349-0.0350 -> 0.0337-0.0341
+    /// (bench/NOTES.md 18.7).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
@@ -573,6 +580,7 @@ impl TileConfig {
             .or_else(|| Self::fitted_instead_of(t, shape, sm_count).map(|f| if shape.n % 8 == 0 { f.with_tma_store() } else { f }))
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
+        let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         Self::clustered_instead_of(t, shape)
     }
 
@@ -1065,8 +1073,14 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s(192, 8192, 4096), 132), TileConfig::swapped(192));
         assert_eq!(TileConfig::choose_for(s(64, 8192, 14336), 132), TileConfig::swapped(64));
         assert_eq!(TileConfig::choose_for(s(128, 5120, 8192), 132), TileConfig::swapped(128));
-        // ... and its two losses keep the square-ish tiles.
-        assert_eq!(TileConfig::choose_for(s(256, 8192, 4096), 132), TileConfig::NARROW);
+        // ... and its two losses keep the square-ish tiles (128 x 128 with the TMA store
+        // where N % 8 == 0 and K % 64 == 0: run 143; the Registers one otherwise).
+        assert_eq!(TileConfig::choose_for(s(256, 8192, 4096), 132), TileConfig::NARROW_TMA_STORE);
+        for m in [200, 208, 224, 240] {
+            assert_eq!(TileConfig::choose_for(s(m, 7168, 9216), 132), TileConfig::NARROW_TMA_STORE, "M={m}");
+        }
+        assert_eq!(TileConfig::choose_for(s(256, 8190, 4096), 132), TileConfig::NARROW);
+        assert_eq!(TileConfig::choose_for(s(256, 8192, 4104), 132), TileConfig::NARROW);
         assert_eq!(TileConfig::choose_for(s(32, 28672, 8192), 132), TileConfig::M64_WIDE_TMA_STORE);
         // Two waves of swapped tiles (run 104: 64 x 9216 x 7168, 0.62 of cuBLAS) are not taken.
         assert_eq!(TileConfig::choose_for(s(64, 9216, 7168), 132), TileConfig::M64_WIDE_TMA_STORE);
