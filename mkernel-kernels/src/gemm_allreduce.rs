@@ -138,9 +138,10 @@ pub struct FusedConfig {
     /// default, [`EpiloguePace::Clock`], which they ignore).
     pub pace: EpiloguePace,
     /// Epilogue path: the R tiles left over after the full waves of `grid` CTAs are each
-    /// computed as this many slices of the K loop on different CTAs, summed in slice
-    /// order in fp32 by the slice that finishes last ([`Self::choose_split`]; 1: no
-    /// split, the only value other paths take). R x slices <= grid.
+    /// computed as this many slices of the K loop, summed in slice order in fp32 by the
+    /// slice that finishes last ([`Self::choose_split`]; 1: no split, the only value other
+    /// paths take). Where R x slices <= grid every slice runs on its own CTA in one wave;
+    /// above that they run in several waves, a CTA taking several ([`LastWaveSplit::Slices`]).
     pub split_slices: u32,
     /// Epilogue path, DIAGNOSTIC ONLY (the result is wrong when nonzero): bit 0, the
     /// copies to the peer store nothing (their pacing, fences and flags kept); bit 1, the
@@ -327,10 +328,12 @@ impl FusedConfig {
         if s > k_blocks {
             return Err(invalid("split_slices", format!("{s} slices exceed the {k_blocks} K blocks of {}", self.tile.bk)));
         }
-        if rest * s * slot > scratch_bytes {
+        // (saturating: huge grids and counts must be refused, not wrap)
+        let slots = rest.saturating_mul(s);
+        if slots.saturating_mul(slot) > scratch_bytes {
             return Err(invalid(
                 "split_slices",
-                format!("{} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch (a larger max_output_elems gives more, up to 32 MiB)", rest * s),
+                format!("{slots} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch (a larger max_output_elems gives more, up to 32 MiB)"),
             ));
         }
         Ok(())
@@ -1369,6 +1372,10 @@ mod tests {
         let e = cfg.check_split(s, 1 << 20).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("scratch") && e.contains("max_output_elems"), "{e}");
         assert!(FusedConfig { split_slices: 1, ..cfg }.check_split(GemmShape { m: 4224, n: 8192, k: 4096 }, 0).is_ok());
+        // Huge counts are refused, not wrapped (helper-42: 2^50 slots came back Ok in release).
+        let huge = FusedConfig { grid: u32::MAX, split_slices: 1 << 24, ..cfg };
+        let e = huge.check_split(GemmShape { m: 1 << 21, n: 1 << 20, k: 1 << 30 }, big).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("slots"), "{e}");
         // More slices than the idle CTAs: the slices span several waves (16 x 9 > 132).
         assert!(FusedConfig { split_slices: 9, ..cfg }.check_split(s, big).is_ok());
         // o-proj M=1024 on 128 x 256 tiles: 124 left over x 4 slots of 128 KiB > 32 MiB.

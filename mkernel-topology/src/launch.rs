@@ -235,8 +235,9 @@ impl fmt::Display for LaunchEnv {
 /// First port [`loopback_port_pair`] considers: below Linux's default ephemeral range
 /// (`net.ipv4.ip_local_port_range`, 32768-60999).
 const LOOPBACK_PORT_FIRST: u16 = 20000;
-/// Ports [`loopback_port_pair`] considers, from [`LOOPBACK_PORT_FIRST`].
-const LOOPBACK_PORTS: u16 = 12000;
+/// Ports [`loopback_port_pair`] considers, from [`LOOPBACK_PORT_FIRST`]: up to 29399,
+/// below torchrun's default `MASTER_PORT` (29500).
+const LOOPBACK_PORTS: u16 = 9400;
 
 /// A loopback TCP port `p` for `MASTER_PORT` where `p` and `p + 1` (the communicator's
 /// rendezvous takes `MASTER_PORT + 1` by default) were both free when checked, for
@@ -246,19 +247,21 @@ const LOOPBACK_PORTS: u16 = 12000;
 /// connections (another job's ranks connecting to their rank 0, say) take ephemeral
 /// ports, so one can take it between this check and rank 0's bind (seen in CI with
 /// several multi-process tests at once: "Address already in use"). The ports here lie
-/// below the default ephemeral range; each call in a process starts after the previous
-/// one's, and processes start at different offsets (by process id).
+/// below the default ephemeral range (and below torchrun's 29500); pairs start on even
+/// ports, so two pairs never overlap; each call in a process takes the pair after the
+/// previous one's, and processes start at different pairs (by process id).
 ///
 /// Errors: [`Error::Listen`] if no such pair is free among the ports considered.
 pub fn loopback_port_pair() -> Result<u16> {
     use std::net::TcpListener;
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
+    let pairs = (LOOPBACK_PORTS / 2) as u32;
     let start = std::process::id().wrapping_mul(7919);
     let mut last_error = None;
-    for _ in 0..LOOPBACK_PORTS / 2 {
-        let i = NEXT.fetch_add(2, Ordering::Relaxed);
-        let p = LOOPBACK_PORT_FIRST + (start.wrapping_add(i) % LOOPBACK_PORTS as u32) as u16;
+    for _ in 0..pairs {
+        let i = NEXT.fetch_add(1, Ordering::Relaxed);
+        let p = LOOPBACK_PORT_FIRST + 2 * (start.wrapping_add(i) % pairs) as u16;
         match (TcpListener::bind(("127.0.0.1", p)), TcpListener::bind(("127.0.0.1", p + 1))) {
             (Ok(_), Ok(_)) => return Ok(p),
             (Err(e), _) | (_, Err(e)) => last_error = Some(e),
@@ -465,7 +468,7 @@ mod tests {
         let ports: Vec<u16> = (0..8).map(|_| loopback_port_pair().unwrap()).collect();
         for &p in &ports {
             assert!((LOOPBACK_PORT_FIRST..LOOPBACK_PORT_FIRST + LOOPBACK_PORTS).contains(&p), "{p}");
-            assert!(p + 1 < 32768, "{p}");
+            assert!(p % 2 == 0 && p + 1 < 29500, "{p}");
             // Both free now (nothing here holds them).
             let _a = std::net::TcpListener::bind(("127.0.0.1", p)).unwrap();
             let _b = std::net::TcpListener::bind(("127.0.0.1", p + 1)).unwrap();

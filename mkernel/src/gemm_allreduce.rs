@@ -214,9 +214,21 @@ pub struct PlanContext {
 /// `ctx` (heuristics + overrides): [`Communicator::plan_gemm_allreduce`] without the
 /// communicator, so that every rule can be checked without a GPU.
 ///
-/// Errors: shape rules ([`GemmShape::validate_dims`]), M x N above `max_output_elems`, an
-/// override a shape cannot use (named).
+/// Errors: a context no communicator has (`ctx`: world size outside 1..=MAX_RANKS, a
+/// grid below 2 CTAs), shape rules ([`GemmShape::validate_dims`]), M x N above
+/// `max_output_elems`, an override a shape cannot use (named).
 pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
+    if !(1..=mkernel_kernels::params::MAX_RANKS as u32).contains(&ctx.world_size) || ctx.grid < 2 {
+        return Err(invalid(
+            "ctx",
+            format!(
+                "world size must be 1..={} and the grid at least 2 CTAs (as every communicator's), got world size {} and grid {}",
+                mkernel_kernels::params::MAX_RANKS,
+                ctx.world_size,
+                ctx.grid
+            ),
+        ));
+    }
     shape.validate_dims()?;
     let elems = shape.m as u64 * shape.n as u64;
     if elems > ctx.max_output_elems {

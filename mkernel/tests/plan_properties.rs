@@ -85,3 +85,17 @@ proptest! {
         }
     }
 }
+
+/// A context no communicator has (world size 0 or above MAX_RANKS, fewer than 2 CTAs) is
+/// refused by name, not planned (helper-42: grid 0 gave "0 compute CTAs").
+#[test]
+fn contexts_no_communicator_has_are_refused() {
+    let s = GemmShape { m: 1024, n: 8192, k: 4096 };
+    for (world, grid) in [(0, 132), (9, 132), (u32::MAX, 132), (2, 0), (2, 1)] {
+        match plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(world, grid, false)) {
+            Err(Error::InvalidArgument { arg, rule }) => assert!(arg == "ctx" && rule.contains("world size"), "{arg}: {rule}"),
+            other => panic!("world {world} grid {grid}: {other:?}"),
+        }
+    }
+    assert!(plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(8, 2, false)).is_ok());
+}

@@ -40,8 +40,9 @@ pub struct ArArgs {
     /// batches); --filter still applies (their labels are "shape MxNxK").
     #[arg(long, value_delimiter = ',', value_parser = super::gemm::parse_shape)]
     pub shape: Vec<GemmShape>,
-    /// Number of GPUs (ranks), 1 to 8; default: all visible. Not with --procs or
-    /// --launched (the launcher's world size counts there).
+    /// Number of GPUs (ranks), 1 to 8; default: all visible. With --share-gpu, the number
+    /// of ranks on GPU 0, 2 to 8 (default 2). Not with --procs or --launched (the
+    /// launcher's world size counts there).
     #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["procs", "launched"], value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(1..=8))]
     pub gpus: Option<usize>,
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
@@ -62,14 +63,16 @@ pub struct ArArgs {
     pub launched: bool,
     /// DIAGNOSTIC, for a machine with one GPU: put every rank (--gpus N, default 2) on
     /// GPU 0, each rank's kernels on its share of the SMs. NCCL refuses two ranks on one
-    /// GPU, so there is no baseline: the base, NCCL and speedup columns are NaN (null in
-    /// the JSON, written as gemm-allreduce-wN-shared-*); "cuBLAS" and "our gemm" time
+    /// GPU, so there is no baseline: the base, NCCL, speedup and comm columns are NaN (null
+    /// in the JSON, written as gemm-allreduce-wN-shared-*); "cuBLAS" and "our gemm" time
     /// every rank's GEMM on the one GPU, and "overlap" is our GEMMs' time over the fused
     /// call's. The ranks' "link" is
     /// the GPU's own memory, far faster than NVLink, so the copies after the GEMM cost
     /// little: the fused times compare configurations (--sweep-*) on their GEMM side,
     /// they are not the numbers. A rank sharing its GPU takes the one-shot path
-    /// by default: --comm-path epilogue for the epilogue path.
+    /// by default (and no tail CTAs): --comm-path epilogue for the epilogue path, which the
+    /// epilogue-only options (--split-last-wave N, --sweep-split, --sweep-diag,
+    /// --epilogue-pace) need here.
     #[arg(long, conflicts_with_all = ["procs", "launched"])]
     pub share_gpu: bool,
     /// Force a tile configuration: wide, narrow, m64-wide, each also -tma-store,
@@ -606,8 +609,10 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
 /// Options of the epilogue path only (`flag`: --epilogue-pace, --split-last-wave) are
 /// refused when no call of the run can take that path: another --comm-path, --tail-ctas
 /// without --comm-path (a path with communication CTAs), a --tile without the TMA-store
-/// epilogue, or other than 2 ranks; unless --sweep-paths times the epilogue path too
-/// (with its default tile; the world size still applies).
+/// epilogue, or other than 2 ranks, or ranks sharing a GPU (`shared`: their default path
+/// is one-shot) without --comm-path epilogue or a tile that takes only that path; unless
+/// --sweep-paths times the epilogue path too (with its default tile; the world size
+/// still applies).
 fn check_epilogue_only(
     flag: &str,
     comm_path: Option<CommPath>,
@@ -615,6 +620,7 @@ fn check_epilogue_only(
     tile: Option<mkernel::TileConfig>,
     tail_ctas: Option<u32>,
     world: Option<usize>,
+    shared: bool,
 ) -> Result<(), String> {
     if let Some(w) = world.filter(|&w| w != 2) {
         return Err(format!("{flag}: the epilogue path needs 2 ranks, and this run has {w}"));
@@ -630,6 +636,10 @@ fn check_epilogue_only(
     }
     if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
         return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
+    }
+    let forced_by_tile = tile.is_some_and(|t| t.cluster_m > 1 || t.swap_ab);
+    if shared && comm_path.is_none() && !forced_by_tile {
+        return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) take the one-shot path by default; add --comm-path epilogue"));
     }
     Ok(())
 }
@@ -679,9 +689,22 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // --launched the launcher's WORLD_SIZE (read again, with the rest, by the communicator).
     let world_asked = if args.launched {
         Some(mkernel_topology::launch::LaunchEnv::from_env()?.world_size)
+    } else if args.share_gpu {
+        Some(args.gpus.unwrap_or(2))
     } else {
         args.procs.or(args.gpus)
     };
+    // Ranks sharing a GPU: at least two (else nothing is shared), the one-shot path by
+    // default, no tail CTAs.
+    let shared = args.share_gpu;
+    if shared {
+        if world_asked.is_some_and(|w| w < 2) {
+            return Err("--share-gpu: puts 2 or more ranks on GPU 0 (--gpus 2..8); got --gpus 1".into());
+        }
+        if let Some(t) = args.tail_ctas.filter(|&t| t > 0) {
+            return Err(format!("--tail-ctas {t}: ranks sharing a GPU (--share-gpu) take no tail CTAs").into());
+        }
+    }
     check_path_args(tile, comm_path, args.tail_ctas, world_asked)?;
     if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
         return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
@@ -690,20 +713,20 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked)?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
     if epilogue_pace.is_some() {
-        check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+        check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
     }
     // off, auto (the default) and 1 mean "no split" on every other path; a count of 2 or
     // more needs a call that takes the epilogue path.
     if forces_split(args.split_last_wave) {
-        check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked)?;
+        check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
     }
     // The diagnostic varies the shape's own configuration, which must take the epilogue
     // path.
     if !args.sweep_diag.is_empty() {
-        check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+        check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
     }
     if !args.sweep_split.is_empty() {
-        check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked)?;
+        check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
     }
     // A clustered or swapped-operand tile takes the epilogue path: no communication CTAs
     // to sweep; a clustered one also takes whole tiles (a cluster's pair), no slices.
@@ -736,9 +759,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // --tile) is refused here; one that only some shapes refuse is left out of their rows.
     for &(_, t) in &sweep_tiles {
         check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| format!("--sweep-tiles: {e}"))?;
-        // (as for --tile: such a tile computes whole tiles, no K-slices; the swept call would
-        // inherit --split-last-wave and be refused on every shape)
-        if let Some(t) = t.filter(|t| t.cluster_m > 1 || t.swap_ab) {
+        // (as for --tile: a clustered tile computes whole tiles, no K-slices; the swept call
+        // would inherit --split-last-wave and be refused on every shape)
+        if let Some(t) = t.filter(|t| t.cluster_m > 1) {
             if forces_split(args.split_last_wave) {
                 return Err(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name()).into());
             }
@@ -769,7 +792,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         split_last_wave: if path == CommPath::Epilogue { args.split_last_wave } else { None },
         ..opts
     };
-    let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1);
+    // (at least 2^21 elements: the split scratch is then its full 32 MiB, so the slice
+    // counts a shape can take do not depend on the other shapes of the run)
+    let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1).max(1 << 21);
     let config = CommConfig {
         timeout: std::time::Duration::from_secs_f64(args.timeout_s),
         max_output_elems: max_elems,
@@ -877,37 +902,37 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             fused_opts.push(shape_opts);
             swept.push("default again (A/A)".to_string());
         }
-        for &(name, t) in &sweep_tiles {
-            // (planned afresh for the tile: its own path, split and pace)
-            let opts = GemmAllReduceOptions { tile: t, ..base_opts };
-            if let Ok(plan) = comms[0].plan_gemm_allreduce(s, opts) {
-                let opts = with_pace(opts, plan.path);
-                if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
+        // A swept configuration this shape cannot take is left out of its row, saying why.
+        let mut left_out: Vec<String> = Vec::new();
+        {
+            let mut sweep_one = |what: String, opts: GemmAllReduceOptions| match comms[0].plan_gemm_allreduce(s, opts) {
+                Ok(_) => {
                     fused_opts.push(opts);
-                    swept.push(format!("tile {name}"));
+                    swept.push(what);
                 }
+                Err(e) => left_out.push(format!("{what}: {e}")),
+            };
+            for &(name, t) in &sweep_tiles {
+                // (planned afresh for the tile: its own path, split and pace; a tile the shape
+                // refuses is refused again by sweep_one, which says why)
+                let opts = GemmAllReduceOptions { tile: t, ..base_opts };
+                let path = comms[0].plan_gemm_allreduce(s, opts).map(|plan| plan.path).unwrap_or(CommPath::Epilogue);
+                sweep_one(format!("tile {name}"), with_pace(opts, path));
+            }
+            for &n in &args.sweep_split {
+                let split = if n == 1 { mkernel::LastWaveSplit::Off } else { mkernel::LastWaveSplit::Slices(n) };
+                sweep_one(format!("split {n}"), GemmAllReduceOptions { split_last_wave: Some(split), ..shape_opts });
+            }
+            for &d in &args.sweep_diag {
+                sweep_one(format!("{DIAGNOSTIC_PREFIX} skip {d}"), GemmAllReduceOptions { diagnostic_skip: Some(d), ..shape_opts });
+            }
+            for &p in &sweep_paths {
+                sweep_one(p.name().to_string(), with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p));
             }
         }
-        for &n in &args.sweep_split {
-            let split = if n == 1 { mkernel::LastWaveSplit::Off } else { mkernel::LastWaveSplit::Slices(n) };
-            let opts = GemmAllReduceOptions { split_last_wave: Some(split), ..shape_opts };
-            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
-                fused_opts.push(opts);
-                swept.push(format!("split {n}"));
-            }
-        }
-        for &d in &args.sweep_diag {
-            let opts = GemmAllReduceOptions { diagnostic_skip: Some(d), ..shape_opts };
-            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
-                fused_opts.push(opts);
-                swept.push(format!("{DIAGNOSTIC_PREFIX} skip {d}"));
-            }
-        }
-        for &p in &sweep_paths {
-            let opts = with_pace(GemmAllReduceOptions { comm_path: Some(p), ..Default::default() }, p);
-            if comms[0].plan_gemm_allreduce(s, opts).is_ok() {
-                fused_opts.push(opts);
-                swept.push(p.name().to_string());
+        if printer {
+            for why in &left_out {
+                bar.suspend(|| println!("{label:<26} left out of the sweep: {why}"));
             }
         }
         // Side by side, each round in its own random order (time_rounds_ms): (a) the
@@ -1155,7 +1180,7 @@ mod tests {
     fn epilogue_only_options_are_refused_where_no_call_takes_the_path() {
         let wide = Some(mkernel::TileConfig::WIDE);
         let tma = Some(mkernel::TileConfig::WIDE_TMA_STORE);
-        let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-last-wave", p, sw, t, tail, w);
+        let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-last-wave", p, sw, t, tail, w, false);
         assert_eq!(ok(None, &[], None, None, None), Ok(()));
         assert_eq!(ok(Some(CommPath::Epilogue), &[], tma, None, Some(2)), Ok(()));
         for (e, why) in [
@@ -1225,6 +1250,31 @@ mod tests {
             let e = Cli::try_parse_from(args).err().expect(other).to_string();
             assert!(e.contains("--share-gpu") && e.contains(other), "{e}");
         }
+        // Refused before any device is touched: one rank, tail CTAs, and the epilogue-only
+        // options without the epilogue path (a shared GPU's default is one-shot).
+        for (args, want) in [
+            (&["x", "--share-gpu", "--gpus", "1"][..], "2 or more ranks"),
+            (&["x", "--share-gpu", "--tail-ctas", "4"][..], "no tail CTAs"),
+            (&["x", "--share-gpu", "--split-last-wave", "4"][..], "add --comm-path epilogue"),
+            (&["x", "--share-gpu", "--sweep-split", "2,4"][..], "add --comm-path epilogue"),
+            (&["x", "--share-gpu", "--sweep-diag", "1"][..], "add --comm-path epilogue"),
+            (&["x", "--share-gpu", "--epilogue-pace", "sleep"][..], "add --comm-path epilogue"),
+        ] {
+            let e = run(Cli::try_parse_from(args).unwrap().ar).unwrap_err().to_string();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        // With the epilogue path, or a tile that takes only that path, they pass every
+        // argument check: the run stops at the next one, an --out-dir it cannot write,
+        // before any device is touched.
+        for args in [
+            &["x", "--share-gpu", "--comm-path", "epilogue", "--split-last-wave", "4"][..],
+            &["x", "--share-gpu", "--tile", "swap-ab-64x136-tma-store", "--sweep-split", "2"][..],
+            &["x", "--share-gpu", "--sweep-tiles", "swap-ab-64x136-tma-store", "--comm-path", "epilogue", "--split-last-wave", "2"][..],
+        ] {
+            let args: Vec<&str> = args.iter().copied().chain(["--out-dir", "/dev/null/not-a-dir"]).collect();
+            let e = run(Cli::try_parse_from(&args).unwrap().ar).unwrap_err().to_string();
+            assert!(e.contains("--out-dir /dev/null/not-a-dir"), "{args:?}: {e}");
+        }
     }
 
     #[test]
@@ -1263,11 +1313,11 @@ mod tests {
         assert!(e.contains("swap-ab-64x136-tma-store") && e.contains("swapped-operand tiles take the epilogue path only"), "{e}");
         let e = check_path_args(Some(TileConfig::swapped(136)), None, None, None).unwrap_err();
         assert!(e.contains("only the plain GEMM"), "{e}");
-        // (a swapped-operand tile's last wave splits: the argument check passes it on)
-        let cli = Cli::try_parse_from(["x", "--tile", "swap-ab-64x136-tma-store", "--split-last-wave", "2"]).unwrap().ar;
-        if let Err(e) = run(cli) {
-            assert!(!e.to_string().contains("no K-slices"), "{e}");
-        }
+        // (a swapped-operand tile's last wave splits: every argument check passes it, up to
+        // an --out-dir it cannot write, before any device is touched)
+        let cli = Cli::try_parse_from(["x", "--tile", "swap-ab-64x136-tma-store", "--split-last-wave", "2", "--out-dir", "/dev/null/x"]).unwrap().ar;
+        let e = run(cli).unwrap_err().to_string();
+        assert!(e.contains("--out-dir /dev/null/x"), "{e}");
         for args in [
             &["x", "--tile", "wide-tma-store-c2", "--sm-comm", "8"][..],
             &["x", "--tile", "narrow-tma-store-c2", "--split-last-wave", "2"][..],
