@@ -92,6 +92,22 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
     }
 }
 
+/// `inputs` fresh input sets, each in two consecutive calls ([`round`]: poisoned output,
+/// every rank against the reference); the second call's output has the same bits as the
+/// first's on rank 0 (the K-slices race, so the one that arrives last can differ between
+/// the calls; the order of the sum must not). `what` names the configuration.
+fn each_input_twice(g: &mut Group, bs: &mut [Bufs], s: GemmShape, opts: GemmAllReduceOptions, inputs: u64, what: &str) {
+    let seed = check::fresh_seed();
+    for i in 0..inputs {
+        let input = seed.wrapping_add(i);
+        round(g, bs, s, input, opts);
+        let first = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
+        round(g, bs, s, input, opts);
+        let again = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
+        assert_same_bits(&first, &again, &format!("repeated call, {s:?} {what} (seed {input:#x})"));
+    }
+}
+
 /// An all-reduce leaves the same bits on every rank (and a repeated call the same bits
 /// as the first): `got` against `want`, element by element, naming the first difference.
 fn assert_same_bits(want: &[bf16], got: &[bf16], what: &str) {
@@ -840,19 +856,7 @@ fn split_last_wave_on_two_ranks_of_one_gpu() {
             options.push(GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(plan.split_slices - 1)), ..forced });
         }
         for opts in options {
-            let seed = check::fresh_seed();
-            // Each input twice: the second call's sum has the same bits as the first
-            // (the slices race, so the last to arrive can differ between the two calls).
-            let mut first = Vec::new();
-            for rep in 0..20 {
-                round(&mut g, &mut bs, s, seed.wrapping_add(rep / 2), opts);
-                let out = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
-                if rep % 2 == 0 {
-                    first = out;
-                } else {
-                    assert_same_bits(&first, &out, &format!("repeated call, {s:?} {opts:?} (seed {:#x})", seed.wrapping_add(rep / 2)));
-                }
-            }
+            each_input_twice(&mut g, &mut bs, s, opts, 10, &format!("{opts:?}"));
         }
         eprintln!("ok {s:?} {plan}");
     }
@@ -891,17 +895,7 @@ fn slices_spread_over_several_waves() {
         if rest * slices as u64 > plan.grid as u64 {
             spread += 1;
         }
-        let seed = check::fresh_seed();
-        let mut first = Vec::new();
-        for rep in 0..6 {
-            round(&mut g, &mut bs, s, seed.wrapping_add(rep / 2), opts);
-            let out = g.streams[0].clone_dtoh(&bs[0].out).unwrap();
-            if rep % 2 == 0 {
-                first = out;
-            } else {
-                assert_same_bits(&first, &out, &format!("repeated call, {s:?} {plan} (seed {:#x})", seed.wrapping_add(rep / 2)));
-            }
-        }
+        each_input_twice(&mut g, &mut bs, s, opts, 3, &plan.to_string());
         eprintln!("ok {s:?} {plan}, {rest} tiles left over x {slices} slices on {} CTAs", plan.grid);
     }
     // (on 132 or 66 CTAs every case but the last spreads; at least the first five must)
