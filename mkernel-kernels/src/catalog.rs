@@ -15,7 +15,8 @@ pub fn layout_check() -> Result<KernelSource> {
     })
 }
 
-/// All instantiations: the layout check, the test-data and check kernels, the GEMM for each tile config (swapped-operand tiles included), and the fused
+/// All instantiations: the layout check, the test-data and check kernels, the GEMM for each tile config (swapped-operand tiles included; TMA-store
+/// tiles without clusters also with a split last wave), and the fused
 /// GEMM + all-reduce for each tile config, world size 1..=MAX_RANKS and comm path.
 pub fn all() -> Result<Vec<KernelSource>> {
     let mut v = vec![
@@ -30,6 +31,9 @@ pub fn all() -> Result<Vec<KernelSource>> {
     ];
     for cfg in TileConfig::gemm_catalog() {
         v.push(crate::gemm::source(cfg)?);
+        if cfg.can_split_last_wave() {
+            v.push(crate::gemm::source_split(cfg)?);
+        }
     }
     for cfg in TileConfig::fused_catalog() {
         for world in 1..=MAX_RANKS as u32 {

@@ -486,6 +486,30 @@ impl TileConfig {
         format!("bm{}_bn{}_bk{}_s{}{epi}{cluster}{swap}", self.bm, self.bn, self.bk, self.stages)
     }
 
+    /// Whether the plain GEMM can split this tile's last wave into K-slices
+    /// ([`source_split`]): the TMA-store epilogue (the slice that arrives last stages the
+    /// sum) and no cluster (a cluster's CTAs take whole tiles of one pair).
+    pub fn can_split_last_wave(&self) -> bool {
+        self.epilogue == Epilogue::TmaStore && self.cluster_m <= 1
+    }
+
+    /// Bytes of one fp32 slot of a split last wave: a whole tile.
+    pub fn split_slot_bytes(&self) -> u64 {
+        self.bm as u64 * self.bn as u64 * 4
+    }
+
+    /// CTAs of the plain GEMM's grid with `slices` K-slices per left-over tile: where the
+    /// tiles are fewer than the SMs, one CTA per slice up to one per SM (the tiles are all
+    /// left over); else one per SM ([`Self::grid_for`]), the tiles past the full waves
+    /// being left over.
+    pub fn split_grid(&self, tiles: u64, slices: u32, sm_count: u32) -> u32 {
+        if slices <= 1 || tiles >= sm_count as u64 {
+            self.grid_for(tiles, sm_count)
+        } else {
+            self.grid_for(tiles.saturating_mul(slices as u64), sm_count)
+        }
+    }
+
     /// Checks that this configuration can produce an N-column output.
     pub fn check_output(&self, n: u32) -> Result<()> {
         if self.epilogue == Epilogue::TmaStore && n % 8 != 0 {
@@ -550,6 +574,10 @@ impl TileConfig {
     /// on 132 SMs) ran at 0.0600 ms against cuBLAS's 0.0370 (run 104), hence the one-wave
     /// rule.
     ///
+    /// Where that tile would take two waves, for 129 <= M <= 192, the 128-row swapped
+    /// TMA-store tile holding all of M in one wave ([`Self::swapped_wide_instead_of`]:
+    /// 129 x 14336 x 8192 0.56 -> 0.94-0.96 of cuBLAS, run 154).
+    ///
     /// Else, for 257 <= M <= 8192 with K % 64 == 0, the 128-row swapped tile fitted to M
     /// where [`Self::fitted_instead_of`] says it wins (M=2049 x 8192 x 4096: 0.2216 ->
     /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113), with the
@@ -577,6 +605,7 @@ impl TileConfig {
         // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way)
         // (the mid-M rule compares Registers tiles; the TMA-store twin runs faster: run 131)
         let t = Self::swapped_instead_of(t, shape, sm_count)
+            .or_else(|| Self::swapped_wide_instead_of(t, shape, sm_count))
             .or_else(|| Self::fitted_instead_of(t, shape, sm_count).map(|f| if shape.n % 8 == 0 { f.with_tma_store() } else { f }))
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
@@ -738,6 +767,33 @@ impl TileConfig {
         wins.then_some(s)
     }
 
+    /// The second small-M rule of [`Self::choose_for`] (plain GEMM): where the 64-row
+    /// swapped tile holding all of M would take more than one wave (so
+    /// [`Self::swapped_instead_of`] left `current`), the 128-row swapped TMA-store tile
+    /// holding all of M ([`Self::swapped_wide`], M rounded up to 8) when its tiles fit
+    /// one wave of `sm_count` SMs and it loads fewer rows per SM ([`Self::load_cost`]):
+    /// 129 <= M <= 192 (the heights measured), K % 64 == 0, N % 8 == 0. `None` where
+    /// `current` stays.
+    ///
+    /// Measured on one H200 (run 154, two passes, ms, default -> this tile; ours / cuBLAS):
+    /// 129 x 14336 x 8192 (the decode up-projection of Llama-3-70B on two GPUs) 0.1121 ->
+    /// 0.0658-0.0684 (0.56 -> 0.94-0.96), 160 x 14336 x 8192 0.1132 -> 0.0677-0.0753 (0.58
+    /// -> 0.94-0.96), 192 x 14336 x 8192 0.1163-0.1167 -> 0.0753-0.0865 (0.66 -> 0.93),
+    /// 129 x 14336 x 4096 0.0588-0.0598 -> 0.0387-0.0388 (0.60 -> 0.93-0.94), 129 x 9216 x
+    /// 7168 0.0545-0.0551 -> 0.0497-0.0499 (0.79 -> 0.86); the default there was the 64 x
+    /// 256 tile in two waves. At M = 256 it lost (256 x 14336 x 8192: 0.1159 -> 0.1402).
+    pub fn swapped_wide_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if !(129..=192).contains(&shape.m) || shape.k % 64 != 0 || shape.n % 8 != 0 || sm_count == 0 || current.swap_ab {
+            return None;
+        }
+        let narrow = Self::swapped_for(shape.m, 1)?;
+        let wide = Self::swapped_wide(shape.m.div_ceil(8) * 8, Epilogue::TmaStore);
+        let wins = narrow.tiles(shape.m, shape.n) > sm_count as u64
+            && wide.tiles(shape.m, shape.n) <= sm_count as u64
+            && wide.load_cost(shape, sm_count) < current.load_cost(shape, sm_count);
+        wins.then_some(wide)
+    }
+
     /// The tile heuristic's cost model for small M, where the GEMM waits on loads rather
     /// than on the tensor cores: waves of tiles on `sm_count` SMs times the rows of A and B
     /// each tile loads per k-block (`bm + bn`). Comparable between configurations of one
@@ -819,14 +875,149 @@ pub fn kernel_name(cfg: TileConfig) -> String {
     format!("mkernel_gemm_{}", cfg.tag())
 }
 
+/// Whether a GEMM splits the tiles left over after its full waves (a last wave that
+/// leaves SMs idle) into K-slices: the fused kernel's epilogue path
+/// ([`crate::gemm_allreduce::FusedConfig::split_slices`]) and the plain GEMM with a
+/// workspace ([`SplitLaunch`], TMA-store tiles without clusters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LastWaveSplit {
+    /// No split.
+    Off,
+    /// The default. The plain GEMM does not split (its one measured win, 129 x 8192 x
+    /// 14336 on 128 x 136 swapped tiles in 2 slices, 0.0799 -> 0.0726 ms, was not
+    /// matched nearby: M = 144-176 and K = 8192 within noise, M = 192-256 and K = 4096
+    /// slower; 3 slices, two waves of them, 20-35% slower; run 153-154, bench/NOTES.md
+    /// 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
+    /// count (1 where nothing is left over, or where the left-over tiles fill more than
+    /// half the SMs). Measured on 2x H200
+    /// (bench/NOTES.md 8, runs 35-36, medians of 20-30, split against not): o-proj M=2049
+    /// 0.256 ms against 0.269, DeepSeek M=2048 0.412 against 0.448, down-proj M=16384
+    /// 5.83 against 5.98, o-proj and DeepSeek M=16384 within 1%.
+    #[default]
+    Auto,
+    /// This many K-slices per left-over tile (1: none; [`crate::gemm_allreduce::FusedConfig::check_split`];
+    /// unclustered tiles, swapped-operand ones included). Where R left-over tiles x
+    /// slices exceed the grid, the slices run in several shorter waves (a CTA takes
+    /// several): the GEMM ends about when an unsplit last wave would, but only the tiles
+    /// whose slices run in the last of those waves are left to cross the link after it
+    /// (M=129 x 8192 x 4096 on 64 x 136 swapped tiles, 128 tiles on 132 SMs, 2 slices: 62
+    /// tiles instead of 128). Slower where measured: two ranks sharing one H200 (`bench
+    /// gemm-allreduce --share-gpu`, runs 136-139, bench/NOTES.md 18.6), 129 x 4096 x 4096
+    /// 0.0447 -> 0.0549 ms with 2 slices, 1024 x 4096 x 4096 0.129 -> 0.143 (2) and 0.167
+    /// (4): each slice's fixup (slot write, count, sum) and the wait for the staging tile
+    /// cost more than the shorter copy after the GEMM saves; not timed on the pair.
+    Slices(u32),
+}
+
+impl LastWaveSplit {
+    /// Parses `off`, `auto` or a slice count (1 or more); errors name `split_last_wave`.
+    pub fn parse(v: &str) -> Result<Self> {
+        match v {
+            "off" => Ok(Self::Off),
+            "auto" => Ok(Self::Auto),
+            _ => match v.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(Self::Slices(n)),
+                _ => Err(invalid("split_last_wave", format!("must be off, auto or a slice count of at least 1, got '{v}'"))),
+            },
+        }
+    }
+}
+
+/// The caller's workspace for a plain GEMM with a split last wave (device addresses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitWorkspace {
+    /// fp32 slots, one tile ([`TileConfig::split_slot_bytes`]) per slice.
+    pub scratch: u64,
+    /// Bytes at `scratch`.
+    pub scratch_bytes: u64,
+    /// One u32 per left-over tile, all 0 between calls (the kernel leaves them so).
+    pub counts: u64,
+    /// u32s at `counts`.
+    pub counts_len: u64,
+}
+
+/// A split last wave of one launch: K-slices per left-over tile, in `workspace`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitLaunch {
+    /// K-slices per left-over tile (1: no split; the unsplit kernel runs).
+    pub slices: u32,
+    /// Where the slices' slots and counts go.
+    pub workspace: SplitWorkspace,
+}
+
+impl SplitLaunch {
+    /// Checks `slices` for tile `cfg` on `shape` with a grid of `grid` CTAs: 1, or a
+    /// tile that can split ([`TileConfig::can_split_last_wave`]), tiles left over after
+    /// the full waves, at most one slice per K block, the slots within `scratch_bytes` and
+    /// the counts within `counts_len`. Errors name `split_last_wave`.
+    pub fn check(&self, cfg: TileConfig, shape: GemmShape, grid: u32) -> Result<()> {
+        let s = self.slices as u64;
+        if s == 0 {
+            return Err(invalid("split_last_wave", "must be at least 1 slice (1: no split), got 0"));
+        }
+        if s == 1 {
+            return Ok(());
+        }
+        if !cfg.can_split_last_wave() {
+            return Err(invalid("split_last_wave", format!("{s} slices asked with {cfg}: only TMA-store tiles without clusters split their last wave")));
+        }
+        let tiles = cfg.tiles(shape.m, shape.n);
+        let rest = tiles % grid.max(1) as u64;
+        if rest == 0 {
+            return Err(invalid("split_last_wave", format!("{s} slices asked, but the {tiles} tiles fill whole waves of {grid} CTAs: nothing to split")));
+        }
+        let k_blocks = (shape.k as u64).div_ceil(cfg.bk as u64);
+        if s > k_blocks {
+            return Err(invalid("split_last_wave", format!("{s} slices exceed the {k_blocks} K blocks of {}", cfg.bk)));
+        }
+        let slots = rest.saturating_mul(s);
+        let ws = &self.workspace;
+        if slots.saturating_mul(cfg.split_slot_bytes()) > ws.scratch_bytes || rest > ws.counts_len {
+            return Err(invalid(
+                "split_last_wave",
+                format!(
+                    "{slots} slots of {} bytes and {rest} counts exceed the workspace ({} bytes of slots, {} counts)",
+                    cfg.split_slot_bytes(),
+                    ws.scratch_bytes,
+                    ws.counts_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Shared memory a kernel with a split last wave takes past [`TileConfig::smem_bytes`]
+/// (`kSplitExtraSmem` in ops/gemm.cuh).
+pub const SPLIT_EXTRA_SMEM: u32 = 16;
+
+/// Name of the GEMM kernel with a split last wave ([`source_split`]).
+pub fn kernel_name_split(cfg: TileConfig) -> String {
+    format!("mkernel_gemm_{}_split", cfg.tag())
+}
+
 /// Source of the GEMM kernel instantiated with `cfg`.
 pub fn source(cfg: TileConfig) -> Result<KernelSource> {
     cfg.validate_for_gemm()?;
-    let name = kernel_name(cfg);
+    entry_source(cfg, kernel_name(cfg), false)
+}
+
+/// Source of the GEMM kernel instantiated with `cfg` and a split last wave (the
+/// engine's `WorkUnits`; [`SplitLaunch`]): TMA-store tiles without clusters only
+/// ([`TileConfig::can_split_last_wave`]).
+pub fn source_split(cfg: TileConfig) -> Result<KernelSource> {
+    cfg.validate_for_gemm()?;
+    if !cfg.can_split_last_wave() {
+        return Err(invalid("split_last_wave", format!("{cfg}: only TMA-store tiles without clusters split their last wave")));
+    }
+    entry_source(cfg, kernel_name_split(cfg), true)
+}
+
+fn entry_source(cfg: TileConfig, name: String, split: bool) -> Result<KernelSource> {
     let entry = format!(
         "#include \"ops/gemm.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\
-         \x20 mk::gemm_kernel<{cfg_ty}>(p);\n}}\n\
+         \x20 mk::gemm_kernel<{cfg_ty}, {split}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
         wrapper = wgmma_wrapper_for(cfg),
         threads = cfg.threads(),
@@ -931,11 +1122,22 @@ pub unsafe fn launch(
     shape: GemmShape,
     cfg: Option<TileConfig>,
     timeout: Duration,
+    split: LastWaveSplit,
+    workspace: Option<SplitWorkspace>,
 ) -> Result<TileConfig> {
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
     let cfg = cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count));
+    let slices = match split {
+        LastWaveSplit::Off | LastWaveSplit::Auto => 1,
+        LastWaveSplit::Slices(n) => n,
+    };
+    let split = match (slices, workspace) {
+        (1, _) => None,
+        (_, None) => return Err(invalid("split_last_wave", format!("{slices} slices need a workspace (mkernel::gemm_with_workspace)"))),
+        (_, Some(workspace)) => Some(SplitLaunch { slices, workspace }),
+    };
     tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
     cfg.validate_for_gemm()?;
     cfg.check_output(shape.n)?;
@@ -950,10 +1152,28 @@ pub unsafe fn launch(
         k: shape.k,
         ldc: shape.n,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
+        split_scratch: 0,
+        split_counts: 0,
+        split_slices: 1,
+        pad0: 0,
     };
-    let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
-    let grid = cfg.grid_for(cfg.tiles(shape.m, shape.n), info.sm_count);
-    driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
+    let tiles = cfg.tiles(shape.m, shape.n);
+    match split {
+        None => {
+            let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
+            let grid = cfg.grid_for(tiles, info.sm_count);
+            driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
+        }
+        Some(sp) => {
+            let grid = cfg.split_grid(tiles, sp.slices, info.sm_count);
+            sp.check(cfg, shape, grid)?;
+            let params = GemmParams { split_scratch: sp.workspace.scratch, split_counts: sp.workspace.counts, split_slices: sp.slices, ..params };
+            let f = rt.function_named(ctx, &kernel_name_split(cfg), || source_split(cfg))?;
+            // (+ the two split-skip words after the ring's barriers, ops/gemm.cuh)
+            let smem_bytes = cfg.smem_bytes() + SPLIT_EXTRA_SMEM;
+            driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes }, stream, &params)?;
+        }
+    }
     Ok(cfg)
 }
 
@@ -1234,6 +1454,58 @@ mod tests {
         assert!(!TileConfig::choose_for(s(2048, 7167, 9216), 132).name().starts_with("cols"));
         assert_eq!(TileConfig::cols_instead_of(TileConfig::WIDE_TMA_STORE, s(1023, 7168, 9216), 132), None);
         assert_eq!(TileConfig::cols_instead_of(TileConfig::NARROW, s(2048, 7168, 9216), 132), None);
+    }
+
+    #[test]
+    fn wide_swapped_tiles_take_small_m_where_narrow_ones_need_two_waves() {
+        let pick = |m, n, k| TileConfig::choose_for(GemmShape { m, n, k }, 132);
+        let unclustered = |t: TileConfig| TileConfig { cluster_m: 1, ..t };
+        // 64-row swapped tiles: 224 tiles (two waves); 128-row ones: 112 (one).
+        assert_eq!(pick(129, 14336, 8192), TileConfig::swapped_wide(136, Epilogue::TmaStore));
+        assert_eq!(pick(129, 14336, 4096), TileConfig::swapped_wide(136, Epilogue::TmaStore));
+        assert_eq!(pick(129, 9216, 7168), TileConfig::swapped_wide(136, Epilogue::TmaStore));
+        assert_eq!(unclustered(pick(160, 14336, 8192)), TileConfig::swapped_wide(160, Epilogue::TmaStore));
+        assert_eq!(unclustered(pick(192, 14336, 8192)), TileConfig::swapped_wide(192, Epilogue::TmaStore));
+        // Not where the 64-row tile fits one wave, above M = 192, for K % 64 != 0 or N % 8 != 0,
+        // or where the 128-row tiles need two waves too.
+        assert_eq!(pick(129, 8192, 14336), TileConfig::swapped_for(129, 1).unwrap());
+        for (m, n, k) in [(256, 14336, 8192), (129, 14336, 8200), (129, 14340, 8192), (129, 28672, 8192), (128, 14336, 8192)] {
+            let t = pick(m, n, k);
+            assert!(!(t.swap_ab && t.bm == 128), "{m}x{n}x{k}: {t}");
+        }
+    }
+
+    #[test]
+    fn split_last_wave_checks_name_their_rule() {
+        let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: 32 << 20, counts: 1 << 30, counts_len: 4096 };
+        let sp = |slices| SplitLaunch { slices, workspace: ws };
+        let t = TileConfig::swapped_wide(136, Epilogue::TmaStore);
+        let s = GemmShape { m: 129, n: 8192, k: 14336 };
+        // 64 tiles of 128 rows: one CTA per slice up to the SMs, then every SM.
+        assert_eq!(t.tiles(s.m, s.n), 64);
+        assert_eq!(t.split_grid(64, 2, 132), 128);
+        assert_eq!(t.split_grid(64, 3, 132), 132);
+        assert_eq!(t.split_grid(64, 1, 132), 64);
+        assert_eq!(TileConfig::WIDE_TMA_STORE.split_grid(544, 8, 132), 132);
+        for slices in [1, 2, 3, 7] {
+            sp(slices).check(t, s, t.split_grid(64, slices, 132)).unwrap();
+        }
+        let err = |slices: u32, tile: TileConfig, shape: GemmShape, grid: u32| sp(slices).check(tile, shape, grid).unwrap_err().to_string();
+        for (e, rule) in [
+            (err(0, t, s, 128), "at least 1 slice"),
+            (err(2, TileConfig::NARROW, s, 132), "without clusters"),
+            (err(2, TileConfig::WIDE_TMA_STORE_C2, s, 132), "without clusters"),
+            (err(2, TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 128 * 132, k: 1024 }, 132), "nothing to split"),
+            (err(17, TileConfig::NARROW_TMA_STORE, GemmShape { m: 256, n: 1024, k: 1024 }, 132), "exceed the 16 K blocks"),
+        ] {
+            assert!(e.contains("split_last_wave") && e.contains(rule), "{e}");
+        }
+        let small = SplitLaunch { slices: 4, workspace: SplitWorkspace { scratch_bytes: 1 << 16, ..ws } };
+        let e = small.check(TileConfig::NARROW_TMA_STORE, GemmShape { m: 256, n: 1024, k: 1024 }, 64).unwrap_err().to_string();
+        assert!(e.contains("exceed the workspace"), "{e}");
+        let few = SplitLaunch { slices: 2, workspace: SplitWorkspace { counts_len: 8, ..ws } };
+        let e = few.check(TileConfig::NARROW_TMA_STORE, GemmShape { m: 256, n: 1024, k: 1024 }, 32).unwrap_err().to_string();
+        assert!(e.contains("16 counts"), "{e}");
     }
 
     #[test]

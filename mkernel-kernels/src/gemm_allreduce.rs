@@ -151,46 +151,7 @@ pub struct FusedConfig {
     pub diag_skip: u32,
 }
 
-/// Whether the epilogue path splits a last wave that leaves SMs idle into K-slices
-/// ([`FusedConfig::split_slices`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum LastWaveSplit {
-    /// No split.
-    Off,
-    /// The default: [`FusedConfig::choose_split`]'s count (1 where nothing is left over,
-    /// or where the left-over tiles fill more than half the SMs). Measured on 2x H200
-    /// (bench/NOTES.md 8, runs 35-36, medians of 20-30, split against not): o-proj M=2049
-    /// 0.256 ms against 0.269, DeepSeek M=2048 0.412 against 0.448, down-proj M=16384
-    /// 5.83 against 5.98, o-proj and DeepSeek M=16384 within 1%.
-    #[default]
-    Auto,
-    /// This many K-slices per left-over tile (1: none; [`FusedConfig::check_split`];
-    /// unclustered tiles, swapped-operand ones included). Where R left-over tiles x
-    /// slices exceed the grid, the slices run in several shorter waves (a CTA takes
-    /// several): the GEMM ends about when an unsplit last wave would, but only the tiles
-    /// whose slices run in the last of those waves are left to cross the link after it
-    /// (M=129 x 8192 x 4096 on 64 x 136 swapped tiles, 128 tiles on 132 SMs, 2 slices: 62
-    /// tiles instead of 128). Slower where measured: two ranks sharing one H200 (`bench
-    /// gemm-allreduce --share-gpu`, runs 136-139, bench/NOTES.md 18.6), 129 x 4096 x 4096
-    /// 0.0447 -> 0.0549 ms with 2 slices, 1024 x 4096 x 4096 0.129 -> 0.143 (2) and 0.167
-    /// (4): each slice's fixup (slot write, count, sum) and the wait for the staging tile
-    /// cost more than the shorter copy after the GEMM saves; not timed on the pair.
-    Slices(u32),
-}
-
-impl LastWaveSplit {
-    /// Parses `off`, `auto` or a slice count (1 or more); errors name `split_last_wave`.
-    pub fn parse(v: &str) -> Result<Self> {
-        match v {
-            "off" => Ok(Self::Off),
-            "auto" => Ok(Self::Auto),
-            _ => match v.parse::<u32>() {
-                Ok(n) if n >= 1 => Ok(Self::Slices(n)),
-                _ => Err(invalid("split_last_wave", format!("must be off, auto or a slice count of at least 1, got '{v}'"))),
-            },
-        }
-    }
-}
+pub use crate::gemm::LastWaveSplit;
 
 /// What [`FusedConfig::choose_split`] and [`FusedConfig::check_split`] weigh: the tiles
 /// left over after the full waves of `grid` CTAs, the K blocks of a tile, and the bytes

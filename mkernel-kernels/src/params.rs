@@ -96,6 +96,14 @@ pub struct GemmParams {
     pub k: u32,
     pub ldc: u32,
     pub timeout_ns: u64,
+    /// Split last wave (kernels compiled with it, `gemm::source_split`): the fp32 slots,
+    /// one per slice, `bm * bn` floats each.
+    pub split_scratch: u64,
+    /// One u32 per left-over tile, 0 between calls (the last slice resets it).
+    pub split_counts: u64,
+    /// K-slices per left-over tile (1: none).
+    pub split_slices: u32,
+    pub pad0: u32,
 }
 
 /// Parameters of the fused GEMM + all-reduce kernel (`AllReduceParams`).
@@ -351,7 +359,7 @@ pub fn layout_check_source() -> String {
     let mut lines = vec!["#include \"params.cuh\"".to_string(), OFFSETOF_DEFINE.to_string()];
     lines.extend(crate::layout_asserts!(TmaDescriptor; opaque));
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
-    lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns));
+    lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns, split_scratch, split_counts, split_slices, pad0));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, pad1));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));

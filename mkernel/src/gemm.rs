@@ -6,9 +6,9 @@ use std::time::Duration;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use mkernel_kernels::driver::Runtime;
-use mkernel_kernels::gemm::{GemmShape, TileConfig};
+use mkernel_kernels::gemm::{GemmShape, LastWaveSplit, SplitWorkspace, TileConfig};
 
-use crate::error::{invalid, Result};
+use crate::error::{invalid, DriverContext, Result};
 
 /// Options of [`gemm`].
 #[derive(Debug, Clone, Copy)]
@@ -20,11 +20,53 @@ pub struct GemmOptions {
     /// Bound on every wait inside the kernel (an expired wait traps the kernel), 1 ms to
     /// 1 day.
     pub timeout: Duration,
+    /// K-slices for the tiles left over after the full waves ([`LastWaveSplit`]; TMA-store
+    /// tiles without clusters, [`TileConfig::can_split_last_wave`]). `Slices(n)` with
+    /// n >= 2 needs [`gemm_with_workspace`]; `Auto` (the default) and `Off` do not split.
+    pub split_last_wave: LastWaveSplit,
 }
 
 impl Default for GemmOptions {
     fn default() -> Self {
-        Self { tile: None, timeout: Duration::from_secs(10) }
+        Self { tile: None, timeout: Duration::from_secs(10), split_last_wave: LastWaveSplit::Auto }
+    }
+}
+
+/// Scratch of the plain GEMM's split last wave ([`gemm_with_workspace`]): fp32 slots (one
+/// tile per K-slice) and a u32 count per left-over tile, on the GPU of the stream it was
+/// made for. Calls that share a workspace must be stream-ordered (its counts are the
+/// slices' rendezvous), so it serves that stream only; others are refused.
+pub struct GemmWorkspace {
+    stream: Arc<CudaStream>,
+    slots: CudaSlice<f32>,
+    counts: CudaSlice<u32>,
+}
+
+impl GemmWorkspace {
+    /// Slot bytes of [`Self::new`]: 32 MiB, 256 slots of the largest tile (128 x 256 fp32).
+    pub const DEFAULT_BYTES: usize = 32 << 20;
+    /// Counts: one per left-over tile, fewer than the grid's CTAs (at most one per SM).
+    pub const COUNTS: usize = 4096;
+
+    /// A workspace of [`Self::DEFAULT_BYTES`] for calls on `stream`.
+    pub fn new(stream: &Arc<CudaStream>) -> Result<Self> {
+        Self::with_bytes(stream, Self::DEFAULT_BYTES)
+    }
+
+    /// A workspace of `bytes` of slots (at least 4; rounded down to whole fp32) for calls
+    /// on `stream`. Allocated with `cuMemAlloc` (cudarc), the counts zeroed in stream order.
+    pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
+        if bytes < 4 {
+            return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
+        }
+        let slots = stream.alloc_zeros::<f32>(bytes / 4).call("cuMemAlloc (GEMM workspace slots)")?;
+        let counts = stream.alloc_zeros::<u32>(Self::COUNTS).call("cuMemAlloc (GEMM workspace counts)")?;
+        Ok(Self { stream: stream.clone(), slots, counts })
+    }
+
+    /// Bytes of fp32 slots.
+    pub fn bytes(&self) -> usize {
+        self.slots.len() * 4
     }
 }
 
@@ -44,6 +86,7 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   `stream`'s GPU.
 /// - Any M, N >= 1; K >= 8 with K % 8 == 0 (TMA needs 16-byte row strides); M, N, K at
 ///   most 2^31 - 256.
+/// - No split last wave (see [`gemm_with_workspace`]).
 /// - Errors: [`crate::Error::InvalidArgument`] naming the argument and rule, or a
 ///   compile/driver error. Returns the tile configuration used.
 pub fn gemm(
@@ -54,6 +97,40 @@ pub fn gemm(
     shape: GemmShape,
     opts: GemmOptions,
 ) -> Result<TileConfig> {
+    gemm_on(stream, a, b, c, shape, opts, None)
+}
+
+/// [`gemm`] with a workspace for a split last wave ([`GemmOptions::split_last_wave`]):
+/// the tiles left over after the full waves are computed as K-slices on otherwise idle
+/// SMs, written as fp32 to the workspace and summed in slice order by the slice that
+/// arrives last (deterministic: the same bits for the same inputs). `workspace` must have
+/// been made for `stream`. Errors as [`gemm`], and `split_last_wave` (a tile that cannot
+/// split, nothing left over, more slices than K blocks or than the workspace holds) or
+/// `workspace` (another stream's).
+pub fn gemm_with_workspace(
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<bf16>,
+    b: &CudaSlice<bf16>,
+    c: &mut CudaSlice<bf16>,
+    shape: GemmShape,
+    opts: GemmOptions,
+    workspace: &mut GemmWorkspace,
+) -> Result<TileConfig> {
+    if !Arc::ptr_eq(&workspace.stream, stream) {
+        return Err(invalid("workspace", "was made for another stream: calls sharing a workspace must be ordered on one stream"));
+    }
+    gemm_on(stream, a, b, c, shape, opts, Some(workspace))
+}
+
+fn gemm_on(
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<bf16>,
+    b: &CudaSlice<bf16>,
+    c: &mut CudaSlice<bf16>,
+    shape: GemmShape,
+    opts: GemmOptions,
+    workspace: Option<&mut GemmWorkspace>,
+) -> Result<TileConfig> {
     shape.validate(a.len(), b.len(), c.len())?;
     if let Some(t) = opts.tile {
         t.validate_for_gemm()?;
@@ -61,14 +138,39 @@ pub fn gemm(
     if !crate::comm::TIMEOUT_RANGE.contains(&opts.timeout) {
         return Err(invalid("timeout", format!("must be between 1 ms and 1 day, got {:?}", opts.timeout)));
     }
+    if opts.split_last_wave == LastWaveSplit::Slices(0) {
+        return Err(invalid("split_last_wave", "must be at least 1 slice (1: no split), got 0"));
+    }
     for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("c", c.ordinal())] {
         check_same_device(stream, ord, arg)?;
     }
     let (pa, _ga) = a.device_ptr(stream);
     let (pb, _gb) = b.device_ptr(stream);
     let (pc, _gc) = c.device_ptr_mut(stream);
-    // SAFETY: the three buffers were validated for `shape` and live on `stream`'s GPU;
-    // the guards keep cudarc's stream ordering for them until after the launch.
-    let cfg = unsafe { mkernel_kernels::gemm::launch(Runtime::global(), stream, pa, pb, pc, shape, opts.tile, opts.timeout)? };
+    let ws = workspace.map(|w| {
+        let bytes = w.bytes() as u64;
+        let counts_len = w.counts.len() as u64;
+        let (scratch, gs) = w.slots.device_ptr_mut(stream);
+        let (counts, gc) = w.counts.device_ptr_mut(stream);
+        (SplitWorkspace { scratch, scratch_bytes: bytes, counts, counts_len }, gs, gc)
+    });
+    // SAFETY: the three buffers were validated for `shape` and live on `stream`'s GPU, as
+    // does the workspace (made for `stream`); the guards keep cudarc's stream ordering for
+    // them until after the launch.
+    let cfg = unsafe {
+        mkernel_kernels::gemm::launch(
+            Runtime::global(),
+            stream,
+            pa,
+            pb,
+            pc,
+            shape,
+            opts.tile,
+            opts.timeout,
+            opts.split_last_wave,
+            ws.as_ref().map(|w| w.0),
+        )?
+    };
+    drop(ws);
     Ok(cfg)
 }

@@ -5,7 +5,7 @@
 use cudarc::driver::CudaContext;
 use half::bf16;
 use mkernel::baseline::Cublas;
-use mkernel::{check, GemmOptions, GemmShape, TileConfig};
+use mkernel::{check, GemmOptions, GemmShape, GemmWorkspace, LastWaveSplit, TileConfig};
 use mkernel_tests::gpu_or_skip;
 
 fn run_case(s: GemmShape, tile: Option<TileConfig>) {
@@ -55,6 +55,9 @@ fn gemm_matches_reference_on_odd_shapes() {
         (300, 257, 64),
         (64, 4099, 8),
         (513, 1000, 4104),
+        // (the default's 128-row swapped tiles where 64-row ones would need two waves)
+        (160, 14336, 512),
+        (129, 9224, 128),
     ] {
         // (and, for M <= 256, the swapped-operand tiles that hold all of M)
         let swapped = [TileConfig::swapped_for(m, 1), TileConfig::swapped_for(m, 2)];
@@ -161,4 +164,100 @@ fn gemm_rejects_bad_arguments_naming_them() {
         let e = mkernel::gemm(&other, &a, &b, &mut c, GemmShape { m: 64, n: 64, k: 96 }, GemmOptions::default()).unwrap_err();
         assert!(e.to_string().contains("GPU 0") && e.to_string().contains("GPU 1"), "{e}");
     }
+}
+
+/// The split last wave (K-slices of the tiles left over after the full waves, summed in
+/// fp32 by the slice that arrives last): against the reference for one wave of slices,
+/// slices spread over several waves, a multi-wave GEMM's short last wave, K % 64 != 0 and
+/// N not a multiple of the tile; each case twice on one workspace (the counts must be back
+/// at 0: the second call, on freshly poisoned output, must give the same bits) and then
+/// with another slice count on the same workspace.
+#[test]
+fn split_last_wave_matches_reference() {
+    if gpu_or_skip("split_last_wave_matches_reference", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut blas = Cublas::new(&stream).unwrap();
+    let mut ws = GemmWorkspace::new(&stream).unwrap();
+    for (m, n, k, tile, slices) in [
+        (129, 8192, 14336, TileConfig::swapped_wide(136, mkernel::Epilogue::TmaStore), [2, 3]),
+        (129, 1000, 4104, TileConfig::swapped_wide(136, mkernel::Epilogue::TmaStore), [3, 2]),
+        (64, 4096, 2048, TileConfig::swapped_tma_store(64), [4, 2]),
+        (300, 1000, 1000, TileConfig::NARROW_TMA_STORE, [2, 5]),
+        (2049, 8192, 4096, TileConfig::WIDE_TMA_STORE, [8, 2]),
+        (1, 8, 128, TileConfig::swapped_tma_store(8), [2, 2]),
+    ] {
+        let s = GemmShape { m, n, k };
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let seed = check::fresh_seed();
+        let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
+        let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
+        check::fill_uniform(&stream, &mut a, seed).unwrap();
+        check::fill_uniform(&stream, &mut b, seed + 1).unwrap();
+        let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
+        blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+        let want = stream.clone_dtoh(&reference).unwrap();
+        let mut first: Option<Vec<bf16>> = None;
+        for (round, n_slices) in [slices[0], slices[0], slices[1]].into_iter().enumerate() {
+            let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+            check::poison(&stream, &mut c).unwrap();
+            let opts = GemmOptions { tile: Some(tile), split_last_wave: LastWaveSplit::Slices(n_slices), ..Default::default() };
+            mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, opts, &mut ws).unwrap();
+            let got = stream.clone_dtoh(&c).unwrap();
+            let cmp = check::compare(&got, &want, None, nu, ku);
+            assert!(cmp.passed(), "{s:?} {tile} {n_slices} slices, round {round}: {cmp} (seed {seed:#x})");
+            match (&first, round) {
+                (None, _) => first = Some(got),
+                (Some(f), 1) => assert!(f.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits()), "{s:?} {tile}: a second call with {n_slices} slices on one workspace gave other bits (seed {seed:#x})"),
+                _ => {}
+            }
+            eprintln!("ok {s:?} {tile} {n_slices} slices round {round}: {cmp}");
+        }
+    }
+}
+
+/// A split last wave's refusals, each naming its argument and rule.
+#[test]
+fn split_last_wave_refuses_what_it_cannot_do() {
+    if gpu_or_skip("split_last_wave_refuses_what_it_cannot_do", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut ws = GemmWorkspace::new(&stream).unwrap();
+    let a = stream.alloc_zeros::<bf16>(256 * 1024).unwrap();
+    let b = stream.alloc_zeros::<bf16>(1024 * 1024).unwrap();
+    let mut c = stream.alloc_zeros::<bf16>(256 * 1024).unwrap();
+    let s = GemmShape { m: 256, n: 1024, k: 1024 };
+    let split = |tile: TileConfig, n: u32| GemmOptions { tile: Some(tile), split_last_wave: LastWaveSplit::Slices(n), ..Default::default() };
+    let cases: Vec<(GemmOptions, GemmShape, &str)> = vec![
+        (split(TileConfig::NARROW, 2), s, "TMA-store tiles without clusters"),
+        (split(TileConfig::WIDE_TMA_STORE_C2, 2), s, "TMA-store tiles without clusters"),
+        (split(TileConfig::NARROW_TMA_STORE, 17), s, "exceed the 16 K blocks"),
+        (split(TileConfig::NARROW_TMA_STORE, 0), s, "at least 1 slice"),
+    ];
+    for (opts, shape, rule) in cases {
+        let e = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, shape, opts, &mut ws).unwrap_err().to_string();
+        assert!(e.contains("split_last_wave") && e.contains(rule), "{opts:?}: {e}");
+    }
+    // Without a workspace, and with another stream's.
+    let e = mkernel::gemm(&stream, &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 2)).unwrap_err().to_string();
+    assert!(e.contains("split_last_wave") && e.contains("workspace"), "{e}");
+    let other = ctx.new_stream().unwrap();
+    let e = mkernel::gemm_with_workspace(&other, &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 2), &mut ws).unwrap_err().to_string();
+    assert!(e.contains("workspace") && e.contains("another stream"), "{e}");
+    // A workspace too small for the slots.
+    let mut small = GemmWorkspace::with_bytes(&stream, 1 << 16).unwrap();
+    let e = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 4), &mut small).unwrap_err().to_string();
+    assert!(e.contains("split_last_wave") && e.contains("exceed the workspace"), "{e}");
+    // Nothing left over: whole waves (one tile per SM on this GPU).
+    let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32;
+    let whole = GemmShape { m: 128, n: 128 * sms, k: 1024 };
+    let bw = stream.alloc_zeros::<bf16>(whole.n as usize * 1024).unwrap();
+    let mut cw = stream.alloc_zeros::<bf16>(128 * whole.n as usize).unwrap();
+    let aw = stream.alloc_zeros::<bf16>(128 * 1024).unwrap();
+    let e = mkernel::gemm_with_workspace(&stream, &aw, &bw, &mut cw, whole, split(TileConfig::NARROW_TMA_STORE, 2), &mut ws).unwrap_err().to_string();
+    assert!(e.contains("split_last_wave") && e.contains("nothing to split"), "{e}");
 }

@@ -29,6 +29,10 @@ struct GemmParams {
   u32 m, n, k;
   u32 ldc;               // elements between rows of C
   u64 timeout_ns;        // bound on every wait inside the kernel
+  u64 split_scratch;     // split last wave (kernels compiled with it): fp32 slots
+  u64 split_counts;      // u32 per left-over tile, 0 between calls
+  u32 split_slices;      // K-slices per left-over tile (1: none)
+  u32 pad0;
 };
 
 // Fused GEMM + all-reduce over the ranks of one node (see ops/gemm_allreduce.cuh).

@@ -44,6 +44,12 @@ pub struct GemmArgs {
     /// (their labels are "shape MxNxK").
     #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
     pub shape: Vec<GemmShape>,
+    /// K-slices for the tiles left over after our GEMM's full waves: off, auto (default)
+    /// or a count (`mkernel::LastWaveSplit`; TMA-store tiles without clusters, e.g. with
+    /// --tile swap-ab-128x136-tma-store). Our GEMM always runs with a workspace
+    /// (`mkernel::gemm_with_workspace`).
+    #[arg(long, value_parser = super::gemm_allreduce::parse_split_last_wave)]
+    pub split_last_wave: Option<mkernel::LastWaveSplit>,
 }
 
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
@@ -166,7 +172,8 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let stream = ctx.new_stream()?;
     let info = run_info(&ctx)?;
     let mut blas = Cublas::new(&stream)?;
-    let opts = GemmOptions { tile, ..Default::default() };
+    let opts = GemmOptions { tile, split_last_wave: args.split_last_wave.unwrap_or_default(), ..Default::default() };
+    let mut workspace = mkernel::GemmWorkspace::new(&stream)?;
     let c = &args.common;
     println!("# mkernel bench gemm on {} ({} SMs), {}, commit {}", info.device, info.sm_count, info.driver, info.commit);
     println!(
@@ -197,7 +204,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         let mut c_blas = stream.alloc_zeros::<bf16>(m * n)?;
         let verdict = if c.check {
             check::poison(&stream, &mut c_ours)?;
-            mkernel::gemm(&stream, &a_sets[0], &b_sets[0], &mut c_ours, s, opts)?;
+            mkernel::gemm_with_workspace(&stream, &a_sets[0], &b_sets[0], &mut c_ours, s, opts, &mut workspace)?;
             let mut reference = stream.alloc_zeros::<f32>(m * n)?;
             blas.gemm_f32_out(&a_sets[0], &b_sets[0], &mut reference, s)?;
             let got = stream.clone_dtoh(&c_ours)?;
@@ -234,7 +241,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         // (consecutive steps take consecutive input sets: neither finds the other's in L2)
         let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, |_| Ok(()), c.iters, 2, |v, i| {
             if v == 0 {
-                used = mkernel::gemm(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts)?;
+                used = mkernel::gemm_with_workspace(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts, &mut workspace)?;
             } else {
                 blas.gemm_bf16(&a_sets[i % sets], &b_sets[i % sets], &mut c_blas, s)?;
             }

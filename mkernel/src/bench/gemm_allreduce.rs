@@ -226,7 +226,7 @@ fn parse_tail_ctas(v: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_split_last_wave(v: &str) -> Result<mkernel::LastWaveSplit, String> {
+pub(super) fn parse_split_last_wave(v: &str) -> Result<mkernel::LastWaveSplit, String> {
     mkernel::LastWaveSplit::parse(v).map_err(|e| e.to_string())
 }
 

@@ -13,18 +13,62 @@ struct NoTileHook {
   __device__ __forceinline__ void operator()(u32) const {}
 };
 
+// Split last wave of the plain GEMM (the engine's WorkUnits; kernels compiled with
+// kSplit, TMA-store tiles without clusters): slice v's fp32 fragment goes to slot v of
+// p.split_scratch (BM * BN floats each); left-over tile r counts its slices in
+// p.split_counts[r], which the slice that arrives last sets back to 0, so the next call on
+// the stream finds every count at 0 (the workspace starts zeroed; a call that traps leaves
+// the context unusable anyway). `split_skip`: two shared words after the ring's barriers
+// (the host launches with Cfg::kSmemBytes + kSplitExtraSmem bytes).
+constexpr u32 kSplitExtraSmem = 16;
 template <class Cfg>
+struct SplitLastWave {
+  static constexpr bool kPublishes = false;
+  static constexpr bool kUsesStaging = false;
+  static constexpr bool kSplitsLastWave = true;
+  static_assert(Cfg::kTmaEpilogue && Cfg::CM == 1, "the split last wave needs the TMA-store epilogue, no cluster");
+  static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kSplitExtraSmem,
+                "the two split-skip words lie inside the launch's shared memory");
+  static_assert(Cfg::kSmemBytes + kSplitExtraSmem <= 232448, "the launch's shared memory fits an H100/H200 SM");
+  float* scratch;
+  u32* counts;
+  u32* split_skip;
+  __device__ __forceinline__ float* split_slot(u32 v) const { return scratch + (u64)v * Cfg::BM * Cfg::BN; }
+  // One consumer thread, after the named barrier that follows every consumer's slot
+  // write: counts this slice of left-over tile r in; true if it is the last of `splits`.
+  __device__ __forceinline__ bool split_arrive(u32 r, u32 splits) const {
+    fence_acq_rel_gpu();  // the slot writes (the barrier's threads') before the count
+    const u32 before = atomicAdd(counts + r, 1u);
+    const bool last = before + 1 == splits;
+    if (last) {
+      atomicExch(counts + r, 0u);  // every slice has counted: ready for the next call
+      fence_acq_rel_gpu();         // the other slices' slots, before this CTA reads them
+    }
+    return last;
+  }
+  __device__ __forceinline__ void split_event(u32, u32) const {}
+  __device__ __forceinline__ void operator()(u32) const {}
+};
+
+template <class Cfg, bool kSplit = false>
 __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   extern __shared__ u8 smem_raw[];
   const GemmSmem<Cfg> sm(smem_raw);
   if (threadIdx.x == 0) sm.init();
   gemm_sync<Cfg>();
-  NoTileHook hook;
   // Swapped operands: the engine's rows are N (B, in tma_a) and its columns M (A, in
   // tma_b); its epilogue stores the fragment transposed into C[M, N].
   const u32 rows = Cfg::kSwapAB ? p.n : p.m, cols = Cfg::kSwapAB ? p.m : p.n;
-  gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.c), p.ldc, rows, cols, p.k,
-                blockIdx.x, gridDim.x, p.timeout_ns, hook);
+  if constexpr (kSplit) {
+    SplitLastWave<Cfg> hook{reinterpret_cast<float*>(p.split_scratch), reinterpret_cast<u32*>(p.split_counts),
+                            reinterpret_cast<u32*>(sm.stage_empty + Cfg::STAGES)};
+    gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.c), p.ldc, rows, cols, p.k,
+                  blockIdx.x, gridDim.x, p.timeout_ns, hook, p.split_slices);
+  } else {
+    NoTileHook hook;
+    gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.c), p.ldc, rows, cols, p.k,
+                  blockIdx.x, gridDim.x, p.timeout_ns, hook);
+  }
   if constexpr (Cfg::CM > 1) cluster_sync();  // the other CTA may still arrive on this one's barriers
 }
 
