@@ -794,6 +794,39 @@ impl TileConfig {
         wins.then_some(wide)
     }
 
+    /// The plain GEMM's split rule (`LastWaveSplit::Auto` with a workspace, no tile
+    /// forced): for M <= 64 where the 64-row swapped TMA-store tile holding all of M
+    /// ([`Self::swapped_tma_store`]) spills a few tiles past one wave (R left over, at most
+    /// a quarter of the SMs), that tile with the R left-over tiles in S = min(SMs / R, K
+    /// blocks / 16, 8) >= 4 K-slices (the fused kernel's bounds,
+    /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]),
+    /// for K >= 7168 (as measured), K % 64 == 0, N % 8 == 0,
+    /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere (the
+    /// tile heuristic, unsplit).
+    ///
+    /// Measured on one H200 (run 157, two passes, ms, default -> this tile in 8 slices;
+    /// ours / cuBLAS): 8 x 9216 x 7168 0.0558-0.0562 -> 0.0409-0.0411 (0.72 -> 0.98-0.99),
+    /// 32 x 9216 x 7168 0.0556-0.0558 -> 0.0429-0.0435 (0.75 -> 0.96-0.98), 64 x 9216 x
+    /// 7168 0.0540-0.0541 -> 0.0445-0.0451 (0.67 -> 0.80-0.82): 144 tiles on 132 SMs, the 12
+    /// left over as 96 slices instead of a second wave of whole tiles (4 slices: 5-8% less
+    /// gain). Not for M = 128-129 (128 x 9216 x 4096 and 129 x 9216 x 7168 were slower
+    /// split than on their defaults).
+    pub fn split_spill_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        if !(1..=64).contains(&shape.m) || shape.k % 64 != 0 || shape.k < 7168 || shape.n % 8 != 0 || sm_count == 0 {
+            return None;
+        }
+        let t = Self::swapped_tma_store(shape.m.div_ceil(8) * 8);
+        let (tiles, sms) = (t.tiles(shape.m, shape.n), sm_count as u64);
+        let rest = tiles % sms;
+        if tiles <= sms || tiles >= 2 * sms || rest == 0 || rest * 4 > sms {
+            return None;
+        }
+        let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
+        let s = (sms / rest).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        let fits = rest.saturating_mul(s).saturating_mul(t.split_slot_bytes()) <= scratch_bytes && rest <= counts_len;
+        (s >= 4 && fits).then_some((t, s as u32))
+    }
+
     /// The tile heuristic's cost model for small M, where the GEMM waits on loads rather
     /// than on the tensor cores: waves of tiles on `sm_count` SMs times the rows of A and B
     /// each tile loads per k-block (`bm + bn`). Comparable between configurations of one
@@ -883,11 +916,11 @@ pub fn kernel_name(cfg: TileConfig) -> String {
 pub enum LastWaveSplit {
     /// No split.
     Off,
-    /// The default. The plain GEMM does not split (its one measured win, 129 x 8192 x
-    /// 14336 on 128 x 136 swapped tiles in 2 slices, 0.0799 -> 0.0726 ms, was not
-    /// matched nearby: M = 144-176 and K = 8192 within noise, M = 192-256 and K = 4096
-    /// slower; 3 slices, two waves of them, 20-35% slower; run 153-154, bench/NOTES.md
-    /// 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
+    /// The default. The plain GEMM, given a workspace and no forced tile: the split rule
+    /// [`TileConfig::split_spill_for`] (M <= 64 whose swapped tiles spill a few past one
+    /// wave, K >= 7168), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
+    /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
     /// half the SMs). Measured on 2x H200
     /// (bench/NOTES.md 8, runs 35-36, medians of 20-30, split against not): o-proj M=2049
@@ -1128,10 +1161,16 @@ pub unsafe fn launch(
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
-    let cfg = cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count));
-    let slices = match split {
-        LastWaveSplit::Off | LastWaveSplit::Auto => 1,
-        LastWaveSplit::Slices(n) => n,
+    // Auto, with no tile forced and a workspace: the split rule's tile and count where it
+    // applies ([`TileConfig::split_spill_for`]); else the tile heuristic, unsplit.
+    let auto = match (cfg, split, workspace) {
+        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_spill_for(shape, info.sm_count, ws.scratch_bytes, ws.counts_len),
+        _ => None,
+    };
+    let (cfg, slices) = match (auto, split) {
+        (Some(pick), _) => pick,
+        (None, LastWaveSplit::Slices(n)) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), n),
+        (None, _) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), 1),
     };
     let split = match (slices, workspace) {
         (1, _) => None,
@@ -1473,6 +1512,33 @@ mod tests {
             let t = pick(m, n, k);
             assert!(!(t.swap_ab && t.bm == 128), "{m}x{n}x{k}: {t}");
         }
+    }
+
+    #[test]
+    fn split_rule_takes_small_m_tiles_that_spill_past_one_wave() {
+        let big = 32 << 20;
+        let pick = |m, n, k| TileConfig::split_spill_for(GemmShape { m, n, k }, 132, big, 4096);
+        // 144 tiles of 64 rows on 132 SMs: 12 left over, in up to 8 slices each.
+        // (112 K blocks: 7 slices of 16)
+        assert_eq!(pick(8, 9216, 7168), Some((TileConfig::swapped_tma_store(8), 7)));
+        assert_eq!(pick(64, 9216, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
+        assert_eq!(pick(33, 9216, 14336), Some((TileConfig::swapped_tma_store(40), 8)));
+        // 28 left over: 4 slices (132 / 28).
+        assert_eq!(pick(16, 10240, 8192), Some((TileConfig::swapped_tma_store(16), 4)));
+        for (m, n, k) in [
+            (65, 9216, 7168),  // above M = 64
+            (64, 9216, 4096),  // K below what was measured
+            (64, 9216, 7200),  // K % 64 != 0
+            (64, 9220, 7168),  // N % 8 != 0
+            (64, 8192, 7168),  // one wave exactly
+            (64, 12288, 7168), // 192 tiles: 60 left over, fewer than 4 slices
+            (64, 20480, 7168), // two waves or more
+        ] {
+            assert_eq!(pick(m, n, k), None, "{m}x{n}x{k}");
+        }
+        // Only within the workspace.
+        assert_eq!(TileConfig::split_spill_for(GemmShape { m: 64, n: 9216, k: 7168 }, 132, 1 << 16, 4096), None);
+        assert_eq!(TileConfig::split_spill_for(GemmShape { m: 64, n: 9216, k: 7168 }, 132, big, 8), None);
     }
 
     #[test]

@@ -218,6 +218,52 @@ fn split_last_wave_matches_reference() {
     }
 }
 
+/// The default with a workspace (`LastWaveSplit::Auto`, no tile forced) takes the split
+/// rule's tile and slices where it applies (small M whose 64-row swapped tiles spill a few
+/// past one wave, long K) and matches the reference; twice on one workspace, same bits.
+#[test]
+fn split_rule_default_matches_reference() {
+    if gpu_or_skip("split_rule_default_matches_reference", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32;
+    let mut blas = Cublas::new(&stream).unwrap();
+    let mut ws = GemmWorkspace::new(&stream).unwrap();
+    // 64-row tiles: SMs + 12 of them (N = 64 * (SMs + 12)), the rule's case on any SM count.
+    let n = 64 * (sms + 12);
+    for (m, k) in [(64, 7168), (8, 7168), (33, 8192)] {
+        let s = GemmShape { m, n, k };
+        let want_tile = TileConfig::split_spill_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
+        assert!(want_tile.is_some(), "{s:?}: the rule should apply on {sms} SMs");
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let seed = check::fresh_seed();
+        let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
+        let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
+        check::fill_uniform(&stream, &mut a, seed).unwrap();
+        check::fill_uniform(&stream, &mut b, seed + 1).unwrap();
+        let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
+        blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+        let want = stream.clone_dtoh(&reference).unwrap();
+        let mut first: Option<Vec<bf16>> = None;
+        for round in 0..2 {
+            let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+            check::poison(&stream, &mut c).unwrap();
+            let used = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, GemmOptions::default(), &mut ws).unwrap();
+            assert_eq!(Some(used), want_tile.map(|w| w.0), "{s:?}");
+            let got = stream.clone_dtoh(&c).unwrap();
+            let cmp = check::compare(&got, &want, None, nu, ku);
+            assert!(cmp.passed(), "{s:?} {used} round {round}: {cmp} (seed {seed:#x})");
+            if let Some(f) = &first {
+                assert!(f.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits()), "{s:?}: other bits in round {round} (seed {seed:#x})");
+            }
+            first = Some(got);
+            eprintln!("ok {s:?} default {used} round {round}: {cmp}");
+        }
+    }
+}
+
 /// A split last wave's refusals, each naming its argument and rule.
 #[test]
 fn split_last_wave_refuses_what_it_cannot_do() {
