@@ -804,8 +804,11 @@ impl TileConfig {
     /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere (the
     /// tile heuristic, unsplit).
     ///
-    /// Measured on one H200 (run 157, two passes, ms, default -> this tile in 8 slices;
-    /// ours / cuBLAS): 8 x 9216 x 7168 0.0558-0.0562 -> 0.0409-0.0411 (0.72 -> 0.98-0.99),
+    /// Measured on one H200 (run 158, two passes, the rule's 7 slices at K = 7168 against
+    /// no split, same process: 12-27% faster on 9 shapes with N = 8704-10240, M = 1-64, K =
+    /// 7168-14336, e.g. 8 x 9216 x 7168 0.0501-0.0508 -> 0.0410-0.0416 ms, 0.79 -> 0.95-0.96
+    /// of cuBLAS; bench/NOTES.md 19.4). Run 157 (forced 8 slices; ms, default -> this
+    /// tile; ours / cuBLAS): 8 x 9216 x 7168 0.0558-0.0562 -> 0.0409-0.0411 (0.72 -> 0.98-0.99),
     /// 32 x 9216 x 7168 0.0556-0.0558 -> 0.0429-0.0435 (0.75 -> 0.96-0.98), 64 x 9216 x
     /// 7168 0.0540-0.0541 -> 0.0445-0.0451 (0.67 -> 0.80-0.82): 144 tiles on 132 SMs, the 12
     /// left over as 96 slices instead of a second wave of whole tiles (4 slices: 5-8% less
@@ -928,8 +931,13 @@ pub enum LastWaveSplit {
     /// 5.83 against 5.98, o-proj and DeepSeek M=16384 within 1%.
     #[default]
     Auto,
-    /// This many K-slices per left-over tile (1: none; [`crate::gemm_allreduce::FusedConfig::check_split`];
-    /// unclustered tiles, swapped-operand ones included). Where R left-over tiles x
+    /// This many K-slices per left-over tile (1: none). Plain GEMM: the rules of
+    /// [`SplitLaunch::check`] (a TMA-store tile without clusters, tiles left over after the
+    /// full waves, at most one slice per K block, within the workspace), each an error, so
+    /// without a forced tile whether a count is accepted depends on the tile the
+    /// heuristic picks for the shape. Fused epilogue path:
+    /// [`crate::gemm_allreduce::FusedConfig::check_split`] (unclustered tiles,
+    /// swapped-operand ones included). Where R left-over tiles x
     /// slices exceed the grid, the slices run in several shorter waves (a CTA takes
     /// several): the GEMM ends about when an unsplit last wave would, but only the tiles
     /// whose slices run in the last of those waves are left to cross the link after it
@@ -979,6 +987,17 @@ pub struct SplitLaunch {
 }
 
 impl SplitLaunch {
+    /// The split of one call: none for 1 slice, else `slices` in `workspace`; errors
+    /// (naming `split_last_wave`) for 0 slices and for 2 or more without a workspace.
+    pub fn for_call(slices: u32, workspace: Option<SplitWorkspace>) -> Result<Option<Self>> {
+        match (slices, workspace) {
+            (0, _) => Err(invalid("split_last_wave", "must be at least 1 slice (1: no split), got 0")),
+            (1, _) => Ok(None),
+            (_, None) => Err(invalid("split_last_wave", format!("{slices} slices need a workspace (mkernel::gemm_with_workspace)"))),
+            (_, Some(workspace)) => Ok(Some(Self { slices, workspace })),
+        }
+    }
+
     /// Checks `slices` for tile `cfg` on `shape` with a grid of `grid` CTAs: 1, or a
     /// tile that can split ([`TileConfig::can_split_last_wave`]), tiles left over after
     /// the full waves, at most one slice per K block, the slots within `scratch_bytes` and
@@ -1004,6 +1023,11 @@ impl SplitLaunch {
             return Err(invalid("split_last_wave", format!("{s} slices exceed the {k_blocks} K blocks of {}", cfg.bk)));
         }
         let slots = rest.saturating_mul(s);
+        // (the kernel counts its work units, whole tiles then slices, in u32: WorkUnits)
+        let units = (tiles - rest).saturating_add(slots);
+        if units > u32::MAX as u64 {
+            return Err(invalid("split_last_wave", format!("{s} slices of {rest} left-over tiles make {units} work units; the kernel counts at most 2^32 - 1")));
+        }
         let ws = &self.workspace;
         if slots.saturating_mul(cfg.split_slot_bytes()) > ws.scratch_bytes || rest > ws.counts_len {
             return Err(invalid(
@@ -1141,11 +1165,15 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
 
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
-/// [`GemmShape::validate`]). Returns the tile configuration used.
+/// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
+/// wave's K-slices (`Auto` with `workspace` and no forced tile: [`TileConfig::split_spill_for`]).
+/// Returns the tile configuration used and the slices per left-over tile (1: no split).
 ///
 /// # Safety
 /// The addresses must be valid device memory of `stream`'s context for the duration
-/// of the launch.
+/// of the launch. A `workspace` must hold `scratch_bytes` of device memory at `scratch`
+/// and `counts_len` u32 at `counts`, all counts 0 (as this kernel leaves them), and no
+/// launch that is not ordered with this one on `stream` may use it meanwhile.
 pub unsafe fn launch(
     rt: &Runtime,
     stream: &Arc<CudaStream>,
@@ -1157,7 +1185,7 @@ pub unsafe fn launch(
     timeout: Duration,
     split: LastWaveSplit,
     workspace: Option<SplitWorkspace>,
-) -> Result<TileConfig> {
+) -> Result<(TileConfig, u32)> {
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
@@ -1172,12 +1200,8 @@ pub unsafe fn launch(
         (None, LastWaveSplit::Slices(n)) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), n),
         (None, _) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), 1),
     };
-    let split = match (slices, workspace) {
-        (1, _) => None,
-        (_, None) => return Err(invalid("split_last_wave", format!("{slices} slices need a workspace (mkernel::gemm_with_workspace)"))),
-        (_, Some(workspace)) => Some(SplitLaunch { slices, workspace }),
-    };
-    tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm");
+    let split = SplitLaunch::for_call(slices, workspace)?;
+    tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, slices, "gemm");
     cfg.validate_for_gemm()?;
     cfg.check_output(shape.n)?;
     let (tma_a, tma_b) = operand_maps(a, b, shape, cfg)?;
@@ -1213,12 +1237,120 @@ pub unsafe fn launch(
             driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes }, stream, &params)?;
         }
     }
-    Ok(cfg)
+    Ok((cfg, split.map_or(1, |sp| sp.slices)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Mirror of the device's `WorkUnits` constructor (cuda/gemm/sm90_gemm.cuh), u32
+    /// arithmetic as on the device: (full, splits, total).
+    fn device_units(tiles: u32, n: u32, k_blocks: u32, asked: u32) -> (u32, u32, u32) {
+        let f = tiles / n * n;
+        let rest = tiles - f;
+        let fits = asked > 1 && rest != 0 && asked <= k_blocks;
+        (if fits { f } else { tiles }, if fits { asked } else { 1 }, if fits { f.wrapping_add(rest.wrapping_mul(asked)) } else { tiles })
+    }
+
+    #[test]
+    fn split_check_agrees_with_device_work_units() {
+        let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: 32 << 20, counts: 1 << 30, counts_len: 4096 };
+        let tiles_ok: Vec<TileConfig> = TileConfig::gemm_catalog().filter(|t| t.can_split_last_wave()).collect();
+        let mut accepted = 0;
+        for cfg in &tiles_ok {
+            // (every splittable tile's launch fits the SM with the 16 split-skip bytes)
+            assert!(cfg.smem_bytes() + SPLIT_EXTRA_SMEM <= 232_448, "{cfg}");
+            for (m, n) in [(1, 8), (8, 9216), (129, 8192), (300, 1000), (2049, 8192), (64, 64 * 133), (4096, 4096)] {
+                for k in [8, 64, 72, 1000, 1024, 7168] {
+                    for sms in [1, 2, 78, 114, 132] {
+                        for slices in [1, 2, 3, 7, 8, 16, 17, 200] {
+                            let shape = GemmShape { m, n, k };
+                            let tiles = cfg.tiles(m, n);
+                            let grid = cfg.split_grid(tiles, slices, sms);
+                            let k_blocks = k.div_ceil(cfg.bk);
+                            let (full, splits, total) = device_units(tiles as u32, grid, k_blocks, slices);
+                            match (SplitLaunch { slices, workspace: ws }).check(*cfg, shape, grid) {
+                                Ok(()) => {
+                                    accepted += 1;
+                                    assert_eq!(splits, slices, "{cfg} {shape:?} {slices} on {sms}: the host accepts, the device splits {splits}");
+                                    let rest = tiles as u32 - full;
+                                    if slices > 1 {
+                                        assert!((rest as u64) <= ws.counts_len);
+                                        assert!((rest as u64 * slices as u64) * cfg.split_slot_bytes() <= ws.scratch_bytes);
+                                        assert_eq!(total as u64, full as u64 + rest as u64 * slices as u64);
+                                    }
+                                }
+                                Err(e) => {
+                                    let e = e.to_string();
+                                    if !e.contains("exceed the workspace") {
+                                        assert_eq!(splits, 1, "{cfg} {shape:?} {slices} on {sms}: host refuses ({e}) but the device would split");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+    }
+
+    #[test]
+    fn auto_split_pick_always_passes_check() {
+        let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: 32 << 20, counts: 1 << 30, counts_len: 4096 };
+        let mut picks = 0;
+        for sms in [66, 78, 114, 132] {
+            for m in 1..=64 {
+                for n in (8..=40_000).step_by(8 * 37) {
+                    for k in [7168, 8192, 14336, 65536] {
+                        let s = GemmShape { m, n, k };
+                        if let Some((t, sl)) = TileConfig::split_spill_for(s, sms, ws.scratch_bytes, ws.counts_len) {
+                            picks += 1;
+                            t.validate_for_gemm().unwrap();
+                            t.check_output(n).unwrap();
+                            let grid = t.split_grid(t.tiles(m, n), sl, sms);
+                            (SplitLaunch { slices: sl, workspace: ws }).check(t, s, grid).unwrap_or_else(|e| panic!("{s:?} {sms}: {e}"));
+                            assert_eq!(device_units(t.tiles(m, n) as u32, grid, k.div_ceil(64), sl).1, sl);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(picks > 100, "{picks}");
+    }
+
+    /// The device counts its units in u32 (`WorkUnits::total = full + rest * splits`):
+    /// `SplitLaunch::check` refuses counts that would wrap it, whatever the workspace.
+    #[test]
+    fn split_check_bounds_the_kernels_u32_units() {
+        let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: u64::MAX, counts: 1 << 30, counts_len: 4096 };
+        let cfg = TileConfig::swapped_tma_store(8);
+        let shape = GemmShape { m: 8, n: 64 * 131, k: MAX_DIM as u32 / 64 * 64 };
+        let k_blocks = shape.k.div_ceil(64);
+        let tiles = cfg.tiles(shape.m, shape.n);
+        let grid = cfg.split_grid(tiles, k_blocks, 132);
+        let sp = SplitLaunch { slices: k_blocks, workspace: ws };
+        let host = sp.check(cfg, shape, grid);
+        let (_, _, total) = device_units(tiles as u32, grid, k_blocks, k_blocks);
+        let exact = tiles * k_blocks as u64;
+        assert!(host.is_err() || total as u64 == exact, "host accepts {k_blocks} slices of {tiles} tiles ({exact} units), device counts {total}");
+    }
+
+    /// 0 slices are refused as such, with or without a workspace; 2 or more need one.
+    #[test]
+    fn zero_slices_are_refused_with_or_without_workspace() {
+        let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: 32 << 20, counts: 1 << 30, counts_len: 4096 };
+        for w in [None, Some(ws)] {
+            let msg = SplitLaunch::for_call(0, w).unwrap_err().to_string();
+            assert!(msg.contains("split_last_wave") && msg.contains("at least 1"), "{msg}");
+        }
+        assert_eq!(SplitLaunch::for_call(1, None).unwrap(), None);
+        let msg = SplitLaunch::for_call(2, None).unwrap_err().to_string();
+        assert!(msg.contains("need a workspace"), "{msg}");
+        assert_eq!(SplitLaunch::for_call(2, Some(ws)).unwrap(), Some(SplitLaunch { slices: 2, workspace: ws }));
+    }
+
 
     #[test]
     fn validation_names_argument_and_rule() {

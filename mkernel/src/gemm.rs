@@ -33,6 +33,15 @@ impl Default for GemmOptions {
     }
 }
 
+/// What [`gemm_with_workspace`] ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmRun {
+    /// The tile configuration.
+    pub tile: TileConfig,
+    /// K-slices per tile left over after the full waves (1: no split).
+    pub split_slices: u32,
+}
+
 /// Scratch of the plain GEMM's split last wave ([`gemm_with_workspace`]): fp32 slots (one
 /// tile per K-slice) and a u32 count per left-over tile, on the GPU of the stream it was
 /// made for. Calls that share a workspace must be stream-ordered (its counts are the
@@ -55,7 +64,10 @@ impl GemmWorkspace {
     }
 
     /// A workspace of `bytes` of slots (at least 4; rounded down to whole fp32) for calls
-    /// on `stream`. Allocated with `cuMemAlloc` (cudarc), the counts zeroed in stream order.
+    /// on `stream`, plus [`Self::COUNTS`] u32 counts (16 KiB). Allocated with `cuMemAlloc`
+    /// (cudarc), the counts zeroed in stream order. A workspace too small for the split
+    /// rule's slots makes `Auto` not split ([`TileConfig::split_spill_for`]; 4.3 MB covers
+    /// it on 132 SMs) and a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
         if bytes < 4 {
             return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
@@ -100,7 +112,7 @@ pub fn gemm(
     shape: GemmShape,
     opts: GemmOptions,
 ) -> Result<TileConfig> {
-    gemm_on(stream, a, b, c, shape, opts, None)
+    Ok(gemm_on(stream, a, b, c, shape, opts, None)?.0)
 }
 
 /// [`gemm`] with a workspace for a split last wave ([`GemmOptions::split_last_wave`]):
@@ -109,7 +121,8 @@ pub fn gemm(
 /// arrives last (deterministic: the same bits for the same inputs). `workspace` must have
 /// been made for `stream`. Errors as [`gemm`], and `split_last_wave` (a tile that cannot
 /// split, nothing left over, more slices than K blocks or than the workspace holds) or
-/// `workspace` (another stream's).
+/// `workspace` (another stream's: the same `Arc<CudaStream>` is required). Returns the
+/// tile and the slices used.
 pub fn gemm_with_workspace(
     stream: &Arc<CudaStream>,
     a: &CudaSlice<bf16>,
@@ -118,11 +131,12 @@ pub fn gemm_with_workspace(
     shape: GemmShape,
     opts: GemmOptions,
     workspace: &mut GemmWorkspace,
-) -> Result<TileConfig> {
+) -> Result<GemmRun> {
     if !Arc::ptr_eq(&workspace.stream, stream) {
         return Err(invalid("workspace", "was made for another stream: calls sharing a workspace must be ordered on one stream"));
     }
-    gemm_on(stream, a, b, c, shape, opts, Some(workspace))
+    let (tile, split_slices) = gemm_on(stream, a, b, c, shape, opts, Some(workspace))?;
+    Ok(GemmRun { tile, split_slices })
 }
 
 fn gemm_on(
@@ -133,7 +147,7 @@ fn gemm_on(
     shape: GemmShape,
     opts: GemmOptions,
     workspace: Option<&mut GemmWorkspace>,
-) -> Result<TileConfig> {
+) -> Result<(TileConfig, u32)> {
     shape.validate(a.len(), b.len(), c.len())?;
     if let Some(t) = opts.tile {
         t.validate_for_gemm()?;
@@ -160,7 +174,7 @@ fn gemm_on(
     // SAFETY: the three buffers were validated for `shape` and live on `stream`'s GPU, as
     // does the workspace (made for `stream`); the guards keep cudarc's stream ordering for
     // them until after the launch.
-    let cfg = unsafe {
+    let ran = unsafe {
         mkernel_kernels::gemm::launch(
             Runtime::global(),
             stream,
@@ -175,5 +189,5 @@ fn gemm_on(
         )?
     };
     drop(ws);
-    Ok(cfg)
+    Ok(ran)
 }

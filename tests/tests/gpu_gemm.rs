@@ -204,7 +204,8 @@ fn split_last_wave_matches_reference() {
             let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
             check::poison(&stream, &mut c).unwrap();
             let opts = GemmOptions { tile: Some(tile), split_last_wave: LastWaveSplit::Slices(n_slices), ..Default::default() };
-            mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, opts, &mut ws).unwrap();
+            let ran = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, opts, &mut ws).unwrap();
+            assert_eq!((ran.tile, ran.split_slices), (tile, n_slices), "{s:?}");
             let got = stream.clone_dtoh(&c).unwrap();
             let cmp = check::compare(&got, &want, None, nu, ku);
             assert!(cmp.passed(), "{s:?} {tile} {n_slices} slices, round {round}: {cmp} (seed {seed:#x})");
@@ -250,8 +251,9 @@ fn split_rule_default_matches_reference() {
         for round in 0..2 {
             let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
             check::poison(&stream, &mut c).unwrap();
-            let used = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, GemmOptions::default(), &mut ws).unwrap();
-            assert_eq!(Some(used), want_tile.map(|w| w.0), "{s:?}");
+            let ran = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, GemmOptions::default(), &mut ws).unwrap();
+            assert_eq!(Some((ran.tile, ran.split_slices)), want_tile, "{s:?}");
+            let used = ran.tile;
             let got = stream.clone_dtoh(&c).unwrap();
             let cmp = check::compare(&got, &want, None, nu, ku);
             assert!(cmp.passed(), "{s:?} {used} round {round}: {cmp} (seed {seed:#x})");

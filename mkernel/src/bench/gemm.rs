@@ -108,6 +108,8 @@ struct Row {
     n: u32,
     k: u32,
     tile: String,
+    /// K-slices per left-over tile of our GEMM (1: no split; `--split-last-wave`).
+    split_slices: u32,
     ours_ms: f64,
     ours_tflops: f64,
     cublas_ms: f64,
@@ -161,6 +163,9 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     if let Some(t) = tile {
         if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
             return Err(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}; use a tile without -tma-store (wide, narrow, m64-wide)", t.name(), s.n).into());
+        }
+        if matches!(args.split_last_wave, Some(mkernel::LastWaveSplit::Slices(n)) if n >= 2) && !t.can_split_last_wave() {
+            return Err(format!("--split-last-wave with --tile {}: only TMA-store tiles without clusters split their last wave", t.name()).into());
         }
     }
     super::check_out_dir(&args.common)?;
@@ -236,7 +241,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         } else {
             None
         };
-        let mut used = TileConfig::WIDE;
+        let mut used = mkernel::GemmRun { tile: TileConfig::WIDE, split_slices: 1 };
         // Side by side, round-robin (time_rounds_ms: the same clocks for both).
         // (consecutive steps take consecutive input sets: neither finds the other's in L2)
         let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, |_| Ok(()), c.iters, 2, |v, i| {
@@ -256,7 +261,8 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             m: s.m,
             n: s.n,
             k: s.k,
-            tile: used.to_string(),
+            tile: used.tile.to_string(),
+            split_slices: used.split_slices,
             ours_ms: ours,
             ours_tflops: tf(ours),
             cublas_ms: cublas,
@@ -266,8 +272,9 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             floor_flop_ms: s.flops() / (MATRIX_TFLOPS * 1e12) * 1e3,
             floor_bytes_ms: ((m * k + n * k + m * n) * 2) as f64 / (HBM_TBPS * 1e12) * 1e3,
         };
+        let split_note = if used.split_slices > 1 { format!("  [last wave split {}]", used.split_slices) } else { String::new() };
         println!(
-            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}",
+            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}",
             label,
             s.m,
             s.n,
@@ -349,6 +356,15 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "--tile", "wide-tma-store", "--shape", "4096x4096x4096,4096x4095x4096", "--no-json"]).unwrap();
         let e = run(cli.gemm).map(|_| ()).map_err(|e| e.to_string()).err().unwrap_or_default();
         assert!(e.contains("--tile wide-tma-store") && e.contains("N % 8") && e.contains("4096x4095x4096"), "{e}");
+    }
+
+    #[test]
+    fn forced_split_of_a_tile_that_cannot_split_is_refused_before_any_device() {
+        for tile in ["narrow", "wide-tma-store-c2"] {
+            let cli = Cli::try_parse_from(["x", "--tile", tile, "--split-last-wave", "4", "--shape", "512x4096x4096", "--no-json"]).unwrap();
+            let e = run(cli.gemm).map(|_| ()).map_err(|e| e.to_string()).err().unwrap_or_default();
+            assert!(e.contains("--split-last-wave") && e.contains(tile) && e.contains("without clusters"), "{e}");
+        }
     }
 
     #[test]
