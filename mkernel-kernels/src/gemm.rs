@@ -146,7 +146,7 @@ impl TileConfig {
     }
 
     /// A 128-row tile (operands not swapped) `cols` columns of C wide, `cols` a multiple of
-    /// 8 in 136..=248 (the widths between the narrow and the wide tile), Registers
+    /// 8 in 136..=248 (the widths between the narrow and the wide tile) or in 64..=120, Registers
     /// epilogue, as many stages as fit (at most 8). Plain GEMM only. For N that 256-column
     /// tiles cut into a poor last wave: N=7168 at M=2048 makes 448 tiles of 128 x 256 on
     /// 132 SMs (3.4 waves: the fourth 39% full), and 656 of 128 x 176 (5.0 waves of 176
@@ -162,10 +162,19 @@ impl TileConfig {
         Self::fitted_stages(128, cols, Epilogue::TmaStore, false)
     }
 
-    /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248, with
-    /// either epilogue.
+    /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248 and
+    /// 64, 72, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue.
     fn all_cols() -> impl Iterator<Item = Self> {
-        Self::cols_widths().map(Self::cols).chain(Self::cols_widths().map(Self::cols_tma_store))
+        let widths = || Self::cols_widths().chain(Self::narrow_cols_widths());
+        widths().map(Self::cols).chain(widths().map(Self::cols_tma_store))
+    }
+
+    /// The widths below the narrow tile's, 64, 72, ..., 120: 128-row tiles that spread a
+    /// single row block of A over more SMs (M <= 128 at N = 8704-9216 makes 68-72 tiles of
+    /// 128 x 128 on 132 SMs; 116 of 128 x 80). Opt-in only (no rule takes them, and
+    /// [`Self::cols_fit`] does not rank them).
+    fn narrow_cols_widths() -> impl Iterator<Item = u32> {
+        (8..=15).map(|i| 8 * i)
     }
 
     /// The widths of the column-fitted tiles: 136, 144, ..., 248.
@@ -354,7 +363,7 @@ impl TileConfig {
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 128, 136, ..., 256), `swap-ab-128xR-c2` (R a
-    /// multiple of 16), and the column-fitted `cols-128xC` (C = 136, 144, ..., 248), plain
+    /// multiple of 16), and the column-fitted `cols-128xC` (C = 64, 72, ..., 120 and 136, 144, ..., 248), plain
     /// GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
     /// path takes too.
@@ -591,7 +600,10 @@ impl TileConfig {
     /// faster on every one of 12 shapes in two passes (run 143, one H200, ms, M = 208, 224,
     /// 240, 256 on 8192 x 4096, 8192 x 14336, 7168 x 9216): by 0.1-4.1%, e.g. 224 x 8192
     /// x 4096 0.0338-0.0340 -> 0.0325-0.0326, 256 x 8192 x 4096 0.0349-0.0350 -> 0.0337-0.0341
-    /// (bench/NOTES.md 18.7).
+    /// (bench/NOTES.md 18.7). For 112 <= M <= 128 where those tiles leave SMs idle, the
+    /// narrowest 128-row column-fitted TMA-store tile whose tiles fill one wave
+    /// ([`Self::narrow_cols_instead_of`]: 128 x 9216 x 7168 on 72 columns, 0.77 -> 0.85 of
+    /// cuBLAS, runs 166-167).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
@@ -610,6 +622,7 @@ impl TileConfig {
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
+        let t = Self::narrow_cols_instead_of(t, shape, sm_count).unwrap_or(t);
         Self::clustered_instead_of(t, shape)
     }
 
@@ -792,6 +805,39 @@ impl TileConfig {
             && wide.tiles(shape.m, shape.n) <= sm_count as u64
             && wide.load_cost(shape, sm_count) < current.load_cost(shape, sm_count);
         wins.then_some(wide)
+    }
+
+    /// The one-row-block rule of [`Self::choose_for`]: for 112 <= M <= 128 where the
+    /// default is the 128 x 128 TMA-store tile and its tiles leave SMs idle (N / 128 <
+    /// SMs), the narrowest 128-row column-fitted TMA-store tile ([`Self::cols_tma_store`],
+    /// 72..=120 columns, a multiple of 8) whose tiles fit one wave: more SMs share the one
+    /// row block of A. K % 64 == 0, K >= 4096, N % 8 == 0 (as measured). `None` elsewhere.
+    ///
+    /// cuBLAS runs 128 x 9216 x 7168 with the same shape of tile (CUPTI, run 165:
+    /// `nvjet_sm90_tst_80x128_64x8_4x1`, 80 columns by 128 rows of C in 4-CTA clusters).
+    /// Measured on one H200 (runs 166-167, two passes, ms, default -> this tile): 128 x
+    /// 9216 x 7168 0.0495-0.0514 -> 0.0452-0.0484 (72 columns), 128 x 9216 x 14336
+    /// 0.0965-0.0972 -> 0.0901-0.0964, 112 x 9216 x 7168 0.0504-0.0520 -> 0.0472-0.0480,
+    /// 128 x 8704 x 4096 0.0304-0.0305 -> 0.0268-0.0291, 128 x 10240 x 4096 0.0328-0.0330 ->
+    /// 0.0289-0.0294 (80 columns), 128 x 12288 x 7168 0.0559 -> 0.0529-0.0532 (96), 128 x
+    /// 14336 x 7168 0.0606-0.0613 -> 0.0586-0.0591 (112): 2-11% faster on all 13 shapes
+    /// with M = 112-128 (0.77-0.96 -> 0.85-0.99 of cuBLAS). At M = 80 and 96 the same tiles
+    /// were 1-15% slower (their rows are mostly padding), so the rule starts at 112 rows.
+    pub fn narrow_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if !(112..=128).contains(&shape.m)
+            || current != Self::NARROW_TMA_STORE
+            || shape.k % 64 != 0
+            || shape.k < 4096
+            || shape.n % 8 != 0
+            || sm_count == 0
+            || current.tiles(shape.m, shape.n) >= sm_count as u64
+        {
+            return None;
+        }
+        Self::narrow_cols_widths()
+            .filter(|&w| w >= 72)
+            .map(Self::cols_tma_store)
+            .find(|t| t.tiles(shape.m, shape.n) <= sm_count as u64)
     }
 
     /// The plain GEMM's split rule (`LastWaveSplit::Auto` with a workspace, no tile
@@ -1644,6 +1690,33 @@ mod tests {
             let t = pick(m, n, k);
             assert!(!(t.swap_ab && t.bm == 128), "{m}x{n}x{k}: {t}");
         }
+    }
+
+    #[test]
+    fn one_row_block_spreads_over_narrow_column_tiles() {
+        let pick = |m, n, k| TileConfig::choose_for(GemmShape { m, n, k }, 132);
+        // The narrowest width whose tiles fit one wave of 132 SMs (72 x 128 = 9216 > 8704).
+        for (n, w) in [(8704, 72), (9216, 72), (10240, 80), (12288, 96), (14336, 112)] {
+            for m in [112, 120, 128] {
+                for k in [4096, 7168, 14336] {
+                    let t = pick(m, n, k);
+                    assert_eq!(t, TileConfig::cols_tma_store(w), "{m}x{n}x{k}");
+                    assert!(t.tiles(m, n) <= 132 && t.validate_for_gemm().is_ok() && t.name() == format!("cols-128x{w}-tma-store"));
+                }
+            }
+        }
+        // Not at M = 80-111 (slower there: padding rows), above 128, where the 128 x 128
+        // tiles fill the SMs (N = 17408: 136 tiles) or are not the default, K < 4096,
+        // K % 64 != 0, N % 8 != 0.
+        for (m, n, k) in [(96, 9216, 7168), (111, 9216, 7168), (129, 9216, 7168), (128, 17408, 4096), (128, 8192, 4096), (128, 9216, 2048), (128, 9216, 7200), (128, 9212, 7168)] {
+            let t = pick(m, n, k);
+            assert!(!(t.bm == 128 && t.bn < 128 && !t.swap_ab), "{m}x{n}x{k}: {t}");
+        }
+        // With fewer SMs the width grows; none below 72, none where no width fits one wave.
+        assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 9216, k: 4096 }, 114), Some(TileConfig::cols_tma_store(88)));
+        assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 2048, k: 4096 }, 132), Some(TileConfig::cols_tma_store(72)));
+        assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 9216, k: 4096 }, 76), None);
+        assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 9216, k: 4096 }, 0), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use mkernel::baseline::Cublas;
 use mkernel::{check, GemmOptions, GemmShape, GemmWorkspace, LastWaveSplit, TileConfig};
 use mkernel_tests::gpu_or_skip;
 
-fn run_case(s: GemmShape, tile: Option<TileConfig>) {
+fn run_case(s: GemmShape, tile: Option<TileConfig>) -> TileConfig {
     let ctx = CudaContext::new(0).unwrap();
     let stream = ctx.new_stream().unwrap();
     let mut blas = Cublas::new(&stream).unwrap();
@@ -40,6 +40,7 @@ fn run_case(s: GemmShape, tile: Option<TileConfig>) {
         }
     }
     eprintln!("ok {s:?} {used}: {cmp}");
+    used
 }
 
 #[test]
@@ -123,6 +124,25 @@ fn swapped_operand_tiles_match_reference() {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols(cols)));
         if n % 8 == 0 {
             run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
+        }
+    }
+    // 128-row tiles of 64..=120 columns (64: one swizzled box; the others unswizzled), and
+    // the default's one-row-block rule that takes them (M = 112-128 where 128 x 128 tiles
+    // leave SMs idle; K % 64 != 0 only forced).
+    for (m, n, k, cols) in [(300, 1000, 200, 64), (129, 4099, 64, 72), (117, 10240, 1000, 80), (128, 9216, 4160, 120)] {
+        run_case(GemmShape { m, n, k }, Some(TileConfig::cols(cols)));
+        if n % 8 == 0 {
+            run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
+        }
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32;
+    for (m, n, k) in [(120, 9216, 4096), (113, 10240, 4160), (128, 14336, 4096)] {
+        let s = GemmShape { m, n, k };
+        let used = run_case(s, None);
+        assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
+        if TileConfig::NARROW_TMA_STORE.tiles(m, n) < sms as u64 && sms >= 128 {
+            assert!(!used.swap_ab && used.bm == 128 && used.bn < 128, "{s:?}: the one-row-block rule's tile, not {used}");
         }
     }
     // 2-CTA clusters with an odd number of B row blocks (a padding tile per pair).

@@ -93,7 +93,7 @@ fn tile_family_rule(name: &str) -> Option<String> {
         ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
         ("swap-ab-128xR", false) => "R a multiple of 8 in 128..=256",
         ("swap-ab-128xR", true) => "R a multiple of 16 in 128..=256",
-        _ => "C a multiple of 8 in 136..=248 (256 is the wide tile; no -c2)",
+        _ => "C a multiple of 8 in 64..=120 or 136..=248 (128 is the narrow tile, 256 the wide one; no -c2)",
     };
     let suffixes = if family == "cols-128xC" { "-tma-store" } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
     Some(format!("--tile {name}: a {family}{} tile needs {rule}; suffixes: none, {suffixes}", if c2 { "-c2" } else { "" }))
@@ -109,7 +109,7 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
                 return rule.into();
             }
             format!(
-                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm only) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR, swap-ab-128xR-c2 (R a multiple of 16), cols-128xC[-tma-store] (C = 136, 144, ..., 248), swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
+                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm only) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR, swap-ab-128xR-c2 (R a multiple of 16), cols-128xC[-tma-store] (C = 64, 72, ..., 120, 136, 144, ..., 248), swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
             )
             .into()
@@ -427,7 +427,7 @@ mod tests {
         assert!(err("swap-ab-128x200-c2").contains("R a multiple of 16 in 128..=256"), "{}", err("swap-ab-128x200-c2"));
         assert!(err("swap-ab-64x12").contains("R a multiple of 8 in 8..=256"));
         assert!(err("swap-ab-128x120-tma-store").contains("in 128..=256"));
-        assert!(err("cols-128x250").contains("C a multiple of 8 in 136..=248"));
+        assert!(err("cols-128x250").contains("C a multiple of 8 in 64..=120 or 136..=248"));
         assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
         assert!(err("nonsense").contains("expected one of wide, narrow"));
         for ok in ["swap-ab-128x208-tma-store-c2", "swap-ab-128x208-c2", "swap-ab-64x136", "cols-128x176-tma-store", "wide-tma-store-c2"] {
