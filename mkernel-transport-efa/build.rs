@@ -17,7 +17,7 @@ fn main() {
         }
     };
     let shim = out.join("fabric_static_fns");
-    let bindings = bindgen::Builder::default()
+    let builder = bindgen::Builder::default()
         .header("wrapper.h")
         .allowlist_function("fi_.*")
         .allowlist_type("fi_.*")
@@ -25,14 +25,25 @@ fn main() {
         .wrap_static_fns(true)
         .wrap_static_fns_path(&shim)
         .derive_default(true)
-        .layout_tests(false)
-        .generate();
-    let bindings = match bindings {
-        Ok(b) => b,
-        Err(e) => {
+        .layout_tests(false);
+    // (bindgen panics rather than erring when it cannot load libclang: caught, so the
+    // hint below is what the user reads last)
+    let bindings = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| builder.generate())) {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
             println!(
                 "cargo:warning=bindgen failed on <rdma/fabric.h>: {e}. Install libfabric-dev and libclang-dev."
             );
+            std::process::exit(1);
+        }
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("bindgen panicked");
+            println!("cargo:warning=bindgen could not run ({why}); install libclang-dev and libfabric-dev (apt-get install libclang-dev clang libfabric-dev), see README.md");
+            eprintln!("mkernel-transport-efa: bindgen needs libclang: install libclang-dev and libfabric-dev (see README.md's prerequisites)");
             std::process::exit(1);
         }
     };

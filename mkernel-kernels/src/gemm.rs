@@ -1004,7 +1004,10 @@ impl LastWaveSplit {
             "auto" => Ok(Self::Auto),
             _ => match v.parse::<u32>() {
                 Ok(n) if n >= 1 => Ok(Self::Slices(n)),
-                _ => Err(invalid("split_last_wave", format!("must be off, auto or a slice count of at least 1, got '{v}'"))),
+                _ => Err(invalid(
+                    "split_last_wave",
+                    format!("must be off, auto or a slice count in 1..={} (the call then bounds it by the tile's K blocks and the workspace), got '{v}'", u32::MAX),
+                )),
             },
         }
     }

@@ -28,13 +28,17 @@ use crate::host_mapped::HostMapped;
 /// Settings of a communicator.
 #[derive(Debug, Clone)]
 pub struct CommConfig {
-    /// Bound on every device-side wait for a peer (and, doubled plus 5 s, on the host's
-    /// wait in [`Communicator::synchronize`]).
+    /// Bound on every device-side wait for a peer; 1 ms to 1 day,
+    /// default 30 s. The host's wait in [`Communicator::synchronize`] is bounded by
+    /// `(3 x world + 2) x timeout + 5 s` (a call may wait on several peers in turn: 245 s
+    /// for 2 ranks at the default).
     pub timeout: Duration,
     /// Largest M * N output a fused call may produce (sizes the symmetric workspace:
-    /// 2 bytes per element plus flags, per rank); 1..=2^37 elements.
+    /// 2 bytes per element plus flags, per rank); 1..=2^37 elements, default 2^27
+    /// (16384 x 8192). A call with a larger M * N is refused.
     pub max_output_elems: u64,
-    /// Bound on each bootstrap step in [`Communicator::from_env`].
+    /// Bound on each bootstrap step in [`Communicator::from_env`]; 1 ms to 1 day,
+    /// default 60 s.
     pub bootstrap_timeout: Duration,
     /// TCP port of the rendezvous on `MASTER_ADDR`; `None` uses `MASTER_PORT + 1`,
     /// because torchrun's own store already listens on `MASTER_PORT`.
@@ -236,8 +240,10 @@ impl Communicator {
     /// persistent kernel sized to its share so that the ranks' kernels co-reside, and
     /// each rank must use its own stream. Performance in that mode means nothing.
     ///
-    /// Errors: an empty or oversized list, a missing or non-Hopper GPU, or two GPUs
-    /// without peer access ([`Error::NoPeerAccess`]).
+    /// Errors: an empty or oversized list, a `config` field out of range
+    /// ([`CommConfig::validate`], named), a missing or non-Hopper GPU, two GPUs without
+    /// peer access ([`Error::NoPeerAccess`]), or a failed allocation of the symmetric
+    /// workspace (a driver error).
     pub fn local_group(devices: &[usize], config: CommConfig) -> Result<Vec<Communicator>> {
         check_world(devices.len())?;
         // Argument errors first: they must not hide behind a missing driver or GPU.

@@ -18,7 +18,7 @@ pub struct GemmOptions {
     /// [`TileConfig::cols`]); `None` lets the heuristic choose ([`TileConfig::choose_for`]).
     pub tile: Option<TileConfig>,
     /// Bound on every wait inside the kernel (an expired wait traps the kernel), 1 ms to
-    /// 1 day.
+    /// 1 day; default 10 s.
     pub timeout: Duration,
     /// K-slices for the tiles left over after the full waves ([`LastWaveSplit`]; TMA-store
     /// tiles without clusters, [`TileConfig::can_split_last_wave`]). `Slices(n)` with
@@ -96,7 +96,8 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///
 /// - `a`: \[M, K\] row-major; `b`: \[N, K\] row-major (B^T of a \[K, N\] matrix, the
 ///   layout of an `nn.Linear` weight); `c`: \[M, N\] row-major; all contiguous on
-///   `stream`'s GPU.
+///   `stream`'s GPU. Each buffer must hold at least that many elements; the first M x K
+///   (N x K, M x N) are used, a longer buffer's tail is neither read nor written.
 /// - Any M, N >= 1; K >= 8 with K % 8 == 0 (TMA needs 16-byte row strides); M, N, K at
 ///   most 2^31 - 256.
 /// - No split last wave: [`gemm_with_workspace`] is the faster call where M <= 64 and

@@ -210,19 +210,23 @@ pub struct PlanContext {
     pub split_scratch_bytes: u64,
 }
 
+/// The largest [`PlanContext::grid`] a plan takes: a communicator's grid is its GPUs' SM
+/// count (132 on the H100/H200), and the partition search is linear in the grid.
+pub const MAX_PLAN_GRID: u32 = 1 << 16;
+
 /// The configuration a call of this shape would use on a communicator described by
 /// `ctx` (heuristics + overrides): [`Communicator::plan_gemm_allreduce`] without the
 /// communicator, so that every rule can be checked without a GPU.
 ///
 /// Errors: a context no communicator has (`ctx`: world size outside 1..=MAX_RANKS, a
-/// grid below 2 CTAs), shape rules ([`GemmShape::validate_dims`]), M x N above
+/// grid outside 2..=[`MAX_PLAN_GRID`] CTAs), shape rules ([`GemmShape::validate_dims`]), M x N above
 /// `max_output_elems`, an override a shape cannot use (named).
 pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
-    if !(1..=mkernel_kernels::params::MAX_RANKS as u32).contains(&ctx.world_size) || ctx.grid < 2 {
+    if !(1..=mkernel_kernels::params::MAX_RANKS as u32).contains(&ctx.world_size) || !(2..=MAX_PLAN_GRID).contains(&ctx.grid) {
         return Err(invalid(
             "ctx",
             format!(
-                "world size must be 1..={} and the grid at least 2 CTAs (as every communicator's), got world size {} and grid {}",
+                "world size must be 1..={} and the grid 2..={MAX_PLAN_GRID} CTAs (as every communicator's), got world size {} and grid {}",
                 mkernel_kernels::params::MAX_RANKS,
                 ctx.world_size,
                 ctx.grid

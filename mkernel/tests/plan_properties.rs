@@ -86,16 +86,18 @@ proptest! {
     }
 }
 
-/// A context no communicator has (world size 0 or above MAX_RANKS, fewer than 2 CTAs) is
-/// refused by name, not planned (helper-42: grid 0 gave "0 compute CTAs").
+/// A context no communicator has (world size 0 or above MAX_RANKS, fewer than 2 CTAs or
+/// more than MAX_PLAN_GRID) is refused by name, not planned (helper-42: grid 0 gave "0
+/// compute CTAs"; helper-44: grid u32::MAX searched partitions for 22 s before a later check refused it).
 #[test]
 fn contexts_no_communicator_has_are_refused() {
     let s = GemmShape { m: 1024, n: 8192, k: 4096 };
-    for (world, grid) in [(0, 132), (9, 132), (u32::MAX, 132), (2, 0), (2, 1)] {
+    for (world, grid) in [(0, 132), (9, 132), (u32::MAX, 132), (2, 0), (2, 1), (2, mkernel::MAX_PLAN_GRID + 1), (2, u32::MAX)] {
         match plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(world, grid, false)) {
             Err(Error::InvalidArgument { arg, rule }) => assert!(arg == "ctx" && rule.contains("world size"), "{arg}: {rule}"),
             other => panic!("world {world} grid {grid}: {other:?}"),
         }
     }
     assert!(plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(8, 2, false)).is_ok());
+    assert!(plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(2, mkernel::MAX_PLAN_GRID, false)).is_ok());
 }

@@ -153,6 +153,10 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     // A forced tile must be able to write every listed shape (the TMA-store epilogue needs
     // N % 8 == 0): refused here rather than found out on the GPU.
     if let Some(cm) = fitted_swap {
+        // (the fitted Registers and clustered tiles never split; cols-fit-tma-store's do)
+        if cm < 4 && matches!(args.split_last_wave, Some(mkernel::LastWaveSplit::Slices(n)) if n >= 2) {
+            return Err(format!("--split-last-wave with --tile {}: only TMA-store tiles without clusters split their last wave (this name fits Registers-epilogue or clustered tiles)", args.tile.as_deref().unwrap_or_default()).into());
+        }
         // (any SM count will do for these rules; the real one is used below. A shape no
         // column-fitted tile fits better than the wide one takes the default.)
         if let Some((label, s)) = list.iter().find(|(_, s)| cm < 3 && fitted(cm, s, 1).is_none()) {
@@ -360,7 +364,8 @@ mod tests {
 
     #[test]
     fn forced_split_of_a_tile_that_cannot_split_is_refused_before_any_device() {
-        for tile in ["narrow", "wide-tma-store-c2"] {
+        // (and the fitted names, which only fit Registers-epilogue or clustered tiles: helper-44)
+        for tile in ["narrow", "wide-tma-store-c2", "swap-ab", "swap-ab-c2", "swap-ab-128-fit", "cols-fit"] {
             let cli = Cli::try_parse_from(["x", "--tile", tile, "--split-last-wave", "4", "--shape", "512x4096x4096", "--no-json"]).unwrap();
             let e = run(cli.gemm).map(|_| ()).map_err(|e| e.to_string()).err().unwrap_or_default();
             assert!(e.contains("--split-last-wave") && e.contains(tile) && e.contains("without clusters"), "{e}");

@@ -38,7 +38,7 @@ pub struct ArArgs {
     /// Time these shapes instead of the list: MxNxK with K each rank's shard,
     /// comma-separated or repeated (e.g. --shape 32x8192x4096,129x8192x4096 for decode
     /// batches); --filter still applies (their labels are "shape MxNxK").
-    #[arg(long, value_delimiter = ',', value_parser = super::gemm::parse_shape)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_fused_shape)]
     pub shape: Vec<GemmShape>,
     /// Number of GPUs (ranks), 1 to 8; default: all visible. With --share-gpu, the number
     /// of ranks on GPU 0, 2 to 8 (default 2). Not with --procs or --launched (the
@@ -169,6 +169,18 @@ pub struct ArArgs {
     /// Device-side wait bound in seconds (0.001 to 86400).
     #[arg(long, default_value_t = 20.0, allow_negative_numbers = true, value_parser = parse_timeout_s)]
     pub timeout_s: f64,
+}
+
+/// --shape of the fused bench: [`super::gemm::parse_shape`]'s rules, and an output the
+/// communicator's symmetric workspace can hold (M x N <= 2^37 elements,
+/// `CommConfig::max_output_elems`), checked before any device is opened.
+fn parse_fused_shape(v: &str) -> Result<GemmShape, String> {
+    let s = super::gemm::parse_shape(v)?;
+    let max = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
+    if s.m as u64 * s.n as u64 > max {
+        return Err(format!("'{v}': M x N must be at most 2^37 = {max} output elements (the fused call's symmetric workspace), got {}", s.m as u64 * s.n as u64));
+    }
+    Ok(s)
 }
 
 /// --sm-comm: a count of CTAs, at least 1 (the grid bound is checked once the GPU is known).
@@ -1429,6 +1441,11 @@ mod tests {
         assert_eq!(cli.ar.sweep_split, vec![1, 2, 4]);
         assert_eq!(cli.ar.sweep_tiles, vec!["narrow-tma-store".to_string(), "wide-tma-store".to_string()]);
         assert!(cli.ar.sweep_same && !cli.ar.no_align_ranks && !cli.ar.no_l2_flush);
+        // An output the symmetric workspace cannot hold is refused by --shape, not by the
+        // communicator's internal field (helper-44).
+        let e = parse_err(&["--shape", "370728x370728x8"]);
+        assert!(e.contains("--shape") && e.contains("M x N must be at most 2^37"), "{e}");
+        assert!(Cli::try_parse_from(["x", "--shape", "16384x8388608x8"]).is_ok());
         for (flag, bad, rule) in [("--sweep-split", "0", "1..=64"), ("--sweep-split", "65", "1..=64"), ("--sweep-split", "-1", "1..=64"), ("--sweep-split", "two", "invalid digit"), ("--sweep-diag", "4", "1..=3"), ("--sweep-diag", "-2", "1..=3")] {
             let e = parse_err(&[flag, bad]);
             assert!(e.contains(flag) && e.contains(rule) && !e.contains("unexpected argument"), "{flag} {bad}: {e}");

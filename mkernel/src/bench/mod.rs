@@ -96,6 +96,12 @@ fn tile_family_rule(name: &str) -> Option<String> {
         _ => "C a multiple of 8 in 64..=120 or 136..=248 (128 is the narrow tile, 256 the wide one; no -c2)",
     };
     let suffixes = if family == "cols-128xC" { "-tma-store" } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
+    // A suffix outside the family's, on a valid size: the suffix is what is wrong
+    // (e.g. `-c2-tma-store` for `-tma-store-c2`).
+    let known = ["", "-tma-store", "-c2", "-tma-store-c2"].contains(&suffix);
+    if !known && !digits.is_empty() && mkernel::TileConfig::by_name(&name[..name.len() - suffix.len()]).is_some() {
+        return Some(format!("--tile {name}: '{suffix}' is not a suffix of {family} tiles; suffixes: none, {suffixes} (in that order)"));
+    }
     Some(format!("--tile {name}: a {family}{} tile needs {rule}; suffixes: none, {suffixes}", if c2 { "-c2" } else { "" }))
 }
 
@@ -356,14 +362,25 @@ pub fn run_info(ctx: &Arc<CudaContext>) -> BenchResult<RunInfo> {
     })
 }
 
-/// Unless --no-json: creates --out-dir and checks that a file can be created in it (a
-/// probe file, removed again), so that an unwritable directory fails before any GPU
-/// work rather than after all of it.
+/// Unless --no-json: checks that --out-dir can be created and a file created in it (a
+/// probe file, removed again, and the directories it had to create, so that a run that
+/// fails later leaves nothing behind; [`write_json`] creates them again), so that an
+/// unwritable directory fails before any GPU work rather than after all of it.
 pub fn check_out_dir(c: &Common) -> BenchResult<()> {
     if c.no_json {
         return Ok(());
     }
     let dir = &c.out_dir;
+    // The outermost directory of the path that does not exist yet.
+    let mut created_top = None;
+    let mut p = dir.as_path();
+    while !p.as_os_str().is_empty() && !p.exists() {
+        created_top = Some(p.to_path_buf());
+        match p.parent() {
+            Some(q) => p = q,
+            None => break,
+        }
+    }
     std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create the directory ({e}); pass another or --no-json", dir.display()))?;
     // Unique per process: the ranks of `--procs` probe the same directory at once.
     let probe = dir.join(format!(".mkernel-write-probe-{}", std::process::id()));
@@ -373,6 +390,11 @@ pub fn check_out_dir(c: &Common) -> BenchResult<()> {
         .open(&probe)
         .map_err(|e| format!("--out-dir {}: cannot create a file there ({e}); pass another or --no-json", dir.display()))?;
     std::fs::remove_file(&probe).map_err(|e| format!("--out-dir {}: cannot remove the probe file {} ({e})", dir.display(), probe.display()))?;
+    if let Some(top) = created_top {
+        // (empty directories only: remove_dir refuses anything another process put there)
+        let mut d = dir.to_path_buf();
+        while std::fs::remove_dir(&d).is_ok() && d != top && d.pop() {}
+    }
     Ok(())
 }
 
@@ -430,6 +452,11 @@ mod tests {
         assert!(err("cols-128x250").contains("C a multiple of 8 in 64..=120 or 136..=248"));
         assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
         assert!(err("nonsense").contains("expected one of wide, narrow"));
+        // A valid size with a suffix out of order or unknown blames the suffix (helper-44).
+        for (bad, suffix) in [("swap-ab-128x144-c2-tma-store", "-c2-tma-store"), ("swap-ab-64x8-foo", "-foo"), ("cols-128x72-tma", "-tma")] {
+            let e = err(bad);
+            assert!(e.starts_with(&format!("--tile {bad}: '{suffix}' is not a suffix")) && e.contains("in that order"), "{e}");
+        }
         for ok in ["swap-ab-128x208-tma-store-c2", "swap-ab-128x208-c2", "swap-ab-64x136", "cols-128x176-tma-store", "wide-tma-store-c2"] {
             assert!(matches!(parse_tile(Some(ok)), Ok(Some(_))), "{ok}");
         }
@@ -622,6 +649,11 @@ mod tests {
 
         let good = temp_path("out-dir-good").join("nested");
         let cli = Cli::try_parse_from(["x".as_ref(), "--out-dir".as_ref(), good.as_os_str()]).unwrap();
+        check_out_dir(&cli.common).unwrap();
+        // (helper-44: a run that then failed left an empty bench/results behind)
+        assert!(!good.parent().unwrap().exists(), "the directories the probe created are left behind");
+        // An existing directory stays, empty.
+        std::fs::create_dir_all(&good).unwrap();
         check_out_dir(&cli.common).unwrap();
         assert_eq!(std::fs::read_dir(&good).unwrap().count(), 0, "the probe file is left behind");
         std::fs::remove_dir_all(good.parent().unwrap()).unwrap();
