@@ -208,6 +208,10 @@ fn split_last_wave_matches_reference() {
         (300, 1000, 1000, TileConfig::NARROW_TMA_STORE, [2, 5]),
         (2049, 8192, 4096, TileConfig::WIDE_TMA_STORE, [8, 2]),
         (1, 8, 128, TileConfig::swapped_tma_store(8), [2, 2]),
+        // the column-fitted TMA-store tiles (unswizzled staging: 176, 72 and 120 columns)
+        (300, 1000, 1000, TileConfig::cols_tma_store(176), [2, 5]),
+        (120, 2000, 4160, TileConfig::cols_tma_store(72), [4, 2]),
+        (129, 2040, 1000, TileConfig::cols_tma_store(120), [3, 2]),
     ] {
         let s = GemmShape { m, n, k };
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
