@@ -242,7 +242,9 @@ impl TileConfig {
     /// wastes less than 64- or 128-row blocks do (cuBLAS's M=2049 kernel on the H200 has
     /// 176 rows of M per tile, bench/NOTES.md 15.2). `rows` a multiple of 8 in 128..=256;
     /// `epilogue` Registers (plain GEMM) or TmaStore (also the fused kernel's epilogue
-    /// path: two staging boxes of [rows x 64]). As many stages as fit (at most 8).
+    /// path: two staging boxes of [rows x 64]). As many stages as fit (at most 8). The
+    /// plain GEMM also takes 64..=120 rows (M below 128 without padding rows,
+    /// [`Self::swapped_short_instead_of`]).
     pub const fn swapped_wide(rows: u32, epilogue: Epilogue) -> Self {
         Self::swapped_tile(128, rows, epilogue)
     }
@@ -277,9 +279,17 @@ impl TileConfig {
     }
 
     /// The 128-row swapped tiles of [`Self::swapped_wide`] with `epilogue`, one per height
-    /// 128, 136, ..., 256.
+    /// 128, 136, ..., 256 (the fused catalog's and the mid-M fit's; 64..=120 are
+    /// [`Self::all_swapped_wide_short`]).
     fn all_swapped_wide(epilogue: Epilogue) -> impl Iterator<Item = Self> {
         (16..=32).map(move |i| Self::swapped_wide(8 * i, epilogue))
+    }
+
+    /// The 128-row swapped tiles of [`Self::swapped_wide`] holding 64..=120 rows of A (a
+    /// multiple of 8), with `epilogue`: plain GEMM only, opt-in (`swap-ab-128xR`); for M
+    /// below 128 they compute no padding rows where the 128 x 128 tile would.
+    fn all_swapped_wide_short(epilogue: Epilogue) -> impl Iterator<Item = Self> {
+        (8..=15).map(move |i| Self::swapped_wide(8 * i, epilogue))
     }
 
     /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
@@ -292,6 +302,8 @@ impl TileConfig {
             .chain(Self::all_swapped_tma_store())
             .chain(Self::all_swapped_wide(Epilogue::Registers))
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
+            .chain(Self::all_swapped_wide_short(Epilogue::Registers))
+            .chain(Self::all_swapped_wide_short(Epilogue::TmaStore))
             .chain(Self::all_swapped_wide_c2(Epilogue::Registers))
             .chain(Self::all_swapped_wide_c2(Epilogue::TmaStore))
     }
@@ -362,7 +374,7 @@ impl TileConfig {
     /// `m64-narrow-tma-store`, the
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
-    /// multiple of 16), `swap-ab-128xR` (R = 128, 136, ..., 256), `swap-ab-128xR-c2` (R a
+    /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
     /// multiple of 16), and the column-fitted `cols-128xC` (C = 64, 72, ..., 120 and 136, 144, ..., 248), plain
     /// GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
@@ -603,7 +615,9 @@ impl TileConfig {
     /// (bench/NOTES.md 18.7). For 112 <= M <= 128 where those tiles leave SMs idle, the
     /// narrowest 128-row column-fitted TMA-store tile whose tiles fill one wave
     /// ([`Self::narrow_cols_instead_of`]: 128 x 9216 x 7168 on 72 columns, 0.77 -> 0.85 of
-    /// cuBLAS, runs 166-167).
+    /// cuBLAS, runs 166-167); for 65 <= M <= 111, the 128-row swapped tile holding M rows
+    /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
+    /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
@@ -622,7 +636,7 @@ impl TileConfig {
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
-        let t = Self::narrow_cols_instead_of(t, shape, sm_count).unwrap_or(t);
+        let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
         Self::clustered_instead_of(t, shape)
     }
 
@@ -660,7 +674,7 @@ impl TileConfig {
         // for a swapped one.
         let blocks_pair_up = if t == Self::WIDE_TMA_STORE {
             shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0
-        } else if t.bn % 16 == 0 && t == Self::swapped_wide(t.bn, t.epilogue) {
+        } else if t.bn % 16 == 0 && t.bn >= 128 && t == Self::swapped_wide(t.bn, t.epilogue) {
             shape.n.div_ceil(t.bm) % 2 == 0
         } else {
             false
@@ -838,6 +852,32 @@ impl TileConfig {
             .filter(|&w| w >= 72)
             .map(Self::cols_tma_store)
             .find(|t| t.tiles(shape.m, shape.n) <= sm_count as u64)
+    }
+
+    /// The padding rule of [`Self::choose_for`]: for 65 <= M <= 111 where the default is
+    /// the 128 x 128 TMA-store tile with at most one wave of tiles, the 128-row swapped tile
+    /// holding M rows of A rounded up to 8 ([`Self::swapped_wide`], Registers epilogue):
+    /// as many tiles, none of the 128 x 128 tile's padding rows (17-63 of its 128). K % 64
+    /// == 0, K >= 4096, N % 8 == 0 (as measured). `None` elsewhere.
+    ///
+    /// Measured on one H200 (run 170, two passes, ms, default -> this tile; ours / cuBLAS):
+    /// 80 x 9216 x 7168 0.0488-0.0489 -> 0.0407-0.0408 (0.93 -> 1.12), 80 x 12288 x 7168
+    /// 0.0595-0.0598 -> 0.0508-0.0510, 96 x 9216 x 7168 0.0487-0.0491 -> 0.0426-0.0430 (0.92
+    /// -> 1.07), 96 x 9216 x 4096 0.0307-0.0309 -> 0.0274-0.0276, 104 x 9216 x 7168
+    /// 0.0489-0.0492 -> 0.0454: 5-17% faster on all 15 shapes with M = 80, 96, 104 and N =
+    /// 8704-12288 (the TMA-store twin 1% behind on average). From 112 rows the narrow
+    /// column-fitted tiles take over ([`Self::narrow_cols_instead_of`]).
+    pub fn swapped_short_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if !(65..=111).contains(&shape.m)
+            || current != Self::NARROW_TMA_STORE
+            || shape.k % 64 != 0
+            || shape.k < 4096
+            || shape.n % 8 != 0
+            || current.tiles(shape.m, shape.n) > sm_count as u64
+        {
+            return None;
+        }
+        Some(Self::swapped_wide(shape.m.div_ceil(8) * 8, Epilogue::Registers))
     }
 
     /// The plain GEMM's split rule (`LastWaveSplit::Auto` with a workspace, no tile
@@ -1446,7 +1486,7 @@ mod tests {
 
     #[test]
     fn swapped_operand_tiles_fit_m_and_stay_out_of_the_fused_kernel() {
-        assert_eq!(TileConfig::all_swapped().count(), 132);
+        assert_eq!(TileConfig::all_swapped().count(), 148);
         assert_eq!(TileConfig::swapped_for(129, 1), Some(TileConfig::swapped(136)));
         assert_eq!(TileConfig::swapped_for(129, 2), Some(TileConfig::swapped_c2(144)));
         assert_eq!(TileConfig::swapped_for(1, 1), Some(TileConfig::swapped(8)));
@@ -1546,7 +1586,11 @@ mod tests {
         assert!(wt.validate().is_ok(), "the fused kernel takes it");
         assert!(wt.smem_bytes() + 16 <= 232_448 && wt.stages >= 3, "{wt}: {} stages", wt.stages);
         assert!(TileConfig::swapped_wide(256, Epilogue::TmaStore).smem_bytes() + 16 <= 232_448);
-        assert!(TileConfig::swapped_wide(120, Epilogue::Registers).validate_for_gemm().is_err(), "below 128 rows: the 64-row tiles");
+        assert!(TileConfig::swapped_wide(56, Epilogue::Registers).validate_for_gemm().is_err(), "below 64 rows: the 64-row tiles");
+        // 64..=120 rows: plain GEMM only, outside the fused catalog and the mid-M fit.
+        let short = TileConfig::swapped_wide(96, Epilogue::TmaStore);
+        assert!(short.validate_for_gemm().is_ok() && short.validate().is_err() && short.name() == "swap-ab-128x96-tma-store");
+        assert_eq!(TileConfig::by_name("swap-ab-128x96"), Some(TileConfig::swapped_wide(96, Epilogue::Registers)));
         // M=2049 x 8192 on 132 SMs: 208 rows, 10 row blocks of A by 64 of B = 640 tiles,
         // 5 waves x 208 = 1040 against 6 x 176 = 1056 and 128 x 256 tiles' 5 x 256.
         let f = TileConfig::swapped_fit(2049, 8192, 132).unwrap();
@@ -1720,6 +1764,27 @@ mod tests {
         assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 2048, k: 4096 }, 132), Some(TileConfig::cols_tma_store(72)));
         assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 9216, k: 4096 }, 76), None);
         assert_eq!(TileConfig::narrow_cols_instead_of(TileConfig::NARROW_TMA_STORE, GemmShape { m: 128, n: 9216, k: 4096 }, 0), None);
+    }
+
+    #[test]
+    fn padded_rows_go_to_short_swapped_tiles() {
+        let pick = |m, n, k| TileConfig::choose_for(GemmShape { m, n, k }, 132);
+        for n in [8704, 9216, 10240, 12288, 14336] {
+            for m in [65, 80, 96, 104, 111] {
+                for k in [4096, 7168] {
+                    let t = pick(m, n, k);
+                    assert_eq!(t, TileConfig::swapped_wide(m.div_ceil(8) * 8, Epilogue::Registers), "{m}x{n}x{k}");
+                    assert!(t.validate_for_gemm().is_ok() && t.tiles(m, n) <= 132 && t.cluster_m == 1);
+                }
+            }
+        }
+        // Not where the 64-row swapped tiles fit one wave (N = 8192), above one wave of 128 x
+        // 128 tiles (N = 17024), from 112 rows (the narrow column tiles), for K < 4096,
+        // K % 64 != 0 or N % 8 != 0.
+        for (m, n, k) in [(96, 8192, 4096), (96, 17024, 4096), (112, 9216, 4096), (64, 9216, 7168), (96, 9216, 2048), (96, 9216, 7200), (96, 9220, 7168)] {
+            let t = pick(m, n, k);
+            assert!(!(t.swap_ab && t.bm == 128 && t.bn < 128), "{m}x{n}x{k}: {t}");
+        }
     }
 
     #[test]

@@ -145,6 +145,22 @@ fn swapped_operand_tiles_match_reference() {
             assert!(!used.swap_ab && used.bm == 128 && used.bn < 128, "{s:?}: the one-row-block rule's tile, not {used}");
         }
     }
+    // 128-row swapped tiles of 64..=120 rows of A, forced (M ragged, N odd, K % 64 != 0) and
+    // through the default's padding rule (65 <= M <= 111 where 128 x 128 tiles fit a wave).
+    for (m, n, k, rows) in [(70, 1000, 200, 72), (100, 4099, 64, 104), (64, 384, 4104, 64), (111, 8200, 1000, 112)] {
+        run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide(rows, Epilogue::Registers)));
+        if n % 8 == 0 {
+            run_case(GemmShape { m, n, k }, Some(TileConfig::swapped_wide(rows, Epilogue::TmaStore)));
+        }
+    }
+    for (m, n, k) in [(96, 9216, 4096), (65, 10240, 4160), (111, 8704, 4096)] {
+        let s = GemmShape { m, n, k };
+        let used = run_case(s, None);
+        assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
+        if TileConfig::NARROW_TMA_STORE.tiles(m, n) <= sms as u64 && sms >= 128 {
+            assert!(used.swap_ab && used.bm == 128 && used.bn < 128, "{s:?}: the padding rule's tile, not {used}");
+        }
+    }
     // 2-CTA clusters with an odd number of B row blocks (a padding tile per pair).
     run_case(GemmShape { m: 129, n: 8200, k: 256 }, Some(TileConfig::swapped_c2(144)));
     run_case(GemmShape { m: 40, n: 65, k: 64 }, Some(TileConfig::swapped_c2(48)));

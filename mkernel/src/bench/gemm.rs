@@ -25,7 +25,7 @@ pub struct GemmArgs {
     /// per tile, a multiple of 8 up to 256) and swap-ab-64xR-c2 (R a multiple of 16, 2-CTA
     /// clusters sharing A), swap-ab-64xR-tma-store, or swap-ab / swap-ab-c2: the one fitted
     /// to each shape's M (M <= 256: use with --shape or a --filter of small-M shapes);
-    /// swap-ab-128xR[-tma-store] (128 rows of B, R in 128..=256), also in 2-CTA clusters
+    /// swap-ab-128xR[-tma-store] (128 rows of B, R in 64..=256), also in 2-CTA clusters
     /// sharing A (swap-ab-128xR-c2, swap-ab-128xR-tma-store-c2; R a multiple of 16), and
     /// swap-ab-128-fit (the Registers one fitted to M, 257 <= M <= 8192); cols-128xC (128 x
     /// C, C = 64, 72, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA

@@ -91,7 +91,7 @@ fn tile_family_rule(name: &str) -> Option<String> {
     let rule = match (family, c2) {
         ("swap-ab-64xR", false) => "R a multiple of 8 in 8..=256",
         ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
-        ("swap-ab-128xR", false) => "R a multiple of 8 in 128..=256",
+        ("swap-ab-128xR", false) => "R a multiple of 8 in 64..=256",
         ("swap-ab-128xR", true) => "R a multiple of 16 in 128..=256",
         _ => "C a multiple of 8 in 64..=120 or 136..=248 (128 is the narrow tile, 256 the wide one; no -c2)",
     };
@@ -115,7 +115,7 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
                 return rule.into();
             }
             format!(
-                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm only) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR, swap-ab-128xR-c2 (R a multiple of 16), cols-128xC[-tma-store] (C = 64, 72, ..., 120, 136, 144, ..., 248), swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
+                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm only) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC[-tma-store] (C = 64, 72, ..., 120, 136, 144, ..., 248), swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
             )
             .into()
@@ -448,7 +448,7 @@ mod tests {
         let err = |n: &str| parse_tile(Some(n)).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err("swap-ab-128x200-c2").contains("R a multiple of 16 in 128..=256"), "{}", err("swap-ab-128x200-c2"));
         assert!(err("swap-ab-64x12").contains("R a multiple of 8 in 8..=256"));
-        assert!(err("swap-ab-128x120-tma-store").contains("in 128..=256"));
+        assert!(err("swap-ab-128x56-tma-store").contains("in 64..=256"));
         assert!(err("cols-128x250").contains("C a multiple of 8 in 64..=120 or 136..=248"));
         assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
         assert!(err("nonsense").contains("expected one of wide, narrow"));
