@@ -171,8 +171,8 @@ impl TileConfig {
 
     /// The widths below the narrow tile's, 64, 72, ..., 120: 128-row tiles that spread a
     /// single row block of A over more SMs (M <= 128 at N = 8704-9216 makes 68-72 tiles of
-    /// 128 x 128 on 132 SMs; 116 of 128 x 80). Opt-in only (no rule takes them, and
-    /// [`Self::cols_fit`] does not rank them).
+    /// 128 x 128 on 132 SMs; 116 of 128 x 80). The default takes 72..=120 for M = 112-128
+    /// ([`Self::narrow_cols_instead_of`]); [`Self::cols_fit`] does not rank them.
     fn narrow_cols_widths() -> impl Iterator<Item = u32> {
         (8..=15).map(|i| 8 * i)
     }
@@ -286,15 +286,17 @@ impl TileConfig {
     }
 
     /// The 128-row swapped tiles of [`Self::swapped_wide`] holding 64..=120 rows of A (a
-    /// multiple of 8), with `epilogue`: plain GEMM only, opt-in (`swap-ab-128xR`); for M
-    /// below 128 they compute no padding rows where the 128 x 128 tile would.
+    /// multiple of 8), with `epilogue`: plain GEMM only (`swap-ab-128xR`); for M below 128
+    /// they compute at most 7 padding rows where the 128 x 128 tile computes 128 - M. The
+    /// default takes the Registers ones for M = 65-111 ([`Self::swapped_short_instead_of`]).
     fn all_swapped_wide_short(epilogue: Epilogue) -> impl Iterator<Item = Self> {
         (8..=15).map(move |i| Self::swapped_wide(8 * i, epilogue))
     }
 
     /// Every swapped-operand tile: each multiple of 8 up to 256 rows of A (the wgmma N
     /// values) alone and with the TMA-store epilogue, each multiple of 16 in 2-CTA
-    /// clusters, and the 128-row ones of 128..=256 rows with either epilogue.
+    /// clusters, the 128-row ones of 64..=256 rows with either epilogue, and those of
+    /// 128..=256 rows in 2-CTA clusters.
     pub fn all_swapped() -> impl Iterator<Item = Self> {
         (1..=32)
             .map(|i| Self::swapped(8 * i))
@@ -821,8 +823,22 @@ impl TileConfig {
         wins.then_some(wide)
     }
 
+    /// [`Self::choose_for`] for a forced split last wave (`LastWaveSplit::Slices`, no tile
+    /// forced): its tile, or where that cannot split ([`Self::can_split_last_wave`]) its
+    /// TMA-store twin where that can and N allows (M = 65-111: the padding rule's Registers
+    /// tile gives way to `swap-ab-128xR-tma-store`, ~1% slower unsplit, run 170).
+    pub fn choose_for_split(shape: GemmShape, sm_count: u32) -> Self {
+        let t = Self::choose_for(shape, sm_count);
+        let twin = t.with_tma_store();
+        if !t.can_split_last_wave() && twin.can_split_last_wave() && twin.check_output(shape.n).is_ok() && twin.validate_for_gemm().is_ok() {
+            twin
+        } else {
+            t
+        }
+    }
+
     /// The one-row-block rule of [`Self::choose_for`]: for 112 <= M <= 128 where the
-    /// default is the 128 x 128 TMA-store tile and its tiles leave SMs idle (N / 128 <
+    /// default is the 128 x 128 TMA-store tile and its tiles leave SMs idle (ceil(N / 128) <
     /// SMs), the narrowest 128-row column-fitted TMA-store tile ([`Self::cols_tma_store`],
     /// 72..=120 columns, a multiple of 8) whose tiles fit one wave: more SMs share the one
     /// row block of A. K % 64 == 0, K >= 4096, N % 8 == 0 (as measured). `None` elsewhere.
@@ -857,7 +873,8 @@ impl TileConfig {
     /// The padding rule of [`Self::choose_for`]: for 65 <= M <= 111 where the default is
     /// the 128 x 128 TMA-store tile with at most one wave of tiles, the 128-row swapped tile
     /// holding M rows of A rounded up to 8 ([`Self::swapped_wide`], Registers epilogue):
-    /// as many tiles, none of the 128 x 128 tile's padding rows (17-63 of its 128). K % 64
+    /// as many tiles, without the 128 x 128 tile's padding rows (17-63 of its 128; at most 7
+    /// remain, M rounded up to 8). K % 64
     /// == 0, K >= 4096, N % 8 == 0 (as measured). `None` elsewhere.
     ///
     /// Measured on one H200 (run 170, two passes, ms, default -> this tile; ours / cuBLAS):
@@ -1286,7 +1303,9 @@ pub unsafe fn launch(
     };
     let (cfg, slices) = match (auto, split) {
         (Some(pick), _) => pick,
-        (None, LastWaveSplit::Slices(n)) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), n),
+        // (a default that cannot split, e.g. the Registers tile of the padding rule, gives way
+        // to its TMA-store twin where that can: helper-45)
+        (None, LastWaveSplit::Slices(n)) => (cfg.unwrap_or_else(|| TileConfig::choose_for_split(shape, info.sm_count)), n),
         (None, _) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), 1),
     };
     let split = SplitLaunch::for_call(slices, workspace)?;
@@ -1784,6 +1803,14 @@ mod tests {
         for (m, n, k) in [(96, 8192, 4096), (96, 17024, 4096), (112, 9216, 4096), (64, 9216, 7168), (96, 9216, 2048), (96, 9216, 7200), (96, 9220, 7168)] {
             let t = pick(m, n, k);
             assert!(!(t.swap_ab && t.bm == 128 && t.bn < 128), "{m}x{n}x{k}: {t}");
+        }
+        // A forced split (no tile forced) takes the TMA-store twin, which can split.
+        let s = GemmShape { m: 96, n: 9216, k: 7168 };
+        assert_eq!(TileConfig::choose_for_split(s, 132), TileConfig::swapped_wide(96, Epilogue::TmaStore));
+        assert!(TileConfig::choose_for_split(s, 132).can_split_last_wave());
+        // Elsewhere the same as choose_for (a splittable default, or no splittable twin).
+        for s in [GemmShape { m: 128, n: 9216, k: 7168 }, GemmShape { m: 2049, n: 8192, k: 4096 }, GemmShape { m: 256, n: 8190, k: 4096 }] {
+            assert_eq!(TileConfig::choose_for_split(s, 132), TileConfig::choose_for(s, 132), "{s:?}");
         }
     }
 

@@ -228,6 +228,9 @@ fn split_last_wave_matches_reference() {
         (300, 1000, 1000, TileConfig::cols_tma_store(176), [2, 5]),
         (120, 2000, 4160, TileConfig::cols_tma_store(72), [4, 2]),
         (129, 2040, 1000, TileConfig::cols_tma_store(120), [3, 2]),
+        // the short 128-row swapped tiles (64..=120 rows of A), the forced split's default at M = 65-111
+        (96, 2000, 4160, TileConfig::swapped_wide(96, mkernel::Epilogue::TmaStore), [2, 3]),
+        (65, 1000, 1000, TileConfig::swapped_wide(72, mkernel::Epilogue::TmaStore), [4, 2]),
     ] {
         let s = GemmShape { m, n, k };
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
