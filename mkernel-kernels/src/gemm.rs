@@ -830,7 +830,7 @@ impl TileConfig {
     pub fn choose_for_split(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_for(shape, sm_count);
         let twin = t.with_tma_store();
-        if !t.can_split_last_wave() && twin.can_split_last_wave() && twin.check_output(shape.n).is_ok() && twin.validate_for_gemm().is_ok() {
+        if !t.can_split_last_wave() && twin.can_split_last_wave() && twin.check_output(shape.n).is_ok() {
             twin
         } else {
             t
@@ -854,20 +854,19 @@ impl TileConfig {
     /// with M = 112-128 (0.77-0.96 -> 0.85-0.99 of cuBLAS). At M = 80 and 96 the same tiles
     /// were 1-15% slower (their rows are mostly padding), so the rule starts at 112 rows.
     pub fn narrow_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if !(112..=128).contains(&shape.m)
-            || current != Self::NARROW_TMA_STORE
-            || shape.k % 64 != 0
-            || shape.k < 4096
-            || shape.n % 8 != 0
-            || sm_count == 0
-            || current.tiles(shape.m, shape.n) >= sm_count as u64
-        {
+        if !(112..=128).contains(&shape.m) || !Self::small_m_narrow_default(current, shape) || current.tiles(shape.m, shape.n) >= sm_count as u64 {
             return None;
         }
         Self::narrow_cols_widths()
             .filter(|&w| w >= 72)
             .map(Self::cols_tma_store)
             .find(|t| t.tiles(shape.m, shape.n) <= sm_count as u64)
+    }
+
+    /// What both small-M rules replace, where they were measured: the 128 x 128 TMA-store
+    /// default with K % 64 == 0, K >= 4096 and N % 8 == 0.
+    fn small_m_narrow_default(current: Self, shape: GemmShape) -> bool {
+        current == Self::NARROW_TMA_STORE && shape.k % 64 == 0 && shape.k >= 4096 && shape.n % 8 == 0
     }
 
     /// The padding rule of [`Self::choose_for`]: for 65 <= M <= 111 where the default is
@@ -885,13 +884,7 @@ impl TileConfig {
     /// 8704-12288 (the TMA-store twin 1% behind on average). From 112 rows the narrow
     /// column-fitted tiles take over ([`Self::narrow_cols_instead_of`]).
     pub fn swapped_short_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if !(65..=111).contains(&shape.m)
-            || current != Self::NARROW_TMA_STORE
-            || shape.k % 64 != 0
-            || shape.k < 4096
-            || shape.n % 8 != 0
-            || current.tiles(shape.m, shape.n) > sm_count as u64
-        {
+        if !(65..=111).contains(&shape.m) || !Self::small_m_narrow_default(current, shape) || current.tiles(shape.m, shape.n) > sm_count as u64 {
             return None;
         }
         Some(Self::swapped_wide(shape.m.div_ceil(8) * 8, Epilogue::Registers))

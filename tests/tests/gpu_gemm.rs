@@ -8,6 +8,11 @@ use mkernel::baseline::Cublas;
 use mkernel::{check, GemmOptions, GemmShape, GemmWorkspace, LastWaveSplit, TileConfig};
 use mkernel_tests::gpu_or_skip;
 
+/// The SM count of `ctx`'s GPU (what the tile heuristics are given).
+fn sm_count(ctx: &CudaContext) -> u32 {
+    ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32
+}
+
 fn run_case(s: GemmShape, tile: Option<TileConfig>) -> TileConfig {
     let ctx = CudaContext::new(0).unwrap();
     let stream = ctx.new_stream().unwrap();
@@ -136,7 +141,7 @@ fn swapped_operand_tiles_match_reference() {
         }
     }
     let ctx = CudaContext::new(0).unwrap();
-    let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32;
+    let sms = sm_count(&ctx);
     for (m, n, k) in [(120, 9216, 4096), (113, 10240, 4160), (128, 14336, 4096)] {
         let s = GemmShape { m, n, k };
         let used = run_case(s, None);
@@ -272,7 +277,7 @@ fn split_rule_default_matches_reference() {
     }
     let ctx = CudaContext::new(0).unwrap();
     let stream = ctx.new_stream().unwrap();
-    let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32;
+    let sms = sm_count(&ctx);
     let mut blas = Cublas::new(&stream).unwrap();
     let mut ws = GemmWorkspace::new(&stream).unwrap();
     // 64-row tiles: SMs + 12 of them (N = 64 * (SMs + 12)), the rule's case on any SM count.
@@ -344,7 +349,7 @@ fn split_last_wave_refuses_what_it_cannot_do() {
     let e = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 4), &mut small).unwrap_err().to_string();
     assert!(e.contains("split_last_wave") && e.contains("exceed the workspace"), "{e}");
     // Nothing left over: whole waves (one tile per SM on this GPU).
-    let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32;
+    let sms = sm_count(&ctx);
     let whole = GemmShape { m: 128, n: 128 * sms, k: 1024 };
     let bw = stream.alloc_zeros::<bf16>(whole.n as usize * 1024).unwrap();
     let mut cw = stream.alloc_zeros::<bf16>(128 * whole.n as usize).unwrap();
