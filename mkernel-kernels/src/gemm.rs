@@ -926,6 +926,90 @@ impl TileConfig {
         (s >= 4 && fits).then_some((t, s as u32))
     }
 
+    /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
+    /// forced): [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
+    /// [`Self::split_few_tiles_for`]; `None`: the tile heuristic, unsplit.
+    pub fn split_rule_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        Self::split_spill_for(shape, sm_count, scratch_bytes, counts_len)
+            .or_else(|| Self::split_row_block_for(shape, sm_count, scratch_bytes, counts_len))
+            .or_else(|| Self::split_few_tiles_for(shape, sm_count, scratch_bytes, counts_len))
+    }
+
+    /// The plain GEMM's third split rule, split-K where the tiles leave most SMs idle: the
+    /// default tile ([`Self::choose_for_split`]: its TMA-store twin where it has the
+    /// Registers epilogue) when it makes at most SMs / 2 tiles (all of them left over, the
+    /// "last wave"), each in S = min(SMs / tiles, K blocks / 16, 8) >= 2 K-slices (the
+    /// fused kernel's bounds, [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`],
+    /// [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]), for K >= 9216 (as measured), within
+    /// the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere.
+    ///
+    /// Measured on one H200 (run 181, two passes, ms, unsplit -> split; ours / cuBLAS):
+    /// 256 x 4096 x 57344 (64 tiles of 128 x 128) 0.3315-0.3415 -> 0.2213-0.2219 in 2
+    /// slices (0.51 -> 0.89), 256 x 4096 x 14336 0.0873-0.0883 -> 0.0632-0.0639 (0.58 ->
+    /// 0.90-0.91), 1024 x 1024 x 65536 0.3618-0.3626 -> 0.2429-0.2528 (0.51 -> 0.89), 256 x
+    /// 2048 x 32768 (32 tiles) 0.1694-0.1712 -> 0.0737 in 4 slices (0.31 -> 0.86). (cuBLAS
+    /// runs its own split-K kernels there.)
+    pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        if shape.k < 9216 || sm_count < 2 {
+            return None;
+        }
+        let t = Self::choose_for_split(shape, sm_count);
+        let tiles = t.tiles(shape.m, shape.n);
+        if !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
+            return None;
+        }
+        let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
+        let s = (sm_count as u64 / tiles).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        let fits = tiles.saturating_mul(s).saturating_mul(t.split_slot_bytes()) <= scratch_bytes && tiles <= counts_len;
+        (s >= 2 && fits).then_some((t, s as u32))
+    }
+
+    /// The plain GEMM's second split rule: for one row block of A (112 <= M <= 128) with a
+    /// long K, where the default spreads it over narrow tiles (N = 6865..=9504 on 132 SMs:
+    /// the 64-row swapped tiles holding M, or 72-column ones, [`Self::narrow_cols_instead_of`]),
+    /// the narrowest 128-row TMA-store tile (a multiple of 8 columns) that makes at most
+    /// SMs / 2 tiles, where that is 112..=144 columns wide (`cols-128x112/120-tma-store`,
+    /// `narrow-tma-store`, `cols-128x136/144-tma-store`), every tile in 2 K-slices: K >= 9216 (as
+    /// measured), K % 64 == 0, N % 8 == 0, within the workspace's `scratch_bytes` and
+    /// `counts_len`. `None` elsewhere.
+    ///
+    /// Why: these shapes stream B from DRAM once (M <= 128) and run at its rate. On 128 x
+    /// 9216 x 14336 (Nsight Compute, run 175) the 72-column tiles read the same 268 MB as
+    /// cuBLAS at 73% of the DRAM bandwidth where cuBLAS's kernel (144-column tiles split 2
+    /// along K, 128 CTAs) reaches 83%. Each stage of a 72-column tile brings 9 KiB from
+    /// DRAM next to 16 KiB of A from L2, a 144-column one 18 KiB; that is not the whole
+    /// story (the 64-row swapped tiles at M <= 64 match cuBLAS with 8 KiB, run 179).
+    /// Sharing A between the CTAs of 2- or 4-CTA clusters along N (A multicast, run 174)
+    /// left the time unchanged.
+    /// Measured on one H200 (runs 176-177, two passes, ms, default (72-column tiles at N >=
+    /// 8704, 64-row swapped ones below) -> this tile split 2):
+    /// 128 x 9216 x 14336 0.0874-0.0882 -> 0.0801-0.0802 (0.89 -> 1.01 of cuBLAS), 128 x
+    /// 9216 x 28672 0.1725-0.1764 -> 0.1449-0.1461, 112 x 9216 x 14336 0.0856-0.0917 ->
+    /// 0.0788-0.0792, 128 x 9216 x 10240 0.0645-0.0650 -> 0.0606-0.0608, 128 x 8192 x
+    /// 14336 (Llama-3-70B's MLP down-projection on two GPUs, a decode batch of 128) 0.0784-0.0796
+    /// -> 0.0714-0.0728, 128 x 8192 x 28672 0.1502-0.1581 -> 0.1324-0.1405, 128 x 8192 x
+    /// 10240 0.0575-0.0578 -> 0.0557-0.0561, 128 x 7168 x 18432 0.0923-0.0928 -> 0.0806-0.0808
+    /// (112 columns; 136 columns, fewer tiles, 3% behind it), 128 x 7168 x 9216
+    /// 0.0479-0.0526 -> 0.0456-0.0457; within +-1% at 112 x 8192 x 14336. Not taken: K <=
+    /// 7168 (128 x 8192 x 7168 0.0411 -> 0.0424, 128 x 9216 x 4096 0.028 -> 0.032) and
+    /// wider tiles (N >= 10240: 160-224 columns, even or 5-18% slower).
+    pub fn split_row_block_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        if !(112..=128).contains(&shape.m) || shape.k % 64 != 0 || shape.k < 9216 || shape.n % 8 != 0 || sm_count < 2 {
+            return None;
+        }
+        // (the narrowest width, a multiple of 8, making at most SMs / 2 tiles; as measured,
+        // 112..=144 columns)
+        let half = sm_count / 2;
+        let width = shape.n.div_ceil(half).div_ceil(8).saturating_mul(8);
+        if !(112..=144).contains(&width) {
+            return None;
+        }
+        let t = if width == 128 { Self::NARROW_TMA_STORE } else { Self::cols_tma_store(width) };
+        let tiles = t.tiles(shape.m, shape.n);
+        let fits = tiles.saturating_mul(2).saturating_mul(t.split_slot_bytes()) <= scratch_bytes && tiles <= counts_len;
+        fits.then_some((t, 2))
+    }
+
     /// The tile heuristic's cost model for small M, where the GEMM waits on loads rather
     /// than on the tensor cores: waves of tiles on `sm_count` SMs times the rows of A and B
     /// each tile loads per k-block (`bm + bn`). Comparable between configurations of one
@@ -1015,9 +1099,11 @@ pub fn kernel_name(cfg: TileConfig) -> String {
 pub enum LastWaveSplit {
     /// No split.
     Off,
-    /// The default. The plain GEMM, given a workspace and no forced tile: the split rule
-    /// [`TileConfig::split_spill_for`] (M <= 64 whose swapped tiles spill a few past one
-    /// wave, K >= 7168), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// The default. The plain GEMM, given a workspace and no forced tile: the split rules
+    /// ([`TileConfig::split_rule_for`]: M <= 64 whose swapped tiles spill a few past one
+    /// wave, K >= 7168, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
+    /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
+    /// [`TileConfig::split_row_block_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -1265,7 +1351,7 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
-/// wave's K-slices (`Auto` with `workspace` and no forced tile: [`TileConfig::split_spill_for`]).
+/// wave's K-slices (`Auto` with `workspace` and no forced tile: [`TileConfig::split_rule_for`]).
 /// Returns the tile configuration used and the slices per left-over tile (1: no split).
 ///
 /// # Safety
@@ -1288,10 +1374,10 @@ pub unsafe fn launch(
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
-    // Auto, with no tile forced and a workspace: the split rule's tile and count where it
-    // applies ([`TileConfig::split_spill_for`]); else the tile heuristic, unsplit.
+    // Auto, with no tile forced and a workspace: the split rules' tile and count where one
+    // applies ([`TileConfig::split_rule_for`]); else the tile heuristic, unsplit.
     let auto = match (cfg, split, workspace) {
-        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_spill_for(shape, info.sm_count, ws.scratch_bytes, ws.counts_len),
+        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_rule_for(shape, info.sm_count, ws.scratch_bytes, ws.counts_len),
         _ => None,
     };
     let (cfg, slices) = match (auto, split) {
@@ -1402,11 +1488,11 @@ mod tests {
         let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: 32 << 20, counts: 1 << 30, counts_len: 4096 };
         let mut picks = 0;
         for sms in [66, 78, 114, 132] {
-            for m in 1..=64 {
+            for m in (1..=64).chain(110..=130) {
                 for n in (8..=40_000).step_by(8 * 37) {
-                    for k in [7168, 8192, 14336, 65536] {
+                    for k in [7168, 8192, 9216, 14336, 65536] {
                         let s = GemmShape { m, n, k };
-                        if let Some((t, sl)) = TileConfig::split_spill_for(s, sms, ws.scratch_bytes, ws.counts_len) {
+                        if let Some((t, sl)) = TileConfig::split_rule_for(s, sms, ws.scratch_bytes, ws.counts_len) {
                             picks += 1;
                             t.validate_for_gemm().unwrap();
                             t.check_output(n).unwrap();
@@ -1832,6 +1918,88 @@ mod tests {
         // Only within the workspace.
         assert_eq!(TileConfig::split_spill_for(GemmShape { m: 64, n: 9216, k: 7168 }, 132, 1 << 16, 4096), None);
         assert_eq!(TileConfig::split_spill_for(GemmShape { m: 64, n: 9216, k: 7168 }, 132, big, 8), None);
+    }
+
+    #[test]
+    fn split_rule_spreads_one_row_block_with_a_long_k_over_wider_tiles() {
+        let big = 32 << 20;
+        let pick = |m, n, k| TileConfig::split_rule_for(GemmShape { m, n, k }, 132, big, 4096);
+        // The narrowest of 112..=144 columns making <= 66 tiles, in 2 slices.
+        assert_eq!(pick(128, 9216, 14336), Some((TileConfig::cols_tma_store(144), 2)));
+        assert_eq!(pick(112, 9216, 9216), Some((TileConfig::cols_tma_store(144), 2)));
+        assert_eq!(pick(128, 8192, 14336), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(pick(120, 8192, 28672), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(pick(128, 7168, 18432), Some((TileConfig::cols_tma_store(112), 2)));
+        assert_eq!(pick(128, 7680, 14336), Some((TileConfig::cols_tma_store(120), 2)));
+        assert_eq!(pick(128, 8704, 10240), Some((TileConfig::cols_tma_store(136), 2)));
+        for (m, n, k) in [
+            (111, 9216, 14336),  // below one full row block: the padding rule's swapped tiles
+            (129, 9216, 14336),  // two row blocks
+            (128, 9216, 7168),   // K below what was measured
+            (128, 9216, 14344),  // K % 64 != 0
+            (128, 9220, 14336),  // N % 8 != 0
+            (128, 10240, 14336), // would need 160 columns
+            (128, 6144, 14336),  // 96 columns would do: narrower than measured
+            (128, 4096, 14336),
+        ] {
+            assert_eq!(TileConfig::split_row_block_for(GemmShape { m, n, k }, 132, big, 4096), None, "{m}x{n}x{k}");
+        }
+        // Every pick: the default is one of the narrow tiles it was measured against, the
+        // split tile makes at most half the SMs' tiles and is 112..=144 columns wide.
+        for sms in [78, 114, 132] {
+            for n in (6000..=12000).step_by(8) {
+                let s = GemmShape { m: 128, n, k: 14336 };
+                if let Some((t, sl)) = TileConfig::split_row_block_for(s, sms, big, 4096) {
+                    let d = TileConfig::choose_for(s, sms);
+                    assert!(d == TileConfig::cols_tma_store(72) || d == TileConfig::swapped(128), "{s:?} {sms}: {d}");
+                    assert!(sl == 2 && (112..=144).contains(&t.bn) && t.tiles(128, n) <= (sms / 2) as u64, "{s:?} {sms}: {t}");
+                    assert!(t.can_split_last_wave(), "{t}");
+                }
+            }
+        }
+        // Only within the workspace (64 tiles x 2 slots of 128 x 144 fp32 = 9 MiB).
+        assert!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, 9 << 20, 4096).is_some());
+        assert_eq!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, (9 << 20) - 1, 4096), None);
+        assert_eq!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, big, 63), None);
+    }
+
+    #[test]
+    fn split_rule_takes_split_k_where_the_tiles_leave_most_sms_idle() {
+        let big = 32 << 20;
+        let pick = |m, n, k| TileConfig::split_rule_for(GemmShape { m, n, k }, 132, big, 4096);
+        // 64 tiles of 128 x 128: 2 slices; 32: 4; 16: 8, the most (K >= 9216 has at least
+        // 144 K blocks, 9 slices of 16).
+        assert_eq!(pick(256, 4096, 57344), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(pick(1024, 1024, 65536), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(pick(256, 2048, 32768), Some((TileConfig::NARROW_TMA_STORE, 4)));
+        assert_eq!(pick(256, 1024, 65536).map(|p| p.1), Some(8));
+        assert_eq!(pick(256, 1024, 9216).map(|p| p.1), Some(8));
+        // A Registers default gives way to its TMA-store twin (N % 8 == 0), else no split.
+        let s = GemmShape { m: 1000, n: 1000, k: 16384 };
+        assert_eq!(TileConfig::choose_for(s, 132), TileConfig::NARROW);
+        assert_eq!(pick(1000, 1000, 16384), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(pick(1000, 1001, 16384), None);
+        for (m, n, k) in [
+            (256, 4096, 8192),   // K below what was measured
+            (1024, 2048, 65536), // 128 tiles: more than half the SMs
+            (4096, 4096, 65536), // many waves
+        ] {
+            assert_eq!(pick(m, n, k), None, "{m}x{n}x{k}");
+        }
+        // Every pick passes the launch's check, on any SM count.
+        let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: big, counts: 1 << 30, counts_len: 4096 };
+        for sms in [2, 66, 78, 132] {
+            for m in [1, 64, 129, 256, 1000, 3000] {
+                for n in [8, 1000, 2048, 4096, 8192] {
+                    let s = GemmShape { m, n, k: 16384 };
+                    if let Some((t, sl)) = TileConfig::split_few_tiles_for(s, sms, big, 4096) {
+                        let grid = t.split_grid(t.tiles(m, n), sl, sms);
+                        (SplitLaunch { slices: sl, workspace: ws }).check(t, s, grid).unwrap_or_else(|e| panic!("{s:?} {sms}: {e}"));
+                        assert!(t.tiles(m, n) * sl as u64 <= sms as u64, "{s:?} {sms}: {t} x {sl}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub struct GemmOptions {
     /// K-slices for the tiles left over after the full waves ([`LastWaveSplit`]; TMA-store
     /// tiles without clusters, [`TileConfig::can_split_last_wave`]). `Slices(n)` with
     /// n >= 2 needs [`gemm_with_workspace`]; `Auto` (the default) splits only there, with
-    /// no tile forced, where [`TileConfig::split_spill_for`] applies; `Off` never.
+    /// no tile forced, where a split rule applies ([`TileConfig::split_rule_for`]); `Off` never.
     pub split_last_wave: LastWaveSplit,
 }
 
@@ -66,8 +66,8 @@ impl GemmWorkspace {
     /// A workspace of `bytes` of slots (at least 4; rounded down to whole fp32) for calls
     /// on `stream`, plus [`Self::COUNTS`] u32 counts (16 KiB). Allocated with `cuMemAlloc`
     /// (cudarc), the counts zeroed in stream order. A workspace too small for the split
-    /// rule's slots makes `Auto` not split ([`TileConfig::split_spill_for`]; 4.3 MB covers
-    /// it on 132 SMs) and a forced count an error.
+    /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; 4.3 MB covers
+    /// the small-M rule on 132 SMs, 9 MiB the one-row-block rule) and a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
         if bytes < 4 {
             return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
@@ -102,7 +102,11 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   most 2^31 - 256.
 /// - No split last wave: [`gemm_with_workspace`] is the faster call where M <= 64 and
 ///   the tiles spill a few past one wave ([`TileConfig::split_spill_for`]: 8 x 9216 x
-///   7168 0.050 -> 0.041 ms on an H200), and the same otherwise.
+///   7168 0.050 -> 0.041 ms on an H200), for one row block of A (112 <= M <= 128) with
+///   K >= 9216 ([`TileConfig::split_row_block_for`]: 128 x 8192 x 14336 0.079 -> 0.072 ms),
+///   and where the tiles fill at most half the SMs with K >= 9216
+///   ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms), and the
+///   same otherwise.
 /// - Errors: [`crate::Error::InvalidArgument`] naming the argument and rule, or a
 ///   compile/driver error. Returns the tile configuration used.
 pub fn gemm(

@@ -268,8 +268,9 @@ fn split_last_wave_matches_reference() {
 }
 
 /// The default with a workspace (`LastWaveSplit::Auto`, no tile forced) takes the split
-/// rule's tile and slices where it applies (small M whose 64-row swapped tiles spill a few
-/// past one wave, long K) and matches the reference; twice on one workspace, same bits.
+/// rules' tile and slices where they apply (small M whose 64-row swapped tiles spill a few
+/// past one wave, long K; one row block of A with a long K on tiles that make at most
+/// half the SMs' tiles) and matches the reference; twice on one workspace, same bits.
 #[test]
 fn split_rule_default_matches_reference() {
     if gpu_or_skip("split_rule_default_matches_reference", 1).is_none() {
@@ -280,11 +281,33 @@ fn split_rule_default_matches_reference() {
     let sms = sm_count(&ctx);
     let mut blas = Cublas::new(&stream).unwrap();
     let mut ws = GemmWorkspace::new(&stream).unwrap();
-    // 64-row tiles: SMs + 12 of them (N = 64 * (SMs + 12)), the rule's case on any SM count.
+    // 64-row tiles: SMs + 12 of them (N = 64 * (SMs + 12)), the small-M rule's case on any
+    // SM count; one row block over 128-column tiles (N = 64 * SMs: SMs / 2 tiles), the
+    // row-block rule's (ragged M, K >= 9216); the Llama-3-70B down-projection decode shape.
     let n = 64 * (sms + 12);
-    for (m, k) in [(64, 7168), (8, 7168), (33, 8192)] {
+    let row_block_n = 64 * (sms - sms % 2);
+    // Then shapes whose tiles leave most SMs idle (split-K; the two SM-count-free ones
+    // hold on any GPU with more than 128 SMs): a Registers default's TMA-store twin, N
+    // ragged by 8, K % 64 != 0.
+    let cases = [
+        (64, n, 7168, true),
+        (8, n, 7168, true),
+        (33, n, 8192, true),
+        (128, row_block_n, 9216, true),
+        (117, row_block_n, 14336, true),
+        (128, 8192, 14336, false),
+        (256, 4096, 14336, false),
+        (1000, 1000, 16384, false),
+        (200, 2056, 9224, false),
+    ];
+    for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
-        let want_tile = TileConfig::split_spill_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
+        let want_tile = TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
+        if !on_any_gpu && want_tile.is_none() {
+            assert!(sms < 128, "{s:?}: a split rule should apply on {sms} SMs");
+            eprintln!("skip {s:?}: no split rule on {sms} SMs");
+            continue;
+        }
         assert!(want_tile.is_some(), "{s:?}: the rule should apply on {sms} SMs");
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
         let seed = check::fresh_seed();

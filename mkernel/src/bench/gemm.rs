@@ -241,7 +241,16 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             if !ok {
                 failures += 1;
             }
-            Some(format!("{} ({cmp}; fp32 reference vs fp64 rows: {ref_err:.1e}; seed {seed:#x})", if ok { "PASS" } else { "FAIL" }))
+            // The same criterion on cuBLAS's bf16 output (informative: a calibration of the
+            // check, not part of the verdict).
+            check::poison(&stream, &mut c_blas)?;
+            blas.gemm_bf16(&a_sets[0], &b_sets[0], &mut c_blas, s)?;
+            let blas_cmp = check::compare(&stream.clone_dtoh(&c_blas)?, &want, None, n, k);
+            Some(format!(
+                "{} ({cmp}; fp32 reference vs fp64 rows: {ref_err:.1e}; cuBLAS bf16 output: {} bad; seed {seed:#x})",
+                if ok { "PASS" } else { "FAIL" },
+                blas_cmp.bad
+            ))
         } else {
             None
         };
