@@ -935,6 +935,17 @@ impl TileConfig {
             .or_else(|| Self::split_few_tiles_for(shape, sm_count, scratch_bytes, counts_len))
     }
 
+    /// The workspace the split rules' pick needs on `sm_count` SMs ([`Self::split_rule_for`]
+    /// with no bound on the workspace): (scratch bytes, counts) = (left-over tiles x slices x
+    /// [`Self::split_slot_bytes`], left-over tiles); `None` where no rule applies. A workspace
+    /// of at least that makes [`Self::split_rule_for`] pick the same.
+    pub fn split_rule_workspace(shape: GemmShape, sm_count: u32) -> Option<(u64, u64)> {
+        let (t, s) = Self::split_rule_for(shape, sm_count, u64::MAX, u64::MAX)?;
+        let tiles = t.tiles(shape.m, shape.n);
+        let rest = tiles % t.split_grid(tiles, s, sm_count).max(1) as u64;
+        Some((rest.saturating_mul(s as u64).saturating_mul(t.split_slot_bytes()), rest))
+    }
+
     /// The plain GEMM's third split rule, split-K where the tiles leave most SMs idle: the
     /// default tile ([`Self::choose_for_split`]: its TMA-store twin where it has the
     /// Registers epilogue) when it makes at most SMs / 2 tiles (all of them left over, the
@@ -2000,6 +2011,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn split_rule_workspace_is_what_the_pick_needs() {
+        let mut picks = 0;
+        for sms in [2, 66, 78, 114, 132] {
+            for m in [1, 8, 33, 64, 112, 128, 200, 256, 1000] {
+                for n in (8..=20_000).step_by(8 * 61) {
+                    for k in [7168, 9216, 14336, 65536] {
+                        let s = GemmShape { m, n, k };
+                        let unbounded = TileConfig::split_rule_for(s, sms, u64::MAX, u64::MAX);
+                        let need = TileConfig::split_rule_workspace(s, sms);
+                        assert_eq!(unbounded.is_some(), need.is_some(), "{s:?} {sms}");
+                        if let (Some(pick), Some((bytes, counts))) = (unbounded, need) {
+                            picks += 1;
+                            assert_eq!(TileConfig::split_rule_for(s, sms, bytes, counts), Some(pick), "{s:?} {sms}: {bytes} bytes, {counts} counts");
+                            assert!(bytes > 0 && counts > 0 && counts <= sms as u64, "{s:?} {sms}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(picks > 500, "{picks}");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `mkernel::gemm`: C = A * B^T on one GPU with the Hopper GEMM engine.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
@@ -22,8 +22,9 @@ pub struct GemmOptions {
     pub timeout: Duration,
     /// K-slices for the tiles left over after the full waves ([`LastWaveSplit`]; TMA-store
     /// tiles without clusters, [`TileConfig::can_split_last_wave`]). `Slices(n)` with
-    /// n >= 2 needs [`gemm_with_workspace`]; `Auto` (the default) splits only there, with
-    /// no tile forced, where a split rule applies ([`TileConfig::split_rule_for`]); `Off` never.
+    /// n >= 2 needs [`gemm_with_workspace`]; `Auto` (the default) splits with no tile forced
+    /// where a split rule applies ([`TileConfig::split_rule_for`]: in [`gemm`] on a workspace
+    /// it keeps for the stream, in [`gemm_with_workspace`] on the caller's); `Off` never.
     pub split_last_wave: LastWaveSplit,
 }
 
@@ -64,8 +65,10 @@ impl GemmWorkspace {
     }
 
     /// A workspace of `bytes` of slots (at least 4; rounded down to whole fp32) for calls
-    /// on `stream`, plus [`Self::COUNTS`] u32 counts (16 KiB). Allocated with `cuMemAlloc`
-    /// (cudarc), the counts zeroed in stream order. A workspace too small for the split
+    /// on `stream`, plus [`Self::COUNTS`] u32 counts (16 KiB). Allocated by cudarc on
+    /// `stream` (`cuMemAllocAsync` from the device's default pool where the driver has it,
+    /// else `cuMemAlloc`; freed the same way when dropped, after the work queued on
+    /// `stream`), the counts zeroed in stream order. A workspace too small for the split
     /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; 4.3 MB covers
     /// the small-M rule on 132 SMs, 9 MiB the one-row-block rule) and a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
@@ -100,13 +103,20 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   (N x K, M x N) are used, a longer buffer's tail is neither read nor written.
 /// - Any M, N >= 1; K >= 8 with K % 8 == 0 (TMA needs 16-byte row strides); M, N, K at
 ///   most 2^31 - 256.
-/// - No split last wave: [`gemm_with_workspace`] is the faster call where M <= 64 and
-///   the tiles spill a few past one wave ([`TileConfig::split_spill_for`]: 8 x 9216 x
-///   7168 0.050 -> 0.041 ms on an H200), for one row block of A (112 <= M <= 128) with
-///   K >= 9216 ([`TileConfig::split_row_block_for`]: 128 x 8192 x 14336 0.079 -> 0.072 ms),
-///   and where the tiles fill at most half the SMs with K >= 9216
-///   ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms), and the
-///   same otherwise.
+/// - With the default options (no tile forced, `split_last_wave` `Auto`), where a split
+///   rule applies ([`TileConfig::split_rule_for`]) the call splits the tiles' K loop on a
+///   workspace it keeps for `stream`: M <= 64 whose tiles spill a few past one wave
+///   ([`TileConfig::split_spill_for`]: 8 x 9216 x 7168 0.050 -> 0.041 ms on an H200), one
+///   row block of A (112 <= M <= 128) with K >= 9216 ([`TileConfig::split_row_block_for`]:
+///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
+///   9216 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms).
+///   The workspace is sized to the split (at most left-over tiles x slices x one fp32
+///   tile, ~9 MB on 132 SMs for the rules' picks, plus 16 KiB), kept for the last
+///   [`CACHED_WORKSPACES`] streams `gemm` split on (holding a reference to each stream),
+///   reused by later calls on the same stream (stream-ordered) and grown when a split
+///   needs more; [`release_gemm_workspaces`] frees them. If it cannot be allocated the call
+///   runs unsplit (a `tracing` warning says so). [`gemm_with_workspace`] takes the
+///   caller's workspace instead.
 /// - Errors: [`crate::Error::InvalidArgument`] naming the argument and rule, or a
 ///   compile/driver error. Returns the tile configuration used.
 pub fn gemm(
@@ -117,7 +127,86 @@ pub fn gemm(
     shape: GemmShape,
     opts: GemmOptions,
 ) -> Result<TileConfig> {
+    if opts.tile.is_none() && opts.split_last_wave == LastWaveSplit::Auto {
+        check_call(stream, a, b, c, shape, opts)?;
+        if let Some(mut ws) = cached_workspace(stream, shape)? {
+            let ran = gemm_on(stream, a, b, c, shape, opts, Some(&mut ws));
+            keep_workspace(ws);
+            return Ok(ran?.0);
+        }
+    }
     Ok(gemm_on(stream, a, b, c, shape, opts, None)?.0)
+}
+
+/// How many streams' workspaces [`gemm`] keeps (the most recently used).
+pub const CACHED_WORKSPACES: usize = 8;
+
+/// Workspaces [`gemm`] keeps for its split rules, least recently used first. A workspace
+/// holds its stream, so the stream (and its context) stay alive while it is kept; taken
+/// out while a call uses it.
+static WORKSPACES: Mutex<Vec<GemmWorkspace>> = Mutex::new(Vec::new());
+
+/// Frees the workspaces [`gemm`] keeps for its split rules (each after the work queued on
+/// its stream, stream-ordered) and lets go of their streams. Later calls allocate again
+/// where they split.
+pub fn release_gemm_workspaces() {
+    let kept = std::mem::take(&mut *WORKSPACES.lock().unwrap_or_else(|e| e.into_inner()));
+    drop(kept); // (outside the lock: a free may wait for its stream)
+}
+
+/// For [`gemm`]: a workspace for `stream` that holds the split `shape` takes under the
+/// split rules, taken out of the cache or allocated (slots rounded up to 1 MiB); `None`
+/// where no rule applies (or the device is not one the kernels run on: the launch reports
+/// it) or where the allocation failed (warned; the call runs unsplit).
+fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option<GemmWorkspace>> {
+    let info = mkernel_kernels::driver::device_info(stream.context())?;
+    if mkernel_kernels::driver::require_hopper(&info).is_err() {
+        return Ok(None);
+    }
+    let Some((bytes, counts)) = TileConfig::split_rule_workspace(shape, info.sm_count) else {
+        return Ok(None);
+    };
+    if counts > GemmWorkspace::COUNTS as u64 {
+        return Ok(None);
+    }
+    let mut stale = None;
+    {
+        let mut kept = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = kept.iter().position(|w| Arc::ptr_eq(&w.stream, stream)) {
+            let w = kept.remove(i);
+            if w.bytes() as u64 >= bytes {
+                return Ok(Some(w));
+            }
+            stale = Some(w); // too small: replaced below (freed in stream order)
+        }
+    }
+    drop(stale);
+    let rounded = bytes.div_ceil(1 << 20).saturating_mul(1 << 20);
+    match usize::try_from(rounded).map_err(|_| invalid("shape", "split workspace beyond the address space")).and_then(|b| GemmWorkspace::with_bytes(stream, b)) {
+        Ok(w) => Ok(Some(w)),
+        Err(e) => {
+            tracing::warn!(m = shape.m, n = shape.n, k = shape.k, bytes = rounded, error = %e, "gemm: no workspace for the split rule; running unsplit");
+            Ok(None)
+        }
+    }
+}
+
+/// Puts a workspace [`cached_workspace`] gave back, most recent last, and frees the least
+/// recently used past [`CACHED_WORKSPACES`] (or a second one for the same stream, from
+/// concurrent calls on it).
+fn keep_workspace(w: GemmWorkspace) {
+    let mut evicted = Vec::new();
+    {
+        let mut kept = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = kept.iter().position(|k| Arc::ptr_eq(&k.stream, &w.stream)) {
+            evicted.push(kept.remove(i));
+        }
+        kept.push(w);
+        while kept.len() > CACHED_WORKSPACES {
+            evicted.push(kept.remove(0));
+        }
+    }
+    drop(evicted); // (outside the lock: a free may wait for its stream)
 }
 
 /// [`gemm`] with a workspace for a split last wave ([`GemmOptions::split_last_wave`]):
@@ -144,15 +233,9 @@ pub fn gemm_with_workspace(
     Ok(GemmRun { tile, split_slices })
 }
 
-fn gemm_on(
-    stream: &Arc<CudaStream>,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    c: &mut CudaSlice<bf16>,
-    shape: GemmShape,
-    opts: GemmOptions,
-    workspace: Option<&mut GemmWorkspace>,
-) -> Result<(TileConfig, u32)> {
+/// The argument checks of every GEMM call: the shape against the buffers, the options,
+/// and the buffers on the stream's GPU.
+fn check_call(stream: &Arc<CudaStream>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &CudaSlice<bf16>, shape: GemmShape, opts: GemmOptions) -> Result<()> {
     shape.validate(a.len(), b.len(), c.len())?;
     if let Some(t) = opts.tile {
         t.validate_for_gemm()?;
@@ -166,6 +249,19 @@ fn gemm_on(
     for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("c", c.ordinal())] {
         check_same_device(stream, ord, arg)?;
     }
+    Ok(())
+}
+
+fn gemm_on(
+    stream: &Arc<CudaStream>,
+    a: &CudaSlice<bf16>,
+    b: &CudaSlice<bf16>,
+    c: &mut CudaSlice<bf16>,
+    shape: GemmShape,
+    opts: GemmOptions,
+    workspace: Option<&mut GemmWorkspace>,
+) -> Result<(TileConfig, u32)> {
+    check_call(stream, a, b, c, shape, opts)?;
     let (pa, _ga) = a.device_ptr(stream);
     let (pb, _gb) = b.device_ptr(stream);
     let (pc, _gc) = c.device_ptr_mut(stream);

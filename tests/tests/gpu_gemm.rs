@@ -337,6 +337,71 @@ fn split_rule_default_matches_reference() {
     }
 }
 
+/// `mkernel::gemm` (no workspace argument) takes the split rules' split on a workspace it
+/// keeps per stream: on two streams, the same bits as `gemm_with_workspace` with the
+/// caller's workspace (the split, deterministic) and not those of the unsplit call,
+/// within tolerance of the reference; again after a larger split grew the kept workspace
+/// and after `release_gemm_workspaces`.
+#[test]
+fn gemm_splits_on_a_workspace_it_keeps_per_stream() {
+    if gpu_or_skip("gemm_splits_on_a_workspace_it_keeps_per_stream", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let sms = sm_count(&ctx);
+    // (few tiles with a long K, then one row block over 112..144-column tiles: a larger slot)
+    let shapes = [GemmShape { m: 256, n: 4096, k: 14336 }, GemmShape { m: 128, n: 9216, k: 14336 }];
+    if shapes.iter().any(|&s| TileConfig::split_rule_workspace(s, sms).is_none()) {
+        assert!(sms < 128, "the split rules should apply on {sms} SMs");
+        eprintln!("skip gemm_splits_on_a_workspace_it_keeps_per_stream: no split rule for its shapes on {sms} SMs");
+        return;
+    }
+    let streams = [ctx.new_stream().unwrap(), ctx.new_stream().unwrap()];
+    for round in 0..2 {
+        for s in shapes {
+            for stream in &streams {
+                let mut blas = Cublas::new(stream).unwrap();
+                let (mu, nu, ku) = (s.m as usize, s.n as usize, s.k as usize);
+                let seed = check::fresh_seed();
+                let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
+                let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
+                check::fill_uniform(stream, &mut a, seed).unwrap();
+                check::fill_uniform(stream, &mut b, seed + 1).unwrap();
+                let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
+                blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+                let want = stream.clone_dtoh(&reference).unwrap();
+                let run = |opts: GemmOptions, ws: Option<&mut GemmWorkspace>| {
+                    let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+                    check::poison(stream, &mut c).unwrap();
+                    match ws {
+                        Some(w) => {
+                            let ran = mkernel::gemm_with_workspace(stream, &a, &b, &mut c, s, opts, w).unwrap();
+                            assert!(ran.split_slices >= 2, "{s:?}: {ran:?}");
+                        }
+                        None => {
+                            mkernel::gemm(stream, &a, &b, &mut c, s, opts).unwrap();
+                        }
+                    }
+                    let got = stream.clone_dtoh(&c).unwrap();
+                    let cmp = check::compare(&got, &want, None, nu, ku);
+                    assert!(cmp.passed(), "{s:?} {opts:?}: {cmp} (seed {seed:#x})");
+                    got
+                };
+                let kept = run(GemmOptions::default(), None);
+                let mut ws = GemmWorkspace::new(stream).unwrap();
+                let theirs = run(GemmOptions::default(), Some(&mut ws));
+                let unsplit = run(GemmOptions { split_last_wave: LastWaveSplit::Off, ..Default::default() }, None);
+                let same = |x: &[bf16], y: &[bf16]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                assert!(same(&kept, &theirs), "{s:?} round {round}: mkernel::gemm did not run the workspace's split (seed {seed:#x})");
+                // (two K-slices summed differ from one accumulation in some of ~10^6 elements)
+                assert!(!same(&kept, &unsplit), "{s:?} round {round}: mkernel::gemm ran unsplit (seed {seed:#x})");
+                eprintln!("ok {s:?} round {round}: split on the kept workspace");
+            }
+        }
+        mkernel::release_gemm_workspaces();
+    }
+}
+
 /// A split last wave's refusals, each naming its argument and rule.
 #[test]
 fn split_last_wave_refuses_what_it_cannot_do() {
