@@ -952,7 +952,11 @@ impl TileConfig {
     /// "last wave"), each in S = min(SMs / tiles, K blocks / 16, 8) >= 2 K-slices (the
     /// fused kernel's bounds, [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`],
     /// [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]), for K >= 9216 (as measured), within
-    /// the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere.
+    /// the workspace's `scratch_bytes` and `counts_len`. Only the tiles it was measured on:
+    /// 128 x 128 ([`Self::NARROW_TMA_STORE`]) and the 64-row swapped tiles holding up to 128
+    /// rows of A ([`Self::swapped_tma_store`]; measured at 64 and 128); the 64 x 256, 128 x
+    /// 256, column-fitted and 128-row swapped tiles stay unsplit (unmeasured, helper-46's
+    /// review). `None` elsewhere.
     ///
     /// Measured on one H200 (run 181, two passes, ms, unsplit -> split; ours / cuBLAS):
     /// 256 x 4096 x 57344 (64 tiles of 128 x 128) 0.3315-0.3415 -> 0.2213-0.2219 in 2
@@ -965,8 +969,9 @@ impl TileConfig {
             return None;
         }
         let t = Self::choose_for_split(shape, sm_count);
+        let measured = t == Self::NARROW_TMA_STORE || (t.swap_ab && t.bm == 64 && t.bn <= 128 && t == Self::swapped_tma_store(t.bn));
         let tiles = t.tiles(shape.m, shape.n);
-        if !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
+        if !measured || !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
             return None;
         }
         let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
@@ -1114,7 +1119,9 @@ pub enum LastWaveSplit {
     /// ([`TileConfig::split_rule_for`]: M <= 64 whose swapped tiles spill a few past one
     /// wave, K >= 7168, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
-    /// [`TileConfig::split_row_block_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// [`TileConfig::split_row_block_for`]; K >= 9216 where the default's 128 x 128 or
+    /// 64-row swapped tiles fill at most half the SMs, each in 2-8 slices,
+    /// [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -1990,12 +1997,21 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s, 132), TileConfig::NARROW);
         assert_eq!(pick(1000, 1000, 16384), Some((TileConfig::NARROW_TMA_STORE, 2)));
         assert_eq!(pick(1000, 1001, 16384), None);
+        // 64-row swapped tiles (measured holding 64 and 128 rows of A).
+        assert_eq!(pick(64, 4096, 14336), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(128, 4096, 14336), Some((TileConfig::swapped_tma_store(128), 2)));
         for (m, n, k) in [
             (256, 4096, 8192),   // K below what was measured
             (1024, 2048, 65536), // 128 tiles: more than half the SMs
             (4096, 4096, 65536), // many waves
+            (64, 16384, 13312),  // 64 x 256 tiles: unmeasured
+            (1, 14336, 14336),   // likewise
+            (300, 2048, 16384),  // likewise
+            (160, 4096, 14336),  // 64-row swapped tiles of 160 rows of A: unmeasured
+            (128, 16896, 9216),  // 128 x 256 tiles: unmeasured
+            (1028, 136, 9216),   // a column-fitted tile: unmeasured
         ] {
-            assert_eq!(pick(m, n, k), None, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_few_tiles_for(GemmShape { m, n, k }, 132, big, 4096), None, "{m}x{n}x{k}");
         }
         // Every pick passes the launch's check, on any SM count.
         let ws = SplitWorkspace { scratch: 1 << 20, scratch_bytes: big, counts: 1 << 30, counts_len: 4096 };
@@ -2004,6 +2020,7 @@ mod tests {
                 for n in [8, 1000, 2048, 4096, 8192] {
                     let s = GemmShape { m, n, k: 16384 };
                     if let Some((t, sl)) = TileConfig::split_few_tiles_for(s, sms, big, 4096) {
+                        assert!(t == TileConfig::NARROW_TMA_STORE || (t.swap_ab && t.bm == 64 && t.bn <= 128), "{s:?} {sms}: {t}");
                         let grid = t.split_grid(t.tiles(m, n), sl, sms);
                         (SplitLaunch { slices: sl, workspace: ws }).check(t, s, grid).unwrap_or_else(|e| panic!("{s:?} {sms}: {e}"));
                         assert!(t.tiles(m, n) * sl as u64 <= sms as u64, "{s:?} {sms}: {t} x {sl}");
@@ -2034,6 +2051,27 @@ mod tests {
             }
         }
         assert!(picks > 500, "{picks}");
+    }
+
+    /// The shapes `gpu_gemm`'s `split_rule_default_matches_reference` builds from the SM
+    /// count reach their rule on any SM count (that test asserts they split).
+    #[test]
+    fn the_gpu_tests_split_shapes_reach_their_rule_on_any_sm_count() {
+        let (big, counts) = (32 << 20, 4096);
+        for sms in [66, 78, 100, 114, 132, 144] {
+            let (half, n, row_block_n) = (sms / 2, 64 * (sms + 12), 64 * (sms - sms % 2));
+            let shape = |m, n, k| GemmShape { m, n, k };
+            for s in [shape(64, n, 7168), shape(8, n, 7168), shape(33, n, 8192)] {
+                assert!(TileConfig::split_spill_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
+            }
+            for s in [shape(128, row_block_n, 9216), shape(117, row_block_n, 14336), shape(120, 144 * half, 9216), shape(128, 112 * half, 9216)] {
+                assert!(TileConfig::split_rule_for(s, sms, big, counts) == TileConfig::split_row_block_for(s, sms, big, counts), "{s:?} on {sms}");
+                assert!(TileConfig::split_row_block_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
+            }
+            let s = shape(256, 128 * (sms / 4), 14336);
+            assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), TileConfig::split_few_tiles_for(s, sms, big, counts), "{s:?} on {sms}");
+            assert!(TileConfig::split_few_tiles_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
+        }
     }
 
     #[test]

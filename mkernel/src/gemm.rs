@@ -69,8 +69,9 @@ impl GemmWorkspace {
     /// `stream` (`cuMemAllocAsync` from the device's default pool where the driver has it,
     /// else `cuMemAlloc`; freed the same way when dropped, after the work queued on
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
-    /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; 4.3 MB covers
-    /// the small-M rule on 132 SMs, 9 MiB the one-row-block rule) and a forced count an error.
+    /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 4.3
+    /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 8.25 MiB the few-tiles
+    /// rule; the default 32 MiB all) and a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
         if bytes < 4 {
             return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
@@ -111,7 +112,7 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
 ///   9216 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms).
 ///   The workspace is sized to the split (at most left-over tiles x slices x one fp32
-///   tile, ~9 MB on 132 SMs for the rules' picks, plus 16 KiB), kept for the last
+///   tile, at most 9.3 MiB on 132 SMs for the rules' picks, plus 16 KiB), kept for the last
 ///   [`CACHED_WORKSPACES`] streams `gemm` split on (holding a reference to each stream),
 ///   reused by later calls on the same stream (stream-ordered) and grown when a split
 ///   needs more; [`release_gemm_workspaces`] frees them. If it cannot be allocated the call

@@ -270,7 +270,9 @@ fn split_last_wave_matches_reference() {
 /// The default with a workspace (`LastWaveSplit::Auto`, no tile forced) takes the split
 /// rules' tile and slices where they apply (small M whose 64-row swapped tiles spill a few
 /// past one wave, long K; one row block of A with a long K on tiles that make at most
-/// half the SMs' tiles) and matches the reference; twice on one workspace, same bits.
+/// half the SMs' tiles; tiles filling at most half the SMs with a long K) and matches the
+/// reference; twice on one workspace with the same bits, a call on other data between
+/// them (so a slice that read the previous call's slots would show).
 #[test]
 fn split_rule_default_matches_reference() {
     if gpu_or_skip("split_rule_default_matches_reference", 1).is_none() {
@@ -286,15 +288,20 @@ fn split_rule_default_matches_reference() {
     // row-block rule's (ragged M, K >= 9216); the Llama-3-70B down-projection decode shape.
     let n = 64 * (sms + 12);
     let row_block_n = 64 * (sms - sms % 2);
-    // Then shapes whose tiles leave most SMs idle (split-K; the two SM-count-free ones
-    // hold on any GPU with more than 128 SMs): a Registers default's TMA-store twin, N
-    // ragged by 8, K % 64 != 0.
+    // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles of two
+    // row blocks filling half the SMs (N = 128 x SMs / 4), the few-tiles rule's, on any SM
+    // count. Then shapes that hold on an H200 (skipped where no rule applies): a Registers
+    // default's TMA-store twin, N ragged by 8, K % 64 != 0, 3 slices.
+    let half = sms / 2;
     let cases = [
         (64, n, 7168, true),
         (8, n, 7168, true),
         (33, n, 8192, true),
         (128, row_block_n, 9216, true),
         (117, row_block_n, 14336, true),
+        (120, 144 * half, 9216, true),
+        (128, 112 * half, 9216, true),
+        (256, 128 * (sms / 4), 14336, true),
         (128, 8192, 14336, false),
         (256, 4096, 14336, false),
         (1000, 1000, 16384, false),
@@ -304,7 +311,6 @@ fn split_rule_default_matches_reference() {
         let s = GemmShape { m, n, k };
         let want_tile = TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
         if !on_any_gpu && want_tile.is_none() {
-            assert!(sms < 128, "{s:?}: a split rule should apply on {sms} SMs");
             eprintln!("skip {s:?}: no split rule on {sms} SMs");
             continue;
         }
@@ -333,6 +339,18 @@ fn split_rule_default_matches_reference() {
             }
             first = Some(got);
             eprintln!("ok {s:?} default {used} round {round}: {cmp}");
+            if round == 0 {
+                // Other data on the same workspace: its slots now hold another product.
+                let mut b2 = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
+                check::fill_uniform(&stream, &mut b2, seed + 2).unwrap();
+                let mut reference2 = stream.alloc_zeros::<f32>(mu * nu).unwrap();
+                blas.gemm_f32_out(&a, &b2, &mut reference2, s).unwrap();
+                let mut c2 = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+                check::poison(&stream, &mut c2).unwrap();
+                mkernel::gemm_with_workspace(&stream, &a, &b2, &mut c2, s, GemmOptions::default(), &mut ws).unwrap();
+                let cmp2 = check::compare(&stream.clone_dtoh(&c2).unwrap(), &stream.clone_dtoh(&reference2).unwrap(), None, nu, ku);
+                assert!(cmp2.passed(), "{s:?} {used} on other data: {cmp2} (seed {seed:#x})");
+            }
         }
     }
 }
