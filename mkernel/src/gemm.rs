@@ -1,5 +1,6 @@
 //! `mkernel::gemm`: C = A * B^T on one GPU with the Hopper GEMM engine.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -76,6 +77,13 @@ impl GemmWorkspace {
         if bytes < 4 {
             return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
         }
+        // (CU_STREAM_LEGACY = 0x1, CU_STREAM_PER_THREAD = 0x2)
+        if matches!(stream.cu_stream() as usize, 0x1 | 0x2) {
+            return Err(invalid(
+                "stream",
+                "is the per-thread (or legacy) default stream handle, a different stream on each thread; a workspace serves one stream (use CudaContext::new_stream or default_stream)",
+            ));
+        }
         let slots = stream.alloc_zeros::<f32>(bytes / 4).call("cuMemAlloc (GEMM workspace slots)")?;
         let counts = stream.alloc_zeros::<u32>(Self::COUNTS).call("cuMemAlloc (GEMM workspace counts)")?;
         Ok(Self { stream: stream.clone(), slots, counts })
@@ -111,13 +119,21 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   row block of A (112 <= M <= 128) with K >= 9216 ([`TileConfig::split_row_block_for`]:
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
 ///   9216 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms).
-///   The workspace is sized to the split (at most left-over tiles x slices x one fp32
-///   tile, at most 9.3 MiB on 132 SMs for the rules' picks, plus 16 KiB), kept for the last
-///   [`CACHED_WORKSPACES`] streams `gemm` split on (holding a reference to each stream),
-///   reused by later calls on the same stream (stream-ordered) and grown when a split
-///   needs more; [`release_gemm_workspaces`] frees them. If it cannot be allocated the call
-///   runs unsplit (a `tracing` warning says so). [`gemm_with_workspace`] takes the
-///   caller's workspace instead.
+///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
+///   9.3 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
+///   counts), kept for the last [`CACHED_WORKSPACES`] streams per CUDA context (per GPU
+///   with cudarc's primary contexts) that `gemm` split on,
+///   reused by later calls on the same CUDA stream (the same context and `CUstream`
+///   handle, whatever `Arc` holds it: stream-ordered) and grown when a split needs more.
+///   A kept workspace holds its stream, and so the stream's context and that context's
+///   device memory, alive until it is evicted or [`release_gemm_workspaces`] frees it.
+///   The call runs unsplit instead where a kept workspace would be unsafe or cannot be
+///   had: while `stream` is being captured into a CUDA graph (the graph would keep using
+///   a workspace the cache may later free; captured code should call
+///   [`gemm_with_workspace`] with a workspace that lives as long as the graph), on the
+///   per-thread default stream (one handle, a different stream on each thread), and where
+///   the allocation fails (a `tracing` warning, once per process). [`gemm_with_workspace`]
+///   takes the caller's workspace instead and reports the split it ran.
 /// - Errors: [`crate::Error::InvalidArgument`] naming the argument and rule, or a
 ///   compile/driver error. Returns the tile configuration used.
 pub fn gemm(
@@ -139,17 +155,28 @@ pub fn gemm(
     Ok(gemm_on(stream, a, b, c, shape, opts, None)?.0)
 }
 
-/// How many streams' workspaces [`gemm`] keeps (the most recently used).
+/// How many streams' workspaces [`gemm`] keeps per CUDA context (the most recently used).
 pub const CACHED_WORKSPACES: usize = 8;
 
 /// Workspaces [`gemm`] keeps for its split rules, least recently used first. A workspace
-/// holds its stream, so the stream (and its context) stay alive while it is kept; taken
-/// out while a call uses it.
+/// holds its stream, so the stream (and its context) stay alive while it is kept, and its
+/// `CUstream` handle cannot be reused by another stream meanwhile; taken out while a call
+/// uses it.
 static WORKSPACES: Mutex<Vec<GemmWorkspace>> = Mutex::new(Vec::new());
+
+/// Whether [`gemm`] has warned that a workspace could not be allocated.
+static WARNED_NO_WORKSPACE: AtomicBool = AtomicBool::new(false);
+
+/// Whether two handles name one CUDA stream: the same context and `CUstream` (cudarc
+/// hands out a new `Arc` for the default stream on every `default_stream()`).
+fn same_stream(a: &CudaStream, b: &CudaStream) -> bool {
+    a.context().cu_ctx() == b.context().cu_ctx() && a.cu_stream() == b.cu_stream()
+}
 
 /// Frees the workspaces [`gemm`] keeps for its split rules (each after the work queued on
 /// its stream, stream-ordered) and lets go of their streams. Later calls allocate again
-/// where they split.
+/// where they split. A workspace a call on another thread is using at that moment goes
+/// back to the cache when that call returns.
 pub fn release_gemm_workspaces() {
     let kept = std::mem::take(&mut *WORKSPACES.lock().unwrap_or_else(|e| e.into_inner()));
     drop(kept); // (outside the lock: a free may wait for its stream)
@@ -158,8 +185,18 @@ pub fn release_gemm_workspaces() {
 /// For [`gemm`]: a workspace for `stream` that holds the split `shape` takes under the
 /// split rules, taken out of the cache or allocated (slots rounded up to 1 MiB); `None`
 /// where no rule applies (or the device is not one the kernels run on: the launch reports
-/// it) or where the allocation failed (warned; the call runs unsplit).
+/// it), while `stream` is capturing a graph, on the per-thread default stream (or the
+/// legacy handle), or where the allocation failed (warned once; the call runs unsplit).
 fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option<GemmWorkspace>> {
+    // (CU_STREAM_LEGACY = 0x1 and CU_STREAM_PER_THREAD = 0x2: handles whose stream depends on the calling thread)
+    let handle = stream.cu_stream() as usize;
+    if handle == 0x1 || handle == 0x2 {
+        return Ok(None);
+    }
+    let capture = stream.capture_status().call("cuStreamIsCapturing")?;
+    if capture != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(None);
+    }
     let info = mkernel_kernels::driver::device_info(stream.context())?;
     if mkernel_kernels::driver::require_hopper(&info).is_err() {
         return Ok(None);
@@ -173,7 +210,7 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
     let mut stale = None;
     {
         let mut kept = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = kept.iter().position(|w| Arc::ptr_eq(&w.stream, stream)) {
+        if let Some(i) = kept.iter().position(|w| same_stream(&w.stream, stream)) {
             let w = kept.remove(i);
             if w.bytes() as u64 >= bytes {
                 return Ok(Some(w));
@@ -186,25 +223,30 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
     match usize::try_from(rounded).map_err(|_| invalid("shape", "split workspace beyond the address space")).and_then(|b| GemmWorkspace::with_bytes(stream, b)) {
         Ok(w) => Ok(Some(w)),
         Err(e) => {
-            tracing::warn!(m = shape.m, n = shape.n, k = shape.k, bytes = rounded, error = %e, "gemm: no workspace for the split rule; running unsplit");
+            if !WARNED_NO_WORKSPACE.swap(true, Ordering::Relaxed) {
+                tracing::warn!(m = shape.m, n = shape.n, k = shape.k, bytes = rounded, error = %e, "gemm: no workspace for the split rule; running unsplit (warned once)");
+            }
             Ok(None)
         }
     }
 }
 
 /// Puts a workspace [`cached_workspace`] gave back, most recent last, and frees the least
-/// recently used past [`CACHED_WORKSPACES`] (or a second one for the same stream, from
-/// concurrent calls on it).
+/// recently used of its context's past [`CACHED_WORKSPACES`] (or a second one for the same
+/// stream, from concurrent calls on it).
 fn keep_workspace(w: GemmWorkspace) {
     let mut evicted = Vec::new();
     {
         let mut kept = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = kept.iter().position(|k| Arc::ptr_eq(&k.stream, &w.stream)) {
+        if let Some(i) = kept.iter().position(|k| same_stream(&k.stream, &w.stream)) {
             evicted.push(kept.remove(i));
         }
+        let ctx = w.stream.context().cu_ctx();
         kept.push(w);
-        while kept.len() > CACHED_WORKSPACES {
-            evicted.push(kept.remove(0));
+        while kept.iter().filter(|k| k.stream.context().cu_ctx() == ctx).count() > CACHED_WORKSPACES {
+            if let Some(i) = kept.iter().position(|k| k.stream.context().cu_ctx() == ctx) {
+                evicted.push(kept.remove(i));
+            }
         }
     }
     drop(evicted); // (outside the lock: a free may wait for its stream)
@@ -216,7 +258,7 @@ fn keep_workspace(w: GemmWorkspace) {
 /// arrives last (deterministic: the same bits for the same inputs). `workspace` must have
 /// been made for `stream`. Errors as [`gemm`], and `split_last_wave` (a tile that cannot
 /// split, nothing left over, more slices than K blocks or than the workspace holds) or
-/// `workspace` (another stream's: the same `Arc<CudaStream>` is required). Returns the
+/// `workspace` (another stream's: the same context and `CUstream` handle are required). Returns the
 /// tile and the slices used.
 pub fn gemm_with_workspace(
     stream: &Arc<CudaStream>,
@@ -227,7 +269,7 @@ pub fn gemm_with_workspace(
     opts: GemmOptions,
     workspace: &mut GemmWorkspace,
 ) -> Result<GemmRun> {
-    if !Arc::ptr_eq(&workspace.stream, stream) {
+    if !same_stream(&workspace.stream, stream) {
         return Err(invalid("workspace", "was made for another stream: calls sharing a workspace must be ordered on one stream"));
     }
     let (tile, split_slices) = gemm_on(stream, a, b, c, shape, opts, Some(workspace))?;

@@ -420,6 +420,57 @@ fn gemm_splits_on_a_workspace_it_keeps_per_stream() {
     }
 }
 
+/// `mkernel::gemm` captured into a CUDA graph on a stream that has a kept workspace runs
+/// unsplit (the graph must not hold a workspace the cache frees: it is released before
+/// the replays), and every replay on fresh inputs matches the reference with the bits of
+/// the eager unsplit call.
+#[test]
+fn gemm_in_a_graph_capture_runs_unsplit_and_replays() {
+    if gpu_or_skip("gemm_in_a_graph_capture_runs_unsplit_and_replays", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let s = GemmShape { m: 256, n: 4096, k: 14336 };
+    if TileConfig::split_rule_workspace(s, sm_count(&ctx)).is_none() {
+        eprintln!("skip gemm_in_a_graph_capture_runs_unsplit_and_replays: no split rule for {s:?} on this GPU");
+        return;
+    }
+    // SAFETY: every buffer of this test is used on its one stream only (cudarc's event
+    // tracking would make the capture wait on work recorded outside it).
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().unwrap();
+    let mut blas = Cublas::new(&stream).unwrap();
+    let (mu, nu, ku) = (s.m as usize, s.n as usize, s.k as usize);
+    let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
+    let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
+    let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+    // Eager first: compiles and loads the kernels, and leaves a kept workspace for `stream`.
+    mkernel::gemm(&stream, &a, &b, &mut c, s, GemmOptions::default()).unwrap();
+    stream.synchronize().unwrap();
+    stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    mkernel::gemm(&stream, &a, &b, &mut c, s, GemmOptions::default()).unwrap();
+    let graph = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+    mkernel::release_gemm_workspaces();
+    let seed = check::fresh_seed();
+    for rep in 0..3u64 {
+        check::fill_uniform(&stream, &mut a, seed + 2 * rep).unwrap();
+        check::fill_uniform(&stream, &mut b, seed + 2 * rep + 1).unwrap();
+        check::poison(&stream, &mut c).unwrap();
+        stream.synchronize().unwrap();
+        graph.launch().unwrap();
+        stream.synchronize().unwrap();
+        let got = stream.clone_dtoh(&c).unwrap();
+        let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
+        blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+        let cmp = check::compare(&got, &stream.clone_dtoh(&reference).unwrap(), None, nu, ku);
+        assert!(cmp.passed(), "graph replay {rep}: {cmp} (seed {seed:#x})");
+        let mut eager = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+        mkernel::gemm(&stream, &a, &b, &mut eager, s, GemmOptions { split_last_wave: LastWaveSplit::Off, ..Default::default() }).unwrap();
+        let eager = stream.clone_dtoh(&eager).unwrap();
+        assert!(got.iter().zip(&eager).all(|(x, y)| x.to_bits() == y.to_bits()), "graph replay {rep}: not the unsplit call's bits (seed {seed:#x})");
+    }
+}
+
 /// A split last wave's refusals, each naming its argument and rule.
 #[test]
 fn split_last_wave_refuses_what_it_cannot_do() {
@@ -450,6 +501,13 @@ fn split_last_wave_refuses_what_it_cannot_do() {
     let other = ctx.new_stream().unwrap();
     let e = mkernel::gemm_with_workspace(&other, &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 2), &mut ws).unwrap_err().to_string();
     assert!(e.contains("workspace") && e.contains("another stream"), "{e}");
+    // The per-thread default stream is a different stream on each thread: no workspace.
+    let e = GemmWorkspace::new(&ctx.per_thread_stream()).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("`stream`") && e.contains("per-thread"), "{e}");
+    // The default stream by its handle: cudarc's default_stream() makes a new Arc each time.
+    let mut on_default = GemmWorkspace::new(&ctx.default_stream()).unwrap();
+    let ran = mkernel::gemm_with_workspace(&ctx.default_stream(), &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 2), &mut on_default).unwrap();
+    assert_eq!(ran.split_slices, 2, "{ran:?}");
     // A workspace too small for the slots.
     let mut small = GemmWorkspace::with_bytes(&stream, 1 << 16).unwrap();
     let e = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, split(TileConfig::NARROW_TMA_STORE, 4), &mut small).unwrap_err().to_string();

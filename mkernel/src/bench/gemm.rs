@@ -42,13 +42,13 @@ pub struct GemmArgs {
     /// Time these shapes instead of the built-in list: MxNxK, comma-separated or
     /// repeated (e.g. --shape 4096x4096x1000,2048x8192x2048); --filter still applies
     /// (their labels are "shape MxNxK").
-    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = parse_shape)]
     pub shape: Vec<GemmShape>,
     /// K-slices for the tiles left over after our GEMM's full waves: off, auto (default)
     /// or a count (`mkernel::LastWaveSplit`; TMA-store tiles without clusters, e.g. with
     /// --tile swap-ab-128x136-tma-store). Our GEMM always runs with a workspace
     /// (`mkernel::gemm_with_workspace`).
-    #[arg(long, value_parser = super::gemm_allreduce::parse_split_last_wave)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::gemm_allreduce::parse_split_last_wave)]
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
 }
 
@@ -358,10 +358,14 @@ mod tests {
             ("8x8x12", "multiple of 8"),
             ("2147483648x8x8", "2^31"),
             ("5000000000x8x8", "1..=2147483392"),
+            ("-1x8x8", "M must be"),
         ] {
             let e = Cli::try_parse_from(["x", "--shape", bad]).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains("--shape") && e.contains(rule), "{bad}: {e}");
         }
+        // A negative split count names the option (helper-47).
+        let e = Cli::try_parse_from(["x", "--split-last-wave", "-1"]).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("--split-last-wave") && e.contains("slice count"), "{e}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub struct ArArgs {
     /// Time these shapes instead of the list: MxNxK with K each rank's shard,
     /// comma-separated or repeated (e.g. --shape 32x8192x4096,129x8192x4096 for decode
     /// batches); --filter still applies (their labels are "shape MxNxK").
-    #[arg(long, value_delimiter = ',', value_parser = parse_fused_shape)]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = parse_fused_shape)]
     pub shape: Vec<GemmShape>,
     /// Number of GPUs (ranks), 1 to 8; default: all visible. With --share-gpu, the number
     /// of ranks on GPU 0, 2 to 8 (default 2). Not with --procs or --launched (the
