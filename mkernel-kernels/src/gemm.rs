@@ -922,8 +922,7 @@ impl TileConfig {
         }
         let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
         let s = (sms / rest).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
-        let fits = rest.saturating_mul(s).saturating_mul(t.split_slot_bytes()) <= scratch_bytes && rest <= counts_len;
-        (s >= 4 && fits).then_some((t, s as u32))
+        (s >= 4 && t.split_fits(rest, s, scratch_bytes, counts_len)).then_some((t, s as u32))
     }
 
     /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
@@ -969,15 +968,21 @@ impl TileConfig {
             return None;
         }
         let t = Self::choose_for_split(shape, sm_count);
-        let measured = t == Self::NARROW_TMA_STORE || (t.swap_ab && t.bm == 64 && t.bn <= 128 && t == Self::swapped_tma_store(t.bn));
+        let measured = t == Self::NARROW_TMA_STORE || (t.bn <= 128 && t == Self::swapped_tma_store(t.bn));
         let tiles = t.tiles(shape.m, shape.n);
         if !measured || !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
             return None;
         }
         let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
         let s = (sm_count as u64 / tiles).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
-        let fits = tiles.saturating_mul(s).saturating_mul(t.split_slot_bytes()) <= scratch_bytes && tiles <= counts_len;
-        (s >= 2 && fits).then_some((t, s as u32))
+        (s >= 2 && t.split_fits(tiles, s, scratch_bytes, counts_len)).then_some((t, s as u32))
+    }
+
+    /// Whether `rest` left-over tiles in `slices` K-slices fit a workspace of
+    /// `scratch_bytes` of slots ([`Self::split_slot_bytes`] each) and `counts_len` counts
+    /// (the split rules' bound; [`SplitLaunch::check`] applies the same to a launch).
+    fn split_fits(&self, rest: u64, slices: u64, scratch_bytes: u64, counts_len: u64) -> bool {
+        rest.saturating_mul(slices).saturating_mul(self.split_slot_bytes()) <= scratch_bytes && rest <= counts_len
     }
 
     /// The plain GEMM's second split rule: for one row block of A (112 <= M <= 128) with a
@@ -1021,9 +1026,7 @@ impl TileConfig {
             return None;
         }
         let t = if width == 128 { Self::NARROW_TMA_STORE } else { Self::cols_tma_store(width) };
-        let tiles = t.tiles(shape.m, shape.n);
-        let fits = tiles.saturating_mul(2).saturating_mul(t.split_slot_bytes()) <= scratch_bytes && tiles <= counts_len;
-        fits.then_some((t, 2))
+        t.split_fits(t.tiles(shape.m, shape.n), 2, scratch_bytes, counts_len).then_some((t, 2))
     }
 
     /// The tile heuristic's cost model for small M, where the GEMM waits on loads rather

@@ -144,8 +144,8 @@ pub fn gemm(
     shape: GemmShape,
     opts: GemmOptions,
 ) -> Result<TileConfig> {
+    check_call(stream, a, b, c, shape, opts)?;
     if opts.tile.is_none() && opts.split_last_wave == LastWaveSplit::Auto {
-        check_call(stream, a, b, c, shape, opts)?;
         if let Some(mut ws) = cached_workspace(stream, shape)? {
             let ran = gemm_on(stream, a, b, c, shape, opts, Some(&mut ws));
             keep_workspace(ws);
@@ -193,10 +193,6 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
     if handle == 0x1 || handle == 0x2 {
         return Ok(None);
     }
-    let capture = stream.capture_status().call("cuStreamIsCapturing")?;
-    if capture != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        return Ok(None);
-    }
     let info = mkernel_kernels::driver::device_info(stream.context())?;
     if mkernel_kernels::driver::require_hopper(&info).is_err() {
         return Ok(None);
@@ -205,6 +201,10 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
         return Ok(None);
     };
     if counts > GemmWorkspace::COUNTS as u64 {
+        return Ok(None);
+    }
+    let capture = stream.capture_status().call("cuStreamIsCapturing")?;
+    if capture != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Ok(None);
     }
     let mut stale = None;
@@ -272,12 +272,14 @@ pub fn gemm_with_workspace(
     if !same_stream(&workspace.stream, stream) {
         return Err(invalid("workspace", "was made for another stream: calls sharing a workspace must be ordered on one stream"));
     }
+    check_call(stream, a, b, c, shape, opts)?;
     let (tile, split_slices) = gemm_on(stream, a, b, c, shape, opts, Some(workspace))?;
     Ok(GemmRun { tile, split_slices })
 }
 
-/// The argument checks of every GEMM call: the shape against the buffers, the options,
-/// and the buffers on the stream's GPU.
+/// The argument checks of every GEMM call (by [`gemm`] and [`gemm_with_workspace`],
+/// before [`gemm_on`]): the shape against the buffers, the options, and the buffers on
+/// the stream's GPU.
 fn check_call(stream: &Arc<CudaStream>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &CudaSlice<bf16>, shape: GemmShape, opts: GemmOptions) -> Result<()> {
     shape.validate(a.len(), b.len(), c.len())?;
     if let Some(t) = opts.tile {
@@ -304,7 +306,6 @@ fn gemm_on(
     opts: GemmOptions,
     workspace: Option<&mut GemmWorkspace>,
 ) -> Result<(TileConfig, u32)> {
-    check_call(stream, a, b, c, shape, opts)?;
     let (pa, _ga) = a.device_ptr(stream);
     let (pb, _gb) = b.device_ptr(stream);
     let (pc, _gc) = c.device_ptr_mut(stream);
