@@ -950,27 +950,48 @@ impl TileConfig {
     /// Registers epilogue) when it makes at most SMs / 2 tiles (all of them left over, the
     /// "last wave"), each in S = min(SMs / tiles, K blocks / 16, 8) >= 2 K-slices (the
     /// fused kernel's bounds, [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`],
-    /// [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]), for K >= 9216 (as measured), within
-    /// the workspace's `scratch_bytes` and `counts_len`. Only the tiles it was measured on:
-    /// 128 x 128 ([`Self::NARROW_TMA_STORE`]) and the 64-row swapped tiles holding up to 128
-    /// rows of A ([`Self::swapped_tma_store`]; measured at 64 and 128); the 64 x 256, 128 x
-    /// 256, column-fitted and 128-row swapped tiles stay unsplit (unmeasured, helper-46's
-    /// review). `None` elsewhere.
+    /// [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]), for K >= 4096 (as measured), within
+    /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
+    /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
+    /// Registers tile whose twin N refuses, 2-CTA clusters).
     ///
-    /// Measured on one H200 (run 181, two passes, ms, unsplit -> split; ours / cuBLAS):
-    /// 256 x 4096 x 57344 (64 tiles of 128 x 128) 0.3315-0.3415 -> 0.2213-0.2219 in 2
-    /// slices (0.51 -> 0.89), 256 x 4096 x 14336 0.0873-0.0883 -> 0.0632-0.0639 (0.58 ->
-    /// 0.90-0.91), 1024 x 1024 x 65536 0.3618-0.3626 -> 0.2429-0.2528 (0.51 -> 0.89), 256 x
-    /// 2048 x 32768 (32 tiles) 0.1694-0.1712 -> 0.0737 in 4 slices (0.31 -> 0.86). (cuBLAS
-    /// runs its own split-K kernels there.)
+    /// Measured on one H200 (two passes each, ms, unsplit -> split; ours / cuBLAS), on
+    /// every tile the default takes there on 132 SMs:
+    /// - 128 x 128 ([`Self::NARROW_TMA_STORE`], run 181): 256 x 4096 x 57344 (64 tiles)
+    ///   0.3315-0.3415 -> 0.2213-0.2219 in 2 slices (0.51 -> 0.89), 256 x 4096 x 14336
+    ///   0.0873-0.0883 -> 0.0632-0.0639 (0.58 -> 0.90-0.91), 1024 x 1024 x 65536
+    ///   0.3618-0.3626 -> 0.2429-0.2528, 256 x 2048 x 32768 (32 tiles) 0.1694-0.1712 ->
+    ///   0.0737 in 4 slices (0.31 -> 0.86). At K = 4096-8192 (runs 184-185): 256 x 2048 x
+    ///   4096 0.0269-0.0271 -> 0.0203-0.0204 (4 slices), 512 x 1024 x 4096 0.0272-0.0276
+    ///   -> 0.0197-0.0199 (4), 256 x 4096 x 4096 0.0281-0.0284 -> 0.0249-0.0251, 1024 x
+    ///   1024 x 8192 0.0500-0.0505 -> 0.0379-0.0404.
+    /// - 64 x 256 ([`Self::M64_WIDE_TMA_STORE`], runs 184-185): 300 x 2048 x 16384 0.0941-0.0952
+    ///   -> 0.0504-0.0559 in 3 slices (0.47 -> 0.81-0.87), 300 x 2048 x 4096 0.0280-0.0287
+    ///   -> 0.0230-0.0235, 1 x 14336 x 14336 0.1102-0.1165 -> 0.1064-0.1081; 64 x 16384 x
+    ///   13312 (64 tiles) within +-1%.
+    /// - 128 x 256 ([`Self::WIDE_TMA_STORE`], runs 184-186): 128 x 16896 x 9216
+    ///   0.1156-0.1206 -> 0.0959-0.1003 (0.69 -> 0.89), 128 x 16896 x 4096 0.0563 ->
+    ///   0.0502-0.0505.
+    /// - 64-row swapped ([`Self::swapped_tma_store`], runs 181-185): 64 x 4096 x 14336
+    ///   0.054 -> 0.038-0.039 (0.70 -> 0.98), 100 x 4096 x 14336 (104 rows of A)
+    ///   0.0590-0.0598 -> 0.0423-0.0425, 160 x 4096 x 14336 0.0652-0.0696 -> 0.0472-0.0535,
+    ///   64 x 4096 x 4096 0.0199-0.0204 -> 0.0174-0.0176, 160 x 4096 x 4096 0.0232-0.0235
+    ///   -> 0.0208-0.0210 (0.96 -> 1.08-1.10 of cuBLAS), 183 x 4096 x 8192 (184 rows)
+    ///   0.0407-0.0410 -> 0.0322-0.0324, 190 x 2048 x 14336 0.0659-0.0662 -> 0.0325-0.0329
+    ///   in 4 slices.
+    /// - 128 x 136 ([`Self::cols_tma_store`], runs 185-186): 1028 x 136 x 9216 (9 tiles)
+    ///   0.0541 -> 0.0258-0.0264 in 8 slices, 2052 x 136 x 9216 0.0542-0.0545 ->
+    ///   0.0282-0.0288 in 7, 1030 x 136 x 4096 0.0275-0.0277 -> 0.0180-0.0188; 1030 x 8 x
+    ///   4096 even.
+    ///
+    /// (cuBLAS runs its own split-K kernels there.) bench/NOTES.md 22.
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        if shape.k < 9216 || sm_count < 2 {
+        if shape.k < 4096 || sm_count < 2 {
             return None;
         }
         let t = Self::choose_for_split(shape, sm_count);
-        let measured = t == Self::NARROW_TMA_STORE || (t.bn <= 128 && t == Self::swapped_tma_store(t.bn));
         let tiles = t.tiles(shape.m, shape.n);
-        if !measured || !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
+        if !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
             return None;
         }
         let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
@@ -1122,8 +1143,8 @@ pub enum LastWaveSplit {
     /// ([`TileConfig::split_rule_for`]: M <= 64 whose swapped tiles spill a few past one
     /// wave, K >= 7168, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
-    /// [`TileConfig::split_row_block_for`]; K >= 9216 where the default's 128 x 128 or
-    /// 64-row swapped tiles fill at most half the SMs, each in 2-8 slices,
+    /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
+    /// most half the SMs, each in 2-8 slices,
     /// [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
@@ -2000,19 +2021,24 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s, 132), TileConfig::NARROW);
         assert_eq!(pick(1000, 1000, 16384), Some((TileConfig::NARROW_TMA_STORE, 2)));
         assert_eq!(pick(1000, 1001, 16384), None);
-        // 64-row swapped tiles (measured holding 64 and 128 rows of A).
+        // The default's other tiles: 64-row swapped, 64 x 256, 128 x 256, column-fitted.
         assert_eq!(pick(64, 4096, 14336), Some((TileConfig::swapped_tma_store(64), 2)));
         assert_eq!(pick(128, 4096, 14336), Some((TileConfig::swapped_tma_store(128), 2)));
+        assert_eq!(pick(160, 4096, 14336), Some((TileConfig::swapped_tma_store(160), 2)));
+        assert_eq!(pick(300, 2048, 16384), Some((TileConfig::M64_WIDE_TMA_STORE, 3)));
+        assert_eq!(pick(1, 14336, 14336), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
+        assert_eq!(pick(128, 16896, 9216), Some((TileConfig::WIDE_TMA_STORE, 2)));
+        assert_eq!(pick(1028, 136, 9216), Some((TileConfig::cols_tma_store(136), 8)));
+        // K = 4096: at most 64 K blocks, 4 slices.
+        assert_eq!(pick(256, 4096, 4096), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(pick(256, 2048, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));
+        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));
         for (m, n, k) in [
-            (256, 4096, 8192),   // K below what was measured
+            (256, 4096, 4088),   // K below what was measured
             (1024, 2048, 65536), // 128 tiles: more than half the SMs
             (4096, 4096, 65536), // many waves
-            (64, 16384, 13312),  // 64 x 256 tiles: unmeasured
-            (1, 14336, 14336),   // likewise
-            (300, 2048, 16384),  // likewise
-            (160, 4096, 14336),  // 64-row swapped tiles of 160 rows of A: unmeasured
-            (128, 16896, 9216),  // 128 x 256 tiles: unmeasured
-            (1028, 136, 9216),   // a column-fitted tile: unmeasured
+            (1024, 8192, 4096),  // 2-CTA clusters: cannot split
+            (1000, 1001, 16384), // a Registers default whose twin N refuses
         ] {
             assert_eq!(TileConfig::split_few_tiles_for(GemmShape { m, n, k }, 132, big, 4096), None, "{m}x{n}x{k}");
         }
@@ -2023,7 +2049,7 @@ mod tests {
                 for n in [8, 1000, 2048, 4096, 8192] {
                     let s = GemmShape { m, n, k: 16384 };
                     if let Some((t, sl)) = TileConfig::split_few_tiles_for(s, sms, big, 4096) {
-                        assert!(t == TileConfig::NARROW_TMA_STORE || (t.swap_ab && t.bm == 64 && t.bn <= 128), "{s:?} {sms}: {t}");
+                        assert_eq!(t, TileConfig::choose_for_split(s, sms), "{s:?} {sms}");
                         let grid = t.split_grid(t.tiles(m, n), sl, sms);
                         (SplitLaunch { slices: sl, workspace: ws }).check(t, s, grid).unwrap_or_else(|e| panic!("{s:?} {sms}: {e}"));
                         assert!(t.tiles(m, n) * sl as u64 <= sms as u64, "{s:?} {sms}: {t} x {sl}");
@@ -2039,7 +2065,7 @@ mod tests {
         for sms in [2, 66, 78, 114, 132] {
             for m in [1, 8, 33, 64, 112, 128, 200, 256, 1000] {
                 for n in (8..=20_000).step_by(8 * 61) {
-                    for k in [7168, 9216, 14336, 65536] {
+                    for k in [4096, 7168, 9216, 14336, 65536] {
                         let s = GemmShape { m, n, k };
                         let unbounded = TileConfig::split_rule_for(s, sms, u64::MAX, u64::MAX);
                         let need = TileConfig::split_rule_workspace(s, sms);

@@ -71,7 +71,7 @@ impl GemmWorkspace {
     /// else `cuMemAlloc`; freed the same way when dropped, after the work queued on
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
     /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 4.3
-    /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 8.25 MiB the few-tiles
+    /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
     /// rule; the default 32 MiB all) and a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
         if bytes < 4 {
@@ -118,9 +118,9 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   ([`TileConfig::split_spill_for`]: 8 x 9216 x 7168 0.050 -> 0.041 ms on an H200), one
 ///   row block of A (112 <= M <= 128) with K >= 9216 ([`TileConfig::split_row_block_for`]:
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
-///   9216 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms).
+///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
-///   9.3 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
+///   16.5 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
 ///   counts), kept for the last [`CACHED_WORKSPACES`] streams per CUDA context (per GPU
 ///   with cudarc's primary contexts) that `gemm` split on,
 ///   reused by later calls on the same CUDA stream (the same context and `CUstream`

@@ -306,6 +306,13 @@ fn split_rule_default_matches_reference() {
         (256, 4096, 14336, false),
         (1000, 1000, 16384, false),
         (200, 2056, 9224, false),
+        // The few-tiles rule's other tiles (64 x 256, 128 x 256, 64-row swapped of 104 and
+        // 160 rows of A) and K = 4096 (4 slices).
+        (300, 2048, 16384, false),
+        (128, 16896, 9216, false),
+        (160, 4096, 14336, false),
+        (100, 4096, 8192, false),
+        (256, 2048, 4096, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
