@@ -2,7 +2,8 @@
 //! in fp64 on sampled rows), on fresh random data, with poisoned outputs, for odd and
 //! LLM shapes and both tile configurations. Skips without a GPU (see mkernel-tests).
 
-use cudarc::driver::CudaContext;
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use std::sync::Arc;
 use half::bf16;
 use mkernel::baseline::Cublas;
 use mkernel::{check, GemmOptions, GemmShape, GemmWorkspace, LastWaveSplit, TileConfig};
@@ -425,6 +426,80 @@ fn gemm_splits_on_a_workspace_it_keeps_per_stream() {
         }
         mkernel::release_gemm_workspaces();
     }
+}
+
+/// `mkernel::gemm`'s kept workspaces stay correct where the cache evicts and where threads
+/// share a stream: on CACHED_WORKSPACES + 3 streams in turn (the oldest evicted, then
+/// allocated again in the reverse order), and from 4 threads calling on one stream at once
+/// (each call takes the kept workspace or a new one), every output has the bits of the
+/// split on a caller's workspace and matches the reference.
+#[test]
+fn gemm_kept_workspaces_hold_past_eviction_and_across_threads() {
+    if gpu_or_skip("gemm_kept_workspaces_hold_past_eviction_and_across_threads", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let sms = sm_count(&ctx);
+    // 128 x 128 tiles of two row blocks filling half the SMs: the few-tiles rule's, on any SM count.
+    let s = GemmShape { m: 256, n: 128 * (sms / 4), k: 4096 };
+    if TileConfig::split_rule_workspace(s, sms).is_none() {
+        assert!(sms < 8, "the few-tiles rule should apply to {s:?} on {sms} SMs");
+        eprintln!("skip: no split rule for {s:?} on {sms} SMs");
+        return;
+    }
+    mkernel::release_gemm_workspaces();
+    let home = ctx.new_stream().unwrap();
+    let (mu, nu, ku) = (s.m as usize, s.n as usize, s.k as usize);
+    let seed = check::fresh_seed();
+    let mut a = home.alloc_zeros::<bf16>(mu * ku).unwrap();
+    let mut b = home.alloc_zeros::<bf16>(nu * ku).unwrap();
+    check::fill_uniform(&home, &mut a, seed).unwrap();
+    check::fill_uniform(&home, &mut b, seed + 1).unwrap();
+    let mut reference = home.alloc_zeros::<f32>(mu * nu).unwrap();
+    Cublas::new(&home).unwrap().gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+    let want = home.clone_dtoh(&reference).unwrap();
+    let mut c = home.alloc_zeros::<bf16>(mu * nu).unwrap();
+    let ran = mkernel::gemm_with_workspace(&home, &a, &b, &mut c, s, GemmOptions::default(), &mut GemmWorkspace::new(&home).unwrap()).unwrap();
+    assert!(ran.split_slices >= 2, "{s:?}: {ran:?}");
+    let split_bits: Vec<u16> = home.clone_dtoh(&c).unwrap().iter().map(|x| x.to_bits()).collect();
+    let cmp = check::compare(&home.clone_dtoh(&c).unwrap(), &want, None, nu, ku);
+    assert!(cmp.passed(), "{s:?} on a caller's workspace: {cmp} (seed {seed:#x})");
+    home.synchronize().unwrap();
+    let check_out = |stream: &Arc<CudaStream>, c: &CudaSlice<bf16>, what: &str| {
+        let got = stream.clone_dtoh(c).unwrap();
+        let bad = got.iter().zip(&split_bits).filter(|(x, y)| x.to_bits() != **y).count();
+        assert_eq!(bad, 0, "{s:?} {what}: {bad} elements differ from the split on a caller's workspace (seed {seed:#x})");
+    };
+
+    let streams: Vec<_> = (0..mkernel::CACHED_WORKSPACES + 3).map(|_| ctx.new_stream().unwrap()).collect();
+    for round in 0..2 {
+        let order: Vec<usize> = if round == 0 { (0..streams.len()).collect() } else { (0..streams.len()).rev().collect() };
+        for i in order {
+            let stream = &streams[i];
+            let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+            check::poison(stream, &mut c).unwrap();
+            mkernel::gemm(stream, &a, &b, &mut c, s, GemmOptions::default()).unwrap();
+            check_out(stream, &c, &format!("stream {i} round {round}"));
+        }
+    }
+    eprintln!("ok {s:?}: {} streams, two rounds", streams.len());
+
+    let shared = ctx.new_stream().unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..4 {
+            let (shared, a, b, check_out) = (&shared, &a, &b, &check_out);
+            scope.spawn(move || {
+                for call in 0..6 {
+                    let mut c = shared.alloc_zeros::<bf16>(mu * nu).unwrap();
+                    check::poison(shared, &mut c).unwrap();
+                    mkernel::gemm(shared, a, b, &mut c, s, GemmOptions::default()).unwrap();
+                    check_out(shared, &c, &format!("thread {t} call {call} on a shared stream"));
+                }
+            });
+        }
+    });
+    eprintln!("ok {s:?}: 4 threads x 6 calls on one stream");
+    mkernel::release_gemm_workspaces();
 }
 
 /// `mkernel::gemm` captured into a CUDA graph on a stream that has a kept workspace runs
