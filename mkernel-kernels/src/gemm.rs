@@ -896,7 +896,7 @@ impl TileConfig {
     /// a quarter of the SMs), that tile with the R left-over tiles in S = min(SMs / R, K
     /// blocks / 16, 8) >= 4 K-slices (the fused kernel's bounds,
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]),
-    /// for K >= 7168 (as measured), K % 64 == 0, N % 8 == 0,
+    /// for K >= 4096 (as measured), K % 64 == 0, N % 8 == 0,
     /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere (the
     /// tile heuristic, unsplit).
     ///
@@ -909,9 +909,13 @@ impl TileConfig {
     /// 7168 0.0540-0.0541 -> 0.0445-0.0451 (0.67 -> 0.80-0.82): 144 tiles on 132 SMs, the 12
     /// left over as 96 slices instead of a second wave of whole tiles (4 slices: 5-8% less
     /// gain). Not for M = 128-129 (128 x 9216 x 4096 and 129 x 9216 x 7168 were slower
-    /// split than on their defaults).
+    /// split than on their defaults). At K = 4096 (4 slices; run 189, two passes, against
+    /// the default, which [`Self::split_few_tiles_for`] then split on 64 x 256 tiles in 3
+    /// slices): 8 x 9216 x 4096 0.0319-0.0321 -> 0.0288-0.0289 (0.88 -> 0.91-0.93 of
+    /// cuBLAS), 64 x 9216 x 4096 0.0328-0.0331 -> 0.0312, 32 x 10240 x 4096 0.0343 ->
+    /// 0.0303-0.0304.
     pub fn split_spill_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        if !(1..=64).contains(&shape.m) || shape.k % 64 != 0 || shape.k < 7168 || shape.n % 8 != 0 || sm_count == 0 {
+        if !(1..=64).contains(&shape.m) || shape.k % 64 != 0 || shape.k < 4096 || shape.n % 8 != 0 || sm_count == 0 {
             return None;
         }
         let t = Self::swapped_tma_store(shape.m.div_ceil(8) * 8);
@@ -1141,7 +1145,7 @@ pub enum LastWaveSplit {
     Off,
     /// The default. The plain GEMM, given a workspace and no forced tile: the split rules
     /// ([`TileConfig::split_rule_for`]: M <= 64 whose swapped tiles spill a few past one
-    /// wave, K >= 7168, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
+    /// wave, K >= 4096, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
     /// most half the SMs, each in 2-8 slices,
@@ -1946,9 +1950,11 @@ mod tests {
         assert_eq!(pick(33, 9216, 14336), Some((TileConfig::swapped_tma_store(40), 8)));
         // 28 left over: 4 slices (132 / 28).
         assert_eq!(pick(16, 10240, 8192), Some((TileConfig::swapped_tma_store(16), 4)));
+        // K = 4096: 64 K blocks, 4 slices.
+        assert_eq!(pick(64, 9216, 4096), Some((TileConfig::swapped_tma_store(64), 4)));
         for (m, n, k) in [
             (65, 9216, 7168),  // above M = 64
-            (64, 9216, 4096),  // K below what was measured
+            (64, 9216, 4032),  // K below what was measured
             (64, 9216, 7200),  // K % 64 != 0
             (64, 9220, 7168),  // N % 8 != 0
             (64, 8192, 7168),  // one wave exactly
@@ -2090,7 +2096,7 @@ mod tests {
         for sms in [66, 78, 100, 114, 132, 144] {
             let (half, n, row_block_n) = (sms / 2, 64 * (sms + 12), 64 * (sms - sms % 2));
             let shape = |m, n, k| GemmShape { m, n, k };
-            for s in [shape(64, n, 7168), shape(8, n, 7168), shape(33, n, 8192)] {
+            for s in [shape(64, n, 7168), shape(8, n, 7168), shape(33, n, 8192), shape(16, n, 4096)] {
                 assert!(TileConfig::split_spill_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
             }
             for s in [shape(128, row_block_n, 9216), shape(117, row_block_n, 14336), shape(120, 144 * half, 9216), shape(128, 112 * half, 9216)] {

@@ -298,6 +298,7 @@ fn split_rule_default_matches_reference() {
         (64, n, 7168, true),
         (8, n, 7168, true),
         (33, n, 8192, true),
+        (16, n, 4096, true),
         (128, row_block_n, 9216, true),
         (117, row_block_n, 14336, true),
         (120, 144 * half, 9216, true),
