@@ -976,7 +976,7 @@ impl TileConfig {
     /// - 128 x 256 ([`Self::WIDE_TMA_STORE`], runs 184-186): 128 x 16896 x 9216
     ///   0.1156-0.1206 -> 0.0959-0.1003 (0.69 -> 0.89), 128 x 16896 x 4096 0.0563 ->
     ///   0.0502-0.0505.
-    /// - 64-row swapped ([`Self::swapped_tma_store`], runs 181-185): 64 x 4096 x 14336
+    /// - 64-row swapped ([`Self::swapped_tma_store`], runs 181-186): 64 x 4096 x 14336
     ///   0.054 -> 0.038-0.039 (0.70 -> 0.98), 100 x 4096 x 14336 (104 rows of A)
     ///   0.0590-0.0598 -> 0.0423-0.0425, 160 x 4096 x 14336 0.0652-0.0696 -> 0.0472-0.0535,
     ///   64 x 4096 x 4096 0.0199-0.0204 -> 0.0174-0.0176, 160 x 4096 x 4096 0.0232-0.0235
@@ -2035,6 +2035,9 @@ mod tests {
         assert_eq!(pick(1, 14336, 14336), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
         assert_eq!(pick(128, 16896, 9216), Some((TileConfig::WIDE_TMA_STORE, 2)));
         assert_eq!(pick(1028, 136, 9216), Some((TileConfig::cols_tma_store(136), 8)));
+        // K % 64 != 0 on the 64 x 256 and 128 x 256 tiles (gpu_gemm runs these).
+        assert_eq!(pick(8, 4096, 4104), Some((TileConfig::M64_WIDE_TMA_STORE, 4)));
+        assert_eq!(pick(128, 16896, 4104), Some((TileConfig::WIDE_TMA_STORE, 2)));
         // K = 4096: at most 64 K blocks, 4 slices.
         assert_eq!(pick(256, 4096, 4096), Some((TileConfig::NARROW_TMA_STORE, 2)));
         assert_eq!(pick(256, 2048, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));

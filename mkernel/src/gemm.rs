@@ -70,7 +70,7 @@ impl GemmWorkspace {
     /// `stream` (`cuMemAllocAsync` from the device's default pool where the driver has it,
     /// else `cuMemAlloc`; freed the same way when dropped, after the work queued on
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
-    /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 4.3
+    /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
     /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
     /// rule; the default 32 MiB all) and a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {

@@ -315,6 +315,9 @@ fn split_rule_default_matches_reference() {
         (160, 4096, 14336, false),
         (100, 4096, 8192, false),
         (256, 2048, 4096, false),
+        // K % 64 != 0 on the 64 x 256 and 128 x 256 tiles (helper-48).
+        (8, 4096, 4104, false),
+        (128, 16896, 4104, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
@@ -430,10 +433,12 @@ fn gemm_splits_on_a_workspace_it_keeps_per_stream() {
 }
 
 /// `mkernel::gemm`'s kept workspaces stay correct where the cache evicts and where threads
-/// share a stream: on CACHED_WORKSPACES + 3 streams in turn (the oldest evicted, then
-/// allocated again in the reverse order), and from 4 threads calling on one stream at once
-/// (each call takes the kept workspace or a new one), every output has the bits of the
-/// split on a caller's workspace and matches the reference.
+/// share a stream: on CACHED_WORKSPACES + 3 streams, all calls queued before any output
+/// is read (so a workspace is evicted, freed in its stream's order, while that stream's
+/// GEMM may still run), in turn and then in reverse order (allocated again), and from 4
+/// threads calling on one stream at once (each call takes the kept workspace or a new
+/// one), every output has the bits of the split on a caller's workspace and matches the
+/// reference.
 #[test]
 fn gemm_kept_workspaces_hold_past_eviction_and_across_threads() {
     if gpu_or_skip("gemm_kept_workspaces_hold_past_eviction_and_across_threads", 1).is_none() {
@@ -475,12 +480,16 @@ fn gemm_kept_workspaces_hold_past_eviction_and_across_threads() {
     let streams: Vec<_> = (0..mkernel::CACHED_WORKSPACES + 3).map(|_| ctx.new_stream().unwrap()).collect();
     for round in 0..2 {
         let order: Vec<usize> = if round == 0 { (0..streams.len()).collect() } else { (0..streams.len()).rev().collect() };
+        let mut outs = Vec::new();
         for i in order {
             let stream = &streams[i];
             let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
             check::poison(stream, &mut c).unwrap();
             mkernel::gemm(stream, &a, &b, &mut c, s, GemmOptions::default()).unwrap();
-            check_out(stream, &c, &format!("stream {i} round {round}"));
+            outs.push((i, c));
+        }
+        for (i, c) in &outs {
+            check_out(&streams[*i], c, &format!("stream {i} round {round}"));
         }
     }
     eprintln!("ok {s:?}: {} streams, two rounds", streams.len());
