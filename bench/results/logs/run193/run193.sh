@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run193 (prepared 2026-12-02, not yet run): small N (MoE routers: N = experts 8-64, K = hidden 2048-7168, M = tokens
+# run193 (2026-12-02 ~05:10Z, ran on one H200 at d100909): small N (MoE routers: N = experts 8-64, K = hidden 2048-7168, M = tokens
 # 1024-16384), the default against the swapped TMA-store tiles holding 64..256 rows of A (B's N rows in the 64-row
 # slot), two passes, variants compared within a pass (NOTES 22.7; run 192 had one pass of 64 x 128 and 64 x 256).
 # Pack: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm && bash bench/pack-libs.sh
