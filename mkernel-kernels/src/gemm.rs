@@ -521,6 +521,19 @@ impl TileConfig {
         self.bm as u64 * self.bn as u64 * 4
     }
 
+    /// The most K-slices each of `rest` left-over tiles of a K-deep product can take on
+    /// `grid` CTAs, the bound every split choice shares (the plain GEMM's rules,
+    /// [`crate::gemm_allreduce::FusedConfig::choose_split`]): as many as the CTAs hold
+    /// (`grid / rest`), each at least [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`] K
+    /// blocks, at most [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]. 0 where `rest` is 0.
+    pub fn split_slices_bound(&self, k: u32, rest: u64, grid: u64) -> u64 {
+        if rest == 0 {
+            return 0;
+        }
+        let k_blocks = (k as u64).div_ceil(self.bk.max(1) as u64);
+        (grid / rest).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES)
+    }
+
     /// CTAs of the plain GEMM's grid with `slices` K-slices per left-over tile: where the
     /// tiles are fewer than the SMs, one CTA per slice up to one per SM (the tiles are all
     /// left over); else one per SM ([`Self::grid_for`]), the tiles past the full waves
@@ -924,8 +937,7 @@ impl TileConfig {
         if tiles <= sms || tiles >= 2 * sms || rest == 0 || rest * 4 > sms {
             return None;
         }
-        let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
-        let s = (sms / rest).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        let s = t.split_slices_bound(shape.k, rest, sms);
         (s >= 4 && t.split_fits(rest, s, scratch_bytes, counts_len)).then_some((t, s as u32))
     }
 
@@ -998,8 +1010,7 @@ impl TileConfig {
         if !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
             return None;
         }
-        let k_blocks = (shape.k as u64).div_ceil(t.bk as u64);
-        let s = (sm_count as u64 / tiles).min(k_blocks / crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        let s = t.split_slices_bound(shape.k, tiles, sm_count as u64);
         (s >= 2 && t.split_fits(tiles, s, scratch_bytes, counts_len)).then_some((t, s as u32))
     }
 

@@ -172,7 +172,7 @@ impl LastWave {
         Some(Self {
             rest: tile.tiles(shape.m, shape.n) % grid as u64,
             k_blocks: (shape.k as u64).div_ceil(tile.bk as u64),
-            slot: tile.bm as u64 * tile.bn as u64 * 4,
+            slot: tile.split_slot_bytes(),
         })
     }
 }
@@ -248,11 +248,11 @@ impl FusedConfig {
         if path != CommPath::Epilogue || tile.cluster_m > 1 || tile.swap_ab {
             return 1;
         }
-        let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, tile, grid) else { return 1 };
+        let Some(LastWave { rest, slot, .. }) = LastWave::of(shape, tile, grid) else { return 1 };
         if rest == 0 {
             return 1;
         }
-        let s = (grid as u64 / rest).min(k_blocks / MIN_SPLIT_K_BLOCKS).min(scratch_bytes / slot / rest).min(MAX_SPLIT_SLICES);
+        let s = tile.split_slices_bound(shape.k, rest, grid as u64).min(scratch_bytes / slot / rest);
         if s < 2 {
             1
         } else {

@@ -77,8 +77,7 @@ impl GemmWorkspace {
         if bytes < 4 {
             return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
         }
-        // (CU_STREAM_LEGACY = 0x1, CU_STREAM_PER_THREAD = 0x2)
-        if matches!(stream.cu_stream() as usize, 0x1 | 0x2) {
+        if thread_dependent_handle(stream) {
             return Err(invalid(
                 "stream",
                 "is the per-thread (or legacy) default stream handle, a different stream on each thread; a workspace serves one stream (use CudaContext::new_stream or default_stream)",
@@ -167,6 +166,13 @@ static WORKSPACES: Mutex<Vec<GemmWorkspace>> = Mutex::new(Vec::new());
 /// Whether [`gemm`] has warned that a workspace could not be allocated.
 static WARNED_NO_WORKSPACE: AtomicBool = AtomicBool::new(false);
 
+/// Whether `stream` is the legacy or per-thread default stream handle (CU_STREAM_LEGACY =
+/// 0x1, CU_STREAM_PER_THREAD = 0x2), whose stream depends on the calling thread: no
+/// workspace can serve it.
+fn thread_dependent_handle(stream: &CudaStream) -> bool {
+    matches!(stream.cu_stream() as usize, 0x1 | 0x2)
+}
+
 /// Whether two handles name one CUDA stream: the same context and `CUstream` (cudarc
 /// hands out a new `Arc` for the default stream on every `default_stream()`).
 fn same_stream(a: &CudaStream, b: &CudaStream) -> bool {
@@ -188,9 +194,7 @@ pub fn release_gemm_workspaces() {
 /// it), while `stream` is capturing a graph, on the per-thread default stream (or the
 /// legacy handle), or where the allocation failed (warned once; the call runs unsplit).
 fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option<GemmWorkspace>> {
-    // (CU_STREAM_LEGACY = 0x1 and CU_STREAM_PER_THREAD = 0x2: handles whose stream depends on the calling thread)
-    let handle = stream.cu_stream() as usize;
-    if handle == 0x1 || handle == 0x2 {
+    if thread_dependent_handle(stream) {
         return Ok(None);
     }
     let info = mkernel_kernels::driver::device_info(stream.context())?;
