@@ -597,6 +597,9 @@ impl TileConfig {
     /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
     /// which the last step ([`Self::clustered_instead_of`]) takes.
     ///
+    /// First of all, for N <= 64 (MoE routers), the small-N rule's swapped tiles
+    /// ([`Self::small_n_for`]; run 195: 0.55-0.77 of cuBLAS -> 0.69-1.03 at M >= 2048).
+    ///
     /// Then, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
     /// ([`Self::swapped_for`]) when its tiles fit one wave and [`Self::load_cost`] says it
     /// loads less per SM: on the
@@ -634,6 +637,9 @@ impl TileConfig {
     /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
     /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
+        if let Some(t) = Self::small_n_for(shape, sm_count) {
+            return t;
+        }
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
             t
@@ -653,6 +659,50 @@ impl TileConfig {
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
         Self::clustered_instead_of(t, shape)
+    }
+
+    /// The small-N rule of [`Self::choose_for`], which comes before the others: for N <= 64
+    /// (an MoE router: N experts, K hidden, M tokens) with M >= 65, N % 8 == 0 and K % 64 ==
+    /// 0, the 64-row swapped TMA-store tile ([`Self::swapped_tma_store`]: B's N rows in its
+    /// 64-row slot, `rows` rows of A per tile) with 64 rows of A where that makes at most
+    /// SMs / 2 tiles (which [`Self::split_few_tiles_for`] splits along K where K >= 4096),
+    /// else 128 where that makes at most one wave, else 256. `None` elsewhere.
+    ///
+    /// Why: the 128-row tiles the other rules take are 128-136 columns wide, 2-17x the
+    /// columns N needs. These shapes stream A from DRAM once and run at the rate the bytes
+    /// of A in flight allow: 8 stages of 128 rows hold 128 KiB per SM, of 64 rows 64 KiB,
+    /// so 128 rows win once 64-row tiles are too many to split (8192 x 16 x 7168: 128
+    /// tiles of 64 rows 0.050 ms, 64 of 128 rows in 2 slices 0.039).
+    ///
+    /// Measured on one H200 (run 195, two passes, ms, the tiles the default took before
+    /// (128 x 128 split as the few-tiles rule splits it; 128 x 136 at M >= 12288) -> this
+    /// rule's; ours / cuBLAS after): 2048 x 8 x 7168 0.0264-0.0267 -> 0.0197-0.0212 (64 rows,
+    /// 4 slices), 4096 x 64 x 7168 0.0294-0.0298 -> 0.0239-0.0242 (2 slices; 0.87), 6144 x 8
+    /// x 4096 0.0361-0.0363 -> 0.0251-0.0257 (128 rows, 2 slices), 8192 x 16 x 7168
+    /// 0.0575-0.0583 -> 0.0392-0.0397 (2 slices; 0.86), 8192 x 64 x 7168 0.0497-0.0498 ->
+    /// 0.0389-0.0390 (0.92-0.93), 12288 x 32 x 7168 0.0830-0.0834 -> 0.0515-0.0531 (0.95-0.99),
+    /// 16384 x 8 x 4096 0.0598-0.0602 -> 0.0409-0.0411 (0.89-0.91), 32768 x 8 x 7168
+    /// 0.204-0.205 -> 0.117 (256 rows; 1.00-1.01), 32768 x 64 x 4096 0.094-0.100 -> 0.073
+    /// (1.02-1.03), 65536 x 8 x 4096 0.230 -> 0.139-0.140 (0.98-1.00), 8192 x 64 x 2048
+    /// 0.0192 -> 0.0144-0.0150 (128 rows unsplit at K < 4096); 10-80% less time on all 14
+    /// shapes with M >= 2048 (0.55-0.77 of cuBLAS -> 0.69-1.03). At M = 256-1024 (0.008-0.02
+    /// ms, 20-50% apart between passes) 0.0132-0.0213 against 0.0154-0.0269. Run 194: 128
+    /// rows at M = 16384 (64 rows: 0.060 ms), 256 at 32768 (128: 0.125 and 0.071, within 2%
+    /// at N = 64). Not for N = 128: 16384 x 128 x 4096 ran 0.043 on the default's 128 x 128
+    /// tile (no padding columns there), 0.044 on swapped ones.
+    pub fn small_n_for(shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if shape.n > 64 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < 65 {
+            return None;
+        }
+        let sms = sm_count as u64;
+        let rows = if Self::swapped_tma_store(64).tiles(shape.m, shape.n) * 2 <= sms {
+            64
+        } else if Self::swapped_tma_store(128).tiles(shape.m, shape.n) <= sms {
+            128
+        } else {
+            256
+        };
+        Some(Self::swapped_tma_store(rows))
     }
 
     /// The last step of [`Self::choose_for`]: where the plain GEMM keeps the unclustered
@@ -1002,16 +1052,26 @@ impl TileConfig {
     ///
     /// (cuBLAS runs its own split-K kernels there.) bench/NOTES.md 22.
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        let t = Self::choose_for_split(shape, sm_count);
+        let s = t.few_tiles_slices(shape, sm_count)?;
+        t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s))
+    }
+
+    /// The K-slices [`Self::split_few_tiles_for`] gives this tile's tiles on `sm_count` SMs,
+    /// whatever the workspace: S = [`Self::split_slices_bound`] where the tile can split
+    /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
+    /// K >= 4096 and S >= 2; `None` elsewhere. (`bench gemm --split-like-rule` applies it
+    /// to a forced tile.)
+    pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         if shape.k < 4096 || sm_count < 2 {
             return None;
         }
-        let t = Self::choose_for_split(shape, sm_count);
-        let tiles = t.tiles(shape.m, shape.n);
-        if !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
+        let tiles = self.tiles(shape.m, shape.n);
+        if !self.can_split_last_wave() || self.check_output(shape.n).is_err() || tiles == 0 || tiles > (sm_count / 2) as u64 {
             return None;
         }
-        let s = t.split_slices_bound(shape.k, tiles, sm_count as u64);
-        (s >= 2 && t.split_fits(tiles, s, scratch_bytes, counts_len)).then_some((t, s as u32))
+        let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
+        (s >= 2).then_some(s as u32)
     }
 
     /// Whether `rest` left-over tiles in `slices` K-slices fit a workspace of
@@ -1636,6 +1696,29 @@ mod tests {
         for cfg in TileConfig::gemm_catalog() {
             let src = source(cfg).unwrap().source;
             assert!(src.contains(&format!("{}::kSmemBytes == {}", cfg.cpp_type(), cfg.smem_bytes())), "{cfg}");
+        }
+    }
+
+    #[test]
+    fn small_n_rule_takes_swapped_tiles_by_height_and_splits_the_few() {
+        let sn = |m, n, k| TileConfig::small_n_for(GemmShape { m, n, k }, 132).map(|t| t.bn);
+        // 64 rows of A up to 66 tiles on 132 SMs, 128 up to 132 tiles, then 256.
+        assert_eq!(sn(65, 8, 4096), Some(64));
+        assert_eq!(sn(66 * 64, 64, 4096), Some(64));
+        assert_eq!(sn(66 * 64 + 1, 64, 4096), Some(128));
+        assert_eq!(sn(132 * 128, 8, 4096), Some(128));
+        assert_eq!(sn(132 * 128 + 1, 8, 4096), Some(256));
+        assert_eq!(sn(1 << 20, 16, 7168), Some(256));
+        // Not: M <= 64 (the small-M rules), N > 64, N % 8 != 0, K % 64 != 0.
+        for (m, n, k) in [(64, 8, 4096), (4096, 72, 4096), (4096, 128, 4096), (4096, 12, 4096), (4096, 8, 4104)] {
+            assert_eq!(sn(m, n, k), None, "{m}x{n}x{k}");
+        }
+        // The default takes it, and the few-tiles split splits it where its tiles are few.
+        for (m, n, k, slices) in [(1024, 8, 4096, Some(4)), (2048, 8, 7168, Some(4)), (4096, 64, 7168, Some(2)), (8192, 16, 7168, Some(2)), (16384, 8, 4096, None), (1024, 64, 2048, None)] {
+            let s = GemmShape { m, n, k };
+            let t = TileConfig::choose_for(s, 132);
+            assert!(t.swap_ab && t.bm == 64 && t.epilogue == Epilogue::TmaStore && t.cluster_m == 1, "{s:?}: {t}");
+            assert_eq!(TileConfig::split_rule_for(s, 132, u64::MAX, u64::MAX), slices.map(|sl| (t, sl)), "{s:?}");
         }
     }
 

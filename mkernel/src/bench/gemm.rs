@@ -30,7 +30,8 @@ pub struct GemmArgs {
     /// swap-ab-128-fit (the Registers one fitted to M, 257 <= M <= 8192); cols-128xC (128 x
     /// C, C = 64, 72, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
     /// store) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
-    /// the default where the wide tile fits best). Default: the heuristic, which takes the
+    /// the default where the wide tile fits best). Default: the heuristic, which takes
+    /// swap-ab-64xR-tma-store (R = 64, 128 or 256) for N <= 64 (NOTES 23), the
     /// -c2 tile when K % 64 != 0 (bench/NOTES.md 13.3), swapped-operand tiles for small M
     /// (NOTES 15), where a work model says they win the 128-row swapped ones fitted to M
     /// (TMA-store epilogue where N % 8 == 0) and the column-fitted ones (NOTES 16, 17.6),
@@ -50,6 +51,12 @@ pub struct GemmArgs {
     /// (`mkernel::gemm_with_workspace`).
     #[arg(long, allow_negative_numbers = true, value_parser = super::gemm_allreduce::parse_split_last_wave)]
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
+    /// With --tile: split the forced tile's K loop as the few-tiles split rule would split
+    /// it on each shape (`TileConfig::few_tiles_slices`: where it makes at most SMs / 2
+    /// tiles and K >= 4096), unsplit elsewhere; to time a tile as the default would run it
+    /// if the heuristic chose it. Not with --split-last-wave.
+    #[arg(long, requires = "tile", conflicts_with = "split_last_wave")]
+    pub split_like_rule: bool,
 }
 
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
@@ -194,6 +201,10 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     for (label, s) in list {
         let opts = match fitted_swap {
             Some(cm) => GemmOptions { tile: fitted(cm, &s, info.sm_count), ..opts },
+            None => opts,
+        };
+        let opts = match opts.tile.and_then(|t| t.few_tiles_slices(s, info.sm_count)).filter(|_| args.split_like_rule) {
+            Some(slices) => GemmOptions { split_last_wave: mkernel::LastWaveSplit::Slices(slices), ..opts },
             None => opts,
         };
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
@@ -383,6 +394,15 @@ mod tests {
             let e = run(cli.gemm).map(|_| ()).map_err(|e| e.to_string()).err().unwrap_or_default();
             assert!(e.contains("--split-last-wave") && e.contains(tile) && e.contains("without clusters"), "{e}");
         }
+    }
+
+    #[test]
+    fn split_like_rule_needs_a_tile_and_no_forced_split() {
+        for args in [vec!["x", "--split-like-rule"], vec!["x", "--tile", "swap-ab-64x64-tma-store", "--split-like-rule", "--split-last-wave", "4"]] {
+            let e = Cli::try_parse_from(args.clone()).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("--split-like-rule") || e.contains("--tile"), "{args:?}: {e}");
+        }
+        assert!(Cli::try_parse_from(["x", "--tile", "swap-ab-64x64-tma-store", "--split-like-rule"]).is_ok());
     }
 
     #[test]
