@@ -597,10 +597,11 @@ impl TileConfig {
     /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
     /// which the last step ([`Self::clustered_instead_of`]) takes.
     ///
-    /// First of all, for N <= 64 (MoE routers), the small-N rule's swapped tiles
-    /// ([`Self::small_n_for`]; run 195: 0.55-0.77 of cuBLAS -> 0.69-1.03 at M >= 2048).
+    /// For N <= 160 (MoE routers), the small-N rule's swapped tiles replace what the rules
+    /// below pick, as the last step ([`Self::small_n_for`]; runs 195, 197: 0.55-0.77 of
+    /// cuBLAS -> 0.63-1.03 at M >= 2048 and N <= 64, 5-39% faster at N = 96-160).
     ///
-    /// Then, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
+    /// Otherwise, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
     /// ([`Self::swapped_for`]) when its tiles fit one wave and [`Self::load_cost`] says it
     /// loads less per SM: on the
     /// H200 (bench gemm, 2026-11-30 ~23:14Z, run 103; N=8192, K=4096 unless given) it took
@@ -637,9 +638,6 @@ impl TileConfig {
     /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
     /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
-        if let Some(t) = Self::small_n_for(shape, sm_count) {
-            return t;
-        }
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
             t
@@ -658,15 +656,30 @@ impl TileConfig {
             .unwrap_or(t);
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
-        Self::clustered_instead_of(t, shape)
+        let t = Self::clustered_instead_of(t, shape);
+        // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
+        // stay on N = 136, where they were measured)
+        match Self::small_n_for(shape, sm_count) {
+            Some(s) if shape.n <= 64 || s.n_padding(shape.n) <= t.n_padding(shape.n) => s,
+            _ => t,
+        }
     }
 
-    /// The small-N rule of [`Self::choose_for`], which comes before the others: for N <= 64
-    /// (an MoE router: N experts, K hidden, M tokens) with M >= 65, N % 8 == 0 and K % 64 ==
-    /// 0, the 64-row swapped TMA-store tile ([`Self::swapped_tma_store`]: B's N rows in its
-    /// 64-row slot, `rows` rows of A per tile) with 64 rows of A where that makes at most
-    /// SMs / 2 tiles (which [`Self::split_few_tiles_for`] splits along K where K >= 4096),
-    /// else 128 where that makes at most one wave, else 256. `None` elsewhere.
+    /// Rows of B (columns of C) this tile computes past N in its last block of N: N rounded
+    /// up to the tile's extent along N (BN, or BM for a swapped-operand tile), less N.
+    fn n_padding(&self, n: u32) -> u32 {
+        let w = if self.swap_ab { self.bm } else { self.bn }.max(1);
+        n.div_ceil(w).saturating_mul(w) - n
+    }
+
+    /// The small-N rule of [`Self::choose_for`], its last step: for N <= 160 (an MoE router:
+    /// N experts, K hidden, M tokens) with M >= 65, N % 8 == 0 and K % 64 == 0, the 64-row
+    /// swapped TMA-store tile ([`Self::swapped_tma_store`]: 64 of B's N rows, `rows` rows
+    /// of A per tile) with 64 rows of A where that makes at most SMs / 2 tiles (which
+    /// [`Self::split_few_tiles_for`] splits along K where K >= 4096), else 128 where that
+    /// makes at most one wave, else (N <= 64 only) 256. `None` elsewhere. `choose_for` takes
+    /// it in place of whatever the other rules chose, above N = 64 only where their tile
+    /// pads N at least as much (so not the 128 x 136 tile at N = 136).
     ///
     /// Why: the 128-row tiles the other rules take are 128-136 columns wide, 2-17x the
     /// columns N needs. These shapes stream A from DRAM once and run at the rate the bytes
@@ -688,19 +701,35 @@ impl TileConfig {
     /// shapes with M >= 2048 (0.55-0.77 of cuBLAS -> 0.69-1.03). At M = 256-1024 (0.008-0.02
     /// ms, 20-50% apart between passes) 0.0132-0.0213 against 0.0154-0.0269. Run 194: 128
     /// rows at M = 16384 (64 rows: 0.060 ms), 256 at 32768 (128: 0.125 and 0.071, within 2%
-    /// at N = 64). Not for N = 128: 16384 x 128 x 4096 ran 0.043 on the default's 128 x 128
-    /// tile (no padding columns there), 0.044 on swapped ones.
+    /// at N = 64).
+    ///
+    /// For 64 < N <= 160 (two or three 64-row blocks of B) where the 64- or 128-row tiles fit
+    /// one wave (run 197, three passes, ms, the default's 128 x 128 tile split as it splits
+    /// -> this rule's; cuBLAS): 4096 x 160 x 5120 0.0354-0.0357 -> 0.0255-0.0258 (128 rows,
+    /// unsplit; 0.022-0.024), 8192 x 128 x 4096 0.0293-0.0294 -> 0.0245-0.0249 (0.023-0.025),
+    /// 4096 x 128 x 7168 0.0285-0.0293 -> 0.0263-0.0264 (2 slices), 2048 x 128 x 7168
+    /// 0.0240-0.0244 -> 0.0227-0.0229, 2048 x 120 x 4096 0.0191-0.0218 -> 0.0164-0.0168 (64
+    /// rows), 4096 x 96 x 4096 0.0221-0.0223 -> 0.0194-0.0198 (0.020), 6144 x 96 x 7168
+    /// 0.0357-0.0359 -> 0.0338-0.0342, 1024 x 160 x 5120 0.0196-0.0201 -> 0.0182-0.0183:
+    /// 5-39% faster in every pass on those 8; 512 x 128 x 4096 and 200 x 128 x 7168 (0.017-0.026
+    /// ms) faster in one pass, 2-10% slower in the others. Not
+    /// where they take more (16384 x 128 x 4096: 0.043 on 128 x 128 tiles, 0.044 on
+    /// swapped ones, run 194), nor for N = 256 (four column blocks read A four times:
+    /// 8192 x 256 x 7168 0.059 -> 0.075).
     pub fn small_n_for(shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if shape.n > 64 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < 65 {
+        if shape.n > 160 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < 65 {
             return None;
         }
         let sms = sm_count as u64;
-        let rows = if Self::swapped_tma_store(64).tiles(shape.m, shape.n) * 2 <= sms {
+        let tiles = |rows| Self::swapped_tma_store(rows).tiles(shape.m, shape.n);
+        let rows = if tiles(64) * 2 <= sms {
             64
-        } else if Self::swapped_tma_store(128).tiles(shape.m, shape.n) <= sms {
+        } else if tiles(128) <= sms {
             128
-        } else {
+        } else if shape.n <= 64 {
             256
+        } else {
+            return None;
         };
         Some(Self::swapped_tma_store(rows))
     }
@@ -1709,8 +1738,19 @@ mod tests {
         assert_eq!(sn(132 * 128, 8, 4096), Some(128));
         assert_eq!(sn(132 * 128 + 1, 8, 4096), Some(256));
         assert_eq!(sn(1 << 20, 16, 7168), Some(256));
-        // Not: M <= 64 (the small-M rules), N > 64, N % 8 != 0, K % 64 != 0.
-        for (m, n, k) in [(64, 8, 4096), (4096, 72, 4096), (4096, 128, 4096), (4096, 12, 4096), (4096, 8, 4104)] {
+        // 64 < N <= 160: two or three column blocks, 64 or 128 rows of A, no 256.
+        assert_eq!(sn(512, 128, 4096), Some(64));
+        assert_eq!(sn(4096, 96, 4096), Some(128));
+        assert_eq!(sn(4096, 160, 5120), Some(128));
+        assert_eq!(sn(44 * 128, 160, 5120), Some(128));
+        assert_eq!(sn(44 * 128 + 1, 160, 5120), None);
+        assert_eq!(sn(16384, 128, 4096), None);
+        // Above N = 64 only where the other rules' tile pads N as much: N = 160 on 128 x 128
+        // tiles (96 padding columns; 32 rows here), not N = 136 on the 128 x 136 tile.
+        assert!(TileConfig::choose_for(GemmShape { m: 4096, n: 160, k: 5120 }, 132).swap_ab);
+        assert_eq!(TileConfig::choose_for(GemmShape { m: 1028, n: 136, k: 9216 }, 132), TileConfig::cols_tma_store(136));
+        // Not: M <= 64 (the small-M rules), N > 160, N % 8 != 0, K % 64 != 0.
+        for (m, n, k) in [(64, 8, 4096), (4096, 168, 4096), (4096, 256, 4096), (4096, 12, 4096), (4096, 8, 4104)] {
             assert_eq!(sn(m, n, k), None, "{m}x{n}x{k}");
         }
         // The default takes it, and the few-tiles split splits it where its tiles are few.

@@ -31,7 +31,7 @@ pub struct GemmArgs {
     /// C, C = 64, 72, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
     /// store) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
     /// the default where the wide tile fits best). Default: the heuristic, which takes
-    /// swap-ab-64xR-tma-store (R = 64, 128 or 256) for N <= 64 (NOTES 23), the
+    /// swap-ab-64xR-tma-store (R = 64, 128 or 256) for N <= 160 (NOTES 23), the
     /// -c2 tile when K % 64 != 0 (bench/NOTES.md 13.3), swapped-operand tiles for small M
     /// (NOTES 15), where a work model says they win the 128-row swapped ones fitted to M
     /// (TMA-store epilogue where N % 8 == 0) and the column-fitted ones (NOTES 16, 17.6),
