@@ -40,8 +40,26 @@ pub struct DeviceInfo {
     pub max_smem_per_block_optin: u32,
 }
 
-/// Reads [`DeviceInfo`] off `ctx`'s device.
+/// [`DeviceInfo`] of `ctx`'s device: read once per device (five driver queries) and kept,
+/// since launches ask for it on every call and the attributes do not change while the
+/// process runs.
 pub fn device_info(ctx: &CudaContext) -> Result<DeviceInfo> {
+    static KNOWN: Mutex<Vec<DeviceInfo>> = Mutex::new(Vec::new());
+    let ordinal = ctx.ordinal();
+    if let Some(info) = KNOWN.lock().ok().and_then(|k| k.iter().find(|i| i.ordinal == ordinal).copied()) {
+        return Ok(info);
+    }
+    let info = query_device_info(ctx)?;
+    if let Ok(mut k) = KNOWN.lock() {
+        if !k.iter().any(|i| i.ordinal == ordinal) {
+            k.push(info);
+        }
+    }
+    Ok(info)
+}
+
+/// Reads [`DeviceInfo`] off `ctx`'s device (the driver's attributes).
+fn query_device_info(ctx: &CudaContext) -> Result<DeviceInfo> {
     use sys::CUdevice_attribute::*;
     let sm = ctx.attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).call("cuDeviceGetAttribute")?;
     let smem = ctx

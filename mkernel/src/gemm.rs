@@ -51,7 +51,13 @@ pub struct GemmRun {
 pub struct GemmWorkspace {
     stream: Arc<CudaStream>,
     slots: CudaSlice<f32>,
-    counts: CudaSlice<u32>,
+    /// Owned for its allocation (freed on drop); launches use `split.counts`.
+    _counts: CudaSlice<u32>,
+    /// The device addresses of `slots` and `counts`, taken once when allocated: only this
+    /// workspace's launches on `stream` touch them, so cudarc's per-call stream events
+    /// (`device_ptr_mut`: a wait and a record per buffer) would order nothing; the buffers
+    /// are freed in `stream`'s order after the work queued on it (cudarc's drop).
+    split: SplitWorkspace,
 }
 
 impl GemmWorkspace {
@@ -83,9 +89,11 @@ impl GemmWorkspace {
                 "is the per-thread (or legacy) default stream handle, a different stream on each thread; a workspace serves one stream (use CudaContext::new_stream or default_stream)",
             ));
         }
-        let slots = stream.alloc_zeros::<f32>(bytes / 4).call("cuMemAlloc (GEMM workspace slots)")?;
-        let counts = stream.alloc_zeros::<u32>(Self::COUNTS).call("cuMemAlloc (GEMM workspace counts)")?;
-        Ok(Self { stream: stream.clone(), slots, counts })
+        let mut slots = stream.alloc_zeros::<f32>(bytes / 4).call("cuMemAlloc (GEMM workspace slots)")?;
+        let mut counts = stream.alloc_zeros::<u32>(Self::COUNTS).call("cuMemAlloc (GEMM workspace counts)")?;
+        let (scratch, counts_ptr) = (slots.device_ptr_mut(stream).0, counts.device_ptr_mut(stream).0);
+        let split = SplitWorkspace { scratch, scratch_bytes: slots.len() as u64 * 4, counts: counts_ptr, counts_len: counts.len() as u64 };
+        Ok(Self { stream: stream.clone(), slots, _counts: counts, split })
     }
 
     /// Bytes of fp32 slots.
@@ -313,16 +321,11 @@ fn gemm_on(
     let (pa, _ga) = a.device_ptr(stream);
     let (pb, _gb) = b.device_ptr(stream);
     let (pc, _gc) = c.device_ptr_mut(stream);
-    let ws = workspace.map(|w| {
-        let bytes = w.bytes() as u64;
-        let counts_len = w.counts.len() as u64;
-        let (scratch, gs) = w.slots.device_ptr_mut(stream);
-        let (counts, gc) = w.counts.device_ptr_mut(stream);
-        (SplitWorkspace { scratch, scratch_bytes: bytes, counts, counts_len }, gs, gc)
-    });
+    let ws = workspace.map(|w| w.split);
     // SAFETY: the three buffers were validated for `shape` and live on `stream`'s GPU, as
-    // does the workspace (made for `stream`); the guards keep cudarc's stream ordering for
-    // them until after the launch.
+    // does the workspace (made for `stream`, borrowed for the call; its buffers outlive
+    // the launch, freed in `stream`'s order); the guards keep cudarc's stream ordering for
+    // the three until after the launch.
     let ran = unsafe {
         mkernel_kernels::gemm::launch(
             Runtime::global(),
@@ -334,9 +337,8 @@ fn gemm_on(
             opts.tile,
             opts.timeout,
             opts.split_last_wave,
-            ws.as_ref().map(|w| w.0),
+            ws,
         )?
     };
-    drop(ws);
     Ok(ran)
 }

@@ -8,7 +8,7 @@ use mkernel::check;
 use mkernel::{GemmOptions, GemmShape, TileConfig};
 use serde::Serialize;
 
-use super::{median, rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Warmup};
+use super::{median, rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup, GATE_TIMEOUT};
 
 #[derive(Args, Clone, Debug)]
 pub struct GemmArgs {
@@ -57,6 +57,12 @@ pub struct GemmArgs {
     /// if the heuristic chose it. Not with --split-last-wave.
     #[arg(long, requires = "tile", conflicts_with = "split_last_wave")]
     pub split_like_rule: bool,
+    /// Hold each timed round behind a host gate (`mkernel::HostGate`): its steps run back
+    /// to back on the GPU, so the times are the GPU's alone, without the host's enqueueing
+    /// (which bounds small GEMMs otherwise: bench/NOTES.md 23.5). The host's time per call
+    /// is printed either way.
+    #[arg(long)]
+    pub host_gate: bool,
 }
 
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
@@ -122,6 +128,11 @@ struct Row {
     cublas_ms: f64,
     cublas_tflops: f64,
     ratio_to_cublas: f64,
+    /// Median host time of one call (enqueueing it), microseconds, over every timed call.
+    ours_host_us: f64,
+    cublas_host_us: f64,
+    /// Whether the timed rounds were held behind a host gate (GPU time alone).
+    host_gate: bool,
     check: Option<String>,
     floor_flop_ms: f64,
     floor_bytes_ms: f64,
@@ -266,19 +277,36 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             None
         };
         let mut used = mkernel::GemmRun { tile: TileConfig::WIDE, split_slices: 1 };
+        let mut host_us: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut gate = if args.host_gate { Some(mkernel::HostGate::new(&ctx)?) } else { None };
+        let pace = |at: Pace| -> BenchResult<()> {
+            match (at, gate.as_mut()) {
+                (Pace::RoundStart, Some(g)) => g.hold(&stream, GATE_TIMEOUT)?,
+                (Pace::RoundEnd, Some(g)) => g.open(),
+                _ => {}
+            }
+            Ok(())
+        };
         // Side by side, round-robin (time_rounds_ms: the same clocks for both).
         // (consecutive steps take consecutive input sets: neither finds the other's in L2)
-        let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, |_| Ok(()), c.iters, 2, |v, i| {
+        let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, pace, c.iters, 2, |v, i| {
+            let t0 = std::time::Instant::now();
             if v == 0 {
                 used = mkernel::gemm_with_workspace(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts, &mut workspace)?;
             } else {
                 blas.gemm_bf16(&a_sets[i % sets], &b_sets[i % sets], &mut c_blas, s)?;
             }
+            host_us[v.min(1)].push(t0.elapsed().as_secs_f64() * 1e6);
             Ok(())
         })?
         .try_into()
         .map_err(|_| format!("{label}: the timer returned the wrong number of variants"))?;
         let (ours, cublas) = (median(&mut ours), median(&mut cublas));
+        if let Some(g) = &gate {
+            g.check()?;
+        }
+        let [mut ours_host, mut cublas_host] = host_us;
+        let (ours_host_us, cublas_host_us) = (median(&mut ours_host), median(&mut cublas_host));
         let tf = |ms: f64| s.flops() / (ms * 1e-3) / 1e12;
         let row = Row {
             label: label.clone(),
@@ -292,13 +320,16 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             cublas_ms: cublas,
             cublas_tflops: tf(cublas),
             ratio_to_cublas: cublas / ours,
+            ours_host_us,
+            cublas_host_us,
+            host_gate: args.host_gate,
             check: verdict.clone(),
             floor_flop_ms: s.flops() / (MATRIX_TFLOPS * 1e12) * 1e3,
             floor_bytes_ms: ((m * k + n * k + m * n) * 2) as f64 / (HBM_TBPS * 1e12) * 1e3,
         };
         let split_note = if used.split_slices > 1 { format!("  [last wave split {}]", used.split_slices) } else { String::new() };
         println!(
-            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}",
+            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}  [host us {ours_host_us:.1}/{cublas_host_us:.1}]",
             label,
             s.m,
             s.n,

@@ -29,7 +29,7 @@ use mkernel::trace::TraceBuffer;
 use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup};
+use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup, GATE_TIMEOUT};
 
 #[derive(Args, Clone, Debug)]
 pub struct ArArgs {
@@ -360,10 +360,6 @@ fn check_once(
 /// the previous one ends on each GPU, with the ranks as aligned as in the timed loop
 /// (an isolated call would also show the host's launch skew between ranks).
 const TRACE_LEAD_CALLS: usize = 3;
-
-/// Longest a round may take to enqueue behind its host gate (aligned timing); far above
-/// any round's host time, far below a hang.
-const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Names of --sweep-diag entries (kept apart from real configurations in the output).
 const DIAGNOSTIC_PREFIX: &str = "DIAGNOSTIC";

@@ -173,6 +173,10 @@ pub struct Warmup {
     pub ms: u64,
 }
 
+/// Longest a round may take to enqueue behind its host gate (aligned timing); far above
+/// any round's host time, far below a hang.
+pub(super) const GATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Where in a round [`time_rounds_ms`] calls its `pace` hook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {

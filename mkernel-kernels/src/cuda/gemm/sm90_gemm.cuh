@@ -514,33 +514,19 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // of the earlier slices is in `pre`; at its turn it moves into `acc` (pre + own).
   // The last group may be partial (17 float4s per thread at 64 x 136: 8 + 8 + 1; one
   // float4 per round trip cost ~6.5 us per sum there, run 138): `e < kLen` folds at
-  // compile time, the loops being unrolled.
+  // compile time, the loops being unrolled. Tiles with few accumulators (64 x 64 and
+  // smaller) load kBatch slices' groups per round trip: the same sums in the same order
+  // (the bits do not depend on it), 7 slices in 3 round trips instead of 6 (bench/NOTES.md
+  // 23.6); the others keep one slice per round trip (more spill registers).
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
   constexpr u32 kGroup = 8;
+    constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? 3 : 1;  // (4 spills registers at 64 x 64)
 #pragma unroll
   for (u32 g = 0; g < kF4; g += kGroup) {
     const u32 kLen = kF4 - g < kGroup ? kF4 - g : kGroup;
     float4 pre[kGroup];
-#pragma unroll 1
-    for (u32 j = 0; j < splits; ++j) {
-      if (j == slice) {
-        if (j != 0) {
-#pragma unroll
-          for (u32 e = 0; e < kGroup; ++e) {
-            if (e >= kLen) break;
-            float* const a = &acc[4 * (g + e)];
-            a[0] = pre[e].x + a[0], a[1] = pre[e].y + a[1], a[2] = pre[e].z + a[2], a[3] = pre[e].w + a[3];
-          }
-        }
-        continue;
-      }
-      const float4* const src = slots + j * kSlotF4 + (u64)g * kT;
-      float4 x[kGroup];
-#pragma unroll
-      for (u32 e = 0; e < kGroup; ++e) {
-        if (e >= kLen) break;
-        x[e] = __ldcg(src + e * kT);
-      }
+    // Slice j's group `x` (j != slice) into the sums; then this slice's turn.
+    auto fold = [&](u32 j, const float4 (&x)[kGroup]) {
 #pragma unroll
       for (u32 e = 0; e < kGroup; ++e) {
         if (e >= kLen) break;
@@ -551,6 +537,48 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
           pre[e] = x[e];
         } else {
           pre[e].x += x[e].x, pre[e].y += x[e].y, pre[e].z += x[e].z, pre[e].w += x[e].w;
+        }
+      }
+    };
+    auto fold_own = [&]() {
+      if (slice == 0) return;
+#pragma unroll
+      for (u32 e = 0; e < kGroup; ++e) {
+        if (e >= kLen) break;
+        float* const a = &acc[4 * (g + e)];
+        a[0] = pre[e].x + a[0], a[1] = pre[e].y + a[1], a[2] = pre[e].z + a[2], a[3] = pre[e].w + a[3];
+      }
+    };
+    auto load = [&](u32 j, float4 (&x)[kGroup]) {
+      const float4* const src = slots + j * kSlotF4 + (u64)g * kT;
+#pragma unroll
+      for (u32 e = 0; e < kGroup; ++e) {
+        if (e >= kLen) break;
+        x[e] = __ldcg(src + e * kT);
+      }
+    };
+    if constexpr (kBatch == 1) {
+#pragma unroll 1
+      for (u32 j = 0; j < splits; ++j) {
+        if (j == slice) {
+          fold_own();
+          continue;
+        }
+        float4 x[kGroup];
+        load(j, x);
+        fold(j, x);
+      }
+    } else {
+#pragma unroll 1
+      for (u32 j0 = 0; j0 < splits; j0 += kBatch) {
+        float4 x[kBatch][kGroup];
+#pragma unroll
+        for (u32 b = 0; b < kBatch; ++b)
+          if (j0 + b < splits && j0 + b != slice) load(j0 + b, x[b]);
+#pragma unroll
+        for (u32 b = 0; b < kBatch; ++b) {
+          if (j0 + b >= splits) break;
+          if (j0 + b == slice) fold_own(); else fold(j0 + b, x[b]);
         }
       }
     }
