@@ -40,7 +40,7 @@ pub struct DeviceInfo {
     pub max_smem_per_block_optin: u32,
 }
 
-/// [`DeviceInfo`] of `ctx`'s device: read once per device (five driver queries) and kept,
+/// [`DeviceInfo`] of `ctx`'s device: read once per device (four driver queries) and kept,
 /// since launches ask for it on every call and the attributes do not change while the
 /// process runs.
 pub fn device_info(ctx: &CudaContext) -> Result<DeviceInfo> {

@@ -717,7 +717,7 @@ impl TileConfig {
     /// swapped ones, run 194), nor for N = 256 (four column blocks read A four times:
     /// 8192 x 256 x 7168 0.059 -> 0.075).
     pub fn small_n_for(shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if shape.n > 160 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < 65 {
+        if shape.n == 0 || shape.n > 160 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < 65 {
             return None;
         }
         let sms = sm_count as u64;

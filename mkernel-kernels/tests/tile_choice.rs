@@ -4,7 +4,7 @@
 //! shared memory are valid. (A rule that returned a tile outside the catalog, or a TMA-store
 //! tile for N % 8 != 0, would make `mkernel::gemm` refuse its own default.)
 
-use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
+use mkernel_kernels::gemm::{Epilogue, GemmShape, SplitLaunch, SplitWorkspace, TileConfig};
 use proptest::prelude::*;
 
 fn shape() -> impl Strategy<Value = GemmShape> {
@@ -35,6 +35,43 @@ proptest! {
             prop_assert_eq!(blocks % 2, 0, "{:?}: {}", s, t);
             // ... and only in the measured range (K >= 4096).
             prop_assert!(s.k >= 4096, "{:?}: {}", s, t);
+        }
+    }
+}
+
+/// The small-N rule's ground (N <= 168, K often a multiple of 64) on any SM count, M up to
+/// the largest the GEMM takes.
+fn small_n_shape() -> impl Strategy<Value = GemmShape> {
+    let m = prop_oneof![1u32..=300, 1u32..=70_000, Just(mkernel_kernels::gemm::MAX_DIM as u32)];
+    let n = prop_oneof![(1u32..=21).prop_map(|i| 8 * i), 1u32..=170];
+    let k = prop_oneof![(1u32..=256).prop_map(|i| 64 * i), (1u32..=2500).prop_map(|i| 8 * i)];
+    (m, n, k).prop_map(|(m, n, k)| GemmShape { m, n, k })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+    /// Property: there, the default tile (the small-N rule's where it applies: always for N
+    /// <= 64) and the split rules' pick are launchable, and the workspace the rules ask for
+    /// makes them pick the same split, which the launch check accepts (helper-49).
+    #[test]
+    fn small_n_defaults_and_their_splits_are_launchable(s in small_n_shape(), sm_count in prop_oneof![Just(0u32), Just(1u32), Just(2u32), Just(132u32), Just(u32::MAX), 1u32..=300]) {
+        prop_assume!(s.validate_dims().is_ok());
+        let t = TileConfig::choose_for(s, sm_count);
+        prop_assert!(t.validate_for_gemm().is_ok() && t.check_output(s.n).is_ok(), "{:?} on {}: {}", s, sm_count, t);
+        if let Some(small) = TileConfig::small_n_for(s, sm_count) {
+            prop_assert!(small.swap_ab && small.can_split_last_wave(), "{}", small);
+            if s.n <= 64 {
+                prop_assert_eq!(t, small);
+            }
+        }
+        if let Some((bytes, counts)) = TileConfig::split_rule_workspace(s, sm_count) {
+            let pick = TileConfig::split_rule_for(s, sm_count, bytes, counts);
+            prop_assert_eq!(pick, TileConfig::split_rule_for(s, sm_count, u64::MAX, u64::MAX));
+            let Some((pt, slices)) = pick else { return Err(TestCaseError::fail("no pick within its own workspace")) };
+            prop_assert!(pt.validate_for_gemm().is_ok() && pt.check_output(s.n).is_ok());
+            let grid = pt.split_grid(pt.tiles(s.m, s.n), slices, sm_count);
+            let workspace = SplitWorkspace { scratch: 1 << 20, scratch_bytes: bytes, counts: 1 << 30, counts_len: counts };
+            prop_assert!(SplitLaunch { slices, workspace }.check(pt, s, grid).is_ok(), "{:?} on {}: {} in {}", s, sm_count, pt, slices);
         }
     }
 }

@@ -514,13 +514,13 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // of the earlier slices is in `pre`; at its turn it moves into `acc` (pre + own).
   // The last group may be partial (17 float4s per thread at 64 x 136: 8 + 8 + 1; one
   // float4 per round trip cost ~6.5 us per sum there, run 138): `e < kLen` folds at
-  // compile time, the loops being unrolled. Tiles with few accumulators (64 x 64 and
-  // smaller) load kBatch slices' groups per round trip: the same sums in the same order
+  // compile time, the loops being unrolled. Tiles of at most 32 accumulators per thread
+  // (64 or 128 rows by at most 64) load kBatch slices' groups per round trip: the same sums in the same order
   // (the bits do not depend on it), 7 slices in 3 round trips instead of 6 (bench/NOTES.md
   // 23.6); the others keep one slice per round trip (more spill registers).
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
   constexpr u32 kGroup = 8;
-    constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? 3 : 1;  // (4 spills registers at 64 x 64)
+  constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? 3 : 1;  // (4 spills registers at 64 x 64)
 #pragma unroll
   for (u32 g = 0; g < kF4; g += kGroup) {
     const u32 kLen = kF4 - g < kGroup ? kF4 - g : kGroup;
