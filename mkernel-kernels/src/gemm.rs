@@ -146,7 +146,7 @@ impl TileConfig {
     }
 
     /// A 128-row tile (operands not swapped) `cols` columns of C wide, `cols` a multiple of
-    /// 8 in 136..=248 (the widths between the narrow and the wide tile) or in 64..=120, Registers
+    /// 8 in 136..=248 (the widths between the narrow and the wide tile) or in 8..=120, Registers
     /// epilogue, as many stages as fit (at most 8). Plain GEMM only. For N that 256-column
     /// tiles cut into a poor last wave: N=7168 at M=2048 makes 448 tiles of 128 x 256 on
     /// 132 SMs (3.4 waves: the fourth 39% full), and 656 of 128 x 176 (5.0 waves of 176
@@ -163,18 +163,21 @@ impl TileConfig {
     }
 
     /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248 and
-    /// 64, 72, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue.
+    /// 8, 16, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue.
     fn all_cols() -> impl Iterator<Item = Self> {
         let widths = || Self::cols_widths().chain(Self::narrow_cols_widths());
         widths().map(Self::cols).chain(widths().map(Self::cols_tma_store))
     }
 
-    /// The widths below the narrow tile's, 64, 72, ..., 120: 128-row tiles that spread a
+    /// The widths below the narrow tile's, 8, 16, ..., 120: 128-row tiles that spread a
     /// single row block of A over more SMs (M <= 128 at N = 8704-9216 makes 68-72 tiles of
-    /// 128 x 128 on 132 SMs; 116 of 128 x 80). The default takes 72..=120 for M = 112-128
-    /// ([`Self::narrow_cols_instead_of`]); [`Self::cols_fit`] does not rank them.
+    /// 128 x 128 on 132 SMs; 116 of 128 x 80), and, at 8..=56, tiles whose wgmma n holds a
+    /// small N without padding (MoE routers: N = 8 experts on the swapped tiles computes 64
+    /// rows for 8, bench/NOTES.md 23.8; forced only, not yet measured). The default takes
+    /// 72..=120 for M = 112-128 ([`Self::narrow_cols_instead_of`]); [`Self::cols_fit`] does
+    /// not rank them.
     fn narrow_cols_widths() -> impl Iterator<Item = u32> {
-        (8..=15).map(|i| 8 * i)
+        (1..=15).map(|i| 8 * i)
     }
 
     /// The widths of the column-fitted tiles: 136, 144, ..., 248.

@@ -132,10 +132,21 @@ fn swapped_operand_tiles_match_reference() {
             run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
         }
     }
-    // 128-row tiles of 64..=120 columns (64: one swizzled box; the others unswizzled), and
+    // 128-row tiles of 8..=120 columns (64: one swizzled box; the others unswizzled), and
     // the default's one-row-block rule that takes them (M = 112-128 where 128 x 128 tiles
-    // leave SMs idle; K % 64 != 0 only forced).
-    for (m, n, k, cols) in [(300, 1000, 200, 64), (129, 4099, 64, 72), (117, 10240, 1000, 80), (128, 9216, 4160, 120)] {
+    // leave SMs idle; K % 64 != 0 only forced). 8..=56: a small N in the wgmma's n (an MoE
+    // router's), one column block or several, ragged.
+    for (m, n, k, cols) in [
+        (300, 1000, 200, 64),
+        (129, 4099, 64, 72),
+        (117, 10240, 1000, 80),
+        (128, 9216, 4160, 120),
+        (1000, 8, 4096, 8),
+        (300, 24, 200, 24),
+        (129, 56, 1000, 56),
+        (5000, 40, 4160, 16),
+        (77, 20, 64, 8),
+    ] {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols(cols)));
         if n % 8 == 0 {
             run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
@@ -254,6 +265,9 @@ fn split_last_wave_matches_reference() {
         (300, 1000, 1000, TileConfig::cols_tma_store(176), [2, 5]),
         (120, 2000, 4160, TileConfig::cols_tma_store(72), [4, 2]),
         (129, 2040, 1000, TileConfig::cols_tma_store(120), [3, 2]),
+        // 8- and 40-column tiles (a small N in the wgmma's n), the fix-up's batched loads
+        (1000, 8, 4096, TileConfig::cols_tma_store(8), [7, 4]),
+        (300, 80, 2048, TileConfig::cols_tma_store(40), [5, 2]),
         // the short 128-row swapped tiles (64..=120 rows of A), the forced split's default at M = 65-111
         (96, 2000, 4160, TileConfig::swapped_wide(96, mkernel::Epilogue::TmaStore), [2, 3]),
         (65, 1000, 1000, TileConfig::swapped_wide(72, mkernel::Epilogue::TmaStore), [4, 2]),

@@ -28,7 +28,7 @@ pub struct GemmArgs {
     /// swap-ab-128xR[-tma-store] (128 rows of B, R in 64..=256), also in 2-CTA clusters
     /// sharing A (swap-ab-128xR-c2, swap-ab-128xR-tma-store-c2; R a multiple of 16), and
     /// swap-ab-128-fit (the Registers one fitted to M, 257 <= M <= 8192); cols-128xC (128 x
-    /// C, C = 64, 72, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
+    /// C, C = 8, 16, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
     /// store) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
     /// the default where the wide tile fits best). Default: the heuristic, which takes
     /// swap-ab-64xR-tma-store (R = 64, 128 or 256) for N <= 160 (NOTES 23), the
