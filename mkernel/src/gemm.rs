@@ -50,9 +50,9 @@ pub struct GemmRun {
 /// slices' rendezvous), so it serves that stream only; others are refused.
 pub struct GemmWorkspace {
     stream: Arc<CudaStream>,
-    slots: CudaSlice<f32>,
-    /// Owned for its allocation (freed on drop); launches use `split.counts`.
-    _counts: CudaSlice<u32>,
+    /// The fp32 slots and the u32 counts, owned for their allocations (freed on drop);
+    /// launches and [`Self::bytes`] use `split`.
+    _buffers: (CudaSlice<f32>, CudaSlice<u32>),
     /// The device addresses of `slots` and `counts`, taken once when allocated: only this
     /// workspace's launches on `stream` touch them, so cudarc's per-call stream events
     /// (`device_ptr_mut`: a wait and a record per buffer) would order nothing; the buffers
@@ -93,12 +93,12 @@ impl GemmWorkspace {
         let mut counts = stream.alloc_zeros::<u32>(Self::COUNTS).call("cuMemAlloc (GEMM workspace counts)")?;
         let (scratch, counts_ptr) = (slots.device_ptr_mut(stream).0, counts.device_ptr_mut(stream).0);
         let split = SplitWorkspace { scratch, scratch_bytes: slots.len() as u64 * 4, counts: counts_ptr, counts_len: counts.len() as u64 };
-        Ok(Self { stream: stream.clone(), slots, _counts: counts, split })
+        Ok(Self { stream: stream.clone(), _buffers: (slots, counts), split })
     }
 
     /// Bytes of fp32 slots.
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 4
+        self.split.scratch_bytes as usize
     }
 }
 
