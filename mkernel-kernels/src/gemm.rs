@@ -173,9 +173,9 @@ impl TileConfig {
     /// single row block of A over more SMs (M <= 128 at N = 8704-9216 makes 68-72 tiles of
     /// 128 x 128 on 132 SMs; 116 of 128 x 80), and, at 8..=56, tiles whose wgmma n holds a
     /// small N without padding (MoE routers: N = 8 experts on the swapped tiles computes 64
-    /// rows for 8, bench/NOTES.md 23.8; forced only, not yet measured). The default takes
-    /// 72..=120 for M = 112-128 ([`Self::narrow_cols_instead_of`]); [`Self::cols_fit`] does
-    /// not rank them.
+    /// rows for 8, bench/NOTES.md 23.8). The default takes 8..=32 for N <= 32
+    /// ([`Self::small_n_for`], run 203) and 72..=120 for M = 112-128
+    /// ([`Self::narrow_cols_instead_of`]); [`Self::cols_fit`] does not rank them.
     fn narrow_cols_widths() -> impl Iterator<Item = u32> {
         (1..=15).map(|i| 8 * i)
     }
@@ -600,9 +600,10 @@ impl TileConfig {
     /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
     /// which the last step ([`Self::clustered_instead_of`]) takes.
     ///
-    /// For N <= 160 (MoE routers), the small-N rule's swapped tiles replace what the rules
-    /// below pick, as the last step ([`Self::small_n_for`]; runs 195, 197: 0.55-0.77 of
-    /// cuBLAS -> 0.63-1.03 at M >= 2048 and N <= 64, 5-39% faster at N = 96-160).
+    /// For N <= 160 (MoE routers), the small-N rule's tiles (N columns wide for N <= 32,
+    /// else swapped) replace what the rules below pick, as the last step
+    /// ([`Self::small_n_for`]; runs 195, 197: 0.55-0.77 of cuBLAS -> 0.63-1.03 at M >= 2048
+    /// and N <= 64, 5-39% faster at N = 96-160; run 203: N <= 32 a further 0-37%).
     ///
     /// Otherwise, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
     /// ([`Self::swapped_for`]) when its tiles fit one wave and [`Self::load_cost`] says it
@@ -676,7 +677,10 @@ impl TileConfig {
     }
 
     /// The small-N rule of [`Self::choose_for`], its last step: for N <= 160 (an MoE router:
-    /// N experts, K hidden, M tokens) with M >= 65, N % 8 == 0 and K % 64 == 0, the 64-row
+    /// N experts, K hidden, M tokens) with N % 8 == 0 and K % 64 == 0: for N <= 32 and M >=
+    /// 64 the 128-row TMA-store tile exactly N columns wide ([`Self::cols_tma_store`], its
+    /// wgmma's n holding N: no padding), which [`Self::split_few_tiles_for`] splits along K
+    /// where its tiles are few; above, for M >= 65, the 64-row
     /// swapped TMA-store tile ([`Self::swapped_tma_store`]: 64 of B's N rows, `rows` rows
     /// of A per tile) with 64 rows of A where that makes at most SMs / 2 tiles (which
     /// [`Self::split_few_tiles_for`] splits along K where K >= 4096), else 128 where that
@@ -719,9 +723,44 @@ impl TileConfig {
     /// where they take more (16384 x 128 x 4096: 0.043 on 128 x 128 tiles, 0.044 on
     /// swapped ones, run 194), nor for N = 256 (four column blocks read A four times:
     /// 8192 x 256 x 7168 0.059 -> 0.075).
+    ///
+    /// N <= 32 on the column tile (run 203, one H200, two passes, ms, the swapped tiles
+    /// above -> `cols-128xN-tma-store`, each split as the few-tiles rule splits it; ours /
+    /// cuBLAS after): the swapped tiles compute 64 rows of B for N of them, chaining
+    /// m64n64k16 wgmmas where m64n8k16 ones would do. 64 x 8 x 4096 (forced: M <= 64 is the
+    /// small-M rules') 0.0113 -> 0.0102, 512 x 8 x 7168 0.0127-0.0128 -> 0.0110-0.0111
+    /// (0.73-0.74), 1024 x 8 x 4096 0.0120-0.0122 -> 0.0106-0.0107, 2048 x 8 x 7168
+    /// 0.0197-0.0202 -> 0.0153-0.0160 (0.89-0.93), 4096 x 8 x 4096 0.0232-0.0237 -> 0.0165
+    /// (0.92-0.99), 16384 x 8 x 4096 0.0414-0.0415 -> 0.0380-0.0382 (0.96-0.97), 32768 x 8 x
+    /// 7168 0.1168 -> 0.1149-0.1151 (0.97), 4096 x 16 x 7168 0.0318-0.0319 -> 0.0232-0.0234
+    /// (0.96), 8192 x 16 x 7168 0.0396-0.0398 -> 0.0361-0.0362 (0.90-0.92), 16384 x 32 x 7168
+    /// 0.0613-0.0616 -> 0.0609-0.0611. Not the 64-column one for N = 64 (4096 x 64 x 7168
+    /// 0.0242-0.0246 -> 0.0258-0.0259, 8192 x 64 x 2048 0.0151 -> 0.0154-0.0161), nor a
+    /// wider one than N (N = 16 on 32 or 64 columns: 1-11% behind 16).
+    ///
+    /// Run 204 (two passes, ms, the swapped tiles the rule took before -> the column tile,
+    /// both split alike): 16 of 17 shapes faster in both passes, 256 x 8 x 4096 0.0115-0.0116
+    /// -> 0.0103-0.0104, 300 x 16 x 7168 0.0128-0.0129 -> 0.0114-0.0115, 1024 x 24 x 4096
+    /// 0.0120-0.0121 -> 0.0115-0.0118, 2048 x 24 x 7168 0.0179-0.0184 -> 0.0167-0.0173, 3000
+    /// x 32 x 7168 0.0238-0.0243 -> 0.0206-0.0208, 4096 x 32 x 4096 0.0207-0.0208 ->
+    /// 0.0171-0.0172, 6144 x 8 x 4096 0.0255-0.0256 -> 0.0205-0.0206 (0.91-0.92 of cuBLAS),
+    /// 8192 x 32 x 7168 0.0388 -> 0.0370, 12288 x 24 x 7168 0.0521-0.0522 -> 0.0494-0.0497
+    /// (1.02-1.03), 16384 x 16 x 4096 0.0402-0.0404 -> 0.0383-0.0384, 65536 x 8 x 4096
+    /// 0.1395-0.1402 -> 0.1325-0.1344, 32768 x 32 x 4096 0.0719 -> 0.0707-0.0709; 24576 x 16 x
+    /// 7168 0.0925 -> 0.0911 / 0.0940. At M = 64, where the small-M rules' swapped tile
+    /// holds 64 rows of A and pads N to 64: 64 x 8 x 7168 0.0122 -> 0.0106-0.0107, 64 x 32 x
+    /// 7168 0.0122-0.0123 -> 0.0117-0.0118 (and 64 x 8 x 4096 0.0113 -> 0.0102, run 203); not
+    /// below (1 x 8 x 4096 0.0096 -> 0.0101-0.0102, 16 x 32 x 4096 0.0100 -> 0.0111-0.0112).
+    /// Not for N = 40-56 either: within +-5% either way of the swapped tiles on 9 shapes
+    /// (2048 x 56 x 7168 0.0181-0.0184 -> 0.0187-0.0199).
     pub fn small_n_for(shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if shape.n == 0 || shape.n > 160 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < 65 {
+        // (M = 64 too for N <= 32, where the small-M rules' swapped tile pads as much: run 204)
+        let min_m = if shape.n <= 32 { 64 } else { 65 };
+        if shape.n == 0 || shape.n > 160 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < min_m {
             return None;
+        }
+        if shape.n <= 32 {
+            return Some(Self::cols_tma_store(shape.n));
         }
         let sms = sm_count as u64;
         let tiles = |rows| Self::swapped_tma_store(rows).tiles(shape.m, shape.n);
@@ -1732,15 +1771,20 @@ mod tests {
     }
 
     #[test]
-    fn small_n_rule_takes_swapped_tiles_by_height_and_splits_the_few() {
-        let sn = |m, n, k| TileConfig::small_n_for(GemmShape { m, n, k }, 132).map(|t| t.bn);
-        // 64 rows of A up to 66 tiles on 132 SMs, 128 up to 132 tiles, then 256.
-        assert_eq!(sn(65, 8, 4096), Some(64));
+    fn small_n_rule_takes_column_or_swapped_tiles_and_splits_the_few() {
+        // N <= 32: the 128-row tile N columns wide, whatever M.
+        for (m, n) in [(64, 8), (65, 8), (4096, 16), (1 << 20, 24), (132 * 128 + 1, 32)] {
+            assert_eq!(TileConfig::small_n_for(GemmShape { m, n, k: 4096 }, 132), Some(TileConfig::cols_tma_store(n)), "{m}x{n}");
+        }
+        let sn = |m, n, k| TileConfig::small_n_for(GemmShape { m, n, k }, 132).map(|t| (t.swap_ab, t.bn));
+        let sn = |m, n, k| sn(m, n, k).map(|(swap, rows)| if swap { rows } else { 0 });
+        // Above: 64 rows of A up to 66 tiles on 132 SMs, 128 up to 132 tiles, then 256.
+        assert_eq!(sn(65, 40, 4096), Some(64));
         assert_eq!(sn(66 * 64, 64, 4096), Some(64));
         assert_eq!(sn(66 * 64 + 1, 64, 4096), Some(128));
-        assert_eq!(sn(132 * 128, 8, 4096), Some(128));
-        assert_eq!(sn(132 * 128 + 1, 8, 4096), Some(256));
-        assert_eq!(sn(1 << 20, 16, 7168), Some(256));
+        assert_eq!(sn(132 * 128, 40, 4096), Some(128));
+        assert_eq!(sn(132 * 128 + 1, 48, 4096), Some(256));
+        assert_eq!(sn(1 << 20, 56, 7168), Some(256));
         // 64 < N <= 160: two or three column blocks, 64 or 128 rows of A, no 256.
         assert_eq!(sn(512, 128, 4096), Some(64));
         assert_eq!(sn(4096, 96, 4096), Some(128));
@@ -1752,15 +1796,17 @@ mod tests {
         // tiles (96 padding columns; 32 rows here), not N = 136 on the 128 x 136 tile.
         assert!(TileConfig::choose_for(GemmShape { m: 4096, n: 160, k: 5120 }, 132).swap_ab);
         assert_eq!(TileConfig::choose_for(GemmShape { m: 1028, n: 136, k: 9216 }, 132), TileConfig::cols_tma_store(136));
-        // Not: M <= 64 (the small-M rules), N > 160, N % 8 != 0, K % 64 != 0.
-        for (m, n, k) in [(64, 8, 4096), (4096, 168, 4096), (4096, 256, 4096), (4096, 12, 4096), (4096, 8, 4104)] {
+        // Not: M < 64 (M = 64 above N = 32: the small-M rules), N > 160, N % 8 != 0, K % 64 != 0.
+        for (m, n, k) in [(63, 8, 4096), (64, 40, 4096), (4096, 168, 4096), (4096, 256, 4096), (4096, 12, 4096), (4096, 8, 4104)] {
             assert_eq!(sn(m, n, k), None, "{m}x{n}x{k}");
         }
         // The default takes it, and the few-tiles split splits it where its tiles are few.
-        for (m, n, k, slices) in [(1024, 8, 4096, Some(4)), (2048, 8, 7168, Some(4)), (4096, 64, 7168, Some(2)), (8192, 16, 7168, Some(2)), (16384, 8, 4096, None), (1024, 64, 2048, None)] {
+        // (run 203's splits: 8 tiles in 4 slices at K = 4096, 16 in 7 at K = 7168, ...)
+        for (m, n, k, slices) in [(64, 8, 7168, Some(7)), (1024, 8, 4096, Some(4)), (2048, 8, 7168, Some(7)), (4096, 8, 4096, Some(4)), (4096, 64, 7168, Some(2)), (8192, 16, 7168, Some(2)), (16384, 8, 4096, None), (1024, 64, 2048, None)] {
             let s = GemmShape { m, n, k };
             let t = TileConfig::choose_for(s, 132);
-            assert!(t.swap_ab && t.bm == 64 && t.epilogue == Epilogue::TmaStore && t.cluster_m == 1, "{s:?}: {t}");
+            assert_eq!(Some(t), TileConfig::small_n_for(s, 132), "{s:?}");
+            assert!(t.epilogue == Epilogue::TmaStore && t.cluster_m == 1 && t.swap_ab == (n > 32), "{s:?}: {t}");
             assert_eq!(TileConfig::split_rule_for(s, 132, u64::MAX, u64::MAX), slices.map(|sl| (t, sl)), "{s:?}");
         }
     }

@@ -183,9 +183,9 @@ fn swapped_operand_tiles_match_reference() {
     run_case(GemmShape { m: 40, n: 65, k: 64 }, Some(TileConfig::swapped_c2(48)));
 }
 
-/// The small-N rule's default (`TileConfig::small_n_for`: N <= 160, the swapped 64-row
-/// TMA-store tile holding 64, 128 or 256 rows of A) where it runs unsplit (K < 4096): M
-/// ragged, N of 8-152 columns, each height.
+/// The small-N rule's default (`TileConfig::small_n_for`: N <= 160; the 128-row TMA-store
+/// tile N columns wide for N <= 32, else the swapped 64-row one holding 64, 128 or 256
+/// rows of A) where it runs unsplit (K < 4096): M ragged, N of 8-152 columns, each height.
 #[test]
 fn small_n_default_matches_reference() {
     if gpu_or_skip("small_n_default_matches_reference", 1).is_none() {
@@ -195,7 +195,7 @@ fn small_n_default_matches_reference() {
     let sms = sm_count(&ctx);
     // (N <= 64 takes the rule on any GPU; 5000 x 152, three column blocks of 128 rows of A, where
     // its 120 tiles fit one wave)
-    for (m, n, k) in [(300, 56, 2048), (9000, 8, 640), (20000, 40, 1024), (65, 64, 3072), (4097, 16, 128), (5000, 152, 2048)] {
+    for (m, n, k) in [(300, 56, 2048), (9000, 8, 640), (20000, 40, 1024), (65, 64, 3072), (4097, 16, 128), (70001, 24, 256), (129, 32, 3968), (64, 16, 2048), (5000, 152, 2048)] {
         let s = GemmShape { m, n, k };
         let used = run_case(s, None);
         assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
@@ -352,12 +352,14 @@ fn split_rule_default_matches_reference() {
         // K % 64 != 0 on the 64 x 256 and 128 x 256 tiles (helper-48).
         (8, 4096, 4104, false),
         (128, 16896, 4104, false),
-        // The small-N rule's swapped tiles (an MoE router), split: 64 rows of A in 4 and 7
-        // slices, 128 rows in 3, two column blocks of 64 rows in 2; M ragged, N not a power
-        // of two.
+        // The small-N rule's tiles (an MoE router), split: N columns wide for N <= 32 (8 in
+        // 4 and, at M = 64, 7 slices, 24 in 3, 32 in 5), swapped above (64 rows of A in 7 slices, two column
+        // blocks of 64 rows in 2); M ragged, N not a power of two.
         (1000, 8, 4096, false),
-        (200, 56, 7168, false),
+        (64, 8, 7168, false),
         (5000, 24, 4096, false),
+        (3001, 32, 7168, false),
+        (200, 56, 7168, false),
         (2000, 120, 7168, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
