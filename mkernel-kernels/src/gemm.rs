@@ -1122,10 +1122,63 @@ impl TileConfig {
     ///   4096 even.
     ///
     /// (cuBLAS runs its own split-K kernels there.) bench/NOTES.md 22.
+    ///
+    /// For K = 4096..=7168, the 64 x 64 swapped tile in its own slices takes the default's
+    /// place where [`Self::few_tiles_smaller_instead_of`] says so (run 205).
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         let t = Self::choose_for_split(shape, sm_count);
         let s = t.few_tiles_slices(shape, sm_count)?;
-        t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s))
+        let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
+        Self::few_tiles_smaller_instead_of(t, shape, sm_count).and_then(fits).or_else(|| fits((t, s)))
+    }
+
+    /// The few-tiles rule's smaller tile ([`Self::split_few_tiles_for`]): in place of its
+    /// default tile `current` (which it splits), the 64 x 64 swapped TMA-store tile
+    /// ([`Self::swapped_tma_store`]`(64)`: 64 rows of B by 64 of A) in the slices
+    /// [`Self::few_tiles_slices`] gives it, where `current`'s split leaves at least an eighth
+    /// of the SMs idle (tiles x slices <= 7/8 of `sm_count`), the smaller tile too makes at
+    /// most SMs / 2 tiles and computes no more elements than `current`'s tiles (tiles x rows x
+    /// columns: no more padding), M >= 65 (below, the small-M rules' tiles already hold M in
+    /// 64 rows), K % 64 == 0 and 4096 <= K <= 7168 (as measured); `None` elsewhere, and where
+    /// `current` is that tile.
+    ///
+    /// Why: these shapes stream a few MB, and their time is each CTA's chain of K blocks
+    /// plus the fix-up of its tile's slices: the last slice reads the others' fp32 slots,
+    /// 64 KiB each for 128 x 128 tiles (one L2 round trip per slice), 16 KiB for 64 x 64 ones
+    /// (three slices per round trip). The smaller tile gives twice to four times the CTAs,
+    /// fewer bytes per K block, and a cheaper fix-up. Not for longer K: there the 128-row
+    /// tiles' 8 slices of 16+ K blocks stream half the bytes per CTA of the 64 x 64 tiles'
+    /// fewer slices (256 x 1024 x 65536: 16 tiles x 8 slices against 64 x 2), unmeasured.
+    ///
+    /// Measured on one H200 (run 205, two passes, gated, ms, the default split -> this tile
+    /// in its slices; cuBLAS): 128 x 256 x 7168 (4 tiles of `swap-ab-64x128-tma-store` in 7
+    /// slices, 28 CTAs -> 8 in 7) 0.0173-0.0179 -> 0.0127 (0.0083-0.0091), 256 x 256 x 7168
+    /// (4 of 128 x 128 in 7 -> 16 in 7; 8 timed) 0.0194 -> 0.0131 (0.0102-0.0106), 512 x 256 x
+    /// 7168 (8 in 7 -> 32 in 4) 0.0207 -> 0.0158-0.0165, 256 x 512 x 7168 0.0205-0.0219 ->
+    /// 0.0157-0.0162, 512 x 512 x 4096 (16 in 4 -> 64 in 2) 0.0177-0.0180 -> 0.0157-0.0163,
+    /// 128 x 1024 x 4096 (16 of 64 x 128 in 4 -> 32 in 4) 0.0148-0.0150 -> 0.0127-0.0129, 1024 x
+    /// 256 x 7168 (16 in 7, 112 CTAs -> 64 in 2) 0.0236-0.0247 -> 0.0226: 4-33% faster on all 7
+    /// (0.49-0.66 of cuBLAS -> 0.65-0.79). Finer slices than the bound were not faster (128 x
+    /// 256 x 7168 in 14 or 16: 0.0131-0.0142). Run 206 (the same way, the tile split before
+    /// forced): 300 x 520 x 4096 (15 of 64 x 256 in 4 -> 45 in 2) 0.0208-0.0213 ->
+    /// 0.0155-0.0161, 192 x 768 x 7168 (12 of `swap-ab-64x192` in 7 -> 36 in 3) 0.0229-0.0230
+    /// -> 0.0177-0.0182, 128 x 512 x 7168 0.0176 -> 0.0135-0.0136, 384 x 384 x 7168 (9 of 128 x
+    /// 128 in 7) 0.0206-0.0211 -> 0.0177-0.0186, 640 x 384 x 4096 0.0184-0.0185 ->
+    /// 0.0161-0.0162, 256 x 1024 x 4096 0.0180-0.0187 -> 0.0164-0.0175, 1000 x 200 x 5120
+    /// 0.0195-0.0201 -> 0.0189-0.0194; but 128 x 2048 x 4096, whose default split already ran
+    /// 128 CTAs (32 tiles of `swap-ab-64x128` in 4), 0.0164-0.0169 -> 0.0170-0.0177: hence
+    /// the idle SMs (1024 x 256 x 7168 had 112 CTAs on 132 SMs and won).
+    pub fn few_tiles_smaller_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        let small = Self::swapped_tma_store(64);
+        if current == small || shape.m < 65 || shape.k % 64 != 0 || !(4096..=7168).contains(&shape.k) {
+            return None;
+        }
+        let computed = |t: &Self| t.tiles(shape.m, shape.n).saturating_mul(t.bm as u64 * t.bn as u64);
+        let ctas = current.few_tiles_slices(shape, sm_count).map_or(0, |s| current.tiles(shape.m, shape.n).saturating_mul(s as u64));
+        if computed(&small) > computed(&current) || ctas == 0 || ctas.saturating_mul(8) > sm_count as u64 * 7 {
+            return None;
+        }
+        small.few_tiles_slices(shape, sm_count).map(|s| (small, s))
     }
 
     /// The K-slices [`Self::split_few_tiles_for`] gives this tile's tiles on `sm_count` SMs,
@@ -2224,7 +2277,23 @@ mod tests {
         // K = 4096: at most 64 K blocks, 4 slices.
         assert_eq!(pick(256, 4096, 4096), Some((TileConfig::NARROW_TMA_STORE, 2)));
         assert_eq!(pick(256, 2048, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));
-        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));
+        // Where 64 x 64 swapped tiles are few too (K <= 7168): those, in their own slices (run
+        // 205); not at K = 9216, nor where they would compute more (128 x 136 tiles on N = 136).
+        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(256, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
+        assert_eq!(pick(128, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
+        assert_eq!(pick(512, 256, 7168), Some((TileConfig::swapped_tma_store(64), 4)));
+        assert_eq!(pick(1024, 256, 7168), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(128, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 4)));
+        // Not where the default's split already keeps 7/8 of the SMs busy (32 tiles in 4).
+        assert_eq!(pick(128, 2048, 4096), Some((TileConfig::swapped_tma_store(128), 4)));
+        assert_eq!(pick(128, 2048, 4096), TileConfig::split_few_tiles_for(GemmShape { m: 128, n: 2048, k: 4096 }, 132, big, 4096));
+        assert_eq!(pick(128, 2048, 4096).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 128, n: 2048, k: 4096 }, 132)));
+        assert_eq!(pick(256, 1024, 9216), Some((TileConfig::NARROW_TMA_STORE, 8)));
+        assert_eq!(pick(1030, 136, 4096), Some((TileConfig::cols_tma_store(136), 4)));
+        // (1025 x 256: 68 tiles of 64 x 64, more than half the SMs: the default's tile)
+        assert_eq!(pick(1025, 256, 7168).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132)));
+        assert!(!TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132).swap_ab);
         for (m, n, k) in [
             (256, 4096, 4088),   // K below what was measured
             (1024, 2048, 65536), // 128 tiles: more than half the SMs

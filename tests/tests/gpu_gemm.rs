@@ -361,6 +361,11 @@ fn split_rule_default_matches_reference() {
         (3001, 32, 7168, false),
         (200, 56, 7168, false),
         (2000, 120, 7168, false),
+        // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 7168):
+        // 16 in 7 slices, M and N ragged (45 in 2), K = 5120.
+        (256, 256, 7168, false),
+        (300, 520, 4096, false),
+        (1000, 200, 5120, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
