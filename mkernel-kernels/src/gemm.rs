@@ -1123,8 +1123,8 @@ impl TileConfig {
     ///
     /// (cuBLAS runs its own split-K kernels there.) bench/NOTES.md 22.
     ///
-    /// For K = 4096..=7168, the 64 x 64 swapped tile in its own slices takes the default's
-    /// place where [`Self::few_tiles_smaller_instead_of`] says so (run 205).
+    /// For K = 4096..=14336, the 64 x 64 swapped tile in its own slices takes the default's
+    /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207).
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         let t = Self::choose_for_split(shape, sm_count);
         let s = t.few_tiles_slices(shape, sm_count)?;
@@ -1139,16 +1139,16 @@ impl TileConfig {
     /// of the SMs idle (tiles x slices <= 7/8 of `sm_count`), the smaller tile too makes at
     /// most SMs / 2 tiles and computes no more elements than `current`'s tiles (tiles x rows x
     /// columns: no more padding), M >= 65 (below, the small-M rules' tiles already hold M in
-    /// 64 rows), K % 64 == 0 and 4096 <= K <= 7168 (as measured); `None` elsewhere, and where
-    /// `current` is that tile.
+    /// 64 rows), K % 64 == 0, 4096 <= K <= 14336 and A and B together at most 32 MiB ((M + N)
+    /// x K x 2 bytes; as measured); `None` elsewhere, and where `current` is that tile.
     ///
     /// Why: these shapes stream a few MB, and their time is each CTA's chain of K blocks
     /// plus the fix-up of its tile's slices: the last slice reads the others' fp32 slots,
     /// 64 KiB each for 128 x 128 tiles (one L2 round trip per slice), 16 KiB for 64 x 64 ones
     /// (three slices per round trip). The smaller tile gives twice to four times the CTAs,
-    /// fewer bytes per K block, and a cheaper fix-up. Not for longer K: there the 128-row
-    /// tiles' 8 slices of 16+ K blocks stream half the bytes per CTA of the 64 x 64 tiles'
-    /// fewer slices (256 x 1024 x 65536: 16 tiles x 8 slices against 64 x 2), unmeasured.
+    /// fewer bytes per K block, and a cheaper fix-up. Not for larger operands: four column
+    /// blocks of 64 x 64 tiles read each row block of A four times where 128 x 128 tiles
+    /// read it twice, from DRAM once A and B outgrow the L2 (50 MB on an H200; run 207 below).
     ///
     /// Measured on one H200 (run 205, two passes, gated, ms, the default split -> this tile
     /// in its slices; cuBLAS): 128 x 256 x 7168 (4 tiles of `swap-ab-64x128-tma-store` in 7
@@ -1167,10 +1167,21 @@ impl TileConfig {
     /// 0.0161-0.0162, 256 x 1024 x 4096 0.0180-0.0187 -> 0.0164-0.0175, 1000 x 200 x 5120
     /// 0.0195-0.0201 -> 0.0189-0.0194; but 128 x 2048 x 4096, whose default split already ran
     /// 128 CTAs (32 tiles of `swap-ab-64x128` in 4), 0.0164-0.0169 -> 0.0170-0.0177: hence
-    /// the idle SMs (1024 x 256 x 7168 had 112 CTAs on 132 SMs and won).
+    /// the idle SMs (1024 x 256 x 7168 had 112 CTAs on 132 SMs and won). Run 207 (the
+    /// default against this tile forced, split alike) at K > 7168, A + B in MB: 256 x 256 x
+    /// 14336 (14.7; 4 of 128 x 128 in 8 -> 16 in 8) 0.0262-0.0269 -> 0.0175, 128 x 512 x 14336
+    /// (18.4) 0.0228-0.0230 -> 0.0175-0.0184, 384 x 384 x 9216 (14.2) 0.0232 -> 0.0209, 192 x 768
+    /// x 14336 (27.5) 0.0290-0.0292 -> 0.0278-0.0279; slower at 256 x 512 x 28672 (44.0; 8 in 8
+    /// -> 32 in 4) 0.0366-0.0369 -> 0.0374-0.0378 and 512 x 256 x 57344 (88.1) 0.0558-0.0560
+    /// -> 0.0665-0.0667.
     pub fn few_tiles_smaller_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let small = Self::swapped_tma_store(64);
-        if current == small || shape.m < 65 || shape.k % 64 != 0 || !(4096..=7168).contains(&shape.k) {
+        if current == small || shape.m < 65 || shape.k % 64 != 0 || !(4096..=14336).contains(&shape.k) {
+            return None;
+        }
+        // A and B within 32 MiB: four column blocks of 64 x 64 tiles re-read A where two of
+        // 128 x 128 would, from DRAM once the operands outgrow L2 (run 207).
+        if (shape.m as u64 + shape.n as u64).saturating_mul(shape.k as u64 * 2) > 32 << 20 {
             return None;
         }
         let computed = |t: &Self| t.tiles(shape.m, shape.n).saturating_mul(t.bm as u64 * t.bn as u64);
@@ -2277,8 +2288,9 @@ mod tests {
         // K = 4096: at most 64 K blocks, 4 slices.
         assert_eq!(pick(256, 4096, 4096), Some((TileConfig::NARROW_TMA_STORE, 2)));
         assert_eq!(pick(256, 2048, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));
-        // Where 64 x 64 swapped tiles are few too (K <= 7168): those, in their own slices (run
-        // 205); not at K = 9216, nor where they would compute more (128 x 136 tiles on N = 136).
+        // Where 64 x 64 swapped tiles are few too (K <= 14336, A + B <= 32 MiB): those, in
+        // their own slices (runs 205-207); not where the default's split keeps 7/8 of the SMs
+        // busy, nor where they would compute more (128 x 136 tiles on N = 136).
         assert_eq!(pick(256, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 2)));
         assert_eq!(pick(256, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
         assert_eq!(pick(128, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
@@ -2290,6 +2302,14 @@ mod tests {
         assert_eq!(pick(128, 2048, 4096), TileConfig::split_few_tiles_for(GemmShape { m: 128, n: 2048, k: 4096 }, 132, big, 4096));
         assert_eq!(pick(128, 2048, 4096).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 128, n: 2048, k: 4096 }, 132)));
         assert_eq!(pick(256, 1024, 9216), Some((TileConfig::NARROW_TMA_STORE, 8)));
+        assert_eq!(pick(256, 256, 14336), Some((TileConfig::swapped_tma_store(64), 8)));
+        assert_eq!(pick(384, 384, 9216), Some((TileConfig::swapped_tma_store(64), 3)));
+        assert_eq!(pick(256, 512, 28672), Some((TileConfig::NARROW_TMA_STORE, 8)));
+        assert_eq!(pick(512, 256, 57344), Some((TileConfig::NARROW_TMA_STORE, 8)));
+        // (1024 + 1024) x 8192 x 2 bytes = 32 MiB: in; one more row of A: out.
+        let (at, over) = (GemmShape { m: 1024, n: 1024, k: 8192 }, GemmShape { m: 1025, n: 1024, k: 8192 });
+        assert!(TileConfig::few_tiles_smaller_instead_of(TileConfig::M64_WIDE_TMA_STORE, at, 1000).is_some());
+        assert_eq!(TileConfig::few_tiles_smaller_instead_of(TileConfig::M64_WIDE_TMA_STORE, over, 1000), None);
         assert_eq!(pick(1030, 136, 4096), Some((TileConfig::cols_tma_store(136), 4)));
         // (1025 x 256: 68 tiles of 64 x 64, more than half the SMs: the default's tile)
         assert_eq!(pick(1025, 256, 7168).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132)));

@@ -361,11 +361,14 @@ fn split_rule_default_matches_reference() {
         (3001, 32, 7168, false),
         (200, 56, 7168, false),
         (2000, 120, 7168, false),
-        // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 7168):
-        // 16 in 7 slices, M and N ragged (45 in 2), K = 5120.
+        // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
+        // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
+        // 14336, 40 in 3 at K = 12288 with M and N ragged.
         (256, 256, 7168, false),
         (300, 520, 4096, false),
         (1000, 200, 5120, false),
+        (256, 256, 14336, false),
+        (200, 600, 12288, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
