@@ -600,6 +600,10 @@ impl TileConfig {
     /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
     /// which the last step ([`Self::clustered_instead_of`]) takes.
     ///
+    /// Where few tiles leave most SMs idle and K < 4096 (no split), the 64 x 64 swapped tile
+    /// ([`Self::few_tiles_unsplit_smaller_instead_of`]; run 209: 8-29% faster, 256 x 256 x
+    /// 2048 0.0153 -> 0.0116 ms), before the small-N rule.
+    ///
     /// For N <= 160 (MoE routers), the small-N rule's tiles (N columns wide for N <= 32,
     /// else swapped) replace what the rules below pick, as the last step
     /// ([`Self::small_n_for`]; runs 195, 197: 0.55-0.77 of cuBLAS -> 0.63-1.03 at M >= 2048
@@ -661,12 +665,39 @@ impl TileConfig {
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
         let t = Self::clustered_instead_of(t, shape);
+        let t = Self::few_tiles_unsplit_smaller_instead_of(t, shape, sm_count).unwrap_or(t);
         // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
         // stay on N = 136, where they were measured)
         match Self::small_n_for(shape, sm_count) {
             Some(s) if shape.n <= 64 || s.n_padding(shape.n) <= t.n_padding(shape.n) => s,
             _ => t,
         }
+    }
+
+    /// The few-tiles rule's smaller tile where nothing splits ([`Self::choose_for`], K <
+    /// 4096, below the split rules' K): in place of `current`, the 64 x 64 swapped TMA-store
+    /// tile ([`Self::swapped_tma_store`]`(64)`) where it makes at most SMs / 2 tiles and
+    /// computes no more elements than `current`'s tiles (tiles x rows x columns), M >= 65,
+    /// N % 8 == 0, K % 64 == 0 and 1024 <= K < 4096 (as measured); `None` elsewhere, and
+    /// where `current` is that tile. The same reasoning as
+    /// [`Self::few_tiles_smaller_instead_of`]: 4x the CTAs, fewer rows per K block.
+    ///
+    /// Measured on one H200 (run 209, two passes, gated, ms, default (tiles) -> this tile
+    /// (tiles); cuBLAS): 256 x 256 x 2048 (4 of 128 x 128 -> 16) 0.0153 -> 0.0115-0.0116
+    /// (0.0073-0.0074), 512 x 512 x 2048 (16 -> 64) 0.0164 -> 0.0116-0.0118 (0.0084), 384 x
+    /// 384 x 3072 (9 -> 36) 0.0213-0.0214 -> 0.0151 (0.0090-0.0091), 256 x 1024 x 1024
+    /// 0.0103-0.0104 -> 0.0081, 1024 x 256 x 2048 0.0164-0.0165 -> 0.0116-0.0118, 128 x 512 x
+    /// 3072 (8 of `swap-ab-64x128` -> 16) 0.0164 -> 0.0150-0.0151, 192 x 768 x 2048 (12 of
+    /// `swap-ab-64x192` -> 36) 0.0147 -> 0.0115-0.0116, 640 x 384 x 1024 (15 -> 60) 0.0114 ->
+    /// 0.0081-0.0082: 8-29% faster on all 8 (0.43-0.65 of cuBLAS -> 0.55-0.80).
+    pub fn few_tiles_unsplit_smaller_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let small = Self::swapped_tma_store(64);
+        if current == small || shape.m < 65 || shape.n % 8 != 0 || shape.k % 64 != 0 || !(1024..4096).contains(&shape.k) {
+            return None;
+        }
+        let computed = |t: &Self| t.tiles(shape.m, shape.n).saturating_mul(t.bm as u64 * t.bn as u64);
+        let tiles = small.tiles(shape.m, shape.n);
+        (tiles >= 1 && tiles <= (sm_count / 2) as u64 && computed(&small) <= computed(&current) && small.check_output(shape.n).is_ok()).then_some(small)
     }
 
     /// Rows of B (columns of C) this tile computes past N in its last block of N: N rounded
@@ -1145,7 +1176,7 @@ impl TileConfig {
     /// Why: these shapes stream a few MB, and their time is each CTA's chain of K blocks
     /// plus the fix-up of its tile's slices: the last slice reads the others' fp32 slots,
     /// 64 KiB each for 128 x 128 tiles (one L2 round trip per slice), 16 KiB for 64 x 64 ones
-    /// (three slices per round trip). The smaller tile gives twice to four times the CTAs,
+    /// (three slices per round trip). The smaller tile gives up to four times the CTAs (1.14-4x where measured),
     /// fewer bytes per K block, and a cheaper fix-up. Not for larger operands: four column
     /// blocks of 64 x 64 tiles read each row block of A four times where 128 x 128 tiles
     /// read it twice, from DRAM once A and B outgrow the L2 (50 MB on an H200; run 207 below).
@@ -1158,7 +1189,7 @@ impl TileConfig {
     /// 0.0157-0.0162, 512 x 512 x 4096 (16 in 4 -> 64 in 2) 0.0177-0.0180 -> 0.0157-0.0163,
     /// 128 x 1024 x 4096 (16 of 64 x 128 in 4 -> 32 in 4) 0.0148-0.0150 -> 0.0127-0.0129, 1024 x
     /// 256 x 7168 (16 in 7, 112 CTAs -> 64 in 2) 0.0236-0.0247 -> 0.0226: 4-33% faster on all 7
-    /// (0.49-0.66 of cuBLAS -> 0.65-0.79). Finer slices than the bound were not faster (128 x
+    /// (0.49-0.67 of cuBLAS -> 0.65-0.79). Finer slices than the bound were not faster (128 x
     /// 256 x 7168 in 14 or 16: 0.0131-0.0142). Run 206 (the same way, the tile split before
     /// forced): 300 x 520 x 4096 (15 of 64 x 256 in 4 -> 45 in 2) 0.0208-0.0213 ->
     /// 0.0155-0.0161, 192 x 768 x 7168 (12 of `swap-ab-64x192` in 7 -> 36 in 3) 0.0229-0.0230
@@ -1873,6 +1904,24 @@ mod tests {
             assert!(t.epilogue == Epilogue::TmaStore && t.cluster_m == 1 && t.swap_ab == (n > 32), "{s:?}: {t}");
             assert_eq!(TileConfig::split_rule_for(s, 132, u64::MAX, u64::MAX), slices.map(|sl| (t, sl)), "{s:?}");
         }
+    }
+
+    #[test]
+    fn few_tiles_take_64x64_swapped_tiles_unsplit_below_k_4096() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let small = TileConfig::swapped_tma_store(64);
+        // Run 209's shapes, and ragged M and N (no more padding than 128 x 128 tiles).
+        for (m, n, k) in [(256, 256, 2048), (512, 512, 2048), (384, 384, 3072), (256, 1024, 1024), (1024, 256, 2048), (128, 512, 3072), (192, 768, 2048), (640, 384, 1024), (300, 520, 1024)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), small, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+        }
+        // Not: more than SMs / 2 of them, K >= 4096 (the split rules' ground) or < 1024, K % 64
+        // != 0, N % 8 != 0, M <= 64, more padding (N = 136 on 128 x 136 tiles), few SMs.
+        for (m, n, k, sms) in [(1024, 1024, 2048, 132), (256, 256, 4096, 132), (256, 256, 960, 132), (256, 256, 2056, 132), (256, 252, 2048, 132), (64, 1024, 2048, 132), (512, 512, 2048, 100), (256, 256, 2048, 1), (256, 256, 2048, 0)] {
+            assert_eq!(TileConfig::few_tiles_unsplit_smaller_instead_of(TileConfig::NARROW, s(m, n, k), sms), None, "{m}x{n}x{k} on {sms}");
+        }
+        assert_eq!(TileConfig::few_tiles_unsplit_smaller_instead_of(TileConfig::cols_tma_store(136), s(1028, 136, 2048), 132), None);
+        assert_eq!(TileConfig::few_tiles_unsplit_smaller_instead_of(small, s(256, 256, 2048), 132), None);
     }
 
     #[test]

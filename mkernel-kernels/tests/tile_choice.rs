@@ -75,3 +75,68 @@ proptest! {
         }
     }
 }
+
+/// Broad shapes for the split rules: M and N small, mid and huge, K a multiple of 8 or of
+/// 64 across the rules' thresholds (4096, 7168, 9216), the few-tiles rule's ground often.
+fn split_shape() -> impl Strategy<Value = GemmShape> {
+    let big = mkernel_kernels::gemm::MAX_DIM as u32;
+    let m = prop_oneof![3 => 1u32..=1100, 1 => 1u32..=70_000, 1 => Just(big), 1 => Just(big - 1), 1 => Just(1u32 << 30), 1 => (1u32..=64).prop_map(|i| 64 * i + 1)];
+    let n = prop_oneof![3 => (1u32..=256).prop_map(|i| 8 * i), 1 => 1u32..=20_000, 1 => Just(big), 1 => (1u32..=32).prop_map(|i| 64 * i)];
+    let k = prop_oneof![1 => (1u32..=1093).prop_map(|i| 64 * i), 1 => (1u32..=8750).prop_map(|i| 8 * i), 2 => (64u32..=224).prop_map(|i| 64 * i)];
+    // (not both huge: at most 2^32 output tiles)
+    (m, n, k).prop_map(|(m, n, k)| GemmShape { m, n: if m > 70_000 && n > 20_000 { n % 20_000 + 1 } else { n }, k })
+}
+
+fn split_sms() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        Just(0u32), Just(1u32), Just(2u32), Just(3u32), Just(66u32), Just(78u32), Just(114u32), Just(132u32),
+        Just(144u32), Just(u32::MAX), 1u32..=300
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 20_000, ..ProptestConfig::default() })]
+    /// Property: the split rules' pick (the few-tiles rule's 64 x 64 swapped tile among them)
+    /// is launchable on the workspace `split_rule_workspace` asks for, which makes them pick
+    /// the same; on any smaller workspace their pick (if any) is launchable on it; and the
+    /// few-tiles rule's smaller tile holds its stated conditions. Nothing panics.
+    #[test]
+    fn split_rule_picks_are_launchable(s in split_shape(), sm_count in split_sms(), shrink in 0u64..=64, counts_cut in 0u64..=64) {
+        prop_assume!(s.validate_dims().is_ok());
+        let t = TileConfig::choose_for(s, sm_count);
+        prop_assert!(t.validate_for_gemm().is_ok() && t.check_output(s.n).is_ok(), "{:?} on {}: {}", s, sm_count, t);
+        let d = TileConfig::choose_for_split(s, sm_count);
+        if let Some((small, sl)) = TileConfig::few_tiles_smaller_instead_of(d, s, sm_count) {
+            prop_assert_eq!(small, TileConfig::swapped_tma_store(64));
+            prop_assert!(s.m >= 65 && s.k % 64 == 0 && (4096..=14336).contains(&s.k) && (s.m as u64 + s.n as u64) * s.k as u64 * 2 <= 32 << 20, "{:?}", s);
+            prop_assert!(sm_count >= 2 && small.tiles(s.m, s.n) <= (sm_count / 2) as u64, "{:?} on {}", s, sm_count);
+            prop_assert!(small.tiles(s.m, s.n) * 4096 <= d.tiles(s.m, s.n) * (d.bm * d.bn) as u64, "{:?}: {}", s, d);
+            let ds = d.few_tiles_slices(s, sm_count).expect("the default splits");
+            prop_assert!(d.tiles(s.m, s.n) * ds as u64 * 8 <= sm_count as u64 * 7, "{:?} on {}: {} in {}", s, sm_count, d, ds);
+            prop_assert!(sl >= 2 && small.tiles(s.m, s.n) * sl as u64 <= sm_count as u64);
+        }
+        let unbounded = TileConfig::split_rule_for(s, sm_count, u64::MAX, u64::MAX);
+        let need = TileConfig::split_rule_workspace(s, sm_count);
+        prop_assert_eq!(unbounded.is_some(), need.is_some());
+        let Some((bytes, counts)) = need else { return Ok(()) };
+        let pick = TileConfig::split_rule_for(s, sm_count, bytes, counts);
+        prop_assert_eq!(pick, unbounded, "{:?} on {}: {} bytes, {} counts", s, sm_count, bytes, counts);
+        // (and any larger workspace too)
+        prop_assert_eq!(TileConfig::split_rule_for(s, sm_count, bytes.saturating_add(shrink << 20), counts + counts_cut), unbounded);
+        let launchable = |pick: Option<(TileConfig, u32)>, bytes: u64, counts: u64| -> Result<(), TestCaseError> {
+            let Some((pt, slices)) = pick else { return Ok(()) };
+            prop_assert!(slices >= 2, "{:?} on {}: {} in {}", s, sm_count, pt, slices);
+            prop_assert!(pt.validate_for_gemm().is_ok() && pt.check_output(s.n).is_ok(), "{:?} on {}: {}", s, sm_count, pt);
+            prop_assert!(pt.smem_bytes() + mkernel_kernels::gemm::SPLIT_EXTRA_SMEM <= 232_448, "{}", pt);
+            let grid = pt.split_grid(pt.tiles(s.m, s.n), slices, sm_count);
+            let workspace = SplitWorkspace { scratch: 1 << 20, scratch_bytes: bytes, counts: 1 << 30, counts_len: counts };
+            let r = SplitLaunch { slices, workspace }.check(pt, s, grid);
+            prop_assert!(r.is_ok(), "{:?} on {}: {} in {} (grid {}): {:?}", s, sm_count, pt, slices, grid, r);
+            Ok(())
+        };
+        launchable(pick, bytes, counts)?;
+        // A smaller workspace (a caller's): whatever the rules pick fits it.
+        let (b2, c2) = (bytes / (shrink + 1), counts.saturating_sub(counts_cut));
+        launchable(TileConfig::split_rule_for(s, sm_count, b2, c2), b2, c2)?;
+    }
+}

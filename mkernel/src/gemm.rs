@@ -126,8 +126,8 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   row block of A (112 <= M <= 128) with K >= 9216 ([`TileConfig::split_row_block_for`]:
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
 ///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms; at K
-///   <= 14336 on 64 x 64 swapped tiles where those are few too, 256 x 256 x 7168 0.019 ->
-///   0.013 ms).
+///   <= 14336 on 64 x 64 swapped tiles where those are few too, 128 x 256 x 7168 0.0176 ->
+///   0.0127 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   16.5 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
 ///   counts), kept for the last [`CACHED_WORKSPACES`] streams per CUDA context (per GPU

@@ -203,6 +203,26 @@ fn small_n_default_matches_reference() {
     }
 }
 
+/// Few tiles with K < 4096 (no split): the default's 64 x 64 swapped TMA-store tile
+/// (`TileConfig::few_tiles_unsplit_smaller_instead_of`), M and N ragged, against the
+/// reference, where it makes at most half this GPU's SMs' tiles.
+#[test]
+fn few_tiles_unsplit_default_matches_reference() {
+    if gpu_or_skip("few_tiles_unsplit_default_matches_reference", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let sms = sm_count(&ctx);
+    for (m, n, k) in [(256, 256, 2048), (300, 520, 1024), (1000, 200, 3072)] {
+        let s = GemmShape { m, n, k };
+        let used = run_case(s, None);
+        assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
+        if TileConfig::swapped_tma_store(64).tiles(m, n) <= (sms / 2) as u64 {
+            assert_eq!(used, TileConfig::swapped_tma_store(64), "{s:?}");
+        }
+    }
+}
+
 #[test]
 fn gemm_matches_reference_on_large_shapes() {
     if gpu_or_skip("gemm_matches_reference_on_large_shapes", 1).is_none() {

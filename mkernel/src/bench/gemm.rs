@@ -34,7 +34,8 @@ pub struct GemmArgs {
     /// cols-128xN-tma-store for N <= 32 and swap-ab-64xR-tma-store (R = 64, 128 or 256) up
     /// to N = 160 (NOTES 23-24), the -c2 tile when K % 64 != 0 (bench/NOTES.md 13.3),
     /// swap-ab-64x64-tma-store where the split rule splits few tiles with K <= 14336 (NOTES
-    /// 24.3; with the bench's workspace), swapped-operand tiles for small M
+    /// 24.3; with the bench's workspace) and for few tiles with K = 1024-4095 (unsplit, NOTES
+    /// 24.4), swapped-operand tiles for small M
     /// (NOTES 15), where a work model says they win the 128-row swapped ones fitted to M
     /// (TMA-store epilogue where N % 8 == 0) and the column-fitted ones (NOTES 16, 17.6),
     /// and the 2-CTA twins of the 128 x 256 TMA-store tile (M >= 1024, K >= 4096, row
