@@ -188,18 +188,26 @@ fn swapped_operand_tiles_match_reference() {
 /// rows of A) where it runs unsplit (K < 4096): M ragged, N of 8-152 columns, each height.
 #[test]
 fn small_n_default_matches_reference() {
-    if gpu_or_skip("small_n_default_matches_reference", 1).is_none() {
-        return;
-    }
-    let ctx = CudaContext::new(0).unwrap();
-    let sms = sm_count(&ctx);
     // (N <= 64 takes the rule on any GPU; 5000 x 152, three column blocks of 128 rows of A, where
     // its 120 tiles fit one wave)
-    for (m, n, k) in [(300, 56, 2048), (9000, 8, 640), (20000, 40, 1024), (65, 64, 3072), (4097, 16, 128), (70001, 24, 256), (129, 32, 3968), (64, 16, 2048), (5000, 152, 2048)] {
+    let cases = [(300, 56, 2048), (9000, 8, 640), (20000, 40, 1024), (65, 64, 3072), (4097, 16, 128), (70001, 24, 256), (129, 32, 3968), (64, 16, 2048), (5000, 152, 2048)];
+    defaults_match_reference("small_n_default_matches_reference", &cases, |s, sms| (s.n <= 64).then(|| TileConfig::small_n_for(s, sms).expect("the small-N rule applies")));
+}
+
+/// The default (no tile forced, no workspace) on each of `cases` against the reference: it
+/// runs `TileConfig::choose_for`'s tile, and `expect(shape, SMs)`'s where that gives one.
+fn defaults_match_reference(name: &str, cases: &[(u32, u32, u32)], expect: impl Fn(GemmShape, u32) -> Option<TileConfig>) {
+    if gpu_or_skip(name, 1).is_none() {
+        return;
+    }
+    let sms = sm_count(&CudaContext::new(0).unwrap());
+    for &(m, n, k) in cases {
         let s = GemmShape { m, n, k };
         let used = run_case(s, None);
         assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
-        assert!(n > 64 || TileConfig::small_n_for(s, sms) == Some(used), "{s:?}: {used}");
+        if let Some(want) = expect(s, sms) {
+            assert_eq!(used, want, "{s:?}");
+        }
     }
 }
 
@@ -208,19 +216,9 @@ fn small_n_default_matches_reference() {
 /// reference, where it makes at most half this GPU's SMs' tiles.
 #[test]
 fn few_tiles_unsplit_default_matches_reference() {
-    if gpu_or_skip("few_tiles_unsplit_default_matches_reference", 1).is_none() {
-        return;
-    }
-    let ctx = CudaContext::new(0).unwrap();
-    let sms = sm_count(&ctx);
-    for (m, n, k) in [(256, 256, 2048), (300, 520, 1024), (1000, 200, 3072)] {
-        let s = GemmShape { m, n, k };
-        let used = run_case(s, None);
-        assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
-        if TileConfig::swapped_tma_store(64).tiles(m, n) <= (sms / 2) as u64 {
-            assert_eq!(used, TileConfig::swapped_tma_store(64), "{s:?}");
-        }
-    }
+    let small = TileConfig::swapped_tma_store(64);
+    let cases = [(256, 256, 2048), (300, 520, 1024), (1000, 200, 3072)];
+    defaults_match_reference("few_tiles_unsplit_default_matches_reference", &cases, |s, sms| (small.tiles(s.m, s.n) <= (sms / 2) as u64).then_some(small));
 }
 
 #[test]
