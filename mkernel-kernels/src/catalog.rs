@@ -64,6 +64,8 @@ pub struct CompileReport {
     pub millis: u128,
     /// ptxas's performance notes ([`crate::jit::performance_notes`]; none from the cache).
     pub performance_notes: Vec<String>,
+    /// ptxas's spill stores, bytes ([`crate::jit::spill_store_bytes`]; `None` from the cache).
+    pub spill_store_bytes: Option<u64>,
 }
 
 /// Compiles every instantiation, stopping at the first error.
@@ -72,7 +74,7 @@ pub fn compile_all(compiler: &Compiler) -> Result<Vec<CompileReport>> {
     for src in all()? {
         let t = std::time::Instant::now();
         let c = compiler.compile(&src)?;
-        out.push(CompileReport { name: src.name, bytes: c.cubin.len(), from_cache: c.from_cache, millis: t.elapsed().as_millis(), performance_notes: c.performance_notes });
+        out.push(CompileReport { name: src.name, bytes: c.cubin.len(), from_cache: c.from_cache, millis: t.elapsed().as_millis(), performance_notes: c.performance_notes, spill_store_bytes: c.spill_store_bytes });
     }
     Ok(out)
 }

@@ -57,6 +57,9 @@ pub struct Compiled {
     /// wgmma, injected `warpgroup.wait`s, ignored `setmaxnreg`); empty when loaded from
     /// the cache.
     pub performance_notes: Vec<String>,
+    /// ptxas's spill stores for the kernel, bytes ([`spill_store_bytes`]); `None` when
+    /// loaded from the cache.
+    pub spill_store_bytes: Option<u64>,
 }
 
 /// The lines of a ptxas report (NVRTC's log with `--ptxas-options=-v`) that say the
@@ -72,6 +75,20 @@ pub fn performance_notes(log: &str) -> Vec<String> {
         .filter(|l| l.contains("Potential Performance Loss") || (l.contains("is injected") && l.contains("GMMA")))
         .map(|l| l.trim().to_string())
         .collect()
+}
+
+/// Bytes of spill stores in a ptxas report (NVRTC's log with `--ptxas-options=-v`): the
+/// sum over the report's functions of their "N bytes spill stores" (registers the code
+/// needed past its budget, stored to local memory and loaded back). 0 where none is
+/// reported.
+pub fn spill_store_bytes(log: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.starts_with("ptxas"))
+        .filter_map(|l| {
+            let end = l.find(" bytes spill stores")?;
+            l[..end].rsplit(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok()
+        })
+        .fold(0u64, u64::saturating_add)
 }
 
 /// True when libnvrtc can be loaded on this machine.
@@ -225,7 +242,7 @@ impl Compiler {
         let key = self.cache_key(src, version);
         if let Ok(memo) = self.memo.lock() {
             if let Some(img) = memo.get(&key) {
-                return Ok(Compiled { cubin: img.clone(), from_cache: true, path: self.entry_path(&src.name, &key), performance_notes: Vec::new() });
+                return Ok(Compiled { cubin: img.clone(), from_cache: true, path: self.entry_path(&src.name, &key), performance_notes: Vec::new(), spill_store_bytes: None });
             }
         }
         let path = self.entry_path(&src.name, &key);
@@ -235,7 +252,7 @@ impl Compiler {
                     tracing::debug!(kernel = %src.name, path = %p.display(), "JIT cache hit");
                     let img = Arc::new(bytes);
                     self.remember(&key, &img);
-                    return Ok(Compiled { cubin: img, from_cache: true, path, performance_notes: Vec::new() });
+                    return Ok(Compiled { cubin: img, from_cache: true, path, performance_notes: Vec::new(), spill_store_bytes: None });
                 }
                 tracing::warn!(path = %p.display(), "ignoring a corrupt JIT cache entry");
             }
@@ -258,7 +275,7 @@ impl Compiler {
         });
         let img = Arc::new(cubin);
         self.remember(&key, &img);
-        Ok(Compiled { cubin: img, from_cache: false, path, performance_notes })
+        Ok(Compiled { cubin: img, from_cache: false, path, performance_notes, spill_store_bytes: Some(spill_store_bytes(&log)) })
     }
 
     /// Forgets `src` (in-process memo and disk entry), e.g. after a cached image failed

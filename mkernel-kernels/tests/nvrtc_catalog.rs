@@ -32,6 +32,17 @@ fn every_instantiation_compiles_and_cache_hits_skip_nvrtc() {
     // silent 10-20% on every GEMM: bench/NOTES.md 10.6).
     let notes: Vec<String> = reports.iter().flat_map(|r| r.performance_notes.iter().map(move |n| format!("{}: {n}", r.name))).collect();
     assert!(notes.is_empty(), "ptxas performance notes in {} place(s):\n{}", notes.len(), notes.join("\n"));
+    // Register spills are what tests/known_spills.txt records, kernel by kernel: a kernel
+    // that starts spilling, spills more or stops spilling fails here until the record says
+    // so (with the measurement that justifies it, bench/NOTES.md).
+    let spills: Vec<(String, u64)> = reports.iter().filter_map(|r| r.spill_store_bytes.filter(|&b| b > 0).map(|b| (r.name.clone(), b))).collect();
+    let known = known_spills();
+    let unknown_kernels: Vec<&String> = known.iter().map(|(n, _)| n).filter(|n| !reports.iter().any(|r| &r.name == *n)).collect();
+    assert!(unknown_kernels.is_empty(), "tests/known_spills.txt names kernels the catalog does not have: {unknown_kernels:?}");
+    if spills != known {
+        let now: Vec<String> = spills.iter().map(|(n, b)| format!("{n} {b}")).collect();
+        panic!("ptxas spill stores differ from tests/known_spills.txt; now ({} kernels):\n{}", now.len(), now.join("\n"));
+    }
     // A fresh compiler (no in-process memo) over the same directory must hit the disk
     // cache for every entry.
     let second = jit::Compiler::new(Some(dir.path().to_path_buf()));
@@ -46,6 +57,35 @@ fn every_instantiation_compiles_and_cache_hits_skip_nvrtc() {
     let third = jit::Compiler::new(Some(dir.path().to_path_buf()));
     let c = third.compile(&victim).unwrap();
     assert!(!c.from_cache && c.cubin.starts_with(b"\x7fELF"));
+}
+
+/// tests/known_spills.txt: `kernel bytes` lines (bytes of ptxas's spill stores), `#`
+/// comments, in the catalog's order.
+fn known_spills() -> Vec<(String, u64)> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/known_spills.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (name, bytes) = l.split_once(char::is_whitespace).unwrap_or_else(|| panic!("{}: `{l}` is not `kernel bytes`", path.display()));
+            (name.to_string(), bytes.trim().parse().unwrap_or_else(|e| panic!("{}: `{l}`: {e}", path.display())))
+        })
+        .collect()
+}
+
+#[test]
+fn spill_stores_are_read_from_the_ptxas_report() {
+    let log = "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n\
+               ptxas info    : Function properties for k\n\
+               ptxas         .     40 bytes stack frame, 36 bytes spill stores, 36 bytes spill loads\n\
+               ptxas info    : Function properties for helper\n\
+               ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n\
+               ptxas info    : Used 168 registers, used 2 barriers\n\
+               note: 99 bytes spill stores (not ptxas's)";
+    assert_eq!(jit::spill_store_bytes(log), 40);
+    assert_eq!(jit::spill_store_bytes("ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"), 0);
+    assert_eq!(jit::spill_store_bytes(""), 0);
 }
 
 #[test]

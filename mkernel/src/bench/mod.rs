@@ -71,7 +71,11 @@ pub fn compile_catalog() -> BenchResult<()> {
     let rt = mkernel_kernels::driver::Runtime::global();
     let reports = mkernel_kernels::catalog::compile_all(rt.compiler())?;
     for r in &reports {
-        println!("{:<64} {:>8} bytes  {}", r.name, r.bytes, if r.from_cache { "cached".to_string() } else { format!("{} ms", r.millis) });
+        let spills = match r.spill_store_bytes {
+            Some(b) if b > 0 => format!("  {b} bytes of spill stores"),
+            _ => String::new(),
+        };
+        println!("{:<64} {:>8} bytes  {}{spills}", r.name, r.bytes, if r.from_cache { "cached".to_string() } else { format!("{} ms", r.millis) });
     }
     let cached = reports.iter().filter(|r| r.from_cache).count();
     let cache = rt.compiler().cache_dir().map_or("no disk cache".to_string(), |d| format!("cache {}", d.display()));
@@ -93,7 +97,7 @@ fn tile_family_rule(name: &str) -> Option<String> {
         ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
         ("swap-ab-128xR", false) => "R a multiple of 8 in 64..=256",
         ("swap-ab-128xR", true) => "R a multiple of 16 in 128..=256",
-        _ => "C a multiple of 8 in 64..=120 or 136..=248 (128 is the narrow tile, 256 the wide one; no -c2)",
+        _ => "C a multiple of 8 in 8..=120 or 136..=248 (128 is the narrow tile, 256 the wide one; no -c2)",
     };
     let suffixes = if family == "cols-128xC" { "-tma-store" } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
     // A suffix outside the family's, on a valid size: the suffix is what is wrong
@@ -453,7 +457,7 @@ mod tests {
         assert!(err("swap-ab-128x200-c2").contains("R a multiple of 16 in 128..=256"), "{}", err("swap-ab-128x200-c2"));
         assert!(err("swap-ab-64x12").contains("R a multiple of 8 in 8..=256"));
         assert!(err("swap-ab-128x56-tma-store").contains("in 64..=256"));
-        assert!(err("cols-128x250").contains("C a multiple of 8 in 64..=120 or 136..=248"));
+        assert!(err("cols-128x250").contains("C a multiple of 8 in 8..=120 or 136..=248"));
         assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
         assert!(err("nonsense").contains("expected one of wide, narrow"));
         // A valid size with a suffix out of order or unknown blames the suffix (helper-44).
