@@ -692,12 +692,17 @@ impl TileConfig {
     /// 0.0081-0.0082: 8-29% faster on all 8 (0.43-0.65 of cuBLAS -> 0.55-0.80).
     pub fn few_tiles_unsplit_smaller_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let small = Self::swapped_tma_store(64);
-        if current == small || shape.m < 65 || shape.n % 8 != 0 || shape.k % 64 != 0 || !(1024..4096).contains(&shape.k) {
+        if current == small || shape.m < 65 || shape.k % 64 != 0 || !(1024..4096).contains(&shape.k) || small.check_output(shape.n).is_err() {
             return None;
         }
-        let computed = |t: &Self| t.tiles(shape.m, shape.n).saturating_mul(t.bm as u64 * t.bn as u64);
         let tiles = small.tiles(shape.m, shape.n);
-        (tiles >= 1 && tiles <= (sm_count / 2) as u64 && computed(&small) <= computed(&current) && small.check_output(shape.n).is_ok()).then_some(small)
+        (tiles >= 1 && tiles <= (sm_count / 2) as u64 && small.computed_elements(shape) <= current.computed_elements(shape)).then_some(small)
+    }
+
+    /// Elements of C this tile's grid computes for `shape`, padding included: tiles x rows x
+    /// columns (for a swapped tile, its B rows x A rows).
+    fn computed_elements(&self, shape: GemmShape) -> u64 {
+        self.tiles(shape.m, shape.n).saturating_mul(self.bm as u64 * self.bn as u64)
     }
 
     /// Rows of B (columns of C) this tile computes past N in its last block of N: N rounded
@@ -1160,14 +1165,14 @@ impl TileConfig {
         let t = Self::choose_for_split(shape, sm_count);
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
-        Self::few_tiles_smaller_instead_of(t, shape, sm_count).and_then(fits).or_else(|| fits((t, s)))
+        Self::few_tiles_smaller_instead_of(t, s, shape, sm_count).and_then(fits).or_else(|| fits((t, s)))
     }
 
     /// The few-tiles rule's smaller tile ([`Self::split_few_tiles_for`]): in place of its
-    /// default tile `current` (which it splits), the 64 x 64 swapped TMA-store tile
-    /// ([`Self::swapped_tma_store`]`(64)`: 64 rows of B by 64 of A) in the slices
-    /// [`Self::few_tiles_slices`] gives it, where `current`'s split leaves at least an eighth
-    /// of the SMs idle (tiles x slices <= 7/8 of `sm_count`), the smaller tile too makes at
+    /// default tile `current`, which it splits in `current_slices` ([`Self::few_tiles_slices`]),
+    /// the 64 x 64 swapped TMA-store tile ([`Self::swapped_tma_store`]`(64)`: 64 rows of B by
+    /// 64 of A) in the slices [`Self::few_tiles_slices`] gives it, where `current`'s split
+    /// leaves at least an eighth of the SMs idle (tiles x slices <= 7/8 of `sm_count`), the smaller tile too makes at
     /// most SMs / 2 tiles and computes no more elements than `current`'s tiles (tiles x rows x
     /// columns: no more padding), M >= 65 (below, the small-M rules' tiles already hold M in
     /// 64 rows), K % 64 == 0, 4096 <= K <= 14336 and A and B together at most 32 MiB ((M + N)
@@ -1205,7 +1210,7 @@ impl TileConfig {
     /// x 14336 (27.5) 0.0290-0.0292 -> 0.0278-0.0279; slower at 256 x 512 x 28672 (44.0; 8 in 8
     /// -> 32 in 4) 0.0366-0.0369 -> 0.0374-0.0378 and 512 x 256 x 57344 (88.1) 0.0558-0.0560
     /// -> 0.0665-0.0667.
-    pub fn few_tiles_smaller_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+    pub fn few_tiles_smaller_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let small = Self::swapped_tma_store(64);
         if current == small || shape.m < 65 || shape.k % 64 != 0 || !(4096..=14336).contains(&shape.k) {
             return None;
@@ -1215,9 +1220,8 @@ impl TileConfig {
         if (shape.m as u64 + shape.n as u64).saturating_mul(shape.k as u64 * 2) > 32 << 20 {
             return None;
         }
-        let computed = |t: &Self| t.tiles(shape.m, shape.n).saturating_mul(t.bm as u64 * t.bn as u64);
-        let ctas = current.few_tiles_slices(shape, sm_count).map_or(0, |s| current.tiles(shape.m, shape.n).saturating_mul(s as u64));
-        if computed(&small) > computed(&current) || ctas == 0 || ctas.saturating_mul(8) > sm_count as u64 * 7 {
+        let ctas = current.tiles(shape.m, shape.n).saturating_mul(current_slices as u64);
+        if small.computed_elements(shape) > current.computed_elements(shape) || ctas == 0 || ctas.saturating_mul(8) > sm_count as u64 * 7 {
             return None;
         }
         small.few_tiles_slices(shape, sm_count).map(|s| (small, s))
@@ -2357,8 +2361,9 @@ mod tests {
         assert_eq!(pick(512, 256, 57344), Some((TileConfig::NARROW_TMA_STORE, 8)));
         // (1024 + 1024) x 8192 x 2 bytes = 32 MiB: in; one more row of A: out.
         let (at, over) = (GemmShape { m: 1024, n: 1024, k: 8192 }, GemmShape { m: 1025, n: 1024, k: 8192 });
-        assert!(TileConfig::few_tiles_smaller_instead_of(TileConfig::M64_WIDE_TMA_STORE, at, 1000).is_some());
-        assert_eq!(TileConfig::few_tiles_smaller_instead_of(TileConfig::M64_WIDE_TMA_STORE, over, 1000), None);
+        let wide_slices = |s| TileConfig::M64_WIDE_TMA_STORE.few_tiles_slices(s, 1000).unwrap();
+        assert!(TileConfig::few_tiles_smaller_instead_of(TileConfig::M64_WIDE_TMA_STORE, wide_slices(at), at, 1000).is_some());
+        assert_eq!(TileConfig::few_tiles_smaller_instead_of(TileConfig::M64_WIDE_TMA_STORE, wide_slices(over), over, 1000), None);
         assert_eq!(pick(1030, 136, 4096), Some((TileConfig::cols_tma_store(136), 4)));
         // (1025 x 256: 68 tiles of 64 x 64, more than half the SMs: the default's tile)
         assert_eq!(pick(1025, 256, 7168).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132)));
