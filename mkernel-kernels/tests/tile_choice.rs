@@ -110,7 +110,7 @@ proptest! {
         let smaller = d.few_tiles_slices(s, sm_count).and_then(|ds| TileConfig::few_tiles_smaller_instead_of(d, ds, s, sm_count).map(|p| (p, ds)));
         if let Some(((small, sl), ds)) = smaller {
             prop_assert_eq!(small, TileConfig::swapped_tma_store(64));
-            prop_assert!(s.m >= 65 && s.k % 64 == 0 && (4096..=14336).contains(&s.k) && (s.m as u64 + s.n as u64) * s.k as u64 * 2 <= 32 << 20, "{:?}", s);
+            prop_assert!(s.m >= 65 && s.k % 64 == 0 && (4096..=28672).contains(&s.k) && (s.m as u64 + s.n as u64) * s.k as u64 * 2 <= 32 << 20, "{:?}", s);
             prop_assert!(sm_count >= 2 && small.tiles(s.m, s.n) <= (sm_count / 2) as u64, "{:?} on {}", s, sm_count);
             prop_assert!(small.tiles(s.m, s.n) * 4096 <= d.tiles(s.m, s.n) * (d.bm * d.bn) as u64, "{:?}: {}", s, d);
             prop_assert!(d.tiles(s.m, s.n) * ds as u64 * 8 <= sm_count as u64 * 7, "{:?} on {}: {} in {}", s, sm_count, d, ds);
