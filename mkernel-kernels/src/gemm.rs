@@ -162,11 +162,23 @@ impl TileConfig {
         Self::fitted_stages(128, cols, Epilogue::TmaStore, false)
     }
 
+    /// [`Self::cols_tma_store`] in 2-CTA clusters sharing the B tile by TMA multicast (the
+    /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
+    /// `cols` rows, so `cols` is a multiple of 16: 144, 160, ..., 240), as
+    /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns. `cols-128xC-tma-store-c2`. Plain
+    /// GEMM only.
+    pub const fn cols_tma_store_c2(cols: u32) -> Self {
+        Self { cluster_m: 2, ..Self::cols_tma_store(cols) }
+    }
+
     /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248 and
-    /// 8, 16, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue.
+    /// 8, 16, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue, then the
+    /// TMA-store ones of 144, 160, ..., 240 columns in 2-CTA clusters
+    /// ([`Self::cols_tma_store_c2`]).
     fn all_cols() -> impl Iterator<Item = Self> {
         let widths = || Self::cols_widths().chain(Self::narrow_cols_widths());
-        widths().map(Self::cols).chain(widths().map(Self::cols_tma_store))
+        let clustered = Self::cols_widths().filter(|c| c % 16 == 0).map(Self::cols_tma_store_c2);
+        widths().map(Self::cols).chain(widths().map(Self::cols_tma_store)).chain(clustered)
     }
 
     /// The widths below the narrow tile's, 8, 16, ..., 120: 128-row tiles that spread a
@@ -343,7 +355,8 @@ impl TileConfig {
             };
         }
         if Self::all_cols().any(|t| t == self) {
-            return Self::cols_tma_store(self.bn);
+            // (a clustered one has the TMA store already)
+            return if self.cluster_m > 1 { self } else { Self::cols_tma_store(self.bn) };
         }
         Self::ALL
             .into_iter()
@@ -369,7 +382,7 @@ impl TileConfig {
             (64, _) => "m64-wide",
             (_, 256) => "wide",
             (_, 128) => "narrow",
-            (bm, bn) => return format!("cols-{bm}x{bn}{epi}"),
+            (bm, bn) => return format!("cols-{bm}x{bn}{epi}{cluster}"),
         };
         format!("{base}{epi}{cluster}")
     }
@@ -380,8 +393,8 @@ impl TileConfig {
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
-    /// multiple of 16), and the column-fitted `cols-128xC` (C = 64, 72, ..., 120 and 136, 144, ..., 248), plain
-    /// GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
+    /// multiple of 16), and the column-fitted `cols-128xC` (C = 8, 16, ..., 120 and 136, 144, ..., 248) and
+    /// `cols-128xC-tma-store-c2` (C = 144, 160, ..., 240), plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
     /// path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
@@ -839,19 +852,35 @@ impl TileConfig {
     /// 0.950-0.956 unclustered -> 0.975, 2049 x 8192 x 14336 0.958-0.961 -> 0.992-0.996 (the
     /// Registers tile: 0.900 in run 130).
     ///
+    /// Likewise the column-fitted TMA-store tile ([`Self::cols_instead_of`]) of 144..=240
+    /// columns (a multiple of 16: each CTA multicasts half of B's rows) becomes its 2-CTA
+    /// twin ([`Self::cols_tma_store_c2`]) on the wide tile's conditions (M >= 1024, the row
+    /// blocks pair up, K >= 4096). Run 212 (one H200, two passes, `--warmup-ms 800`), ours /
+    /// cuBLAS unclustered -> clustered: 2048 x 7168 x 9216 (176 columns) 0.928-0.930 ->
+    /// 0.960, 2048 x 7168 x 18432 0.916-0.933 -> 0.968-0.972, 4096 x 2880 x 4096 (240)
+    /// 0.986-0.991 -> 0.992-0.993, 4096 x 3584 x 7168 (224) 0.983-0.985 -> 0.977-0.979. Run
+    /// 213 (the same way, the unclustered tile forced; K = 8192): 1024 x 10240 (160)
+    /// 0.937-0.940 -> 0.969-0.971, 1024 x 14336 (176) 0.928-0.931 -> 0.964, 2048 x 7168 (176)
+    /// 0.927-0.928 -> 0.951-0.965, 1024 x 6144 (192) 0.967 -> 0.982-0.988, 1024 x 18432 (192)
+    /// 0.977 -> 0.994-0.996, 2048 x 22016 (224) 0.940-0.941 -> 0.952-0.955, 3072 x 12288 (224)
+    /// 0.949-0.950 -> 0.955-0.985, 6144 x 12288 (224) 0.953-0.963 -> 0.956-0.985, 3072 x
+    /// 18432 (240) 0.974-0.981 -> 0.988-0.996, 6144 x 14336 (240) 0.962-0.984 -> 1.001-1.014,
+    /// 16384 x 2880 (240) 0.948-0.957 -> 0.961-0.965; even on 1024 x 3584 (224, 128 tiles in
+    /// one wave): ahead on 13 of 16 shapes, even on 3 (bench/NOTES.md 25.2).
+    ///
     /// The fused kernel's epilogue path applies the same rule where its own conditions
     /// hold ([`crate::gemm_allreduce::FusedConfig::clustered_epilogue_tile`]).
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
         // The blocks the pairs are made of: row blocks of A (M) for the wide tile, of B (N)
         // for a swapped one.
-        let blocks_pair_up = if t == Self::WIDE_TMA_STORE {
+        let blocks_pair_up = if t == Self::WIDE_TMA_STORE || (t.bn % 16 == 0 && (144..=240).contains(&t.bn) && t == Self::cols_tma_store(t.bn)) {
             shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0
         } else if t.bn % 16 == 0 && t.bn >= 128 && t == Self::swapped_wide(t.bn, t.epilogue) {
             shape.n.div_ceil(t.bm) % 2 == 0
         } else {
             false
         };
-        // (the twin: WIDE_TMA_STORE_C2, or swapped_wide_c2 with the same epilogue)
+        // (the twin: WIDE_TMA_STORE_C2, cols_tma_store_c2, or swapped_wide_c2 with the same epilogue)
         if blocks_pair_up && shape.k % 64 == 0 && shape.k >= 4096 { Self { cluster_m: 2, ..t } } else { t }
     }
 
@@ -2141,9 +2170,18 @@ mod tests {
         // The column rule (runs 120-121, TMA-store tiles): taken where the fit saves 6-14%
         // of the wide tile's work, left where it saves 2-3% or none, and after the mid-M rule.
         let s = |m, n, k| GemmShape { m, n, k };
+        // (in 2-CTA clusters where the row blocks pair up and K >= 4096, run 212)
         for ((m, n, k), cols) in [((2048, 7168, 9216), 176), ((4096, 2880, 4096), 240)] {
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::cols_tma_store(cols), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::cols_tma_store_c2(cols), "{m}x{n}x{k}");
         }
+        assert_eq!(TileConfig::choose_for(s(2048, 7168, 2048), 132), TileConfig::cols_tma_store(176), "K < 4096");
+        assert_eq!(TileConfig::choose_for(s(1408, 14336, 8192), 132), TileConfig::cols_tma_store(240), "11 row blocks");
+        assert_eq!(TileConfig::choose_for(s(2048, 13824, 8192), 132), TileConfig::cols_tma_store(216), "216: not a multiple of 16");
+        let c2 = TileConfig::cols_tma_store_c2(176);
+        assert_eq!((c2.name(), c2.with_tma_store(), c2.tiles(2049, 7168), c2.can_split_last_wave()), ("cols-128x176-tma-store-c2".to_string(), c2, 18 * 41, false));
+        assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_err() && TileConfig::by_name("cols-128x176-tma-store-c2") == Some(c2));
+        assert!(source(c2).unwrap().source.contains("__cluster_dims__(2, 1, 1)"));
+        assert!(TileConfig { cluster_m: 2, ..TileConfig::cols_tma_store(168) }.validate_for_gemm().is_err(), "168 rows of B do not halve into 8-row atoms");
         for (m, n, k) in [
             (8192, 7168, 9216),
             (16384, 7168, 9216),

@@ -132,6 +132,12 @@ fn swapped_operand_tiles_match_reference() {
             run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
         }
     }
+    // The TMA-store ones of 144..=240 columns (multiples of 16) in 2-CTA clusters sharing B:
+    // even and odd numbers of A row blocks (an odd one leaves a padding tile per column
+    // block), K ragged, one swizzled width (192).
+    for (m, n, k, cols) in [(2048, 7168, 512, 176), (2049, 7168, 1000, 176), (520, 1000, 192, 192), (777, 2880, 1088, 240), (129, 1000, 64, 144)] {
+        run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store_c2(cols)));
+    }
     // 128-row tiles of 8..=120 columns (64: one swizzled box; the others unswizzled), and
     // the default's one-row-block rule that takes them (M = 112-128 where 128 x 128 tiles
     // leave SMs idle; K % 64 != 0 only forced). 8..=56: a small N in the wgmma's n (an MoE
