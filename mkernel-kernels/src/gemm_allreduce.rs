@@ -122,7 +122,8 @@ pub struct FusedConfig {
     /// but 0 on [`CommPath::Epilogue`] (compute CTAs all-reduce their own tiles).
     pub comm_ctas: u32,
     /// Compute plus communication CTAs (normally the SM count); the launch has
-    /// `grid + tail_ctas` CTAs.
+    /// `grid + tail_ctas` CTAs. ([`CommPath::Local`]: the plain GEMM's launch makes its
+    /// own grid, one CTA per tile up to the SM count, in whole clusters.)
     pub grid: u32,
     /// How the all-reduce moves data (must be one [`CommPath::all_for`] lists for
     /// the tile and world size, and suit N: see [`CommPath::check`]).
@@ -266,7 +267,7 @@ impl FusedConfig {
     /// several shorter waves, a CTA taking several ([`LastWaveSplit::Slices`]). Errors
     /// name `split_slices`.
     pub fn check_split(&self, shape: GemmShape, scratch_bytes: u64) -> Result<()> {
-        self.tile.validate()?;
+        self.check_tile()?;
         let s = self.split_slices as u64;
         if s == 0 {
             return Err(invalid("split_slices", "must be at least 1 (1: no split), got 0"));
@@ -298,6 +299,17 @@ impl FusedConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Checks that `tile` has a kernel on `path`: one of [`TileConfig::fused_catalog`], or
+    /// on [`CommPath::Local`] (the plain GEMM's kernel) one of
+    /// [`TileConfig::gemm_catalog`] ([`TileConfig::validate_for_gemm`]). Errors name `tile`.
+    pub fn check_tile(&self) -> Result<()> {
+        if self.path == CommPath::Local {
+            self.tile.validate_for_gemm()
+        } else {
+            self.tile.validate()
+        }
     }
 
     /// Checks `pace` against the path: only [`CommPath::Epilogue`] paces its copies, so
@@ -517,6 +529,14 @@ pub enum CommPath {
     /// its own workspace and TMA-reduce-adds it into `out`, while the CTA's next tile is
     /// computed. `comm_ctas` is 0 and there are no tail CTAs; N % 8 == 0.
     Epilogue = 6,
+    /// World size 1: there is nothing to reduce, so no fused kernel runs. The plain
+    /// GEMM's kernel for the tile ([`crate::gemm::launch`], unsplit) computes `out` on
+    /// every SM; no communication CTAs, no flags, no workspace, no trace events. (The
+    /// fused kernels' one-shot path at world size 1 gave SMs to communication CTAs that
+    /// only copied the rank's own partial into `out`: 0.63-0.97x of cuBLAS, run 214,
+    /// bench/NOTES.md 25.4.) Any N the tile's epilogue takes. Host side only: the device
+    /// code has no such path.
+    Local = 7,
 }
 
 impl CommPath {
@@ -546,8 +566,12 @@ impl CommPath {
     /// 5.97 vs 5.84, M=2049 0.267 vs 0.261). The default so chosen was validated x100
     /// in both communicator modes in runs 23 and 25 (never below 0.97x of cuBLAS + NCCL;
     /// per process, o-proj M=16384 took 1.83-1.93 ms against one-shot's 1.80 in run 22).
+    ///
+    /// With one rank, [`Self::Local`]: the plain GEMM alone.
     pub fn choose_fused(n: u32, tile: TileConfig, world: u32, own_gpu: bool) -> Self {
-        if own_gpu && Self::Epilogue.check(n, tile, world).is_ok() {
+        if world == 1 {
+            Self::Local
+        } else if own_gpu && Self::Epilogue.check(n, tile, world).is_ok() {
             Self::Epilogue
         } else {
             Self::choose(n, tile, world)
@@ -557,14 +581,17 @@ impl CommPath {
     /// Paths that exist for `tile` and `world` (what the catalog instantiates). A
     /// clustered tile (`cluster_m > 1`) or a swapped-operand one has the epilogue path
     /// with world size 2 only (no communication CTAs inside a cluster; the other paths
-    /// split tiles into row slices of BM rows), and no path otherwise.
+    /// split tiles into row slices of BM rows), and no path otherwise. World size 1 has
+    /// [`Self::Local`] first, for every tile (it runs no fused kernel:
+    /// [`Self::runs_fused_kernel`]).
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
+        let local = if world == 1 { vec![Self::Local] } else { Vec::new() };
         // A cluster's CTAs all compute (no communication CTAs inside a cluster); a
         // swapped-operand tile's C region is not the row slices the other paths split.
         if tile.cluster_m > 1 || tile.swap_ab {
-            return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
+            return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { local };
         }
-        let mut v = vec![Self::Vec16, Self::Scalar];
+        let mut v = [local, vec![Self::Vec16, Self::Scalar]].concat();
         if world != 0 && tile.bm % world == 0 {
             v.insert(0, Self::Tma);
         }
@@ -576,7 +603,15 @@ impl CommPath {
             v.insert(0, Self::Push);
             v.insert(0, Self::Epilogue);
         }
+        // (Local first where it exists)
+        v.sort_by_key(|p| *p != Self::Local);
         v
+    }
+
+    /// Whether a fused kernel runs this path (all but [`Self::Local`], which launches
+    /// the plain GEMM's kernel): what the catalog compiles.
+    pub fn runs_fused_kernel(self) -> bool {
+        self != Self::Local
     }
 
     /// Checks that this path exists for the tile and world size and can move an
@@ -591,13 +626,14 @@ impl CommPath {
                 }),
             ));
         }
-        if self != Self::Scalar && n % 8 != 0 {
+        if self != Self::Scalar && self != Self::Local && n % 8 != 0 {
             return Err(invalid("comm_path", format!("{} needs N % 8 == 0 (16-byte rows), got N={n}; use scalar", self.name())));
         }
         Ok(())
     }
 
-    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`, `push`, `epilogue`.
+    /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`, `push`, `epilogue`,
+    /// `local`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Tma => "tma",
@@ -607,6 +643,7 @@ impl CommPath {
             Self::TmaReduce => "reduce",
             Self::Push => "push",
             Self::Epilogue => "epilogue",
+            Self::Local => "local",
         }
     }
 
@@ -624,15 +661,15 @@ impl CommPath {
     }
 
     /// Whether the path runs on dedicated communication CTAs (`comm_ctas` >= 1): every
-    /// path but [`Self::Epilogue`], whose compute CTAs all-reduce their own tiles
-    /// (`comm_ctas` == 0).
+    /// path but [`Self::Epilogue`], whose compute CTAs all-reduce their own tiles, and
+    /// [`Self::Local`], which communicates nothing (`comm_ctas` == 0).
     pub fn has_comm_ctas(self) -> bool {
-        self != Self::Epilogue
+        !matches!(self, Self::Epilogue | Self::Local)
     }
 
     /// Every path.
-    pub const ALL: [Self; 7] =
-        [Self::Epilogue, Self::TmaOneShot, Self::TmaReduce, Self::Push, Self::Tma, Self::Vec16, Self::Scalar];
+    pub const ALL: [Self; 8] =
+        [Self::Epilogue, Self::TmaOneShot, Self::TmaReduce, Self::Push, Self::Tma, Self::Vec16, Self::Scalar, Self::Local];
 
     /// Looks a path up by its [`Self::name`].
     pub fn by_name(name: &str) -> Option<Self> {
@@ -648,6 +685,8 @@ impl CommPath {
             Self::Epilogue => "tmae",
             Self::Vec16 => "v16",
             Self::Scalar => "v2",
+            // (no kernel of this name exists: source refuses the path)
+            Self::Local => "local",
         }
     }
     fn cpp(self) -> &'static str {
@@ -658,6 +697,8 @@ impl CommPath {
             Self::Epilogue => "mk::CommPath::Epilogue",
             Self::Vec16 => "mk::CommPath::Vec16",
             Self::Scalar => "mk::CommPath::Scalar",
+            // (never emitted: `source` refuses the local path before it builds a kernel)
+            Self::Local => "void",
         }
     }
 }
@@ -688,6 +729,9 @@ pub fn kernel_name(tile: TileConfig, world: u32, path: CommPath) -> String {
 
 /// Source of the fused kernel for a tile config, world size and communication path.
 pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSource> {
+    if !path.runs_fused_kernel() {
+        return Err(invalid("comm_path", format!("the {} path runs the plain GEMM's kernel (gemm::source), no fused one", path.name())));
+    }
     tile.validate()?;
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("must be 1..={MAX_RANKS}, got {world}")));
@@ -767,7 +811,7 @@ pub struct RankBuffers {
 
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
-    cfg.tile.validate()?;
+    cfg.check_tile()?;
     cfg.tile.check_output(shape.n)?;
     cfg.path.check(shape.n, cfg.tile, bufs.world)?;
     if cfg.diag_skip > 3 || (cfg.diag_skip != 0 && cfg.path != CommPath::Epilogue) {
@@ -819,7 +863,8 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
         if cfg.grid == 0 {
             return Err(invalid("grid", "must be at least 1 CTA, got 0"));
         }
-        if cfg.grid % cfg.tile.cluster_m.max(1) != 0 {
+        // (the local path's plain GEMM launch makes its own grid of whole clusters)
+        if cfg.grid % cfg.tile.cluster_m.max(1) != 0 && cfg.path != CommPath::Local {
             return Err(invalid(
                 "grid",
                 format!("must be a multiple of the tile's cluster size ({}) with {}, got {} CTAs", cfg.tile.cluster_m, cfg.tile, cfg.grid),
@@ -857,6 +902,12 @@ pub unsafe fn launch(
     trace: Option<TraceTarget>,
 ) -> Result<()> {
     validate(shape, &cfg, bufs)?;
+    if cfg.path == CommPath::Local {
+        // World size 1: the plain GEMM's kernel for the tile, unsplit, straight into `out`
+        // (no flags, no workspace; a trace stays empty).
+        crate::gemm::launch(rt, stream, a, b, out, shape, Some(cfg.tile), timeout, LastWaveSplit::Off, None)?;
+        return Ok(());
+    }
     let (tma_a, tma_b) = crate::gemm::operand_maps(a, b, shape, cfg.tile)?;
     let l = bufs.layout;
     let own_partial = bufs.workspace[bufs.rank as usize] + l.partial_offset();
@@ -986,9 +1037,11 @@ mod tests {
     fn clustered_tiles_take_the_epilogue_path_whole_tiles_and_even_grids() {
         let c2 = TileConfig::NARROW_TMA_STORE_C2;
         assert_eq!(CommPath::all_for(c2, 2), vec![CommPath::Epilogue]);
-        for w in [1, 3, 4, 8] {
+        for w in [3, 4, 8] {
             assert!(CommPath::all_for(c2, w).is_empty(), "world {w}");
         }
+        // (one rank: the plain GEMM's clustered kernel)
+        assert_eq!(CommPath::all_for(c2, 1), vec![CommPath::Local]);
         let e = CommPath::TmaReduce.check(8192, c2, 2).unwrap_err().to_string();
         assert!(e.contains("`comm_path`") && e.contains("available: epilogue"), "{e}");
         let bufs = RankBuffers { rank: 0, world: 2, workspace: [0; MAX_RANKS], layout: WorkspaceLayout::new(1 << 24, 2).unwrap(), status: 0 };
@@ -1281,7 +1334,44 @@ mod tests {
         assert_eq!(choose(8192, TileConfig::WIDE, 2, true), CommPath::TmaOneShot);
         assert_eq!(choose(8190, t, 2, true), CommPath::Scalar);
         assert_eq!(choose(8192, t, 4, true), CommPath::Tma);
-        assert_eq!(choose(8192, t, 1, true), CommPath::TmaOneShot);
+        assert_eq!(CommPath::choose(8192, t, 1), CommPath::TmaOneShot);
+        // One rank: nothing to reduce, whatever the tile, N or GPU.
+        for (n, tile, own) in [(8192, t, true), (8190, TileConfig::WIDE, false), (8, TileConfig::swapped_tma_store(64), true)] {
+            assert_eq!(choose(n, tile, 1, own), CommPath::Local);
+        }
+    }
+
+    /// The local path (world size 1): listed first for every tile at world size 1 and
+    /// nowhere else, any N, no communication CTAs, no fused kernel (the catalog skips it,
+    /// `source` refuses it), and a configuration on it takes the plain GEMM's tiles.
+    #[test]
+    fn local_path_is_the_plain_gemm_for_one_rank() {
+        let p = CommPath::Local;
+        assert_eq!((CommPath::by_name("local"), p.name()), (Some(p), "local"));
+        assert!(!p.claims_tiles() && !p.adds_into_out() && !p.has_comm_ctas() && !p.runs_fused_kernel());
+        assert!(CommPath::ALL.iter().filter(|q| **q != p).all(|q| q.runs_fused_kernel()));
+        for t in TileConfig::fused_catalog() {
+            assert_eq!(CommPath::all_for(t, 1).first(), Some(&p), "{t}");
+            for w in [2, 3, 4, 8] {
+                assert!(!CommPath::all_for(t, w).contains(&p), "{t} world {w}");
+            }
+        }
+        assert!(p.check(8191, TileConfig::WIDE, 1).is_ok() && p.check(8192, TileConfig::WIDE, 2).is_err());
+        let e = source(TileConfig::WIDE, 1, p).unwrap_err().to_string();
+        assert!(e.contains("`comm_path`") && e.contains("plain GEMM"), "{e}");
+        assert!(crate::catalog::all().unwrap().iter().all(|k| !k.name.ends_with("_local")));
+        // A plain-GEMM tile (column-fitted) is this path's alone.
+        let cols = TileConfig::cols_tma_store_c2(176);
+        let cfg = FusedConfig { tile: cols, comm_ctas: 0, grid: 132, path: p, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 1, diag_skip: 0 };
+        assert!(cfg.check_tile().is_ok() && cfg.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, 0).is_ok());
+        assert!(FusedConfig { path: CommPath::TmaOneShot, ..cfg }.check_tile().is_err());
+        let e = FusedConfig { split_slices: 2, ..cfg }.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("local"), "{e}");
+        let l = WorkspaceLayout::new(2048 * 7168, 1).unwrap();
+        let bufs = RankBuffers { rank: 0, world: 1, workspace: [0; MAX_RANKS], layout: l, status: 0 };
+        assert!(validate(GemmShape { m: 2048, n: 7168, k: 9216 }, &cfg, &bufs).is_ok());
+        let e = validate(GemmShape { m: 2048, n: 7168, k: 9216 }, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();
+        assert!(e.contains("`comm_ctas`"), "{e}");
     }
 
     #[test]
@@ -1364,7 +1454,7 @@ mod tests {
         let t = TileConfig::WIDE_TMA_STORE;
         assert_eq!(CommPath::by_name("epilogue"), Some(CommPath::Epilogue));
         assert!(!CommPath::Epilogue.claims_tiles() && !CommPath::Epilogue.has_comm_ctas() && CommPath::Epilogue.adds_into_out());
-        assert!(CommPath::ALL.iter().filter(|p| **p != CommPath::Epilogue).all(|p| p.has_comm_ctas()));
+        assert!(CommPath::ALL.iter().filter(|p| **p != CommPath::Epilogue && **p != CommPath::Local).all(|p| p.has_comm_ctas()));
         assert!(CommPath::Epilogue.check(8192, t, 2).is_ok());
         for world in [1, 3, 4, 8] {
             let e = CommPath::Epilogue.check(8192, t, world).unwrap_err().to_string();

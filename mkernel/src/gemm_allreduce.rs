@@ -34,7 +34,9 @@ pub struct GemmAllReduceOptions {
     /// `tail_ctas`), the heuristic picks a path that has communication CTAs.
     pub comm_ctas: Option<u32>,
     /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
-    /// and world size allow). Default: [`CommPath::choose_fused`]: the epilogue path on
+    /// and world size allow). Default: with one rank, [`CommPath::Local`] (the plain GEMM
+    /// alone, on the plain GEMM's default tile unless `tile` is given); else
+    /// [`CommPath::choose_fused`]: the epilogue path on
     /// 2 ranks with a TMA-store tile, N % 8 == 0 and a GPU of the rank's own; else [`CommPath::choose`] (one-shot for 1-2 ranks, TMA slices for
     /// more, 16-byte vectors when BM % world != 0, 2-byte elements when N % 8 != 0).
     /// When `comm_ctas` or `tail_ctas` is given, always [`CommPath::choose`] (a path
@@ -112,7 +114,8 @@ impl Communicator {
     /// (zeroed on `stream` first; read it back with [`crate::trace::TraceBuffer::read`]).
     /// For diagnosis: the events cost a few atomics per tile.
     ///
-    /// Errors: as `gemm_allreduce`, and `trace` on another GPU.
+    /// Errors: as `gemm_allreduce`, `trace` on another GPU, and a call on the local path
+    /// (one rank, no `comm_path` given: the plain GEMM, which records no events).
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_allreduce_traced(
         &self,
@@ -153,6 +156,12 @@ impl Communicator {
             }
         }
         let cfg = self.plan_gemm_allreduce(shape, opts)?;
+        if trace.is_some() && cfg.path == CommPath::Local {
+            return Err(invalid(
+                "trace",
+                "one rank's call runs the plain GEMM (the local path), which records no events; to trace the fused kernel on one rank, set comm_path (e.g. one-shot)",
+            ));
+        }
         self.order_after_last(stream)?;
         let trace = match trace {
             Some(t) => Some(t.arm(stream)?),
@@ -258,7 +267,9 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // A split or tail asked for without a path means a path that has them.
     let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
     let path = opts.comm_path.unwrap_or_else(|| {
-        if tile.cluster_m > 1 || tile.swap_ab {
+        if ctx.world_size == 1 && !tunes_comm_ctas {
+            CommPath::Local // (one rank: nothing to reduce, the plain GEMM alone)
+        } else if tile.cluster_m > 1 || tile.swap_ab {
             CommPath::Epilogue // (the only path a clustered or swapped tile has; checked below)
         } else if tunes_comm_ctas {
             CommPath::choose(shape.n, tile, ctx.world_size)
@@ -273,6 +284,9 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // (choose_tile's narrow TMA-store twin is there to open the epilogue path, run 113;
     // paths that do not add into `out` keep the Registers tile they were measured with)
     let tile = if opts.tile.is_none() && tile == TileConfig::NARROW_TMA_STORE && !path.adds_into_out() { TileConfig::NARROW } else { tile };
+    // The local path (one rank) runs the plain GEMM's kernel: the plain GEMM's default
+    // tile, unsplit (`TileConfig::choose_for` on this rank's grid).
+    let tile = if opts.tile.is_none() && path == CommPath::Local { TileConfig::choose_for(shape, grid) } else { tile };
     // (the path is checked against the tile it was chosen for first, so that a refusal
     // names that tile rather than a refinement the caller never saw)
     path.check(shape.n, tile, ctx.world_size)?;
@@ -284,7 +298,8 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
         tile
     };
     path.check(shape.n, tile, ctx.world_size)?;
-    if grid % tile.cluster_m.max(1) != 0 {
+    // (the local path's plain GEMM launch rounds its own grid down to whole clusters)
+    if grid % tile.cluster_m.max(1) != 0 && path != CommPath::Local {
         return Err(invalid(
             "tile",
             format!("{tile} needs a grid that is a multiple of its cluster size, and this group's kernels have {grid} CTAs each (a share of a GPU other ranks use, or the group's smallest SM count); use a tile without -c2"),

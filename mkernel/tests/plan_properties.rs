@@ -29,17 +29,27 @@ fn context(world: u32, grid: u32, gpu_shared: bool) -> PlanContext {
 
 /// What every plan must satisfy, whatever the options: the later checks pass on it.
 fn check_plan(cfg: &FusedConfig, s: GemmShape, ctx: PlanContext) -> Result<(), TestCaseError> {
-    prop_assert!(cfg.tile.validate().is_ok(), "{s:?}: {cfg}: tile outside the fused catalog");
+    // (the local path, one rank, runs the plain GEMM's kernel: any tile of its catalog)
+    prop_assert!(cfg.check_tile().is_ok(), "{s:?}: {cfg}: tile outside the catalog of its path");
+    if cfg.path != CommPath::Local {
+        prop_assert!(cfg.tile.validate().is_ok(), "{s:?}: {cfg}: tile outside the fused catalog");
+    }
     prop_assert!(cfg.tile.check_output(s.n).is_ok(), "{s:?}: {cfg}");
     prop_assert!(cfg.path.check(s.n, cfg.tile, ctx.world_size).is_ok(), "{s:?}: {cfg}: path");
     prop_assert_eq!(cfg.grid, ctx.grid);
-    prop_assert_eq!(cfg.grid % cfg.tile.cluster_m.max(1), 0, "{:?}: {}", s, cfg);
+    if cfg.path != CommPath::Local {
+        prop_assert_eq!(cfg.grid % cfg.tile.cluster_m.max(1), 0, "{:?}: {}", s, cfg);
+    }
     prop_assert!(cfg.check_split(s, ctx.split_scratch_bytes).is_ok(), "{s:?}: {cfg}: split");
     prop_assert!(cfg.check_tail_ctas().is_ok(), "{s:?}: {cfg}: tail");
     prop_assert!(cfg.comm_ctas < cfg.grid, "{s:?}: {cfg}");
     if cfg.path == CommPath::Epilogue {
         prop_assert_eq!(ctx.world_size, 2, "{:?}: {}", s, cfg);
         prop_assert_eq!(cfg.comm_ctas, 0);
+    }
+    if cfg.path == CommPath::Local {
+        prop_assert_eq!(ctx.world_size, 1, "{:?}: {}", s, cfg);
+        prop_assert_eq!((cfg.comm_ctas, cfg.tail_ctas, cfg.split_slices), (0, 0, 1), "{:?}: {}", s, cfg);
     }
     Ok(())
 }
@@ -55,7 +65,14 @@ proptest! {
         let grid = if shared { (sm_count / 2).max(2) } else { sm_count };
         let ctx = context(world, grid, shared);
         match plan_gemm_allreduce(s, GemmAllReduceOptions::default(), ctx) {
-            Ok(cfg) => check_plan(&cfg, s, ctx)?,
+            Ok(cfg) => {
+                check_plan(&cfg, s, ctx)?;
+                // One rank: the plain GEMM alone, on its default tile.
+                prop_assert_eq!(cfg.path == CommPath::Local, world == 1, "{:?}: {}", s, cfg);
+                if world == 1 {
+                    prop_assert_eq!(cfg.tile, TileConfig::choose_for(s, grid), "{:?}", s);
+                }
+            }
             Err(e) => prop_assert!(false, "{s:?} world {world} grid {grid}/{sm_count}: the default plan failed: {e}"),
         }
     }

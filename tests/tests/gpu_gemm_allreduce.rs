@@ -164,6 +164,10 @@ fn fused_matches_reference_on_odd_and_llm_shapes() {
             GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() },
             GemmAllReduceOptions { tile: Some(mkernel::TileConfig::M64_WIDE), ..Default::default() },
         ];
+        if w == 1 {
+            // (one rank's default is the plain GEMM alone: the fused kernel by name)
+            options.push(GemmAllReduceOptions { comm_path: Some(CommPath::choose(n, mkernel::TileConfig::WIDE, 1)), ..Default::default() });
+        }
         if n % 8 == 0 {
             options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::WIDE_TMA_STORE), ..Default::default() });
             options.push(GemmAllReduceOptions { tile: Some(mkernel::TileConfig::NARROW_TMA_STORE), comm_ctas: Some(8), ..Default::default() });
@@ -391,6 +395,45 @@ fn paths_interleaved_back_to_back() {
             assert!(cmp.passed(), "{s:?} rank {r} after 60 interleaved calls: {cmp}");
         }
         eprintln!("ok {s:?}: 60 calls cycling through {} path options", cycle.len());
+    }
+}
+
+/// One rank (world size 1): the call is the plain GEMM alone (`CommPath::Local`, the
+/// plain default tile), against the fp32 reference with a poisoned output and fresh data,
+/// on shapes whose default is a clustered column-fitted, a swapped or a Registers tile (N
+/// % 8 != 0), 50 calls back to back; and the fused kernel's one-shot path still runs when
+/// asked for by name.
+#[test]
+fn one_rank_runs_the_plain_gemm() {
+    let Some(_) = gpu_or_skip("one_rank_runs_the_plain_gemm", 1) else { return };
+    let shapes = [(2048, 7168, 9216), (129, 8192, 4096), (333, 1001, 200), (1, 512, 64)];
+    let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
+    let mut g = group(1, CommConfig { max_output_elems: max, ..Default::default() });
+    for (m, n, k) in shapes {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
+        assert_eq!((plan.path, plan.comm_ctas, plan.tail_ctas), (CommPath::Local, 0, 0), "{s:?}: {plan}");
+        assert_eq!(plan.tile, mkernel::TileConfig::choose_for(s, plan.grid), "{s:?}: {plan}");
+        for rep in 0..2 {
+            round(&mut g, &mut bs, s, check::fresh_seed() + rep, GemmAllReduceOptions::default());
+        }
+        let seed = check::fresh_seed();
+        round(&mut g, &mut bs, s, seed, GemmAllReduceOptions::default());
+        for _ in 0..50 {
+            let b = &mut bs[0];
+            g.comms[0].gemm_allreduce(&g.streams[0], &b.a, &b.b, &mut b.out, s, GemmAllReduceOptions::default()).unwrap();
+        }
+        g.comms[0].synchronize(&g.streams[0]).unwrap();
+        let cmp = verify(&mut g, 0, &AllReduceCase { shape: s, world: 1, seed }, &bs[0].out);
+        assert!(cmp.passed(), "{s:?} after 50 queued calls: {cmp}");
+        if n % 8 == 0 {
+            let b = &mut bs[0];
+            let used = g.comms[0].gemm_allreduce(&g.streams[0], &b.a, &b.b, &mut b.out, s, one_shot()).unwrap();
+            assert_eq!(used.path, CommPath::TmaOneShot);
+            round(&mut g, &mut bs, s, check::fresh_seed(), one_shot());
+        }
+        eprintln!("ok {s:?}: {plan}");
     }
 }
 
@@ -726,8 +769,11 @@ fn traced_call_accounts_for_every_tile_and_cta() {
     use mkernel::trace::{TraceBuffer, TraceKind};
     let Some(w) = world("traced_call_accounts_for_every_tile_and_cta") else { return };
     let w = w.min(2);
+    // (one rank's default is the plain GEMM, which has no events and refuses a trace:
+    // the fused kernel by name there)
+    let first = if w == 1 { one_shot() } else { GemmAllReduceOptions::default() };
     let mut cases = vec![
-        (GemmShape { m: 2049, n: 8192, k: 1024 }, GemmAllReduceOptions::default()),
+        (GemmShape { m: 2049, n: 8192, k: 1024 }, first),
         (GemmShape { m: 129, n: 8192, k: 512 }, GemmAllReduceOptions { comm_ctas: Some(3), tail_ctas: Some(5), ..Default::default() }),
     ];
     if w == 2 {
@@ -739,6 +785,15 @@ fn traced_call_accounts_for_every_tile_and_cta() {
         // Clusters: 3 row blocks of 64 make 2 pairs per column block, one padding tile
         // each; the padding tiles are stored (clipped away) and published like the others.
         cases.push((GemmShape { m: 129, n: 8192, k: 512 }, epilogue_path(mkernel::TileConfig::M64_WIDE_TMA_STORE_C2)));
+    }
+    if w == 1 {
+        let s = GemmShape { m: 129, n: 8192, k: 512 };
+        let mut g = group(1, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
+        let mut bs = bufs(&g, s);
+        let mut t = TraceBuffer::new(&g.streams[0], 1 << 10).unwrap();
+        let b = &mut bs[0];
+        let e = g.comms[0].gemm_allreduce_traced(&g.streams[0], &b.a, &b.b, &mut b.out, s, GemmAllReduceOptions::default(), &mut t).unwrap_err();
+        assert!(e.to_string().contains("`trace`") && e.to_string().contains("local path"), "{e}");
     }
     for (s, opts) in cases {
         let mut g = group(w, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });

@@ -595,15 +595,18 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     if let (Some(CommPath::TmaOneShot), Some(w)) = (path, world.filter(|&w| w > 2)) {
         return Err(format!("--comm-path one-shot: needs 1 or 2 ranks, got {w}"));
     }
+    if let (Some(CommPath::Local), Some(w)) = (path, world.filter(|&w| w != 1)) {
+        return Err(format!("--comm-path local: one rank only (the plain GEMM alone), got {w}"));
+    }
     // Clustered tiles (-c2) and swapped-operand ones: the epilogue path with 2 ranks only
-    // (no communication or tail CTAs).
+    // (no communication or tail CTAs), or with one rank the local path (the plain GEMM).
     if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
         let kind = if t.swap_ab { "swapped-operand" } else { "clustered" };
-        if let Some(p) = path.filter(|p| *p != CommPath::Epilogue) {
-            return Err(format!("--tile {}: {kind} tiles take the epilogue path only, not --comm-path {}", t.name(), p.name()));
+        if let Some(p) = path.filter(|p| *p != CommPath::Epilogue && *p != CommPath::Local) {
+            return Err(format!("--tile {}: {kind} tiles take the epilogue path only (local with one rank), not --comm-path {}", t.name(), p.name()));
         }
-        if let Some(w) = world.filter(|&w| w != 2) {
-            return Err(format!("--tile {}: {kind} tiles take the epilogue path, which needs exactly 2 ranks, got {w}", t.name()));
+        if let Some(w) = world.filter(|&w| w != 2 && w != 1) {
+            return Err(format!("--tile {}: {kind} tiles take the epilogue path, which needs exactly 2 ranks (or one rank: the plain GEMM alone), got {w}", t.name()));
         }
         if tail_ctas.is_some_and(|c| c > 0) {
             return Err(format!("--tile {}: {kind} tiles take the epilogue path, which has no tail CTAs", t.name()));
@@ -1305,6 +1308,10 @@ mod tests {
         let c2 = Some(TileConfig::WIDE_TMA_STORE_C2);
         assert!(check_path_args(c2, Some(CommPath::Epilogue), None, Some(2)).is_ok());
         assert!(check_path_args(c2, None, None, None).is_ok());
+        // One rank: the local path (the plain GEMM alone) takes any tile; other world sizes refuse it.
+        assert!(check_path_args(c2, Some(CommPath::Local), None, Some(1)).is_ok() && check_path_args(c2, None, None, Some(1)).is_ok());
+        let e = check_path_args(None, Some(CommPath::Local), None, Some(2)).unwrap_err();
+        assert!(e.contains("--comm-path local") && e.contains("one rank"), "{e}");
         for (path, tail, world, rule) in [
             (Some(CommPath::TmaOneShot), None, None, "epilogue path only"),
             (Some(CommPath::Scalar), None, None, "epilogue path only"),
