@@ -119,7 +119,8 @@ pub struct FusedConfig {
     /// GEMM tile configuration.
     pub tile: TileConfig,
     /// CTAs (one per SM) that run the communication role; the rest compute. 1..grid,
-    /// but 0 on [`CommPath::Epilogue`] (compute CTAs all-reduce their own tiles).
+    /// but 0 on [`CommPath::Epilogue`] (compute CTAs all-reduce their own tiles) and on
+    /// [`CommPath::Local`] (one rank: nothing to communicate).
     pub comm_ctas: u32,
     /// Compute plus communication CTAs (normally the SM count); the launch has
     /// `grid + tail_ctas` CTAs. ([`CommPath::Local`]: the plain GEMM's launch makes its
@@ -319,7 +320,7 @@ impl FusedConfig {
             return Err(invalid(
                 "epilogue_pace",
                 format!(
-                    "only the epilogue path paces copies ({} pace asked for the {} path; set comm_path to epilogue)",
+                    "only the epilogue path (two ranks) paces copies ({} pace asked for the {} path; set comm_path to epilogue)",
                     self.pace.name(),
                     self.path.name()
                 ),
@@ -478,6 +479,10 @@ pub const NARROW_TILE_SLOWDOWN: f64 = 0.07;
 
 impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path == CommPath::Local {
+            // (the plain GEMM's launch makes its own grid: one CTA per tile up to the SMs)
+            return write!(f, "{}, local path (one rank: the plain GEMM alone)", self.tile);
+        }
         write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid.saturating_sub(self.comm_ctas))?;
         if self.tail_ctas > 0 {
             write!(f, " + {} tail", self.tail_ctas)?;
@@ -617,12 +622,15 @@ impl CommPath {
     /// Checks that this path exists for the tile and world size and can move an
     /// N-column output.
     pub fn check(self, n: u32, tile: TileConfig, world: u32) -> Result<()> {
+        if self == Self::Local && world != 1 {
+            return Err(invalid("comm_path", format!("local is the one-rank path (the plain GEMM alone), and this group has {world} ranks")));
+        }
         if !Self::all_for(tile, world).contains(&self) {
             return Err(invalid(
                 "comm_path",
                 format!("{} is not available for {tile} with world size {world} (available: {})", self.name(), {
                     let v = Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>();
-                    if v.is_empty() { "none: clustered and swapped-operand tiles take the epilogue path with world size 2 only".to_string() } else { v.join(", ") }
+                    if v.is_empty() { "none: clustered and swapped-operand tiles take the epilogue path with world size 2 only, or local with one rank".to_string() } else { v.join(", ") }
                 }),
             ));
         }
@@ -857,7 +865,7 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
         if cfg.comm_ctas != 0 {
             return Err(invalid(
                 "comm_ctas",
-                format!("must be 0 on the {} path (compute CTAs all-reduce their own tiles), got {}", cfg.path.name(), cfg.comm_ctas),
+                format!("must be 0 on the {} path (it has no communication CTAs), got {}", cfg.path.name(), cfg.comm_ctas),
             ));
         }
         if cfg.grid == 0 {
@@ -881,7 +889,8 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
     cfg.check_tail_ctas()
 }
 
-/// Launches one rank's fused kernel on `stream`.
+/// Launches one rank's fused kernel on `stream` (on [`CommPath::Local`], one rank, the
+/// plain GEMM's kernel for `cfg.tile` instead: [`crate::gemm::launch`], unsplit).
 ///
 /// # Safety
 /// `a`, `b`, `out` must be valid device buffers of the shape's sizes in `stream`'s
@@ -1356,7 +1365,9 @@ mod tests {
                 assert!(!CommPath::all_for(t, w).contains(&p), "{t} world {w}");
             }
         }
-        assert!(p.check(8191, TileConfig::WIDE, 1).is_ok() && p.check(8192, TileConfig::WIDE, 2).is_err());
+        assert!(p.check(8191, TileConfig::WIDE, 1).is_ok());
+        let e = p.check(8192, TileConfig::WIDE, 2).unwrap_err().to_string();
+        assert!(e.contains("`comm_path`") && e.contains("one-rank path") && e.contains("2 ranks"), "{e}");
         let e = source(TileConfig::WIDE, 1, p).unwrap_err().to_string();
         assert!(e.contains("`comm_path`") && e.contains("plain GEMM"), "{e}");
         assert!(crate::catalog::all().unwrap().iter().all(|k| !k.name.ends_with("_local")));
@@ -1364,6 +1375,7 @@ mod tests {
         let cols = TileConfig::cols_tma_store_c2(176);
         let cfg = FusedConfig { tile: cols, comm_ctas: 0, grid: 132, path: p, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 1, diag_skip: 0 };
         assert!(cfg.check_tile().is_ok() && cfg.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, 0).is_ok());
+        assert_eq!(cfg.to_string(), format!("{cols}, local path (one rank: the plain GEMM alone)"));
         assert!(FusedConfig { path: CommPath::TmaOneShot, ..cfg }.check_tile().is_err());
         let e = FusedConfig { split_slices: 2, ..cfg }.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, u64::MAX).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("local"), "{e}");

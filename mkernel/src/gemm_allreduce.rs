@@ -17,9 +17,12 @@ use crate::gemm::check_same_device;
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GemmAllReduceOptions {
-    /// GEMM tile configuration, one of [`TileConfig::fused_catalog`]. A clustered (`-c2`)
-    /// or swapped-operand tile takes the epilogue path (with no `comm_path` given, that
-    /// path; another is refused), which needs 2 ranks. None: `FusedConfig::choose_tile`,
+    /// GEMM tile configuration, one of [`TileConfig::fused_catalog`]; on the local path
+    /// (one rank, `comm_path` unset or [`CommPath::Local`], no `comm_ctas` or `tail_ctas`)
+    /// any tile of the plain GEMM's catalog ([`TileConfig::validate_for_gemm`]). With 2
+    /// ranks a clustered (`-c2`) or swapped-operand tile takes the epilogue path (with no
+    /// `comm_path` given, that path; another is refused). None: with one rank on the
+    /// local path the plain GEMM's default ([`TileConfig::choose_for`]); else `FusedConfig::choose_tile`,
     /// refined on the epilogue path by `FusedConfig::epilogue_tile` (128 x 128 tiles where
     /// the last wave's copy after the GEMM shrinks more than the GEMM slows, and the
     /// swapped-operand tile holding all of M for M <= 256 where it loads less, and for
@@ -30,7 +33,7 @@ pub struct GemmAllReduceOptions {
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
-    /// (0 or unset) on [`CommPath::Epilogue`]. Given without `comm_path` (as is
+    /// (0 or unset) on [`CommPath::Epilogue`] and [`CommPath::Local`]. Given without `comm_path` (as is
     /// `tail_ctas`), the heuristic picks a path that has communication CTAs.
     pub comm_ctas: Option<u32>,
     /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
@@ -251,8 +254,13 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
         ));
     }
     let grid = ctx.grid;
+    // A split or tail asked for without a path means a path that has them.
+    let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
+    // One rank with no communication asked for: the local path (the plain GEMM alone),
+    // which takes any tile of the plain GEMM's catalog.
+    let local = ctx.world_size == 1 && matches!(opts.comm_path, None | Some(CommPath::Local)) && !tunes_comm_ctas;
     if let Some(t) = opts.tile {
-        t.validate()?;
+        if local { t.validate_for_gemm()? } else { t.validate()? }
     }
     let tile = opts.tile.unwrap_or_else(|| {
         let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
@@ -264,10 +272,8 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // A rank sharing its GPU takes no tail CTAs and not the epilogue path by default
     // (see below).
     let own_gpu = !ctx.gpu_shared;
-    // A split or tail asked for without a path means a path that has them.
-    let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
     let path = opts.comm_path.unwrap_or_else(|| {
-        if ctx.world_size == 1 && !tunes_comm_ctas {
+        if local {
             CommPath::Local // (one rank: nothing to reduce, the plain GEMM alone)
         } else if tile.cluster_m > 1 || tile.swap_ab {
             CommPath::Epilogue // (the only path a clustered or swapped tile has; checked below)
@@ -284,12 +290,12 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // (choose_tile's narrow TMA-store twin is there to open the epilogue path, run 113;
     // paths that do not add into `out` keep the Registers tile they were measured with)
     let tile = if opts.tile.is_none() && tile == TileConfig::NARROW_TMA_STORE && !path.adds_into_out() { TileConfig::NARROW } else { tile };
-    // The local path (one rank) runs the plain GEMM's kernel: the plain GEMM's default
-    // tile, unsplit (`TileConfig::choose_for` on this rank's grid).
-    let tile = if opts.tile.is_none() && path == CommPath::Local { TileConfig::choose_for(shape, grid) } else { tile };
     // (the path is checked against the tile it was chosen for first, so that a refusal
     // names that tile rather than a refinement the caller never saw)
     path.check(shape.n, tile, ctx.world_size)?;
+    // The local path (one rank) runs the plain GEMM's kernel: the plain GEMM's default
+    // tile, unsplit (`TileConfig::choose_for` on this rank's grid).
+    let tile = if opts.tile.is_none() && path == CommPath::Local { TileConfig::choose_for(shape, grid) } else { tile };
     let tile = if opts.tile.is_none() && path == CommPath::Epilogue {
         let t = FusedConfig::epilogue_tile(shape, tile, grid);
         // (last: a 2-CTA twin where the row blocks pair up and the last wave is not split)
@@ -311,7 +317,11 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
             Some(c) => {
                 return Err(invalid(
                     "comm_ctas",
-                    format!("the {} path has no communication CTAs (every CTA computes and all-reduces its own tiles); got {c}", path.name()),
+                    format!(
+                        "the {} path has no communication CTAs ({}); got {c}",
+                        path.name(),
+                        if path == CommPath::Local { "one rank: the plain GEMM alone" } else { "every CTA computes and all-reduces its own tiles" }
+                    ),
                 ))
             }
         },
@@ -336,7 +346,7 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     if path.has_comm_ctas() && (comm_ctas == 0 || comm_ctas >= grid) {
         return Err(invalid(
             "comm_ctas",
-            format!("must be in 1..{grid} on the {} path (this rank's kernels have {grid} CTAs; 0 only with comm_path epilogue), got {comm_ctas}", path.name()),
+            format!("must be in 1..{grid} on the {} path (this rank's kernels have {grid} CTAs; 0 only with comm_path epilogue, or local with one rank), got {comm_ctas}", path.name()),
         ));
     }
     // A rank sharing its GPU takes no tail CTAs: they would take the SMs of a

@@ -71,6 +71,9 @@ proptest! {
                 prop_assert_eq!(cfg.path == CommPath::Local, world == 1, "{:?}: {}", s, cfg);
                 if world == 1 {
                     prop_assert_eq!(cfg.tile, TileConfig::choose_for(s, grid), "{:?}", s);
+                    // (and that tile, asked for, plans the same: helper-51)
+                    let again = plan_gemm_allreduce(s, GemmAllReduceOptions { tile: Some(cfg.tile), ..Default::default() }, ctx);
+                    prop_assert_eq!(again.ok(), Some(cfg), "{:?}", s);
                 }
             }
             Err(e) => prop_assert!(false, "{s:?} world {world} grid {grid}/{sm_count}: the default plan failed: {e}"),

@@ -788,7 +788,7 @@ fn traced_call_accounts_for_every_tile_and_cta() {
     }
     if w == 1 {
         let s = GemmShape { m: 129, n: 8192, k: 512 };
-        let mut g = group(1, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
+        let g = group(1, CommConfig { max_output_elems: s.m as u64 * s.n as u64, ..Default::default() });
         let mut bs = bufs(&g, s);
         let mut t = TraceBuffer::new(&g.streams[0], 1 << 10).unwrap();
         let b = &mut bs[0];

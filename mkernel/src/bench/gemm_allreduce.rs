@@ -80,13 +80,15 @@ pub struct ArArgs {
     /// m64-wide-tma-store-c2, and the swapped-operand TMA-store tiles swap-ab-64xR-tma-store
     /// (R = 8, 16, ..., 256) and swap-ab-128xR-tma-store (R = 128, 136, ..., 256), also in
     /// 2-CTA clusters as swap-ab-128xR-tma-store-c2 (R a multiple of 16; the clustered and
-    /// swapped ones on the epilogue path with 2 ranks only). The plain GEMM's
-    /// other tiles (swap-ab-64xR, cols-128xC, the fitted names) are `bench gemm` only.
+    /// swapped ones on the epilogue path with 2 ranks, or on the local path with one). The
+    /// plain GEMM's other tiles (swap-ab-64xR, cols-128xC) are `bench gemm` only, but for
+    /// one rank on the local path (--gpus 1 or --procs 1).
     #[arg(long)]
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
     /// all-reduces its own tiles), reduce or push (2 ranks, TMA-store tiles), one-shot,
-    /// tma, vec16, scalar. Default: epilogue on 2 ranks with a GPU each, a TMA-store tile
+    /// tma, vec16, scalar, local (one rank: the plain GEMM alone). Default: local with one
+    /// rank (unless --sm-comm or --tail-ctas); epilogue on 2 ranks with a GPU each, a TMA-store tile
     /// (a *-tma-store --tile, or the default tile, which is one on most shapes with
     /// N % 8 == 0) and N % 8 == 0; else one-shot (1-2 ranks), tma/vec16 (more ranks) or
     /// scalar (N % 8 != 0). With --sm-comm or --tail-ctas, never epilogue (see there).
@@ -380,6 +382,11 @@ fn trace_call(
     no_json: bool,
     bar: &indicatif::ProgressBar,
 ) -> BenchResult<()> {
+    // One rank's default is the plain GEMM alone (the local path): no events to record.
+    if comms[0].plan_gemm_allreduce(s, opts)?.path == CommPath::Local {
+        bar.println(format!("# --trace: {label} runs the local path (one rank: the plain GEMM alone), which has no events; --comm-path one-shot traces the fused kernel"));
+        return Ok(());
+    }
     // Events (see TraceBuffer::new): up to 3 per CTA, plus 2 per slice of a split last
     // wave (left-over tiles x slices: a few hundred on the shapes timed; events past the
     // capacity are dropped and counted), within the 4096; per tile, 5 on the epilogue path
@@ -574,9 +581,12 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
 /// The --comm-path / --tile / --tail-ctas combinations refused whatever the shape and
 /// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
 fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
+    // One rank with no path or the local one and no tail CTAs: the local path (the plain
+    // GEMM alone), which takes any tile of the plain GEMM's catalog.
+    let local = world == Some(1) && matches!(path, None | Some(CommPath::Local)) && tail_ctas.is_none();
     if let Some(t) = tile {
         // (of the swapped-operand tiles of `bench gemm`, only the -tma-store ones have a fused kernel)
-        t.validate().map_err(|e| format!("--tile {}: {e}", t.name()))?;
+        if local { t.validate_for_gemm() } else { t.validate() }.map_err(|e| format!("--tile {}: {e}", t.name()))?;
     }
     if let (Some(t), Some(p)) = (tail_ctas, path) {
         if t > 0 && !p.claims_tiles() {
@@ -605,7 +615,7 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
         if let Some(p) = path.filter(|p| *p != CommPath::Epilogue && *p != CommPath::Local) {
             return Err(format!("--tile {}: {kind} tiles take the epilogue path only (local with one rank), not --comm-path {}", t.name(), p.name()));
         }
-        if let Some(w) = world.filter(|&w| w != 2 && w != 1) {
+        if let Some(w) = world.filter(|&w| w != 2 && !(w == 1 && local)) {
             return Err(format!("--tile {}: {kind} tiles take the epilogue path, which needs exactly 2 ranks (or one rank: the plain GEMM alone), got {w}", t.name()));
         }
         if tail_ctas.is_some_and(|c| c > 0) {
@@ -1312,6 +1322,16 @@ mod tests {
         assert!(check_path_args(c2, Some(CommPath::Local), None, Some(1)).is_ok() && check_path_args(c2, None, None, Some(1)).is_ok());
         let e = check_path_args(None, Some(CommPath::Local), None, Some(2)).unwrap_err();
         assert!(e.contains("--comm-path local") && e.contains("one rank"), "{e}");
+        // (tail CTAs at one rank mean a fused path: not the local one, so no clustered tile;
+        // a plain-GEMM tile only on the local path: helper-51)
+        let e = check_path_args(c2, None, Some(0), Some(1)).unwrap_err();
+        assert!(e.contains("--tile wide-tma-store-c2"), "{e}");
+        let cols = Some(TileConfig::cols_tma_store_c2(176));
+        assert!(check_path_args(cols, None, None, Some(1)).is_ok() && check_path_args(cols, Some(CommPath::Local), None, Some(1)).is_ok());
+        for (path, tail, world) in [(None, None, Some(2)), (None, None, None), (None, Some(0), Some(1)), (Some(CommPath::TmaOneShot), None, Some(1))] {
+            let e = check_path_args(cols, path, tail, world).unwrap_err();
+            assert!(e.contains("only the plain GEMM"), "{path:?} {tail:?} {world:?}: {e}");
+        }
         for (path, tail, world, rule) in [
             (Some(CommPath::TmaOneShot), None, None, "epilogue path only"),
             (Some(CommPath::Scalar), None, None, "epilogue path only"),
