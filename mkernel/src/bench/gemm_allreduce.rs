@@ -384,7 +384,7 @@ fn trace_call(
 ) -> BenchResult<()> {
     // One rank's default is the plain GEMM alone (the local path): no events to record.
     if comms[0].plan_gemm_allreduce(s, opts)?.path == CommPath::Local {
-        bar.println(format!("# --trace: {label} runs the local path (one rank: the plain GEMM alone), which has no events; --comm-path one-shot traces the fused kernel"));
+        bar.suspend(|| println!("{:<26} trace: none, the local path (one rank: the plain GEMM alone) has no events; --comm-path one-shot traces the fused kernel", label));
         return Ok(());
     }
     // Events (see TraceBuffer::new): up to 3 per CTA, plus 2 per slice of a split last
