@@ -1,5 +1,6 @@
 //! `Communicator::gemm_allreduce`: the fused tensor-parallel row-parallel layer,
-//! out = sum over ranks of A_r * B_r^T, in one persistent kernel per GPU.
+//! out = sum over ranks of A_r * B_r^T, in one persistent kernel per GPU (with one rank,
+//! the plain GEMM alone: [`CommPath::Local`]).
 
 use std::sync::Arc;
 
@@ -34,7 +35,8 @@ pub struct GemmAllReduceOptions {
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
     /// (0 or unset) on [`CommPath::Epilogue`] and [`CommPath::Local`]. Given without `comm_path` (as is
-    /// `tail_ctas`), the heuristic picks a path that has communication CTAs.
+    /// `tail_ctas`), the heuristic picks a path that has communication CTAs (with one rank,
+    /// a fused kernel instead of the local path).
     pub comm_ctas: Option<u32>,
     /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
     /// and world size allow). Default: with one rank, [`CommPath::Local`] (the plain GEMM
@@ -42,8 +44,11 @@ pub struct GemmAllReduceOptions {
     /// [`CommPath::choose_fused`]: the epilogue path on
     /// 2 ranks with a TMA-store tile, N % 8 == 0 and a GPU of the rank's own; else [`CommPath::choose`] (one-shot for 1-2 ranks, TMA slices for
     /// more, 16-byte vectors when BM % world != 0, 2-byte elements when N % 8 != 0).
-    /// When `comm_ctas` or `tail_ctas` is given, always [`CommPath::choose`] (a path
-    /// that has communication CTAs: `tail_ctas: Some(0)` means one-shot without tail).
+    /// When `comm_ctas` or `tail_ctas` is given, [`CommPath::choose`] (a path
+    /// that has communication CTAs: `tail_ctas: Some(0)` means one-shot without tail),
+    /// except for a clustered or swapped-operand tile, which takes the epilogue path (2
+    /// ranks; with one rank such a tile is refused there). With one rank the fused paths
+    /// are one-shot, tma, vec16 and scalar ([`CommPath::all_for`]).
     pub comm_path: Option<CommPath>,
     /// Tail CTAs that join the communication once compute CTAs finish
     /// ([`FusedConfig::tail_ctas`]; 0..=grid, one-shot, reduce and push paths only, and
@@ -92,7 +97,9 @@ impl Communicator {
     /// device buffer of this rank's GPU (peers never write into it). Stream-ordered;
     /// consecutive calls need no reset and may be captured in a CUDA graph. A call on a
     /// different stream than the previous one first waits for the previous one (calls
-    /// share the workspace).
+    /// share the workspace). With one rank and no `comm_path`, `comm_ctas` or `tail_ctas`,
+    /// the call is the plain GEMM alone ([`CommPath::Local`]); those options run a fused
+    /// kernel there instead.
     ///
     /// Errors: argument rules (named; among them M x N <= `CommConfig::max_output_elems`,
     /// the workspace size), a communicator poisoned by an earlier failure,
@@ -118,7 +125,8 @@ impl Communicator {
     /// For diagnosis: the events cost a few atomics per tile.
     ///
     /// Errors: as `gemm_allreduce`, `trace` on another GPU, and a call on the local path
-    /// (one rank, no `comm_path` given: the plain GEMM, which records no events).
+    /// (one rank with `comm_path` unset or [`CommPath::Local`]: the plain GEMM, which
+    /// records no events).
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_allreduce_traced(
         &self,
@@ -256,11 +264,22 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     let grid = ctx.grid;
     // A split or tail asked for without a path means a path that has them.
     let tunes_comm_ctas = opts.comm_ctas.is_some() || opts.tail_ctas.is_some();
-    // One rank with no communication asked for: the local path (the plain GEMM alone),
-    // which takes any tile of the plain GEMM's catalog.
-    let local = ctx.world_size == 1 && matches!(opts.comm_path, None | Some(CommPath::Local)) && !tunes_comm_ctas;
+    // One rank with the local path asked for, or no path and no communication CTAs asked
+    // for: the local path (the plain GEMM alone), which takes any tile of the plain
+    // GEMM's catalog. (An explicit local path on more ranks is refused by its check.)
+    let local = opts.comm_path == Some(CommPath::Local) || (ctx.world_size == 1 && opts.comm_path.is_none() && !tunes_comm_ctas);
     if let Some(t) = opts.tile {
         if local { t.validate_for_gemm()? } else { t.validate()? }
+        // One rank asking for communication CTAs asks for a fused kernel, which a clustered
+        // or swapped-operand tile has only on the epilogue path, with 2 ranks.
+        if ctx.world_size == 1 && !local && (t.cluster_m > 1 || t.swap_ab) {
+            return Err(invalid(
+                "tile",
+                format!(
+                    "{t} has a fused kernel with 2 ranks only, and comm_path, comm_ctas or tail_ctas ask one rank for a fused kernel; without them one rank runs it on the local path (the plain GEMM alone)"
+                ),
+            ));
+        }
     }
     let tile = opts.tile.unwrap_or_else(|| {
         let t = FusedConfig::choose_tile(shape.m, shape.n, grid);

@@ -121,3 +121,38 @@ fn contexts_no_communicator_has_are_refused() {
     assert!(plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(8, 2, false)).is_ok());
     assert!(plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(2, mkernel::MAX_PLAN_GRID, false)).is_ok());
 }
+
+/// One rank (helper-52): an explicit local path takes plain-GEMM tiles, with or without
+/// `tail_ctas: Some(0)`; asking one rank for a fused kernel (comm_ctas, tail_ctas or a
+/// fused path) with a clustered or swapped-operand tile is refused naming `tile`, and an
+/// explicit local path on two ranks is refused naming `comm_path`.
+#[test]
+fn one_rank_local_path_and_fused_requests() {
+    let s = GemmShape { m: 2048, n: 7168, k: 9216 };
+    let cols = TileConfig::cols_tma_store_c2(176);
+    let local = GemmAllReduceOptions { comm_path: Some(CommPath::Local), tile: Some(cols), ..Default::default() };
+    for opts in [local, GemmAllReduceOptions { tail_ctas: Some(0), ..local }, GemmAllReduceOptions { tile: Some(cols), ..Default::default() }] {
+        let cfg = plan_gemm_allreduce(s, opts, context(1, 132, false)).unwrap();
+        assert_eq!((cfg.path, cfg.tile), (CommPath::Local, cols), "{opts:?}");
+    }
+    let e = plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(1), ..local }, context(1, 132, false)).unwrap_err().to_string();
+    assert!(e.contains("`tail_ctas`"), "{e}");
+    for t in [TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_tma_store(136)] {
+        for opts in [
+            GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() },
+            GemmAllReduceOptions { comm_ctas: Some(8), ..Default::default() },
+            GemmAllReduceOptions { comm_path: Some(CommPath::TmaOneShot), ..Default::default() },
+        ] {
+            let opts = GemmAllReduceOptions { tile: Some(t), ..opts };
+            let e = plan_gemm_allreduce(s, opts, context(1, 132, false)).unwrap_err().to_string();
+            assert!(e.contains("`tile`") && e.contains("local path"), "{opts:?}: {e}");
+        }
+    }
+    let e = plan_gemm_allreduce(s, GemmAllReduceOptions { comm_path: Some(CommPath::Local), ..Default::default() }, context(2, 132, false)).unwrap_err().to_string();
+    assert!(e.contains("`comm_path`") && e.contains("one-rank"), "{e}");
+    // (a plain-GEMM tile on two ranks, or on one rank asked for a fused kernel: the fused catalog's rule)
+    for (world, opts) in [(2, GemmAllReduceOptions { tile: Some(cols), ..Default::default() }), (1, GemmAllReduceOptions { tile: Some(cols), comm_ctas: Some(8), ..Default::default() })] {
+        let e = plan_gemm_allreduce(s, opts, context(world, 132, false)).unwrap_err().to_string();
+        assert!(e.contains("`tile`") && e.contains("only the plain GEMM"), "world {world}: {e}");
+    }
+}

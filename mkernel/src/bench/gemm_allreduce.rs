@@ -88,7 +88,7 @@ pub struct ArArgs {
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
     /// all-reduces its own tiles), reduce or push (2 ranks, TMA-store tiles), one-shot,
     /// tma, vec16, scalar, local (one rank: the plain GEMM alone). Default: local with one
-    /// rank (unless --sm-comm or --tail-ctas); epilogue on 2 ranks with a GPU each, a TMA-store tile
+    /// rank (unless --tail-ctas; --sm-comm adds one-shot rows); epilogue on 2 ranks with a GPU each, a TMA-store tile
     /// (a *-tma-store --tile, or the default tile, which is one on most shapes with
     /// N % 8 == 0) and N % 8 == 0; else one-shot (1-2 ranks), tma/vec16 (more ranks) or
     /// scalar (N % 8 != 0). With --sm-comm or --tail-ctas, never epilogue (see there).
@@ -581,12 +581,26 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
 /// The --comm-path / --tile / --tail-ctas combinations refused whatever the shape and
 /// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
 fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
-    // One rank with no path or the local one and no tail CTAs: the local path (the plain
-    // GEMM alone), which takes any tile of the plain GEMM's catalog.
-    let local = world == Some(1) && matches!(path, None | Some(CommPath::Local)) && tail_ctas.is_none();
+    // --comm-path local, or one rank with no path and no tail CTAs: the local path (the
+    // plain GEMM alone), which takes any tile of the plain GEMM's catalog.
+    let local = path == Some(CommPath::Local) || (world == Some(1) && path.is_none() && tail_ctas.is_none());
     if let Some(t) = tile {
         // (of the swapped-operand tiles of `bench gemm`, only the -tma-store ones have a fused kernel)
-        if local { t.validate_for_gemm() } else { t.validate() }.map_err(|e| format!("--tile {}: {e}", t.name()))?;
+        let checked = if local { t.validate_for_gemm() } else { t.validate() };
+        checked.map_err(|e| {
+            let hint = if world.is_none() && path.is_none() && tail_ctas.is_none() && t.validate_for_gemm().is_ok() {
+                " (with one rank, --gpus 1, the local path takes it)"
+            } else {
+                ""
+            };
+            format!("--tile {}: {e}{hint}", t.name())
+        })?;
+    }
+    if let (Some(t), Some(1), false) = (tile.filter(|t| t.cluster_m > 1 || t.swap_ab), world, local) {
+        return Err(format!(
+            "--tile {}: with one rank, --comm-path or --tail-ctas ask for a fused kernel, and this tile has one with 2 ranks only; drop them for the local path (the plain GEMM alone)",
+            t.name()
+        ));
     }
     if let (Some(t), Some(p)) = (tail_ctas, path) {
         if t > 0 && !p.claims_tiles() {
@@ -753,10 +767,17 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // to sweep; a clustered one also takes whole tiles (a cluster's pair), no slices.
     if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
         if !args.sm_comm.is_empty() {
-            return Err(format!("--sm-comm: --tile {} takes the epilogue path, which has no communication CTAs", t.name()).into());
+            return Err(format!("--sm-comm: its rows run a path with communication CTAs, which --tile {} has none of (it takes the epilogue path with 2 ranks, local with one)", t.name()).into());
         }
         if t.cluster_m > 1 && (forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2)) {
             return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles (a cluster's pair), no K-slices", t.name()).into());
+        }
+    }
+    // --sm-comm's rows run a fused kernel with communication CTAs: a plain-GEMM-only tile
+    // (taken on one rank's local path) has none.
+    if let (Some(t), false) = (tile, args.sm_comm.is_empty()) {
+        if let Err(e) = t.validate() {
+            return Err(format!("--sm-comm: its rows run a fused kernel, and --tile {}: {e}", t.name()).into());
         }
     }
     check_unique("--sweep-diag", &args.sweep_diag)?;
@@ -1332,6 +1353,15 @@ mod tests {
             let e = check_path_args(cols, path, tail, world).unwrap_err();
             assert!(e.contains("only the plain GEMM"), "{path:?} {tail:?} {world:?}: {e}");
         }
+        // (helper-52) --comm-path local implies one rank; without --gpus the refusal hints at
+        // it; --sm-comm's fused rows refuse a plain-GEMM tile before any device.
+        assert!(check_path_args(cols, Some(CommPath::Local), None, None).is_ok());
+        assert!(check_path_args(cols, None, None, None).unwrap_err().contains("--gpus 1"));
+        let e = check_path_args(c2, None, Some(0), Some(1)).unwrap_err();
+        assert!(e.contains("--tail-ctas") && e.contains("local path"), "{e}");
+        let cli = Cli::try_parse_from(["x", "--gpus", "1", "--sm-comm", "4", "--tile", "cols-128x136-tma-store"]).unwrap().ar;
+        let e = run(cli).unwrap_err().to_string();
+        assert!(e.contains("--sm-comm") && e.contains("cols-128x136-tma-store"), "{e}");
         for (path, tail, world, rule) in [
             (Some(CommPath::TmaOneShot), None, None, "epilogue path only"),
             (Some(CommPath::Scalar), None, None, "epilogue path only"),
