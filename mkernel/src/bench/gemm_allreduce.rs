@@ -658,7 +658,8 @@ fn check_epilogue_only(
     shared: bool,
 ) -> Result<(), String> {
     if let Some(w) = world.filter(|&w| w != 2) {
-        return Err(format!("{flag}: the epilogue path needs 2 ranks, and this run has {w}"));
+        let one = if w == 1 { " (one rank runs the local path, the plain GEMM unsplit, or a fused path without it)" } else { "" };
+        return Err(format!("{flag}: only the epilogue path takes it, which needs 2 ranks, and this run has {w}{one}"));
     }
     if sweep_paths.contains(&CommPath::Epilogue) {
         return Ok(());
@@ -1225,6 +1226,8 @@ mod tests {
         let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-last-wave", p, sw, t, tail, w, false);
         assert_eq!(ok(None, &[], None, None, None), Ok(()));
         assert_eq!(ok(Some(CommPath::Epilogue), &[], tma, None, Some(2)), Ok(()));
+        let e = ok(None, &[], None, None, Some(1)).unwrap_err();
+        assert!(e.contains("2 ranks") && e.contains("local path"), "{e}");
         for (e, why) in [
             (ok(Some(CommPath::TmaOneShot), &[], None, None, None), "--comm-path one-shot"),
             (ok(None, &[], None, Some(0), None), "--tail-ctas"),
