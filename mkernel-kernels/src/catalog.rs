@@ -39,8 +39,8 @@ pub fn all() -> Result<Vec<KernelSource>> {
         for world in 1..=MAX_RANKS as u32 {
             // Push runs TmaReduce's kernel (same name): one entry per distinct kernel.
             let mut names = Vec::new();
-            // (the local path launches the plain GEMM's kernel, compiled above)
-            for path in crate::gemm_allreduce::CommPath::all_for(cfg, world).into_iter().filter(|p| p.runs_fused_kernel()) {
+            // (not the local path: it launches the plain GEMM's kernel, compiled above)
+            for path in crate::gemm_allreduce::CommPath::fused_for(cfg, world) {
                 let name = crate::gemm_allreduce::kernel_name(cfg, world, path);
                 if !names.contains(&name) {
                     v.push(crate::gemm_allreduce::source(cfg, world, path)?);

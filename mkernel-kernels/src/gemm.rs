@@ -177,8 +177,15 @@ impl TileConfig {
     /// ([`Self::cols_tma_store_c2`]).
     fn all_cols() -> impl Iterator<Item = Self> {
         let widths = || Self::cols_widths().chain(Self::narrow_cols_widths());
-        let clustered = Self::cols_widths().filter(|c| c % 16 == 0).map(Self::cols_tma_store_c2);
+        let clustered = Self::cols_widths().filter(|&c| Self::cols_clusters(c)).map(Self::cols_tma_store_c2);
         widths().map(Self::cols).chain(widths().map(Self::cols_tma_store)).chain(clustered)
+    }
+
+    /// Whether the column-fitted TMA-store tile `cols` wide has a 2-CTA twin
+    /// ([`Self::cols_tma_store_c2`]): a width of [`Self::cols_widths`] whose half is whole
+    /// 8-row swizzle atoms of B (a multiple of 16: 144, 160, ..., 240).
+    fn cols_clusters(cols: u32) -> bool {
+        cols % 16 == 0 && Self::cols_widths().any(|c| c == cols)
     }
 
     /// The widths below the narrow tile's, 8, 16, ..., 120: 128-row tiles that spread a
@@ -873,7 +880,7 @@ impl TileConfig {
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
         // The blocks the pairs are made of: row blocks of A (M) for the wide tile, of B (N)
         // for a swapped one.
-        let blocks_pair_up = if t == Self::WIDE_TMA_STORE || (t.bn % 16 == 0 && (144..=240).contains(&t.bn) && t == Self::cols_tma_store(t.bn)) {
+        let blocks_pair_up = if t == Self::WIDE_TMA_STORE || (t == Self::cols_tma_store(t.bn) && Self::cols_clusters(t.bn)) {
             shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0
         } else if t.bn % 16 == 0 && t.bn >= 128 && t == Self::swapped_wide(t.bn, t.epilogue) {
             shape.n.div_ceil(t.bm) % 2 == 0

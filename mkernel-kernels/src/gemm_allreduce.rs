@@ -590,13 +590,22 @@ impl CommPath {
     /// [`Self::Local`] first, for every tile (it runs no fused kernel:
     /// [`Self::runs_fused_kernel`]).
     pub fn all_for(tile: TileConfig, world: u32) -> Vec<Self> {
-        let local = if world == 1 { vec![Self::Local] } else { Vec::new() };
+        let mut v = Self::fused_for(tile, world);
+        if world == 1 {
+            v.insert(0, Self::Local);
+        }
+        v
+    }
+
+    /// [`Self::all_for`] less [`Self::Local`]: the paths a fused kernel exists for (what
+    /// the catalog compiles).
+    pub(crate) fn fused_for(tile: TileConfig, world: u32) -> Vec<Self> {
         // A cluster's CTAs all compute (no communication CTAs inside a cluster); a
         // swapped-operand tile's C region is not the row slices the other paths split.
         if tile.cluster_m > 1 || tile.swap_ab {
-            return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { local };
+            return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
         }
-        let mut v = [local, vec![Self::Vec16, Self::Scalar]].concat();
+        let mut v = vec![Self::Vec16, Self::Scalar];
         if world != 0 && tile.bm % world == 0 {
             v.insert(0, Self::Tma);
         }
@@ -608,8 +617,6 @@ impl CommPath {
             v.insert(0, Self::Push);
             v.insert(0, Self::Epilogue);
         }
-        // (Local first where it exists)
-        v.sort_by_key(|p| *p != Self::Local);
         v
     }
 
