@@ -1489,6 +1489,11 @@ pub struct SplitWorkspace {
     pub counts_len: u64,
 }
 
+/// Counts a split workspace holds: one u32 per left-over tile, and the left-over tiles are
+/// fewer than the grid's CTAs (at most one CTA per SM), so 4096 covers any GPU's SMs.
+/// (`mkernel::GemmWorkspace` and the communicator's workspace both hold this many.)
+pub const SPLIT_COUNTS: u64 = 4096;
+
 /// A split last wave of one launch: K-slices per left-over tile, in `workspace`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SplitLaunch {

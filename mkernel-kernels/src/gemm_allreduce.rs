@@ -12,7 +12,7 @@ use cudarc::driver::CudaStream;
 
 use crate::driver::{self, LaunchDims, Runtime, Swizzle, Tensor2d};
 use crate::error::{invalid, Result};
-use crate::gemm::{GemmShape, TileConfig};
+use crate::gemm::{GemmShape, SplitLaunch, SplitWorkspace, TileConfig};
 use crate::jit::KernelSource;
 use crate::params::{AllReduceParams, ControlBlock, MAX_RANKS};
 
@@ -22,8 +22,8 @@ use crate::params::{AllReduceParams, ControlBlock, MAX_RANKS};
 ///
 /// ```text
 /// [ partial: capacity_elems bf16 | ready inbox: world x max_tiles u32 |
-///   reduced inbox: world x max_tiles u32 | exit: MAX_RANKS u32 | control: ControlBlock |
-///   split scratch: split_bytes() ]
+///   reduced inbox: world x max_tiles u32 | exit: MAX_RANKS u32 | barrier: MAX_RANKS u32 |
+///   control: ControlBlock | split scratch: split_bytes() | split counts: SPLIT_COUNTS u32 ]
 /// ```
 /// (each region 256-byte aligned). Inbox row q holds the epochs rank q pushed here.
 /// `partial` holds this rank's partial product, except on [`CommPath::Push`], where the
@@ -107,9 +107,15 @@ impl WorkspaceLayout {
     pub fn split_bytes(&self) -> u64 {
         align256((SPLIT_SLOTS * SPLIT_SLOT_MAX_BYTES).min(self.capacity_elems * 16))
     }
+    /// Offset of the local path's split counts ([`crate::gemm::SPLIT_COUNTS`] u32, one per
+    /// left-over tile of the plain GEMM's split last wave, [`CommPath::Local`]): zero from
+    /// the allocation on, as the plain GEMM's kernel leaves them after every call.
+    pub fn split_counts_offset(&self) -> u64 {
+        self.split_offset() + self.split_bytes()
+    }
     /// Total bytes to allocate per rank.
     pub fn bytes(&self) -> u64 {
-        self.split_offset() + self.split_bytes()
+        self.split_counts_offset() + align256(crate::gemm::SPLIT_COUNTS * 4)
     }
 }
 
@@ -142,8 +148,11 @@ pub struct FusedConfig {
     /// Epilogue path: the R tiles left over after the full waves of `grid` CTAs are each
     /// computed as this many slices of the K loop, summed in slice order in fp32 by the
     /// slice that finishes last ([`Self::choose_split`]; 1: no split, the only value other
-    /// paths take). Where R x slices <= grid every slice runs on its own CTA in one wave;
-    /// above that they run in several waves, a CTA taking several ([`LastWaveSplit::Slices`]).
+    /// paths but [`CommPath::Local`] take). Where R x slices <= grid every slice runs on
+    /// its own CTA in one wave; above that they run in several waves, a CTA taking several
+    /// ([`LastWaveSplit::Slices`]). On the local path: the plain GEMM's split
+    /// ([`TileConfig::split_rule_for`] by default), in the workspace's split slots and
+    /// counts ([`RankBuffers::local_split_workspace`]).
     pub split_slices: u32,
     /// Epilogue path, DIAGNOSTIC ONLY (the result is wrong when nonzero): bit 0, the
     /// copies to the peer store nothing (their pacing, fences and flags kept); bit 1, the
@@ -265,8 +274,10 @@ impl FusedConfig {
     /// Checks `split_slices` against the path, the shape and the scratch: 1, or (epilogue
     /// path only, unclustered tiles) slices <= K blocks and R slots of slices fp32 tiles
     /// within `scratch_bytes`. R x slices may exceed the grid: the slices then run in
-    /// several shorter waves, a CTA taking several ([`LastWaveSplit::Slices`]). Errors
-    /// name `split_slices`.
+    /// several shorter waves, a CTA taking several ([`LastWaveSplit::Slices`]). On
+    /// [`CommPath::Local`], the plain GEMM's rules ([`SplitLaunch::check`] on the plain
+    /// GEMM's split grid, with [`crate::gemm::SPLIT_COUNTS`] counts). Errors name
+    /// `split_slices`.
     pub fn check_split(&self, shape: GemmShape, scratch_bytes: u64) -> Result<()> {
         self.check_tile()?;
         let s = self.split_slices as u64;
@@ -275,6 +286,17 @@ impl FusedConfig {
         }
         if s == 1 {
             return Ok(());
+        }
+        if self.path == CommPath::Local {
+            // The plain GEMM's split (its kernel, its rules) on the plain GEMM's grid for the
+            // tile, with the layout's slots and counts.
+            let workspace = SplitWorkspace { scratch: 0, scratch_bytes, counts: 0, counts_len: crate::gemm::SPLIT_COUNTS };
+            let tiles = self.tile.tiles(shape.m, shape.n);
+            let grid = self.tile.split_grid(tiles, self.split_slices, self.grid);
+            return SplitLaunch { slices: self.split_slices, workspace }.check(self.tile, shape, grid).map_err(|e| match e {
+                crate::Error::InvalidArgument { rule, .. } => invalid("split_slices", rule),
+                other => other,
+            });
         }
         if self.path != CommPath::Epilogue {
             return Err(invalid("split_slices", format!("only the epilogue path splits its last wave ({} asked on the {} path)", s, self.path.name())));
@@ -481,7 +503,11 @@ impl std::fmt::Display for FusedConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.path == CommPath::Local {
             // (the plain GEMM's launch makes its own grid: one CTA per tile up to the SMs)
-            return write!(f, "{}, local path (one rank: the plain GEMM alone)", self.tile);
+            write!(f, "{}, local path (one rank: the plain GEMM alone)", self.tile)?;
+            if self.split_slices > 1 {
+                write!(f, ", last wave split {}-way", self.split_slices)?;
+            }
+            return Ok(());
         }
         write!(f, "{}, {} comm + {} compute CTAs", self.tile, self.comm_ctas, self.grid.saturating_sub(self.comm_ctas))?;
         if self.tail_ctas > 0 {
@@ -535,8 +561,9 @@ pub enum CommPath {
     /// computed. `comm_ctas` is 0 and there are no tail CTAs; N % 8 == 0.
     Epilogue = 6,
     /// World size 1: there is nothing to reduce, so no fused kernel runs. The plain
-    /// GEMM's kernel for the tile ([`crate::gemm::launch`], unsplit) computes `out` on
-    /// every SM; no communication CTAs, no flags, no workspace, no trace events. (The
+    /// GEMM's kernel for the tile ([`crate::gemm::launch`], its last wave split as
+    /// [`FusedConfig::split_slices`] says, in the workspace's split slots and counts)
+    /// computes `out` on every SM; no communication CTAs, no flags, no trace events. (The
     /// fused kernels' one-shot path at world size 1 gave SMs to communication CTAs that
     /// only copied the rank's own partial into `out`: 0.63-0.97x of cuBLAS, run 214,
     /// bench/NOTES.md 25.4.) Any N the tile's epilogue takes. Host side only: the device
@@ -824,6 +851,22 @@ pub struct RankBuffers {
     pub status: u64,
 }
 
+impl RankBuffers {
+    /// This rank's split workspace for the plain GEMM of [`CommPath::Local`]: the split
+    /// scratch's fp32 slots and the layout's split counts (zeroed at allocation, left zero
+    /// by every call). Only the local path (one rank, calls ordered by the communicator)
+    /// uses the counts.
+    pub fn local_split_workspace(&self) -> SplitWorkspace {
+        let base = self.workspace[self.rank as usize % MAX_RANKS];
+        SplitWorkspace {
+            scratch: base + self.layout.split_offset(),
+            scratch_bytes: self.layout.split_bytes(),
+            counts: base + self.layout.split_counts_offset(),
+            counts_len: crate::gemm::SPLIT_COUNTS,
+        }
+    }
+}
+
 /// Checks the rules the fused kernel adds to [`GemmShape::validate`].
 pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Result<()> {
     cfg.check_tile()?;
@@ -897,7 +940,8 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
 }
 
 /// Launches one rank's fused kernel on `stream` (on [`CommPath::Local`], one rank, the
-/// plain GEMM's kernel for `cfg.tile` instead: [`crate::gemm::launch`], unsplit).
+/// plain GEMM's kernel for `cfg.tile` instead: [`crate::gemm::launch`], split in
+/// `cfg.split_slices` in [`RankBuffers::local_split_workspace`]).
 ///
 /// # Safety
 /// `a`, `b`, `out` must be valid device buffers of the shape's sizes in `stream`'s
@@ -919,9 +963,11 @@ pub unsafe fn launch(
 ) -> Result<()> {
     validate(shape, &cfg, bufs)?;
     if cfg.path == CommPath::Local {
-        // World size 1: the plain GEMM's kernel for the tile, unsplit, straight into `out`
-        // (no flags, no workspace; a trace stays empty).
-        crate::gemm::launch(rt, stream, a, b, out, shape, Some(cfg.tile), timeout, LastWaveSplit::Off, None)?;
+        // World size 1: the plain GEMM's kernel for the tile, straight into `out`, its last
+        // wave split as planned in the layout's split slots and counts (no flags; a trace
+        // stays empty).
+        let split = if cfg.split_slices > 1 { LastWaveSplit::Slices(cfg.split_slices) } else { LastWaveSplit::Off };
+        crate::gemm::launch(rt, stream, a, b, out, shape, Some(cfg.tile), timeout, split, Some(bufs.local_split_workspace()))?;
         return Ok(());
     }
     let (tma_a, tma_b) = crate::gemm::operand_maps(a, b, shape, cfg.tile)?;
@@ -1132,7 +1178,17 @@ mod tests {
     #[test]
     fn layout_regions_are_aligned_and_disjoint() {
         let l = WorkspaceLayout::new(16384 * 8192 + 3, 2).unwrap();
-        let offs = [l.partial_offset(), l.ready_offset(), l.reduced_offset(), l.exit_offset(), l.barrier_offset(), l.control_offset(), l.bytes()];
+        let offs = [
+            l.partial_offset(),
+            l.ready_offset(),
+            l.reduced_offset(),
+            l.exit_offset(),
+            l.barrier_offset(),
+            l.control_offset(),
+            l.split_offset(),
+            l.split_counts_offset(),
+            l.bytes(),
+        ];
         for w in offs.windows(2) {
             assert!(w[0] < w[1]);
         }
@@ -1385,8 +1441,21 @@ mod tests {
         assert_eq!(cfg.to_string(), format!("{cols}, local path (one rank: the plain GEMM alone)"));
         assert!(FusedConfig { path: CommPath::TmaOneShot, ..cfg }.check_tile().is_err());
         let e = FusedConfig { split_slices: 2, ..cfg }.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, u64::MAX).unwrap_err().to_string();
-        assert!(e.contains("`split_slices`") && e.contains("local"), "{e}");
+        assert!(e.contains("`split_slices`") && e.contains("without clusters"), "{e}");
+        // The plain GEMM's split on this path: its rules, the layout's slots and counts.
+        let s = GemmShape { m: 256, n: 2048, k: 8192 };
+        let split = FusedConfig { tile: TileConfig::NARROW_TMA_STORE, split_slices: 4, ..cfg };
+        let slots = 32 * 4 * TileConfig::NARROW_TMA_STORE.split_slot_bytes();
+        assert!(split.check_split(s, slots).is_ok());
+        assert_eq!(split.to_string(), format!("{}, local path (one rank: the plain GEMM alone), last wave split 4-way", TileConfig::NARROW_TMA_STORE));
+        let e = split.check_split(s, slots - 1).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("exceed the workspace"), "{e}");
+        let e = FusedConfig { split_slices: 129, ..split }.check_split(s, u64::MAX).unwrap_err().to_string();
+        assert!(e.contains("`split_slices`") && e.contains("K blocks"), "{e}");
         let l = WorkspaceLayout::new(2048 * 7168, 1).unwrap();
+        let ws = RankBuffers { rank: 0, world: 1, workspace: [0x1000_0000; MAX_RANKS], layout: l, status: 0 }.local_split_workspace();
+        assert_eq!((ws.scratch, ws.scratch_bytes), (0x1000_0000 + l.split_offset(), l.split_bytes()));
+        assert_eq!((ws.counts, ws.counts_len), (0x1000_0000 + l.split_counts_offset(), crate::gemm::SPLIT_COUNTS));
         let bufs = RankBuffers { rank: 0, world: 1, workspace: [0; MAX_RANKS], layout: l, status: 0 };
         assert!(validate(GemmShape { m: 2048, n: 7168, k: 9216 }, &cfg, &bufs).is_ok());
         let e = validate(GemmShape { m: 2048, n: 7168, k: 9216 }, &FusedConfig { comm_ctas: 4, ..cfg }, &bufs).unwrap_err().to_string();
@@ -1419,7 +1488,8 @@ mod tests {
         assert_eq!(WorkspaceLayout::new(1 << 20, 2).unwrap().split_bytes(), 16 << 20);
         let l = WorkspaceLayout::new(1 << 20, 2).unwrap();
         assert!(l.split_offset() >= l.control_offset() + std::mem::size_of::<ControlBlock>() as u64);
-        assert_eq!(l.bytes(), l.split_offset() + l.split_bytes());
+        assert_eq!(l.split_counts_offset(), l.split_offset() + l.split_bytes());
+        assert_eq!(l.bytes(), l.split_counts_offset() + crate::gemm::SPLIT_COUNTS * 4);
 
         let cfg = FusedConfig { tile: t, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::default(), split_slices: 4, diag_skip: 0 };
         let s = GemmShape { m: 2049, n: 8192, k: 4096 };

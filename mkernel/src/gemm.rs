@@ -64,7 +64,7 @@ impl GemmWorkspace {
     /// Slot bytes of [`Self::new`]: 32 MiB, 256 slots of the largest tile (128 x 256 fp32).
     pub const DEFAULT_BYTES: usize = 32 << 20;
     /// Counts: one per left-over tile, fewer than the grid's CTAs (at most one per SM).
-    pub const COUNTS: usize = 4096;
+    pub const COUNTS: usize = mkernel_kernels::gemm::SPLIT_COUNTS as usize;
 
     /// A workspace of [`Self::DEFAULT_BYTES`] for calls on `stream`.
     pub fn new(stream: &Arc<CudaStream>) -> Result<Self> {

@@ -23,7 +23,8 @@ pub struct GemmAllReduceOptions {
     /// any tile of the plain GEMM's catalog ([`TileConfig::validate_for_gemm`]). With 2
     /// ranks a clustered (`-c2`) or swapped-operand tile takes the epilogue path (with no
     /// `comm_path` given, that path; another is refused). None: with one rank on the
-    /// local path the plain GEMM's default ([`TileConfig::choose_for`]); else `FusedConfig::choose_tile`,
+    /// local path the plain GEMM's default ([`TileConfig::choose_for`], or the tile of the
+    /// plain GEMM's split rule where one applies: [`TileConfig::split_rule_for`]); else `FusedConfig::choose_tile`,
     /// refined on the epilogue path by `FusedConfig::epilogue_tile` (128 x 128 tiles where
     /// the last wave's copy after the GEMM shrinks more than the GEMM slows, and the
     /// swapped-operand tile holding all of M for M <= 256 where it loads less, and for
@@ -59,12 +60,15 @@ pub struct GemmAllReduceOptions {
     /// How the epilogue path paces its copies to the peer ([`EpiloguePace`]; default
     /// `Clock`). `Sleep` is refused on other paths.
     pub epilogue_pace: Option<EpiloguePace>,
-    /// Epilogue path: whether a last wave that leaves SMs idle is split into K-slices
-    /// ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: `Auto`
-    /// ([`FusedConfig::choose_split`]'s count; `Off` never splits). Given (`Off` or a
-    /// count), the default tile stays unclustered (`FusedConfig::clustered_epilogue_tile`),
-    /// so that comparing split options compares splits alone. A count must pass
-    /// [`FusedConfig::check_split`]; other paths take `Off`, `Auto` (which gives 1 there)
+    /// Epilogue and local paths: whether a last wave that leaves SMs idle is split into
+    /// K-slices ([`LastWaveSplit`], [`FusedConfig::split_slices`]). Default: `Auto`
+    /// ([`FusedConfig::choose_split`]'s count on the epilogue path; on the local path with
+    /// no tile forced, the plain GEMM's split rules as `mkernel::gemm` applies them,
+    /// [`TileConfig::split_rule_for`]; `Off` never splits). Given (`Off` or a count), the
+    /// default tile stays unclustered (`FusedConfig::clustered_epilogue_tile`; on the local
+    /// path a count takes `TileConfig::choose_for_split`), so that comparing split options
+    /// compares splits alone. A count must pass [`FusedConfig::check_split`] (on the local
+    /// path the plain GEMM's rules); other paths take `Off`, `Auto` (which gives 1 there)
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,
     /// Epilogue path only, DIAGNOSTIC: [`FusedConfig::diag_skip`] (0..=3; the result is
@@ -312,9 +316,24 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // (the path is checked against the tile it was chosen for first, so that a refusal
     // names that tile rather than a refinement the caller never saw)
     path.check(shape.n, tile, ctx.world_size)?;
-    // The local path (one rank) runs the plain GEMM's kernel: the plain GEMM's default
-    // tile, unsplit (`TileConfig::choose_for` on this rank's grid).
-    let tile = if opts.tile.is_none() && path == CommPath::Local { TileConfig::choose_for(shape, grid) } else { tile };
+    // The local path (one rank) runs the plain GEMM's kernel as `mkernel::gemm` would on
+    // this rank's grid: where a split rule applies (no tile forced, the split left to
+    // Auto), its tile and slices in the workspace's split slots and counts
+    // (`TileConfig::split_rule_for`); else the plain default tile (`choose_for`; its
+    // TMA-store twin where slices are asked for, `choose_for_split`).
+    let split = opts.split_last_wave.unwrap_or_default();
+    let local_split = match (path, opts.tile, split) {
+        (CommPath::Local, None, LastWaveSplit::Auto) => {
+            TileConfig::split_rule_for(shape, grid, ctx.split_scratch_bytes, mkernel_kernels::gemm::SPLIT_COUNTS)
+        }
+        _ => None,
+    };
+    let tile = match (path, opts.tile, local_split) {
+        (CommPath::Local, None, Some((t, _))) => t,
+        (CommPath::Local, None, None) if matches!(split, LastWaveSplit::Slices(_)) => TileConfig::choose_for_split(shape, grid),
+        (CommPath::Local, None, None) => TileConfig::choose_for(shape, grid),
+        _ => tile,
+    };
     let tile = if opts.tile.is_none() && path == CommPath::Epilogue {
         let t = FusedConfig::epilogue_tile(shape, tile, grid);
         // (last: a 2-CTA twin where the row blocks pair up and the last wave is not split)
@@ -373,8 +392,9 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // wait for (a timeout, not a result).
     let tail_ctas = opts.tail_ctas.unwrap_or(if path.claims_tiles() && own_gpu { grid - comm_ctas } else { 0 });
     let scratch_bytes = ctx.split_scratch_bytes;
-    let split_slices = match opts.split_last_wave.unwrap_or_default() {
+    let split_slices = match split {
         LastWaveSplit::Off => 1,
+        LastWaveSplit::Auto if path == CommPath::Local => local_split.map_or(1, |(_, s)| s),
         LastWaveSplit::Auto => FusedConfig::choose_split(shape, tile, grid, path, scratch_bytes),
         LastWaveSplit::Slices(n) => n,
     };

@@ -7,6 +7,7 @@
 //!   panic.
 
 use mkernel::{plan_gemm_allreduce, CommPath, EpiloguePace, Error, FusedConfig, GemmAllReduceOptions, GemmShape, LastWaveSplit, PlanContext, TileConfig};
+use mkernel_kernels::gemm::SPLIT_COUNTS;
 use mkernel_kernels::gemm_allreduce::WorkspaceLayout;
 use proptest::prelude::*;
 
@@ -49,7 +50,7 @@ fn check_plan(cfg: &FusedConfig, s: GemmShape, ctx: PlanContext) -> Result<(), T
     }
     if cfg.path == CommPath::Local {
         prop_assert_eq!(ctx.world_size, 1, "{:?}: {}", s, cfg);
-        prop_assert_eq!((cfg.comm_ctas, cfg.tail_ctas, cfg.split_slices), (0, 0, 1), "{:?}: {}", s, cfg);
+        prop_assert_eq!((cfg.comm_ctas, cfg.tail_ctas), (0, 0), "{:?}: {}", s, cfg);
     }
     Ok(())
 }
@@ -67,13 +68,20 @@ proptest! {
         match plan_gemm_allreduce(s, GemmAllReduceOptions::default(), ctx) {
             Ok(cfg) => {
                 check_plan(&cfg, s, ctx)?;
-                // One rank: the plain GEMM alone, on its default tile.
+                // One rank: the plain GEMM alone, as `mkernel::gemm` runs it: the split
+                // rules' tile and slices where one applies within the workspace, else the
+                // default tile unsplit.
                 prop_assert_eq!(cfg.path == CommPath::Local, world == 1, "{:?}: {}", s, cfg);
                 if world == 1 {
-                    prop_assert_eq!(cfg.tile, TileConfig::choose_for(s, grid), "{:?}", s);
-                    // (and that tile, asked for, plans the same: helper-51)
-                    let again = plan_gemm_allreduce(s, GemmAllReduceOptions { tile: Some(cfg.tile), ..Default::default() }, ctx);
-                    prop_assert_eq!(again.ok(), Some(cfg), "{:?}", s);
+                    let want = TileConfig::split_rule_for(s, grid, ctx.split_scratch_bytes, SPLIT_COUNTS).unwrap_or((TileConfig::choose_for(s, grid), 1));
+                    prop_assert_eq!((cfg.tile, cfg.split_slices), want, "{:?}", s);
+                    // (and that tile and split, asked for, plan the same: helper-51)
+                    let split = if cfg.split_slices > 1 { LastWaveSplit::Slices(cfg.split_slices) } else { LastWaveSplit::Off };
+                    let opts = GemmAllReduceOptions { tile: Some(cfg.tile), split_last_wave: Some(split), ..Default::default() };
+                    prop_assert_eq!(plan_gemm_allreduce(s, opts, ctx).ok(), Some(cfg), "{:?}", s);
+                    // A tile asked for alone is not split (as in `mkernel::gemm`).
+                    let forced = plan_gemm_allreduce(s, GemmAllReduceOptions { tile: Some(cfg.tile), ..Default::default() }, ctx);
+                    prop_assert_eq!(forced.ok(), Some(FusedConfig { split_slices: 1, ..cfg }), "{:?}", s);
                 }
             }
             Err(e) => prop_assert!(false, "{s:?} world {world} grid {grid}/{sm_count}: the default plan failed: {e}"),
@@ -155,4 +163,40 @@ fn one_rank_local_path_and_fused_requests() {
         let e = plan_gemm_allreduce(s, opts, context(world, 132, false)).unwrap_err().to_string();
         assert!(e.contains("`tile`") && e.contains("only the plain GEMM"), "world {world}: {e}");
     }
+}
+
+/// One rank takes the plain GEMM's split rules (the local path in the workspace's split
+/// slots and counts): 8 x 9216 x 7168 (M <= 64 spilling past a wave) and 256 x 2048 x 8192
+/// (few tiles, K >= 4096) split as `TileConfig::split_rule_for` says; `Off` and a forced
+/// tile do not split; a count the plain GEMM's rules refuse is refused naming
+/// `split_last_wave`; a workspace too small for the rule's slots runs unsplit.
+#[test]
+fn one_rank_takes_the_plain_split_rules() {
+    let ctx = context(1, 132, false);
+    for (m, n, k) in [(8, 9216, 7168), (256, 2048, 8192)] {
+        let s = GemmShape { m, n, k };
+        let (tile, slices) = TileConfig::split_rule_for(s, 132, ctx.split_scratch_bytes, SPLIT_COUNTS).unwrap();
+        assert!(slices >= 2, "{s:?}");
+        let cfg = plan_gemm_allreduce(s, GemmAllReduceOptions::default(), ctx).unwrap();
+        assert_eq!((cfg.path, cfg.tile, cfg.split_slices), (CommPath::Local, tile, slices), "{s:?}: {cfg}");
+        assert!(cfg.to_string().ends_with(&format!("local path (one rank: the plain GEMM alone), last wave split {slices}-way")), "{cfg}");
+        let off = plan_gemm_allreduce(s, GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Off), ..Default::default() }, ctx).unwrap();
+        assert_eq!((off.tile, off.split_slices), (TileConfig::choose_for(s, 132), 1), "{s:?}: {off}");
+        // More slices than K blocks: the plain GEMM's rule, named.
+        let many = GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(k / 64 + 1)), ..Default::default() };
+        let e = plan_gemm_allreduce(s, many, ctx).unwrap_err().to_string();
+        assert!(e.contains("`split_last_wave`") && e.contains("K blocks"), "{e}");
+        // A workspace of one 64 x 64 fp32 tile of slots holds no split.
+        let tiny = PlanContext { split_scratch_bytes: 64 * 64 * 4, ..ctx };
+        let cfg = plan_gemm_allreduce(s, GemmAllReduceOptions::default(), tiny).unwrap();
+        assert_eq!(cfg.split_slices, 1, "{s:?}: {cfg}");
+    }
+    // Whole waves (12 x 11 tiles of 128 x 128 on 132 CTAs): nothing to split, refused by name.
+    let s = GemmShape { m: 1536, n: 1408, k: 4096 };
+    let two = GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), tile: Some(TileConfig::NARROW_TMA_STORE), ..Default::default() };
+    let e = plan_gemm_allreduce(s, two, ctx).unwrap_err().to_string();
+    assert!(e.contains("`split_last_wave`") && e.contains("whole waves"), "{e}");
+    // One tile more: a last wave of one tile, split in 2.
+    let s = GemmShape { m: 1536 + 128, ..s };
+    assert_eq!(plan_gemm_allreduce(s, two, ctx).unwrap().split_slices, 2);
 }

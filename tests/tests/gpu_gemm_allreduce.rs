@@ -399,14 +399,16 @@ fn paths_interleaved_back_to_back() {
 }
 
 /// One rank (world size 1): the call is the plain GEMM alone (`CommPath::Local`, the
-/// plain default tile), against the fp32 reference with a poisoned output and fresh data,
+/// plain default tile, or the plain split rules' tile and slices in the workspace's split
+/// slots and counts), against the fp32 reference with a poisoned output and fresh data,
 /// on shapes whose default is a clustered column-fitted, a swapped or a Registers tile (N
-/// % 8 != 0), 50 calls back to back; and the fused kernel's one-shot path still runs when
-/// asked for by name.
+/// % 8 != 0), or a split (M <= 64 past one wave; few tiles with a long K), 50 calls back
+/// to back (a count the kernel left nonzero would break the later calls' sums); and the
+/// fused kernel's one-shot path still runs when asked for by name.
 #[test]
 fn one_rank_runs_the_plain_gemm() {
     let Some(_) = gpu_or_skip("one_rank_runs_the_plain_gemm", 1) else { return };
-    let shapes = [(2048, 7168, 9216), (129, 8192, 4096), (333, 1001, 200), (1, 512, 64)];
+    let shapes = [(2048, 7168, 9216), (129, 8192, 4096), (333, 1001, 200), (1, 512, 64), (8, 9216, 7168), (256, 2048, 8192)];
     let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
     let mut g = group(1, CommConfig { max_output_elems: max, ..Default::default() });
     for (m, n, k) in shapes {
@@ -414,7 +416,13 @@ fn one_rank_runs_the_plain_gemm() {
         let mut bs = bufs(&g, s);
         let plan = g.comms[0].plan_gemm_allreduce(s, GemmAllReduceOptions::default()).unwrap();
         assert_eq!((plan.path, plan.comm_ctas, plan.tail_ctas), (CommPath::Local, 0, 0), "{s:?}: {plan}");
-        assert_eq!(plan.tile, mkernel::TileConfig::choose_for(s, plan.grid), "{s:?}: {plan}");
+        // (the workspace's split slots: 32 MiB for this max_output_elems, as a GemmWorkspace's default)
+        let (slots, counts) = (mkernel::GemmWorkspace::DEFAULT_BYTES as u64, mkernel::GemmWorkspace::COUNTS as u64);
+        let split = mkernel::TileConfig::split_rule_for(s, plan.grid, slots, counts);
+        assert_eq!((plan.tile, plan.split_slices), split.unwrap_or((mkernel::TileConfig::choose_for(s, plan.grid), 1)), "{s:?}: {plan}");
+        if [(8, 9216, 7168), (256, 2048, 8192)].contains(&(m, n, k)) {
+            assert!(plan.split_slices > 1, "{s:?}: {plan}: the split rules apply here on an H100/H200");
+        }
         for rep in 0..2 {
             round(&mut g, &mut bs, s, check::fresh_seed() + rep, GemmAllReduceOptions::default());
         }

@@ -658,7 +658,7 @@ fn check_epilogue_only(
     shared: bool,
 ) -> Result<(), String> {
     if let Some(w) = world.filter(|&w| w != 2) {
-        let one = if w == 1 { " (one rank runs the local path, the plain GEMM unsplit, or a fused path without it)" } else { "" };
+        let one = if w == 1 { " (one rank runs the local path, the plain GEMM with its own split rules, or a fused path without it)" } else { "" };
         return Err(format!("{flag}: only the epilogue path takes it, which needs 2 ranks, and this run has {w}{one}"));
     }
     if sweep_paths.contains(&CommPath::Epilogue) {
