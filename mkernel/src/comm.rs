@@ -33,9 +33,11 @@ pub struct CommConfig {
     /// `(3 x world + 2) x timeout + 5 s` (a call may wait on several peers in turn: 245 s
     /// for 2 ranks at the default).
     pub timeout: Duration,
-    /// Largest M * N output a fused call may produce (sizes the symmetric workspace:
-    /// 2 bytes per element plus flags, per rank); 1..=2^37 elements, default 2^27
-    /// (16384 x 8192). A call with a larger M * N is refused.
+    /// Largest M * N output a fused call may produce (sizes the symmetric workspace, per
+    /// rank: 2 bytes per element plus flags, plus the split last wave's fp32 slots, up to
+    /// 32 MiB or 16 bytes per element if less, and 16 KiB of split counts:
+    /// `WorkspaceLayout::bytes`); 1..=2^37 elements, default 2^27 (16384 x 8192: 320 MiB
+    /// per rank with 2 ranks). A call with a larger M * N is refused.
     pub max_output_elems: u64,
     /// Bound on each bootstrap step in [`Communicator::from_env`]; 1 ms to 1 day,
     /// default 60 s.

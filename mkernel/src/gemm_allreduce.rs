@@ -41,7 +41,8 @@ pub struct GemmAllReduceOptions {
     pub comm_ctas: Option<u32>,
     /// How the all-reduce moves data ([`CommPath::check`] says which paths a shape, tile
     /// and world size allow). Default: with one rank, [`CommPath::Local`] (the plain GEMM
-    /// alone, on the plain GEMM's default tile unless `tile` is given); else
+    /// alone as `mkernel::gemm` runs it: its default tile or its split rules' tile and
+    /// slices, unless `tile` or `split_last_wave` is given); else
     /// [`CommPath::choose_fused`]: the epilogue path on
     /// 2 ranks with a TMA-store tile, N % 8 == 0 and a GPU of the rank's own; else [`CommPath::choose`] (one-shot for 1-2 ranks, TMA slices for
     /// more, 16-byte vectors when BM % world != 0, 2-byte elements when N % 8 != 0).
@@ -101,9 +102,13 @@ impl Communicator {
     /// device buffer of this rank's GPU (peers never write into it). Stream-ordered;
     /// consecutive calls need no reset and may be captured in a CUDA graph. A call on a
     /// different stream than the previous one first waits for the previous one (calls
-    /// share the workspace). With one rank and no `comm_path`, `comm_ctas` or `tail_ctas`,
-    /// the call is the plain GEMM alone ([`CommPath::Local`]); those options run a fused
-    /// kernel there instead.
+    /// share the workspace). Inside a CUDA-graph capture that ordering is the graph's:
+    /// captured calls of one communicator must not run concurrently with each other or
+    /// with other calls (no parallel graph branches, one replay at a time), or a fused
+    /// call times out and a one-rank call that splits its last wave may write wrong
+    /// tiles (its split counts are shared). With one rank and no `comm_path`, `comm_ctas`
+    /// or `tail_ctas`, the call is the plain GEMM alone ([`CommPath::Local`]); those
+    /// options run a fused kernel there instead.
     ///
     /// Errors: argument rules (named; among them M x N <= `CommConfig::max_output_elems`,
     /// the workspace size), a communicator poisoned by an earlier failure,

@@ -104,12 +104,14 @@ pub struct ArArgs {
     /// --comm-path or --sweep-paths), refused with another --comm-path.
     #[arg(long)]
     pub epilogue_pace: Option<String>,
-    /// Epilogue path: split a last wave that leaves SMs idle into K-slices: auto (the
-    /// default: FusedConfig::choose_split), off or a slice count. Applies wherever the
-    /// epilogue path runs (default, --comm-path or --sweep-paths); other paths never split,
-    /// so off, auto and 1 are accepted with them and a count of 2 or more is refused. A
-    /// count a shape cannot take stops the run before any timing, naming the shape and
-    /// split_last_wave.
+    /// Epilogue and local paths: split a last wave that leaves SMs idle into K-slices:
+    /// auto (the default: FusedConfig::choose_split on the epilogue path, the plain GEMM's
+    /// split rules on one rank's local path), off or a slice count. Applies wherever the
+    /// epilogue path runs (default, --comm-path or --sweep-paths) and to the local path
+    /// (--gpus 1 without --comm-path or --tail-ctas, or --comm-path local); other paths
+    /// never split, so off, auto and 1 are accepted with them and a count of 2 or more is
+    /// refused. A count a shape cannot take stops the run before any timing, naming the
+    /// shape and split_last_wave.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
@@ -156,7 +158,7 @@ pub struct ArArgs {
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=3))]
     pub sweep_diag: Vec<u32>,
     /// Also time the shape's default configuration with its last wave split into each of
-    /// these slice counts (`GemmAllReduceOptions::split_last_wave`; epilogue path; counts
+    /// these slice counts (`GemmAllReduceOptions::split_last_wave`; epilogue or local path; counts
     /// the shape cannot take are left out of its row), side by side with the default
     /// (timed, not checked), e.g. --sweep-split 1,2,3 (1: no split).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -658,7 +660,11 @@ fn check_epilogue_only(
     shared: bool,
 ) -> Result<(), String> {
     if let Some(w) = world.filter(|&w| w != 2) {
-        let one = if w == 1 { " (one rank runs the local path, the plain GEMM with its own split rules, or a fused path without it)" } else { "" };
+        let one = if w == 1 {
+            " (one rank runs the local path, the plain GEMM, which takes only --split-last-wave and --sweep-split, or with --comm-path or --tail-ctas a fused path, which never splits)"
+        } else {
+            ""
+        };
         return Err(format!("{flag}: only the epilogue path takes it, which needs 2 ranks, and this run has {w}{one}"));
     }
     if sweep_paths.contains(&CommPath::Epilogue) {
@@ -680,8 +686,27 @@ fn check_epilogue_only(
     Ok(())
 }
 
+/// --split-last-wave N (N >= 2) and --sweep-split: the local path takes them (one rank
+/// without --comm-path or --tail-ctas, or --comm-path local: the plain GEMM's split,
+/// checked per shape by the plan); else the rules of [`check_epilogue_only`].
+fn check_split_flag(
+    flag: &str,
+    comm_path: Option<CommPath>,
+    sweep_paths: &[CommPath],
+    tile: Option<mkernel::TileConfig>,
+    tail_ctas: Option<u32>,
+    world: Option<usize>,
+    shared: bool,
+) -> Result<(), String> {
+    let local = comm_path == Some(CommPath::Local) || (world == Some(1) && comm_path.is_none() && tail_ctas.is_none());
+    if local {
+        return Ok(());
+    }
+    check_epilogue_only(flag, comm_path, sweep_paths, tile, tail_ctas, world, shared)
+}
+
 /// Whether --split-last-wave asks for slices (a count of 2 or more), which only the
-/// epilogue path takes; off, auto and 1 also suit paths that never split.
+/// epilogue and local paths take; off, auto and 1 also suit paths that never split.
 fn forces_split(v: Option<mkernel::LastWaveSplit>) -> bool {
     matches!(v, Some(mkernel::LastWaveSplit::Slices(n)) if n >= 2)
 }
@@ -752,9 +777,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
     }
     // off, auto (the default) and 1 mean "no split" on every other path; a count of 2 or
-    // more needs a call that takes the epilogue path.
+    // more needs a call that takes the epilogue or local path.
     if forces_split(args.split_last_wave) {
-        check_epilogue_only("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
+        check_split_flag("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
     }
     // The diagnostic varies the shape's own configuration, which must take the epilogue
     // path.
@@ -762,7 +787,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
     }
     if !args.sweep_split.is_empty() {
-        check_epilogue_only("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
+        check_split_flag("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
     }
     // A clustered or swapped-operand tile takes the epilogue path: no communication CTAs
     // to sweep; a clustered one also takes whole tiles (a cluster's pair), no slices.
@@ -829,10 +854,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
     }
     let base_opts = GemmAllReduceOptions { tile, comm_path, tail_ctas: args.tail_ctas, ..Default::default() };
-    // The pace goes to the calls that take the epilogue path (the plan refuses it on others).
+    // The pace goes to the calls that take the epilogue path (the plan refuses it on
+    // others), the split to those and to the local path's (helper-53: `--gpus 1
+    // --split-last-wave off` was dropped and the local path split).
+    let splits = |path: CommPath| path == CommPath::Epilogue || path == CommPath::Local;
     let with_pace = |opts: GemmAllReduceOptions, path: CommPath| GemmAllReduceOptions {
         epilogue_pace: if path == CommPath::Epilogue { epilogue_pace } else { None },
-        split_last_wave: if path == CommPath::Epilogue { args.split_last_wave } else { None },
+        split_last_wave: if splits(path) { args.split_last_wave } else { None },
         ..opts
     };
     // (at least 2^21 elements: the split scratch is then its full 32 MiB, so the slice
@@ -1240,6 +1268,26 @@ mod tests {
         }
         // A sweep that times the epilogue path (with its default tile) takes it.
         assert_eq!(ok(Some(CommPath::TmaOneShot), &[CommPath::Epilogue], wide, Some(0), Some(2)), Ok(()));
+    }
+
+    /// --split-last-wave N and --sweep-split: one rank's local path takes them (the plain
+    /// GEMM's split, helper-53); one rank asked for a fused path, or another world size
+    /// without the epilogue path, is refused as before.
+    #[test]
+    fn split_flags_suit_the_local_path() {
+        let split = |p, t, tail, w| check_split_flag("--sweep-split", p, &[], t, tail, w, false);
+        let cols = Some(mkernel::TileConfig::cols_tma_store(176));
+        assert_eq!(split(None, None, None, Some(1)), Ok(()));
+        assert_eq!(split(None, cols, None, Some(1)), Ok(()));
+        assert_eq!(split(Some(CommPath::Local), None, Some(0), Some(1)), Ok(()));
+        for (e, why) in [
+            (split(Some(CommPath::TmaOneShot), None, None, Some(1)), "never splits"),
+            (split(None, None, Some(0), Some(1)), "never splits"),
+            (split(None, None, None, Some(4)), "2 ranks"),
+        ] {
+            let e = e.unwrap_err();
+            assert!(e.starts_with("--sweep-split") && e.contains(why), "{e}");
+        }
     }
 
     #[test]
