@@ -1270,8 +1270,21 @@ impl TileConfig {
     /// The K-slices [`Self::split_few_tiles_for`] gives this tile's tiles on `sm_count` SMs,
     /// whatever the workspace: S = [`Self::split_slices_bound`] where the tile can split
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
-    /// K >= 4096 and S >= 2; `None` elsewhere. (`bench gemm --split-like-rule` applies it
-    /// to a forced tile.)
+    /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
+    /// [`Self::small_n_for`]'s, MoE routers) take slices of at least
+    /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead, as long as their CTAs stay within
+    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / 8,
+    /// `MAX_SPLIT_SLICES`)). (`bench gemm --split-like-rule` applies it to a forced tile.)
+    ///
+    /// Measured on one H200 (run 219, host-gated, two passes, ms; S slices): at K = 4096
+    /// the 4 slices of 16 K blocks -> 8 of 8 were 7-16% faster on all six shapes with at
+    /// most 8 tiles (64 x 8 x 4096 0.0101-0.0103 -> 0.0086-0.0087, 1024 x 8 x 4096
+    /// 0.0105-0.0106 -> 0.0092-0.0094, 512 x 16 x 4096 0.0106-0.0108 -> 0.0094-0.0095,
+    /// 256 x 32 x 4096 0.0110-0.0111 -> 0.0102-0.0103; 0.72-0.76 of cuBLAS -> 0.77-0.87);
+    /// 256 x 8 x 7168 (2 tiles) 7 -> 8 0.0107-0.0109 -> 0.0102-0.0105; with 8 tiles at K =
+    /// 7168 (7 -> 8) even; 2048 x 8 x 4096 (16 tiles: 4 -> 8 would make 128 CTAs)
+    /// 0.0115-0.0117 -> 0.0119-0.0121, which the SMs / 2 bound leaves at 4. 16 slices were
+    /// slower than 8 everywhere but 256 x 8 x 7168, 32 slower still.
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         if shape.k < 4096 || sm_count < 2 {
             return None;
@@ -1281,7 +1294,21 @@ impl TileConfig {
             return None;
         }
         let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
+        let s = if self.is_small_n_cols() {
+            let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
+            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / SMALL_N_MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+            s.max(finer)
+        } else {
+            s
+        };
         (s >= 2).then_some(s as u32)
+    }
+
+    /// Whether this is one of the small-N column tiles (128 rows by N <= 32 columns,
+    /// unswapped, unclustered, the TMA-store epilogue: [`Self::small_n_for`]'s for N <= 32),
+    /// which [`Self::few_tiles_slices`] splits finer.
+    fn is_small_n_cols(&self) -> bool {
+        !self.swap_ab && self.cluster_m == 1 && self.bm == 128 && self.bn <= 32 && *self == Self::cols_tma_store(self.bn)
     }
 
     /// Whether `rest` left-over tiles in `slices` K-slices fit a workspace of
@@ -1488,6 +1515,12 @@ pub struct SplitWorkspace {
     /// u32s at `counts`.
     pub counts_len: u64,
 }
+
+/// The shortest K-slice, in K blocks, of the small-N column tiles' few-tiles split
+/// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MIN_SPLIT_K_BLOCKS`,
+/// 16). Their slices stream 128 x 64 elements of A per K block and little of B, so a CTA's
+/// chain of K blocks, not its bytes, bounds them (run 219).
+pub const SMALL_N_MIN_SPLIT_K_BLOCKS: u64 = 8;
 
 /// Counts a split workspace holds: one u32 per left-over tile, and the left-over tiles are
 /// fewer than the grid's CTAs (at most one CTA per SM), so 4096 covers any GPU's SMs.
@@ -1946,7 +1979,19 @@ mod tests {
         }
         // The default takes it, and the few-tiles split splits it where its tiles are few.
         // (run 203's splits: 8 tiles in 4 slices at K = 4096, 16 in 7 at K = 7168, ...)
-        for (m, n, k, slices) in [(64, 8, 7168, Some(7)), (1024, 8, 4096, Some(4)), (2048, 8, 7168, Some(7)), (4096, 8, 4096, Some(4)), (4096, 64, 7168, Some(2)), (8192, 16, 7168, Some(2)), (16384, 8, 4096, None), (1024, 64, 2048, None)] {
+        // (run 219: the column tiles' slices of 8 K blocks where their CTAs stay within SMs / 2)
+        for (m, n, k, slices) in [
+            (64, 8, 7168, Some(8)),
+            (1024, 8, 4096, Some(8)),
+            (256, 32, 4096, Some(8)),
+            (2048, 8, 4096, Some(4)),
+            (2048, 8, 7168, Some(7)),
+            (4096, 8, 4096, Some(4)),
+            (4096, 64, 7168, Some(2)),
+            (8192, 16, 7168, Some(2)),
+            (16384, 8, 4096, None),
+            (1024, 64, 2048, None),
+        ] {
             let s = GemmShape { m, n, k };
             let t = TileConfig::choose_for(s, 132);
             assert_eq!(Some(t), TileConfig::small_n_for(s, 132), "{s:?}");
