@@ -580,12 +580,18 @@ fn agree_check(boot: Option<&mkernel_topology::Bootstrap>, local: Result<f64, St
     Ok(worst)
 }
 
+/// Whether a run's calls take the local path (the plain GEMM alone): --comm-path local, or
+/// one rank (`world`: --procs or --gpus) with neither --comm-path nor --tail-ctas.
+fn takes_local_path(path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> bool {
+    path == Some(CommPath::Local) || (world == Some(1) && path.is_none() && tail_ctas.is_none())
+}
+
 /// The --comm-path / --tile / --tail-ctas combinations refused whatever the shape and
 /// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
 fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
     // --comm-path local, or one rank with no path and no tail CTAs: the local path (the
     // plain GEMM alone), which takes any tile of the plain GEMM's catalog.
-    let local = path == Some(CommPath::Local) || (world == Some(1) && path.is_none() && tail_ctas.is_none());
+    let local = takes_local_path(path, tail_ctas, world);
     if let Some(t) = tile {
         // (of the swapped-operand tiles of `bench gemm`, only the -tma-store ones have a fused kernel)
         let checked = if local { t.validate_for_gemm() } else { t.validate() };
@@ -641,68 +647,64 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     Ok(())
 }
 
-/// --epilogue-pace: a known pace, and some call that can take the epilogue path (no
-/// other --comm-path, unless --sweep-paths lists epilogue).
-/// Options of the epilogue path only (`flag`: --epilogue-pace, --split-last-wave) are
-/// refused when no call of the run can take that path: another --comm-path, --tail-ctas
-/// without --comm-path (a path with communication CTAs), a --tile without the TMA-store
-/// epilogue, or other than 2 ranks, or ranks sharing a GPU (`shared`: their default path
-/// is one-shot) without --comm-path epilogue or a tile that takes only that path; unless
-/// --sweep-paths times the epilogue path too (with its default tile; the world size
-/// still applies).
-fn check_epilogue_only(
-    flag: &str,
+/// The run's path flags that decide which path its calls take, for the checks of options
+/// that only some paths take.
+#[derive(Clone, Copy)]
+struct PathFlags<'a> {
     comm_path: Option<CommPath>,
-    sweep_paths: &[CommPath],
+    sweep_paths: &'a [CommPath],
     tile: Option<mkernel::TileConfig>,
     tail_ctas: Option<u32>,
+    /// --procs or --gpus when given.
     world: Option<usize>,
+    /// --share-gpu: ranks sharing one GPU.
     shared: bool,
-) -> Result<(), String> {
-    if let Some(w) = world.filter(|&w| w != 2) {
-        let one = if w == 1 {
-            " (one rank runs the local path, the plain GEMM, which takes only --split-last-wave and --sweep-split, or with --comm-path or --tail-ctas a fused path, which never splits)"
-        } else {
-            ""
-        };
-        return Err(format!("{flag}: only the epilogue path takes it, which needs 2 ranks, and this run has {w}{one}"));
-    }
-    if sweep_paths.contains(&CommPath::Epilogue) {
-        return Ok(());
-    }
-    if let Some(p) = comm_path.filter(|p| *p != CommPath::Epilogue) {
-        return Err(format!("{flag}: only the epilogue path takes it, and neither --comm-path {} nor --sweep-paths does", p.name()));
-    }
-    if comm_path.is_none() && tail_ctas.is_some() {
-        return Err(format!("{flag}: --tail-ctas without --comm-path picks a path with communication CTAs, not the epilogue path"));
-    }
-    if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
-        return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
-    }
-    let forced_by_tile = tile.is_some_and(|t| t.cluster_m > 1 || t.swap_ab);
-    if shared && comm_path.is_none() && !forced_by_tile {
-        return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) take the one-shot path by default; add --comm-path epilogue"));
-    }
-    Ok(())
 }
 
-/// --split-last-wave N (N >= 2) and --sweep-split: the local path takes them (one rank
-/// without --comm-path or --tail-ctas, or --comm-path local: the plain GEMM's split,
-/// checked per shape by the plan); else the rules of [`check_epilogue_only`].
-fn check_split_flag(
-    flag: &str,
-    comm_path: Option<CommPath>,
-    sweep_paths: &[CommPath],
-    tile: Option<mkernel::TileConfig>,
-    tail_ctas: Option<u32>,
-    world: Option<usize>,
-    shared: bool,
-) -> Result<(), String> {
-    let local = comm_path == Some(CommPath::Local) || (world == Some(1) && comm_path.is_none() && tail_ctas.is_none());
-    if local {
-        return Ok(());
+impl PathFlags<'_> {
+    /// Options of the epilogue path only (`flag`: --epilogue-pace, --sweep-diag, a
+    /// --split-last-wave count) are refused when no call of the run can take that path:
+    /// another --comm-path, --tail-ctas without --comm-path (a path with communication
+    /// CTAs), a --tile without the TMA-store epilogue, or other than 2 ranks, or ranks
+    /// sharing a GPU (their default path is one-shot) without --comm-path epilogue or a
+    /// tile that takes only that path; unless --sweep-paths times the epilogue path too
+    /// (with its default tile; the world size still applies).
+    fn check_epilogue_only(&self, flag: &str) -> Result<(), String> {
+        if let Some(w) = self.world.filter(|&w| w != 2) {
+            let one = if w == 1 {
+                " (one rank runs the local path, the plain GEMM, which takes only --split-last-wave and --sweep-split, or with --comm-path or --tail-ctas a fused path, which never splits)"
+            } else {
+                ""
+            };
+            return Err(format!("{flag}: only the epilogue path takes it, which needs 2 ranks, and this run has {w}{one}"));
+        }
+        if self.sweep_paths.contains(&CommPath::Epilogue) {
+            return Ok(());
+        }
+        if let Some(p) = self.comm_path.filter(|p| *p != CommPath::Epilogue) {
+            return Err(format!("{flag}: only the epilogue path takes it, and neither --comm-path {} nor --sweep-paths does", p.name()));
+        }
+        if self.comm_path.is_none() && self.tail_ctas.is_some() {
+            return Err(format!("{flag}: --tail-ctas without --comm-path picks a path with communication CTAs, not the epilogue path"));
+        }
+        if let Some(t) = self.tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
+            return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
+        }
+        let forced_by_tile = self.tile.is_some_and(|t| t.cluster_m > 1 || t.swap_ab);
+        if self.shared && self.comm_path.is_none() && !forced_by_tile {
+            return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) take the one-shot path by default; add --comm-path epilogue"));
+        }
+        Ok(())
     }
-    check_epilogue_only(flag, comm_path, sweep_paths, tile, tail_ctas, world, shared)
+
+    /// --split-last-wave N (N >= 2) and --sweep-split: the local path takes them (the
+    /// plain GEMM's split, checked per shape by the plan); else the epilogue path's rules.
+    fn check_split(&self, flag: &str) -> Result<(), String> {
+        if takes_local_path(self.comm_path, self.tail_ctas, self.world) {
+            return Ok(());
+        }
+        self.check_epilogue_only(flag)
+    }
 }
 
 /// Whether --split-last-wave asks for slices (a count of 2 or more), which only the
@@ -773,21 +775,23 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     check_unique("--sm-comm", &args.sm_comm)?;
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked)?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
+    let flags = PathFlags { comm_path, sweep_paths: &sweep_paths, tile, tail_ctas: args.tail_ctas, world: world_asked, shared };
+    // The diagnostic and the split sweep vary the shape's own configuration: --sweep-paths
+    // does not count for them.
+    let own_config = PathFlags { sweep_paths: &[], ..flags };
     if epilogue_pace.is_some() {
-        check_epilogue_only("--epilogue-pace", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
+        flags.check_epilogue_only("--epilogue-pace")?;
     }
     // off, auto (the default) and 1 mean "no split" on every other path; a count of 2 or
     // more needs a call that takes the epilogue or local path.
     if forces_split(args.split_last_wave) {
-        check_split_flag("--split-last-wave", comm_path, &sweep_paths, tile, args.tail_ctas, world_asked, shared)?;
+        flags.check_split("--split-last-wave")?;
     }
-    // The diagnostic varies the shape's own configuration, which must take the epilogue
-    // path.
     if !args.sweep_diag.is_empty() {
-        check_epilogue_only("--sweep-diag", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
+        own_config.check_epilogue_only("--sweep-diag")?;
     }
     if !args.sweep_split.is_empty() {
-        check_split_flag("--sweep-split", comm_path, &[], tile, args.tail_ctas, world_asked, shared)?;
+        own_config.check_split("--sweep-split")?;
     }
     // A clustered or swapped-operand tile takes the epilogue path: no communication CTAs
     // to sweep; a clustered one also takes whole tiles (a cluster's pair), no slices.
@@ -1251,7 +1255,9 @@ mod tests {
     fn epilogue_only_options_are_refused_where_no_call_takes_the_path() {
         let wide = Some(mkernel::TileConfig::WIDE);
         let tma = Some(mkernel::TileConfig::WIDE_TMA_STORE);
-        let ok = |p, sw: &[CommPath], t, tail, w| check_epilogue_only("--split-last-wave", p, sw, t, tail, w, false);
+        let ok = |comm_path, sweep_paths: &[CommPath], tile, tail_ctas, world| {
+            PathFlags { comm_path, sweep_paths, tile, tail_ctas, world, shared: false }.check_epilogue_only("--split-last-wave")
+        };
         assert_eq!(ok(None, &[], None, None, None), Ok(()));
         assert_eq!(ok(Some(CommPath::Epilogue), &[], tma, None, Some(2)), Ok(()));
         let e = ok(None, &[], None, None, Some(1)).unwrap_err();
@@ -1275,7 +1281,9 @@ mod tests {
     /// without the epilogue path, is refused as before.
     #[test]
     fn split_flags_suit_the_local_path() {
-        let split = |p, t, tail, w| check_split_flag("--sweep-split", p, &[], t, tail, w, false);
+        let split = |comm_path, tile, tail_ctas, world| {
+            PathFlags { comm_path, sweep_paths: &[], tile, tail_ctas, world, shared: false }.check_split("--sweep-split")
+        };
         let cols = Some(mkernel::TileConfig::cols_tma_store(176));
         assert_eq!(split(None, None, None, Some(1)), Ok(()));
         assert_eq!(split(None, cols, None, Some(1)), Ok(()));
