@@ -618,7 +618,9 @@ impl TileConfig {
     /// 8192 x 1000 0.1177 -> 0.0796, but M=1 0.0372 -> 0.0389). With K % 64 == 0
     /// clusters were within +-2% on 27 shapes and 5-15% slower for M <= 129 (bench/NOTES.md
     /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
-    /// which the last step ([`Self::clustered_instead_of`]) takes.
+    /// which the last step ([`Self::clustered_instead_of`]) takes. Where a clustered
+    /// column-fitted tile of 176-208 columns fits the waves better than that clustered wide
+    /// tile, it takes its place ([`Self::cols_c2_instead_of`]; runs 219, 221: 1-2% faster).
     ///
     /// Where few tiles leave most SMs idle and K < 4096 (no split), the 64 x 64 swapped tile
     /// ([`Self::few_tiles_unsplit_smaller_instead_of`]; run 209: 8-29% faster, 256 x 256 x
@@ -685,6 +687,7 @@ impl TileConfig {
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
         let t = Self::clustered_instead_of(t, shape);
+        let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
         let t = Self::few_tiles_unsplit_smaller_instead_of(t, shape, sm_count).unwrap_or(t);
         // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
         // stay on N = 136, where they were measured)
@@ -889,6 +892,44 @@ impl TileConfig {
         };
         // (the twin: WIDE_TMA_STORE_C2, cols_tma_store_c2, or swapped_wide_c2 with the same epilogue)
         if blocks_pair_up && shape.k % 64 == 0 && shape.k >= 4096 { Self { cluster_m: 2, ..t } } else { t }
+    }
+
+    /// The clustered column rule of [`Self::choose_for`], after [`Self::clustered_instead_of`]
+    /// (plain GEMM only): in place of the clustered wide tile ([`Self::WIDE_TMA_STORE_C2`],
+    /// whose conditions then hold: M >= 1024, an even number of row blocks, K % 64 == 0,
+    /// K >= 4096), the clustered column-fitted tile ([`Self::cols_tma_store_c2`]) of 176,
+    /// 192 or 208 columns with the least work on its busiest SM ([`Self::busiest_sm_work`]:
+    /// waves x columns; ties to the wider), where that is at most [`COLS_C2_MAX_WORK_PERMILLE`]
+    /// of the wide tile's; N % 8 == 0, K % 64 == 0 and K >= 4096 (as measured; with K % 64
+    /// != 0 [`Self::choose_for`] clusters the wide tile for other reasons). `None` elsewhere.
+    ///
+    /// Why these widths: a 128 x 256 tile holds 3 pipeline stages beside its staging tile,
+    /// 176-208 columns hold 4, and at the same work they ran at least as fast as the wide
+    /// tile; 224 and 240 columns (3 stages) lost 1-5% where they fitted the waves better, 144
+    /// (5 stages) tied or lost 0.5%.
+    ///
+    /// Measured on one H200 (runs 219 and 221, forced, two passes, ours / cuBLAS in one
+    /// process, wide-tma-store-c2 -> this tile (its work)): 4096 x 7168 x 9216 0.979 ->
+    /// 0.993-0.994 (176: 0.982), 8192 x 7168 x 9216 0.977-0.980 -> 0.992 (176), 16384 x 7168 x
+    /// 9216 0.982-0.988 -> 0.998 (176), 4096 x 28672 x 8192 0.972-0.980 -> 0.987-0.992 (176),
+    /// 4096 x 9216 x 7168 0.977-0.981 -> 0.993-0.994 (208: 0.993), 8192 x 8192 x 4096
+    /// 0.997-1.000 -> 1.019-1.020 (192: 0.984), 16384 x 8192 x 4096 0.992-0.997 -> 1.017
+    /// (192). Not taken where no width of the three fits better (4096 x 8192 x 14336,
+    /// 2048 x 8192 x 4096: 144 columns tied or lost there). The rule's picks on 11 more
+    /// shapes (run 222, the rule's default against the clustered wide tile forced, two
+    /// passes): ahead on all 11 in both, by 0.2-2.8%, e.g. 12288 x 9216 x 8192 (192: 0.972)
+    /// 0.978-0.980 -> 1.005-1.008, 16384 x 14336 x 8192 (208: 0.990) 0.982-0.983 ->
+    /// 1.000-1.006, 16384 x 12288 x 8192 (176: 0.995) 0.984 -> 0.986-0.991.
+    pub fn cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if current != Self::WIDE_TMA_STORE_C2 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.k < 4096 || sm_count == 0 {
+            return None;
+        }
+        let wide = current.busiest_sm_work(shape, sm_count);
+        let best = [176u32, 192, 208]
+            .into_iter()
+            .map(Self::cols_tma_store_c2)
+            .min_by_key(|t| (t.busiest_sm_work(shape, sm_count), u32::MAX - t.bn))?;
+        (best.busiest_sm_work(shape, sm_count).saturating_mul(1000) <= wide.saturating_mul(COLS_C2_MAX_WORK_PERMILLE)).then_some(best)
     }
 
     /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
@@ -1273,8 +1314,9 @@ impl TileConfig {
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
     /// [`Self::small_n_for`]'s, MoE routers) take slices of at least
     /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead, as long as their CTAs stay within
-    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / 8,
-    /// `MAX_SPLIT_SLICES`)). (`bench gemm --split-like-rule` applies it to a forced tile.)
+    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / 8, at most 16
+    /// ([`SMALL_N_MAX_SPLIT_SLICES`]) for N <= 16 and `MAX_SPLIT_SLICES` (8) above)).
+    /// (`bench gemm --split-like-rule` applies it to a forced tile.)
     ///
     /// Measured on one H200 (run 219, host-gated, two passes, ms; S slices): at K = 4096
     /// the 4 slices of 16 K blocks -> 8 of 8 were 7-16% faster on all six shapes with at
@@ -1284,7 +1326,11 @@ impl TileConfig {
     /// 256 x 8 x 7168 (2 tiles) 7 -> 8 0.0107-0.0109 -> 0.0102-0.0105; with 8 tiles at K =
     /// 7168 (7 -> 8) even; 2048 x 8 x 4096 (16 tiles: 4 -> 8 would make 128 CTAs)
     /// 0.0115-0.0117 -> 0.0119-0.0121, which the SMs / 2 bound leaves at 4. 16 slices were
-    /// slower than 8 everywhere but 256 x 8 x 7168, 32 slower still.
+    /// slower than 8 everywhere but 256 x 8 x 7168, 32 slower still. Run 221 (K >= 7168, 1-2
+    /// tiles, 8 -> 16 slices): N <= 16 even or faster (64 x 8 x 14336 0.0136-0.0138 ->
+    /// 0.0116-0.0117, 128 x 8 x 9216 0.0110-0.0114 -> 0.0105-0.0107, 256 x 8 x 7168
+    /// 0.0103-0.0104 -> 0.0099-0.0100, 256 x 16 x 7168 0.0107-0.0110 -> 0.0105-0.0106, 64 x 8
+    /// and 128 x 16 x 7168 even), 256 x 32 x 7168 1-4% slower.
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         if shape.k < 4096 || sm_count < 2 {
             return None;
@@ -1296,7 +1342,8 @@ impl TileConfig {
         let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
         let s = if self.is_small_n_cols() {
             let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / SMALL_N_MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+            let most = if self.bn <= 16 { SMALL_N_MAX_SPLIT_SLICES } else { crate::gemm_allreduce::MAX_SPLIT_SLICES };
+            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / SMALL_N_MIN_SPLIT_K_BLOCKS).min(most);
             s.max(finer)
         } else {
             s
@@ -1516,11 +1563,23 @@ pub struct SplitWorkspace {
     pub counts_len: u64,
 }
 
+/// The most work on the busiest SM, per mille of the clustered wide tile's, at which
+/// [`TileConfig::cols_c2_instead_of`] takes a clustered column-fitted tile: 995 (runs 219,
+/// 222: picks at 990-995 ran 0.2-2% faster, e.g. 4096 x 9216 x 7168 on 208 columns, 993,
+/// 1.4%; none measured above 995).
+pub const COLS_C2_MAX_WORK_PERMILLE: u64 = 995;
+
 /// The shortest K-slice, in K blocks, of the small-N column tiles' few-tiles split
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MIN_SPLIT_K_BLOCKS`,
 /// 16). Their slices stream 128 x 64 elements of A per K block and little of B, so a CTA's
 /// chain of K blocks, not its bytes, bounds them (run 219).
 pub const SMALL_N_MIN_SPLIT_K_BLOCKS: u64 = 8;
+
+/// The most K-slices of the few-tiles split of the small-N column tiles up to 16 columns
+/// wide ([`TileConfig::few_tiles_slices`]; wider ones and other tiles:
+/// `gemm_allreduce::MAX_SPLIT_SLICES`, 8): run 221, 64 x 8 x 14336 15% faster in 16 than in
+/// 8, 256 x 32 x 7168 1-4% slower.
+pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 
 /// Counts a split workspace holds: one u32 per left-over tile, and the left-over tiles are
 /// fewer than the grid's CTAs (at most one CTA per SM), so 4096 covers any GPU's SMs.
@@ -1981,7 +2040,11 @@ mod tests {
         // (run 203's splits: 8 tiles in 4 slices at K = 4096, 16 in 7 at K = 7168, ...)
         // (run 219: the column tiles' slices of 8 K blocks where their CTAs stay within SMs / 2)
         for (m, n, k, slices) in [
-            (64, 8, 7168, Some(8)),
+            (64, 8, 7168, Some(14)),
+            (64, 8, 14336, Some(16)),
+            (256, 16, 9216, Some(16)),
+            (256, 32, 7168, Some(8)),
+            (1024, 8, 7168, Some(8)),
             (1024, 8, 4096, Some(8)),
             (256, 32, 4096, Some(8)),
             (2048, 8, 4096, Some(4)),
@@ -2183,7 +2246,8 @@ mod tests {
         for m in [1000, 1500, 4097, 8192] {
             let t = TileConfig::choose_for(s(m, 8192, 4096), 132);
             assert!(!t.swap_ab, "M={m}: {t}");
-            assert_eq!(t, TileConfig::clustered_instead_of(TileConfig::choose(m, 8192, 132), s(m, 8192, 4096)), "M={m}");
+            let clustered = TileConfig::clustered_instead_of(TileConfig::choose(m, 8192, 132), s(m, 8192, 4096));
+            assert_eq!(t, TileConfig::cols_c2_instead_of(clustered, s(m, 8192, 4096), 132).unwrap_or(clustered), "M={m}");
         }
         // K % 64 != 0 (run 112: 1000 x 8192 x 4104 0.179 ms fitted against 0.108) keeps the
         // clustered tile; M <= 256 keeps the small-M rule's tiles; a clustered or swapped
@@ -2239,19 +2303,35 @@ mod tests {
         assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_err() && TileConfig::by_name("cols-128x176-tma-store-c2") == Some(c2));
         assert!(source(c2).unwrap().source.contains("__cluster_dims__(2, 1, 1)"));
         assert!(TileConfig { cluster_m: 2, ..TileConfig::cols_tma_store(168) }.validate_for_gemm().is_err(), "168 rows of B do not halve into 8-row atoms");
-        for (m, n, k) in [
-            (8192, 7168, 9216),
-            (16384, 7168, 9216),
-            (4096, 7168, 9216),
-            (2048, 28672, 8192),
-            (2048, 8192, 4096),
-            (8192, 8192, 4096),
-            (8192, 5120, 8192),
-            (8192, 9216, 7168),
-        ] {
+        for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 14336), (4096, 8192, 4096), (2048, 8192, 14336), (1024, 8192, 4096)] {
             // (the clustered twin: every one of these has an even number of row blocks)
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE_C2, "{m}x{n}x{k}");
         }
+        // ... and in its place the clustered column-fitted tile of 176-208 columns where that
+        // fits the waves better by at least 0.5% (runs 219, 221).
+        for ((m, n, k), cols) in [
+            ((8192, 7168, 9216), 176),
+            ((16384, 7168, 9216), 176),
+            ((4096, 7168, 9216), 176),
+            ((2048, 28672, 8192), 176),
+            ((4096, 28672, 8192), 176),
+            ((8192, 8192, 4096), 192),
+            ((16384, 8192, 4096), 192),
+            ((4096, 9216, 7168), 208),
+            ((8192, 9216, 7168), 208),
+        ] {
+            let wide = TileConfig::WIDE_TMA_STORE_C2.busiest_sm_work(s(m, n, k), 132);
+            let t = TileConfig::choose_for(s(m, n, k), 132);
+            assert_eq!(t, TileConfig::cols_tma_store_c2(cols), "{m}x{n}x{k}");
+            assert!(t.busiest_sm_work(s(m, n, k), 132) * 1000 <= wide * COLS_C2_MAX_WORK_PERMILLE, "{m}x{n}x{k}");
+            assert_eq!((t.stages, TileConfig::WIDE_TMA_STORE_C2.stages), (4, 3), "{m}x{n}x{k}");
+        }
+        // Only in place of the clustered wide tile, with N % 8 == 0, on some SMs.
+        let deepseek = s(4096, 7168, 9216);
+        assert_eq!(TileConfig::cols_c2_instead_of(TileConfig::WIDE_TMA_STORE, deepseek, 132), None);
+        assert_eq!(TileConfig::cols_c2_instead_of(TileConfig::WIDE_TMA_STORE_C2, deepseek, 0), None);
+        assert_eq!(TileConfig::cols_c2_instead_of(TileConfig::WIDE_TMA_STORE_C2, s(4096, 7164, 9216), 132), None);
+        assert_eq!(TileConfig::choose_for(s(4096, 7168, 9216 + 8), 132), TileConfig::WIDE_TMA_STORE_C2, "K % 64 != 0: clustered, not fitted");
         for (m, n, k) in [(2048, 5120, 8192), (2048, 9216, 7168), (3000, 8192, 4096), (1024, 7168, 9216)] {
             assert!(TileConfig::choose_for(s(m, n, k), 132).swap_ab, "{m}x{n}x{k}");
         }

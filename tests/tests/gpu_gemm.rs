@@ -227,6 +227,19 @@ fn few_tiles_unsplit_default_matches_reference() {
     defaults_match_reference("few_tiles_unsplit_default_matches_reference", &cases, |s, sms| (small.tiles(s.m, s.n) <= (sms / 2) as u64).then_some(small));
 }
 
+/// The clustered column-fitted default (`TileConfig::cols_c2_instead_of`: 176-208 columns
+/// in 2-CTA clusters where they fit the waves better than the clustered wide tile), M and N
+/// ragged (M = 4095 and 8190: 32 and 64 row blocks, the last one short; N = 9208 and 7160:
+/// the last column block short), against the reference. (On 132 SMs: 208, 192, 176 and 176
+/// columns.)
+#[test]
+fn clustered_cols_default_matches_reference() {
+    let cases = [(4095, 9208, 7168), (8190, 8192, 4096), (2048, 28672, 4096), (8100, 7160, 9216)];
+    defaults_match_reference("clustered_cols_default_matches_reference", &cases, |s, sms| {
+        TileConfig::cols_c2_instead_of(TileConfig::WIDE_TMA_STORE_C2, s, sms)
+    });
+}
+
 #[test]
 fn gemm_matches_reference_on_large_shapes() {
     if gpu_or_skip("gemm_matches_reference_on_large_shapes", 1).is_none() {
@@ -385,6 +398,10 @@ fn split_rule_default_matches_reference() {
         (3001, 32, 7168, false),
         (200, 56, 7168, false),
         (2000, 120, 7168, false),
+        // ... up to 16 slices for N <= 16 (run 221): 8 columns in 16 slices at K = 14336, 16
+        // in 14 at M ragged.
+        (64, 8, 14336, false),
+        (200, 16, 7168, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.
