@@ -6,6 +6,9 @@
 # Environment: PASSES (default 2), ITERS (20), WARMUP_MS (300). Prints each run's shape rows (170 columns).
 set -u
 cases=${1:?usage: bash bench/tile-pairs.sh "SHAPE:TILE ..."}
+for c in $cases; do
+  [[ $c == ?*:?* ]] || { echo "tile-pairs: '$c' is not SHAPE:TILE" >&2; exit 2; }
+done
 for ((pass = 1; pass <= ${PASSES:-2}; pass++)); do
   chk=; [[ $pass == 1 ]] && chk=--check
   echo "== pass $pass"

@@ -895,9 +895,9 @@ impl TileConfig {
     }
 
     /// The clustered column rule of [`Self::choose_for`], after [`Self::clustered_instead_of`]
-    /// (plain GEMM only): in place of the clustered wide tile ([`Self::WIDE_TMA_STORE_C2`],
-    /// whose conditions then hold: M >= 1024, an even number of row blocks, K % 64 == 0,
-    /// K >= 4096), the clustered column-fitted tile ([`Self::cols_tma_store_c2`]) of 176,
+    /// (plain GEMM only): in place of the clustered wide tile ([`Self::WIDE_TMA_STORE_C2`];
+    /// where `choose_for` calls it, that tile's own conditions hold: M >= 1024, an even
+    /// number of row blocks, K % 64 == 0, K >= 4096; this checks K, N and the tile, not M), the clustered column-fitted tile ([`Self::cols_tma_store_c2`]) of 176,
     /// 192 or 208 columns with the least work on its busiest SM ([`Self::busiest_sm_work`]:
     /// waves x columns; ties to the wider), where that is at most [`COLS_C2_MAX_WORK_PERMILLE`]
     /// of the wide tile's; N % 8 == 0, K % 64 == 0 and K >= 4096 (as measured; with K % 64
@@ -924,12 +924,12 @@ impl TileConfig {
         if current != Self::WIDE_TMA_STORE_C2 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.k < 4096 || sm_count == 0 {
             return None;
         }
-        let wide = current.busiest_sm_work(shape, sm_count);
+        let wide = current.busiest_sm_work(shape, sm_count) as u128;
         let best = [176u32, 192, 208]
             .into_iter()
             .map(Self::cols_tma_store_c2)
             .min_by_key(|t| (t.busiest_sm_work(shape, sm_count), u32::MAX - t.bn))?;
-        (best.busiest_sm_work(shape, sm_count).saturating_mul(1000) <= wide.saturating_mul(COLS_C2_MAX_WORK_PERMILLE)).then_some(best)
+        (best.busiest_sm_work(shape, sm_count) as u128 * 1000 <= wide * COLS_C2_MAX_WORK_PERMILLE as u128).then_some(best)
     }
 
     /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
@@ -1198,9 +1198,10 @@ impl TileConfig {
     /// The plain GEMM's third split rule, split-K where the tiles leave most SMs idle: the
     /// default tile ([`Self::choose_for_split`]: its TMA-store twin where it has the
     /// Registers epilogue) when it makes at most SMs / 2 tiles (all of them left over, the
-    /// "last wave"), each in S = min(SMs / tiles, K blocks / 16, 8) >= 2 K-slices (the
-    /// fused kernel's bounds, [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`],
-    /// [`crate::gemm_allreduce::MAX_SPLIT_SLICES`]), for K >= 4096 (as measured), within
+    /// "last wave"), each in the S >= 2 K-slices of [`Self::few_tiles_slices`] (S = min(SMs
+    /// / tiles, K blocks / 16, 8), the fused kernel's bounds,
+    /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
+    /// the small-N column tiles up to 16 slices of at least 8 K blocks), for K >= 4096 (as measured), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
     /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
     /// Registers tile whose twin N refuses, 2-CTA clusters).
@@ -1330,7 +1331,12 @@ impl TileConfig {
     /// tiles, 8 -> 16 slices): N <= 16 even or faster (64 x 8 x 14336 0.0136-0.0138 ->
     /// 0.0116-0.0117, 128 x 8 x 9216 0.0110-0.0114 -> 0.0105-0.0107, 256 x 8 x 7168
     /// 0.0103-0.0104 -> 0.0099-0.0100, 256 x 16 x 7168 0.0107-0.0110 -> 0.0105-0.0106, 64 x 8
-    /// and 128 x 16 x 7168 even), 256 x 32 x 7168 1-4% slower.
+    /// and 128 x 16 x 7168 even), 256 x 32 x 7168 1-4% slower. Run 225 (with run 224's
+    /// fix-up, 8 slices forced -> this rule): 3-4 tiles in 16 slices 12-19% faster (512 x 8
+    /// x 8192 0.0106 -> 0.0093, 384 x 16 x 14336 0.0143 -> 0.0116-0.0121, 512 x 16 x 16384
+    /// 0.0157-0.0158 -> 0.0136-0.0137), 10-14 slices at K = 5120-7168 even to 11% faster
+    /// (256 x 8 x 7168 in 14: 0.0100 -> 0.0089-0.0091, 64 x 8 x 5120 in 10: 0.0088 ->
+    /// 0.0086-0.0088).
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         if shape.k < 4096 || sm_count < 2 {
             return None;
@@ -1503,7 +1509,7 @@ pub enum LastWaveSplit {
     /// wave, K >= 4096, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
-    /// most half the SMs, each in 2-8 slices,
+    /// most half the SMs, each in 2-8 slices (the small-N column tiles up to 16),
     /// [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s

@@ -516,19 +516,27 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // float4 per round trip cost ~6.5 us per sum there, run 138): `e < kLen` folds at
   // compile time, the loops being unrolled. Tiles of at most 32 accumulators per thread
   // (64 or 128 rows by at most 64) load kBatch slices' groups per round trip: the same sums in the same order
-  // (the bits do not depend on it), 7 slices in 3 round trips instead of 6 (bench/NOTES.md
-  // 23.6); the others keep one slice per round trip (more spill registers).
+  // (the bits do not depend on it), up to kInFlight float4s per thread at once: 3 slices at
+  // 64 x 64 (8 float4s each; 4 spills registers there; 7 slices in 3 round trips instead
+  // of 6, bench/NOTES.md 23.6), 6 at 128 x 32, 12 at 128 x 16, 16 (kMaxBatch, the most
+  // slices the rules make) at 128 x 8 (run 224: 0.2-1.0 us less a call on small-N and
+  // small-M splits, 128 x 8 x 9216 in 16 slices 0.0103 -> 0.0093 ms); the others keep one
+  // slice per round trip (more spill registers).
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
   constexpr u32 kGroup = 8;
-  constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? 3 : 1;  // (4 spills registers at 64 x 64)
+  constexpr u32 kInFlight = 24;
+  constexpr u32 kMaxBatch = 16;
+  constexpr u32 kGroupLen = kF4 < kGroup ? kF4 : kGroup;
+  constexpr u32 kFit = kInFlight / kGroupLen;
+  constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? (kFit < kMaxBatch ? kFit : kMaxBatch) : 1;
 #pragma unroll
   for (u32 g = 0; g < kF4; g += kGroup) {
     const u32 kLen = kF4 - g < kGroup ? kF4 - g : kGroup;
-    float4 pre[kGroup];
+    float4 pre[kGroupLen];
     // Slice j's group `x` (j != slice) into the sums; then this slice's turn.
-    auto fold = [&](u32 j, const float4 (&x)[kGroup]) {
+    auto fold = [&](u32 j, const float4 (&x)[kGroupLen]) {
 #pragma unroll
-      for (u32 e = 0; e < kGroup; ++e) {
+      for (u32 e = 0; e < kGroupLen; ++e) {
         if (e >= kLen) break;
         if (j > slice) {
           float* const a = &acc[4 * (g + e)];
@@ -543,16 +551,16 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
     auto fold_own = [&]() {
       if (slice == 0) return;
 #pragma unroll
-      for (u32 e = 0; e < kGroup; ++e) {
+      for (u32 e = 0; e < kGroupLen; ++e) {
         if (e >= kLen) break;
         float* const a = &acc[4 * (g + e)];
         a[0] = pre[e].x + a[0], a[1] = pre[e].y + a[1], a[2] = pre[e].z + a[2], a[3] = pre[e].w + a[3];
       }
     };
-    auto load = [&](u32 j, float4 (&x)[kGroup]) {
+    auto load = [&](u32 j, float4 (&x)[kGroupLen]) {
       const float4* const src = slots + j * kSlotF4 + (u64)g * kT;
 #pragma unroll
-      for (u32 e = 0; e < kGroup; ++e) {
+      for (u32 e = 0; e < kGroupLen; ++e) {
         if (e >= kLen) break;
         x[e] = __ldcg(src + e * kT);
       }
@@ -564,14 +572,14 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
           fold_own();
           continue;
         }
-        float4 x[kGroup];
+        float4 x[kGroupLen];
         load(j, x);
         fold(j, x);
       }
     } else {
 #pragma unroll 1
       for (u32 j0 = 0; j0 < splits; j0 += kBatch) {
-        float4 x[kBatch][kGroup];
+        float4 x[kBatch][kGroupLen];
 #pragma unroll
         for (u32 b = 0; b < kBatch; ++b)
           if (j0 + b < splits && j0 + b != slice) load(j0 + b, x[b]);
