@@ -1314,8 +1314,9 @@ impl TileConfig {
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
     /// [`Self::small_n_for`]'s, MoE routers) take slices of at least
-    /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead, as long as their CTAs stay within
-    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / 8, at most 16
+    /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`] at 8
+    /// columns), as long as their CTAs stay within
+    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / 8 (/ 4 at 8 columns), at most 16
     /// ([`SMALL_N_MAX_SPLIT_SLICES`]) for N <= 16 and `MAX_SPLIT_SLICES` (8) above)).
     /// (`bench gemm --split-like-rule` applies it to a forced tile.)
     ///
@@ -1349,7 +1350,8 @@ impl TileConfig {
         let s = if self.is_small_n_cols() {
             let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
             let most = if self.bn <= 16 { SMALL_N_MAX_SPLIT_SLICES } else { crate::gemm_allreduce::MAX_SPLIT_SLICES };
-            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / SMALL_N_MIN_SPLIT_K_BLOCKS).min(most);
+            let shortest = if self.bn <= 8 { SMALL_N8_MIN_SPLIT_K_BLOCKS } else { SMALL_N_MIN_SPLIT_K_BLOCKS };
+            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(most);
             s.max(finer)
         } else {
             s
@@ -1580,6 +1582,13 @@ pub const COLS_C2_MAX_WORK_PERMILLE: u64 = 995;
 /// 16). Their slices stream 128 x 64 elements of A per K block and little of B, so a CTA's
 /// chain of K blocks, not its bytes, bounds them (run 219).
 pub const SMALL_N_MIN_SPLIT_K_BLOCKS: u64 = 8;
+
+/// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] for the 8-column tile (`cols-128x8-tma-store`, N <= 8: an
+/// MoE router of 8 experts, Mixtral's at K = 4096), whose fix-up sums up to 16 slices in one
+/// L2 round trip (one float4 a slice and thread): run 227, 64 x 8 x 4096 and 256 x 8 x 4096
+/// in 16 slices of 4 K blocks 0.0080-0.0083 ms against 0.0084-0.0087 in 8 of 8; at 128 x 16
+/// x 4096 (two float4s a slice) 16 slices were even.
+pub const SMALL_N8_MIN_SPLIT_K_BLOCKS: u64 = 4;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles up to 16 columns
 /// wide ([`TileConfig::few_tiles_slices`]; wider ones and other tiles:
@@ -2046,8 +2055,10 @@ mod tests {
         // (run 203's splits: 8 tiles in 4 slices at K = 4096, 16 in 7 at K = 7168, ...)
         // (run 219: the column tiles' slices of 8 K blocks where their CTAs stay within SMs / 2)
         for (m, n, k, slices) in [
-            (64, 8, 7168, Some(14)),
+            (64, 8, 7168, Some(16)),
             (64, 8, 14336, Some(16)),
+            (256, 8, 4096, Some(16)),
+            (128, 16, 4096, Some(8)),
             (256, 16, 9216, Some(16)),
             (256, 32, 7168, Some(8)),
             (1024, 8, 7168, Some(8)),
