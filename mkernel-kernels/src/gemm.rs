@@ -620,7 +620,7 @@ impl TileConfig {
     /// 13); at sustained clocks the wide one is 1.5-3% ahead for M >= 1024 with K >= 4096,
     /// which the last step ([`Self::clustered_instead_of`]) takes. Where a clustered
     /// column-fitted tile of 176-208 columns fits the waves better than that clustered wide
-    /// tile, it takes its place ([`Self::cols_c2_instead_of`]; runs 219, 221: 1-2% faster).
+    /// tile, it takes its place ([`Self::cols_c2_instead_of`]; runs 219, 221-222: 0.2-2.8% faster).
     ///
     /// Where few tiles leave most SMs idle and K < 4096 (no split), the 64 x 64 swapped tile
     /// ([`Self::few_tiles_unsplit_smaller_instead_of`]; run 209: 8-29% faster, 256 x 256 x
@@ -896,8 +896,8 @@ impl TileConfig {
 
     /// The clustered column rule of [`Self::choose_for`], after [`Self::clustered_instead_of`]
     /// (plain GEMM only): in place of the clustered wide tile ([`Self::WIDE_TMA_STORE_C2`];
-    /// where `choose_for` calls it, that tile's own conditions hold: M >= 1024, an even
-    /// number of row blocks, K % 64 == 0, K >= 4096; this checks K, N and the tile, not M), the clustered column-fitted tile ([`Self::cols_tma_store_c2`]) of 176,
+    /// with K % 64 == 0 and K >= 4096, which this checks, `choose_for` has it only where M
+    /// >= 1024 with an even number of row blocks; M is not checked here), the clustered column-fitted tile ([`Self::cols_tma_store_c2`]) of 176,
     /// 192 or 208 columns with the least work on its busiest SM ([`Self::busiest_sm_work`]:
     /// waves x columns; ties to the wider), where that is at most [`COLS_C2_MAX_WORK_PERMILLE`]
     /// of the wide tile's; N % 8 == 0, K % 64 == 0 and K >= 4096 (as measured; with K % 64
@@ -1073,9 +1073,25 @@ impl TileConfig {
     /// [`Self::choose_for`] for a forced split last wave (`LastWaveSplit::Slices`, no tile
     /// forced): its tile, or where that cannot split ([`Self::can_split_last_wave`]) its
     /// TMA-store twin where that can and N allows (M = 65-111: the padding rule's Registers
-    /// tile gives way to `swap-ab-128xR-tma-store`, ~1% slower unsplit, run 170).
+    /// tile gives way to `swap-ab-128xR-tma-store`, ~1% slower unsplit, run 170), or where
+    /// that is a 2-CTA tile (clusters never split) the unclustered tile it was chosen as
+    /// (`wide-tma-store-c2` -> `wide-tma-store`, `cols-128xC-tma-store-c2` ->
+    /// `cols-128xC-tma-store`, `swap-ab-128xR-tma-store-c2` -> `swap-ab-128xR-tma-store`),
+    /// so that a count asked for is honoured on every shape where N allows a TMA store
+    /// (helper-55: most large defaults are clustered).
     pub fn choose_for_split(shape: GemmShape, sm_count: u32) -> Self {
-        let t = Self::choose_for(shape, sm_count);
+        let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
+        let flat = Self::twin_that_splits(Self { cluster_m: 1, ..t }, shape);
+        if t.cluster_m > 1 && flat.can_split_last_wave() && flat.validate_for_gemm().is_ok() {
+            flat
+        } else {
+            t
+        }
+    }
+
+    /// `t`, or where it cannot split ([`Self::can_split_last_wave`]) its TMA-store twin
+    /// where that can and N allows it (N % 8 == 0).
+    fn twin_that_splits(t: Self, shape: GemmShape) -> Self {
         let twin = t.with_tma_store();
         if !t.can_split_last_wave() && twin.can_split_last_wave() && twin.check_output(shape.n).is_ok() {
             twin
@@ -1196,12 +1212,12 @@ impl TileConfig {
     }
 
     /// The plain GEMM's third split rule, split-K where the tiles leave most SMs idle: the
-    /// default tile ([`Self::choose_for_split`]: its TMA-store twin where it has the
-    /// Registers epilogue) when it makes at most SMs / 2 tiles (all of them left over, the
+    /// default tile (its TMA-store twin where it has the Registers epilogue, as
+    /// [`Self::choose_for_split`]; a clustered default does not split here) when it makes at most SMs / 2 tiles (all of them left over, the
     /// "last wave"), each in the S >= 2 K-slices of [`Self::few_tiles_slices`] (S = min(SMs
     /// / tiles, K blocks / 16, 8), the fused kernel's bounds,
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
-    /// the small-N column tiles up to 16 slices of at least 8 K blocks), for K >= 4096 (as measured), within
+    /// the small-N column tiles up to 16 slices (N <= 16) of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
     /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
     /// Registers tile whose twin N refuses, 2-CTA clusters).
@@ -1240,7 +1256,8 @@ impl TileConfig {
     /// For K = 4096..=28672, the 64 x 64 swapped tile in its own slices takes the default's
     /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211).
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        let t = Self::choose_for_split(shape, sm_count);
+        // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
+        let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count).and_then(fits).or_else(|| fits((t, s)))
@@ -1316,8 +1333,9 @@ impl TileConfig {
     /// [`Self::small_n_for`]'s, MoE routers) take slices of at least
     /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`] at 8
     /// columns), as long as their CTAs stay within
-    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / 8 (/ 4 at 8 columns), at most 16
-    /// ([`SMALL_N_MAX_SPLIT_SLICES`]) for N <= 16 and `MAX_SPLIT_SLICES` (8) above)).
+    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K
+    /// blocks (4 at 8 columns), C = 16 slices for N <= 16 ([`SMALL_N_MAX_SPLIT_SLICES`]),
+    /// else `MAX_SPLIT_SLICES` (8).
     /// (`bench gemm --split-like-rule` applies it to a forced tile.)
     ///
     /// Measured on one H200 (run 219, host-gated, two passes, ms; S slices): at K = 4096
@@ -1328,7 +1346,9 @@ impl TileConfig {
     /// 256 x 8 x 7168 (2 tiles) 7 -> 8 0.0107-0.0109 -> 0.0102-0.0105; with 8 tiles at K =
     /// 7168 (7 -> 8) even; 2048 x 8 x 4096 (16 tiles: 4 -> 8 would make 128 CTAs)
     /// 0.0115-0.0117 -> 0.0119-0.0121, which the SMs / 2 bound leaves at 4. 16 slices were
-    /// slower than 8 everywhere but 256 x 8 x 7168, 32 slower still. Run 221 (K >= 7168, 1-2
+    /// slower than 8 everywhere but 256 x 8 x 7168, 32 slower still, with that run's fix-up
+    /// (3 slices a round trip; since run 224 16 at 8 columns, which took 64 x 8 x 4096 to 16
+    /// slices of 4 K blocks, runs 227-228: [`SMALL_N8_MIN_SPLIT_K_BLOCKS`]). Run 221 (K >= 7168, 1-2
     /// tiles, 8 -> 16 slices): N <= 16 even or faster (64 x 8 x 14336 0.0136-0.0138 ->
     /// 0.0116-0.0117, 128 x 8 x 9216 0.0110-0.0114 -> 0.0105-0.0107, 256 x 8 x 7168
     /// 0.0103-0.0104 -> 0.0099-0.0100, 256 x 16 x 7168 0.0107-0.0110 -> 0.0105-0.0106, 64 x 8
@@ -1551,7 +1571,7 @@ impl LastWaveSplit {
                 Ok(n) if n >= 1 => Ok(Self::Slices(n)),
                 _ => Err(invalid(
                     "split_last_wave",
-                    format!("must be off, auto or a slice count in 1..={} (the call then bounds it by the tile's K blocks and the workspace), got '{v}'", u32::MAX),
+                    format!("must be off, auto or a slice count in 1..={} (the call then refuses a count above the tile's K blocks or what the workspace holds), got '{v}'", u32::MAX),
                 )),
             },
         }
@@ -1577,7 +1597,8 @@ pub struct SplitWorkspace {
 /// 1.4%; none measured above 995).
 pub const COLS_C2_MAX_WORK_PERMILLE: u64 = 995;
 
-/// The shortest K-slice, in K blocks, of the small-N column tiles' few-tiles split
+/// The shortest K-slice, in K blocks, of the small-N column tiles' few-tiles split (the
+/// 8-column tile: [`SMALL_N8_MIN_SPLIT_K_BLOCKS`])
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MIN_SPLIT_K_BLOCKS`,
 /// 16). Their slices stream 128 x 64 elements of A per K block and little of B, so a CTA's
 /// chain of K blocks, not its bytes, bounds them (run 219).
@@ -2430,7 +2451,22 @@ mod tests {
         assert_eq!(TileConfig::choose_for_split(s, 132), TileConfig::swapped_wide(96, Epilogue::TmaStore));
         assert!(TileConfig::choose_for_split(s, 132).can_split_last_wave());
         // Elsewhere the same as choose_for (a splittable default, or no splittable twin).
-        for s in [GemmShape { m: 128, n: 9216, k: 7168 }, GemmShape { m: 2049, n: 8192, k: 4096 }, GemmShape { m: 256, n: 8190, k: 4096 }] {
+        // A clustered default gives way to the unclustered tile it was chosen as (helper-55:
+        // `--split-last-wave N` stopped at the first clustered default); with N % 8 != 0 (no
+        // TMA store, so no split) it stays, and the launch refuses the count naming it.
+        let sh = |m, n, k| GemmShape { m, n, k };
+        for (s, c2, flat) in [
+            (sh(4096, 4096, 4096), TileConfig::WIDE_TMA_STORE_C2, TileConfig::WIDE_TMA_STORE),
+            (sh(4096, 4096, 1000), TileConfig::WIDE_TMA_STORE_C2, TileConfig::WIDE_TMA_STORE),
+            (sh(4096, 7168, 9216), TileConfig::cols_tma_store_c2(176), TileConfig::cols_tma_store(176)),
+            (sh(2049, 8192, 4096), TileConfig::swapped_wide_c2(208, Epilogue::TmaStore), TileConfig::swapped_wide(208, Epilogue::TmaStore)),
+        ] {
+            assert_eq!(TileConfig::choose_for(s, 132), c2, "{s:?}");
+            assert_eq!(TileConfig::choose_for_split(s, 132), flat, "{s:?}");
+            assert!(flat.can_split_last_wave() && flat.validate_for_gemm().is_ok(), "{s:?}");
+        }
+        assert_eq!(TileConfig::choose_for_split(sh(2049, 8191, 4096), 132), TileConfig::swapped_wide_c2(208, Epilogue::Registers));
+        for s in [GemmShape { m: 128, n: 9216, k: 7168 }, GemmShape { m: 256, n: 8190, k: 4096 }] {
             assert_eq!(TileConfig::choose_for_split(s, 132), TileConfig::choose_for(s, 132), "{s:?}");
         }
     }

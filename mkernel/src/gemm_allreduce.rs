@@ -66,9 +66,9 @@ pub struct GemmAllReduceOptions {
     /// ([`FusedConfig::choose_split`]'s count on the epilogue path; on the local path with
     /// no tile forced, the plain GEMM's split rules as `mkernel::gemm` applies them,
     /// [`TileConfig::split_rule_for`]; `Off` never splits). Given (`Off` or a count), the
-    /// default tile stays unclustered (`FusedConfig::clustered_epilogue_tile`; on the local
-    /// path a count takes `TileConfig::choose_for_split`), so that comparing split options
-    /// compares splits alone. A count must pass [`FusedConfig::check_split`] (on the local
+    /// epilogue path's default tile stays unclustered (`FusedConfig::clustered_epilogue_tile`),
+    /// so that comparing split options compares splits alone; on the local path a count
+    /// takes `TileConfig::choose_for_split` (a clustered default's unclustered tile). A count must pass [`FusedConfig::check_split`] (on the local
     /// path the plain GEMM's rules); other paths take `Off`, `Auto` (which gives 1 there)
     /// or a count of 1.
     pub split_last_wave: Option<LastWaveSplit>,

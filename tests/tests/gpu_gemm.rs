@@ -14,6 +14,28 @@ fn sm_count(ctx: &CudaContext) -> u32 {
     ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).unwrap() as u32
 }
 
+/// Fresh random operands for `s` (A [M, K], B [N, K], bf16) and their fp32 cuBLAS reference
+/// C [M, N] on the host; `seed` for failure messages.
+struct Operands {
+    a: CudaSlice<bf16>,
+    b: CudaSlice<bf16>,
+    want: Vec<f32>,
+    seed: u64,
+}
+
+fn operands(stream: &Arc<CudaStream>, blas: &mut Cublas, s: GemmShape) -> Operands {
+    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+    let seed = check::fresh_seed();
+    let mut a = stream.alloc_zeros::<bf16>(m * k).unwrap();
+    let mut b = stream.alloc_zeros::<bf16>(n * k).unwrap();
+    check::fill_uniform(stream, &mut a, seed).unwrap();
+    check::fill_uniform(stream, &mut b, seed + 1).unwrap();
+    let mut reference = stream.alloc_zeros::<f32>(m * n).unwrap();
+    blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
+    let want = stream.clone_dtoh(&reference).unwrap();
+    Operands { a, b, want, seed }
+}
+
 fn run_case(s: GemmShape, tile: Option<TileConfig>) -> TileConfig {
     let ctx = CudaContext::new(0).unwrap();
     let stream = ctx.new_stream().unwrap();
@@ -311,14 +333,7 @@ fn split_last_wave_matches_reference() {
     ] {
         let s = GemmShape { m, n, k };
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
-        let seed = check::fresh_seed();
-        let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
-        let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
-        check::fill_uniform(&stream, &mut a, seed).unwrap();
-        check::fill_uniform(&stream, &mut b, seed + 1).unwrap();
-        let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
-        blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
-        let want = stream.clone_dtoh(&reference).unwrap();
+        let Operands { a, b, want, seed } = operands(&stream, &mut blas, s);
         let mut first: Option<Vec<bf16>> = None;
         for (round, n_slices) in [slices[0], slices[0], slices[1]].into_iter().enumerate() {
             let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
@@ -336,6 +351,39 @@ fn split_last_wave_matches_reference() {
             }
             eprintln!("ok {s:?} {tile} {n_slices} slices round {round}: {cmp}");
         }
+    }
+}
+
+/// A forced count (`LastWaveSplit::Slices`, no tile forced) on shapes whose default is a
+/// 2-CTA tile (clusters never split): the call runs the unclustered tile the default was
+/// chosen as (`TileConfig::choose_for_split`; helper-55 found `--split-last-wave N` stopping
+/// at the first clustered default), against the reference.
+#[test]
+fn forced_split_on_a_clustered_default_runs_unclustered() {
+    if gpu_or_skip("forced_split_on_a_clustered_default_runs_unclustered", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    let sms = sm_count(&ctx);
+    let stream = ctx.new_stream().unwrap();
+    let mut blas = Cublas::new(&stream).unwrap();
+    let mut ws = GemmWorkspace::new(&stream).unwrap();
+    // (counts whose slots fit the default workspace: 2048 x 7168 x 9216 leaves 128 tiles of
+    // 128 x 176 over, 3 slices of which would need 33.8 MB, refused naming split_last_wave)
+    for (m, n, k, n_slices) in [(2049, 8192, 4096, 2), (2048, 7168, 9216, 2), (4096, 4096, 1000, 2)] {
+        let s = GemmShape { m, n, k };
+        let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+        let Operands { a, b, want, seed } = operands(&stream, &mut blas, s);
+        let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
+        check::poison(&stream, &mut c).unwrap();
+        let opts = GemmOptions { split_last_wave: LastWaveSplit::Slices(n_slices), ..Default::default() };
+        let ran = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, opts, &mut ws).unwrap();
+        let default = TileConfig::choose_for(s, sms);
+        assert_eq!((ran.tile, ran.split_slices), (TileConfig::choose_for_split(s, sms), n_slices), "{s:?}");
+        assert!(ran.tile.cluster_m == 1, "{s:?}: ran {}", ran.tile);
+        let cmp = check::compare(&stream.clone_dtoh(&c).unwrap(), &want, None, nu, ku);
+        assert!(cmp.passed(), "{s:?} {} in {n_slices} slices (default {default}): {cmp} (seed {seed:#x})", ran.tile);
+        eprintln!("ok {s:?}: default {default}, ran {} in {n_slices} slices: {cmp}", ran.tile);
     }
 }
 
@@ -420,14 +468,7 @@ fn split_rule_default_matches_reference() {
         }
         assert!(want_tile.is_some(), "{s:?}: the rule should apply on {sms} SMs");
         let (mu, nu, ku) = (m as usize, n as usize, k as usize);
-        let seed = check::fresh_seed();
-        let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
-        let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
-        check::fill_uniform(&stream, &mut a, seed).unwrap();
-        check::fill_uniform(&stream, &mut b, seed + 1).unwrap();
-        let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
-        blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
-        let want = stream.clone_dtoh(&reference).unwrap();
+        let Operands { a, b, want, seed } = operands(&stream, &mut blas, s);
         let mut first: Option<Vec<bf16>> = None;
         for round in 0..2 {
             let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
@@ -484,14 +525,7 @@ fn gemm_splits_on_a_workspace_it_keeps_per_stream() {
             for stream in &streams {
                 let mut blas = Cublas::new(stream).unwrap();
                 let (mu, nu, ku) = (s.m as usize, s.n as usize, s.k as usize);
-                let seed = check::fresh_seed();
-                let mut a = stream.alloc_zeros::<bf16>(mu * ku).unwrap();
-                let mut b = stream.alloc_zeros::<bf16>(nu * ku).unwrap();
-                check::fill_uniform(stream, &mut a, seed).unwrap();
-                check::fill_uniform(stream, &mut b, seed + 1).unwrap();
-                let mut reference = stream.alloc_zeros::<f32>(mu * nu).unwrap();
-                blas.gemm_f32_out(&a, &b, &mut reference, s).unwrap();
-                let want = stream.clone_dtoh(&reference).unwrap();
+                let Operands { a, b, want, seed } = operands(stream, &mut blas, s);
                 let run = |opts: GemmOptions, ws: Option<&mut GemmWorkspace>| {
                     let mut c = stream.alloc_zeros::<bf16>(mu * nu).unwrap();
                     check::poison(stream, &mut c).unwrap();
