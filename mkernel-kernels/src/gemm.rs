@@ -925,11 +925,14 @@ impl TileConfig {
             return None;
         }
         let wide = current.busiest_sm_work(shape, sm_count) as u128;
-        let best = [176u32, 192, 208]
+        let (work, best) = [176u32, 192, 208]
             .into_iter()
-            .map(Self::cols_tma_store_c2)
-            .min_by_key(|t| (t.busiest_sm_work(shape, sm_count), u32::MAX - t.bn))?;
-        (best.busiest_sm_work(shape, sm_count) as u128 * 1000 <= wide * COLS_C2_MAX_WORK_PERMILLE as u128).then_some(best)
+            .map(|c| {
+                let t = Self::cols_tma_store_c2(c);
+                (t.busiest_sm_work(shape, sm_count), t)
+            })
+            .min_by_key(|&(work, t)| (work, u32::MAX - t.bn))?;
+        (work as u128 * 1000 <= wide * COLS_C2_MAX_WORK_PERMILLE as u128).then_some(best)
     }
 
     /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
@@ -1081,12 +1084,11 @@ impl TileConfig {
     /// (helper-55: most large defaults are clustered).
     pub fn choose_for_split(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
-        let flat = Self::twin_that_splits(Self { cluster_m: 1, ..t }, shape);
-        if t.cluster_m > 1 && flat.can_split_last_wave() && flat.validate_for_gemm().is_ok() {
-            flat
-        } else {
-            t
+        if t.cluster_m <= 1 {
+            return t;
         }
+        let flat = Self::twin_that_splits(Self { cluster_m: 1, ..t }, shape);
+        if flat.can_split_last_wave() && flat.validate_for_gemm().is_ok() { flat } else { t }
     }
 
     /// `t`, or where it cannot split ([`Self::can_split_last_wave`]) its TMA-store twin
@@ -1383,7 +1385,7 @@ impl TileConfig {
     /// unswapped, unclustered, the TMA-store epilogue: [`Self::small_n_for`]'s for N <= 32),
     /// which [`Self::few_tiles_slices`] splits finer.
     fn is_small_n_cols(&self) -> bool {
-        !self.swap_ab && self.cluster_m == 1 && self.bm == 128 && self.bn <= 32 && *self == Self::cols_tma_store(self.bn)
+        self.bn <= 32 && *self == Self::cols_tma_store(self.bn)
     }
 
     /// Whether `rest` left-over tiles in `slices` K-slices fit a workspace of
@@ -2346,7 +2348,7 @@ mod tests {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE_C2, "{m}x{n}x{k}");
         }
         // ... and in its place the clustered column-fitted tile of 176-208 columns where that
-        // fits the waves better by at least 0.5% (runs 219, 221).
+        // fits the waves better by at least 0.5% (runs 219, 221-222).
         for ((m, n, k), cols) in [
             ((8192, 7168, 9216), 176),
             ((16384, 7168, 9216), 176),
@@ -2450,7 +2452,6 @@ mod tests {
         let s = GemmShape { m: 96, n: 9216, k: 7168 };
         assert_eq!(TileConfig::choose_for_split(s, 132), TileConfig::swapped_wide(96, Epilogue::TmaStore));
         assert!(TileConfig::choose_for_split(s, 132).can_split_last_wave());
-        // Elsewhere the same as choose_for (a splittable default, or no splittable twin).
         // A clustered default gives way to the unclustered tile it was chosen as (helper-55:
         // `--split-last-wave N` stopped at the first clustered default); with N % 8 != 0 (no
         // TMA store, so no split) it stays, and the launch refuses the count naming it.
@@ -2466,6 +2467,7 @@ mod tests {
             assert!(flat.can_split_last_wave() && flat.validate_for_gemm().is_ok(), "{s:?}");
         }
         assert_eq!(TileConfig::choose_for_split(sh(2049, 8191, 4096), 132), TileConfig::swapped_wide_c2(208, Epilogue::Registers));
+        // Elsewhere the same as choose_for (a splittable default, or no splittable twin).
         for s in [GemmShape { m: 128, n: 9216, k: 7168 }, GemmShape { m: 256, n: 8190, k: 4096 }] {
             assert_eq!(TileConfig::choose_for_split(s, 132), TileConfig::choose_for(s, 132), "{s:?}");
         }
