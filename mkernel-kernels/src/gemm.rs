@@ -1219,7 +1219,7 @@ impl TileConfig {
     /// "last wave"), each in the S >= 2 K-slices of [`Self::few_tiles_slices`] (S = min(SMs
     /// / tiles, K blocks / 16, 8), the fused kernel's bounds,
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
-    /// the small-N column tiles up to 16 slices (N <= 16) of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured), within
+    /// the small-N column tiles up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
     /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
     /// Registers tile whose twin N refuses, 2-CTA clusters).
@@ -1336,8 +1336,7 @@ impl TileConfig {
     /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`] at 8
     /// columns), as long as their CTAs stay within
     /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K
-    /// blocks (4 at 8 columns), C = 16 slices for N <= 16 ([`SMALL_N_MAX_SPLIT_SLICES`]),
-    /// else `MAX_SPLIT_SLICES` (8).
+    /// blocks (4 at 8 columns), C = [`SMALL_N_MAX_SPLIT_SLICES`] (16).
     /// (`bench gemm --split-like-rule` applies it to a forced tile.)
     ///
     /// Measured on one H200 (run 219, host-gated, two passes, ms; S slices): at K = 4096
@@ -1359,7 +1358,11 @@ impl TileConfig {
     /// x 8192 0.0106 -> 0.0093, 384 x 16 x 14336 0.0143 -> 0.0116-0.0121, 512 x 16 x 16384
     /// 0.0157-0.0158 -> 0.0136-0.0137), 10-14 slices at K = 5120-7168 even to 11% faster
     /// (256 x 8 x 7168 in 14: 0.0100 -> 0.0089-0.0091, 64 x 8 x 5120 in 10: 0.0088 ->
-    /// 0.0086-0.0088).
+    /// 0.0086-0.0088). At 24 and 32 columns up to 16 slices too since the fix-up sums 8 of
+    /// them a round trip (run 232, 8 slices forced -> this rule, K = 5120-14336): 16 slices
+    /// 3-15% faster (384 x 32 x 14336 0.0154-0.0157 -> 0.0133-0.0134, 512 x 32 x 8192
+    /// 0.0122-0.0124 -> 0.0113-0.0115, 256 x 24 x 9216 0.0117-0.0119 -> 0.0110-0.0112),
+    /// 10-14 slices even to 7% faster (300 x 24 x 7168 in 14: 0.0109-0.0113 -> 0.0105).
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         if shape.k < 4096 || sm_count < 2 {
             return None;
@@ -1371,9 +1374,8 @@ impl TileConfig {
         let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
         let s = if self.is_small_n_cols() {
             let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-            let most = if self.bn <= 16 { SMALL_N_MAX_SPLIT_SLICES } else { crate::gemm_allreduce::MAX_SPLIT_SLICES };
             let shortest = if self.bn <= 8 { SMALL_N8_MIN_SPLIT_K_BLOCKS } else { SMALL_N_MIN_SPLIT_K_BLOCKS };
-            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(most);
+            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(SMALL_N_MAX_SPLIT_SLICES);
             s.max(finer)
         } else {
             s
@@ -1613,10 +1615,12 @@ pub const SMALL_N_MIN_SPLIT_K_BLOCKS: u64 = 8;
 /// x 4096 (two float4s a slice) 16 slices were even.
 pub const SMALL_N8_MIN_SPLIT_K_BLOCKS: u64 = 4;
 
-/// The most K-slices of the few-tiles split of the small-N column tiles up to 16 columns
-/// wide ([`TileConfig::few_tiles_slices`]; wider ones and other tiles:
-/// `gemm_allreduce::MAX_SPLIT_SLICES`, 8): run 221, 64 x 8 x 14336 15% faster in 16 than in
-/// 8, 256 x 32 x 7168 1-4% slower.
+/// The most K-slices of the few-tiles split of the small-N column tiles
+/// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
+/// run 221, 64 x 8 x 14336 15% faster in 16 than in 8; at 24 and 32 columns since the
+/// fix-up sums 16 slices in two L2 round trips there (runs 231-232: 16 slices 3-15% faster
+/// than 8 at K = 8192-14336, 10-14 even to 7% faster; at K = 4096 16 slices of 4 K blocks
+/// were slower, and slices of 8 K blocks keep 8 there).
 pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 
 /// Counts a split workspace holds: one u32 per left-over tile, and the left-over tiles are
@@ -2076,14 +2080,17 @@ mod tests {
         }
         // The default takes it, and the few-tiles split splits it where its tiles are few.
         // (run 203's splits: 8 tiles in 4 slices at K = 4096, 16 in 7 at K = 7168, ...)
-        // (run 219: the column tiles' slices of 8 K blocks where their CTAs stay within SMs / 2)
+        // (run 219: the column tiles' slices of 8 K blocks where their CTAs stay within SMs / 2;
+        // up to 16 slices at 24 and 32 columns too since run 232)
         for (m, n, k, slices) in [
             (64, 8, 7168, Some(16)),
             (64, 8, 14336, Some(16)),
             (256, 8, 4096, Some(16)),
             (128, 16, 4096, Some(8)),
             (256, 16, 9216, Some(16)),
-            (256, 32, 7168, Some(8)),
+            (256, 32, 7168, Some(14)),
+            (512, 32, 8192, Some(16)),
+            (300, 24, 7168, Some(14)),
             (1024, 8, 7168, Some(8)),
             (1024, 8, 4096, Some(8)),
             (256, 32, 4096, Some(8)),

@@ -438,7 +438,7 @@ fn split_rule_default_matches_reference() {
         (8, 4096, 4104, false),
         (128, 16896, 4104, false),
         // The small-N rule's tiles (an MoE router), split: N columns wide for N <= 32 (8 in
-        // 4 and, at M = 64, 7 slices, 24 in 3, 32 in 5), swapped above (64 rows of A in 7 slices, two column
+        // 8 and, at M = 64, 16 slices, 24 in 3, 32 in 5; on 132 SMs), swapped above (64 rows of A in 7 slices, two column
         // blocks of 64 rows in 2); M ragged, N not a power of two.
         (1000, 8, 4096, false),
         (64, 8, 7168, false),
@@ -446,10 +446,13 @@ fn split_rule_default_matches_reference() {
         (3001, 32, 7168, false),
         (200, 56, 7168, false),
         (2000, 120, 7168, false),
-        // ... up to 16 slices for N <= 16 (run 221): 8 columns in 16 slices at K = 14336, 16
-        // in 14 at M ragged.
+        // ... up to 16 slices (runs 221, 232; counts on 132 SMs): 8 columns in 16 slices at K
+        // = 14336, 16 in 14 at M ragged, 32 in 16 and 24 in 14 (two L2 round trips of the
+        // fix-up), M ragged.
         (64, 8, 14336, false),
         (200, 16, 7168, false),
+        (200, 32, 9216, false),
+        (300, 24, 7168, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.

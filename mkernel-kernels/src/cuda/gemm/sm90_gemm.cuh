@@ -518,13 +518,16 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // (64 or 128 rows by at most 64) load kBatch slices' groups per round trip: the same sums in the same order
   // (the bits do not depend on it), up to kInFlight float4s per thread at once: 3 slices at
   // 64 x 64 (8 float4s each; 4 spills registers there; 7 slices in 3 round trips instead
-  // of 6, bench/NOTES.md 23.6), 6 at 128 x 32, 12 at 128 x 16, 16 (kMaxBatch, the most
-  // slices the rules make) at 128 x 8 (run 224: 0.2-1.0 us less a call on small-N and
-  // small-M splits, 128 x 8 x 9216 in 16 slices 0.0103 -> 0.0093 ms); the others keep one
-  // slice per round trip (more spill registers).
+  // of 6, bench/NOTES.md 23.6), 16 (kMaxBatch, the most slices the rules make) at 128 x 8
+  // (run 224: 0.2-1.0 us less a call on small-N and small-M splits, 128 x 8 x 9216 in 16
+  // slices 0.0103 -> 0.0093 ms); 32 in flight at 2 or 4 float4s a slice (16 or 32 columns,
+  // 64 or 128 rows): 16 slices a trip at 16 columns, 8 at 32 (16 slices in two trips, three
+  // before; run 230: 0.2-0.6 us less a call); 24 columns keep 24 (8 a trip; 32 spilled more
+  // in the fused 64 x 24 tile); the others keep one slice per round trip (more spill
+  // registers).
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
   constexpr u32 kGroup = 8;
-  constexpr u32 kInFlight = 24;
+  constexpr u32 kInFlight = (kF4 == 2 || kF4 == 4) ? 32 : 24;
   constexpr u32 kMaxBatch = 16;
   constexpr u32 kGroupLen = kF4 < kGroup ? kF4 : kGroup;
   constexpr u32 kFit = kInFlight / kGroupLen;
