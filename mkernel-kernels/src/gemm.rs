@@ -1219,7 +1219,8 @@ impl TileConfig {
     /// "last wave"), each in the S >= 2 K-slices of [`Self::few_tiles_slices`] (S = min(SMs
     /// / tiles, K blocks / 16, 8), the fused kernel's bounds,
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
-    /// the small-N column tiles up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured), within
+    /// the small-N column tiles up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured; the
+    /// small-N column tiles from K = 1024, 4-8 slices of at least 2 K blocks below 4096), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
     /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
     /// Registers tile whose twin N refuses, 2-CTA clusters).
@@ -1332,11 +1333,13 @@ impl TileConfig {
     /// whatever the workspace: S = [`Self::split_slices_bound`] where the tile can split
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
-    /// [`Self::small_n_for`]'s, MoE routers) take slices of at least
-    /// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`] at 8
-    /// columns), as long as their CTAs stay within
-    /// half the SMs: S = max(that bound, min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K
-    /// blocks (4 at 8 columns), C = [`SMALL_N_MAX_SPLIT_SLICES`] (16).
+    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024): below K = 4096
+    /// into S = min(SMs / 2 / tiles, K blocks / [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`], 8)
+    /// slices where S >= [`SMALL_N_SHORT_K_MIN_SLICES`] (4); from K = 4096 they take slices of at
+    /// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`]
+    /// at 8 columns), as long as their CTAs stay within half the SMs: S = max(that bound,
+    /// min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K blocks (4 at 8 columns), C =
+    /// [`SMALL_N_MAX_SPLIT_SLICES`] (16).
     /// (`bench gemm --split-like-rule` applies it to a forced tile.)
     ///
     /// Measured on one H200 (run 219, host-gated, two passes, ms; S slices): at K = 4096
@@ -1364,7 +1367,9 @@ impl TileConfig {
     /// 0.0122-0.0124 -> 0.0113-0.0115, 256 x 24 x 9216 0.0117-0.0119 -> 0.0110-0.0112),
     /// 10-14 slices even to 7% faster (300 x 24 x 7168 in 14: 0.0109-0.0113 -> 0.0105).
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
-        if shape.k < 4096 || sm_count < 2 {
+        let small_n = self.is_small_n_cols();
+        let short_k = shape.k < 4096;
+        if (short_k && !(small_n && shape.k >= SMALL_N_SHORT_K_MIN)) || sm_count < 2 {
             return None;
         }
         let tiles = self.tiles(shape.m, shape.n);
@@ -1372,11 +1377,24 @@ impl TileConfig {
             return None;
         }
         let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
-        let s = if self.is_small_n_cols() {
+        let s = if small_n {
             let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-            let shortest = if self.bn <= 8 { SMALL_N8_MIN_SPLIT_K_BLOCKS } else { SMALL_N_MIN_SPLIT_K_BLOCKS };
-            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(SMALL_N_MAX_SPLIT_SLICES);
-            s.max(finer)
+            let (shortest, most) = if short_k {
+                (SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS, crate::gemm_allreduce::MAX_SPLIT_SLICES)
+            } else if self.bn <= 8 {
+                (SMALL_N8_MIN_SPLIT_K_BLOCKS, SMALL_N_MAX_SPLIT_SLICES)
+            } else {
+                (SMALL_N_MIN_SPLIT_K_BLOCKS, SMALL_N_MAX_SPLIT_SLICES)
+            };
+            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(most);
+            if short_k {
+                if finer < SMALL_N_SHORT_K_MIN_SLICES {
+                    return None;
+                }
+                finer
+            } else {
+                s.max(finer)
+            }
         } else {
             s
         };
@@ -1622,6 +1640,31 @@ pub const SMALL_N8_MIN_SPLIT_K_BLOCKS: u64 = 4;
 /// than 8 at K = 8192-14336, 10-14 even to 7% faster; at K = 4096 16 slices of 4 K blocks
 /// were slower, and slices of 8 K blocks keep 8 there).
 pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
+
+/// The shortest K for which the few-tiles split splits the small-N column tiles
+/// ([`TileConfig::few_tiles_slices`]; other tiles: K >= 4096). Below K = 4096 one tile's K
+/// chain is what bounds these calls (~0.22 us a K block on an H200, run 234: 128 x 32 x 2048
+/// unsplit 0.0117 ms, 128 x 32 x 64 0.0048), so they split there too, into at most
+/// `gemm_allreduce::MAX_SPLIT_SLICES` (8) slices of at least
+/// [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`] K blocks. Run 235 (one H200, host-gated, unsplit
+/// -> 8 slices forced, ms): 128 x 32 x 2048 0.0118 -> 0.0084, 512 x 16 x 2048 0.0113 ->
+/// 0.0081, 128 x 8 x 2048 0.0111 -> 0.0076, 1024 x 8 x 2048 0.0111 -> 0.0079, 512 x 32 x
+/// 3072 0.0154 -> 0.0092, 64 x 16 x 3584 0.0170 -> 0.0087, 256 x 8 x 1024 0.0078 -> 0.0072,
+/// 128 x 32 x 1024 0.0080-0.0081 -> 0.0079-0.0081 (two passes); 2 and 4 slices slower than
+/// or even with 8 on all nine, 16 slower on six and even on three.
+pub const SMALL_N_SHORT_K_MIN: u32 = 1024;
+
+/// The fewest slices of the small-N column tiles' split below K = 4096
+/// ([`SMALL_N_SHORT_K_MIN`]): fewer are not taken. Run 236 (the rule against unsplit,
+/// two passes, ms): 16 tiles in 4 slices 21-26% faster (2048 x 16 x 2048 0.0113-0.0120 ->
+/// 0.0089-0.0091, 2048 x 32 x 3072 0.0164-0.0173 -> 0.0121-0.0128); 24-64 tiles in 2
+/// slices even or 8-18% slower (4096 x 32 x 1024 0.0082-0.0084 -> 0.0091-0.0097, 8192 x 8
+/// x 2048 0.0142-0.0147 -> 0.0163-0.0168, 3000 x 16 x 1536 and 4096 x 8 x 2048 even).
+pub const SMALL_N_SHORT_K_MIN_SLICES: u64 = 4;
+
+/// The shortest slice, in K blocks, of the small-N column tiles' split below K = 4096
+/// ([`SMALL_N_SHORT_K_MIN`]): 8 slices of 2 K blocks at K = 1024 (run 235).
+pub const SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS: u64 = 2;
 
 /// Counts a split workspace holds: one u32 per left-over tile, and the left-over tiles are
 /// fewer than the grid's CTAs (at most one CTA per SM), so 4096 covers any GPU's SMs.
@@ -2094,6 +2137,17 @@ mod tests {
             (1024, 8, 7168, Some(8)),
             (1024, 8, 4096, Some(8)),
             (256, 32, 4096, Some(8)),
+            // (below K = 4096 from K = 1024: up to 8 slices of >= 2 K blocks, run 235)
+            (128, 32, 2048, Some(8)),
+            (256, 8, 1024, Some(8)),
+            (64, 16, 3584, Some(8)),
+            (1024, 8, 2048, Some(8)),
+            (2048, 8, 2048, Some(4)),
+            (2048, 32, 3072, Some(4)),
+            (4096, 8, 2048, None),
+            (4096, 32, 1024, None),
+            (3000, 16, 1536, None),
+            (128, 32, 960, None),
             (2048, 8, 4096, Some(4)),
             (2048, 8, 7168, Some(7)),
             (4096, 8, 4096, Some(4)),

@@ -453,6 +453,10 @@ fn split_rule_default_matches_reference() {
         (200, 16, 7168, false),
         (200, 32, 9216, false),
         (300, 24, 7168, false),
+        // ... and below K = 4096 from K = 1024 (run 235): 32 columns in 8 slices of 4 K blocks,
+        // 8 in 8 of 2, M ragged.
+        (200, 32, 2048, false),
+        (100, 8, 1024, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.

@@ -59,7 +59,7 @@ pub struct GemmArgs {
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
     /// With --tile: split the forced tile's K loop as the few-tiles split rule would split
     /// it on each shape (`TileConfig::few_tiles_slices`: where it makes at most SMs / 2
-    /// tiles and K >= 4096), unsplit elsewhere; to time a tile as the default would run it
+    /// tiles and K >= 4096, or K >= 1024 for the small-N column tiles), unsplit elsewhere; to time a tile as the default would run it
     /// if the heuristic chose it. Not with --split-last-wave.
     #[arg(long, requires = "tile", conflicts_with = "split_last_wave")]
     pub split_like_rule: bool,
