@@ -1369,6 +1369,9 @@ impl TileConfig {
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         let small_n = self.is_small_n_cols();
         let short_k = shape.k < 4096;
+        if short_k && *self == Self::swapped_tma_store(64) {
+            return self.short_k_64x64_slices(shape, sm_count);
+        }
         if (short_k && !(small_n && shape.k >= SMALL_N_SHORT_K_MIN)) || sm_count < 2 {
             return None;
         }
@@ -1399,6 +1402,25 @@ impl TileConfig {
             s
         };
         (s >= 2).then_some(s as u32)
+    }
+
+    /// [`Self::few_tiles_slices`] of the 64 x 64 swapped TMA-store tile
+    /// ([`Self::few_tiles_unsplit_smaller_instead_of`]'s) below K = 4096: S = min(SMs / 2 /
+    /// tiles, K blocks / [`SMALL_N_MIN_SPLIT_K_BLOCKS`] (8), 8) where S >= 4
+    /// ([`SMALL_N_SHORT_K_MIN_SLICES`]), from K = 2048; `None` elsewhere. One tile's K chain
+    /// bounds these calls as it does the small-N ones ([`SMALL_N_SHORT_K_MIN`]). Run 238 (one
+    /// H200, host-gated, two passes, ms, unsplit -> 4 slices forced): 256 x 256 x 2048 (16
+    /// tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512 x 3072 (16) 0.0159-0.0160 ->
+    /// 0.0110-0.0116; with 36-64 tiles (2 slices at most within the SMs) even to 15% faster at
+    /// K >= 2048, 17% slower at K = 1024, so not split.
+    fn short_k_64x64_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
+        let tiles = self.tiles(shape.m, shape.n);
+        if shape.k < 2048 || shape.k >= 4096 || tiles == 0 || self.check_output(shape.n).is_err() {
+            return None;
+        }
+        let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
+        let s = ((sm_count / 2) as u64 / tiles).min(k_blocks / SMALL_N_MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        (s >= SMALL_N_SHORT_K_MIN_SLICES).then_some(s as u32)
     }
 
     /// Whether this is one of the small-N column tiles (128 rows by N <= 32 columns,
@@ -1553,8 +1575,9 @@ pub enum LastWaveSplit {
     /// wave, K >= 4096, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
-    /// most half the SMs, each in 2-8 slices (the small-N column tiles up to 16),
-    /// [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// most half the SMs, each in 2-8 slices (the small-N column tiles up to 16; below K =
+    /// 4096 the small-N column tiles from K = 1024 and few 64 x 64 swapped tiles from K =
+    /// 2048, in 4-8), [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -1650,7 +1673,7 @@ pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 /// -> 8 slices forced, ms): 128 x 32 x 2048 0.0118 -> 0.0084, 512 x 16 x 2048 0.0113 ->
 /// 0.0081, 128 x 8 x 2048 0.0111 -> 0.0076, 1024 x 8 x 2048 0.0111 -> 0.0079, 512 x 32 x
 /// 3072 0.0154 -> 0.0092, 64 x 16 x 3584 0.0170 -> 0.0087, 256 x 8 x 1024 0.0078 -> 0.0072,
-/// 128 x 32 x 1024 0.0080-0.0081 -> 0.0079-0.0081 (two passes); 2 and 4 slices slower than
+/// 256 x 32 x 2048 0.0118 -> 0.0086, 128 x 32 x 1024 0.0080-0.0081 -> 0.0079-0.0081 (two passes); 2 and 4 slices slower than
 /// or even with 8 on all nine, 16 slower on six and even on three.
 pub const SMALL_N_SHORT_K_MIN: u32 = 1024;
 
@@ -2154,7 +2177,7 @@ mod tests {
             (4096, 64, 7168, Some(2)),
             (8192, 16, 7168, Some(2)),
             (16384, 8, 4096, None),
-            (1024, 64, 2048, None),
+            (1024, 64, 2048, Some(4)),
         ] {
             let s = GemmShape { m, n, k };
             let t = TileConfig::choose_for(s, 132);
@@ -2169,9 +2192,24 @@ mod tests {
         let s = |m, n, k| GemmShape { m, n, k };
         let small = TileConfig::swapped_tma_store(64);
         // Run 209's shapes, and ragged M and N (no more padding than 128 x 128 tiles).
-        for (m, n, k) in [(256, 256, 2048), (512, 512, 2048), (384, 384, 3072), (256, 1024, 1024), (1024, 256, 2048), (128, 512, 3072), (192, 768, 2048), (640, 384, 1024), (300, 520, 1024)] {
+        // Split where at most SMs / 8 of them leave 4-8 slices of >= 8 K blocks (run 238), else
+        // unsplit.
+        for (m, n, k, slices) in [
+            (256, 256, 2048, Some(4)),
+            (512, 512, 2048, None),
+            (384, 384, 3072, None),
+            (256, 1024, 1024, None),
+            (1024, 256, 2048, None),
+            (128, 512, 3072, Some(4)),
+            (192, 768, 2048, None),
+            (640, 384, 1024, None),
+            (300, 520, 1024, None),
+            (256, 128, 3072, Some(6)),
+            (200, 136, 2048, Some(4)),
+            (128, 256, 1984, None),
+        ] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), small, "{m}x{n}x{k}");
-            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), slices.map(|sl| (small, sl)), "{m}x{n}x{k}");
         }
         // Not: more than SMs / 2 of them, K >= 4096 (the split rules' ground) or < 1024, K % 64
         // != 0, N % 8 != 0, M <= 64, more padding (N = 136 on 128 x 136 tiles), few SMs.

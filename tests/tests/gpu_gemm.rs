@@ -213,7 +213,8 @@ fn swapped_operand_tiles_match_reference() {
 
 /// The small-N rule's default (`TileConfig::small_n_for`: N <= 160; the 128-row TMA-store
 /// tile N columns wide for N <= 32, else the swapped 64-row one holding 64, 128 or 256
-/// rows of A) where it runs unsplit (K < 4096): M ragged, N of 8-152 columns, each height.
+/// rows of A) below K = 4096 (where `mkernel::gemm`'s own workspace may split it: 64 x 16 x
+/// 2048 and 129 x 32 x 3968 in 8 slices since run 236): M ragged, N of 8-152 columns, each height.
 #[test]
 fn small_n_default_matches_reference() {
     // (N <= 64 takes the rule on any GPU; 5000 x 152, three column blocks of 128 rows of A, where
@@ -453,10 +454,14 @@ fn split_rule_default_matches_reference() {
         (200, 16, 7168, false),
         (200, 32, 9216, false),
         (300, 24, 7168, false),
-        // ... and below K = 4096 from K = 1024 (run 235): 32 columns in 8 slices of 4 K blocks,
+        // ... and below K = 4096 from K = 1024 (runs 235-236): 32 columns in 8 slices of 4 K blocks,
         // 8 in 8 of 2, M ragged.
         (200, 32, 2048, false),
         (100, 8, 1024, false),
+        // The 64 x 64 swapped tiles below K = 4096 (run 238): 12 of them in 4 slices, M and N
+        // ragged; 8 in 6 slices of 8 K blocks.
+        (200, 136, 2048, false),
+        (256, 128, 3072, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.
