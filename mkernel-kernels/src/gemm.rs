@@ -1333,9 +1333,9 @@ impl TileConfig {
     /// whatever the workspace: S = [`Self::split_slices_bound`] where the tile can split
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
-    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024): below K = 4096
-    /// into S = min(SMs / 2 / tiles, K blocks / [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`], 8)
-    /// slices where S >= [`SMALL_N_SHORT_K_MIN_SLICES`] (4); from K = 4096 they take slices of at
+    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), and the 64 x 64
+    /// swapped TMA-store tile from K = [`SWAPPED64_SHORT_K_MIN`] (2048): below K = 4096 as
+    /// `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
     /// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`]
     /// at 8 columns), as long as their CTAs stay within half the SMs: S = max(that bound,
     /// min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K blocks (4 at 8 columns), C =
@@ -1367,12 +1367,10 @@ impl TileConfig {
     /// 0.0122-0.0124 -> 0.0113-0.0115, 256 x 24 x 9216 0.0117-0.0119 -> 0.0110-0.0112),
     /// 10-14 slices even to 7% faster (300 x 24 x 7168 in 14: 0.0109-0.0113 -> 0.0105).
     pub fn few_tiles_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
-        let small_n = self.is_small_n_cols();
-        let short_k = shape.k < 4096;
-        if short_k && *self == Self::swapped_tma_store(64) {
-            return self.short_k_64x64_slices(shape, sm_count);
+        if shape.k < 4096 {
+            return self.short_k_slices(shape, sm_count);
         }
-        if (short_k && !(small_n && shape.k >= SMALL_N_SHORT_K_MIN)) || sm_count < 2 {
+        if sm_count < 2 {
             return None;
         }
         let tiles = self.tiles(shape.m, shape.n);
@@ -1380,47 +1378,40 @@ impl TileConfig {
             return None;
         }
         let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
-        let s = if small_n {
+        let s = if self.is_small_n_cols() {
             let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-            let (shortest, most) = if short_k {
-                (SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS, crate::gemm_allreduce::MAX_SPLIT_SLICES)
-            } else if self.bn <= 8 {
-                (SMALL_N8_MIN_SPLIT_K_BLOCKS, SMALL_N_MAX_SPLIT_SLICES)
-            } else {
-                (SMALL_N_MIN_SPLIT_K_BLOCKS, SMALL_N_MAX_SPLIT_SLICES)
-            };
-            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(most);
-            if short_k {
-                if finer < SMALL_N_SHORT_K_MIN_SLICES {
-                    return None;
-                }
-                finer
-            } else {
-                s.max(finer)
-            }
+            let shortest = if self.bn <= 8 { SMALL_N8_MIN_SPLIT_K_BLOCKS } else { SMALL_N_MIN_SPLIT_K_BLOCKS };
+            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(SMALL_N_MAX_SPLIT_SLICES);
+            s.max(finer)
         } else {
             s
         };
         (s >= 2).then_some(s as u32)
     }
 
-    /// [`Self::few_tiles_slices`] of the 64 x 64 swapped TMA-store tile
-    /// ([`Self::few_tiles_unsplit_smaller_instead_of`]'s) below K = 4096: S = min(SMs / 2 /
-    /// tiles, K blocks / [`SMALL_N_MIN_SPLIT_K_BLOCKS`] (8), 8) where S >= 4
-    /// ([`SMALL_N_SHORT_K_MIN_SLICES`]), from K = 2048; `None` elsewhere. One tile's K chain
-    /// bounds these calls as it does the small-N ones ([`SMALL_N_SHORT_K_MIN`]). Run 238 (one
-    /// H200, host-gated, two passes, ms, unsplit -> 4 slices forced): 256 x 256 x 2048 (16
-    /// tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512 x 3072 (16) 0.0159-0.0160 ->
-    /// 0.0110-0.0116; with 36-64 tiles (2 slices at most within the SMs) even to 15% faster at
-    /// K >= 2048, 17% slower at K = 1024, so not split.
-    fn short_k_64x64_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
+    /// [`Self::few_tiles_slices`] below K = 4096, where one tile's K chain bounds a call
+    /// (~0.22 us a K block on an H200, run 234): only the small-N column tiles from K =
+    /// [`SMALL_N_SHORT_K_MIN`] (slices of at least [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`] K
+    /// blocks) and the few-tiles 64 x 64 swapped TMA-store tile
+    /// ([`Self::few_tiles_unsplit_smaller_instead_of`]'s) from K = [`SWAPPED64_SHORT_K_MIN`]
+    /// (slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`]) split, into S = min(SMs / 2 /
+    /// tiles, K blocks / shortest, 8) slices where S >= [`SHORT_K_MIN_SLICES`]; `None`
+    /// elsewhere.
+    fn short_k_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
+        let (min_k, shortest) = if self.is_small_n_cols() {
+            (SMALL_N_SHORT_K_MIN, SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS)
+        } else if *self == Self::swapped_tma_store(64) {
+            (SWAPPED64_SHORT_K_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS)
+        } else {
+            return None;
+        };
         let tiles = self.tiles(shape.m, shape.n);
-        if shape.k < 2048 || shape.k >= 4096 || tiles == 0 || self.check_output(shape.n).is_err() {
+        if shape.k < min_k || sm_count < 2 || tiles == 0 || !self.can_split_last_wave() || self.check_output(shape.n).is_err() {
             return None;
         }
         let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-        let s = ((sm_count / 2) as u64 / tiles).min(k_blocks / SMALL_N_MIN_SPLIT_K_BLOCKS).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
-        (s >= SMALL_N_SHORT_K_MIN_SLICES).then_some(s as u32)
+        let s = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        (s >= SHORT_K_MIN_SLICES).then_some(s as u32)
     }
 
     /// Whether this is one of the small-N column tiles (128 rows by N <= 32 columns,
@@ -1677,13 +1668,22 @@ pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 /// or even with 8 on all nine, 16 slower on six and even on three.
 pub const SMALL_N_SHORT_K_MIN: u32 = 1024;
 
-/// The fewest slices of the small-N column tiles' split below K = 4096
-/// ([`SMALL_N_SHORT_K_MIN`]): fewer are not taken. Run 236 (the rule against unsplit,
+/// The fewest slices of the few-tiles split below K = 4096 ([`SMALL_N_SHORT_K_MIN`],
+/// [`SWAPPED64_SHORT_K_MIN`]): fewer are not taken. Run 236 (the rule against unsplit,
 /// two passes, ms): 16 tiles in 4 slices 21-26% faster (2048 x 16 x 2048 0.0113-0.0120 ->
 /// 0.0089-0.0091, 2048 x 32 x 3072 0.0164-0.0173 -> 0.0121-0.0128); 24-64 tiles in 2
 /// slices even or 8-18% slower (4096 x 32 x 1024 0.0082-0.0084 -> 0.0091-0.0097, 8192 x 8
 /// x 2048 0.0142-0.0147 -> 0.0163-0.0168, 3000 x 16 x 1536 and 4096 x 8 x 2048 even).
-pub const SMALL_N_SHORT_K_MIN_SLICES: u64 = 4;
+pub const SHORT_K_MIN_SLICES: u64 = 4;
+
+/// The shortest K for which the few-tiles split splits the 64 x 64 swapped TMA-store tile
+/// below K = 4096 (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s; slices of at least
+/// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks, at least [`SHORT_K_MIN_SLICES`] of them, so at
+/// most SMs / 8 tiles). Run 238 (one H200, host-gated, two passes, ms, unsplit -> 4 slices
+/// forced): 256 x 256 x 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512 x 3072 (16)
+/// 0.0159-0.0160 -> 0.0110-0.0116; 36-64 tiles in 2 slices even to 15% faster at K >= 2048,
+/// 17% slower at K = 1024. Run 239 (the rule against unsplit, 7 other picks): 15-34% faster.
+pub const SWAPPED64_SHORT_K_MIN: u32 = 2048;
 
 /// The shortest slice, in K blocks, of the small-N column tiles' split below K = 4096
 /// ([`SMALL_N_SHORT_K_MIN`]): 8 slices of 2 K blocks at K = 1024 (run 235).

@@ -59,8 +59,9 @@ pub struct GemmArgs {
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
     /// With --tile: split the forced tile's K loop as the few-tiles split rule would split
     /// it on each shape (`TileConfig::few_tiles_slices`: where it makes at most SMs / 2
-    /// tiles and K >= 4096, or K >= 1024 for the small-N column tiles), unsplit elsewhere; to time a tile as the default would run it
-    /// if the heuristic chose it. Not with --split-last-wave.
+    /// tiles and K >= 4096; from K = 1024 for the small-N column tiles, 2048 for the 64 x 64
+    /// swapped TMA-store tile), unsplit elsewhere; to time a tile as the default would run
+    /// it if the heuristic chose it. Not with --split-last-wave.
     #[arg(long, requires = "tile", conflicts_with = "split_last_wave")]
     pub split_like_rule: bool,
     /// Hold each timed round behind a host gate (`mkernel::HostGate`): its steps run back
