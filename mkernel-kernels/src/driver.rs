@@ -170,13 +170,38 @@ pub struct LaunchDims {
     pub smem_bytes: u32,
 }
 
+/// How a launch is ordered after the work before it on its stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LaunchOrder {
+    /// The grid starts once the previous work on the stream has completed (`cuLaunchKernel`).
+    #[default]
+    Serialized,
+    /// Programmatic dependent launch (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`;
+    /// CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"):
+    /// where the work directly before it on the stream is a kernel, the grid may be
+    /// scheduled while that kernel still runs (once each of its CTAs has executed
+    /// `griddepcontrol.launch_dependents` or exited; at its end otherwise). Only for kernels
+    /// that execute `griddepcontrol.wait` before touching any memory another kernel may
+    /// read or write (`grid_dependency_wait`, ptx/common.cuh): the plain GEMM's.
+    Programmatic,
+}
+
 /// Launches `f` on `stream` with one by-value parameter struct (declared in the kernel
-/// as `const __grid_constant__ P p`).
+/// as `const __grid_constant__ P p`), [`LaunchOrder::Serialized`].
 ///
 /// # Safety
 /// `P` must be the exact `#[repr(C)]` mirror of the kernel's parameter type, and every
 /// device address inside it must stay valid until the launch completes.
 pub unsafe fn launch<P: Copy>(f: &CudaFunction, dims: LaunchDims, stream: &CudaStream, params: &P) -> Result<()> {
+    launch_ordered(f, dims, stream, params, LaunchOrder::Serialized)
+}
+
+/// [`launch`] with the given ordering after the previous work on `stream`.
+///
+/// # Safety
+/// As [`launch`]; with [`LaunchOrder::Programmatic`], `f` must also wait as that variant
+/// says before it touches memory another kernel may use.
+pub unsafe fn launch_ordered<P: Copy>(f: &CudaFunction, dims: LaunchDims, stream: &CudaStream, params: &P, order: LaunchOrder) -> Result<()> {
     stream.context().bind_to_thread().call("cuCtxSetCurrent")?;
     drv::function::set_function_attribute(
         f.cu_function(),
@@ -185,15 +210,37 @@ pub unsafe fn launch<P: Copy>(f: &CudaFunction, dims: LaunchDims, stream: &CudaS
     )
     .call("cuFuncSetAttribute")?;
     let mut args = [params as *const P as *mut c_void];
-    drv::launch_kernel(
-        f.cu_function(),
-        (dims.grid, 1, 1),
-        (dims.block, 1, 1),
-        dims.smem_bytes,
-        stream.cu_stream(),
-        &mut args,
-    )
-    .call("cuLaunchKernel")
+    match order {
+        LaunchOrder::Serialized => drv::launch_kernel(
+            f.cu_function(),
+            (dims.grid, 1, 1),
+            (dims.block, 1, 1),
+            dims.smem_bytes,
+            stream.cu_stream(),
+            &mut args,
+        )
+        .call("cuLaunchKernel"),
+        LaunchOrder::Programmatic => {
+            // SAFETY: a zeroed attribute is a valid value of the C struct (id 0, value
+            // bytes 0); the id and its union member are set together below.
+            let mut attr: sys::CUlaunchAttribute = std::mem::zeroed();
+            attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attr.value.programmaticStreamSerializationAllowed = 1;
+            let config = sys::CUlaunchConfig {
+                gridDimX: dims.grid,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: dims.block,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: dims.smem_bytes,
+                hStream: stream.cu_stream(),
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            sys::cuLaunchKernelEx(&config, f.cu_function(), args.as_mut_ptr(), std::ptr::null_mut()).result().call("cuLaunchKernelEx")
+        }
+    }
 }
 
 /// A 2-D row-major bf16 tensor as TMA sees it: `rows` x `cols`, `row_stride_bytes` apart.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use cudarc::driver::CudaStream;
 
-use crate::driver::{self, LaunchDims, Runtime, Tensor2d};
+use crate::driver::{self, LaunchDims, LaunchOrder, Runtime, Tensor2d};
 use crate::error::{invalid, Result};
 use crate::jit::KernelSource;
 use crate::params::GemmParams;
@@ -1390,18 +1390,19 @@ impl TileConfig {
     }
 
     /// [`Self::few_tiles_slices`] below K = 4096, where one tile's K chain bounds a call
-    /// (~0.22 us a K block on an H200, run 234): only the small-N column tiles from K =
-    /// [`SMALL_N_SHORT_K_MIN`] (slices of at least [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`] K
-    /// blocks) and the few-tiles 64 x 64 swapped TMA-store tile
-    /// ([`Self::few_tiles_unsplit_smaller_instead_of`]'s) from K = [`SWAPPED64_SHORT_K_MIN`]
-    /// (slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`]) split, into S = min(SMs / 2 /
-    /// tiles, K blocks / shortest, 8) slices where S >= [`SHORT_K_MIN_SLICES`]; `None`
-    /// elsewhere.
+    /// (~0.22 us a K block on an H200, run 234): only two tiles split, into S = min(CTAs /
+    /// tiles, K blocks / shortest, 8) slices where S >= the fewest; `None` elsewhere:
+    /// - the small-N column tiles from K = [`SMALL_N_SHORT_K_MIN`]: CTAs SMs / 2, slices of
+    ///   at least [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`] K blocks, S >= [`SHORT_K_MIN_SLICES`];
+    /// - the few-tiles 64 x 64 swapped TMA-store tile
+    ///   ([`Self::few_tiles_unsplit_smaller_instead_of`]'s, at most SMs / 2 tiles) from K =
+    ///   [`SWAPPED64_SHORT_K_MIN`]: CTAs up to the SMs (one wave), slices of at least
+    ///   [`SMALL_N_MIN_SPLIT_K_BLOCKS`], S >= 2 (run 244, at [`SWAPPED64_SHORT_K_MIN`]).
     fn short_k_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
-        let (min_k, shortest) = if self.is_small_n_cols() {
-            (SMALL_N_SHORT_K_MIN, SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS)
+        let (min_k, shortest, ctas, fewest) = if self.is_small_n_cols() {
+            (SMALL_N_SHORT_K_MIN, SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS, sm_count / 2, SHORT_K_MIN_SLICES)
         } else if *self == Self::swapped_tma_store(64) {
-            (SWAPPED64_SHORT_K_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS)
+            (SWAPPED64_SHORT_K_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, 2)
         } else {
             return None;
         };
@@ -1410,8 +1411,8 @@ impl TileConfig {
             return None;
         }
         let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-        let s = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
-        (s >= SHORT_K_MIN_SLICES).then_some(s as u32)
+        let s = (ctas as u64 / tiles).min(k_blocks / shortest).min(crate::gemm_allreduce::MAX_SPLIT_SLICES);
+        (s >= fewest).then_some(s as u32)
     }
 
     /// Whether this is one of the small-N column tiles (128 rows by N <= 32 columns,
@@ -1668,21 +1669,28 @@ pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 /// or even with 8 on all nine, 16 slower on six and even on three.
 pub const SMALL_N_SHORT_K_MIN: u32 = 1024;
 
-/// The fewest slices of the few-tiles split below K = 4096 ([`SMALL_N_SHORT_K_MIN`],
-/// [`SWAPPED64_SHORT_K_MIN`]): fewer are not taken. Run 236 (the rule against unsplit,
+/// The fewest slices of the few-tiles split of the small-N column tiles below K = 4096
+/// ([`SMALL_N_SHORT_K_MIN`]): fewer are not taken. Run 236 (the rule against unsplit,
 /// two passes, ms): 16 tiles in 4 slices 21-26% faster (2048 x 16 x 2048 0.0113-0.0120 ->
 /// 0.0089-0.0091, 2048 x 32 x 3072 0.0164-0.0173 -> 0.0121-0.0128); 24-64 tiles in 2
 /// slices even or 8-18% slower (4096 x 32 x 1024 0.0082-0.0084 -> 0.0091-0.0097, 8192 x 8
 /// x 2048 0.0142-0.0147 -> 0.0163-0.0168, 3000 x 16 x 1536 and 4096 x 8 x 2048 even).
 pub const SHORT_K_MIN_SLICES: u64 = 4;
 
-/// The shortest K for which the few-tiles split splits the 64 x 64 swapped TMA-store tile
-/// below K = 4096 (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s; slices of at least
-/// [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks, at least [`SHORT_K_MIN_SLICES`] of them, so at
-/// most SMs / 8 tiles). Run 238 (one H200, host-gated, two passes, ms, unsplit -> 4 slices
-/// forced): 256 x 256 x 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512 x 3072 (16)
-/// 0.0159-0.0160 -> 0.0110-0.0116; 36-64 tiles in 2 slices even to 15% faster at K >= 2048,
-/// 17% slower at K = 1024. Run 239 (the rule against unsplit, 7 other picks): 15-34% faster.
+/// The shortest K for which the few-tiles split splits the 64 x 64 swapped TMA-store tile below K = 4096
+/// (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s; slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks,
+/// as many as fit one wave). Run 238 (one H200, host-gated, two passes, ms, unsplit -> 4 slices forced): 256 x 256 x
+/// 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512 x 3072 (16) 0.0159-0.0160 -> 0.0110-0.0116; 36-64 tiles
+/// in 2 slices even to 15% faster at K >= 2048, 17% slower at K = 1024. Run 239 (the rule against unsplit, 7 other
+/// picks): 15-34% faster.
+///
+/// The count: S = min(SMs / tiles, K blocks / 8, 8), all the CTAs in one wave, from S = 2 (until run 244: S = min(SMs
+/// / 2 / tiles, ...) from 4, at most SMs / 8 tiles). Run 244 (one H200, 20 calls back to back, host-gated, two passes
+/// within 0.1 us, us a call, forced counts 1-8 on 12-64 tiles at K = 2048-3584): the fastest count is the most that
+/// fits one wave, and counts past it lose 40-170% (a second wave): 24 tiles in 4 (was unsplit) 9.3 -> 7.9 at K =
+/// 2048, 12.8 -> 8.9 at 3072, 14.5 -> 9.4 at 3584; 32 in 4 9.4 -> 8.2 and 12.9 -> 9.2; 40 in 3 9.4 -> 8.3 and 12.9 ->
+/// 9.6; 48 in 2 9.4 -> 9.1, 12.8 -> 11.0, 14.6 -> 12.0 at 3584; 64 in 2 9.4 -> 9.4 at 2048, 12.8 -> 11.2 at 3072; 16
+/// tiles at 3072 in 6 (was 4) 8.6 -> 8.4, 12 in 6 (was 5) even. (cuBLAS: 5.8-8.5.)
 pub const SWAPPED64_SHORT_K_MIN: u32 = 2048;
 
 /// The shortest slice, in K blocks, of the small-N column tiles' split below K = 4096
@@ -1884,6 +1892,9 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
 /// wave's K-slices (`Auto` with `workspace` and no forced tile: [`TileConfig::split_rule_for`]).
+/// `order`: [`LaunchOrder::Programmatic`] lets the grid's set-up overlap the end of the
+/// kernel before it on `stream` (the kernel touches no global memory before that one
+/// completed: ops/gemm.cuh).
 /// Returns the tile configuration used and the slices per left-over tile (1: no split).
 ///
 /// # Safety
@@ -1902,6 +1913,7 @@ pub unsafe fn launch(
     timeout: Duration,
     split: LastWaveSplit,
     workspace: Option<SplitWorkspace>,
+    order: LaunchOrder,
 ) -> Result<(TileConfig, u32)> {
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
@@ -1944,7 +1956,7 @@ pub unsafe fn launch(
         None => {
             let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
             let grid = cfg.grid_for(tiles, info.sm_count);
-            driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params)?;
+            driver::launch_ordered(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params, order)?;
         }
         Some(sp) => {
             let grid = cfg.split_grid(tiles, sp.slices, info.sm_count);
@@ -1953,7 +1965,7 @@ pub unsafe fn launch(
             let f = rt.function_named(ctx, &kernel_name_split(cfg), || source_split(cfg))?;
             // (+ the two split-skip words after the ring's barriers, ops/gemm.cuh)
             let smem_bytes = cfg.smem_bytes() + SPLIT_EXTRA_SMEM;
-            driver::launch(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes }, stream, &params)?;
+            driver::launch_ordered(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes }, stream, &params, order)?;
         }
     }
     Ok((cfg, split.map_or(1, |sp| sp.slices)))
@@ -2192,16 +2204,16 @@ mod tests {
         let s = |m, n, k| GemmShape { m, n, k };
         let small = TileConfig::swapped_tma_store(64);
         // Run 209's shapes, and ragged M and N (no more padding than 128 x 128 tiles).
-        // Split where at most SMs / 8 of them leave 4-8 slices of >= 8 K blocks (run 238), else
-        // unsplit.
+        // Split from K = 2048 into as many slices of >= 8 K blocks as fit one wave, up to 8
+        // (run 244), else unsplit.
         for (m, n, k, slices) in [
             (256, 256, 2048, Some(4)),
-            (512, 512, 2048, None),
-            (384, 384, 3072, None),
+            (512, 512, 2048, Some(2)),
+            (384, 384, 3072, Some(3)),
             (256, 1024, 1024, None),
-            (1024, 256, 2048, None),
-            (128, 512, 3072, Some(4)),
-            (192, 768, 2048, None),
+            (1024, 256, 2048, Some(2)),
+            (128, 512, 3072, Some(6)),
+            (192, 768, 2048, Some(3)),
             (640, 384, 1024, None),
             (300, 520, 1024, None),
             (256, 128, 3072, Some(6)),

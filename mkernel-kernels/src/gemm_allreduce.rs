@@ -967,9 +967,9 @@ pub unsafe fn launch(
     if cfg.path == CommPath::Local {
         // World size 1: the plain GEMM's kernel for the tile, straight into `out`, its last
         // wave split as planned in the layout's split slots and counts (no flags; a trace
-        // stays empty).
+        // stays empty; serialized after the work before it, as the fused kernel is).
         let split = if cfg.split_slices > 1 { LastWaveSplit::Slices(cfg.split_slices) } else { LastWaveSplit::Off };
-        crate::gemm::launch(rt, stream, a, b, out, shape, Some(cfg.tile), timeout, split, Some(bufs.local_split_workspace()))?;
+        crate::gemm::launch(rt, stream, a, b, out, shape, Some(cfg.tile), timeout, split, Some(bufs.local_split_workspace()), crate::driver::LaunchOrder::Serialized)?;
         return Ok(());
     }
     let (tma_a, tma_b) = crate::gemm::operand_maps(a, b, shape, cfg.tile)?;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
-use mkernel_kernels::driver::Runtime;
+use mkernel_kernels::driver::{LaunchOrder, Runtime};
 use mkernel_kernels::gemm::{GemmShape, LastWaveSplit, SplitWorkspace, TileConfig};
 
 use crate::error::{invalid, DriverContext, Result};
@@ -27,11 +27,23 @@ pub struct GemmOptions {
     /// where a split rule applies ([`TileConfig::split_rule_for`]: in [`gemm`] on a workspace
     /// it keeps for the stream, in [`gemm_with_workspace`] on the caller's); `Off` never.
     pub split_last_wave: LastWaveSplit,
+    /// Launch as a programmatic dependent launch (CUDA's PDL; default `true`): where the
+    /// work directly before the call on `stream` is a kernel, the GEMM's CTAs may start
+    /// (shared memory and barrier set-up) while that kernel ends, and they read and write
+    /// nothing (A, B, C, the workspace) before it has completed and its writes are
+    /// visible (`griddepcontrol.wait`), so the call is as stream-ordered as without. A
+    /// GEMM after this one on the stream, launched so too, may start as this one's CTAs
+    /// exit. On an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`)
+    /// took 0.5-1.2 us less a call with it, 7-12% of the 6-10 us small GEMMs (64 x 8 x
+    /// 4096 0.0067 -> 0.0059 ms), the same with cudarc's event tracking recording events
+    /// between the calls (bench/NOTES.md 29.1). `false`: `cuLaunchKernel`, the grid starts
+    /// after the previous work has completed.
+    pub dependent_launch: bool,
 }
 
 impl Default for GemmOptions {
     fn default() -> Self {
-        Self { tile: None, timeout: Duration::from_secs(10), split_last_wave: LastWaveSplit::Auto }
+        Self { tile: None, timeout: Duration::from_secs(10), split_last_wave: LastWaveSplit::Auto, dependent_launch: true }
     }
 }
 
@@ -340,6 +352,7 @@ fn gemm_on(
             opts.timeout,
             opts.split_last_wave,
             ws,
+            if opts.dependent_launch { LaunchOrder::Programmatic } else { LaunchOrder::Serialized },
         )?
     };
     Ok(ran)

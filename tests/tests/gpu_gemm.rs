@@ -462,6 +462,11 @@ fn split_rule_default_matches_reference() {
         // ragged; 8 in 6 slices of 8 K blocks.
         (200, 136, 2048, false),
         (256, 128, 3072, false),
+        // ... in as many slices as fit one wave (run 244): 36 in 3, 45 in 2 (M and N ragged),
+        // and the small-M rule's Registers tile through its TMA-store twin, 32 in 4.
+        (384, 384, 3072, false),
+        (320, 520, 2048, false),
+        (64, 2048, 2048, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.
@@ -699,6 +704,116 @@ fn gemm_in_a_graph_capture_runs_unsplit_and_replays() {
         let eager = stream.clone_dtoh(&eager).unwrap();
         assert!(got.iter().zip(&eager).all(|(x, y)| x.to_bits() == y.to_bits()), "graph replay {rep}: not the unsplit call's bits (seed {seed:#x})");
     }
+}
+
+/// Programmatic dependent launch (the default): a chain of GEMMs enqueued back to back,
+/// each reading the output of the one before and writing over the input of the one
+/// before that (two buffers in turn), on several tiles and split rules (few tiles, short
+/// K, small N, K = 16), has at every step the bits of the same chain run with the launch
+/// serialized and the stream synchronized after each step, whose every step matches the
+/// fp32 reference of its own input; the same chain captured into a CUDA graph too.
+#[test]
+fn dependent_launch_chain_matches_the_serialized_chain() {
+    if gpu_or_skip("dependent_launch_chain_matches_the_serialized_chain", 1).is_none() {
+        return;
+    }
+    let ctx = CudaContext::new(0).unwrap();
+    // SAFETY: every buffer of this test is used on its one stream only (cudarc's event
+    // tracking would make the capture wait on work recorded outside it).
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().unwrap();
+    let mut blas = Cublas::new(&stream).unwrap();
+    let m = 200u32;
+    let dims = [4096u32, 4096, 1024, 4096, 16, 2048, 8192];
+    let steps: Vec<GemmShape> = dims.windows(2).map(|d| GemmShape { m, n: d[1], k: d[0] }).collect();
+    let mu = m as usize;
+    let widest = *dims.iter().max().unwrap() as usize;
+    let seed = check::fresh_seed();
+    let mut x0 = stream.alloc_zeros::<bf16>(mu * dims[0] as usize).unwrap();
+    check::fill_uniform(&stream, &mut x0, seed).unwrap();
+    let weights: Vec<CudaSlice<bf16>> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut w = stream.alloc_zeros::<bf16>((s.n * s.k) as usize).unwrap();
+            check::fill_uniform(&stream, &mut w, seed + 1 + i as u64).unwrap();
+            w
+        })
+        .collect();
+    let mut bufs = [stream.alloc_zeros::<bf16>(mu * widest).unwrap(), stream.alloc_zeros::<bf16>(mu * widest).unwrap()];
+    // Step i reads x0 (i = 0) or bufs[(i - 1) % 2] and writes bufs[i % 2].
+    let run_step = |bufs: &mut [CudaSlice<bf16>; 2], i: usize, opts: GemmOptions, ws: Option<&mut GemmWorkspace>| {
+        let (lo, hi) = bufs.split_at_mut(1);
+        let (out, input): (&mut CudaSlice<bf16>, &CudaSlice<bf16>) = match i {
+            0 => (&mut lo[0], &x0),
+            _ if i % 2 == 0 => (&mut lo[0], &hi[0]),
+            _ => (&mut hi[0], &lo[0]),
+        };
+        match ws {
+            Some(w) => {
+                mkernel::gemm_with_workspace(&stream, input, &weights[i], out, steps[i], opts, w).unwrap();
+            }
+            None => {
+                mkernel::gemm(&stream, input, &weights[i], out, steps[i], opts).unwrap();
+            }
+        }
+    };
+    let out_of = |bufs: &[CudaSlice<bf16>; 2], i: usize| -> Vec<bf16> {
+        let v = stream.clone_dtoh(&bufs[i % 2]).unwrap();
+        v[..mu * steps[i].n as usize].to_vec()
+    };
+    let poison_both = |bufs: &mut [CudaSlice<bf16>; 2]| {
+        for b in bufs.iter_mut() {
+            check::poison(&stream, b).unwrap();
+        }
+    };
+    // Serialized, one step at a time, each against its reference.
+    poison_both(&mut bufs);
+    let serial = GemmOptions { dependent_launch: false, ..Default::default() };
+    let mut want_bits: Vec<Vec<bf16>> = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        run_step(&mut bufs, i, serial, None);
+        stream.synchronize().unwrap();
+        let input = if i == 0 { &x0 } else { &bufs[(i - 1) % 2] };
+        let mut reference = stream.alloc_zeros::<f32>(mu * s.n as usize).unwrap();
+        blas.gemm_f32_out(input, &weights[i], &mut reference, *s).unwrap();
+        let got = out_of(&bufs, i);
+        let cmp = check::compare(&got, &stream.clone_dtoh(&reference).unwrap(), None, s.n as usize, s.k as usize);
+        assert!(cmp.passed(), "serialized step {i} {s:?}: {cmp} (seed {seed:#x})");
+        want_bits.push(got);
+    }
+    let same = |x: &[bf16], y: &[bf16]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+    let last = steps.len() - 1;
+    // Back to back: the whole chain enqueued, nothing between its calls; both buffers
+    // hold the last two steps' outputs afterwards.
+    for rep in 0..10 {
+        poison_both(&mut bufs);
+        for i in 0..steps.len() {
+            run_step(&mut bufs, i, GemmOptions::default(), None);
+        }
+        for i in [last - 1, last] {
+            assert!(same(&out_of(&bufs, i), &want_bits[i]), "back to back, rep {rep}: step {i} {:?} differs from the serialized chain (seed {seed:#x})", steps[i]);
+        }
+    }
+    // Captured: the chain's launches become graph nodes with programmatic edges.
+    let mut ws = GemmWorkspace::new(&stream).unwrap();
+    stream.synchronize().unwrap();
+    stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+    for i in 0..steps.len() {
+        run_step(&mut bufs, i, GemmOptions::default(), Some(&mut ws));
+    }
+    let graph = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+    for rep in 0..3 {
+        poison_both(&mut bufs);
+        stream.synchronize().unwrap();
+        graph.launch().unwrap();
+        stream.synchronize().unwrap();
+        for i in [last - 1, last] {
+            assert!(same(&out_of(&bufs, i), &want_bits[i]), "graph replay {rep}: step {i} {:?} differs from the serialized chain (seed {seed:#x})", steps[i]);
+        }
+    }
+    mkernel::release_gemm_workspaces();
+    eprintln!("ok: {} steps back to back x10 and in a graph x3, the serialized chain's bits", steps.len());
 }
 
 /// A split last wave's refusals, each naming its argument and rule.

@@ -70,6 +70,12 @@ pub struct GemmArgs {
     /// is printed either way.
     #[arg(long)]
     pub host_gate: bool,
+    /// Calls per timed step, enqueued back to back with nothing between them (as a model's
+    /// layers run), 1..=1000; the times are per call. Above 1, our GEMM is also timed with
+    /// its programmatic dependent launch off (`GemmOptions::dependent_launch`), the "serial"
+    /// column: what PDL saves between consecutive calls. Default 1.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub back_to_back: u32,
 }
 
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
@@ -140,6 +146,11 @@ struct Row {
     cublas_host_us: f64,
     /// Whether the timed rounds were held behind a host gate (GPU time alone).
     host_gate: bool,
+    /// Calls per timed step, back to back (`--back-to-back`); the times are per call.
+    back_to_back: u32,
+    /// Our GEMM with its programmatic dependent launch off, per call (back to back only).
+    ours_serial_ms: Option<f64>,
+
     check: Option<String>,
     floor_flop_ms: f64,
     floor_bytes_ms: f64,
@@ -211,7 +222,11 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     let opts = GemmOptions { tile, split_last_wave: args.split_last_wave.unwrap_or_default(), ..Default::default() };
     let mut workspace = mkernel::GemmWorkspace::new(&stream)?;
     let c = &args.common;
+    let b2b = args.back_to_back as usize;
     println!("# mkernel bench gemm on {} ({} SMs), {}, commit {}", info.device, info.sm_count, info.driver, info.commit);
+    if b2b > 1 {
+        println!("# {b2b} calls back to back per step, times per call; serial: our GEMM without programmatic dependent launch");
+    }
     println!(
         "{:<28} {:>6} {:>6} {:>6} {:>9} {:>8} {:>9} {:>8} {:>6}  {}",
         "shape", "M", "N", "K", "ours ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "check"
@@ -287,6 +302,9 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         };
         let mut used = mkernel::GemmRun { tile: TileConfig::WIDE, split_slices: 1 };
         let mut host_us: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        // Variants: 0 ours, 1 cuBLAS, and back to back 2 ours without dependent launch.
+        let variants = if b2b > 1 { 3 } else { 2 };
+        let serial = GemmOptions { dependent_launch: false, ..opts };
         let mut gate = if args.host_gate { Some(mkernel::HostGate::new(&ctx)?) } else { None };
         let pace = |at: Pace| -> BenchResult<()> {
             match (at, gate.as_mut()) {
@@ -298,25 +316,34 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         };
         // Side by side, round-robin (time_rounds_ms: the same clocks for both).
         // (consecutive steps take consecutive input sets: neither finds the other's in L2)
-        let [mut ours, mut cublas]: [Vec<f64>; 2] = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, pace, c.iters, 2, |v, i| {
-            let t0 = std::time::Instant::now();
-            if v == 0 {
-                used = mkernel::gemm_with_workspace(&stream, &a_sets[i % sets], &b_sets[i % sets], &mut c_ours, s, opts, &mut workspace)?;
-            } else {
-                blas.gemm_bf16(&a_sets[i % sets], &b_sets[i % sets], &mut c_blas, s)?;
+        // (back to back, call j of step i takes input set (i x calls + j) % sets)
+        let mut times = time_rounds_ms(std::slice::from_ref(&stream), Warmup { rounds: c.warmup, ms: c.warmup_ms }, Ok, pace, c.iters, variants, |v, i| {
+            for j in 0..b2b {
+                let set = (i * b2b + j) % sets;
+                let t0 = std::time::Instant::now();
+                match v {
+                    0 => used = mkernel::gemm_with_workspace(&stream, &a_sets[set], &b_sets[set], &mut c_ours, s, opts, &mut workspace)?,
+                    2 => used = mkernel::gemm_with_workspace(&stream, &a_sets[set], &b_sets[set], &mut c_ours, s, serial, &mut workspace)?,
+                    _ => blas.gemm_bf16(&a_sets[set], &b_sets[set], &mut c_blas, s)?,
+                }
+                if v < 2 {
+                    host_us[v].push(t0.elapsed().as_secs_f64() * 1e6);
+                }
             }
-            host_us[v.min(1)].push(t0.elapsed().as_secs_f64() * 1e6);
             Ok(())
-        })?
-        .try_into()
-        .map_err(|_| format!("{label}: the timer returned the wrong number of variants"))?;
-        let (ours, cublas) = (median(&mut ours), median(&mut cublas));
+        })?;
+        if times.len() != variants {
+            return Err(format!("{label}: the timer returned the wrong number of variants").into());
+        }
+        let per_call = |t: &mut Vec<f64>| median(t) / b2b as f64;
+        let ours_serial = if b2b > 1 { Some(per_call(&mut times[2])) } else { None };
+        let (ours, cublas) = (per_call(&mut times[0]), per_call(&mut times[1]));
         if let Some(g) = &gate {
             g.check()?;
         }
         // (the timed rounds come last: the warm-up's calls, the first with its compile, are
         // left out)
-        let [mut ours_host, mut cublas_host] = host_us.map(|mut v| v.split_off(v.len().saturating_sub(c.iters)));
+        let [mut ours_host, mut cublas_host] = host_us.map(|mut v| v.split_off(v.len().saturating_sub(c.iters * b2b)));
         let (ours_host_us, cublas_host_us) = (median(&mut ours_host), median(&mut cublas_host));
         let tf = |ms: f64| s.flops() / (ms * 1e-3) / 1e12;
         let row = Row {
@@ -334,13 +361,16 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             ours_host_us,
             cublas_host_us,
             host_gate: args.host_gate,
+            back_to_back: args.back_to_back,
+            ours_serial_ms: ours_serial,
             check: verdict.clone(),
             floor_flop_ms: s.flops() / (MATRIX_TFLOPS * 1e12) * 1e3,
             floor_bytes_ms: ((m * k + n * k + m * n) * 2) as f64 / (HBM_TBPS * 1e12) * 1e3,
         };
         let split_note = if used.split_slices > 1 { format!("  [last wave split {}]", used.split_slices) } else { String::new() };
+        let serial_note = ours_serial.map(|t| format!("  [serial {t:.4} ms: PDL saves {:.2} us a call]", (t - ours) * 1e3)).unwrap_or_default();
         println!(
-            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}  [host us {ours_host_us:.1}/{cublas_host_us:.1}]",
+            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}{serial_note}  [host us {ours_host_us:.1}/{cublas_host_us:.1}]",
             label,
             s.m,
             s.n,
@@ -419,6 +449,16 @@ mod tests {
         // A negative split count names the option (helper-47).
         let e = Cli::try_parse_from(["x", "--split-last-wave", "-1"]).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("--split-last-wave") && e.contains("slice count"), "{e}");
+    }
+
+    #[test]
+    fn back_to_back_flag_parses_and_names_its_range() {
+        assert_eq!(Cli::try_parse_from(["x"]).unwrap().gemm.back_to_back, 1);
+        assert_eq!(Cli::try_parse_from(["x", "--back-to-back", "20"]).unwrap().gemm.back_to_back, 20);
+        for bad in ["0", "1001", "-3", "x"] {
+            let e = Cli::try_parse_from(["x", "--back-to-back", bad]).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("--back-to-back"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -56,6 +56,12 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   const GemmSmem<Cfg> sm(smem_raw);
   if (threadIdx.x == 0) sm.init();
   gemm_sync<Cfg>();
+  // Launched as a programmatic dependent launch (the host's LaunchOrder::Programmatic):
+  // the set-up above overlapped the previous kernel's end; A, B, C and the split
+  // workspace are touched only after it completed. The next such launch on the stream may
+  // then start its own set-up on SMs as they free up (each waits here in turn).
+  grid_dependency_wait();
+  grid_dependents_launch();
   // Swapped operands: the engine's rows are N (B, in tma_a) and its columns M (A, in
   // tma_b); its epilogue stores the fragment transposed into C[M, N].
   const u32 rows = Cfg::kSwapAB ? p.n : p.m, cols = Cfg::kSwapAB ? p.m : p.n;

@@ -168,6 +168,16 @@ template <int N> __device__ __forceinline__ void bulk_wait_group_read() {
 __device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 
+// ---- programmatic dependent launch (sm_90; PTX ISA "griddepcontrol") ---------------
+// A grid launched with programmatic stream serialization may start while the kernel
+// before it on the stream still runs; `grid_dependency_wait` returns once every
+// prerequisite grid has completed and its memory operations are visible (at once when
+// the launch had no such dependency), so nothing before it may touch memory another
+// kernel reads or writes. `grid_dependents_launch` lets the next such grid on the stream
+// be scheduled once every CTA of this one has called it or exited; it orders nothing.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 // ---- register count control (sm_90a) ------------------------------------------------
 template <u32 R> __device__ __forceinline__ void warpgroup_reg_alloc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(R));
