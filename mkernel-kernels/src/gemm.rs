@@ -1333,9 +1333,9 @@ impl TileConfig {
     /// whatever the workspace: S = [`Self::split_slices_bound`] where the tile can split
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
-    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), and the 64 x 64
-    /// swapped TMA-store tile from K = [`SWAPPED64_SHORT_K_MIN`] (2048): below K = 4096 as
-    /// `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
+    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), and the swapped
+    /// TMA-store tiles of 64 x 8 .. 64 x 64 and the 128 x 128 TMA-store tile from K =
+    /// [`SHORT_K_ONE_WAVE_MIN`] (2048): below K = 4096 as `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
     /// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`]
     /// at 8 columns), as long as their CTAs stay within half the SMs: S = max(that bound,
     /// min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K blocks (4 at 8 columns), C =
@@ -1390,19 +1390,26 @@ impl TileConfig {
     }
 
     /// [`Self::few_tiles_slices`] below K = 4096, where one tile's K chain bounds a call
-    /// (~0.22 us a K block on an H200, run 234): only two tiles split, into S = min(CTAs /
+    /// (~0.22 us a K block on an H200, run 234): only these tiles split, into S = min(CTAs /
     /// tiles, K blocks / shortest, 8) slices where S >= the fewest; `None` elsewhere:
     /// - the small-N column tiles from K = [`SMALL_N_SHORT_K_MIN`]: CTAs SMs / 2, slices of
     ///   at least [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`] K blocks, S >= [`SHORT_K_MIN_SLICES`];
-    /// - the few-tiles 64 x 64 swapped TMA-store tile
-    ///   ([`Self::few_tiles_unsplit_smaller_instead_of`]'s, at most SMs / 2 tiles) from K =
-    ///   [`SWAPPED64_SHORT_K_MIN`]: CTAs up to the SMs (one wave), slices of at least
-    ///   [`SMALL_N_MIN_SPLIT_K_BLOCKS`], S >= 2 (run 244, at [`SWAPPED64_SHORT_K_MIN`]).
+    /// - from K = [`SHORT_K_ONE_WAVE_MIN`], with CTAs up to the SMs (one wave) and slices of
+    ///   at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks: the swapped TMA-store tiles of 64
+    ///   rows of B and at most 64 of A (the 64 x 64 one of
+    ///   [`Self::few_tiles_unsplit_smaller_instead_of`], and the TMA-store twins of the
+    ///   small-M rule's for M <= 64), S >= 3, or 2 from K = [`SHORT_K_TWO_SLICES_MIN`]; the
+    ///   128 x 128 TMA-store tile ([`Self::NARROW_TMA_STORE`], the twin of [`Self::NARROW`]),
+    ///   S >= 2.
     fn short_k_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
+        let swapped_small = self.swap_ab && self.bm == 64 && self.bn <= 64 && *self == Self::swapped_tma_store(self.bn);
+        let two_from = |k_min: u32| if shape.k >= k_min { 2 } else { 3 };
         let (min_k, shortest, ctas, fewest) = if self.is_small_n_cols() {
             (SMALL_N_SHORT_K_MIN, SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS, sm_count / 2, SHORT_K_MIN_SLICES)
-        } else if *self == Self::swapped_tma_store(64) {
-            (SWAPPED64_SHORT_K_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, 2)
+        } else if swapped_small {
+            (SHORT_K_ONE_WAVE_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, two_from(SHORT_K_TWO_SLICES_MIN))
+        } else if *self == Self::NARROW_TMA_STORE {
+            (SHORT_K_ONE_WAVE_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, 2)
         } else {
             return None;
         };
@@ -1677,21 +1684,38 @@ pub const SMALL_N_SHORT_K_MIN: u32 = 1024;
 /// x 2048 0.0142-0.0147 -> 0.0163-0.0168, 3000 x 16 x 1536 and 4096 x 8 x 2048 even).
 pub const SHORT_K_MIN_SLICES: u64 = 4;
 
-/// The shortest K for which the few-tiles split splits the 64 x 64 swapped TMA-store tile below K = 4096
-/// (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s; slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks,
-/// as many as fit one wave). Run 238 (one H200, host-gated, two passes, ms, unsplit -> 4 slices forced): 256 x 256 x
-/// 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512 x 3072 (16) 0.0159-0.0160 -> 0.0110-0.0116; 36-64 tiles
-/// in 2 slices even to 15% faster at K >= 2048, 17% slower at K = 1024. Run 239 (the rule against unsplit, 7 other
-/// picks): 15-34% faster.
+/// The shortest K for which the few-tiles split splits, below K = 4096, the swapped TMA-store tiles of 64 rows of B
+/// and at most 64 of A and the 128 x 128 TMA-store tile (`TileConfig::short_k_slices`): into as many slices of at
+/// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks as fit one wave, S = min(SMs / tiles, K blocks / 8, 8).
 ///
-/// The count: S = min(SMs / tiles, K blocks / 8, 8), all the CTAs in one wave, from S = 2 (until run 244: S = min(SMs
-/// / 2 / tiles, ...) from 4, at most SMs / 8 tiles). Run 244 (one H200, 20 calls back to back, host-gated, two passes
-/// within 0.1 us, us a call, forced counts 1-8 on 12-64 tiles at K = 2048-3584): the fastest count is the most that
-/// fits one wave, and counts past it lose 40-170% (a second wave): 24 tiles in 4 (was unsplit) 9.3 -> 7.9 at K =
-/// 2048, 12.8 -> 8.9 at 3072, 14.5 -> 9.4 at 3584; 32 in 4 9.4 -> 8.2 and 12.9 -> 9.2; 40 in 3 9.4 -> 8.3 and 12.9 ->
-/// 9.6; 48 in 2 9.4 -> 9.1, 12.8 -> 11.0, 14.6 -> 12.0 at 3584; 64 in 2 9.4 -> 9.4 at 2048, 12.8 -> 11.2 at 3072; 16
-/// tiles at 3072 in 6 (was 4) 8.6 -> 8.4, 12 in 6 (was 5) even. (cuBLAS: 5.8-8.5.)
-pub const SWAPPED64_SHORT_K_MIN: u32 = 2048;
+/// The 64 x 64 swapped tile (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s). Run 238 (one H200, host-gated,
+/// two passes, ms, unsplit -> 4 slices forced): 256 x 256 x 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512
+/// x 3072 (16) 0.0159-0.0160 -> 0.0110-0.0116; 36-64 tiles in 2 slices even to 15% faster at K >= 2048, 17% slower at
+/// K = 1024. Run 239 (the rule of 4-8 slices within SMs / 2 CTAs against unsplit, 7 other picks): 15-34% faster. Run
+/// 244 (one H200, 20 calls back to back, host-gated, two passes within 0.1 us, us a call, forced counts 1-8 on 12-64
+/// tiles at K = 2048-3584): the fastest count is the most that fits one wave, and counts past it lose 40-170% (a
+/// second wave): 24 tiles in 4 (unsplit before) 9.3 -> 7.9 at K = 2048, 12.8 -> 8.9 at 3072, 14.5 -> 9.4 at 3584; 32
+/// in 4 9.4 -> 8.2 and 12.9 -> 9.2; 40 in 3 9.4 -> 8.3 and 12.9 -> 9.6; 48 in 2 9.4 -> 9.1, 12.8 -> 11.0, 14.6 -> 12.0
+/// at 3584; 64 in 2 9.4 -> 9.4 at 2048, 12.8 -> 11.2 at 3072; 16 tiles at 3072 in 6 (4 before) 8.6 -> 8.4, 12 in 6 (5
+/// before) even. (cuBLAS: 5.8-8.5.)
+///
+/// The small-M swapped tiles (M <= 64: 64 x 8 .. 64 x 48, the TMA-store twins of the Registers defaults) and the 128
+/// x 128 tile, run 245 (forced one-wave counts against unsplit, back to back, two passes, us a call): 1 x 1024 x 3072
+/// (16 tiles) in 6 11.1 -> 6.2, 8 x 512 x 3072 (8) in 6 11.0 -> 6.1, 48 x 768 x 3072 (12) in 6 12.1 -> 7.5, 1 x 2048
+/// x 2048 (32) in 4 8.2 -> 6.3, 8 and 16 x 2048 x 3072 in 4 11.5 -> 8.1-8.3 (cuBLAS 8.4-8.5), 32 x 1024 x 2048 in 4
+/// 8.5 -> 6.5, 48 x 3072 x 3072 (48) in 2 12.8 -> 11.0, but 8 x 4096 x 2048 (64) in 2 8.7 -> 9.1 (hence 2 slices only
+/// from [`SHORT_K_TWO_SLICES_MIN`]); 128 x 128: 256 x 2048 x 3072 (32) in 4 18.9 -> 15.8, 384 x 1536 x 3072 (36) in 3
+/// 19.8 -> 15.3, 768 x 768 x 2048 in 3 14.3 -> 13.1, 512 x 1024 x 2048 in 4 14.2 -> 13.7, 1024 x 1024 x 2048 and 256
+/// x 4096 x 3072 (64) in 2 2-3% faster. Not taken: the swapped tiles of 96-192 rows of A (M = 65-192; slots 1.5-3x
+/// the 64 x 64 one's): 192 x 2048 x 2048 in 4 12.5 -> 14.2, 192 x 4096 x 2048 in 2 13.3 -> 14.3, 96 x 2048 x 2048
+/// even, 160 x 2048 x 3072 9% faster.
+pub const SHORT_K_ONE_WAVE_MIN: u32 = 2048;
+
+/// The shortest K at which the one-wave short-K split of the small swapped tiles ([`SHORT_K_ONE_WAVE_MIN`]) takes 2
+/// slices (slices of at least 24 K blocks): run 245, 8 x 4096 x 2048 (64 tiles of 64 x 8) 8.7 -> 9.1 us in 2 slices
+/// of 16 K blocks, 48 x 3072 x 3072 (48 tiles) 12.8 -> 11.0 in 2 of 24; the 64 x 64 tile's 2 slices at K = 2048 were
+/// within 3% either way (run 244).
+pub const SHORT_K_TWO_SLICES_MIN: u32 = 3072;
 
 /// The shortest slice, in K blocks, of the small-N column tiles' split below K = 4096
 /// ([`SMALL_N_SHORT_K_MIN`]): 8 slices of 2 K blocks at K = 1024 (run 235).
@@ -2200,18 +2224,60 @@ mod tests {
     }
 
     #[test]
+    fn short_k_splits_small_swapped_and_128x128_tiles_in_one_wave() {
+        let sw = TileConfig::swapped_tma_store;
+        let narrow = TileConfig::NARROW_TMA_STORE;
+        // Run 245's picks on 132 SMs: S = min(SMs / tiles, K blocks / 8, 8), 2 only from K = 3072.
+        for (m, n, k, want) in [
+            (1, 1024, 3072, Some((sw(8), 6))),
+            (8, 512, 3072, Some((sw(8), 6))),
+            (48, 768, 3072, Some((sw(48), 6))),
+            (1, 2048, 2048, Some((sw(8), 4))),
+            (32, 1024, 2048, Some((sw(32), 4))),
+            (16, 2048, 3072, Some((sw(16), 4))),
+            (48, 3072, 3072, Some((sw(48), 2))),
+            (256, 2048, 3072, Some((narrow, 4))),
+            (384, 1536, 3072, Some((narrow, 3))),
+            (1024, 1024, 2048, Some((narrow, 2))),
+            (8, 4096, 2048, None),   // 2 slices of 16 K blocks: slower (run 245)
+            (192, 2048, 2048, None), // 192 rows of A: not taken
+            (8, 2048, 1984, None),   // below K = 2048
+        ] {
+            let s = GemmShape { m, n, k };
+            assert_eq!(TileConfig::split_rule_for(s, 132, u64::MAX, u64::MAX), want, "{m}x{n}x{k}");
+        }
+        // On any SM count the picks keep tiles x slices within one wave and slices of >= 8 K blocks.
+        for sms in [2, 16, 66, 78, 114, 132] {
+            for m in [1, 8, 33, 64, 200, 512, 1000] {
+                for n in [256, 1000, 2048, 4096] {
+                    for k in [2048, 2560, 3072, 4032] {
+                        let s = GemmShape { m, n, k };
+                        let t = TileConfig::twin_that_splits(TileConfig::choose_for(s, sms), s);
+                        if let Some(sl) = t.short_k_slices(s, sms) {
+                            let tiles = t.tiles(m, n);
+                            assert!(tiles * sl as u64 <= sms as u64 && (k as u64).div_ceil(64) / sl as u64 >= 8, "{m}x{n}x{k} on {sms}: {t} in {sl}");
+                            assert!(sl >= 2 && (sl >= 3 || k >= SHORT_K_TWO_SLICES_MIN || t.is_small_n_cols() || t == narrow), "{m}x{n}x{k} on {sms}: {t} in {sl}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn few_tiles_take_64x64_swapped_tiles_unsplit_below_k_4096() {
         let s = |m, n, k| GemmShape { m, n, k };
         let small = TileConfig::swapped_tma_store(64);
         // Run 209's shapes, and ragged M and N (no more padding than 128 x 128 tiles).
-        // Split from K = 2048 into as many slices of >= 8 K blocks as fit one wave, up to 8
-        // (run 244), else unsplit.
+        // Split from K = 2048 into as many slices of >= 8 K blocks as fit one wave, up to 8,
+        // 2 of them from K = 3072 (runs 244-245), else unsplit.
         for (m, n, k, slices) in [
             (256, 256, 2048, Some(4)),
-            (512, 512, 2048, Some(2)),
+            (512, 512, 2048, None),
+            (512, 512, 3072, Some(2)),
             (384, 384, 3072, Some(3)),
             (256, 1024, 1024, None),
-            (1024, 256, 2048, Some(2)),
+            (1024, 256, 2048, None),
             (128, 512, 3072, Some(6)),
             (192, 768, 2048, Some(3)),
             (640, 384, 1024, None),
@@ -2720,8 +2786,9 @@ mod tests {
         // (1025 x 256: 68 tiles of 64 x 64, more than half the SMs: the default's tile)
         assert_eq!(pick(1025, 256, 7168).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132)));
         assert!(!TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132).swap_ab);
+        // (K below 4096 on 128 x 128 tiles: the short-K rule's one wave, run 245)
+        assert_eq!(pick(256, 4096, 4088), Some((TileConfig::NARROW_TMA_STORE, 2)));
         for (m, n, k) in [
-            (256, 4096, 4088),   // K below what was measured
             (1024, 2048, 65536), // 128 tiles: more than half the SMs
             (4096, 4096, 65536), // many waves
             (1024, 8192, 4096),  // 2-CTA clusters: cannot split

@@ -462,11 +462,14 @@ fn split_rule_default_matches_reference() {
         // ragged; 8 in 6 slices of 8 K blocks.
         (200, 136, 2048, false),
         (256, 128, 3072, false),
-        // ... in as many slices as fit one wave (run 244): 36 in 3, 45 in 2 (M and N ragged),
-        // and the small-M rule's Registers tile through its TMA-store twin, 32 in 4.
+        // ... in as many slices as fit one wave (runs 244-245): 36 in 3, 45 in 2 (M and N
+        // ragged), and the small-M rule's Registers tiles through their TMA-store twins, 32
+        // in 4 and 16 of 64 x 8 in 6 (M ragged); 36 tiles of 128 x 128 in 3.
         (384, 384, 3072, false),
-        (320, 520, 2048, false),
+        (320, 520, 3072, false),
         (64, 2048, 2048, false),
+        (5, 1024, 3072, false),
+        (384, 1536, 3072, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.
