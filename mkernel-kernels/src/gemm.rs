@@ -622,9 +622,12 @@ impl TileConfig {
     /// column-fitted tile of 176-208 columns fits the waves better than that clustered wide
     /// tile, it takes its place ([`Self::cols_c2_instead_of`]; runs 219, 221-222: 0.2-2.8% faster).
     ///
-    /// Where few tiles leave most SMs idle and K < 4096 (no split), the 64 x 64 swapped tile
+    /// Where few tiles leave most SMs idle and K < 4096, the 64 x 64 swapped tile
     /// ([`Self::few_tiles_unsplit_smaller_instead_of`]; run 209: 8-29% faster, 256 x 256 x
-    /// 2048 0.0153 -> 0.0116 ms), before the small-N rule.
+    /// 2048 0.0153 -> 0.0116 ms), else from K = 2048 the 64 x 128 TMA-store tile in place of
+    /// the 128 x 128 one or wide swapped ones ([`Self::few_tiles_short_k_m64_instead_of`]; run
+    /// 247: 2-26% faster), before the small-N rule. (With a workspace, `split_few_tiles_for`
+    /// splits both from K = 2048 or 3072.)
     ///
     /// For N <= 160 (MoE routers), the small-N rule's tiles (N columns wide for N <= 32,
     /// else swapped) replace what the rules below pick, as the last step
@@ -689,6 +692,7 @@ impl TileConfig {
         let t = Self::clustered_instead_of(t, shape);
         let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
         let t = Self::few_tiles_unsplit_smaller_instead_of(t, shape, sm_count).unwrap_or(t);
+        let t = Self::few_tiles_short_k_m64_instead_of(t, shape, sm_count).unwrap_or(t);
         // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
         // stay on N = 136, where they were measured)
         match Self::small_n_for(shape, sm_count) {
@@ -697,8 +701,8 @@ impl TileConfig {
         }
     }
 
-    /// The few-tiles rule's smaller tile where nothing splits ([`Self::choose_for`], K <
-    /// 4096, below the split rules' K): in place of `current`, the 64 x 64 swapped TMA-store
+    /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
+    /// workspace `short_k_slices` splits it from K = 2048): in place of `current`, the 64 x 64 swapped TMA-store
     /// tile ([`Self::swapped_tma_store`]`(64)`) where it makes at most SMs / 2 tiles and
     /// computes no more elements than `current`'s tiles (tiles x rows x columns), M >= 65,
     /// N % 8 == 0, K % 64 == 0 and 1024 <= K < 4096 (as measured); `None` elsewhere, and
@@ -722,6 +726,34 @@ impl TileConfig {
         (tiles >= 1 && tiles <= (sm_count / 2) as u64 && small.computed_elements(shape) <= current.computed_elements(shape)).then_some(small)
     }
 
+    /// Few tiles at short K, after [`Self::few_tiles_unsplit_smaller_instead_of`]: in place of
+    /// `current` where it is the 128 x 128 tile ([`Self::NARROW`] or its TMA-store twin) or
+    /// a swapped tile of 64 rows of B and more than 64 rows of A (the small-M rule's for M =
+    /// 65-256), the 64 x 128 TMA-store tile ([`Self::M64_NARROW_TMA_STORE`]) where it makes at
+    /// most one wave of tiles (at most `sm_count`), N % 8 == 0, K % 64 == 0 and
+    /// [`SHORT_K_ONE_WAVE_MIN`] <= K < 4096 (as measured); `None` elsewhere. Half the rows per
+    /// K block on up to twice the CTAs: the K chain, which bounds these calls, is half as
+    /// long a block. [`Self::short_k_slices`] splits it from K = [`SHORT_K_TWO_SLICES_MIN`].
+    ///
+    /// Measured on one H200 (run 247, 20 calls back to back, host-gated, two passes within
+    /// 0.2 us, us a call, default -> this tile unsplit; cuBLAS): 128 x 128 in one-wave slices
+    /// (29.3): 640 x 1024 x 2048 13.4 -> 10.4 (7.5), 384 x 2048 x 2048 14.1 -> 10.7 (8.7),
+    /// 1024 x 1024 x 2048 14.6 -> 10.8 (9.4), 768 x 768 x 2048 13.0 -> 10.3 (9.2), 512 x
+    /// 1536 x 3072 16.8 -> 14.5 (11.2), 256 x 2048 x 3072 15.8 -> 14.5 (9.5), 384 x 1536 x
+    /// 3072 15.3 -> 14.4 (10.4); swapped 64 x 96..192 unsplit: 192 x 2048 x 2048 12.7 ->
+    /// 10.5 (7.6), 192 x 4096 x 2048 13.3 -> 10.9 (10.1), 160 x 2048 x 3072 16.2 -> 14.4
+    /// (9.9), 128 x 3072 x 3072 15.2 -> 14.5 (9.9), 96 x 2048 x 2048 10.6 -> 10.4 (7.1). The
+    /// swapped 64 x 128 tile ran within 0.3 us of this one; the swapped 128 x 128 slower.
+    pub fn few_tiles_short_k_m64_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let m64 = Self::M64_NARROW_TMA_STORE;
+        let replaces = current == Self::NARROW || current == Self::NARROW_TMA_STORE || (current.swap_ab && current.bm == 64 && current.bn > 64 && current.cluster_m == 1);
+        if !replaces || shape.k % 64 != 0 || !(SHORT_K_ONE_WAVE_MIN..4096).contains(&shape.k) || m64.check_output(shape.n).is_err() {
+            return None;
+        }
+        let tiles = m64.tiles(shape.m, shape.n);
+        (tiles >= 1 && tiles <= sm_count as u64).then_some(m64)
+    }
+
     /// Elements of C this tile's grid computes for `shape`, padding included: tiles x rows x
     /// columns (for a swapped tile, its B rows x A rows).
     fn computed_elements(&self, shape: GemmShape) -> u64 {
@@ -742,7 +774,7 @@ impl TileConfig {
     /// where its tiles are few; above, for M >= 65, the 64-row
     /// swapped TMA-store tile ([`Self::swapped_tma_store`]: 64 of B's N rows, `rows` rows
     /// of A per tile) with 64 rows of A where that makes at most SMs / 2 tiles (which
-    /// [`Self::split_few_tiles_for`] splits along K where K >= 4096), else 128 where that
+    /// [`Self::split_few_tiles_for`] splits along K from K = 2048), else 128 where that
     /// makes at most one wave, else (N <= 64 only) 256. `None` elsewhere. `choose_for` takes
     /// it in place of whatever the other rules chose, above N = 64 only where their tile
     /// pads N at least as much (so not the 128 x 136 tile at N = 136).
@@ -1220,7 +1252,8 @@ impl TileConfig {
     /// / tiles, K blocks / 16, 8), the fused kernel's bounds,
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
     /// the small-N column tiles up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured; the
-    /// small-N column tiles from K = 1024, 4-8 slices of at least 2 K blocks below 4096), within
+    /// small-N column tiles from K = 1024, 4-8 slices of at least 2 K blocks below 4096; the swapped tiles of 64 x 8..64
+    /// from K = 2048 and the 64 x 128 tiles from K = 3072 in one wave of slices: `short_k_slices`), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
     /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
     /// Registers tile whose twin N refuses, 2-CTA clusters).
@@ -1333,9 +1366,10 @@ impl TileConfig {
     /// whatever the workspace: S = [`Self::split_slices_bound`] where the tile can split
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
-    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), and the swapped
-    /// TMA-store tiles of 64 x 8 .. 64 x 64 and the 128 x 128 TMA-store tile from K =
-    /// [`SHORT_K_ONE_WAVE_MIN`] (2048): below K = 4096 as `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
+    /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), the swapped
+    /// TMA-store tiles of 64 x 8 .. 64 x 64 from K = [`SHORT_K_ONE_WAVE_MIN`] (2048) and the
+    /// 64 x 128 TMA-store tile from K = [`SHORT_K_TWO_SLICES_MIN`] (3072): below K = 4096 as
+    /// `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
     /// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`]
     /// at 8 columns), as long as their CTAs stay within half the SMs: S = max(that bound,
     /// min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K blocks (4 at 8 columns), C =
@@ -1398,9 +1432,14 @@ impl TileConfig {
     ///   at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks: the swapped TMA-store tiles of 64
     ///   rows of B and at most 64 of A (the 64 x 64 one of
     ///   [`Self::few_tiles_unsplit_smaller_instead_of`], and the TMA-store twins of the
-    ///   small-M rule's for M <= 64), S >= 3, or 2 from K = [`SHORT_K_TWO_SLICES_MIN`]; the
-    ///   128 x 128 TMA-store tile ([`Self::NARROW_TMA_STORE`], the twin of [`Self::NARROW`]),
-    ///   S >= 2.
+    ///   small-M rule's for M <= 64), S >= 3, or 2 from K = [`SHORT_K_TWO_SLICES_MIN`];
+    /// - the 64 x 128 TMA-store tile ([`Self::few_tiles_short_k_m64_instead_of`]'s) from K =
+    ///   [`SHORT_K_TWO_SLICES_MIN`], with CTAs up to the SMs and slices of at least
+    ///   [`M64_SHORT_K_MIN_SPLIT_K_BLOCKS`] K blocks, S >= 2.
+    ///
+    /// (The 128 x 128 tile's one-wave split, 2-23% faster in run 245, gave way to the 64 x 128
+    /// tile, faster still (run 247); where that tile is not taken, K % 64 != 0 or more than one
+    /// wave of it, the 128 x 128 split below K = 4096 was not measured, so it does not split.)
     fn short_k_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
         let swapped_small = self.swap_ab && self.bm == 64 && self.bn <= 64 && *self == Self::swapped_tma_store(self.bn);
         let two_from = |k_min: u32| if shape.k >= k_min { 2 } else { 3 };
@@ -1408,8 +1447,8 @@ impl TileConfig {
             (SMALL_N_SHORT_K_MIN, SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS, sm_count / 2, SHORT_K_MIN_SLICES)
         } else if swapped_small {
             (SHORT_K_ONE_WAVE_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, two_from(SHORT_K_TWO_SLICES_MIN))
-        } else if *self == Self::NARROW_TMA_STORE {
-            (SHORT_K_ONE_WAVE_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, 2)
+        } else if *self == Self::M64_NARROW_TMA_STORE {
+            (SHORT_K_TWO_SLICES_MIN, M64_SHORT_K_MIN_SPLIT_K_BLOCKS, sm_count, 2)
         } else {
             return None;
         };
@@ -1575,8 +1614,9 @@ pub enum LastWaveSplit {
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
     /// most half the SMs, each in 2-8 slices (the small-N column tiles up to 16; below K =
-    /// 4096 the small-N column tiles from K = 1024 and few 64 x 64 swapped tiles from K =
-    /// 2048, in 4-8), [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64
+    /// from K = 2048 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
+    /// [`TileConfig::short_k_slices`]), [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -1664,7 +1704,7 @@ pub const SMALL_N8_MIN_SPLIT_K_BLOCKS: u64 = 4;
 pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 
 /// The shortest K for which the few-tiles split splits the small-N column tiles
-/// ([`TileConfig::few_tiles_slices`]; other tiles: K >= 4096). Below K = 4096 one tile's K
+/// ([`TileConfig::few_tiles_slices`]; other tiles from K = 2048 or 4096). Below K = 4096 one tile's K
 /// chain is what bounds these calls (~0.22 us a K block on an H200, run 234: 128 x 32 x 2048
 /// unsplit 0.0117 ms, 128 x 32 x 64 0.0048), so they split there too, into at most
 /// `gemm_allreduce::MAX_SPLIT_SLICES` (8) slices of at least
@@ -1685,8 +1725,9 @@ pub const SMALL_N_SHORT_K_MIN: u32 = 1024;
 pub const SHORT_K_MIN_SLICES: u64 = 4;
 
 /// The shortest K for which the few-tiles split splits, below K = 4096, the swapped TMA-store tiles of 64 rows of B
-/// and at most 64 of A and the 128 x 128 TMA-store tile (`TileConfig::short_k_slices`): into as many slices of at
-/// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks as fit one wave, S = min(SMs / tiles, K blocks / 8, 8).
+/// and at most 64 of A (`TileConfig::short_k_slices`): into as many slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`]
+/// K blocks as fit one wave, S = min(SMs / tiles, K blocks / 8, 8); and from which the 64 x 128 TMA-store tile takes
+/// the place of the 128 x 128 one and of wide swapped ones there (`TileConfig::few_tiles_short_k_m64_instead_of`).
 ///
 /// The 64 x 64 swapped tile (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s). Run 238 (one H200, host-gated,
 /// two passes, ms, unsplit -> 4 slices forced): 256 x 256 x 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512
@@ -1706,7 +1747,7 @@ pub const SHORT_K_MIN_SLICES: u64 = 4;
 /// 8.5 -> 6.5, 48 x 3072 x 3072 (48) in 2 12.8 -> 11.0, but 8 x 4096 x 2048 (64) in 2 8.7 -> 9.1 (hence 2 slices only
 /// from [`SHORT_K_TWO_SLICES_MIN`]); 128 x 128: 256 x 2048 x 3072 (32) in 4 18.9 -> 15.8, 384 x 1536 x 3072 (36) in 3
 /// 19.8 -> 15.3, 768 x 768 x 2048 in 3 14.3 -> 13.1, 512 x 1024 x 2048 in 4 14.2 -> 13.7, 1024 x 1024 x 2048 and 256
-/// x 4096 x 3072 (64) in 2 2-3% faster. Not taken: the swapped tiles of 96-192 rows of A (M = 65-192; slots 1.5-3x
+/// x 4096 x 3072 (64) in 2 2-3% faster (superseded by the 64 x 128 tile, run 247). Not taken: the swapped tiles of 96-192 rows of A (M = 65-192; slots 1.5-3x
 /// the 64 x 64 one's): 192 x 2048 x 2048 in 4 12.5 -> 14.2, 192 x 4096 x 2048 in 2 13.3 -> 14.3, 96 x 2048 x 2048
 /// even, 160 x 2048 x 3072 9% faster.
 pub const SHORT_K_ONE_WAVE_MIN: u32 = 2048;
@@ -1716,6 +1757,14 @@ pub const SHORT_K_ONE_WAVE_MIN: u32 = 2048;
 /// of 16 K blocks, 48 x 3072 x 3072 (48 tiles) 12.8 -> 11.0 in 2 of 24; the 64 x 64 tile's 2 slices at K = 2048 were
 /// within 3% either way (run 244).
 pub const SHORT_K_TWO_SLICES_MIN: u32 = 3072;
+
+/// The shortest slice, in K blocks, of the 64 x 128 TMA-store tile's short-K split
+/// (`TileConfig::short_k_slices`, from K = [`SHORT_K_TWO_SLICES_MIN`]). Run 248 (one H200, forced counts, 20 calls back
+/// to back, two passes, us a call): 128 x 2048 x 3072 (32 tiles) unsplit 14.4 -> 12.2 in 3 (slices of 16 K blocks),
+/// 13.4 in 4 (12); 256 x 1024 x 3072 14.2 -> 11.8 in 3, 12.2 in 4; 128 x 2560 x 3584 (40) 16.4 -> 14.0 in 3; in 2 at
+/// K = 3072-3584 (45-64 tiles) 4-12% faster (192 x 2048 x 3584 16.4 -> 14.4); at K = 2048 2 slices lost 4-7% (512 x
+/// 1024 x 2048 10.2 -> 10.9) and 3 were even or 5% slower.
+pub const M64_SHORT_K_MIN_SPLIT_K_BLOCKS: u64 = 16;
 
 /// The shortest slice, in K blocks, of the small-N column tiles' split below K = 4096
 /// ([`SMALL_N_SHORT_K_MIN`]): 8 slices of 2 K blocks at K = 1024 (run 235).
@@ -2224,9 +2273,8 @@ mod tests {
     }
 
     #[test]
-    fn short_k_splits_small_swapped_and_128x128_tiles_in_one_wave() {
+    fn short_k_splits_small_swapped_and_64x128_tiles_in_one_wave() {
         let sw = TileConfig::swapped_tma_store;
-        let narrow = TileConfig::NARROW_TMA_STORE;
         // Run 245's picks on 132 SMs: S = min(SMs / tiles, K blocks / 8, 8), 2 only from K = 3072.
         for (m, n, k, want) in [
             (1, 1024, 3072, Some((sw(8), 6))),
@@ -2236,9 +2284,14 @@ mod tests {
             (32, 1024, 2048, Some((sw(32), 4))),
             (16, 2048, 3072, Some((sw(16), 4))),
             (48, 3072, 3072, Some((sw(48), 2))),
-            (256, 2048, 3072, Some((narrow, 4))),
-            (384, 1536, 3072, Some((narrow, 3))),
-            (1024, 1024, 2048, Some((narrow, 2))),
+            // (the 128 x 128 default gives way to 64 x 128 tiles at K % 64 == 0, run 247; those
+            // split from K = 3072 in slices of >= 16 K blocks, run 248; 128 x 128 tiles do not
+            // split below K = 4096)
+            (256, 4096, 4088, None),
+            (256, 2048, 3072, Some((TileConfig::M64_NARROW_TMA_STORE, 2))),
+            (128, 2560, 3584, Some((TileConfig::M64_NARROW_TMA_STORE, 3))),
+            (384, 1536, 3072, None),
+            (1024, 1024, 2048, None),
             (8, 4096, 2048, None),   // 2 slices of 16 K blocks: slower (run 245)
             (192, 2048, 2048, None), // 192 rows of A: not taken
             (8, 2048, 1984, None),   // below K = 2048
@@ -2255,12 +2308,32 @@ mod tests {
                         let t = TileConfig::twin_that_splits(TileConfig::choose_for(s, sms), s);
                         if let Some(sl) = t.short_k_slices(s, sms) {
                             let tiles = t.tiles(m, n);
-                            assert!(tiles * sl as u64 <= sms as u64 && (k as u64).div_ceil(64) / sl as u64 >= 8, "{m}x{n}x{k} on {sms}: {t} in {sl}");
-                            assert!(sl >= 2 && (sl >= 3 || k >= SHORT_K_TWO_SLICES_MIN || t.is_small_n_cols() || t == narrow), "{m}x{n}x{k} on {sms}: {t} in {sl}");
+                            let shortest = if t == TileConfig::M64_NARROW_TMA_STORE { 16 } else { 8 };
+                            assert!(tiles * sl as u64 <= sms as u64 && (k as u64).div_ceil(64) / sl as u64 >= shortest, "{m}x{n}x{k} on {sms}: {t} in {sl}");
+                            assert!(sl >= 2 && (sl >= 3 || k >= SHORT_K_TWO_SLICES_MIN || t.is_small_n_cols()), "{m}x{n}x{k} on {sms}: {t} in {sl}");
+                            assert!(t.swap_ab || t == TileConfig::M64_NARROW_TMA_STORE || t.is_small_n_cols(), "{m}x{n}x{k} on {sms}: {t}");
                         }
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn few_tiles_at_short_k_take_64x128_tiles_for_128x128_and_wide_swapped_ones() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let m64 = TileConfig::M64_NARROW_TMA_STORE;
+        // Run 247's shapes (128 x 128 defaults; swapped 64 x 96..192 ones), ragged M and N.
+        for (m, n, k) in [(640, 1024, 2048), (384, 2048, 2048), (1024, 1024, 2048), (768, 768, 2048), (512, 1536, 3072), (192, 2048, 2048), (192, 4096, 2048), (160, 2048, 3072), (96, 2048, 2048), (130, 1536, 2560), (600, 1000, 3968)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), m64, "{m}x{n}x{k}");
+        }
+        // Not: K below 2048, from 4096, K % 64 != 0, N % 8 != 0, more tiles than SMs, the 64 x 64
+        // swapped tile's ground (at most SMs / 2 of those), M <= 64, few SMs.
+        for (m, n, k, sms) in [(640, 1024, 1984, 132), (640, 1024, 4096, 132), (640, 1024, 2056, 132), (640, 1020, 2048, 132), (1024, 2048, 2048, 132), (256, 512, 2048, 132), (64, 4096, 2048, 132), (640, 1024, 2048, 66)] {
+            assert_ne!(TileConfig::choose_for(s(m, n, k), sms), m64, "{m}x{n}x{k} on {sms}");
+        }
+        for t in [TileConfig::WIDE_TMA_STORE, TileConfig::swapped(64), TileConfig::cols_tma_store(136)] {
+            assert_eq!(TileConfig::few_tiles_short_k_m64_instead_of(t, s(640, 1024, 2048), 132), None, "{t}");
         }
     }
 
@@ -2786,9 +2859,8 @@ mod tests {
         // (1025 x 256: 68 tiles of 64 x 64, more than half the SMs: the default's tile)
         assert_eq!(pick(1025, 256, 7168).map(|p| p.0), Some(TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132)));
         assert!(!TileConfig::choose_for_split(GemmShape { m: 1025, n: 256, k: 7168 }, 132).swap_ab);
-        // (K below 4096 on 128 x 128 tiles: the short-K rule's one wave, run 245)
-        assert_eq!(pick(256, 4096, 4088), Some((TileConfig::NARROW_TMA_STORE, 2)));
         for (m, n, k) in [
+            (256, 4096, 4088),   // K below 4096 on 128 x 128 tiles: not measured
             (1024, 2048, 65536), // 128 tiles: more than half the SMs
             (4096, 4096, 65536), // many waves
             (1024, 8192, 4096),  // 2-CTA clusters: cannot split

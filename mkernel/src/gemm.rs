@@ -32,8 +32,9 @@ pub struct GemmOptions {
     /// (shared memory and barrier set-up) while that kernel ends, and they read and write
     /// nothing (A, B, C, the workspace) before it has completed and its writes are
     /// visible (`griddepcontrol.wait`), so the call is as stream-ordered as without. A
-    /// GEMM after this one on the stream, launched so too, may start as this one's CTAs
-    /// exit. On an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`)
+    /// GEMM after this one on the stream, launched so too, may be scheduled once all of this
+    /// one's CTAs have passed their wait (at once on idle SMs, else as this one's CTAs
+    /// exit). On an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`)
     /// took 0.5-1.2 us less a call with it, 7-12% of the 6-10 us small GEMMs (64 x 8 x
     /// 4096 0.0067 -> 0.0059 ms), the same with cudarc's event tracking recording events
     /// between the calls (bench/NOTES.md 29.1). `false`: `cuLaunchKernel`, the grid starts
@@ -139,7 +140,10 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
 ///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms; at K
 ///   <= 14336 on 64 x 64 swapped tiles where those are few too, 128 x 256 x 7168 0.0176 ->
-///   0.0127 ms).
+///   0.0127 ms), and below K = 4096 the small-N column tiles from K = 1024, few swapped
+///   tiles of 64 x 8..64 from K = 2048 (1 x 1024 x 3072 0.0111 -> 0.0062 ms a call back to
+///   back) and few 64 x 128 tiles from K = 3072, in as many slices as fit one wave
+///   (`TileConfig::short_k_slices`).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   16.5 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
 ///   counts), kept for the last [`CACHED_WORKSPACES`] streams per CUDA context (per GPU

@@ -250,6 +250,17 @@ fn few_tiles_unsplit_default_matches_reference() {
     defaults_match_reference("few_tiles_unsplit_default_matches_reference", &cases, |s, sms| (small.tiles(s.m, s.n) <= (sms / 2) as u64).then_some(small));
 }
 
+/// Few tiles with 2048 <= K < 4096 where the default was the 128 x 128 tile or a swapped
+/// one of more than 64 rows of A: the 64 x 128 TMA-store tile
+/// (`TileConfig::few_tiles_short_k_m64_instead_of`), M and N ragged, K = 3968 unsplit,
+/// against the reference, where its tiles fit one wave.
+#[test]
+fn few_tiles_short_k_m64_default_matches_reference() {
+    let m64 = TileConfig::M64_NARROW_TMA_STORE;
+    let cases = [(640, 1024, 2048), (190, 4088, 2048), (130, 1536, 2560), (600, 1000, 3968)];
+    defaults_match_reference("few_tiles_short_k_m64_default_matches_reference", &cases, |s, sms| (m64.tiles(s.m, s.n) <= sms as u64).then_some(m64));
+}
+
 /// The clustered column-fitted default (`TileConfig::cols_c2_instead_of`: 176-208 columns
 /// in 2-CTA clusters where they fit the waves better than the clustered wide tile), M and N
 /// ragged (M = 4095 and 8190: 32 and 64 row blocks, the last one short; N = 9208 and 7160:
@@ -469,7 +480,10 @@ fn split_rule_default_matches_reference() {
         (320, 520, 3072, false),
         (64, 2048, 2048, false),
         (5, 1024, 3072, false),
-        (384, 1536, 3072, false),
+        // ... the 64 x 128 tiles in place of 128 x 128 or wide swapped ones, from K = 3072 in
+        // slices of >= 16 K blocks (runs 247-248): 64 in 2 (M ragged), 40 in 3.
+        (200, 2048, 3072, false),
+        (128, 2560, 3584, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.
@@ -711,8 +725,8 @@ fn gemm_in_a_graph_capture_runs_unsplit_and_replays() {
 
 /// Programmatic dependent launch (the default): a chain of GEMMs enqueued back to back,
 /// each reading the output of the one before and writing over the input of the one
-/// before that (two buffers in turn), on several tiles and split rules (few tiles, short
-/// K, small N, K = 16), has at every step the bits of the same chain run with the launch
+/// before that (two buffers in turn), on several tiles and split rules (few tiles at K =
+/// 4096 and 2048, small N, K = 16), has at every step the bits of the same chain run with the launch
 /// serialized and the stream synchronized after each step, whose every step matches the
 /// fp32 reference of its own input; the same chain captured into a CUDA graph too.
 #[test]
@@ -727,7 +741,9 @@ fn dependent_launch_chain_matches_the_serialized_chain() {
     let stream = ctx.new_stream().unwrap();
     let mut blas = Cublas::new(&stream).unwrap();
     let m = 200u32;
-    let dims = [4096u32, 4096, 1024, 4096, 16, 2048, 8192];
+    // (on 132 SMs: 128 x 128 in 2 slices, 64 x 64 swapped in 2, unsplit at K = 1024,
+    // small-N in 8, K = 16, and at K = 2048 64 x 64 swapped in 4: a short-K split)
+    let dims = [4096u32, 4096, 1024, 4096, 16, 2048, 512];
     let steps: Vec<GemmShape> = dims.windows(2).map(|d| GemmShape { m, n: d[1], k: d[0] }).collect();
     let mu = m as usize;
     let widest = *dims.iter().max().unwrap() as usize;

@@ -1085,8 +1085,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                     }
                 }
                 2 => {
+                    // (launch serialized: with PDL its set-up could run before the step's start event)
+                    let opts = GemmOptions { dependent_launch: false, ..Default::default() };
                     for (r, d) in data.iter_mut().enumerate() {
-                        mkernel::gemm(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_base, s, GemmOptions::default())?;
+                        mkernel::gemm(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_base, s, opts)?;
                     }
                 }
                 NCCL_ALONE => {
