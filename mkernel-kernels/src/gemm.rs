@@ -624,10 +624,10 @@ impl TileConfig {
     ///
     /// Where few tiles leave most SMs idle and K < 4096, the 64 x 64 swapped tile
     /// ([`Self::few_tiles_unsplit_smaller_instead_of`]; run 209: 8-29% faster, 256 x 256 x
-    /// 2048 0.0153 -> 0.0116 ms), else from K = 2048 the 64 x 128 TMA-store tile in place of
-    /// the 128 x 128 one or wide swapped ones ([`Self::few_tiles_short_k_m64_instead_of`]; run
-    /// 247: 2-26% faster), before the small-N rule. (With a workspace, `split_few_tiles_for`
-    /// splits both from K = 2048 or 3072.)
+    /// 2048 0.0153 -> 0.0116 ms), else from K = 1024 the 64 x 128 TMA-store tile in place of
+    /// the 128 x 128 one or wide swapped ones ([`Self::few_tiles_short_k_m64_instead_of`]; runs
+    /// 247, 250: 2-29% faster), before the small-N rule. (With a workspace, `split_few_tiles_for`
+    /// splits the first from K = 1536, the second from K = 3072.)
     ///
     /// For N <= 160 (MoE routers), the small-N rule's tiles (N columns wide for N <= 32,
     /// else swapped) replace what the rules below pick, as the last step
@@ -702,7 +702,7 @@ impl TileConfig {
     }
 
     /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
-    /// workspace `short_k_slices` splits it from K = 2048): in place of `current`, the 64 x 64 swapped TMA-store
+    /// workspace `short_k_slices` splits it from K = 1536): in place of `current`, the 64 x 64 swapped TMA-store
     /// tile ([`Self::swapped_tma_store`]`(64)`) where it makes at most SMs / 2 tiles and
     /// computes no more elements than `current`'s tiles (tiles x rows x columns), M >= 65,
     /// N % 8 == 0, K % 64 == 0 and 1024 <= K < 4096 (as measured); `None` elsewhere, and
@@ -731,7 +731,7 @@ impl TileConfig {
     /// a swapped tile of 64 rows of B and more than 64 rows of A (the small-M rule's for M =
     /// 65-256), the 64 x 128 TMA-store tile ([`Self::M64_NARROW_TMA_STORE`]) where it makes at
     /// most one wave of tiles (at most `sm_count`), N % 8 == 0, K % 64 == 0 and
-    /// [`SHORT_K_ONE_WAVE_MIN`] <= K < 4096 (as measured); `None` elsewhere. Half the rows per
+    /// [`M64_SHORT_K_MIN`] <= K < 4096 (as measured); `None` elsewhere. Half the rows per
     /// K block on up to twice the CTAs: the K chain, which bounds these calls, is half as
     /// long a block. [`Self::short_k_slices`] splits it from K = [`SHORT_K_TWO_SLICES_MIN`].
     ///
@@ -744,10 +744,13 @@ impl TileConfig {
     /// 10.5 (7.6), 192 x 4096 x 2048 13.3 -> 10.9 (10.1), 160 x 2048 x 3072 16.2 -> 14.4
     /// (9.9), 128 x 3072 x 3072 15.2 -> 14.5 (9.9), 96 x 2048 x 2048 10.6 -> 10.4 (7.1). The
     /// swapped 64 x 128 tile ran within 0.3 us of this one; the swapped 128 x 128 slower.
+    /// Run 250 (the same, K = 1024-1536): 640 x 1024 x 1024 9.3 -> 6.7 (5.5), 384 x 2048 x
+    /// 1024 9.3 -> 6.7 (5.8), 160 x 3072 x 1024 7.9 -> 6.6 (5.4), 512 x 2048 x 1536 12.3 ->
+    /// 8.7 (8.6), 768 x 768 x 1536 11.8 -> 8.5 (7.7), 192 x 2048 x 1536 10.5 -> 8.3 (6.2).
     pub fn few_tiles_short_k_m64_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let m64 = Self::M64_NARROW_TMA_STORE;
         let replaces = current == Self::NARROW || current == Self::NARROW_TMA_STORE || (current.swap_ab && current.bm == 64 && current.bn > 64 && current.cluster_m == 1);
-        if !replaces || shape.k % 64 != 0 || !(SHORT_K_ONE_WAVE_MIN..4096).contains(&shape.k) || m64.check_output(shape.n).is_err() {
+        if !replaces || shape.k % 64 != 0 || !(M64_SHORT_K_MIN..4096).contains(&shape.k) || m64.check_output(shape.n).is_err() {
             return None;
         }
         let tiles = m64.tiles(shape.m, shape.n);
@@ -774,7 +777,7 @@ impl TileConfig {
     /// where its tiles are few; above, for M >= 65, the 64-row
     /// swapped TMA-store tile ([`Self::swapped_tma_store`]: 64 of B's N rows, `rows` rows
     /// of A per tile) with 64 rows of A where that makes at most SMs / 2 tiles (which
-    /// [`Self::split_few_tiles_for`] splits along K from K = 2048), else 128 where that
+    /// [`Self::split_few_tiles_for`] splits along K from K = 1536), else 128 where that
     /// makes at most one wave, else (N <= 64 only) 256. `None` elsewhere. `choose_for` takes
     /// it in place of whatever the other rules chose, above N = 64 only where their tile
     /// pads N at least as much (so not the 128 x 136 tile at N = 136).
@@ -1253,7 +1256,7 @@ impl TileConfig {
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
     /// the small-N column tiles up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured; the
     /// small-N column tiles from K = 1024, 4-8 slices of at least 2 K blocks below 4096; the swapped tiles of 64 x 8..64
-    /// from K = 2048 and the 64 x 128 tiles from K = 3072 in one wave of slices: `short_k_slices`), within
+    /// from K = 1536 and the 64 x 128 tiles from K = 3072 in one wave of slices: `short_k_slices`), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
     /// the 128 x 256 tile, 16.5 MiB). `None` elsewhere (a default that cannot split: a
     /// Registers tile whose twin N refuses, 2-CTA clusters).
@@ -1367,7 +1370,7 @@ impl TileConfig {
     /// ([`Self::can_split_last_wave`], N allowing its epilogue), makes 1..=SMs / 2 tiles,
     /// K >= 4096 and S >= 2; `None` elsewhere. The small-N column tiles (128 x N, N <= 32:
     /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), the swapped
-    /// TMA-store tiles of 64 x 8 .. 64 x 64 from K = [`SHORT_K_ONE_WAVE_MIN`] (2048) and the
+    /// TMA-store tiles of 64 x 8 .. 64 x 64 from K = [`SHORT_K_ONE_WAVE_MIN`] (1536) and the
     /// 64 x 128 TMA-store tile from K = [`SHORT_K_TWO_SLICES_MIN`] (3072): below K = 4096 as
     /// `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
     /// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`]
@@ -1428,7 +1431,7 @@ impl TileConfig {
     /// tiles, K blocks / shortest, 8) slices where S >= the fewest; `None` elsewhere:
     /// - the small-N column tiles from K = [`SMALL_N_SHORT_K_MIN`]: CTAs SMs / 2, slices of
     ///   at least [`SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS`] K blocks, S >= [`SHORT_K_MIN_SLICES`];
-    /// - from K = [`SHORT_K_ONE_WAVE_MIN`], with CTAs up to the SMs (one wave) and slices of
+    /// - from K = [`SHORT_K_ONE_WAVE_MIN`] (1536), with CTAs up to the SMs (one wave) and slices of
     ///   at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks: the swapped TMA-store tiles of 64
     ///   rows of B and at most 64 of A (the 64 x 64 one of
     ///   [`Self::few_tiles_unsplit_smaller_instead_of`], and the TMA-store twins of the
@@ -1615,7 +1618,7 @@ pub enum LastWaveSplit {
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
     /// most half the SMs, each in 2-8 slices (the small-N column tiles up to 16; below K =
     /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64
-    /// from K = 2048 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
+    /// from K = 1536 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
     /// [`TileConfig::short_k_slices`]), [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
@@ -1704,7 +1707,7 @@ pub const SMALL_N8_MIN_SPLIT_K_BLOCKS: u64 = 4;
 pub const SMALL_N_MAX_SPLIT_SLICES: u64 = 16;
 
 /// The shortest K for which the few-tiles split splits the small-N column tiles
-/// ([`TileConfig::few_tiles_slices`]; other tiles from K = 2048 or 4096). Below K = 4096 one tile's K
+/// ([`TileConfig::few_tiles_slices`]; other tiles from K = 1536, 3072 or 4096). Below K = 4096 one tile's K
 /// chain is what bounds these calls (~0.22 us a K block on an H200, run 234: 128 x 32 x 2048
 /// unsplit 0.0117 ms, 128 x 32 x 64 0.0048), so they split there too, into at most
 /// `gemm_allreduce::MAX_SPLIT_SLICES` (8) slices of at least
@@ -1726,8 +1729,10 @@ pub const SHORT_K_MIN_SLICES: u64 = 4;
 
 /// The shortest K for which the few-tiles split splits, below K = 4096, the swapped TMA-store tiles of 64 rows of B
 /// and at most 64 of A (`TileConfig::short_k_slices`): into as many slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`]
-/// K blocks as fit one wave, S = min(SMs / tiles, K blocks / 8, 8); and from which the 64 x 128 TMA-store tile takes
-/// the place of the 128 x 128 one and of wide swapped ones there (`TileConfig::few_tiles_short_k_m64_instead_of`).
+/// K blocks as fit one wave, S = min(SMs / tiles, K blocks / 8, 8), at least 3 below K = [`SHORT_K_TWO_SLICES_MIN`]
+/// (so 3 from K = 1536 to 2047). Until run 250 2048: at K = 1536 3 slices were 7-12% faster (1 x 2048 x 1536 6.6 ->
+/// 6.1 us a call back to back, 32 x 2048 x 1536 7.0 -> 6.6, 1 x 1024 x 1536 6.7 -> 5.9, 64 x 1024 x 1536 7.7 -> 7.1),
+/// 2 slower; at K = 1024 2 slices of 8 K blocks 15-19% slower, 3 slower still (8 x 4096 x 1024 5.2 -> 6.2 and 9.3).
 ///
 /// The 64 x 64 swapped tile (`TileConfig::few_tiles_unsplit_smaller_instead_of`'s). Run 238 (one H200, host-gated,
 /// two passes, ms, unsplit -> 4 slices forced): 256 x 256 x 2048 (16 tiles) 0.0118-0.0124 -> 0.0106-0.0110, 128 x 512
@@ -1750,13 +1755,17 @@ pub const SHORT_K_MIN_SLICES: u64 = 4;
 /// x 4096 x 3072 (64) in 2 2-3% faster (superseded by the 64 x 128 tile, run 247). Not taken: the swapped tiles of 96-192 rows of A (M = 65-192; slots 1.5-3x
 /// the 64 x 64 one's): 192 x 2048 x 2048 in 4 12.5 -> 14.2, 192 x 4096 x 2048 in 2 13.3 -> 14.3, 96 x 2048 x 2048
 /// even, 160 x 2048 x 3072 9% faster.
-pub const SHORT_K_ONE_WAVE_MIN: u32 = 2048;
+pub const SHORT_K_ONE_WAVE_MIN: u32 = 1536;
 
 /// The shortest K at which the one-wave short-K split of the small swapped tiles ([`SHORT_K_ONE_WAVE_MIN`]) takes 2
 /// slices (slices of at least 24 K blocks): run 245, 8 x 4096 x 2048 (64 tiles of 64 x 8) 8.7 -> 9.1 us in 2 slices
 /// of 16 K blocks, 48 x 3072 x 3072 (48 tiles) 12.8 -> 11.0 in 2 of 24; the 64 x 64 tile's 2 slices at K = 2048 were
 /// within 3% either way (run 244).
 pub const SHORT_K_TWO_SLICES_MIN: u32 = 3072;
+
+/// The shortest K for which `TileConfig::few_tiles_short_k_m64_instead_of` takes the 64 x 128 TMA-store tile (run
+/// 250: 9-29% faster at K = 1024-1536; below 1024 not measured).
+pub const M64_SHORT_K_MIN: u32 = 1024;
 
 /// The shortest slice, in K blocks, of the 64 x 128 TMA-store tile's short-K split
 /// (`TileConfig::short_k_slices`, from K = [`SHORT_K_TWO_SLICES_MIN`]). Run 248 (one H200, forced counts, 20 calls back
@@ -2275,7 +2284,8 @@ mod tests {
     #[test]
     fn short_k_splits_small_swapped_and_64x128_tiles_in_one_wave() {
         let sw = TileConfig::swapped_tma_store;
-        // Run 245's picks on 132 SMs: S = min(SMs / tiles, K blocks / 8, 8), 2 only from K = 3072.
+        // Runs 245 and 250's picks on 132 SMs: S = min(SMs / tiles, K blocks / 8, 8), 2 only from
+        // K = 3072.
         for (m, n, k, want) in [
             (1, 1024, 3072, Some((sw(8), 6))),
             (8, 512, 3072, Some((sw(8), 6))),
@@ -2294,7 +2304,9 @@ mod tests {
             (1024, 1024, 2048, None),
             (8, 4096, 2048, None),   // 2 slices of 16 K blocks: slower (run 245)
             (192, 2048, 2048, None), // 192 rows of A: not taken
-            (8, 2048, 1984, None),   // below K = 2048
+            (1, 2048, 1536, Some((sw(8), 3))),
+            (8, 2048, 1984, Some((sw(8), 3))),
+            (8, 2048, 1472, None),   // below K = 1536
         ] {
             let s = GemmShape { m, n, k };
             assert_eq!(TileConfig::split_rule_for(s, 132, u64::MAX, u64::MAX), want, "{m}x{n}x{k}");
@@ -2303,7 +2315,7 @@ mod tests {
         for sms in [2, 16, 66, 78, 114, 132] {
             for m in [1, 8, 33, 64, 200, 512, 1000] {
                 for n in [256, 1000, 2048, 4096] {
-                    for k in [2048, 2560, 3072, 4032] {
+                    for k in [1024, 1536, 2048, 2560, 3072, 4032] {
                         let s = GemmShape { m, n, k };
                         let t = TileConfig::twin_that_splits(TileConfig::choose_for(s, sms), s);
                         if let Some(sl) = t.short_k_slices(s, sms) {
@@ -2324,12 +2336,12 @@ mod tests {
         let s = |m, n, k| GemmShape { m, n, k };
         let m64 = TileConfig::M64_NARROW_TMA_STORE;
         // Run 247's shapes (128 x 128 defaults; swapped 64 x 96..192 ones), ragged M and N.
-        for (m, n, k) in [(640, 1024, 2048), (384, 2048, 2048), (1024, 1024, 2048), (768, 768, 2048), (512, 1536, 3072), (192, 2048, 2048), (192, 4096, 2048), (160, 2048, 3072), (96, 2048, 2048), (130, 1536, 2560), (600, 1000, 3968)] {
+        for (m, n, k) in [(640, 1024, 2048), (384, 2048, 2048), (1024, 1024, 2048), (768, 768, 2048), (512, 1536, 3072), (192, 2048, 2048), (192, 4096, 2048), (160, 2048, 3072), (96, 2048, 2048), (130, 1536, 2560), (600, 1000, 3968), (640, 1024, 1024), (512, 2048, 1536)] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), m64, "{m}x{n}x{k}");
         }
-        // Not: K below 2048, from 4096, K % 64 != 0, N % 8 != 0, more tiles than SMs, the 64 x 64
+        // Not: K below 1024, from 4096, K % 64 != 0, N % 8 != 0, more tiles than SMs, the 64 x 64
         // swapped tile's ground (at most SMs / 2 of those), M <= 64, few SMs.
-        for (m, n, k, sms) in [(640, 1024, 1984, 132), (640, 1024, 4096, 132), (640, 1024, 2056, 132), (640, 1020, 2048, 132), (1024, 2048, 2048, 132), (256, 512, 2048, 132), (64, 4096, 2048, 132), (640, 1024, 2048, 66)] {
+        for (m, n, k, sms) in [(640, 1024, 960, 132), (640, 1024, 4096, 132), (640, 1024, 2056, 132), (640, 1020, 2048, 132), (1024, 2048, 2048, 132), (256, 512, 2048, 132), (64, 4096, 2048, 132), (640, 1024, 2048, 66)] {
             assert_ne!(TileConfig::choose_for(s(m, n, k), sms), m64, "{m}x{n}x{k} on {sms}");
         }
         for t in [TileConfig::WIDE_TMA_STORE, TileConfig::swapped(64), TileConfig::cols_tma_store(136)] {
@@ -2357,7 +2369,7 @@ mod tests {
             (300, 520, 1024, None),
             (256, 128, 3072, Some(6)),
             (200, 136, 2048, Some(4)),
-            (128, 256, 1984, None),
+            (128, 256, 1984, Some(3)),
         ] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), small, "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), slices.map(|sl| (small, sl)), "{m}x{n}x{k}");

@@ -141,7 +141,7 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms; at K
 ///   <= 14336 on 64 x 64 swapped tiles where those are few too, 128 x 256 x 7168 0.0176 ->
 ///   0.0127 ms), and below K = 4096 the small-N column tiles from K = 1024, few swapped
-///   tiles of 64 x 8..64 from K = 2048 (1 x 1024 x 3072 0.0111 -> 0.0062 ms a call back to
+///   tiles of 64 x 8..64 from K = 1536 (1 x 1024 x 3072 0.0111 -> 0.0062 ms a call back to
 ///   back) and few 64 x 128 tiles from K = 3072, in as many slices as fit one wave
 ///   (`TileConfig::short_k_slices`).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most

@@ -250,14 +250,14 @@ fn few_tiles_unsplit_default_matches_reference() {
     defaults_match_reference("few_tiles_unsplit_default_matches_reference", &cases, |s, sms| (small.tiles(s.m, s.n) <= (sms / 2) as u64).then_some(small));
 }
 
-/// Few tiles with 2048 <= K < 4096 where the default was the 128 x 128 tile or a swapped
+/// Few tiles with 1024 <= K < 4096 where the default was the 128 x 128 tile or a swapped
 /// one of more than 64 rows of A: the 64 x 128 TMA-store tile
 /// (`TileConfig::few_tiles_short_k_m64_instead_of`), M and N ragged, K = 3968 unsplit,
 /// against the reference, where its tiles fit one wave.
 #[test]
 fn few_tiles_short_k_m64_default_matches_reference() {
     let m64 = TileConfig::M64_NARROW_TMA_STORE;
-    let cases = [(640, 1024, 2048), (190, 4088, 2048), (130, 1536, 2560), (600, 1000, 3968)];
+    let cases = [(640, 1024, 2048), (190, 4088, 2048), (130, 1536, 2560), (600, 1000, 3968), (384, 2040, 1024)];
     defaults_match_reference("few_tiles_short_k_m64_default_matches_reference", &cases, |s, sms| (m64.tiles(s.m, s.n) <= sms as u64).then_some(m64));
 }
 
@@ -484,6 +484,8 @@ fn split_rule_default_matches_reference() {
         // slices of >= 16 K blocks (runs 247-248): 64 in 2 (M ragged), 40 in 3.
         (200, 2048, 3072, false),
         (128, 2560, 3584, false),
+        // ... and the small-M swapped tiles from K = 1536 in 3 slices (run 250): 32 of 64 x 32.
+        (30, 2048, 1536, false),
         // The few-tiles rule's 64 x 64 swapped tiles in place of the default's (K <= 14336,
         // A + B <= 32 MiB): 16 in 7 slices, M and N ragged (45 in 2), K = 5120, 16 in 8 at K =
         // 14336, 40 in 3 at K = 12288 with M and N ragged.
