@@ -624,9 +624,9 @@ impl TileConfig {
     ///
     /// Where few tiles leave most SMs idle and K < 4096, the 64 x 64 swapped tile
     /// ([`Self::few_tiles_unsplit_smaller_instead_of`]; run 209: 8-29% faster, 256 x 256 x
-    /// 2048 0.0153 -> 0.0116 ms), else from K = 1024 the 64 x 128 TMA-store tile in place of
+    /// 2048 0.0153 -> 0.0116 ms), else from K = 512 the 64 x 128 TMA-store tile in place of
     /// the 128 x 128 one or wide swapped ones ([`Self::few_tiles_short_k_m64_instead_of`]; runs
-    /// 247, 250: 2-29% faster), before the small-N rule. (With a workspace, `split_few_tiles_for`
+    /// 247, 250, 252: 2-32% faster), before the small-N rule. (With a workspace, `split_few_tiles_for`
     /// splits the first from K = 1536, the second from K = 3072.)
     ///
     /// For N <= 160 (MoE routers), the small-N rule's tiles (N columns wide for N <= 32,
@@ -1764,8 +1764,10 @@ pub const SHORT_K_ONE_WAVE_MIN: u32 = 1536;
 pub const SHORT_K_TWO_SLICES_MIN: u32 = 3072;
 
 /// The shortest K for which `TileConfig::few_tiles_short_k_m64_instead_of` takes the 64 x 128 TMA-store tile (run
-/// 250: 9-29% faster at K = 1024-1536; below 1024 not measured).
-pub const M64_SHORT_K_MIN: u32 = 1024;
+/// 250: 16-29% faster at K = 1024-1536; run 252, K = 512-960, us a call back to back, default -> this tile, cuBLAS:
+/// 640 x 1024 x 768 8.0 -> 5.7 (5.1), 384 x 2048 x 512 6.8 -> 4.8 (4.7), 256 x 2048 x 768 7.1 -> 5.6 (4.9), 512 x 1536
+/// x 768 8.2 -> 5.7 (5.2), 192 x 2048 x 960 8.2 -> 6.2 (5.1), 768 x 768 x 512 6.9 -> 4.7 (4.8); below 512 not measured).
+pub const M64_SHORT_K_MIN: u32 = 512;
 
 /// The shortest slice, in K blocks, of the 64 x 128 TMA-store tile's short-K split
 /// (`TileConfig::short_k_slices`, from K = [`SHORT_K_TWO_SLICES_MIN`]). Run 248 (one H200, forced counts, 20 calls back
@@ -2336,12 +2338,12 @@ mod tests {
         let s = |m, n, k| GemmShape { m, n, k };
         let m64 = TileConfig::M64_NARROW_TMA_STORE;
         // Run 247's shapes (128 x 128 defaults; swapped 64 x 96..192 ones), ragged M and N.
-        for (m, n, k) in [(640, 1024, 2048), (384, 2048, 2048), (1024, 1024, 2048), (768, 768, 2048), (512, 1536, 3072), (192, 2048, 2048), (192, 4096, 2048), (160, 2048, 3072), (96, 2048, 2048), (130, 1536, 2560), (600, 1000, 3968), (640, 1024, 1024), (512, 2048, 1536)] {
+        for (m, n, k) in [(640, 1024, 2048), (384, 2048, 2048), (1024, 1024, 2048), (768, 768, 2048), (512, 1536, 3072), (192, 2048, 2048), (192, 4096, 2048), (160, 2048, 3072), (96, 2048, 2048), (130, 1536, 2560), (600, 1000, 3968), (640, 1024, 1024), (512, 2048, 1536), (640, 1024, 960), (768, 768, 512)] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), m64, "{m}x{n}x{k}");
         }
-        // Not: K below 1024, from 4096, K % 64 != 0, N % 8 != 0, more tiles than SMs, the 64 x 64
+        // Not: K below 512, from 4096, K % 64 != 0, N % 8 != 0, more tiles than SMs, the 64 x 64
         // swapped tile's ground (at most SMs / 2 of those), M <= 64, few SMs.
-        for (m, n, k, sms) in [(640, 1024, 960, 132), (640, 1024, 4096, 132), (640, 1024, 2056, 132), (640, 1020, 2048, 132), (1024, 2048, 2048, 132), (256, 512, 2048, 132), (64, 4096, 2048, 132), (640, 1024, 2048, 66)] {
+        for (m, n, k, sms) in [(640, 1024, 448, 132), (640, 1024, 4096, 132), (640, 1024, 2056, 132), (640, 1020, 2048, 132), (1024, 2048, 2048, 132), (256, 512, 2048, 132), (64, 4096, 2048, 132), (640, 1024, 2048, 66)] {
             assert_ne!(TileConfig::choose_for(s(m, n, k), sms), m64, "{m}x{n}x{k} on {sms}");
         }
         for t in [TileConfig::WIDE_TMA_STORE, TileConfig::swapped(64), TileConfig::cols_tma_store(136)] {

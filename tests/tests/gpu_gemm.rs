@@ -250,14 +250,14 @@ fn few_tiles_unsplit_default_matches_reference() {
     defaults_match_reference("few_tiles_unsplit_default_matches_reference", &cases, |s, sms| (small.tiles(s.m, s.n) <= (sms / 2) as u64).then_some(small));
 }
 
-/// Few tiles with 1024 <= K < 4096 where the default was the 128 x 128 tile or a swapped
+/// Few tiles with 512 <= K < 4096 where the default was the 128 x 128 tile or a swapped
 /// one of more than 64 rows of A: the 64 x 128 TMA-store tile
 /// (`TileConfig::few_tiles_short_k_m64_instead_of`), M and N ragged, K = 3968 unsplit,
 /// against the reference, where its tiles fit one wave.
 #[test]
 fn few_tiles_short_k_m64_default_matches_reference() {
     let m64 = TileConfig::M64_NARROW_TMA_STORE;
-    let cases = [(640, 1024, 2048), (190, 4088, 2048), (130, 1536, 2560), (600, 1000, 3968), (384, 2040, 1024)];
+    let cases = [(640, 1024, 2048), (190, 4088, 2048), (130, 1536, 2560), (600, 1000, 3968), (384, 2040, 1024), (760, 768, 512)];
     defaults_match_reference("few_tiles_short_k_m64_default_matches_reference", &cases, |s, sms| (m64.tiles(s.m, s.n) <= sms as u64).then_some(m64));
 }
 
