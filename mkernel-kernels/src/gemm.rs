@@ -1444,12 +1444,10 @@ impl TileConfig {
     /// tile, faster still (run 247); where that tile is not taken, K % 64 != 0 or more than one
     /// wave of it, the 128 x 128 split below K = 4096 was not measured, so it does not split.)
     fn short_k_slices(&self, shape: GemmShape, sm_count: u32) -> Option<u32> {
-        let swapped_small = self.swap_ab && self.bm == 64 && self.bn <= 64 && *self == Self::swapped_tma_store(self.bn);
-        let two_from = |k_min: u32| if shape.k >= k_min { 2 } else { 3 };
         let (min_k, shortest, ctas, fewest) = if self.is_small_n_cols() {
             (SMALL_N_SHORT_K_MIN, SMALL_N_SHORT_K_MIN_SPLIT_K_BLOCKS, sm_count / 2, SHORT_K_MIN_SLICES)
-        } else if swapped_small {
-            (SHORT_K_ONE_WAVE_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, two_from(SHORT_K_TWO_SLICES_MIN))
+        } else if self.bn <= 64 && *self == Self::swapped_tma_store(self.bn) {
+            (SHORT_K_ONE_WAVE_MIN, SMALL_N_MIN_SPLIT_K_BLOCKS, sm_count, if shape.k >= SHORT_K_TWO_SLICES_MIN { 2 } else { 3 })
         } else if *self == Self::M64_NARROW_TMA_STORE {
             (SHORT_K_TWO_SLICES_MIN, M64_SHORT_K_MIN_SPLIT_K_BLOCKS, sm_count, 2)
         } else {
