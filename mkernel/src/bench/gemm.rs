@@ -51,6 +51,14 @@ pub struct GemmArgs {
     /// (their labels are "shape MxNxK").
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = parse_shape)]
     pub shape: Vec<GemmShape>,
+    /// Time the linear layers of common open models instead of the built-in list: the
+    /// qkv, o, gate_up and down projections of Llama-3-8B, Llama-3-70B and Qwen2.5-32B
+    /// sharded for tensor parallelism 1, 2, 4 and 8 (qkv and gate_up split along N, o and
+    /// down along K), at M = 1, 16, 64, 256, 1024 and 4096 tokens, and DeepSeek-V3's routed
+    /// experts and router ([`model_shapes`]). Labels such as "M=256 llama3-70b tp4 down",
+    /// so --filter "M=16 " (with the space) or "tp8" picks a part.
+    #[arg(long, conflicts_with = "shape")]
+    pub models: bool,
     /// K-slices for the tiles left over after our GEMM's full waves: off, auto (default)
     /// or a count (`mkernel::LastWaveSplit`; TMA-store tiles without clusters, e.g. with
     /// --tile swap-ab-128x136-tma-store). Our GEMM always runs with a workspace
@@ -128,6 +136,50 @@ pub fn shapes() -> Vec<(String, GemmShape)> {
     v
 }
 
+/// The dense models of `--models`: name, hidden size, FFN intermediate size, query heads,
+/// key-value heads, head dimension (from the models' published configurations).
+const DENSE_MODELS: [(&str, u32, u32, u32, u32, u32); 3] = [
+    ("llama3-8b", 4096, 14336, 32, 8, 128),
+    ("llama3-70b", 8192, 28672, 64, 8, 128),
+    ("qwen2.5-32b", 5120, 27648, 40, 8, 128),
+];
+
+/// `--models`: per dense model of [`DENSE_MODELS`] and tensor-parallel size tp in 1, 2, 4,
+/// 8, the four projections of a layer on one rank (C[M, N] = A[M, K] B[N, K]^T):
+/// qkv N = (q + 2 kv) x head_dim / tp, K = hidden (key-value heads replicated where tp
+/// exceeds them); o N = hidden, K = q x head_dim / tp; gate_up N = 2 ffn / tp, K =
+/// hidden; down N = hidden, K = ffn / tp; at M = 1, 16, 64, 256, 1024, 4096. Then
+/// DeepSeek-V3 (hidden 7168, routed experts of 2048, 256 of them): an expert's gate_up
+/// (N = 4096, K = 7168) and down (N = 7168, K = 2048) at M = 16, 64, 256, 1024 tokens per
+/// expert, and the router (N = 256, K = 7168) at M = 1, 64, 1024, 4096.
+pub fn model_shapes() -> Vec<(String, GemmShape)> {
+    let mut v = Vec::new();
+    for (name, hidden, ffn, q, kv, hd) in DENSE_MODELS {
+        for tp in [1u32, 2, 4, 8] {
+            let kv_rank = (kv / tp).max(1);
+            let layers = [
+                ("qkv", (q / tp + 2 * kv_rank) * hd, hidden),
+                ("o", hidden, q * hd / tp),
+                ("gate_up", 2 * ffn / tp, hidden),
+                ("down", hidden, ffn / tp),
+            ];
+            for (layer, n, k) in layers {
+                for m in [1u32, 16, 64, 256, 1024, 4096] {
+                    v.push((format!("M={m} {name} tp{tp} {layer}"), GemmShape { m, n, k }));
+                }
+            }
+        }
+    }
+    for m in [16u32, 64, 256, 1024] {
+        v.push((format!("M={m} deepseek-v3 expert gate_up"), GemmShape { m, n: 4096, k: 7168 }));
+        v.push((format!("M={m} deepseek-v3 expert down"), GemmShape { m, n: 7168, k: 2048 }));
+    }
+    for m in [1u32, 64, 1024, 4096] {
+        v.push((format!("M={m} deepseek-v3 router"), GemmShape { m, n: 256, k: 7168 }));
+    }
+    v
+}
+
 #[derive(Serialize)]
 struct Row {
     label: String,
@@ -180,7 +232,9 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         _ => TileConfig::swapped_for(s.m, cm),
     };
     let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
-    let list = if args.shape.is_empty() {
+    let list = if args.models {
+        model_shapes()
+    } else if args.shape.is_empty() {
         shapes()
     } else {
         args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect()
@@ -228,7 +282,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         println!("# {b2b} calls back to back per step, times per call; serial: our GEMM without programmatic dependent launch");
     }
     println!(
-        "{:<28} {:>6} {:>6} {:>6} {:>9} {:>8} {:>9} {:>8} {:>6}  {}",
+        "{:<32} {:>6} {:>6} {:>6} {:>9} {:>8} {:>9} {:>8} {:>6}  {}",
         "shape", "M", "N", "K", "ours ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio", "check"
     );
     let mut rows = Vec::new();
@@ -374,7 +428,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         let split_note = if used.split_slices > 1 { format!("  [last wave split {}]", used.split_slices) } else { String::new() };
         let serial_note = ours_serial.map(|t| format!("  [serial {t:.4} ms: PDL saves {:.2} us a call]", (t - ours) * 1e3)).unwrap_or_default();
         println!(
-            "{:<28} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}{serial_note}  [host us {ours_host_us:.1}/{cublas_host_us:.1}]",
+            "{:<32} {:>6} {:>6} {:>6} {:>9.4} {:>8.1} {:>9.4} {:>8.1} {:>6.3}  {}{split_note}{serial_note}  [host us {ours_host_us:.1}/{cublas_host_us:.1}]",
             label,
             s.m,
             s.n,
@@ -494,6 +548,30 @@ mod tests {
             assert!(e.contains("--split-like-rule") || e.contains("--tile"), "{args:?}: {e}");
         }
         assert!(Cli::try_parse_from(["x", "--tile", "swap-ab-64x64-tma-store", "--split-like-rule"]).is_ok());
+    }
+
+    #[test]
+    fn model_shapes_are_valid_distinct_and_sharded_as_documented() {
+        let list = model_shapes();
+        assert_eq!(list.len(), 3 * 4 * 4 * 6 + 2 * 4 + 4);
+        let mut labels = std::collections::HashSet::new();
+        for (label, s) in &list {
+            assert!(labels.insert(label.clone()), "label {label} twice");
+            assert!(s.validate_dims().is_ok() && s.n % 8 == 0 && s.k % 64 == 0, "{label}: {s:?}");
+            assert!(label.starts_with(&format!("M={} ", s.m)), "{label}: {s:?}");
+        }
+        let get = |l: &str| list.iter().find(|(x, _)| x == l).map(|(_, s)| *s).unwrap();
+        // Llama-3-70B at TP 4: 64 / 4 query heads + 2 x 8 / 4 key-value heads of 128; FFN 28672.
+        assert_eq!(get("M=256 llama3-70b tp4 qkv"), GemmShape { m: 256, n: (16 + 4) * 128, k: 8192 });
+        assert_eq!(get("M=256 llama3-70b tp4 o"), GemmShape { m: 256, n: 8192, k: 2048 });
+        assert_eq!(get("M=16 llama3-8b tp2 gate_up"), GemmShape { m: 16, n: 14336, k: 4096 });
+        assert_eq!(get("M=4096 qwen2.5-32b tp8 down"), GemmShape { m: 4096, n: 5120, k: 3456 });
+        // 8 key-value heads at TP 8: one each (replicated beyond that).
+        assert_eq!(get("M=1 llama3-8b tp8 qkv").n, (4 + 2) * 128);
+        // "M=1 " (with the space) picks M = 1 alone.
+        let kept = crate::bench::filter_shapes(list.clone(), Some("M=1 ")).unwrap();
+        assert!(!kept.is_empty() && kept.iter().all(|(_, s)| s.m == 1), "{kept:?}");
+        assert!(Cli::try_parse_from(["x", "--models", "--shape", "8x8x8"]).is_err(), "--models conflicts with --shape");
     }
 
     #[test]
