@@ -1970,6 +1970,50 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
     driver::tma_2d_bf16(t, box_rows, 64, driver::Swizzle::B128, "c")
 }
 
+/// The least operand bytes ((M + N) x K x 2) at which [`dependent_launch_pays`] may say no:
+/// 64 MiB (~16 us at the H200's 4 TB/s; the bound run 256 ran with). Below it memory-bound
+/// calls on partly idle SMs gained with the programmatic launch, or lost at most ~1.5 us
+/// (runs 254, 256: 80 tiles of 5120 x 2560 +0.2..0.9 us, 5120 x 3456 -0.25..+1.1; 112 tiles
+/// of 7168 x 2048 +0.7..0.9; 80 of 5120 x 5120 and 96 of 6144 x 4096 -0.5..-1.5 at M <= 16 but
+/// +0.2..0.8 at M = 64); above it they lost, the more the longer the call (80 tiles of 5120 x
+/// 6912 3.1-3.4 us, 5120 x 27648 13; 64 x 256 tiles of 14336 x 8192 in 2 slices 3.1-3.9).
+pub const DEPENDENT_LAUNCH_SERIAL_MIN_BYTES: u64 = 64 << 20;
+
+/// Whether the plain GEMM launches as a programmatic dependent launch when asked
+/// (`LaunchOrder::Programmatic`; `mkernel::GemmOptions::dependent_launch`): yes, except for a
+/// memory-bound call (M <= 64 rows of A) of at least [`DEPENDENT_LAUNCH_SERIAL_MIN_BYTES`] of
+/// operands whose work units keep less than 15/16 of the `sm_count` SMs busy over its
+/// time, counted in tile times: whole tiles in ceil(tiles / grid) rounds, or with `slices`
+/// > 1 the full waves' whole tiles then ceil(left-over x slices / grid) rounds of 1 /
+/// slices of a tile (`WorkUnits`, cuda/gemm/sm90_gemm.cuh); busy = tiles / (SMs x rounds)
+/// (a cluster's padding tiles count as busy).
+///
+/// Why: on one H200 such calls ran 10-15% slower, over their whole length, when launched
+/// programmatically behind the previous GEMM than serialized (run 254, the same call back
+/// to back x20: 1 x 5120 x 27648 on 80 swapped tiles 0.0990 ms against 0.0858, 1 x 57344 x
+/// 8192 on 224 tiles of 64 x 256 0.2426 against 0.2203, 1 x 28672 x 8192 on 112 0.1244
+/// against 0.1130; run 255 the same), while most calls that fill the SMs (128 tiles, or a
+/// one-wave split) and compute-bound ones (M = 256, 80 tiles: 0.2-1.1 us) gained. Run 256
+/// with this rule: those calls as fast as serialized (1 x 57344 x 8192 0.2208 ms, 1 x 5120
+/// x 27648 0.0862), the other decode rows up to 1.45 us faster than serialized, a few even
+/// (bench/NOTES.md 30.2). Measured on identical calls back to back only; why the early
+/// start costs bandwidth there is not established (a guess: the next grid's early CTAs take
+/// the SMs the previous grid left idle, crowding its CTAs onto fewer GPCs).
+pub fn dependent_launch_pays(shape: GemmShape, cfg: TileConfig, slices: u32, sm_count: u32) -> bool {
+    let bytes = (shape.m as u64 + shape.n as u64).saturating_mul(shape.k as u64).saturating_mul(2);
+    if shape.m > 64 || bytes < DEPENDENT_LAUNCH_SERIAL_MIN_BYTES || sm_count == 0 {
+        return true;
+    }
+    let tiles = cfg.tiles(shape.m, shape.n);
+    let grid = cfg.split_grid(tiles, slices, sm_count).max(1) as u64;
+    // Tile times, as S-ths of a tile: full waves of whole tiles, then rounds of slices.
+    let s = slices.max(1) as u64;
+    let (full_rounds, slice_rounds) = if s == 1 { (tiles.div_ceil(grid), 0) } else { (tiles / grid, (tiles % grid).saturating_mul(s).div_ceil(grid)) };
+    let time_sths = full_rounds.saturating_mul(s).saturating_add(slice_rounds);
+    // busy = tiles / (SMs x time) >= 15/16  <=>  16 x tiles x S >= 15 x SMs x time_in_S-ths
+    tiles.saturating_mul(s).saturating_mul(16) >= (sm_count as u64).saturating_mul(time_sths).saturating_mul(15)
+}
+
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
@@ -2034,6 +2078,10 @@ pub unsafe fn launch(
         pad0: 0,
     };
     let tiles = cfg.tiles(shape.m, shape.n);
+    let order = match order {
+        LaunchOrder::Programmatic if !dependent_launch_pays(shape, cfg, split.map_or(1, |sp| sp.slices), info.sm_count) => LaunchOrder::Serialized,
+        o => o,
+    };
     match split {
         None => {
             let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
@@ -2056,6 +2104,32 @@ pub unsafe fn launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dependent_launch_is_skipped_where_run_254_measured_it_slower() {
+        let sh = |m, n, k| GemmShape { m, n, k };
+        let sw8 = TileConfig::swapped(8);
+        let sw8_tma = TileConfig::swapped_tma_store(8);
+        // Memory-bound, 80 of 132 SMs (Qwen2.5-32B's down projection at decode): serialized.
+        assert!(!dependent_launch_pays(sh(1, 5120, 27648), sw8, 1, 132));
+        assert!(!dependent_launch_pays(sh(16, 5120, 6912), TileConfig::swapped(16), 1, 132));
+        // 224 tiles of 64 x 256 (1.7 waves), and 56 of them in 2 slices (112 units): serialized.
+        assert!(!dependent_launch_pays(sh(1, 57344, 8192), TileConfig::M64_WIDE_TMA_STORE, 1, 132));
+        assert!(!dependent_launch_pays(sh(1, 14336, 8192), TileConfig::M64_WIDE_TMA_STORE, 2, 132));
+        // Filled SMs: 128 tiles, 64 tiles in 2 slices, 160 tiles with the 28 left over in 4.
+        assert!(dependent_launch_pays(sh(1, 8192, 28672), sw8, 1, 132));
+        assert!(dependent_launch_pays(sh(1, 4096, 14336), sw8_tma, 2, 132));
+        assert!(dependent_launch_pays(sh(1, 10240, 8192), sw8_tma, 4, 132));
+        // Under 64 MiB of operands (80 tiles of 5120 x 2560), or M > 64 (compute-bound): programmatic.
+        assert!(dependent_launch_pays(sh(1, 5120, 2560), sw8, 1, 132));
+        assert!(dependent_launch_pays(sh(256, 5120, 27648), TileConfig::NARROW_TMA_STORE, 1, 132));
+        // The bound on 80 tiles: (1 + 5120) x 6560 x 2 bytes >= 64 MiB, x 6544 below it.
+        assert!((1 + 5120) * 6544 * 2 < DEPENDENT_LAUNCH_SERIAL_MIN_BYTES && (1 + 5120) * 6560 * 2 >= DEPENDENT_LAUNCH_SERIAL_MIN_BYTES);
+        assert!(!dependent_launch_pays(sh(1, 5120, 6560), sw8, 1, 132));
+        assert!(dependent_launch_pays(sh(1, 5120, 6544), sw8, 1, 132));
+        // No SMs (unreachable: device_info never reports 0): no opinion.
+        assert!(dependent_launch_pays(sh(1, 5120, 27648), sw8, 1, 0));
+    }
 
     /// Mirror of the device's `WorkUnits` constructor (cuda/gemm/sm90_gemm.cuh), u32
     /// arithmetic as on the device: (full, splits, total).

@@ -37,8 +37,12 @@ pub struct GemmOptions {
     /// exit). On an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`)
     /// took 0.5-1.2 us less a call with it, 7-12% of the 6-10 us small GEMMs (64 x 8 x
     /// 4096 0.0067 -> 0.0059 ms), the same with cudarc's event tracking recording events
-    /// between the calls (bench/NOTES.md 29.1). `false`: `cuLaunchKernel`, the grid starts
-    /// after the previous work has completed.
+    /// between the calls (bench/NOTES.md 29.1). Not where it was measured slower: a
+    /// memory-bound call (M <= 64) of at least 64 MiB of operands whose tiles keep less than
+    /// 15/16 of the SMs busy launches serialized even so
+    /// (`mkernel_kernels::gemm::dependent_launch_pays`; such calls of 25-240 us ran 5-15%
+    /// slower programmatic, NOTES 30.2). `false`: `cuLaunchKernel`, the grid starts after
+    /// the previous work has completed.
     pub dependent_launch: bool,
 }
 
