@@ -2006,10 +2006,10 @@ pub fn dependent_launch_pays(shape: GemmShape, cfg: TileConfig, slices: u32, sm_
     }
     let tiles = cfg.tiles(shape.m, shape.n);
     let grid = cfg.split_grid(tiles, slices, sm_count).max(1) as u64;
-    // Tile times, as S-ths of a tile: full waves of whole tiles, then rounds of slices.
+    // Tile times, as S-ths of a tile: full waves of whole tiles, then rounds of slices (with
+    // S = 1 the left-over tiles are one more round of whole tiles).
     let s = slices.max(1) as u64;
-    let (full_rounds, slice_rounds) = if s == 1 { (tiles.div_ceil(grid), 0) } else { (tiles / grid, (tiles % grid).saturating_mul(s).div_ceil(grid)) };
-    let time_sths = full_rounds.saturating_mul(s).saturating_add(slice_rounds);
+    let time_sths = (tiles / grid).saturating_mul(s).saturating_add((tiles % grid).saturating_mul(s).div_ceil(grid));
     // busy = tiles / (SMs x time) >= 15/16  <=>  16 x tiles x S >= 15 x SMs x time_in_S-ths
     tiles.saturating_mul(s).saturating_mul(16) >= (sm_count as u64).saturating_mul(time_sths).saturating_mul(15)
 }
