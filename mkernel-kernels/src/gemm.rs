@@ -649,7 +649,10 @@ impl TileConfig {
     ///
     /// Where that tile would take two waves, for 129 <= M <= 192, the 128-row swapped
     /// TMA-store tile holding all of M in one wave ([`Self::swapped_wide_instead_of`]:
-    /// 129 x 14336 x 8192 0.56 -> 0.94-0.96 of cuBLAS, run 154).
+    /// 129 x 14336 x 8192 0.56 -> 0.94-0.96 of cuBLAS, run 154); for M <= 64 where the
+    /// 64-row swapped tiles make 1.5-2 waves, those tiles with the TMA-store epilogue
+    /// unsplit ([`Self::swapped_two_waves_instead_of`]: 1 x 14336 x 4096 0.81 -> 0.94 of
+    /// cuBLAS, runs 257-258).
     ///
     /// Else, for 257 <= M <= 8192 with K % 64 == 0, the 128-row swapped tile fitted to M
     /// where [`Self::fitted_instead_of`] says it wins (M=2049 x 8192 x 4096: 0.2216 ->
@@ -684,6 +687,7 @@ impl TileConfig {
         // (the mid-M rule compares Registers tiles; the TMA-store twin runs faster: run 131)
         let t = Self::swapped_instead_of(t, shape, sm_count)
             .or_else(|| Self::swapped_wide_instead_of(t, shape, sm_count))
+            .or_else(|| Self::swapped_two_waves_instead_of(t, shape, sm_count))
             .or_else(|| Self::fitted_instead_of(t, shape, sm_count).map(|f| if shape.n % 8 == 0 { f.with_tma_store() } else { f }))
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
@@ -1108,6 +1112,47 @@ impl TileConfig {
         wins.then_some(wide)
     }
 
+    /// The two-wave small-M rule of [`Self::choose_for`] (plain GEMM): for M <= 64 where
+    /// the 64-row swapped TMA-store tile holding all of M ([`Self::swapped_tma_store`], M
+    /// rounded up to 8) makes more than 1.5 waves of tiles and at most two (1.5 x SMs <
+    /// ceil(N / 64) <= 2 x SMs; [`Self::swapped_instead_of`] left `current`), that tile, unsplit,
+    /// in place of the 64 x 256 TMA-store default ([`Self::M64_WIDE_TMA_STORE`], whose 3/8 to
+    /// 1/2 of the SMs' worth of tiles [`Self::split_few_tiles_for`] would split in 2 slices);
+    /// K % 64 == 0, 4096 <= K <= 8192, N % 8 == 0 (as measured). `None` elsewhere: up to 1.5
+    /// waves the 64 x 256 tiles stay (split in 2-3 slices with a workspace, or
+    /// [`Self::split_spill_for`]'s split of the swapped tiles where they spill at most a
+    /// quarter of the SMs; without one they beat two waves of swapped Registers tiles at 64
+    /// x 9216 x 7168, run 104).
+    ///
+    /// Why: these calls are bound by each CTA's chain of K blocks. Two rounds of swapped tiles
+    /// take the same time from 168 to 264 tiles (run 258: 1 x N x 4096 0.0329-0.0355 ms for N
+    /// = 10752-16896), where the 64 x 256 tiles' split grows with N (0.0335 -> 0.0435): 2
+    /// slices of 54-66 tiles leave no SM idle but for the last 0-24, each slice a chain of
+    /// K / 2 over 256 rows of B, plus the fix-up.
+    ///
+    /// Measured on one H200 (runs 257-258, back to back x20, host-gated, two passes, ms, the
+    /// 64 x 256 tiles as the few-tiles rule splits them -> this tile; cuBLAS). 208-264 tiles:
+    /// faster on all 27 shapes at M = 1, 16 and 64, K = 4096-8192: 1 x 14336 x 4096
+    /// 0.0386-0.0387 -> 0.0331-0.0332 (0.0315), 1 x 16384 x 4096 0.0429 -> 0.0343 (0.0339),
+    /// 1 x 13824 x 5120 0.0454-0.0456 -> 0.0406-0.0424, 1 x 14336 x 8192 0.0678-0.0679 ->
+    /// 0.0623, 16 x 16384 x 8192 0.0752-0.0753 -> 0.0687, 64 x 13312 x 4096 0.0379-0.0383 ->
+    /// 0.0367, 64 x 14336 x 8192 0.0691-0.0694 -> 0.0685: 1-20%. 168-192 tiles (N =
+    /// 10752-12288): 0-6% faster at K = 4096 for M <= 16, but 2-11% slower at M = 64 and at K
+    /// = 8192 (1 x 11264 x 8192 0.0556 -> 0.0616, where the 64 x 256 tiles make one full wave
+    /// of 3 slices), hence 1.5 waves (199-207 tiles on 132 SMs, N = 12680-13248, not timed). More than two waves (N = 28672-57344, the 64 x 256
+    /// tiles unsplit): 1-15% slower (run 257). K = 14336 (forced): 1 x 14336 x 14336 2%
+    /// faster, 64 x 14336 x 14336 5% slower.
+    pub fn swapped_two_waves_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if current != Self::M64_WIDE_TMA_STORE || !(1..=64).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=8192).contains(&shape.k) || shape.n % 8 != 0 || sm_count == 0 {
+            return None;
+        }
+        let s = Self::swapped_tma_store(shape.m.div_ceil(8) * 8);
+        let (tiles, sms) = (s.tiles(shape.m, shape.n), sm_count as u64);
+        // (at most 1.5 waves the 64 x 256 split stays: run 258, and without a workspace the
+        // 64 x 256 tiles, which beat two waves of swapped Registers tiles there, run 104)
+        (tiles * 2 > sms * 3 && tiles <= 2 * sms).then_some(s)
+    }
+
     /// [`Self::choose_for`] for a forced split last wave (`LastWaveSplit::Slices`, no tile
     /// forced): its tile, or where that cannot split ([`Self::can_split_last_wave`]) its
     /// TMA-store twin where that can and N allows (M = 65-111: the padding rule's Registers
@@ -1116,9 +1161,15 @@ impl TileConfig {
     /// (`wide-tma-store-c2` -> `wide-tma-store`, `cols-128xC-tma-store-c2` ->
     /// `cols-128xC-tma-store`, `swap-ab-128xR-tma-store-c2` -> `swap-ab-128xR-tma-store`),
     /// so that a count asked for is honoured on every shape where N allows a TMA store
-    /// (helper-55: most large defaults are clustered).
+    /// (helper-55: most large defaults are clustered); where the two-wave rule's swapped tile
+    /// is the default ([`Self::swapped_two_waves_instead_of`]), the 64 x 256 tile it replaced,
+    /// whose 3/8 to 1/2 of the SMs' worth of tiles all split (helper-60: the swapped tiles fill two whole
+    /// waves at N = 64 x 2 x SMs, where a count would be refused, and their second wave's
+    /// split was not measured).
     pub fn choose_for_split(shape: GemmShape, sm_count: u32) -> Self {
-        let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
+        let t = Self::choose_for(shape, sm_count);
+        let t = if Self::swapped_two_waves_instead_of(Self::M64_WIDE_TMA_STORE, shape, sm_count) == Some(t) { Self::M64_WIDE_TMA_STORE } else { t };
+        let t = Self::twin_that_splits(t, shape);
         if t.cluster_m <= 1 {
             return t;
         }
@@ -1230,11 +1281,52 @@ impl TileConfig {
 
     /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
     /// forced): [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
-    /// [`Self::split_few_tiles_for`]; `None`: the tile heuristic, unsplit.
+    /// [`Self::split_few_tiles_for`], else [`Self::split_two_rounds_for`]; `None`: the tile
+    /// heuristic, unsplit.
     pub fn split_rule_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         Self::split_spill_for(shape, sm_count, scratch_bytes, counts_len)
             .or_else(|| Self::split_row_block_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_few_tiles_for(shape, sm_count, scratch_bytes, counts_len))
+            .or_else(|| Self::split_two_rounds_for(shape, sm_count, scratch_bytes, counts_len))
+    }
+
+    /// The plain GEMM's fourth split rule, for a long K where the default's tiles fill more
+    /// than half the SMs and at most two thirds (SMs / 2 < tiles <= 2 x SMs / 3, so the
+    /// few-tiles rule leaves them unsplit, on a one-wave chain of all of K): every tile in
+    /// [`TWO_ROUNDS_SLICES`] (3) K-slices, two rounds of slices of K / 3 each, 2/3 of the
+    /// unsplit chain. The default tile, or its TMA-store twin where it has the Registers
+    /// epilogue (a clustered default stays unsplit), where that is one of the tiles measured:
+    /// the 64-row swapped TMA-store tile of M <= 64 ([`Self::swapped_tma_store`] of at most
+    /// 64 rows of A), [`Self::NARROW_TMA_STORE`] or [`Self::WIDE_TMA_STORE`] for M <= 256; K
+    /// >= [`TWO_ROUNDS_MIN_K`], K % 64 == 0, within the workspace's `scratch_bytes` and
+    /// `counts_len` (80 tiles of 128 x 256: 240 slots, 30 MiB). `None` elsewhere.
+    ///
+    /// Measured on one H200 (run 259, back to back x20, host-gated, two passes, ms, unsplit
+    /// -> 3 slices; cuBLAS), 80 tiles (N = 5120 on the 64-row swapped tiles and on 128 x 128
+    /// at M = 256; 256 x 10240 on 128 x 256): 1 x 5120 x 27648 0.0856-0.0857 -> 0.0766-0.0767
+    /// (0.0710), 64 x 5120 x 27648 0.0983 -> 0.0861 (0.0759), 256 x 5120 x 27648
+    /// 0.1662-0.1667 -> 0.1505-0.1514 (0.1162), 1 x 5120 x 13824 0.0451-0.0452 -> 0.0437, 16
+    /// x 5120 x 13824 0.0459-0.0461 -> 0.0439-0.0445, 256 x 5120 x 13824 0.0865-0.0869 ->
+    /// 0.0825-0.0846, 256 x 10240 x 13824 0.1587-0.1625 -> 0.1512-0.1513: 3-12% faster on all
+    /// 7; at K = 8192 5% slower (1 x 5120 x 8192 0.0283 -> 0.0296; run 255: even at 6912),
+    /// hence the bound on K. 4 and 6 slices were slower than unsplit on most of them (3 and 4
+    /// rounds), as 3 slices of 96 and 112 tiles (3 rounds; 1 x 6144 x 13824 0.0467-0.0477 ->
+    /// 0.0621-0.0622), hence two thirds of the SMs.
+    pub fn split_two_rounds_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        if shape.k < TWO_ROUNDS_MIN_K || shape.k % 64 != 0 || sm_count < 2 {
+            return None;
+        }
+        let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
+        let measured = (t.bn <= 64 && t == Self::swapped_tma_store(t.bn)) || t == Self::NARROW_TMA_STORE || t == Self::WIDE_TMA_STORE;
+        if shape.m > 256 || !measured {
+            return None;
+        }
+        let (tiles, sms, s) = (t.tiles(shape.m, shape.n), sm_count as u64, TWO_ROUNDS_SLICES);
+        // (the kernel counts its work units in u32: SplitLaunch::check)
+        if !t.can_split_last_wave() || t.check_output(shape.n).is_err() || tiles * 2 <= sms || tiles * s > sms * 2 || tiles * s > u32::MAX as u64 {
+            return None;
+        }
+        t.split_fits(tiles, s, scratch_bytes, counts_len).then_some((t, s as u32))
     }
 
     /// The workspace the split rules' pick needs on `sm_count` SMs ([`Self::split_rule_for`]
@@ -1254,7 +1346,7 @@ impl TileConfig {
     /// "last wave"), each in the S >= 2 K-slices of [`Self::few_tiles_slices`] (S = min(SMs
     /// / tiles, K blocks / 16, 8), the fused kernel's bounds,
     /// [`crate::gemm_allreduce::MIN_SPLIT_K_BLOCKS`], [`crate::gemm_allreduce::MAX_SPLIT_SLICES`];
-    /// the small-N column tiles up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured; the
+    /// the small-N column tiles and the swapped tiles of 64 x 8..16 ([`SHORT_SWAPPED_MAX_ROWS`]) up to 16 slices of at least 8 K blocks, 4 at 8 columns), for K >= 4096 (as measured; the
     /// small-N column tiles from K = 1024, 4-8 slices of at least 2 K blocks below 4096; the swapped tiles of 64 x 8..64
     /// from K = 1536 and the 64 x 128 tiles from K = 3072 in one wave of slices: `short_k_slices`), within
     /// the workspace's `scratch_bytes` and `counts_len` (on 132 SMs at most 132 slots of
@@ -1372,9 +1464,10 @@ impl TileConfig {
     /// [`Self::small_n_for`]'s) split from K = [`SMALL_N_SHORT_K_MIN`] (1024), the swapped
     /// TMA-store tiles of 64 x 8 .. 64 x 64 from K = [`SHORT_K_ONE_WAVE_MIN`] (1536) and the
     /// 64 x 128 TMA-store tile from K = [`SHORT_K_TWO_SLICES_MIN`] (3072): below K = 4096 as
-    /// `short_k_slices` says; from K = 4096 the small-N column tiles take slices of at
+    /// `short_k_slices` says; from K = 4096 the small-N column tiles and the swapped
+    /// TMA-store tiles of 64 x 8 and 64 x 16 ([`SHORT_SWAPPED_MAX_ROWS`], run 259) take slices of at
     /// least [`SMALL_N_MIN_SPLIT_K_BLOCKS`] K blocks instead ([`SMALL_N8_MIN_SPLIT_K_BLOCKS`]
-    /// at 8 columns), as long as their CTAs stay within half the SMs: S = max(that bound,
+    /// at 8 columns of the column tile), as long as their CTAs stay within half the SMs: S = max(that bound,
     /// min(SMs / 2 / tiles, K blocks / L, C)), L = 8 K blocks (4 at 8 columns), C =
     /// [`SMALL_N_MAX_SPLIT_SLICES`] (16).
     /// (`bench gemm --split-like-rule` applies it to a forced tile.)
@@ -1415,13 +1508,19 @@ impl TileConfig {
             return None;
         }
         let s = self.split_slices_bound(shape.k, tiles, sm_count as u64);
-        let s = if self.is_small_n_cols() {
-            let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
-            let shortest = if self.bn <= 8 { SMALL_N8_MIN_SPLIT_K_BLOCKS } else { SMALL_N_MIN_SPLIT_K_BLOCKS };
-            let finer = ((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(SMALL_N_MAX_SPLIT_SLICES);
-            s.max(finer)
+        // (the small-N column tiles' 8-column one from slices of 4 K blocks; the 64 x 8 swapped
+        // one, whose 8 are rows of A, from 8 as measured)
+        let shortest = if self.is_small_n_cols() {
+            Some(if self.bn <= 8 { SMALL_N8_MIN_SPLIT_K_BLOCKS } else { SMALL_N_MIN_SPLIT_K_BLOCKS })
         } else {
-            s
+            self.is_short_swapped().then_some(SMALL_N_MIN_SPLIT_K_BLOCKS)
+        };
+        let s = match shortest {
+            Some(shortest) => {
+                let k_blocks = (shape.k as u64).div_ceil(self.bk.max(1) as u64);
+                s.max(((sm_count / 2) as u64 / tiles).min(k_blocks / shortest).min(SMALL_N_MAX_SPLIT_SLICES))
+            }
+            None => s,
         };
         (s >= 2).then_some(s as u32)
     }
@@ -1467,6 +1566,13 @@ impl TileConfig {
     /// which [`Self::few_tiles_slices`] splits finer.
     fn is_small_n_cols(&self) -> bool {
         self.bn <= 32 && *self == Self::cols_tma_store(self.bn)
+    }
+
+    /// Whether this is a swapped TMA-store tile of 64 rows of B by at most
+    /// [`SHORT_SWAPPED_MAX_ROWS`] rows of A (M <= 16), which [`Self::few_tiles_slices`] splits
+    /// as finely as the small-N column tiles from K = 4096.
+    fn is_short_swapped(&self) -> bool {
+        self.bn <= SHORT_SWAPPED_MAX_ROWS && *self == Self::swapped_tma_store(self.bn)
     }
 
     /// Whether `rest` left-over tiles in `slices` K-slices fit a workspace of
@@ -1614,10 +1720,13 @@ pub enum LastWaveSplit {
     /// wave, K >= 4096, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
-    /// most half the SMs, each in 2-8 slices (the small-N column tiles up to 16; below K =
+    /// most half the SMs, each in 2-8 slices (the small-N column tiles and the swapped tiles
+    /// of 64 x 8..16 up to 16; below K =
     /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64
     /// from K = 1536 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
-    /// [`TileConfig::short_k_slices`]), [`TileConfig::split_few_tiles_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// [`TileConfig::short_k_slices`]), [`TileConfig::split_few_tiles_for`]; K >= 13824
+    /// where they fill half to two thirds of the SMs, each in 3 slices over two rounds,
+    /// [`TileConfig::split_two_rounds_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -1695,6 +1804,25 @@ pub const SMALL_N_MIN_SPLIT_K_BLOCKS: u64 = 8;
 /// in 16 slices of 4 K blocks 0.0080-0.0083 ms against 0.0084-0.0087 in 8 of 8; at 128 x 16
 /// x 4096 (two float4s a slice) 16 slices were even.
 pub const SMALL_N8_MIN_SPLIT_K_BLOCKS: u64 = 4;
+
+/// The most rows of A (M rounded up to 8) of the swapped TMA-store tiles that
+/// [`TileConfig::few_tiles_slices`] splits from K = 4096 as finely as the small-N column
+/// tiles: up to [`SMALL_N_MAX_SPLIT_SLICES`] slices of at least [`SMALL_N_MIN_SPLIT_K_BLOCKS`]
+/// K blocks, their CTAs within half the SMs. An MoE router at decode (DeepSeek-V3's, 256
+/// experts by 7168) makes 4 such tiles, which the bound of 16 K blocks a slice left on 28
+/// CTAs. Run 259 (one H200, back to back x20, host-gated, two passes, ms; 7 slices -> 14 and
+/// 16 forced; cuBLAS): 1 x 256 x 7168 0.0078-0.0079 -> 0.0064 and 0.0063 (0.0063), 16 x 256 x
+/// 7168 0.0080 -> 0.0067 and 0.0066-0.0067 (0.0065); 28 slices slower than 16. At 64 rows of A
+/// (64 x 256 x 7168) 14 slices were even with 7 and 16 slower, hence 16 rows.
+pub const SHORT_SWAPPED_MAX_ROWS: u32 = 16;
+
+/// The K-slices of [`TileConfig::split_two_rounds_for`]: two rounds of slices where the
+/// tiles fill at most two thirds of the SMs.
+pub const TWO_ROUNDS_SLICES: u64 = 3;
+
+/// The shortest K [`TileConfig::split_two_rounds_for`] splits (run 259: 3-12% faster at K
+/// = 13824-27648, 5% slower at 8192).
+pub const TWO_ROUNDS_MIN_K: u32 = 13824;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -1976,7 +2104,8 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
 /// (runs 254, 256: 80 tiles of 5120 x 2560 +0.2..0.9 us, 5120 x 3456 -0.25..+1.1; 112 tiles
 /// of 7168 x 2048 +0.7..0.9; 80 of 5120 x 5120 and 96 of 6144 x 4096 -0.5..-1.5 at M <= 16 but
 /// +0.2..0.8 at M = 64); above it they lost, the more the longer the call (80 tiles of 5120 x
-/// 6912 3.1-3.4 us, 5120 x 27648 13; 64 x 256 tiles of 14336 x 8192 in 2 slices 3.1-3.9).
+/// 6912 3.1-3.4 us, 5120 x 27648 13; 64 x 256 tiles of 14336 x 8192 in 2 slices 3.1-3.9, the
+/// default there then).
 pub const DEPENDENT_LAUNCH_SERIAL_MIN_BYTES: u64 = 64 << 20;
 
 /// Whether the plain GEMM launches as a programmatic dependent launch when asked
@@ -2836,6 +2965,127 @@ mod tests {
         // Only within the workspace.
         assert_eq!(TileConfig::split_spill_for(GemmShape { m: 64, n: 9216, k: 7168 }, 132, 1 << 16, 4096), None);
         assert_eq!(TileConfig::split_spill_for(GemmShape { m: 64, n: 9216, k: 7168 }, 132, big, 8), None);
+    }
+
+    #[test]
+    fn small_m_takes_swapped_tiles_unsplit_over_two_waves() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        // Runs 257-258's shapes (208-264 tiles of 64 rows of B on 132 SMs, 1.6-2 waves): the
+        // swapped TMA-store tile of M's height, and no split with any workspace.
+        for (m, n, k) in [(1u32, 14336, 4096), (1, 13824, 5120), (16, 14336, 4096), (16, 13824, 5120), (64, 14336, 4096), (64, 13824, 5120), (1, 14336, 8192), (33, 13312, 7168), (64, 16896, 8192)] {
+            let want = TileConfig::swapped_tma_store(m.div_ceil(8) * 8);
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), want, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_workspace(s(m, n, k), 132), None, "{m}x{n}x{k}");
+        }
+        // The bounds: more than 1.5 waves (198 tiles) and at most two (264).
+        let two_waves = |m, n, k, sms| TileConfig::swapped_two_waves_instead_of(TileConfig::M64_WIDE_TMA_STORE, s(m, n, k), sms);
+        assert_eq!(two_waves(1, 199 * 64, 4096, 132), Some(TileConfig::swapped_tma_store(8)));
+        assert_eq!(two_waves(1, 264 * 64, 4096, 132), Some(TileConfig::swapped_tma_store(8)));
+        assert_eq!(two_waves(1, 198 * 64, 4096, 132), None);
+        assert_eq!(two_waves(1, 264 * 64 + 8, 4096, 132), None);
+        // The SM count is the device's: 224 tiles are past two waves of 100 SMs.
+        assert_eq!(two_waves(1, 14336, 4096, 100), None);
+        assert_eq!(two_waves(1, 14336, 4096, 120), Some(TileConfig::swapped_tma_store(8)));
+        for (m, n, k) in [
+            (65, 14336, 4096), // above M = 64
+            (1, 14336, 4032),  // K below what was measured
+            (1, 14336, 8256),  // K above it
+            (1, 14336, 4100),  // K % 64 != 0
+            (1, 14332, 4096),  // N % 8 != 0
+            (1, 0, 4096),
+        ] {
+            assert_eq!(two_waves(m, n, k, 132), None, "{m}x{n}x{k}");
+        }
+        assert_eq!(two_waves(1, 14336, 4096, 0), None);
+        // Only in place of the 64 x 256 TMA-store tile.
+        assert_eq!(TileConfig::swapped_two_waves_instead_of(TileConfig::M64_WIDE_TMA_STORE_C2, s(1, 14336, 4096), 132), None);
+        assert_eq!(TileConfig::swapped_two_waves_instead_of(TileConfig::WIDE_TMA_STORE, s(1, 14336, 4096), 132), None);
+        // Up to 1.5 waves the 64 x 256 tiles stay, split as the few-tiles rule does (run 258),
+        // or where the swapped tiles spill at most a quarter the spill rule's split, or
+        // without a workspace the 64 x 256 tiles (run 104); more than two waves keep the 64 x
+        // 256 tiles (run 257).
+        assert_eq!(TileConfig::split_rule_for(s(1, 11264, 8192), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 3)));
+        assert_eq!(TileConfig::split_rule_for(s(64, 12288, 4096), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
+        assert_eq!(TileConfig::choose_for(s(64, 9216, 7168), 132), TileConfig::M64_WIDE_TMA_STORE);
+        assert_eq!(TileConfig::split_rule_for(s(64, 9216, 7168), 132, u64::MAX, u64::MAX), Some((TileConfig::swapped_tma_store(64), 7)));
+        assert_eq!(TileConfig::choose_for(s(1, 28672, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
+        // A count asked for splits the 64 x 256 tiles the rule replaced (helper-60: at two
+        // whole waves of swapped tiles it would be refused).
+        for n in [14336, 16896] {
+            assert_eq!(TileConfig::choose_for_split(s(1, n, 4096), 132), TileConfig::M64_WIDE_TMA_STORE, "{n}");
+        }
+        assert_eq!(TileConfig::choose_for_split(s(1, 28672, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
+        // K = 14336 is unmeasured: the few-tiles rule's 64 x 256 tiles in 2 slices stay.
+        assert_eq!(TileConfig::split_rule_for(s(1, 14336, 14336), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
+    }
+
+    #[test]
+    fn split_rule_takes_two_rounds_of_thirds_where_tiles_fill_half_to_two_thirds_of_the_sms() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        // Run 259's shapes: 80 tiles on 132 SMs, K >= 13824, in 3 slices (240 CTAs, 2 rounds).
+        assert_eq!(pick(1, 5120, 27648), Some((TileConfig::swapped_tma_store(8), 3)));
+        assert_eq!(pick(16, 5120, 13824), Some((TileConfig::swapped_tma_store(16), 3)));
+        assert_eq!(pick(64, 5120, 27648), Some((TileConfig::swapped_tma_store(64), 3)));
+        assert_eq!(pick(256, 5120, 13824), Some((TileConfig::NARROW_TMA_STORE, 3)));
+        assert_eq!(pick(256, 10240, 13824), Some((TileConfig::WIDE_TMA_STORE, 3)));
+        // The bounds on 132 SMs: 67..=88 tiles.
+        assert_eq!(pick(1, 67 * 64, 13824), Some((TileConfig::swapped_tma_store(8), 3)));
+        assert_eq!(pick(1, 88 * 64, 13824), Some((TileConfig::swapped_tma_store(8), 3)));
+        for (m, n, k) in [
+            (1, 89 * 64, 13824),  // 3 slices would take 3 rounds (run 259: 96 and 112 tiles slower)
+            (1, 6144, 13824),
+            (1, 66 * 64, 13824),  // the few-tiles rule's
+            (1, 5120, 13760),     // K below what was measured
+            (1, 5120, 8192),      // (run 259: 5% slower)
+            (256, 5120, 13832),   // K % 64 != 0
+        ] {
+            assert_eq!(TileConfig::split_two_rounds_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+        }
+        assert_eq!(pick(1, 66 * 64, 13824).map(|(_, sl)| sl), Some(2));
+        // Any SM count: 3/5 of its worth of swapped tiles (what gpu_gemm runs), but never more
+        // work units than the kernel counts (u32).
+        for sms in [78u32, 108, 114, 132, 144, 170] {
+            let n = 64 * (sms * 3 / 5);
+            assert_eq!(TileConfig::split_rule_for(s(3, n, 13824), sms, u64::MAX, u64::MAX), Some((TileConfig::swapped_tma_store(8), 3)), "{n} on {sms}");
+        }
+        assert_eq!(TileConfig::split_two_rounds_for(s(16385, 2147483392, 13824), u32::MAX, u64::MAX, u64::MAX), None);
+        // Only the tiles measured (helper-60): not above M = 256, not on the column-fitted,
+        // 64 x 256 or 128-row swapped tiles, nor the 64-row swapped ones of more than 64 rows.
+        for (m, n, k) in [(3648, 320, 13824), (5629, 192, 13824), (300, 4096, 13824), (100, 10240, 13824), (65, 5120, 13824), (160, 5120, 13824)] {
+            let d = TileConfig::twin_that_splits(TileConfig::choose_for(s(m, n, k), 132), s(m, n, k));
+            let tiles = d.tiles(m, n);
+            assert_eq!(TileConfig::split_two_rounds_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}: {d}, {tiles} tiles");
+        }
+        // The SM count is the device's: 80 tiles fill more than two thirds of 114 SMs.
+        assert_eq!(TileConfig::split_two_rounds_for(s(1, 5120, 27648), 114, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_two_rounds_for(s(1, 5120, 27648), 150, u64::MAX, u64::MAX), Some((TileConfig::swapped_tma_store(8), 3)));
+        // Only within the workspace: 240 slots of 128 x 256 fp32 (30 MiB), 80 counts.
+        let wide = s(256, 10240, 13824);
+        assert_eq!(TileConfig::split_rule_workspace(wide, 132), Some((240 * 128 * 256 * 4, 80)));
+        assert_eq!(TileConfig::split_rule_for(wide, 132, 240 * 128 * 256 * 4, 80), Some((TileConfig::WIDE_TMA_STORE, 3)));
+        assert_eq!(TileConfig::split_rule_for(wide, 132, 240 * 128 * 256 * 4 - 1, 80), None);
+        assert_eq!(TileConfig::split_rule_for(wide, 132, u64::MAX, 79), None);
+    }
+
+    #[test]
+    fn few_tiles_split_short_swapped_tiles_as_finely_as_small_n_columns() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        // DeepSeek-V3's router at decode: 4 tiles of 64 x 8 or 64 x 16, 112 K blocks: 14
+        // slices of 8 (run 259), where other tiles take 7 of 16.
+        assert_eq!(pick(1, 256, 7168), Some((TileConfig::swapped_tma_store(8), 14)));
+        assert_eq!(pick(16, 256, 7168), Some((TileConfig::swapped_tma_store(16), 14)));
+        // Up to 16 slices, their CTAs within half the SMs.
+        assert_eq!(pick(1, 256, 14336), Some((TileConfig::swapped_tma_store(8), 16)));
+        assert_eq!(pick(1, 512, 4096), Some((TileConfig::swapped_tma_store(8), 8)));
+        assert_eq!(pick(16, 768, 4096), Some((TileConfig::swapped_tma_store(16), 5)));
+        // Never fewer than the general bound gives.
+        assert_eq!(pick(8, 1024, 7168), Some((TileConfig::swapped_tma_store(8), 7)));
+        // Not from 17 rows of A (run 259: 64 x 256 x 7168 no faster in 14, slower in 16).
+        assert_eq!(pick(17, 256, 7168), Some((TileConfig::swapped_tma_store(24), 7)));
+        assert_eq!(pick(64, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
     }
 
     #[test]

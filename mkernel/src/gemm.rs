@@ -95,7 +95,9 @@ impl GemmWorkspace {
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
     /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
     /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
-    /// rule; the default 32 MiB all) and a forced count an error.
+    /// rule, 33 MiB the two-rounds rule (88 tiles of 128 x 256 in 3 slices; 80 of them, 30
+    /// MiB, as N = 10240 makes at M = 256, fit the default 32 MiB, which covers the rest) and
+    /// a forced count an error.
     pub fn with_bytes(stream: &Arc<CudaStream>, bytes: usize) -> Result<Self> {
         if bytes < 4 {
             return Err(invalid("bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {bytes}")));
@@ -147,9 +149,11 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   0.0127 ms), and below K = 4096 the small-N column tiles from K = 1024, few swapped
 ///   tiles of 64 x 8..64 from K = 1536 (1 x 1024 x 3072 0.0111 -> 0.0062 ms a call back to
 ///   back) and few 64 x 128 tiles from K = 3072, in as many slices as fit one wave
-///   (`TileConfig::short_k_slices`).
+///   (`TileConfig::short_k_slices`), and tiles filling half to two thirds of the SMs with
+///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
+///   x 27648 0.086 -> 0.077 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
-///   16.5 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
+///   33 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
 ///   counts), kept for the last [`CACHED_WORKSPACES`] streams per CUDA context (per GPU
 ///   with cudarc's primary contexts) that `gemm` split on,
 ///   reused by later calls on the same CUDA stream (the same context and `CUstream`

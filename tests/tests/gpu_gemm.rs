@@ -402,7 +402,8 @@ fn forced_split_on_a_clustered_default_runs_unclustered() {
 /// The default with a workspace (`LastWaveSplit::Auto`, no tile forced) takes the split
 /// rules' tile and slices where they apply (small M whose 64-row swapped tiles spill a few
 /// past one wave, long K; one row block of A with a long K on tiles that make at most
-/// half the SMs' tiles; tiles filling at most half the SMs with a long K) and matches the
+/// half the SMs' tiles; tiles filling at most half the SMs with a long K; tiles filling
+/// half to two thirds of them with K >= 13824) and matches the
 /// reference; twice on one workspace with the same bits, a call on other data between
 /// them (so a slice that read the previous call's slots would show).
 #[test]
@@ -494,6 +495,15 @@ fn split_rule_default_matches_reference() {
         (1000, 200, 5120, false),
         (256, 256, 14336, false),
         (200, 600, 12288, false),
+        // Two rounds of thirds (run 259): 3/5 of the SMs' worth of 64 x 8 swapped tiles in 3
+        // slices, M ragged (any SM count); 80 tiles of 128 x 128 at M = 256.
+        (3, 64 * (sms * 3 / 5), 13824, true),
+        (256, 5120, 27648, false),
+        // The short swapped tiles in up to 16 slices (runs 259-260): a router at decode, 4
+        // tiles of 64 x 8 in 14 slices; 6 of 64 x 16 in 11 (M ragged); 4 in 16.
+        (1, 256, 7168, false),
+        (13, 384, 7168, false),
+        (1, 256, 14336, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };

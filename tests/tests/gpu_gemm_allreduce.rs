@@ -402,13 +402,16 @@ fn paths_interleaved_back_to_back() {
 /// plain default tile, or the plain split rules' tile and slices in the workspace's split
 /// slots and counts), against the fp32 reference with a poisoned output and fresh data,
 /// on shapes whose default is a clustered column-fitted, a swapped or a Registers tile (N
-/// % 8 != 0), or a split (M <= 64 past one wave; few tiles with a long K), 50 calls back
+/// % 8 != 0), or a split (M <= 64 past one wave; few tiles with a long K; two rounds of
+/// thirds), 50 calls back
 /// to back (a count the kernel left nonzero would break the later calls' sums); and the
 /// fused kernel's one-shot path still runs when asked for by name.
 #[test]
 fn one_rank_runs_the_plain_gemm() {
     let Some(_) = gpu_or_skip("one_rank_runs_the_plain_gemm", 1) else { return };
-    let shapes = [(2048, 7168, 9216), (129, 8192, 4096), (333, 1001, 200), (1, 512, 64), (8, 9216, 7168), (256, 2048, 8192)];
+    // (and on an H200 the rules of runs 258-260: two waves of swapped tiles unsplit, two
+    // rounds of thirds, a router's 4 tiles in 14 slices)
+    let shapes = [(2048, 7168, 9216), (129, 8192, 4096), (333, 1001, 200), (1, 512, 64), (8, 9216, 7168), (256, 2048, 8192), (1, 14336, 4096), (16, 5120, 13824), (1, 256, 7168)];
     let max = shapes.iter().map(|&(m, n, _)| m as u64 * n as u64).max().unwrap();
     let mut g = group(1, CommConfig { max_output_elems: max, ..Default::default() });
     for (m, n, k) in shapes {
@@ -422,6 +425,16 @@ fn one_rank_runs_the_plain_gemm() {
         assert_eq!((plan.tile, plan.split_slices), split.unwrap_or((mkernel::TileConfig::choose_for(s, plan.grid), 1)), "{s:?}: {plan}");
         if [(8, 9216, 7168), (256, 2048, 8192)].contains(&(m, n, k)) {
             assert!(plan.split_slices > 1, "{s:?}: {plan}: the split rules apply here on an H100/H200");
+        }
+        // (runs 258-260's rules, as picked on 132 SMs)
+        let on_h200 = match (m, n, k) {
+            (1, 14336, 4096) => Some((mkernel::TileConfig::swapped_tma_store(8), 1)),
+            (16, 5120, 13824) => Some((mkernel::TileConfig::swapped_tma_store(16), 3)),
+            (1, 256, 7168) => Some((mkernel::TileConfig::swapped_tma_store(8), 14)),
+            _ => None,
+        };
+        if let Some(want) = on_h200.filter(|_| plan.grid == 132) {
+            assert_eq!((plan.tile, plan.split_slices), want, "{s:?}: {plan}");
         }
         for rep in 0..2 {
             round(&mut g, &mut bs, s, check::fresh_seed() + rep, GemmAllReduceOptions::default());
