@@ -697,6 +697,7 @@ impl TileConfig {
         let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
         let t = Self::few_tiles_unsplit_smaller_instead_of(t, shape, sm_count).unwrap_or(t);
         let t = Self::few_tiles_short_k_m64_instead_of(t, shape, sm_count).unwrap_or(t);
+        let t = Self::two_row_blocks_cols_instead_of(t, shape, sm_count).unwrap_or(t);
         // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
         // stay on N = 136, where they were measured)
         match Self::small_n_for(shape, sm_count) {
@@ -759,6 +760,74 @@ impl TileConfig {
         }
         let tiles = m64.tiles(shape.m, shape.n);
         (tiles >= 1 && tiles <= sm_count as u64).then_some(m64)
+    }
+
+    /// Two row blocks of A, after the few-tiles rules: for 193 <= M <= 256 where the
+    /// default is the 128 x 128 or 128 x 256 TMA-store tile and the tiles leave SMs idle,
+    /// the narrowest 128-row TMA-store tile (48, 56, ..., 248 columns, a multiple of 8, or
+    /// the 128 x 128 one) whose tiles fill one wave (at most `sm_count`, more than
+    /// `sm_count` / 2), where its busiest SM computes fewer columns (its width) than
+    /// `current`'s does: the width times the waves of `current`'s tiles, over the slices
+    /// [`Self::few_tiles_slices`] cuts them into (from K = 4096, 128 x 128 tiles filling a
+    /// third to a half of the SMs run split in 2). `current`'s tiles must fill more than a
+    /// third of the SMs; N > 160, K % 64 == 0, N % 8 == 0 and [`TWO_ROW_BLOCKS_MIN_K`] <= K <=
+    /// [`TWO_ROW_BLOCKS_MAX_K`] (as measured). `None` elsewhere.
+    ///
+    /// Why: at M = 256 (two row blocks) the 128 x 128 tiles of N = 4225..8064 make 68..126
+    /// tiles on 132 SMs, the 128 x 256 ones of N = 8449..16896 (below, the small-M rule's
+    /// swapped tile) 68..132; each SM that has one runs its whole K loop while the others
+    /// idle (the calls are bound by the busiest SM's work, not by L2: run 263's tiles that
+    /// read less from L2 were all slower).
+    ///
+    /// Measured on one H200 (run 264, back to back x20, host-gated, two passes, ms, default
+    /// -> this rule's tile; cuBLAS): 128 x 256 defaults: 256 x 10240 x 8192 0.0975-0.0989 ->
+    /// 0.0726-0.0741 (160 columns; 0.0639), 256 x 10240 x 4096 0.0511-0.0513 -> 0.0386-0.0395
+    /// (0.0340), 256 x 14336 x 4096 0.0589 / 0.0542 -> 0.0576 / 0.0576 (224; slower in one
+    /// pass), 256 x 14336 x 8192 0.1126-0.1128 -> 0.1081-0.1087 (0.0931); 128 x 128 defaults:
+    /// 256 x 5120 x 8192 0.0512-0.0514 -> 0.0494-0.0500 (80), 256 x 5120 x 5120 0.0330-0.0336
+    /// -> 0.0311, 256 x 5120 x 6912 0.0442-0.0449 -> 0.0415-0.0423, 256 x 5120 x 3456
+    /// 0.0230-0.0258 -> 0.0217-0.0226, 256 x 6144 x 4096 0.0288-0.0291 -> 0.0276-0.0278 (96),
+    /// 256 x 6144 x 8192 0.0557-0.0575 -> 0.0542-0.0553, 256 x 7168 x 4096 0.0308-0.0310 ->
+    /// 0.0294-0.0297 (112), 256 x 7168 x 8192 0.0592-0.0595 -> 0.0583-0.0584, 256 x 7168 x
+    /// 5120 0.0384-0.0389 -> 0.0371-0.0377, 256 x 6912 x 5120 0.0369-0.0373 -> 0.0363-0.0370
+    /// (112); split in 2 by the few-tiles rule: 256 x 3584 x 4096 0.0211 -> 0.0201-0.0204
+    /// (56), 256 x 3584 x 5120 0.0252-0.0253 -> 0.0240, 256 x 3072 x 4096 0.0198-0.0199 ->
+    /// 0.0186-0.0189 (48): faster in both passes on 16 of 17. Where the width does not cut
+    /// the busiest SM's columns (64 against 128 x 128 split in 2) it was 4% faster at 256 x
+    /// 4096 x 4096 and 13% slower at 256 x 4096 x 7168 (0.0342-0.0343 -> 0.0388-0.0395),
+    /// hence the rule's comparison. Two slices of twice the width beat this rule's tile only
+    /// at N = 5120 with K >= 6912 (160 columns: 4-10%) and at 6144 x 8192 (1%), and lost by
+    /// 11-35% at N = 7168 (224 columns) and 23% at 6912 (216). Run 265 (the same, the old
+    /// default forced, shapes not timed before): 256 x 8704 x 4096 0.0476 -> 0.0321 (136
+    /// columns), 256 x 9216 x 8192 0.0925 -> 0.0643 (144), 256 x 12288 x 4096 0.0536 -> 0.0437
+    /// (192), 224 x 10240 x 8192 0.1092 -> 0.0910, 193 x 9216 x 3456 0.0419 -> 0.0338, 240 x
+    /// 3584 x 4096 0.0209-0.0212 -> 0.0198-0.0199, 200 x 5120 x 8192 0.0581-0.0586 ->
+    /// 0.0558-0.0560; the model map's 16 rows on the rule at M = 256 all faster (Llama-3-70B's
+    /// qkv on one GPU, 256 x 10240 x 8192, 0.66 -> 1.01 of cuBLAS).
+    pub fn two_row_blocks_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let measured_k = (TWO_ROW_BLOCKS_MIN_K..=TWO_ROW_BLOCKS_MAX_K).contains(&shape.k);
+        let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE;
+        // (N <= 160 is the small-N rule's, which comes last in `choose_for`)
+        if !(193..=256).contains(&shape.m) || !replaces || !measured_k || shape.k % 64 != 0 || shape.n % 8 != 0 || shape.n <= 160 || sm_count < 3 {
+            return None;
+        }
+        let sms = sm_count as u64;
+        let tiles = current.tiles(shape.m, shape.n);
+        if tiles * 3 <= sms {
+            return None;
+        }
+        // The columns the busiest SM computes per K block: waves of tiles times the width,
+        // over the slices the few-tiles rule cuts each tile into (x2 to stay whole).
+        let slices = current.few_tiles_slices(shape, sm_count).unwrap_or(1) as u64;
+        let current_cols2 = tiles.div_ceil(sms) * current.bn as u64 * 2 / slices;
+        let tile_of = |w: u32| match w {
+            128 => Self::NARROW_TMA_STORE,
+            256 => Self::WIDE_TMA_STORE,
+            w => Self::cols_tma_store(w),
+        };
+        let t = (6..=32u32).map(|i| tile_of(8 * i)).find(|t| t.tiles(shape.m, shape.n) <= sms)?;
+        let fills = t.tiles(shape.m, shape.n) * 2 > sms;
+        (t != current && fills && (t.bn as u64) * 2 < current_cols2).then_some(t)
     }
 
     /// Elements of C this tile's grid computes for `shape`, padding included: tiles x rows x
@@ -1823,6 +1892,12 @@ pub const TWO_ROUNDS_SLICES: u64 = 3;
 /// The shortest K [`TileConfig::split_two_rounds_for`] splits (run 259: 3-12% faster at K
 /// = 13824-27648, 5% slower at 8192).
 pub const TWO_ROUNDS_MIN_K: u32 = 13824;
+
+/// The K range [`TileConfig::two_row_blocks_cols_instead_of`] was measured on (run 264:
+/// 3456..=8192): its bounds.
+pub const TWO_ROW_BLOCKS_MIN_K: u32 = 3456;
+/// See [`TWO_ROW_BLOCKS_MIN_K`].
+pub const TWO_ROW_BLOCKS_MAX_K: u32 = 8192;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -3018,6 +3093,68 @@ mod tests {
         assert_eq!(TileConfig::choose_for_split(s(1, 28672, 4096), 132), TileConfig::M64_WIDE_TMA_STORE);
         // K = 14336 is unmeasured: the few-tiles rule's 64 x 256 tiles in 2 slices stay.
         assert_eq!(TileConfig::split_rule_for(s(1, 14336, 14336), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
+    }
+
+    #[test]
+    fn two_row_blocks_take_the_narrowest_tile_filling_one_wave() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let cols = |w| match w {
+            128 => TileConfig::NARROW_TMA_STORE,
+            w => TileConfig::cols_tma_store(w),
+        };
+        // Run 264's shapes (M = 256) and the widths timed there, unsplit with any workspace.
+        for (n, k, w) in [
+            (10240, 8192, 160), (10240, 4096, 160), (14336, 4096, 224), (14336, 8192, 224), (5120, 8192, 80), (5120, 5120, 80),
+            (5120, 6912, 80), (5120, 3456, 80), (6144, 4096, 96), (6144, 8192, 96), (7168, 4096, 112), (7168, 8192, 112),
+            (7168, 5120, 112), (6912, 5120, 112), (3584, 4096, 56), (3584, 5120, 56), (3072, 4096, 48),
+        ] {
+            let t = TileConfig::choose_for(s(256, n, k), 132);
+            assert_eq!(t, cols(w), "256x{n}x{k}: {}", t.name());
+            assert!(t.tiles(256, n) <= 132 && t.tiles(256, n) > 66, "256x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(256, n, k), 132, u64::MAX, u64::MAX), None, "256x{n}x{k}");
+            // Where it picks, it replaced the tile the other rules chose.
+            let before = if n > 8192 { TileConfig::WIDE_TMA_STORE } else { TileConfig::NARROW_TMA_STORE };
+            assert_eq!(TileConfig::two_row_blocks_cols_instead_of(before, s(256, n, k), 132), Some(cols(w)), "256x{n}x{k}");
+            // From 193 rows (two row blocks) on.
+            assert_eq!(TileConfig::two_row_blocks_cols_instead_of(before, s(193, n, k), 132), Some(cols(w)), "193x{n}x{k}");
+        }
+        let rule = |t, m, n, k, sms| TileConfig::two_row_blocks_cols_instead_of(t, s(m, n, k), sms);
+        let narrow = TileConfig::NARROW_TMA_STORE;
+        // No fewer columns for the busiest SM: 128 x 128 tiles split in 2 against 64 columns
+        // (run 264: slower at K = 7168), one whole wave of them, more than one wave of 128 x
+        // 256 tiles (no width fits one wave), and tiles filling at most a third of the SMs.
+        assert_eq!(rule(narrow, 256, 4096, 7168, 132), None);
+        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
+        assert_eq!(rule(narrow, 256, 8192, 4096, 132), None);
+        assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 16896, 4096, 132), None);
+        assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 27648, 5120, 132), None);
+        assert_eq!(TileConfig::choose_for(s(256, 27648, 5120), 132), TileConfig::WIDE_TMA_STORE);
+        assert_eq!(rule(narrow, 256, 2816, 8192, 132), None); // 44 tiles: a third of 132
+        assert_eq!(rule(narrow, 256, 2944, 8192, 132), Some(cols(48)));
+        // Outside what was measured, or not the two defaults it replaces.
+        for (m, n, k) in [
+            (192, 7168, 4096), // the small-M rules' range (M <= 192)
+            (256, 160, 4096),  // the small-N rule's range (N <= 160)
+            (257, 7168, 4096), // three row blocks
+            (256, 7168, 3392), // K below 3456
+            (256, 7168, 8256), // K above 8192
+            (256, 7168, 4100), // K % 64 != 0
+            (256, 7164, 4096), // N % 8 != 0
+        ] {
+            assert_eq!(rule(narrow, m, n, k, 132), None, "{m}x{n}x{k}");
+        }
+        // (helper-61: on 7 SMs the rule's tile padded N = 136 less than the small-N rule's)
+        assert_eq!(rule(narrow, 193, 136, 4096, 7), None);
+        assert_eq!(TileConfig::choose_for(s(193, 136, 4096), 7), TileConfig::small_n_for(s(193, 136, 4096), 7).unwrap());
+        for other in [TileConfig::NARROW, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_NARROW_TMA_STORE, TileConfig::cols_tma_store(112)] {
+            assert_eq!(rule(other, 256, 7168, 4096, 132), None, "{}", other.name());
+        }
+        // The SM count is the device's: on 100 SMs the 112 tiles of 256 x 7168 x 4096 take two
+        // waves, 144 columns one (100 tiles); on 2 SMs nothing.
+        assert_eq!(rule(narrow, 256, 7168, 4096, 100), Some(cols(144)));
+        assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 7168 + 1024, 4096, 100), Some(cols(168)));
+        assert_eq!(rule(narrow, 256, 7168, 4096, 2), None);
+        assert_eq!(rule(narrow, 256, 7168, 4096, 0), None);
     }
 
     #[test]

@@ -274,6 +274,21 @@ fn clustered_cols_default_matches_reference() {
     });
 }
 
+/// Two row blocks of A (193 <= M <= 256) where the 128 x 128 or 128 x 256 tiles leave SMs
+/// idle: the narrowest 128-row TMA-store tile filling one wave
+/// (`TileConfig::two_row_blocks_cols_instead_of`), M ragged (200, 250, 193: the second row
+/// block short) and N's last column block short (10232, 5112, 3576), against the reference;
+/// on 132 SMs the widths are asserted (elsewhere the default's, whatever it is).
+#[test]
+fn two_row_blocks_cols_default_matches_reference() {
+    let cases = [(256, 10232, 4096, 160), (200, 5112, 8192, 80), (250, 3576, 4096, 56), (256, 14336, 4096, 224), (193, 9216, 3456, 144), (256, 6144, 6912, 96)];
+    let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
+    defaults_match_reference("two_row_blocks_cols_default_matches_reference", &shapes, |s, sms| {
+        let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
+        (sms == 132).then(|| TileConfig::cols_tma_store(width))
+    });
+}
+
 #[test]
 fn gemm_matches_reference_on_large_shapes() {
     if gpu_or_skip("gemm_matches_reference_on_large_shapes", 1).is_none() {
