@@ -674,6 +674,19 @@ impl TileConfig {
     /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
     /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
+        let t = Self::choose_for_before_two_row_blocks(shape, sm_count);
+        let t = Self::two_row_blocks_cols_instead_of(t, shape, sm_count).unwrap_or(t);
+        // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
+        // stay on N = 136, where they were measured)
+        match Self::small_n_for(shape, sm_count) {
+            Some(s) if shape.n <= 64 || s.n_padding(shape.n) <= t.n_padding(shape.n) => s,
+            _ => t,
+        }
+    }
+
+    /// [`Self::choose_for`] up to (not including) its last two steps, the two-row-blocks and
+    /// small-N rules.
+    fn choose_for_before_two_row_blocks(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
             t
@@ -696,14 +709,7 @@ impl TileConfig {
         let t = Self::clustered_instead_of(t, shape);
         let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
         let t = Self::few_tiles_unsplit_smaller_instead_of(t, shape, sm_count).unwrap_or(t);
-        let t = Self::few_tiles_short_k_m64_instead_of(t, shape, sm_count).unwrap_or(t);
-        let t = Self::two_row_blocks_cols_instead_of(t, shape, sm_count).unwrap_or(t);
-        // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
-        // stay on N = 136, where they were measured)
-        match Self::small_n_for(shape, sm_count) {
-            Some(s) if shape.n <= 64 || s.n_padding(shape.n) <= t.n_padding(shape.n) => s,
-            _ => t,
-        }
+        Self::few_tiles_short_k_m64_instead_of(t, shape, sm_count).unwrap_or(t)
     }
 
     /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
@@ -803,7 +809,17 @@ impl TileConfig {
     /// (192), 224 x 10240 x 8192 0.1092 -> 0.0910, 193 x 9216 x 3456 0.0419 -> 0.0338, 240 x
     /// 3584 x 4096 0.0209-0.0212 -> 0.0198-0.0199, 200 x 5120 x 8192 0.0581-0.0586 ->
     /// 0.0558-0.0560; the model map's 16 rows on the rule at M = 256 all faster (Llama-3-70B's
-    /// qkv on one GPU, 256 x 10240 x 8192, 0.66 -> 1.01 of cuBLAS).
+    /// qkv on one GPU, 256 x 10240 x 8192, 0.66 -> 1.01 of cuBLAS). Run 266 (the same, outside
+    /// run 264's K = 3456..8192): 256 x 10240 x 2048 0.0279 -> 0.0202 (160; cuBLAS 0.0193),
+    /// 256 x 10240 x 3072 0.0389 -> 0.0282, 256 x 5120 x 2048 0.0146-0.0147 -> 0.0127-0.0128
+    /// (80), 256 x 5120 x 2560 0.0172-0.0174 -> 0.0151-0.0152, 256 x 6144 x 3072 0.0215-0.0217
+    /// -> 0.0201-0.0202 (96), 256 x 7168 x 2048 0.0158-0.0159 -> 0.0152-0.0153 (112), 256 x
+    /// 5120 x 9216 0.0551-0.0554 -> 0.0519-0.0525, 256 x 7168 x 9216 0.0635-0.0653 ->
+    /// 0.0623-0.0628, 256 x 7168 x 14336 0.0993-0.0996 -> 0.0960-0.0961, 256 x 6144 x 14336
+    /// 0.0911-0.0930 -> 0.0886-0.0902, and where the two-rounds rule split the default in 3
+    /// ([`Self::split_two_rounds_for`], which this rule now comes before up to K = 14336): 256 x
+    /// 5120 x 13824 0.0799-0.0800 -> 0.0776-0.0778, 256 x 10240 x 14336 0.1504-0.1508 ->
+    /// 0.1219-0.1220: faster on all 12, hence K = 2048..=14336.
     pub fn two_row_blocks_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let measured_k = (TWO_ROW_BLOCKS_MIN_K..=TWO_ROW_BLOCKS_MAX_K).contains(&shape.k);
         let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE;
@@ -828,6 +844,38 @@ impl TileConfig {
         let t = (6..=32u32).map(|i| tile_of(8 * i)).find(|t| t.tiles(shape.m, shape.n) <= sms)?;
         let fills = t.tiles(shape.m, shape.n) * 2 > sms;
         (t != current && fills && (t.bn as u64) * 2 < current_cols2).then_some(t)
+    }
+
+    /// The plain GEMM's fifth split rule, with the two-row-blocks rule's default
+    /// ([`Self::two_row_blocks_cols_instead_of`]: W columns, 48 <= W <= 80, one wave of
+    /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`, or
+    /// at 2W = 128 [`Self::NARROW_TMA_STORE`]), every tile in 2 K-slices, where those make at
+    /// most one wave of slices; K >= [`TWO_ROW_BLOCKS_SPLIT_MIN_K`] (as measured), within the
+    /// workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same columns for the
+    /// busiest SM over half the K loop, on tiles whose wgmma is twice as wide (5 stages at
+    /// 160 columns; the 224-column tile's 3 lost, 32.4).
+    ///
+    /// Measured on one H200 (run 267, back to back x20, host-gated, two passes, ms, W unsplit
+    /// -> 2W in 2 slices; cuBLAS): 256 x 3072 x 8192 0.0378 -> 0.0314-0.0315 (0.0266), 256 x
+    /// 3072 x 14336 0.0648-0.0655 -> 0.0515 (0.0406), 256 x 3584 x 8192 0.0394-0.0398 -> 0.0342,
+    /// 256 x 3584 x 14336 0.0684-0.0694 -> 0.0561-0.0570, 256 x 4352 x 8192 0.0450 -> 0.0396, 256
+    /// x 4352 x 6912 0.0382 -> 0.0345, 256 x 4608 x 8192 0.0462-0.0463 -> 0.0403-0.0411, 256 x
+    /// 4608 x 14336 0.0789-0.0796 -> 0.0641-0.0642, 256 x 4608 x 6912 0.0388-0.0395 ->
+    /// 0.0356-0.0359, 224 x 5120 x 8192 0.0476-0.0478 -> 0.0454-0.0456, 256 x 5120 x 14336
+    /// 0.0859-0.0877 -> 0.0722-0.0733, 200 x 5120 x 6912 0.0478-0.0479 -> 0.0414: 5-21% faster
+    /// on all 12; runs 264 and 266 at N = 5120: 4-13% from K = 6912 (0.0419 -> 0.0400 there),
+    /// 2% slower at 5120, 12-40% at K <= 3456, even at N = 3072-3584 with K = 4096-5120.
+    pub fn split_two_row_blocks_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+        if shape.k < TWO_ROW_BLOCKS_SPLIT_MIN_K {
+            return None;
+        }
+        let w = Self::two_row_blocks_cols_instead_of(Self::choose_for_before_two_row_blocks(shape, sm_count), shape, sm_count)?;
+        if w.bn > 80 {
+            return None;
+        }
+        let t = if w.bn * 2 == 128 { Self::NARROW_TMA_STORE } else { Self::cols_tma_store(w.bn * 2) };
+        let tiles = t.tiles(shape.m, shape.n);
+        (tiles.saturating_mul(2) <= sm_count as u64 && t.split_fits(tiles, 2, scratch_bytes, counts_len)).then_some((t, 2))
     }
 
     /// Elements of C this tile's grid computes for `shape`, padding included: tiles x rows x
@@ -1350,13 +1398,14 @@ impl TileConfig {
 
     /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
     /// forced): [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
-    /// [`Self::split_few_tiles_for`], else [`Self::split_two_rounds_for`]; `None`: the tile
-    /// heuristic, unsplit.
+    /// [`Self::split_few_tiles_for`], else [`Self::split_two_rounds_for`], else
+    /// [`Self::split_two_row_blocks_for`]; `None`: the tile heuristic, unsplit.
     pub fn split_rule_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         Self::split_spill_for(shape, sm_count, scratch_bytes, counts_len)
             .or_else(|| Self::split_row_block_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_few_tiles_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_two_rounds_for(shape, sm_count, scratch_bytes, counts_len))
+            .or_else(|| Self::split_two_row_blocks_for(shape, sm_count, scratch_bytes, counts_len))
     }
 
     /// The plain GEMM's fourth split rule, for a long K where the default's tiles fill more
@@ -1380,7 +1429,9 @@ impl TileConfig {
     /// 7; at K = 8192 5% slower (1 x 5120 x 8192 0.0283 -> 0.0296; run 255: even at 6912),
     /// hence the bound on K. 4 and 6 slices were slower than unsplit on most of them (3 and 4
     /// rounds), as 3 slices of 96 and 112 tiles (3 rounds; 1 x 6144 x 13824 0.0467-0.0477 ->
-    /// 0.0621-0.0622), hence two thirds of the SMs.
+    /// 0.0621-0.0622), hence two thirds of the SMs. For 193 <= M <= 256 up to K = 14336 the
+    /// default is now narrower tiles filling one wave ([`Self::two_row_blocks_cols_instead_of`],
+    /// run 266: faster than these 3 slices), which this rule leaves unsplit.
     pub fn split_two_rounds_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         if shape.k < TWO_ROUNDS_MIN_K || shape.k % 64 != 0 || sm_count < 2 {
             return None;
@@ -1894,10 +1945,13 @@ pub const TWO_ROUNDS_SLICES: u64 = 3;
 pub const TWO_ROUNDS_MIN_K: u32 = 13824;
 
 /// The K range [`TileConfig::two_row_blocks_cols_instead_of`] was measured on (run 264:
-/// 3456..=8192): its bounds.
-pub const TWO_ROW_BLOCKS_MIN_K: u32 = 3456;
+/// 3456..=8192; run 266: 2048..=3072 and 9216..=14336): its bounds.
+pub const TWO_ROW_BLOCKS_MIN_K: u32 = 2048;
 /// See [`TWO_ROW_BLOCKS_MIN_K`].
-pub const TWO_ROW_BLOCKS_MAX_K: u32 = 8192;
+pub const TWO_ROW_BLOCKS_MAX_K: u32 = 14336;
+/// From this K, [`TileConfig::split_two_row_blocks_for`] splits tiles twice as wide as the
+/// two-row-blocks rule's in 2 (runs 264, 266-267: faster from K = 6912, 2% slower at 5120).
+pub const TWO_ROW_BLOCKS_SPLIT_MIN_K: u32 = 6912;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -2733,8 +2787,10 @@ mod tests {
         // ... and its two losses keep the square-ish tiles (128 x 128 with the TMA store
         // where N % 8 == 0 and K % 64 == 0: run 143; the Registers one otherwise).
         assert_eq!(TileConfig::choose_for(s(256, 8192, 4096), 132), TileConfig::NARROW_TMA_STORE);
+        // (since run 266 the two-row-blocks rule narrows those to 112 columns, filling the SMs)
         for m in [200, 208, 224, 240] {
-            assert_eq!(TileConfig::choose_for(s(m, 7168, 9216), 132), TileConfig::NARROW_TMA_STORE, "M={m}");
+            assert_eq!(TileConfig::two_row_blocks_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(m, 7168, 9216), 132), Some(TileConfig::cols_tma_store(112)), "M={m}");
+            assert_eq!(TileConfig::choose_for(s(m, 7168, 9216), 132), TileConfig::cols_tma_store(112), "M={m}");
         }
         assert_eq!(TileConfig::choose_for(s(256, 8190, 4096), 132), TileConfig::NARROW);
         assert_eq!(TileConfig::choose_for(s(256, 8192, 4104), 132), TileConfig::NARROW);
@@ -3111,7 +3167,9 @@ mod tests {
             let t = TileConfig::choose_for(s(256, n, k), 132);
             assert_eq!(t, cols(w), "256x{n}x{k}: {}", t.name());
             assert!(t.tiles(256, n) <= 132 && t.tiles(256, n) > 66, "256x{n}x{k}");
-            assert_eq!(TileConfig::split_rule_for(s(256, n, k), 132, u64::MAX, u64::MAX), None, "256x{n}x{k}");
+            // Unsplit, but from K = 6912 tiles of 2W <= 160 columns in 2 slices (run 267).
+            let split = (k >= 6912 && w <= 80).then(|| (if w == 64 { TileConfig::NARROW_TMA_STORE } else { cols(2 * w) }, 2));
+            assert_eq!(TileConfig::split_rule_for(s(256, n, k), 132, u64::MAX, u64::MAX), split, "256x{n}x{k}");
             // Where it picks, it replaced the tile the other rules chose.
             let before = if n > 8192 { TileConfig::WIDE_TMA_STORE } else { TileConfig::NARROW_TMA_STORE };
             assert_eq!(TileConfig::two_row_blocks_cols_instead_of(before, s(256, n, k), 132), Some(cols(w)), "256x{n}x{k}");
@@ -3136,8 +3194,8 @@ mod tests {
             (192, 7168, 4096), // the small-M rules' range (M <= 192)
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
             (257, 7168, 4096), // three row blocks
-            (256, 7168, 3392), // K below 3456
-            (256, 7168, 8256), // K above 8192
+            (256, 7168, 1984),  // K below 2048
+            (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0
             (256, 7164, 4096), // N % 8 != 0
         ] {
@@ -3158,6 +3216,49 @@ mod tests {
     }
 
     #[test]
+    fn two_row_blocks_split_tiles_twice_as_wide_from_k_6912() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k, sms| TileConfig::split_rule_for(s(m, n, k), sms, u64::MAX, u64::MAX);
+        let cols = TileConfig::cols_tma_store;
+        // Run 267's shapes: the default's W columns unsplit, 2W in 2 slices with a workspace.
+        for (m, n, k, w) in [
+            (256, 3072, 8192, 48), (256, 3072, 14336, 48), (256, 3584, 8192, 56), (256, 3584, 14336, 56), (256, 4352, 8192, 72),
+            (256, 4352, 6912, 72), (256, 4608, 8192, 72), (256, 4608, 14336, 72), (256, 4608, 6912, 72), (224, 5120, 8192, 80),
+            (256, 5120, 14336, 80), (200, 5120, 6912, 80),
+        ] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k, 132), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_two_row_blocks_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
+            // Its workspace: 2W-column fp32 slots, 2 per tile, one count per tile.
+            let tiles = cols(2 * w).tiles(m, n);
+            let bytes = tiles * 2 * 128 * 2 * w as u64 * 4;
+            assert_eq!(TileConfig::split_rule_workspace(s(m, n, k), 132), Some((bytes, tiles)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, bytes - 1, tiles), None, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, bytes, tiles - 1), None, "{m}x{n}x{k}");
+        }
+        // (W = 64 would take 128 x 128 tiles, 2W; where W = 64 fills one wave the default's
+        // 128 x 128 tiles fill at most half and split in 2 already: 256 x 4160 x 8192.)
+        assert_eq!(TileConfig::choose_for(s(256, 4160, 8192), 132), TileConfig::NARROW_TMA_STORE);
+        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        // Not below K = 6912 (runs 264, 266: 2% slower at 5120, 12-40% at K <= 3456), nor for
+        // W > 80 (224 columns lost 11-35%, 32.4), nor where the rule does not apply.
+        assert_eq!(pick(256, 5120, 6848, 132), None);
+        assert_eq!(pick(256, 5120, 5120, 132), None);
+        assert_eq!(pick(256, 6144, 8192, 132), None);
+        assert_eq!(pick(256, 7168, 14336, 132), None);
+        assert_eq!(pick(256, 5120, 14400, 132), Some((TileConfig::NARROW_TMA_STORE, 3))); // two rounds of thirds
+        assert_eq!(pick(192, 5120, 8192, 132), TileConfig::split_rule_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX));
+        assert_eq!(TileConfig::split_two_row_blocks_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
+        // Any SM count: on 100 SMs 256 x 3072 x 8192 takes 64 columns (96 tiles), then 128 x 128
+        // tiles in 2 slices; never on fewer than 3 SMs.
+        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        for sms in [0, 1, 2] {
+            assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
+        }
+    }
+
+    #[test]
     fn split_rule_takes_two_rounds_of_thirds_where_tiles_fill_half_to_two_thirds_of_the_sms() {
         let s = |m, n, k| GemmShape { m, n, k };
         let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
@@ -3165,8 +3266,15 @@ mod tests {
         assert_eq!(pick(1, 5120, 27648), Some((TileConfig::swapped_tma_store(8), 3)));
         assert_eq!(pick(16, 5120, 13824), Some((TileConfig::swapped_tma_store(16), 3)));
         assert_eq!(pick(64, 5120, 27648), Some((TileConfig::swapped_tma_store(64), 3)));
-        assert_eq!(pick(256, 5120, 13824), Some((TileConfig::NARROW_TMA_STORE, 3)));
-        assert_eq!(pick(256, 10240, 13824), Some((TileConfig::WIDE_TMA_STORE, 3)));
+        assert_eq!(pick(256, 5120, 27648), Some((TileConfig::NARROW_TMA_STORE, 3)));
+        assert_eq!(pick(256, 10240, 27648), Some((TileConfig::WIDE_TMA_STORE, 3)));
+        // Up to K = 14336 the two-row-blocks rule's one wave of narrower tiles comes first
+        // (run 266: 256 x 5120 x 13824 on 80 columns 0.0777 ms against 0.0800 in 3 slices,
+        // 256 x 10240 x 14336 on 160 columns 0.1220 against 0.1506).
+        assert_eq!(pick(256, 5120, 13824), Some((TileConfig::cols_tma_store(160), 2)));
+        assert_eq!(TileConfig::choose_for(s(256, 5120, 13824), 132), TileConfig::cols_tma_store(80));
+        assert_eq!(pick(256, 10240, 13824), None);
+        assert_eq!(TileConfig::choose_for(s(256, 10240, 14336), 132), TileConfig::cols_tma_store(160));
         // The bounds on 132 SMs: 67..=88 tiles.
         assert_eq!(pick(1, 67 * 64, 13824), Some((TileConfig::swapped_tma_store(8), 3)));
         assert_eq!(pick(1, 88 * 64, 13824), Some((TileConfig::swapped_tma_store(8), 3)));
@@ -3199,7 +3307,7 @@ mod tests {
         assert_eq!(TileConfig::split_two_rounds_for(s(1, 5120, 27648), 114, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_two_rounds_for(s(1, 5120, 27648), 150, u64::MAX, u64::MAX), Some((TileConfig::swapped_tma_store(8), 3)));
         // Only within the workspace: 240 slots of 128 x 256 fp32 (30 MiB), 80 counts.
-        let wide = s(256, 10240, 13824);
+        let wide = s(256, 10240, 27648);
         assert_eq!(TileConfig::split_rule_workspace(wide, 132), Some((240 * 128 * 256 * 4, 80)));
         assert_eq!(TileConfig::split_rule_for(wide, 132, 240 * 128 * 256 * 4, 80), Some((TileConfig::WIDE_TMA_STORE, 3)));
         assert_eq!(TileConfig::split_rule_for(wide, 132, 240 * 128 * 256 * 4 - 1, 80), None);

@@ -519,6 +519,11 @@ fn split_rule_default_matches_reference() {
         (1, 256, 7168, false),
         (13, 384, 7168, false),
         (1, 256, 14336, false),
+        // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width in 2 slices,
+        // 160 columns at N = 5120 and 5112 (the last column block short; M ragged), 96 at 3072.
+        (256, 5120, 8192, false),
+        (200, 5112, 6912, false),
+        (250, 3072, 14336, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
