@@ -810,8 +810,8 @@ impl TileConfig {
     /// 3584 x 4096 0.0209-0.0212 -> 0.0198-0.0199, 200 x 5120 x 8192 0.0581-0.0586 ->
     /// 0.0558-0.0560; the model map's 16 rows on the rule at M = 256 all faster (Llama-3-70B's
     /// qkv on one GPU, 256 x 10240 x 8192, 0.66 -> 1.01 of cuBLAS). Run 266 (the same, outside
-    /// run 264's K = 3456..8192): 256 x 10240 x 2048 0.0279 -> 0.0202 (160; cuBLAS 0.0193),
-    /// 256 x 10240 x 3072 0.0389 -> 0.0282, 256 x 5120 x 2048 0.0146-0.0147 -> 0.0127-0.0128
+    /// run 264's K = 3456..8192): 256 x 10240 x 2048 0.0279 -> 0.0201-0.0203 (160; cuBLAS
+    /// 0.0193), 256 x 10240 x 3072 0.0389-0.0390 -> 0.0281-0.0283, 256 x 5120 x 2048 0.0146-0.0147 -> 0.0127-0.0128
     /// (80), 256 x 5120 x 2560 0.0172-0.0174 -> 0.0151-0.0152, 256 x 6144 x 3072 0.0215-0.0217
     /// -> 0.0201-0.0202 (96), 256 x 7168 x 2048 0.0158-0.0159 -> 0.0152-0.0153 (112), 256 x
     /// 5120 x 9216 0.0551-0.0554 -> 0.0519-0.0525, 256 x 7168 x 9216 0.0635-0.0653 ->
@@ -848,8 +848,9 @@ impl TileConfig {
 
     /// The plain GEMM's fifth split rule, with the two-row-blocks rule's default
     /// ([`Self::two_row_blocks_cols_instead_of`]: W columns, 48 <= W <= 80, one wave of
-    /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`, or
-    /// at 2W = 128 [`Self::NARROW_TMA_STORE`]), every tile in 2 K-slices, where those make at
+    /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`; W =
+    /// 64 never comes here: where 64 columns fill one wave, 128 x 128 tiles fill at most half
+    /// and the few-tiles rule splits them), every tile in 2 K-slices, where those make at
     /// most one wave of slices; K >= [`TWO_ROW_BLOCKS_SPLIT_MIN_K`] (as measured), within the
     /// workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same columns for the
     /// busiest SM over half the K loop, on tiles whose wgmma is twice as wide (5 stages at
@@ -862,18 +863,21 @@ impl TileConfig {
     /// x 4352 x 6912 0.0382 -> 0.0345, 256 x 4608 x 8192 0.0462-0.0463 -> 0.0403-0.0411, 256 x
     /// 4608 x 14336 0.0789-0.0796 -> 0.0641-0.0642, 256 x 4608 x 6912 0.0388-0.0395 ->
     /// 0.0356-0.0359, 224 x 5120 x 8192 0.0476-0.0478 -> 0.0454-0.0456, 256 x 5120 x 14336
-    /// 0.0859-0.0877 -> 0.0722-0.0733, 200 x 5120 x 6912 0.0478-0.0479 -> 0.0414: 5-21% faster
+    /// 0.0859-0.0877 -> 0.0722-0.0733, 200 x 5120 x 6912 0.0478-0.0479 -> 0.0414: 4-21% faster
     /// on all 12; runs 264 and 266 at N = 5120: 4-13% from K = 6912 (0.0419 -> 0.0400 there),
-    /// 2% slower at 5120, 12-40% at K <= 3456, even at N = 3072-3584 with K = 4096-5120.
+    /// 2% slower at 5120, 14-41% at K <= 3456; even at 256 x 3072 x 4096, 5-6% slower at 256 x
+    /// 3584 x 5120. Run 268 (the old default, 128 x 128 tiles split in 2 where at most half the
+    /// SMs', against this rule's pick, one pass): 256 x 3072 x 8192 0.0336 -> 0.0291, 250 x
+    /// 3072 x 14336 0.0541 -> 0.0515, 256 x 5120 x 8192 (80 tiles unsplit) 0.0508 -> 0.0452.
     pub fn split_two_row_blocks_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         if shape.k < TWO_ROW_BLOCKS_SPLIT_MIN_K {
             return None;
         }
         let w = Self::two_row_blocks_cols_instead_of(Self::choose_for_before_two_row_blocks(shape, sm_count), shape, sm_count)?;
-        if w.bn > 80 {
+        if w.bn > 80 || w.bn == 64 {
             return None;
         }
-        let t = if w.bn * 2 == 128 { Self::NARROW_TMA_STORE } else { Self::cols_tma_store(w.bn * 2) };
+        let t = Self::cols_tma_store(w.bn * 2);
         let tiles = t.tiles(shape.m, shape.n);
         (tiles.saturating_mul(2) <= sm_count as u64 && t.split_fits(tiles, 2, scratch_bytes, counts_len)).then_some((t, 2))
     }
@@ -3240,7 +3244,7 @@ mod tests {
         // 128 x 128 tiles fill at most half and split in 2 already: 256 x 4160 x 8192.)
         assert_eq!(TileConfig::choose_for(s(256, 4160, 8192), 132), TileConfig::NARROW_TMA_STORE);
         assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::NARROW_TMA_STORE, 2)));
-        // Not below K = 6912 (runs 264, 266: 2% slower at 5120, 12-40% at K <= 3456), nor for
+        // Not below K = 6912 (runs 264, 266: 2% slower at 5120, 14-41% at K <= 3456), nor for
         // W > 80 (224 columns lost 11-35%, 32.4), nor where the rule does not apply.
         assert_eq!(pick(256, 5120, 6848, 132), None);
         assert_eq!(pick(256, 5120, 5120, 132), None);
@@ -3250,8 +3254,10 @@ mod tests {
         assert_eq!(pick(192, 5120, 8192, 132), TileConfig::split_rule_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX));
         assert_eq!(TileConfig::split_two_row_blocks_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
-        // Any SM count: on 100 SMs 256 x 3072 x 8192 takes 64 columns (96 tiles), then 128 x 128
-        // tiles in 2 slices; never on fewer than 3 SMs.
+        // Any SM count: on 100 SMs 256 x 3072 x 8192 keeps the 128 x 128 tiles (48 of them: 64
+        // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule, not
+        // this one (helper-62); never on fewer than 3 SMs.
+        assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 3072, 8192), 100, u64::MAX, u64::MAX), None);
         assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::NARROW_TMA_STORE, 2)));
         for sms in [0, 1, 2] {
             assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
