@@ -162,6 +162,16 @@ impl TileConfig {
         Self::fitted_stages(128, cols, Epilogue::TmaStore, false)
     }
 
+    /// The 128-row TMA-store tile `cols` wide as the catalog names it: [`Self::NARROW_TMA_STORE`]
+    /// at 128 columns, [`Self::WIDE_TMA_STORE`] at 256, else [`Self::cols_tma_store`].
+    pub const fn rows128_tma_store(cols: u32) -> Self {
+        match cols {
+            128 => Self::NARROW_TMA_STORE,
+            256 => Self::WIDE_TMA_STORE,
+            c => Self::cols_tma_store(c),
+        }
+    }
+
     /// [`Self::cols_tma_store`] in 2-CTA clusters sharing the B tile by TMA multicast (the
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
     /// `cols` rows, so `cols` is a multiple of 16: 144, 160, ..., 240), as
@@ -821,10 +831,8 @@ impl TileConfig {
     /// 5120 x 13824 0.0799-0.0800 -> 0.0776-0.0778, 256 x 10240 x 14336 0.1504-0.1508 ->
     /// 0.1219-0.1220: faster on all 12, hence K = 2048..=14336.
     pub fn two_row_blocks_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        let measured_k = (TWO_ROW_BLOCKS_MIN_K..=TWO_ROW_BLOCKS_MAX_K).contains(&shape.k);
         let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE;
-        // (N <= 160 is the small-N rule's, which comes last in `choose_for`)
-        if !(193..=256).contains(&shape.m) || !replaces || !measured_k || shape.k % 64 != 0 || shape.n % 8 != 0 || shape.n <= 160 || sm_count < 3 {
+        if !Self::two_row_blocks_shape(shape) || !replaces || sm_count < 3 {
             return None;
         }
         let sms = sm_count as u64;
@@ -836,14 +844,20 @@ impl TileConfig {
         // over the slices the few-tiles rule cuts each tile into (x2 to stay whole).
         let slices = current.few_tiles_slices(shape, sm_count).unwrap_or(1) as u64;
         let current_cols2 = tiles.div_ceil(sms) * current.bn as u64 * 2 / slices;
-        let tile_of = |w: u32| match w {
-            128 => Self::NARROW_TMA_STORE,
-            256 => Self::WIDE_TMA_STORE,
-            w => Self::cols_tma_store(w),
-        };
-        let t = (6..=32u32).map(|i| tile_of(8 * i)).find(|t| t.tiles(shape.m, shape.n) <= sms)?;
+        let t = (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).find(|t| t.tiles(shape.m, shape.n) <= sms)?;
         let fills = t.tiles(shape.m, shape.n) * 2 > sms;
         (t != current && fills && (t.bn as u64) * 2 < current_cols2).then_some(t)
+    }
+
+    /// The shapes [`Self::two_row_blocks_cols_instead_of`] was measured on: 193 <= M <= 256,
+    /// N > 160 (N <= 160 is the small-N rule's, which comes last in `choose_for`), N % 8 ==
+    /// 0, K % 64 == 0, [`TWO_ROW_BLOCKS_MIN_K`] <= K <= [`TWO_ROW_BLOCKS_MAX_K`].
+    fn two_row_blocks_shape(shape: GemmShape) -> bool {
+        (193..=256).contains(&shape.m)
+            && shape.n > 160
+            && shape.n % 8 == 0
+            && shape.k % 64 == 0
+            && (TWO_ROW_BLOCKS_MIN_K..=TWO_ROW_BLOCKS_MAX_K).contains(&shape.k)
     }
 
     /// The plain GEMM's fifth split rule, with the two-row-blocks rule's default
@@ -870,14 +884,15 @@ impl TileConfig {
     /// SMs', against this rule's pick, one pass): 256 x 3072 x 8192 0.0336 -> 0.0291, 250 x
     /// 3072 x 14336 0.0541 -> 0.0515, 256 x 5120 x 8192 (80 tiles unsplit) 0.0508 -> 0.0452.
     pub fn split_two_row_blocks_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        if shape.k < TWO_ROW_BLOCKS_SPLIT_MIN_K {
+        // (the shape checks first: the default's tile is not computed for other shapes)
+        if shape.k < TWO_ROW_BLOCKS_SPLIT_MIN_K || !Self::two_row_blocks_shape(shape) {
             return None;
         }
         let w = Self::two_row_blocks_cols_instead_of(Self::choose_for_before_two_row_blocks(shape, sm_count), shape, sm_count)?;
-        if w.bn > 80 || w.bn == 64 {
+        if w.bn > 80 {
             return None;
         }
-        let t = Self::cols_tma_store(w.bn * 2);
+        let t = Self::rows128_tma_store(w.bn * 2);
         let tiles = t.tiles(shape.m, shape.n);
         (tiles.saturating_mul(2) <= sm_count as u64 && t.split_fits(tiles, 2, scratch_bytes, counts_len)).then_some((t, 2))
     }
@@ -1746,7 +1761,7 @@ impl TileConfig {
         if !(112..=144).contains(&width) {
             return None;
         }
-        let t = if width == 128 { Self::NARROW_TMA_STORE } else { Self::cols_tma_store(width) };
+        let t = Self::rows128_tma_store(width);
         t.split_fits(t.tiles(shape.m, shape.n), 2, scratch_bytes, counts_len).then_some((t, 2))
     }
 
@@ -3158,10 +3173,7 @@ mod tests {
     #[test]
     fn two_row_blocks_take_the_narrowest_tile_filling_one_wave() {
         let s = |m, n, k| GemmShape { m, n, k };
-        let cols = |w| match w {
-            128 => TileConfig::NARROW_TMA_STORE,
-            w => TileConfig::cols_tma_store(w),
-        };
+        let cols = TileConfig::rows128_tma_store;
         // Run 264's shapes (M = 256) and the widths timed there, unsplit with any workspace.
         for (n, k, w) in [
             (10240, 8192, 160), (10240, 4096, 160), (14336, 4096, 224), (14336, 8192, 224), (5120, 8192, 80), (5120, 5120, 80),
@@ -3172,7 +3184,7 @@ mod tests {
             assert_eq!(t, cols(w), "256x{n}x{k}: {}", t.name());
             assert!(t.tiles(256, n) <= 132 && t.tiles(256, n) > 66, "256x{n}x{k}");
             // Unsplit, but from K = 6912 tiles of 2W <= 160 columns in 2 slices (run 267).
-            let split = (k >= 6912 && w <= 80).then(|| (if w == 64 { TileConfig::NARROW_TMA_STORE } else { cols(2 * w) }, 2));
+            let split = (k >= 6912 && w <= 80).then(|| (cols(2 * w), 2));
             assert_eq!(TileConfig::split_rule_for(s(256, n, k), 132, u64::MAX, u64::MAX), split, "256x{n}x{k}");
             // Where it picks, it replaced the tile the other rules chose.
             let before = if n > 8192 { TileConfig::WIDE_TMA_STORE } else { TileConfig::NARROW_TMA_STORE };
