@@ -684,8 +684,8 @@ impl TileConfig {
     /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
     /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
-        let t = Self::choose_for_before_two_row_blocks(shape, sm_count);
-        let t = Self::two_row_blocks_cols_instead_of(t, shape, sm_count).unwrap_or(t);
+        let t = Self::choose_for_before_one_wave_cols(shape, sm_count);
+        let t = Self::one_wave_cols_instead_of(t, shape, sm_count).unwrap_or(t);
         // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
         // stay on N = 136, where they were measured)
         match Self::small_n_for(shape, sm_count) {
@@ -694,9 +694,9 @@ impl TileConfig {
         }
     }
 
-    /// [`Self::choose_for`] up to (not including) its last two steps, the two-row-blocks and
+    /// [`Self::choose_for`] up to (not including) its last two steps, the one-wave-cols and
     /// small-N rules.
-    fn choose_for_before_two_row_blocks(shape: GemmShape, sm_count: u32) -> Self {
+    fn choose_for_before_one_wave_cols(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
         let t = if shape.k % 64 == 0 || shape.m <= t.bm {
             t
@@ -778,22 +778,25 @@ impl TileConfig {
         (tiles >= 1 && tiles <= sm_count as u64).then_some(m64)
     }
 
-    /// Two row blocks of A, after the few-tiles rules: for 193 <= M <= 256 where the
-    /// default is the 128 x 128 or 128 x 256 TMA-store tile and the tiles leave SMs idle,
-    /// the narrowest 128-row TMA-store tile (48, 56, ..., 248 columns, a multiple of 8, or
-    /// the 128 x 128 one) whose tiles fill one wave (at most `sm_count`, more than
-    /// `sm_count` / 2), where its busiest SM computes fewer columns (its width) than
-    /// `current`'s does: the width times the waves of `current`'s tiles, over the slices
+    /// One wave of narrower tiles, after the few-tiles rules: for 193 <= M <=
+    /// [`ONE_WAVE_COLS_MAX_M`] where the default's tiles leave SMs idle, the narrowest 128-row
+    /// TMA-store tile (48, 56, ..., 248 columns, a multiple of 8, or the 128 x 128 one) whose
+    /// tiles fill one wave (at most `sm_count`, more than `sm_count` / 2), where its busiest
+    /// SM computes fewer elements of C per K block (128 x its width) than `current`'s does:
+    /// the tile's rows x columns times the waves of `current`'s tiles, over the slices
     /// [`Self::few_tiles_slices`] cuts them into (from K = 4096, 128 x 128 tiles filling a
     /// third to a half of the SMs run split in 2). `current`'s tiles must fill more than a
-    /// third of the SMs; N > 160, K % 64 == 0, N % 8 == 0 and [`TWO_ROW_BLOCKS_MIN_K`] <= K <=
-    /// [`TWO_ROW_BLOCKS_MAX_K`] (as measured). `None` elsewhere.
+    /// third of the SMs. It replaces the 128 x 128 and 128 x 256 TMA-store tiles; above M =
+    /// 256 also the 128 x 128 tile with the register epilogue ([`Self::NARROW`], the default
+    /// there) and the 64 x 256 TMA-store one ([`Self::M64_WIDE_TMA_STORE`], M = 257-448),
+    /// where they fit one wave. N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`]
+    /// <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
     ///
     /// Why: at M = 256 (two row blocks) the 128 x 128 tiles of N = 4225..8064 make 68..126
     /// tiles on 132 SMs, the 128 x 256 ones of N = 8449..16896 (below, the small-M rule's
-    /// swapped tile) 68..132; each SM that has one runs its whole K loop while the others
-    /// idle (the calls are bound by the busiest SM's work, not by L2: run 263's tiles that
-    /// read less from L2 were all slower).
+    /// swapped tile) 68..132; at M = 1024 the 128 x 128 tiles of N = 1280 make 80; each SM
+    /// that has one runs its whole K loop while the others idle (the calls are bound by the
+    /// busiest SM's work, not by L2: run 263's tiles that read less from L2 were all slower).
     ///
     /// Measured on one H200 (run 264, back to back x20, host-gated, two passes, ms, default
     /// -> this rule's tile; cuBLAS): 128 x 256 defaults: 256 x 10240 x 8192 0.0975-0.0989 ->
@@ -830,42 +833,65 @@ impl TileConfig {
     /// ([`Self::split_two_rounds_for`], which this rule now comes before up to K = 14336): 256 x
     /// 5120 x 13824 0.0799-0.0800 -> 0.0776-0.0778, 256 x 10240 x 14336 0.1504-0.1508 ->
     /// 0.1219-0.1220: faster on all 12, hence K = 2048..=14336.
-    pub fn two_row_blocks_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE;
-        if !Self::two_row_blocks_shape(shape) || !replaces || sm_count < 3 {
+    /// Run 269 (the same, M = 384-2048, 128 x 128 default with the register epilogue, one wave,
+    /// unsplit -> this rule's tile): 1024 x 1280 x 8192 0.0494-0.0495 -> 0.0456-0.0460 (80;
+    /// cuBLAS 0.0308), 512 x 2560 x 8192 0.0501-0.0502 -> 0.0465-0.0468, 640 x 2048 x 8192
+    /// 0.0499-0.0506 -> 0.0462-0.0464, 1280 x 1024 x 8192 0.0496-0.0501 -> 0.0455-0.0459, 512
+    /// x 2560 x 4096 0.0271-0.0273 -> 0.0234-0.0239, 1024 x 1536 x 4096 0.0285 -> 0.0250 (96),
+    /// 512 x 3072 x 8192 0.0526-0.0532 -> 0.0504-0.0505, 768 x 2048 x 8192 0.0526-0.0527 ->
+    /// 0.0498-0.0502, 2048 x 768 x 8192 0.0537-0.0548 -> 0.0502-0.0503, 384 x 4096 x 8192
+    /// 0.0546-0.0550 -> 0.0518-0.0524, 384 x 3072 x 8192 0.0488-0.0494 -> 0.0445-0.0449 (72),
+    /// 768 x 1536 x 4096 0.0263-0.0267 -> 0.0229-0.0231, 1536 x 768 x 8192 0.0482-0.0483 ->
+    /// 0.0446-0.0450, 1024 x 1792 x 5120 0.0362-0.0366 -> 0.0333-0.0334 (112), 512 x 3584 x
+    /// 8192 0.0568-0.0575 -> 0.0540-0.0547, 2048 x 896 x 8192 0.0562-0.0563 -> 0.0533; the 64 x
+    /// 256 default of 448 x 2560 x 8192 0.0495-0.0513 -> 0.0468-0.0478 (80): 4-14% faster in
+    /// both passes on 15 of 17; 1536 x 1024 x 8192 (0.0525-0.0528 -> 0.0496 / 0.0546, 96) and
+    /// 640 x 1792 x 8192 (0.0482-0.0484 -> 0.0435 / 0.0495, 72) faster in one pass, 2-4% slower
+    /// in the other (where cuBLAS moved as much). The 128 x 256 tile in 2-3 K-slices was
+    /// slower than this rule's on all 17.
+    pub fn one_wave_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let above_256 = shape.m > 256;
+        let replaces = current == Self::NARROW_TMA_STORE
+            || current == Self::WIDE_TMA_STORE
+            || (above_256 && (current == Self::NARROW || current == Self::M64_WIDE_TMA_STORE));
+        if !Self::one_wave_cols_shape(shape) || !replaces || sm_count < 3 {
             return None;
         }
         let sms = sm_count as u64;
         let tiles = current.tiles(shape.m, shape.n);
-        if tiles * 3 <= sms {
+        // (above M = 256 measured only where `current`'s tiles fit one wave)
+        if tiles * 3 <= sms || (above_256 && tiles > sms) {
             return None;
         }
-        // The columns the busiest SM computes per K block: waves of tiles times the width,
-        // over the slices the few-tiles rule cuts each tile into (x2 to stay whole).
-        let slices = current.few_tiles_slices(shape, sm_count).unwrap_or(1) as u64;
-        let current_cols2 = tiles.div_ceil(sms) * current.bn as u64 * 2 / slices;
+        // The elements the busiest SM computes per K block: waves of tiles times the tile's
+        // rows x columns, over the slices the few-tiles rule cuts each tile into (x2 to stay
+        // whole; the split rules split the 128 x 128 tile's TMA-store twin, which this shape's
+        // N and K allow).
+        let split_as = if current == Self::NARROW { Self::NARROW_TMA_STORE } else { current };
+        let slices = split_as.few_tiles_slices(shape, sm_count).unwrap_or(1) as u64;
+        let current_elems2 = tiles.div_ceil(sms) * current.bm as u64 * current.bn as u64 * 2 / slices;
         let t = (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).find(|t| t.tiles(shape.m, shape.n) <= sms)?;
         let fills = t.tiles(shape.m, shape.n) * 2 > sms;
-        (t != current && fills && (t.bn as u64) * 2 < current_cols2).then_some(t)
+        (t != current && fills && t.bm as u64 * t.bn as u64 * 2 < current_elems2).then_some(t)
     }
 
-    /// The shapes [`Self::two_row_blocks_cols_instead_of`] was measured on: 193 <= M <= 256,
-    /// N > 160 (N <= 160 is the small-N rule's, which comes last in `choose_for`), N % 8 ==
-    /// 0, K % 64 == 0, [`TWO_ROW_BLOCKS_MIN_K`] <= K <= [`TWO_ROW_BLOCKS_MAX_K`].
-    fn two_row_blocks_shape(shape: GemmShape) -> bool {
-        (193..=256).contains(&shape.m)
+    /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
+    /// [`ONE_WAVE_COLS_MAX_M`], N > 160 (N <= 160 is the small-N rule's, which comes last in `choose_for`), N % 8 ==
+    /// 0, K % 64 == 0, [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`].
+    fn one_wave_cols_shape(shape: GemmShape) -> bool {
+        (193..=ONE_WAVE_COLS_MAX_M).contains(&shape.m)
             && shape.n > 160
             && shape.n % 8 == 0
             && shape.k % 64 == 0
-            && (TWO_ROW_BLOCKS_MIN_K..=TWO_ROW_BLOCKS_MAX_K).contains(&shape.k)
+            && (ONE_WAVE_COLS_MIN_K..=ONE_WAVE_COLS_MAX_K).contains(&shape.k)
     }
 
-    /// The plain GEMM's fifth split rule, with the two-row-blocks rule's default
-    /// ([`Self::two_row_blocks_cols_instead_of`]: W columns, 48 <= W <= 80, one wave of
+    /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
+    /// ([`Self::one_wave_cols_instead_of`]: W columns, 48 <= W <= 80, one wave of
     /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`; W =
     /// 64 never comes here: where 64 columns fill one wave, 128 x 128 tiles fill at most half
     /// and the few-tiles rule splits them), every tile in 2 K-slices, where those make at
-    /// most one wave of slices; K >= [`TWO_ROW_BLOCKS_SPLIT_MIN_K`] (as measured), within the
+    /// most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured), within the
     /// workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same columns for the
     /// busiest SM over half the K loop, on tiles whose wgmma is twice as wide (5 stages at
     /// 160 columns; the 224-column tile's 3 lost, 32.4).
@@ -883,12 +909,20 @@ impl TileConfig {
     /// 3584 x 5120. Run 268 (the old default, 128 x 128 tiles split in 2 where at most half the
     /// SMs', against this rule's pick, one pass): 256 x 3072 x 8192 0.0336 -> 0.0291, 250 x
     /// 3072 x 14336 0.0541 -> 0.0515, 256 x 5120 x 8192 (80 tiles unsplit) 0.0508 -> 0.0452.
-    pub fn split_two_row_blocks_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
+    /// Run 269 (M = 384-1024, K = 8192, W unsplit -> 2W in 2 slices): 1024 x 1280 x 8192
+    /// 0.0456-0.0460 -> 0.0408-0.0412 (cuBLAS 0.0308), 512 x 2560 x 8192 0.0465-0.0468 ->
+    /// 0.0421-0.0425, 640 x 2048 x 8192 0.0462-0.0464 -> 0.0416-0.0420, 448 x 2560 x 8192
+    /// 0.0468-0.0478 -> 0.0454-0.0458, 384 x 3072 x 8192 0.0445-0.0449 -> 0.0388-0.0389, 768 x
+    /// 1536 x 8192 0.0439-0.0449 -> 0.0374-0.0377, 640 x 1792 x 8192 0.0435 / 0.0495 ->
+    /// 0.0377-0.0379: 3-16% faster on all 7; where the slices make more than one wave (1280 x
+    /// 1024 x 8192: 140 on 132 SMs) 0.0673-0.0678, hence the bound. At W = 96 (192 columns in
+    /// 2) within 3% of W unsplit at K = 8192 and 10% slower at 4096: W <= 80 stays.
+    pub fn split_one_wave_cols_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (the shape checks first: the default's tile is not computed for other shapes)
-        if shape.k < TWO_ROW_BLOCKS_SPLIT_MIN_K || !Self::two_row_blocks_shape(shape) {
+        if shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || !Self::one_wave_cols_shape(shape) {
             return None;
         }
-        let w = Self::two_row_blocks_cols_instead_of(Self::choose_for_before_two_row_blocks(shape, sm_count), shape, sm_count)?;
+        let w = Self::one_wave_cols_instead_of(Self::choose_for_before_one_wave_cols(shape, sm_count), shape, sm_count)?;
         if w.bn > 80 {
             return None;
         }
@@ -1418,13 +1452,13 @@ impl TileConfig {
     /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
     /// forced): [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
     /// [`Self::split_few_tiles_for`], else [`Self::split_two_rounds_for`], else
-    /// [`Self::split_two_row_blocks_for`]; `None`: the tile heuristic, unsplit.
+    /// [`Self::split_one_wave_cols_for`]; `None`: the tile heuristic, unsplit.
     pub fn split_rule_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         Self::split_spill_for(shape, sm_count, scratch_bytes, counts_len)
             .or_else(|| Self::split_row_block_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_few_tiles_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_two_rounds_for(shape, sm_count, scratch_bytes, counts_len))
-            .or_else(|| Self::split_two_row_blocks_for(shape, sm_count, scratch_bytes, counts_len))
+            .or_else(|| Self::split_one_wave_cols_for(shape, sm_count, scratch_bytes, counts_len))
     }
 
     /// The plain GEMM's fourth split rule, for a long K where the default's tiles fill more
@@ -1449,7 +1483,7 @@ impl TileConfig {
     /// hence the bound on K. 4 and 6 slices were slower than unsplit on most of them (3 and 4
     /// rounds), as 3 slices of 96 and 112 tiles (3 rounds; 1 x 6144 x 13824 0.0467-0.0477 ->
     /// 0.0621-0.0622), hence two thirds of the SMs. For 193 <= M <= 256 up to K = 14336 the
-    /// default is now narrower tiles filling one wave ([`Self::two_row_blocks_cols_instead_of`],
+    /// default is now narrower tiles filling one wave ([`Self::one_wave_cols_instead_of`],
     /// run 266: faster than these 3 slices), which this rule leaves unsplit.
     pub fn split_two_rounds_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         if shape.k < TWO_ROUNDS_MIN_K || shape.k % 64 != 0 || sm_count < 2 {
@@ -1963,14 +1997,19 @@ pub const TWO_ROUNDS_SLICES: u64 = 3;
 /// = 13824-27648, 5% slower at 8192).
 pub const TWO_ROUNDS_MIN_K: u32 = 13824;
 
-/// The K range [`TileConfig::two_row_blocks_cols_instead_of`] was measured on (run 264:
-/// 3456..=8192; run 266: 2048..=3072 and 9216..=14336): its bounds.
-pub const TWO_ROW_BLOCKS_MIN_K: u32 = 2048;
-/// See [`TWO_ROW_BLOCKS_MIN_K`].
-pub const TWO_ROW_BLOCKS_MAX_K: u32 = 14336;
-/// From this K, [`TileConfig::split_two_row_blocks_for`] splits tiles twice as wide as the
-/// two-row-blocks rule's in 2 (runs 264, 266-267: faster from K = 6912, 2% slower at 5120).
-pub const TWO_ROW_BLOCKS_SPLIT_MIN_K: u32 = 6912;
+/// The largest M [`TileConfig::one_wave_cols_instead_of`] was measured on (run 269: M =
+/// 384..=2048, 3 to 16 row blocks of 128).
+pub const ONE_WAVE_COLS_MAX_M: u32 = 2048;
+
+/// The K range [`TileConfig::one_wave_cols_instead_of`] was measured on (run 264:
+/// 3456..=8192; run 266: 2048..=3072 and 9216..=14336; at M > 256 run 269: 4096..=8192):
+/// its bounds.
+pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
+/// See [`ONE_WAVE_COLS_MIN_K`].
+pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
+/// From this K, [`TileConfig::split_one_wave_cols_for`] splits tiles twice as wide as the
+/// one-wave-cols rule's in 2 (runs 264, 266-267: faster from K = 6912, 2% slower at 5120).
+pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -2806,9 +2845,9 @@ mod tests {
         // ... and its two losses keep the square-ish tiles (128 x 128 with the TMA store
         // where N % 8 == 0 and K % 64 == 0: run 143; the Registers one otherwise).
         assert_eq!(TileConfig::choose_for(s(256, 8192, 4096), 132), TileConfig::NARROW_TMA_STORE);
-        // (since run 266 the two-row-blocks rule narrows those to 112 columns, filling the SMs)
+        // (since run 266 the one-wave-cols rule narrows those to 112 columns, filling the SMs)
         for m in [200, 208, 224, 240] {
-            assert_eq!(TileConfig::two_row_blocks_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(m, 7168, 9216), 132), Some(TileConfig::cols_tma_store(112)), "M={m}");
+            assert_eq!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(m, 7168, 9216), 132), Some(TileConfig::cols_tma_store(112)), "M={m}");
             assert_eq!(TileConfig::choose_for(s(m, 7168, 9216), 132), TileConfig::cols_tma_store(112), "M={m}");
         }
         assert_eq!(TileConfig::choose_for(s(256, 8190, 4096), 132), TileConfig::NARROW);
@@ -3171,7 +3210,7 @@ mod tests {
     }
 
     #[test]
-    fn two_row_blocks_take_the_narrowest_tile_filling_one_wave() {
+    fn one_wave_cols_take_the_narrowest_tile_filling_one_wave() {
         let s = |m, n, k| GemmShape { m, n, k };
         let cols = TileConfig::rows128_tma_store;
         // Run 264's shapes (M = 256) and the widths timed there, unsplit with any workspace.
@@ -3188,12 +3227,35 @@ mod tests {
             assert_eq!(TileConfig::split_rule_for(s(256, n, k), 132, u64::MAX, u64::MAX), split, "256x{n}x{k}");
             // Where it picks, it replaced the tile the other rules chose.
             let before = if n > 8192 { TileConfig::WIDE_TMA_STORE } else { TileConfig::NARROW_TMA_STORE };
-            assert_eq!(TileConfig::two_row_blocks_cols_instead_of(before, s(256, n, k), 132), Some(cols(w)), "256x{n}x{k}");
+            assert_eq!(TileConfig::one_wave_cols_instead_of(before, s(256, n, k), 132), Some(cols(w)), "256x{n}x{k}");
             // From 193 rows (two row blocks) on.
-            assert_eq!(TileConfig::two_row_blocks_cols_instead_of(before, s(193, n, k), 132), Some(cols(w)), "193x{n}x{k}");
+            assert_eq!(TileConfig::one_wave_cols_instead_of(before, s(193, n, k), 132), Some(cols(w)), "193x{n}x{k}");
         }
-        let rule = |t, m, n, k, sms| TileConfig::two_row_blocks_cols_instead_of(t, s(m, n, k), sms);
+        // Run 269's shapes (M = 384-2048, 3-16 row blocks; the 128 x 128 default with the
+        // register epilogue, one wave, unsplit; 448 rows: the 64 x 256 TMA-store tile).
+        for (m, n, k, w) in [
+            (1024, 1280, 8192, 80), (512, 2560, 8192, 80), (640, 2048, 8192, 80), (1280, 1024, 8192, 80), (512, 2560, 4096, 80),
+            (1024, 1536, 4096, 96), (512, 3072, 8192, 96), (768, 2048, 8192, 96), (1536, 1024, 8192, 96), (2048, 768, 8192, 96),
+            (384, 4096, 8192, 96), (384, 3072, 8192, 72), (768, 1536, 4096, 72), (1536, 768, 8192, 72), (640, 1792, 8192, 72),
+            (1024, 1792, 5120, 112), (512, 3584, 8192, 112), (2048, 896, 8192, 112), (448, 2560, 8192, 80),
+        ] {
+            let before = if m == 448 { TileConfig::M64_WIDE_TMA_STORE } else { TileConfig::NARROW };
+            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), before, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            // 2W in 2 slices where W <= 80, K >= 6912 and the slices fit one wave (not 1280 x
+            // 1024 nor 1536 x 768: 70 and 72 tiles of 2W columns).
+            let split = (k >= 6912 && w <= 80 && (m, n) != (1280, 1024) && (m, n) != (1536, 768)).then(|| (cols(2 * w), 2));
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), split, "{m}x{n}x{k}");
+        }
+        let rule = |t, m, n, k, sms| TileConfig::one_wave_cols_instead_of(t, s(m, n, k), sms);
         let narrow = TileConfig::NARROW_TMA_STORE;
+        // Above M = 256 the register-epilogue 128 x 128 tile counts as its TMA-store twin's
+        // split: 48 of them in 2 slices (64 columns a K block) against 48 columns unsplit.
+        assert_eq!(rule(TileConfig::NARROW, 1024, 768, 4096, 132), Some(cols(48)));
+        assert_eq!(rule(TileConfig::NARROW, 1024, 1024, 4096, 132), None); // 64 tiles in 2: 64 columns
+        // Not where the 128 x 128 tiles take more than one wave above M = 256 (unmeasured).
+        assert_eq!(rule(TileConfig::NARROW, 1280, 1792, 4096, 132), None);
+        assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 512, 7168, 4096, 132), Some(cols(224)));
         // No fewer columns for the busiest SM: 128 x 128 tiles split in 2 against 64 columns
         // (run 264: slower at K = 7168), one whole wave of them, more than one wave of 128 x
         // 256 tiles (no width fits one wave), and tiles filling at most a third of the SMs.
@@ -3209,7 +3271,7 @@ mod tests {
         for (m, n, k) in [
             (192, 7168, 4096), // the small-M rules' range (M <= 192)
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
-            (257, 7168, 4096), // three row blocks
+            (2049, 1280, 4096), // above ONE_WAVE_COLS_MAX_M
             (256, 7168, 1984),  // K below 2048
             (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0
@@ -3220,8 +3282,11 @@ mod tests {
         // (helper-61: on 7 SMs the rule's tile padded N = 136 less than the small-N rule's)
         assert_eq!(rule(narrow, 193, 136, 4096, 7), None);
         assert_eq!(TileConfig::choose_for(s(193, 136, 4096), 7), TileConfig::small_n_for(s(193, 136, 4096), 7).unwrap());
-        for other in [TileConfig::NARROW, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_NARROW_TMA_STORE, TileConfig::cols_tma_store(112)] {
+        for other in [TileConfig::NARROW, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_NARROW_TMA_STORE, TileConfig::M64_WIDE_TMA_STORE, TileConfig::cols_tma_store(112)] {
             assert_eq!(rule(other, 256, 7168, 4096, 132), None, "{}", other.name());
+        }
+        for other in [TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_c2(192), TileConfig::cols_tma_store(112)] {
+            assert_eq!(rule(other, 512, 3072, 8192, 132), None, "{}", other.name());
         }
         // The SM count is the device's: on 100 SMs the 112 tiles of 256 x 7168 x 4096 take two
         // waves, 144 columns one (100 tiles); on 2 SMs nothing.
@@ -3232,7 +3297,7 @@ mod tests {
     }
 
     #[test]
-    fn two_row_blocks_split_tiles_twice_as_wide_from_k_6912() {
+    fn one_wave_cols_split_tiles_twice_as_wide_from_k_6912() {
         let s = |m, n, k| GemmShape { m, n, k };
         let pick = |m, n, k, sms| TileConfig::split_rule_for(s(m, n, k), sms, u64::MAX, u64::MAX);
         let cols = TileConfig::cols_tma_store;
@@ -3244,7 +3309,7 @@ mod tests {
         ] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k, 132), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
-            assert_eq!(TileConfig::split_two_row_blocks_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_one_wave_cols_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
             // Its workspace: 2W-column fp32 slots, 2 per tile, one count per tile.
             let tiles = cols(2 * w).tiles(m, n);
             let bytes = tiles * 2 * 128 * 2 * w as u64 * 4;
@@ -3264,15 +3329,15 @@ mod tests {
         assert_eq!(pick(256, 7168, 14336, 132), None);
         assert_eq!(pick(256, 5120, 14400, 132), Some((TileConfig::NARROW_TMA_STORE, 3))); // two rounds of thirds
         assert_eq!(pick(192, 5120, 8192, 132), TileConfig::split_rule_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX));
-        assert_eq!(TileConfig::split_two_row_blocks_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
-        assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_one_wave_cols_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
         // Any SM count: on 100 SMs 256 x 3072 x 8192 keeps the 128 x 128 tiles (48 of them: 64
         // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule, not
         // this one (helper-62); never on fewer than 3 SMs.
-        assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 3072, 8192), 100, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), 100, u64::MAX, u64::MAX), None);
         assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::NARROW_TMA_STORE, 2)));
         for sms in [0, 1, 2] {
-            assert_eq!(TileConfig::split_two_row_blocks_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
+            assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
         }
     }
 
@@ -3286,7 +3351,7 @@ mod tests {
         assert_eq!(pick(64, 5120, 27648), Some((TileConfig::swapped_tma_store(64), 3)));
         assert_eq!(pick(256, 5120, 27648), Some((TileConfig::NARROW_TMA_STORE, 3)));
         assert_eq!(pick(256, 10240, 27648), Some((TileConfig::WIDE_TMA_STORE, 3)));
-        // Up to K = 14336 the two-row-blocks rule's one wave of narrower tiles comes first
+        // Up to K = 14336 the one-wave-cols rule's one wave of narrower tiles comes first
         // (run 266: 256 x 5120 x 13824 on 80 columns 0.0777 ms against 0.0800 in 3 slices,
         // 256 x 10240 x 14336 on 160 columns 0.1220 against 0.1506).
         assert_eq!(pick(256, 5120, 13824), Some((TileConfig::cols_tma_store(160), 2)));

@@ -154,7 +154,7 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
 ///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 256 with K = 6912-14336 where the
 ///   default takes 48-80 columns, tiles twice as wide in 2 slices
-///   ([`TileConfig::split_two_row_blocks_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
+///   ([`TileConfig::split_one_wave_cols_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   33 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of
 ///   counts), kept for the last [`CACHED_WORKSPACES`] streams per CUDA context (per GPU
