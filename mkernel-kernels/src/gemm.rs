@@ -788,9 +788,11 @@ impl TileConfig {
     /// third to a half of the SMs run split in 2). `current`'s tiles must fill more than a
     /// third of the SMs. It replaces the 128 x 128 and 128 x 256 TMA-store tiles; above M =
     /// 256 also the 128 x 128 tile with the register epilogue ([`Self::NARROW`], the default
-    /// there) and the 64 x 256 TMA-store one ([`Self::M64_WIDE_TMA_STORE`], M = 257-448),
-    /// where they fit one wave. N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`]
-    /// <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
+    /// there), where they fit one wave, and where they are split only if the busiest SM
+    /// computes at most 3/4 of their elements. Not the 64 x 256 TMA-store tile
+    /// ([`Self::M64_WIDE_TMA_STORE`], M = 257-800): in its place the rule's tiles were slower
+    /// on 5 of 6 shapes (run 270). N > 160, K % 64 == 0, N % 8 == 0 and
+    /// [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
     ///
     /// Why: at M = 256 (two row blocks) the 128 x 128 tiles of N = 4225..8064 make 68..126
     /// tiles on 132 SMs, the 128 x 256 ones of N = 8449..16896 (below, the small-M rule's
@@ -843,17 +845,28 @@ impl TileConfig {
     /// 0.0546-0.0550 -> 0.0518-0.0524, 384 x 3072 x 8192 0.0488-0.0494 -> 0.0445-0.0449 (72),
     /// 768 x 1536 x 4096 0.0263-0.0267 -> 0.0229-0.0231, 1536 x 768 x 8192 0.0482-0.0483 ->
     /// 0.0446-0.0450, 1024 x 1792 x 5120 0.0362-0.0366 -> 0.0333-0.0334 (112), 512 x 3584 x
-    /// 8192 0.0568-0.0575 -> 0.0540-0.0547, 2048 x 896 x 8192 0.0562-0.0563 -> 0.0533; the 64 x
-    /// 256 default of 448 x 2560 x 8192 0.0495-0.0513 -> 0.0468-0.0478 (80): 4-14% faster in
-    /// both passes on 15 of 17; 1536 x 1024 x 8192 (0.0525-0.0528 -> 0.0496 / 0.0546, 96) and
-    /// 640 x 1792 x 8192 (0.0482-0.0484 -> 0.0435 / 0.0495, 72) faster in one pass, 2-4% slower
-    /// in the other (where cuBLAS moved as much). The 128 x 256 tile in 2-3 K-slices was
-    /// slower than this rule's on all 17.
+    /// 8192 0.0568-0.0575 -> 0.0540-0.0547, 2048 x 896 x 8192 0.0562-0.0563 -> 0.0533: 4-14%
+    /// faster in both passes on 18 of 20 (all rows: bench/NOTES.md 33.1); 1536 x 1024 x
+    /// 8192 (0.0525-0.0528 -> 0.0496 / 0.0546, 96) and 640 x 1792 x 8192 (0.0482-0.0484 ->
+    /// 0.0435 / 0.0495, 72) faster in one pass, 2-4% slower in the other (where cuBLAS moved
+    /// as much). The 128 x 256 tile in 2-3 K-slices was slower than this rule's tile in both
+    /// passes on 19 of 20 (in one on 640 x 1792 x 8192). Run 270 (the old default against this
+    /// rule's, two passes in both orders, ms): at K outside 4096..8192 1024 x 1280 x 2048
+    /// 0.0165 -> 0.0124 (80), 640 x 2048 x 2048 0.0163-0.0165 -> 0.0124, 1024 x 1280 x 3072
+    /// 0.0215 -> 0.0176-0.0177, 512 x 3072 x 3072 0.0223-0.0227 -> 0.0198-0.0200 (96), 768 x
+    /// 2048 x 14336 0.0914-0.0915 -> 0.0887-0.0888, 1024 x 1536 x 14336 0.0893-0.0905 ->
+    /// 0.0873-0.0882; 1500 x 1280 x 8192 0.0565 -> 0.0557-0.0564 (120); the 128 x 256 tile's
+    /// place at M = 321-512: 512 x 6144 x 8192 0.0984 -> 0.0809-0.0829 (192), 321 x 8456 x
+    /// 2048 0.0281 -> 0.0240-0.0241 (200), 512 x 7168 x 4096 0.0538-0.0539 -> 0.0516-0.0517
+    /// (224), 512 x 7936 x 4096 0.0552-0.0554 -> 0.0547 (248); 128 x 128 tiles split in 2:
+    /// 1024 x 768 x 4096 0.0197 -> 0.0186-0.0187 (48), 512 x 1536 x 4096 0.0195-0.0196 ->
+    /// 0.0184-0.0185, 512 x 1536 x 8192 0.0319-0.0324 -> 0.0307-0.0310 (96 in 2), 1024 x 768 x
+    /// 8192 0.0317-0.0324 -> 0.0317-0.0321, but 1024 x 896 x 5120 0.0231-0.0234 ->
+    /// 0.0243-0.0246 (56), hence the quarter. The model map at M = 1024: Llama-3-70B's qkv on
+    /// 8 GPUs 0.63 -> 0.80 of cuBLAS, Llama-3-8B's on 4 0.71 -> 0.83.
     pub fn one_wave_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let above_256 = shape.m > 256;
-        let replaces = current == Self::NARROW_TMA_STORE
-            || current == Self::WIDE_TMA_STORE
-            || (above_256 && (current == Self::NARROW || current == Self::M64_WIDE_TMA_STORE));
+        let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE || (above_256 && current == Self::NARROW);
         if !Self::one_wave_cols_shape(shape) || !replaces || sm_count < 3 {
             return None;
         }
@@ -872,7 +885,11 @@ impl TileConfig {
         let current_elems2 = tiles.div_ceil(sms) * current.bm as u64 * current.bn as u64 * 2 / slices;
         let t = (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).find(|t| t.tiles(shape.m, shape.n) <= sms)?;
         let fills = t.tiles(shape.m, shape.n) * 2 > sms;
-        (t != current && fills && t.bm as u64 * t.bn as u64 * 2 < current_elems2).then_some(t)
+        let elems2 = t.bm as u64 * t.bn as u64 * 2;
+        // (above M = 256, in place of split tiles only where it cuts a quarter: run 270's 56
+        // columns against 64 a K block were 5% slower at 1024 x 896 x 5120, 48 faster)
+        let cuts = if above_256 && slices > 1 { elems2 * 4 <= current_elems2 * 3 } else { elems2 < current_elems2 };
+        (t != current && fills && cuts).then_some(t)
     }
 
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
@@ -914,9 +931,14 @@ impl TileConfig {
     /// 0.0421-0.0425, 640 x 2048 x 8192 0.0462-0.0464 -> 0.0416-0.0420, 448 x 2560 x 8192
     /// 0.0468-0.0478 -> 0.0454-0.0458, 384 x 3072 x 8192 0.0445-0.0449 -> 0.0388-0.0389, 768 x
     /// 1536 x 8192 0.0439-0.0449 -> 0.0374-0.0377, 640 x 1792 x 8192 0.0435 / 0.0495 ->
-    /// 0.0377-0.0379: 3-16% faster on all 7; where the slices make more than one wave (1280 x
+    /// 0.0377-0.0379: 3-16% faster on all 7 (448 x 2560 keeps its 64 x 256 default since run
+    /// 270: [`Self::one_wave_cols_instead_of`]); where the slices make more than one wave (1280 x
     /// 1024 x 8192: 140 on 132 SMs) 0.0673-0.0678, hence the bound. At W = 96 (192 columns in
     /// 2) within 3% of W unsplit at K = 8192 and 10% slower at 4096: W <= 80 stays.
+    /// Run 272 (K = 6912, 2W = 144 in 2 against W unsplit and the old 128 x 128 default): 1024
+    /// x 1152 x 6912 0.0321-0.0324 / 0.0368-0.0375 / 0.0398-0.0403, 768 x 1536 x 6912
+    /// 0.0330-0.0344 / 0.0374-0.0376 / 0.0409-0.0433, 384 x 3072 x 6912 0.0340-0.0348 /
+    /// 0.0383-0.0385 / 0.0416-0.0427.
     pub fn split_one_wave_cols_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (the shape checks first: the default's tile is not computed for other shapes)
         if shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || !Self::one_wave_cols_shape(shape) {
@@ -2002,8 +2024,8 @@ pub const TWO_ROUNDS_MIN_K: u32 = 13824;
 pub const ONE_WAVE_COLS_MAX_M: u32 = 2048;
 
 /// The K range [`TileConfig::one_wave_cols_instead_of`] was measured on (run 264:
-/// 3456..=8192; run 266: 2048..=3072 and 9216..=14336; at M > 256 run 269: 4096..=8192):
-/// its bounds.
+/// 3456..=8192; run 266: 2048..=3072 and 9216..=14336; at M > 256 runs 269-270:
+/// 2048..=14336): its bounds.
 pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 /// See [`ONE_WAVE_COLS_MIN_K`].
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
@@ -3232,15 +3254,14 @@ mod tests {
             assert_eq!(TileConfig::one_wave_cols_instead_of(before, s(193, n, k), 132), Some(cols(w)), "193x{n}x{k}");
         }
         // Run 269's shapes (M = 384-2048, 3-16 row blocks; the 128 x 128 default with the
-        // register epilogue, one wave, unsplit; 448 rows: the 64 x 256 TMA-store tile).
+        // register epilogue, one wave, unsplit).
         for (m, n, k, w) in [
             (1024, 1280, 8192, 80), (512, 2560, 8192, 80), (640, 2048, 8192, 80), (1280, 1024, 8192, 80), (512, 2560, 4096, 80),
             (1024, 1536, 4096, 96), (512, 3072, 8192, 96), (768, 2048, 8192, 96), (1536, 1024, 8192, 96), (2048, 768, 8192, 96),
             (384, 4096, 8192, 96), (384, 3072, 8192, 72), (768, 1536, 4096, 72), (1536, 768, 8192, 72), (640, 1792, 8192, 72),
-            (1024, 1792, 5120, 112), (512, 3584, 8192, 112), (2048, 896, 8192, 112), (448, 2560, 8192, 80),
+            (1024, 1792, 5120, 112), (512, 3584, 8192, 112), (2048, 896, 8192, 112),
         ] {
-            let before = if m == 448 { TileConfig::M64_WIDE_TMA_STORE } else { TileConfig::NARROW };
-            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), before, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::NARROW, "{m}x{n}x{k}");
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
             // 2W in 2 slices where W <= 80, K >= 6912 and the slices fit one wave (not 1280 x
             // 1024 nor 1536 x 768: 70 and 72 tiles of 2W columns).
@@ -3253,6 +3274,16 @@ mod tests {
         // split: 48 of them in 2 slices (64 columns a K block) against 48 columns unsplit.
         assert_eq!(rule(TileConfig::NARROW, 1024, 768, 4096, 132), Some(cols(48)));
         assert_eq!(rule(TileConfig::NARROW, 1024, 1024, 4096, 132), None); // 64 tiles in 2: 64 columns
+        // ... and only where it cuts a quarter (run 270: 56 columns 5% slower at 1024 x 896 x
+        // 5120), unlike at M = 256 (56 against 64 faster: run 264).
+        assert_eq!(rule(TileConfig::NARROW, 1024, 896, 5120, 132), None);
+        assert_eq!(TileConfig::split_rule_for(s(1024, 896, 5120), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
+        assert_eq!(rule(narrow, 256, 3584, 5120, 132), Some(cols(56)));
+        // Not in place of the 64 x 256 TMA-store tile (run 270: slower on 5 of 6).
+        for (m, n, k) in [(320, 3584, 8192), (257, 2072, 4096), (448, 2560, 8192), (777, 2040, 2048)] {
+            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
+        }
         // Not where the 128 x 128 tiles take more than one wave above M = 256 (unmeasured).
         assert_eq!(rule(TileConfig::NARROW, 1280, 1792, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 512, 7168, 4096, 132), Some(cols(224)));
@@ -3285,7 +3316,7 @@ mod tests {
         for other in [TileConfig::NARROW, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_NARROW_TMA_STORE, TileConfig::M64_WIDE_TMA_STORE, TileConfig::cols_tma_store(112)] {
             assert_eq!(rule(other, 256, 7168, 4096, 132), None, "{}", other.name());
         }
-        for other in [TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_c2(192), TileConfig::cols_tma_store(112)] {
+        for other in [TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_WIDE_TMA_STORE, TileConfig::swapped_c2(192), TileConfig::cols_tma_store(112)] {
             assert_eq!(rule(other, 512, 3072, 8192, 132), None, "{}", other.name());
         }
         // The SM count is the device's: on 100 SMs the 112 tiles of 256 x 7168 x 4096 take two

@@ -276,8 +276,8 @@ fn clustered_cols_default_matches_reference() {
 
 /// 193 <= M <= 2048 where the default's tiles leave SMs idle: the narrowest 128-row
 /// TMA-store tile filling one wave (`TileConfig::one_wave_cols_instead_of`), M ragged (200,
-/// 250, 193, 1000, 1500, 300, 777, 510: the last row block short) and N's last column block
-/// short (10232, 5112, 3576, 1272, 2040, 7160), against the reference;
+/// 250, 193, 1000, 1500, 1001, 510: the last row block short) and N's last column block
+/// short (10232, 5112, 3576, 1272, 760, 1784, 7160), against the reference;
 /// on 132 SMs the widths are asserted (elsewhere the default's, whatever it is). K stays below
 /// `ONE_WAVE_COLS_SPLIT_MIN_K` where the width is at most 80 (`mkernel::gemm`'s own workspace
 /// would split twice the width there: `split_rule_default_matches_reference` covers it).
@@ -290,12 +290,13 @@ fn one_wave_cols_default_matches_reference() {
         (256, 14336, 4096, 224),
         (193, 9216, 3456, 144),
         (256, 6144, 6912, 96),
-        // From three row blocks (run 269), M and N ragged: in place of the 128 x 128 tile with
-        // the register epilogue, of the 64 x 256 TMA-store tile (M = 300) and of the 128 x 256 one.
+        // From three row blocks (runs 269-270), M and N ragged: in place of the 128 x 128 tile
+        // with the register epilogue (unsplit, and split in 2 at 1000 x 760) and of the 128 x
+        // 256 TMA-store one.
         (1000, 1272, 4096, 80),
         (1500, 1280, 8192, 120),
-        (300, 3576, 5120, 88),
-        (777, 2040, 2048, 120),
+        (1000, 760, 4096, 48),
+        (1001, 1784, 2048, 112),
         (510, 7160, 4096, 224),
     ];
     let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
@@ -541,10 +542,10 @@ fn split_rule_default_matches_reference() {
         (200, 5112, 6912, false),
         (250, 3072, 14336, false),
         // ... and from three row blocks (run 269): 160 columns at M = 1000 and N = 1272 (both
-        // ragged), 144 at M = 380 and N = 3064, M = 400 in the 64 x 256 tile's place.
+        // ragged), 144 at M = 380 and N = 3064 and at 1000 x 1152.
         (1000, 1272, 8192, false),
         (380, 3064, 6912, false),
-        (400, 2560, 8192, false),
+        (1000, 1152, 6912, false),
     ];
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
