@@ -790,8 +790,8 @@ impl TileConfig {
     /// 256 also the 128 x 128 tile with the register epilogue ([`Self::NARROW`], the default
     /// there), where they fit one wave, and where they are split only if the busiest SM
     /// computes at most 3/4 of their elements. Not the 64 x 256 TMA-store tile
-    /// ([`Self::M64_WIDE_TMA_STORE`], M = 257-800): in its place the rule's tiles were slower
-    /// on 5 of 6 shapes (run 270). N > 160, K % 64 == 0, N % 8 == 0 and
+    /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64): in its place
+    /// the rule's tiles were slower on 5 of 6 shapes (run 270). N > 160, K % 64 == 0, N % 8 == 0 and
     /// [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
     ///
     /// Why: at M = 256 (two row blocks) the 128 x 128 tiles of N = 4225..8064 make 68..126
@@ -850,12 +850,12 @@ impl TileConfig {
     /// 8192 (0.0525-0.0528 -> 0.0496 / 0.0546, 96) and 640 x 1792 x 8192 (0.0482-0.0484 ->
     /// 0.0435 / 0.0495, 72) faster in one pass, 2-4% slower in the other (where cuBLAS moved
     /// as much). The 128 x 256 tile in 2-3 K-slices was slower than this rule's tile in both
-    /// passes on 19 of 20 (in one on 640 x 1792 x 8192). Run 270 (the old default against this
+    /// passes on 18 of 20 (in one on 640 x 1792 and 768 x 1536 x 8192). Run 270 (the old default against this
     /// rule's, two passes in both orders, ms): at K outside 4096..8192 1024 x 1280 x 2048
     /// 0.0165 -> 0.0124 (80), 640 x 2048 x 2048 0.0163-0.0165 -> 0.0124, 1024 x 1280 x 3072
     /// 0.0215 -> 0.0176-0.0177, 512 x 3072 x 3072 0.0223-0.0227 -> 0.0198-0.0200 (96), 768 x
     /// 2048 x 14336 0.0914-0.0915 -> 0.0887-0.0888, 1024 x 1536 x 14336 0.0893-0.0905 ->
-    /// 0.0873-0.0882; 1500 x 1280 x 8192 0.0565 -> 0.0557-0.0564 (120); the 128 x 256 tile's
+    /// 0.0873-0.0882; 1500 x 1280 x 8192 even (0.0565 -> 0.0557-0.0564, 120); the 128 x 256 tile's
     /// place at M = 321-512: 512 x 6144 x 8192 0.0984 -> 0.0809-0.0829 (192), 321 x 8456 x
     /// 2048 0.0281 -> 0.0240-0.0241 (200), 512 x 7168 x 4096 0.0538-0.0539 -> 0.0516-0.0517
     /// (224), 512 x 7936 x 4096 0.0552-0.0554 -> 0.0547 (248); 128 x 128 tiles split in 2:
@@ -905,10 +905,10 @@ impl TileConfig {
 
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
     /// ([`Self::one_wave_cols_instead_of`]: W columns, 48 <= W <= 80, one wave of
-    /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`; W =
-    /// 64 never comes here: where 64 columns fill one wave, 128 x 128 tiles fill at most half
-    /// and the few-tiles rule splits them), every tile in 2 K-slices, where those make at
-    /// most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured), within the
+    /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`; at
+    /// W = 64 the 128 x 128 tiles are either at most half the SMs' and split by the few-tiles
+    /// rule, or more, as 500 x 2056's 68, and 2 slices of them overfill one wave), every tile
+    /// in 2 K-slices, where those make at most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured), within the
     /// workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same columns for the
     /// busiest SM over half the K loop, on tiles whose wgmma is twice as wide (5 stages at
     /// 160 columns; the 224-column tile's 3 lost, 32.4).
@@ -931,10 +931,12 @@ impl TileConfig {
     /// 0.0421-0.0425, 640 x 2048 x 8192 0.0462-0.0464 -> 0.0416-0.0420, 448 x 2560 x 8192
     /// 0.0468-0.0478 -> 0.0454-0.0458, 384 x 3072 x 8192 0.0445-0.0449 -> 0.0388-0.0389, 768 x
     /// 1536 x 8192 0.0439-0.0449 -> 0.0374-0.0377, 640 x 1792 x 8192 0.0435 / 0.0495 ->
-    /// 0.0377-0.0379: 3-16% faster on all 7 (448 x 2560 keeps its 64 x 256 default since run
+    /// 0.0377-0.0379: 2-23% faster pass by pass on all 7 (448 x 2560 keeps its 64 x 256 default since run
     /// 270: [`Self::one_wave_cols_instead_of`]); where the slices make more than one wave (1280 x
     /// 1024 x 8192: 140 on 132 SMs) 0.0673-0.0678, hence the bound. At W = 96 (192 columns in
-    /// 2) within 3% of W unsplit at K = 8192 and 10% slower at 4096: W <= 80 stays.
+    /// 2) 2-5% faster than W unsplit on four shapes at K = 8192, 10% slower at 4096; 224 columns
+    /// 7-10% slower at 8192: W <= 80 stays (192 columns from K = 6912 above M = 256 is a
+    /// lead, bench/NOTES.md 33.4).
     /// Run 272 (K = 6912, 2W = 144 in 2 against W unsplit and the old 128 x 128 default): 1024
     /// x 1152 x 6912 0.0321-0.0324 / 0.0368-0.0375 / 0.0398-0.0403, 768 x 1536 x 6912
     /// 0.0330-0.0344 / 0.0374-0.0376 / 0.0409-0.0433, 384 x 3072 x 6912 0.0340-0.0348 /
@@ -3303,6 +3305,7 @@ mod tests {
             (192, 7168, 4096), // the small-M rules' range (M <= 192)
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
             (2049, 1280, 4096), // above ONE_WAVE_COLS_MAX_M
+            (2176, 768, 4096),  // ... with 102 tiles of 128 x 128 (112 columns would fill one wave)
             (256, 7168, 1984),  // K below 2048
             (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0

@@ -95,7 +95,7 @@ impl GemmWorkspace {
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
     /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
     /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
-    /// rule, 10.3 MiB the two-row-blocks split rule, 33 MiB the two-rounds rule (88 tiles of
+    /// rule, 10.3 MiB the one-wave-cols split rule, 33 MiB the two-rounds rule (88 tiles of
     /// 128 x 256 in 3 slices; 80 of them, 30 MiB, as N = 10240 makes at M = 256 above K =
     /// 14336, fit the default 32 MiB, which covers the rest) and
     /// a forced count an error.
@@ -152,7 +152,7 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   back) and few 64 x 128 tiles from K = 3072, in as many slices as fit one wave
 ///   (`TileConfig::short_k_slices`), and tiles filling half to two thirds of the SMs with
 ///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
-///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 256 with K = 6912-14336 where the
+///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 2048 with K = 6912-14336 where the
 ///   default takes 48-80 columns, tiles twice as wide in 2 slices
 ///   ([`TileConfig::split_one_wave_cols_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most

@@ -223,8 +223,10 @@ fn small_n_default_matches_reference() {
     defaults_match_reference("small_n_default_matches_reference", &cases, |s, sms| (s.n <= 64).then(|| TileConfig::small_n_for(s, sms).expect("the small-N rule applies")));
 }
 
-/// The default (no tile forced, no workspace) on each of `cases` against the reference: it
-/// runs `TileConfig::choose_for`'s tile, and `expect(shape, SMs)`'s where that gives one.
+/// The default (no tile forced) on each of `cases` against the reference: it runs
+/// `TileConfig::choose_for`'s tile, or the split rules' where `mkernel::gemm`'s own workspace
+/// lets one split it (on other SM counts than the cases were chosen for), and `expect(shape,
+/// SMs)`'s where that gives one.
 fn defaults_match_reference(name: &str, cases: &[(u32, u32, u32)], expect: impl Fn(GemmShape, u32) -> Option<TileConfig>) {
     if gpu_or_skip(name, 1).is_none() {
         return;
@@ -233,7 +235,8 @@ fn defaults_match_reference(name: &str, cases: &[(u32, u32, u32)], expect: impl 
     for &(m, n, k) in cases {
         let s = GemmShape { m, n, k };
         let used = run_case(s, None);
-        assert_eq!(used, TileConfig::choose_for(s, sms), "{s:?}");
+        let split = TileConfig::split_rule_for(s, sms, u64::MAX, GemmWorkspace::COUNTS as u64).map(|(t, _)| t);
+        assert_eq!(used, split.unwrap_or_else(|| TileConfig::choose_for(s, sms)), "{s:?}");
         if let Some(want) = expect(s, sms) {
             assert_eq!(used, want, "{s:?}");
         }
@@ -547,6 +550,14 @@ fn split_rule_default_matches_reference() {
         (380, 3064, 6912, false),
         (1000, 1152, 6912, false),
     ];
+    // (on 132 SMs the one-wave-cols cases above must take their rule, not be skipped)
+    if sms == 132 {
+        for (m, n, k, w2) in [(256, 5120, 8192, 160), (200, 5112, 6912, 160), (250, 3072, 14336, 96), (1000, 1272, 8192, 160), (380, 3064, 6912, 144), (1000, 1152, 6912, 144)] {
+            let s = GemmShape { m, n, k };
+            let want = Some((TileConfig::cols_tma_store(w2), 2));
+            assert_eq!(TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64), want, "{s:?}");
+        }
+    }
     for (m, n, k, on_any_gpu) in cases {
         let s = GemmShape { m, n, k };
         let want_tile = TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
