@@ -539,26 +539,21 @@ fn split_rule_default_matches_reference() {
         (1, 256, 7168, false),
         (13, 384, 7168, false),
         (1, 256, 14336, false),
-        // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width in 2 slices,
-        // 160 columns at N = 5120 and 5112 (the last column block short; M ragged), 96 at 3072.
-        (256, 5120, 8192, false),
-        (200, 5112, 6912, false),
-        (250, 3072, 14336, false),
-        // ... and from three row blocks (run 269): 160 columns at M = 1000 and N = 1272 (both
-        // ragged), 144 at M = 380 and N = 3064 and at 1000 x 1152.
-        (1000, 1272, 8192, false),
-        (380, 3064, 6912, false),
-        (1000, 1152, 6912, false),
     ];
-    // (on 132 SMs the one-wave-cols cases above must take their rule, not be skipped)
+    // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width (the last number)
+    // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
+    // 96 at 3072; and from three row blocks (run 269): 160 columns at M = 1000 and N = 1272
+    // (both ragged), 144 at M = 380 and N = 3064 and at 1000 x 1152. On 132 SMs they must
+    // take that rule, not be skipped.
+    let one_wave = [(256, 5120, 8192, 160), (200, 5112, 6912, 160), (250, 3072, 14336, 96), (1000, 1272, 8192, 160), (380, 3064, 6912, 144), (1000, 1152, 6912, 144)];
     if sms == 132 {
-        for (m, n, k, w2) in [(256, 5120, 8192, 160), (200, 5112, 6912, 160), (250, 3072, 14336, 96), (1000, 1272, 8192, 160), (380, 3064, 6912, 144), (1000, 1152, 6912, 144)] {
+        for (m, n, k, w2) in one_wave {
             let s = GemmShape { m, n, k };
             let want = Some((TileConfig::cols_tma_store(w2), 2));
             assert_eq!(TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64), want, "{s:?}");
         }
     }
-    for (m, n, k, on_any_gpu) in cases {
+    for (m, n, k, on_any_gpu) in cases.into_iter().chain(one_wave.map(|(m, n, k, _)| (m, n, k, false))) {
         let s = GemmShape { m, n, k };
         let want_tile = TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
         if !on_any_gpu && want_tile.is_none() {
