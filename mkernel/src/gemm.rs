@@ -32,12 +32,13 @@ pub struct GemmOptions {
     /// (shared memory and barrier set-up) while that kernel ends, and they read and write
     /// nothing (A, B, C, the workspace) before it has completed and its writes are
     /// visible (`griddepcontrol.wait`), so the call is as stream-ordered as without. A
-    /// GEMM after this one on the stream, launched so too, may be scheduled once all of this
-    /// one's CTAs have passed their wait (at once on idle SMs, else as this one's CTAs
-    /// exit). On an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`)
-    /// took 0.5-1.2 us less a call with it, 7-12% of the 6-10 us small GEMMs (64 x 8 x
-    /// 4096 0.0067 -> 0.0059 ms), the same with cudarc's event tracking recording events
-    /// between the calls (bench/NOTES.md 29.1). Not where it was measured slower: a
+    /// GEMM after this one on the stream, launched so too, is scheduled as this one's CTAs
+    /// exit (the kernel triggers nothing earlier: an early trigger put the next grid's CTAs
+    /// on the SMs a partial grid left idle, 3-14 us slower a call, bench/NOTES.md 34.1). On
+    /// an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`) took 1.3-2.1
+    /// us less a call with it on every shape of run 276 (64-132 CTAs, M = 1-4096), the same
+    /// with cudarc's event tracking recording events between the calls (29.1: with the
+    /// early trigger 0.5-1.2 us, 64 x 8 x 4096 0.0067 -> 0.0059 ms). Not where it was measured slower: a
     /// memory-bound call (M <= 64) of at least 64 MiB of operands whose tiles keep less than
     /// 15/16 of the SMs busy launches serialized even so
     /// (`mkernel_kernels::gemm::dependent_launch_pays`; such calls of 25-240 us ran 5-15%

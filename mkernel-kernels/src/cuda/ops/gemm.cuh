@@ -58,10 +58,14 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   gemm_sync<Cfg>();
   // Launched as a programmatic dependent launch (the host's LaunchOrder::Programmatic):
   // the set-up above overlapped the previous kernel's end; A, B, C and the split
-  // workspace are touched only after it completed. The next such launch on the stream may
-  // then start its own set-up on SMs as they free up (each waits here in turn).
+  // workspace are touched only after it completed. Nothing here triggers the next such
+  // launch early (no griddepcontrol.launch_dependents): it is scheduled as this grid's
+  // CTAs exit, onto free SMs. Triggered right after this wait (until run 276), the next
+  // grid's CTAs took the SMs a partial grid left idle and ran 3-14 us slower (654 x 1544
+  // x 8192 on 77 tiles: 0.0645 ms against 0.054 with the trigger at exit, 0.0503
+  // serialized); at exit PDL saves 1.3-2.1 us a call on every shape measured, partial or
+  // full grid, more than the early trigger did on full ones (bench/NOTES.md 34.1).
   grid_dependency_wait();
-  grid_dependents_launch();
   // Swapped operands: the engine's rows are N (B, in tma_a) and its columns M (A, in
   // tma_b); its epilogue stores the fragment transposed into C[M, N].
   const u32 rows = Cfg::kSwapAB ? p.n : p.m, cols = Cfg::kSwapAB ? p.m : p.n;

@@ -173,10 +173,9 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 // before it on the stream still runs; `grid_dependency_wait` returns once every
 // prerequisite grid has completed and its memory operations are visible (at once when
 // the launch had no such dependency), so nothing before it may touch memory another
-// kernel reads or writes. `grid_dependents_launch` lets the next such grid on the stream
-// be scheduled once every CTA of this one has called it or exited; it orders nothing.
+// kernel reads or writes. (No kernel here executes griddepcontrol.launch_dependents, so
+// the next such grid on the stream is scheduled as this one's CTAs exit: ops/gemm.cuh.)
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void grid_dependents_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
 // ---- register count control (sm_90a) ------------------------------------------------
 template <u32 R> __device__ __forceinline__ void warpgroup_reg_alloc() {
