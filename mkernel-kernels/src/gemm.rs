@@ -864,6 +864,16 @@ impl TileConfig {
     /// 8192 0.0317-0.0324 -> 0.0317-0.0321, but 1024 x 896 x 5120 0.0231-0.0234 ->
     /// 0.0243-0.0246 (56), hence the quarter. The model map at M = 1024: Llama-3-70B's qkv on
     /// 8 GPUs 0.63 -> 0.80 of cuBLAS, Llama-3-8B's on 4 0.71 -> 0.83.
+    /// Runs 264-272 timed the replaced tiles' partial grids under the programmatic launch's
+    /// early trigger, which slowed them at ragged M (run 276). Run 280, with the trigger at
+    /// exit (this rule's pick against the 128 x 128 and 128 x 256 TMA-store tiles split as
+    /// the few-tiles rule would, ms): 321 x 8456 x 2048 0.0226-0.0228 / 0.0276-0.0284 /
+    /// 0.0273-0.0274, 200 x 5120 x 8192 0.0425 / 0.0479-0.0487 / 0.0489-0.0491, 193 x 9216 x
+    /// 3456 0.0279-0.0282 / 0.0437 / 0.0413, 1000 x 1272 x 4096 0.0233 / 0.0245-0.0249 /
+    /// 0.0283-0.0287, 510 x 7160 x 4096 0.0512-0.0519 / 0.0550-0.0580 / 0.0524-0.0529, 1000 x
+    /// 760 x 4096 0.0186-0.0187 / 0.0194-0.0195 / 0.0257-0.0259, 256 x 10240 x 8192
+    /// 0.0715-0.0726 / 0.1041-0.1049 / 0.0953-0.0956: ahead on 11 of 14, even on 1500 x 1280
+    /// x 8192, 1001 x 1784 x 2048 and 250 x 3576 x 4096 (bench/NOTES.md 34.3).
     pub fn one_wave_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let above_256 = shape.m > 256;
         let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE || (above_256 && current == Self::NARROW);
@@ -881,13 +891,39 @@ impl TileConfig {
         // whole; as the split rules do, the register-epilogue tile counts as its TMA-store twin).
         let slices = Self::twin_that_splits(current, shape).few_tiles_slices(shape, sm_count).unwrap_or(1) as u64;
         let current_elems2 = tiles.div_ceil(sms) * current.bm as u64 * current.bn as u64 * 2 / slices;
-        let (t, t_tiles) = (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).map(|t| (t, t.tiles(shape.m, shape.n))).find(|&(_, n)| n <= sms)?;
+        let (t, t_tiles) = Self::one_wave_width(shape, sms)?;
         let fills = t_tiles * 2 > sms;
         let elems2 = t.bm as u64 * t.bn as u64 * 2;
         // (above M = 256, in place of split tiles only where it cuts a quarter: run 270's 56
         // columns against 64 a K block were 5% slower at 1024 x 896 x 5120, 48 faster)
         let cuts = if above_256 && slices > 1 { elems2 * 4 <= current_elems2 * 3 } else { elems2 < current_elems2 };
         (t != current && fills && cuts).then_some(t)
+    }
+
+    /// The narrowest 128-row TMA-store tile 48..=256 columns wide (a multiple of 8) whose
+    /// tiles for `shape` fit one wave of `sms` SMs, with its tile count; `None` if none does.
+    fn one_wave_width(shape: GemmShape, sms: u64) -> Option<(Self, u64)> {
+        (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).map(|t| (t, t.tiles(shape.m, shape.n))).find(|&(_, n)| n <= sms)
+    }
+
+    /// The one-wave width in place of the unsplit 64 x 256 TMA-store default
+    /// ([`Self::M64_WIDE_TMA_STORE`], which pads ragged M up to ~900 less than 128-row blocks
+    /// do), for [`Self::split_one_wave_cols_for`] only: M > 256, K >=
+    /// [`ONE_WAVE_COLS_SPLIT_MIN_K`], the shapes of [`Self::one_wave_cols_shape`], the default's
+    /// tiles in one wave and not split by the few-tiles rule, the one-wave width W <= 80
+    /// and its tiles more than half the SMs. `None` elsewhere. Unsplit, W lost to this
+    /// default (run 270: 5 of 6 shapes); 2W in 2 slices won where W <= 80 (runs 277-278, in
+    /// [`Self::split_one_wave_cols_for`]'s notes).
+    fn one_wave_cols_instead_of_m64(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        if current != Self::M64_WIDE_TMA_STORE || shape.m <= 256 || shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || !Self::one_wave_cols_shape(shape) {
+            return None;
+        }
+        let sms = sm_count as u64;
+        if current.tiles(shape.m, shape.n) > sms || current.few_tiles_slices(shape, sm_count).is_some() {
+            return None;
+        }
+        let (t, tiles) = Self::one_wave_width(shape, sms)?;
+        (t.bn <= 80 && tiles * 2 > sms).then_some(t)
     }
 
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
@@ -902,14 +938,42 @@ impl TileConfig {
     }
 
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
-    /// ([`Self::one_wave_cols_instead_of`]: W columns, 48 <= W <= 80, one wave of
-    /// tiles): tiles twice as wide, 2W <= 160 columns (`cols-128x96/112/144/160-tma-store`; at
-    /// W = 64 the 128 x 128 tiles are either at most half the SMs' and split by the few-tiles
-    /// rule, or more, as 500 x 2056's 68, and 2 slices of them overfill one wave), every tile
-    /// in 2 K-slices, where those make at most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured), within the
-    /// workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same columns for the
-    /// busiest SM over half the K loop, on tiles whose wgmma is twice as wide (5 stages at
-    /// 160 columns; the 224-column tile's 3 lost, 32.4).
+    /// ([`Self::one_wave_cols_instead_of`]: W columns, one wave of tiles; or, above M = 256,
+    /// the one-wave width in place of an unsplit one-wave 64 x 256 default,
+    /// [`Self::one_wave_cols_instead_of_m64`]) where 48 <= W <= 80, or W <= 96 above M = 256
+    /// from K = [`ONE_WAVE_COLS_WIDE_SPLIT_MIN_K`]: tiles twice as wide, 2W <= 160 (or 192)
+    /// columns (`cols-128x96/112/144/160/176/192-tma-store`; at W = 64 the 128 x 128 tiles are
+    /// either at most half the SMs' and split by the few-tiles rule, or more, as 500 x 2056's
+    /// 68, and 2 slices of them overfill one wave), every tile in 2 K-slices, where those
+    /// make at most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
+    /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same
+    /// columns for the busiest SM over half the K loop, on tiles whose wgmma is twice as wide
+    /// (5 stages at 160 columns, 4 at 176-192; the 224-column tile's 3 lost, 32.4).
+    ///
+    /// Run 277 (after the programmatic launch's early trigger was dropped, which had cost
+    /// partial grids such as the 64 x 256 default's 3-14 us; ms, two passes; the 64 x 256
+    /// default / 128 x 128 / W unsplit / 2W in 2): 520 x 1808 x 8192 0.0508-0.0533 /
+    /// 0.0449-0.0452 / 0.0574-0.0583 / 0.0460-0.0476 (W = 72), 654 x 1544 x 8192 0.0479-0.0480
+    /// / 0.0448-0.0451 / 0.0454-0.0457 / 0.0435-0.0436, 899 x 1040 x 8192 0.0495-0.0553 /
+    /// 0.0448-0.0454 / 0.0521-0.0537 / 0.0429-0.0430, at K = 4096 (not taken) even or 9%;
+    /// W = 96 in place of the 64 x 256 default mixed (520 x 2312 x 8192 -10%, 913 x 1424 x
+    /// 8192 -7%, 780 x 1592 x 8192 +1%, 654 x 1952 x 8192 +11%), hence W <= 80 there. Run
+    /// 275 (W = 96 unsplit -> 192 in 2 slices): 1024 x 1536 x 8192 0.0502-0.0503 -> 0.0478,
+    /// 1024 x 1536 x 14336 0.0855-0.0876 -> 0.0780-0.0790, 512 x 3072 x 8192 0.0504-0.0519 ->
+    /// 0.0487-0.0498, 512 x 3072 x 14336 0.0895 -> 0.0799-0.0813, 768 x 2048 x 8192
+    /// 0.0506-0.0624 -> 0.0485-0.0540, 384 x 4096 x 8192 even; at K = 6912 even or 2% slower.
+    /// Run 278 (the defaults before these two extensions against after, two passes in both
+    /// orders, `--check` PASS on all rows; ms): in place of the 64 x 256 tile 313 x 3392 x
+    /// 8192 0.0486 -> 0.0393-0.0397 (160), 414 x 2528 x 8192 0.0483 -> 0.0384-0.0386, 433 x
+    /// 2480 x 6912 0.0411 -> 0.0334, 563 x 2000 x 6912 0.0408 -> 0.0353, 822 x 1352 x 8192
+    /// 0.0467 -> 0.0417-0.0420, 899 x 1040 x 14336 0.081-0.096 -> 0.065 (144), 520 x 1808 x
+    /// 8192 0.0475-0.0480 -> 0.0461-0.0462, 257 x 3344 x 8192 even (0.0485 -> 0.0479 / 0.0519);
+    /// 176 columns: 321 x 3536 x 8192 0.0499-0.0507 -> 0.0428-0.0431, 479 x 2648 x 8192
+    /// 0.0455-0.0464 -> 0.0426-0.0429, 598 x 2120 x 8192 0.0442-0.0446 -> 0.0421-0.0424, 1000 x
+    /// 1400 x 8192 0.0462-0.0466 -> 0.0427-0.0431, 1396 x 1040 x 8192 0.0463-0.0473 ->
+    /// 0.0429-0.0430, 1024 x 1408 x 14336 0.0780-0.0785 -> 0.0672; 192 columns: 1024 x 1536 x
+    /// 8192 0.0482 -> 0.0456, 2000 x 760 x 14336 0.0826-0.0833 -> 0.0744-0.0753, 384 x 4096 x
+    /// 14336 0.0864-0.0879 -> 0.0778, 2048 x 768 x 8192 0.0485-0.0487 -> 0.0461.
     ///
     /// Measured on one H200 (run 267, back to back x20, host-gated, two passes, ms, W unsplit
     /// -> 2W in 2 slices; cuBLAS): 256 x 3072 x 8192 0.0378 -> 0.0314-0.0315 (0.0266), 256 x
@@ -944,8 +1008,10 @@ impl TileConfig {
         if shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || !Self::one_wave_cols_shape(shape) {
             return None;
         }
-        let w = Self::one_wave_cols_instead_of(Self::choose_for_before_one_wave_cols(shape, sm_count), shape, sm_count)?;
-        if w.bn > 80 {
+        let current = Self::choose_for_before_one_wave_cols(shape, sm_count);
+        let w = Self::one_wave_cols_instead_of(current, shape, sm_count).or_else(|| Self::one_wave_cols_instead_of_m64(current, shape, sm_count))?;
+        let widest = if shape.m > 256 && shape.k >= ONE_WAVE_COLS_WIDE_SPLIT_MIN_K { 96 } else { 80 };
+        if w.bn > widest {
             return None;
         }
         let t = Self::rows128_tma_store(w.bn * 2);
@@ -2032,6 +2098,10 @@ pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// From this K, [`TileConfig::split_one_wave_cols_for`] splits tiles twice as wide as the
 /// one-wave-cols rule's in 2 (runs 264, 266-267: faster from K = 6912, 2% slower at 5120).
 pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
+/// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] also splits the
+/// one-wave widths 88 and 96 (176 and 192 columns in 2; run 275: 192 in 2 3-10% faster than
+/// 96 unsplit at K = 8192-14336 on 5 of 6 shapes, even on the sixth; even at K = 6912).
+pub const ONE_WAVE_COLS_WIDE_SPLIT_MIN_K: u32 = 8192;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -2307,51 +2377,6 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
     driver::tma_2d_bf16(t, box_rows, 64, driver::Swizzle::B128, "c")
 }
 
-/// The least operand bytes ((M + N) x K x 2) at which [`dependent_launch_pays`] may say no:
-/// 64 MiB (~16 us at the H200's 4 TB/s; the bound run 256 ran with). Below it memory-bound
-/// calls on partly idle SMs gained with the programmatic launch, or lost at most ~1.5 us
-/// (runs 254, 256: 80 tiles of 5120 x 2560 +0.2..0.9 us, 5120 x 3456 -0.25..+1.1; 112 tiles
-/// of 7168 x 2048 +0.7..0.9; 80 of 5120 x 5120 and 96 of 6144 x 4096 -0.5..-1.5 at M <= 16 but
-/// +0.2..0.8 at M = 64); above it they lost, the more the longer the call (80 tiles of 5120 x
-/// 6912 3.1-3.4 us, 5120 x 27648 13; 64 x 256 tiles of 14336 x 8192 in 2 slices 3.1-3.9, the
-/// default there then).
-pub const DEPENDENT_LAUNCH_SERIAL_MIN_BYTES: u64 = 64 << 20;
-
-/// Whether the plain GEMM launches as a programmatic dependent launch when asked
-/// (`LaunchOrder::Programmatic`; `mkernel::GemmOptions::dependent_launch`): yes, except for a
-/// memory-bound call (M <= 64 rows of A) of at least [`DEPENDENT_LAUNCH_SERIAL_MIN_BYTES`] of
-/// operands whose work units keep less than 15/16 of the `sm_count` SMs busy over its
-/// time, counted in tile times: whole tiles in ceil(tiles / grid) rounds, or with `slices`
-/// > 1 the full waves' whole tiles then ceil(left-over x slices / grid) rounds of 1 /
-/// slices of a tile (`WorkUnits`, cuda/gemm/sm90_gemm.cuh); busy = tiles / (SMs x rounds)
-/// (a cluster's padding tiles count as busy).
-///
-/// Why: on one H200 such calls ran 10-15% slower, over their whole length, when launched
-/// programmatically behind the previous GEMM than serialized (run 254, the same call back
-/// to back x20: 1 x 5120 x 27648 on 80 swapped tiles 0.0990 ms against 0.0858, 1 x 57344 x
-/// 8192 on 224 tiles of 64 x 256 0.2426 against 0.2203, 1 x 28672 x 8192 on 112 0.1244
-/// against 0.1130; run 255 the same), while most calls that fill the SMs (128 tiles, or a
-/// one-wave split) and compute-bound ones (M = 256, 80 tiles: 0.2-1.1 us) gained. Run 256
-/// with this rule: those calls as fast as serialized (1 x 57344 x 8192 0.2208 ms, 1 x 5120
-/// x 27648 0.0862), the other decode rows up to 1.45 us faster than serialized, a few even
-/// (bench/NOTES.md 30.2). Measured on identical calls back to back only; why the early
-/// start costs bandwidth there is not established (a guess: the next grid's early CTAs take
-/// the SMs the previous grid left idle, crowding its CTAs onto fewer GPCs).
-pub fn dependent_launch_pays(shape: GemmShape, cfg: TileConfig, slices: u32, sm_count: u32) -> bool {
-    let bytes = (shape.m as u64 + shape.n as u64).saturating_mul(shape.k as u64).saturating_mul(2);
-    if shape.m > 64 || bytes < DEPENDENT_LAUNCH_SERIAL_MIN_BYTES || sm_count == 0 {
-        return true;
-    }
-    let tiles = cfg.tiles(shape.m, shape.n);
-    let grid = cfg.split_grid(tiles, slices, sm_count).max(1) as u64;
-    // Tile times, as S-ths of a tile: full waves of whole tiles, then rounds of slices (with
-    // S = 1 the left-over tiles are one more round of whole tiles).
-    let s = slices.max(1) as u64;
-    let time_sths = (tiles / grid).saturating_mul(s).saturating_add((tiles % grid).saturating_mul(s).div_ceil(grid));
-    // busy = tiles / (SMs x time) >= 15/16  <=>  16 x tiles x S >= 15 x SMs x time_in_S-ths
-    tiles.saturating_mul(s).saturating_mul(16) >= (sm_count as u64).saturating_mul(time_sths).saturating_mul(15)
-}
-
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
@@ -2416,10 +2441,6 @@ pub unsafe fn launch(
         pad0: 0,
     };
     let tiles = cfg.tiles(shape.m, shape.n);
-    let order = match order {
-        LaunchOrder::Programmatic if !dependent_launch_pays(shape, cfg, split.map_or(1, |sp| sp.slices), info.sm_count) => LaunchOrder::Serialized,
-        o => o,
-    };
     match split {
         None => {
             let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
@@ -2442,32 +2463,6 @@ pub unsafe fn launch(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dependent_launch_is_skipped_where_run_254_measured_it_slower() {
-        let sh = |m, n, k| GemmShape { m, n, k };
-        let sw8 = TileConfig::swapped(8);
-        let sw8_tma = TileConfig::swapped_tma_store(8);
-        // Memory-bound, 80 of 132 SMs (Qwen2.5-32B's down projection at decode): serialized.
-        assert!(!dependent_launch_pays(sh(1, 5120, 27648), sw8, 1, 132));
-        assert!(!dependent_launch_pays(sh(16, 5120, 6912), TileConfig::swapped(16), 1, 132));
-        // 224 tiles of 64 x 256 (1.7 waves), and 56 of them in 2 slices (112 units): serialized.
-        assert!(!dependent_launch_pays(sh(1, 57344, 8192), TileConfig::M64_WIDE_TMA_STORE, 1, 132));
-        assert!(!dependent_launch_pays(sh(1, 14336, 8192), TileConfig::M64_WIDE_TMA_STORE, 2, 132));
-        // Filled SMs: 128 tiles, 64 tiles in 2 slices, 160 tiles with the 28 left over in 4.
-        assert!(dependent_launch_pays(sh(1, 8192, 28672), sw8, 1, 132));
-        assert!(dependent_launch_pays(sh(1, 4096, 14336), sw8_tma, 2, 132));
-        assert!(dependent_launch_pays(sh(1, 10240, 8192), sw8_tma, 4, 132));
-        // Under 64 MiB of operands (80 tiles of 5120 x 2560), or M > 64 (compute-bound): programmatic.
-        assert!(dependent_launch_pays(sh(1, 5120, 2560), sw8, 1, 132));
-        assert!(dependent_launch_pays(sh(256, 5120, 27648), TileConfig::NARROW_TMA_STORE, 1, 132));
-        // The bound on 80 tiles: (1 + 5120) x 6560 x 2 bytes >= 64 MiB, x 6544 below it.
-        assert!((1 + 5120) * 6544 * 2 < DEPENDENT_LAUNCH_SERIAL_MIN_BYTES && (1 + 5120) * 6560 * 2 >= DEPENDENT_LAUNCH_SERIAL_MIN_BYTES);
-        assert!(!dependent_launch_pays(sh(1, 5120, 6560), sw8, 1, 132));
-        assert!(dependent_launch_pays(sh(1, 5120, 6544), sw8, 1, 132));
-        // No SMs (unreachable: device_info never reports 0): no opinion.
-        assert!(dependent_launch_pays(sh(1, 5120, 27648), sw8, 1, 0));
-    }
 
     /// Mirror of the device's `WorkUnits` constructor (cuda/gemm/sm90_gemm.cuh), u32
     /// arithmetic as on the device: (full, splits, total).
@@ -3263,11 +3258,32 @@ mod tests {
         ] {
             assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::NARROW, "{m}x{n}x{k}");
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
-            // 2W in 2 slices where W <= 80, K >= 6912 and the slices fit one wave (not 1280 x
-            // 1024 nor 1536 x 768: 70 and 72 tiles of 2W columns).
-            let split = (k >= 6912 && w <= 80 && (m, n) != (1280, 1024) && (m, n) != (1536, 768)).then(|| (cols(2 * w), 2));
+            // 2W in 2 slices where W <= 80 and K >= 6912, or W <= 96 and K >= 8192 (runs 267,
+            // 275), and the slices fit one wave (not 1280 x 1024, 1536 x 768 nor 1536 x 1024:
+            // 70, 72 and 72 tiles of 2W columns).
+            let split = (k >= 6912 && w <= 80 || k >= 8192 && w <= 96) && cols(2 * w).tiles(m, n) * 2 <= 132;
+            let overfill = [(1280, 1024), (1536, 768), (1536, 1024)].contains(&(m, n));
+            assert_eq!(overfill, (k >= 6912 && w <= 96) && !split, "{m}x{n}x{k}");
+            let split = split.then(|| (cols(2 * w), 2));
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), split, "{m}x{n}x{k}");
         }
+        // The wider split starts at K = 8192 (run 275: even at 6912) and above M = 256.
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 6912), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 8192), 132, u64::MAX, u64::MAX), Some((cols(192), 2)));
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1408, 14336), 132, u64::MAX, u64::MAX), Some((cols(176), 2)));
+        assert_eq!(TileConfig::choose_for(s(256, 6144, 8192), 132), cols(96));
+        assert_eq!(TileConfig::split_rule_for(s(256, 6144, 8192), 132, u64::MAX, u64::MAX), None);
+        // In place of the unsplit one-wave 64 x 256 default above M = 256 from K = 6912, where
+        // the one-wave width is at most 80 (run 277: W = 72; W = 96 mixed): 2W in 2 slices.
+        for (m, n, k, w) in [(520, 1808, 8192, 72), (654, 1544, 8192, 72), (899, 1040, 8192, 72), (900, 1152, 6912, 72), (448, 2560, 8192, 80)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
+        }
+        // Not at K < 6912, W > 80, nor where the few-tiles rule splits the default.
+        for (m, n, k) in [(654, 1544, 4096), (520, 2312, 8192), (654, 1952, 8192), (320, 3584, 8192)] {
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+        }
+        assert_eq!(TileConfig::split_rule_for(s(770, 1272, 8192), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
         let rule = |t, m, n, k, sms| TileConfig::one_wave_cols_instead_of(t, s(m, n, k), sms);
         let narrow = TileConfig::NARROW_TMA_STORE;
         // Above M = 256 the register-epilogue 128 x 128 tile counts as its TMA-store twin's

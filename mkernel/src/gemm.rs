@@ -33,17 +33,17 @@ pub struct GemmOptions {
     /// nothing (A, B, C, the workspace) before it has completed and its writes are
     /// visible (`griddepcontrol.wait`), so the call is as stream-ordered as without. A
     /// GEMM after this one on the stream, launched so too, is scheduled as this one's CTAs
-    /// exit (the kernel triggers nothing earlier: an early trigger put the next grid's CTAs
-    /// on the SMs a partial grid left idle, 3-14 us slower a call, bench/NOTES.md 34.1). On
-    /// an H200, 20 calls back to back (`mkernel bench gemm --back-to-back 20`) took 1.3-2.1
-    /// us less a call with it on every shape of run 276 (64-132 CTAs, M = 1-4096), the same
-    /// with cudarc's event tracking recording events between the calls (29.1: with the
-    /// early trigger 0.5-1.2 us, 64 x 8 x 4096 0.0067 -> 0.0059 ms). Not where it was measured slower: a
-    /// memory-bound call (M <= 64) of at least 64 MiB of operands whose tiles keep less than
-    /// 15/16 of the SMs busy launches serialized even so
-    /// (`mkernel_kernels::gemm::dependent_launch_pays`; such calls of 25-240 us ran 5-15%
-    /// slower programmatic, NOTES 30.2). `false`: `cuLaunchKernel`, the grid starts after
-    /// the previous work has completed.
+    /// exit: the kernel triggers nothing earlier.
+    ///
+    /// Measured on one H200, 20 identical calls back to back (`mkernel bench gemm
+    /// --back-to-back 20`, bench/NOTES.md 34.1): 1.3-2.1 us less a call than serialized on
+    /// every shape of runs 276-277 (64-132 CTAs, M = 1-4096, decode calls of 25-240 us
+    /// included). Until run 276 the kernel triggered its dependents right after its wait;
+    /// the next grid's CTAs then took the SMs a partial grid left idle and ran 3-14 us (up
+    /// to 22%) slower a call (NOTES 30.2's memory-bound decode calls, which were launched
+    /// serialized for it, and ragged M = 200-900). 29.1 saw the savings unchanged with
+    /// cudarc's event tracking recording events between the calls. `false`:
+    /// `cuLaunchKernel`, the grid starts after the previous work has completed.
     pub dependent_launch: bool,
 }
 
