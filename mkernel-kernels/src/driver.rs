@@ -182,7 +182,9 @@ pub enum LaunchOrder {
     /// scheduled while that kernel still runs (once each of its CTAs has executed
     /// `griddepcontrol.launch_dependents` or exited; at its end otherwise). Only for kernels
     /// that execute `griddepcontrol.wait` before touching any memory another kernel may
-    /// read or write (`grid_dependency_wait`, ptx/common.cuh): the plain GEMM's.
+    /// read or write (`grid_dependency_wait`, ptx/common.cuh): the plain GEMM's, which
+    /// triggers nothing, so the next grid is scheduled once all of its CTAs have exited
+    /// (ahead of its completion and memory flush, which the wait still waits for).
     Programmatic,
 }
 

@@ -754,7 +754,7 @@ impl TileConfig {
     /// most one wave of tiles (at most `sm_count`), N % 8 == 0, K % 64 == 0 and
     /// [`M64_SHORT_K_MIN`] <= K < 4096 (as measured); `None` elsewhere. Half the rows per
     /// K block on up to twice the CTAs: the K chain, which bounds these calls, is half as
-    /// long a block. [`Self::short_k_slices`] splits it from K = [`SHORT_K_TWO_SLICES_MIN`].
+    /// long a block. `Self::short_k_slices` splits it from K = [`SHORT_K_TWO_SLICES_MIN`].
     ///
     /// Measured on one H200 (run 247, 20 calls back to back, host-gated, two passes within
     /// 0.2 us, us a call, default -> this tile unsplit; cuBLAS): 128 x 128 in one-wave slices
@@ -910,8 +910,9 @@ impl TileConfig {
     /// ([`Self::M64_WIDE_TMA_STORE`], which pads ragged M up to ~900 less than 128-row blocks
     /// do), for [`Self::split_one_wave_cols_for`] only: M > 256, K >=
     /// [`ONE_WAVE_COLS_SPLIT_MIN_K`], the shapes of [`Self::one_wave_cols_shape`], the default's
-    /// tiles in one wave and not split by the few-tiles rule, the one-wave width W <= 80
-    /// and its tiles more than half the SMs. `None` elsewhere. Unsplit, W lost to this
+    /// tiles in one wave and not split by the few-tiles rule, the one-wave width W = 72 or 80
+    /// (as measured; narrower widths arise at M = 770-956 on 100-144-SM GPUs other than
+    /// 132) and its tiles more than half the SMs. `None` elsewhere. Unsplit, W lost to this
     /// default (run 270: 5 of 6 shapes); 2W in 2 slices won where W <= 80 (runs 277-278, in
     /// [`Self::split_one_wave_cols_for`]'s notes).
     fn one_wave_cols_instead_of_m64(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
@@ -923,7 +924,7 @@ impl TileConfig {
             return None;
         }
         let (t, tiles) = Self::one_wave_width(shape, sms)?;
-        (t.bn <= 80 && tiles * 2 > sms).then_some(t)
+        ((72..=80).contains(&t.bn) && tiles * 2 > sms).then_some(t)
     }
 
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
@@ -938,10 +939,10 @@ impl TileConfig {
     }
 
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
-    /// ([`Self::one_wave_cols_instead_of`]: W columns, one wave of tiles; or, above M = 256,
-    /// the one-wave width in place of an unsplit one-wave 64 x 256 default,
-    /// [`Self::one_wave_cols_instead_of_m64`]) where 48 <= W <= 80, or W <= 96 above M = 256
-    /// from K = [`ONE_WAVE_COLS_WIDE_SPLIT_MIN_K`]: tiles twice as wide, 2W <= 160 (or 192)
+    /// ([`Self::one_wave_cols_instead_of`]: W columns, one wave of tiles) where 48 <= W <=
+    /// 80, or W <= 96 above M = 256 from K = [`ONE_WAVE_COLS_WIDE_SPLIT_MIN_K`]; or, above M =
+    /// 256, the one-wave width W = 72 or 80 in place of an unsplit one-wave 64 x 256 default
+    /// (`one_wave_cols_instead_of_m64`): tiles twice as wide, 2W <= 160 (or 192)
     /// columns (`cols-128x96/112/144/160/176/192-tma-store`; at W = 64 the 128 x 128 tiles are
     /// either at most half the SMs' and split by the few-tiles rule, or more, as 500 x 2056's
     /// 68, and 2 slices of them overfill one wave), every tile in 2 K-slices, where those
@@ -993,12 +994,12 @@ impl TileConfig {
     /// 0.0421-0.0425, 640 x 2048 x 8192 0.0462-0.0464 -> 0.0416-0.0420, 448 x 2560 x 8192
     /// 0.0468-0.0478 -> 0.0454-0.0458, 384 x 3072 x 8192 0.0445-0.0449 -> 0.0388-0.0389, 768 x
     /// 1536 x 8192 0.0439-0.0449 -> 0.0374-0.0377, 640 x 1792 x 8192 0.0435 / 0.0495 ->
-    /// 0.0377-0.0379: 2-23% faster pass by pass on all 7 (448 x 2560 keeps its 64 x 256 default since run
-    /// 270: [`Self::one_wave_cols_instead_of`]); where the slices make more than one wave (1280 x
+    /// 0.0377-0.0379: 2-23% faster pass by pass on all 7 (448 x 2560's default is the 64 x 256
+    /// tile since run 270, which run 278's extension replaces by 160 columns in 2 again); where the slices make more than one wave (1280 x
     /// 1024 x 8192: 140 on 132 SMs) 0.0673-0.0678, hence the bound. At W = 96 (192 columns in
     /// 2) 2-5% faster than W unsplit on four shapes at K = 8192, 10% slower at 4096; 224 columns
-    /// 7-10% slower at 8192: W <= 80 stays (192 columns from K = 6912 above M = 256 is a
-    /// lead, bench/NOTES.md 33.4).
+    /// 7-10% slower at 8192: W <= 80 stayed then (run 275 took 176 and 192 columns from K =
+    /// 8192 above M = 256, below).
     /// Run 272 (K = 6912, 2W = 144 in 2 against W unsplit and the old 128 x 128 default): 1024
     /// x 1152 x 6912 0.0321-0.0324 / 0.0368-0.0375 / 0.0398-0.0403, 768 x 1536 x 6912
     /// 0.0330-0.0344 / 0.0374-0.0376 / 0.0409-0.0433, 384 x 3072 x 6912 0.0340-0.0348 /
@@ -1985,9 +1986,11 @@ pub enum LastWaveSplit {
     /// of 64 x 8..16 up to 16; below K =
     /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64
     /// from K = 1536 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
-    /// [`TileConfig::short_k_slices`]), [`TileConfig::split_few_tiles_for`]; K >= 13824
+    /// `TileConfig::short_k_slices`), [`TileConfig::split_few_tiles_for`]; K >= 13824
     /// where they fill half to two thirds of the SMs, each in 3 slices over two rounds,
-    /// [`TileConfig::split_two_rounds_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// [`TileConfig::split_two_rounds_for`]; 193 <= M <= 2048 with K = 6912-14336 where the
+    /// default's tiles fill one wave 48-96 columns wide (or a 64 x 256 one does), tiles twice as wide in 2
+    /// slices, [`TileConfig::split_one_wave_cols_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -3284,6 +3287,14 @@ mod tests {
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
         assert_eq!(TileConfig::split_rule_for(s(770, 1272, 8192), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
+        // Only the measured widths 72 and 80 (helper-64: 56 and 64 arise on 100-144 SMs).
+        let m64 = TileConfig::M64_WIDE_TMA_STORE;
+        for (m, n, k, sms) in [(897, 776, 8192, 114), (897, 792, 8192, 114), (770, 800, 8192, 100), (897, 1032, 8192, 144)] {
+            let w = TileConfig::one_wave_width(s(m, n, k), sms as u64).map(|(t, _)| t.bn);
+            assert!(matches!(w, Some(56 | 64)), "{m}x{n}x{k} on {sms}: {w:?}");
+            assert_eq!(TileConfig::one_wave_cols_instead_of_m64(m64, s(m, n, k), sms), None, "{m}x{n}x{k} on {sms}");
+        }
+        assert_eq!(TileConfig::one_wave_cols_instead_of_m64(m64, s(899, 1040, 8192), 132), Some(cols(72)));
         let rule = |t, m, n, k, sms| TileConfig::one_wave_cols_instead_of(t, s(m, n, k), sms);
         let narrow = TileConfig::NARROW_TMA_STORE;
         // Above M = 256 the register-epilogue 128 x 128 tile counts as its TMA-store twin's

@@ -32,8 +32,9 @@ pub struct GemmOptions {
     /// (shared memory and barrier set-up) while that kernel ends, and they read and write
     /// nothing (A, B, C, the workspace) before it has completed and its writes are
     /// visible (`griddepcontrol.wait`), so the call is as stream-ordered as without. A
-    /// GEMM after this one on the stream, launched so too, is scheduled as this one's CTAs
-    /// exit: the kernel triggers nothing earlier.
+    /// GEMM after this one on the stream, launched so too, is scheduled once every CTA of
+    /// this one has exited (the kernel triggers nothing earlier), and waits for its
+    /// completion as above.
     ///
     /// Measured on one H200, 20 identical calls back to back (`mkernel bench gemm
     /// --back-to-back 20`, bench/NOTES.md 34.1): 1.3-2.1 us less a call than serialized on
@@ -96,7 +97,7 @@ impl GemmWorkspace {
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
     /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
     /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
-    /// rule, 10.3 MiB the one-wave-cols split rule, 33 MiB the two-rounds rule (88 tiles of
+    /// rule, 12.4 MiB the one-wave-cols split rule (66 tiles of 128 x 192 in 2), 33 MiB the two-rounds rule (88 tiles of
     /// 128 x 256 in 3 slices; 80 of them, 30 MiB, as N = 10240 makes at M = 256 above K =
     /// 14336, fit the default 32 MiB, which covers the rest) and
     /// a forced count an error.
@@ -154,7 +155,8 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   (`TileConfig::short_k_slices`), and tiles filling half to two thirds of the SMs with
 ///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
 ///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 2048 with K = 6912-14336 where the
-///   default takes 48-80 columns, tiles twice as wide in 2 slices
+///   default takes 48-80 columns (88-96 from K = 8192 above M = 256, or the 64 x 256 tile
+///   there where 72-80 columns fill one wave), tiles twice as wide in 2 slices
 ///   ([`TileConfig::split_one_wave_cols_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   33 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of

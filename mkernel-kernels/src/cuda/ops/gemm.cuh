@@ -59,8 +59,9 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   // Launched as a programmatic dependent launch (the host's LaunchOrder::Programmatic):
   // the set-up above overlapped the previous kernel's end; A, B, C and the split
   // workspace are touched only after it completed. Nothing here triggers the next such
-  // launch early (no griddepcontrol.launch_dependents): it is scheduled as this grid's
-  // CTAs exit, onto free SMs. Triggered right after this wait (until run 276), the next
+  // launch early (no griddepcontrol.launch_dependents): it is scheduled once every CTA of
+  // this grid has exited, and its own wait still waits for this grid's completion and
+  // memory visibility. Triggered right after this wait (until run 276), the next
   // grid's CTAs took the SMs a partial grid left idle and ran 3-14 us slower (654 x 1544
   // x 8192 on 77 tiles: 0.0645 ms against 0.054 with the trigger at exit, 0.0503
   // serialized); at exit PDL saves 1.3-2.1 us a call on every shape measured, partial or

@@ -174,7 +174,8 @@ __device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence
 // prerequisite grid has completed and its memory operations are visible (at once when
 // the launch had no such dependency), so nothing before it may touch memory another
 // kernel reads or writes. (No kernel here executes griddepcontrol.launch_dependents, so
-// the next such grid on the stream is scheduled as this one's CTAs exit: ops/gemm.cuh.)
+// the next such grid on the stream is scheduled once every CTA of this one has exited:
+// ops/gemm.cuh.)
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
 // ---- register count control (sm_90a) ------------------------------------------------
