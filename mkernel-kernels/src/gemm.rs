@@ -908,15 +908,15 @@ impl TileConfig {
 
     /// The one-wave width in place of the unsplit 64 x 256 TMA-store default
     /// ([`Self::M64_WIDE_TMA_STORE`], which pads ragged M up to ~900 less than 128-row blocks
-    /// do), for [`Self::split_one_wave_cols_for`] only: M > 256, K >=
-    /// [`ONE_WAVE_COLS_SPLIT_MIN_K`], the shapes of [`Self::one_wave_cols_shape`], the default's
+    /// do), for [`Self::split_one_wave_cols_for`] only, on the shapes it lets through (K >=
+    /// [`ONE_WAVE_COLS_SPLIT_MIN_K`], [`Self::one_wave_cols_shape`]): M > 256, the default's
     /// tiles in one wave and not split by the few-tiles rule, the one-wave width W = 72 or 80
     /// (as measured; narrower widths arise at M = 770-956 on 100-144-SM GPUs other than
     /// 132) and its tiles more than half the SMs. `None` elsewhere. Unsplit, W lost to this
     /// default (run 270: 5 of 6 shapes); 2W in 2 slices won where W <= 80 (runs 277-278, in
     /// [`Self::split_one_wave_cols_for`]'s notes).
     fn one_wave_cols_instead_of_m64(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if current != Self::M64_WIDE_TMA_STORE || shape.m <= 256 || shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || !Self::one_wave_cols_shape(shape) {
+        if current != Self::M64_WIDE_TMA_STORE || shape.m <= 256 {
             return None;
         }
         let sms = sm_count as u64;
