@@ -667,7 +667,13 @@ impl TileConfig {
     /// Else, for 257 <= M <= 8192 with K % 64 == 0, the 128-row swapped tile fitted to M
     /// where [`Self::fitted_instead_of`] says it wins (M=2049 x 8192 x 4096: 0.2216 ->
     /// 0.1978 ms, 0.81 -> 0.91 of cuBLAS; M=300: 0.0556 -> 0.0356; run 113), with the
-    /// TMA-store epilogue where N % 8 == 0 (M=2049: 0.90 -> 0.95, run 131). Else, in place
+    /// TMA-store epilogue where N % 8 == 0 (M=2049: 0.90 -> 0.95, run 131); but where the
+    /// column rule below would also replace the wide tile with a tile of at least 160
+    /// columns that the model puts at least 5% ahead with at most 3.5% more work on the
+    /// busiest SM, that column tile
+    /// ([`Self::cols_instead_of_swapped_fit`]; runs 282-283: 1024 x 5120 x 5120 on 128 x 160
+    /// in place of 176-row swapped tiles 0.0908 -> 0.0828-0.0843 ms, 0.4-11% faster on 22
+    /// shapes). Else, in place
     /// of the 128 x 256 tile with K % 64 == 0, the 128-row tile whose width fits N where
     /// [`Self::cols_instead_of`] says it wins (2048 x 7168 x 9216: 128 x 176, 0.835 -> 0.896
     /// of cuBLAS, runs 118-119).
@@ -711,6 +717,7 @@ impl TileConfig {
         let t = Self::swapped_instead_of(t, shape, sm_count)
             .or_else(|| Self::swapped_wide_instead_of(t, shape, sm_count))
             .or_else(|| Self::swapped_two_waves_instead_of(t, shape, sm_count))
+            .or_else(|| Self::cols_instead_of_swapped_fit(t, shape, sm_count))
             .or_else(|| Self::fitted_instead_of(t, shape, sm_count).map(|f| if shape.n % 8 == 0 { f.with_tma_store() } else { f }))
             .or_else(|| Self::cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
@@ -1255,6 +1262,65 @@ impl TileConfig {
         }
         let f = Self::cols_fit(shape.m, shape.n, sm_count)?.with_tma_store();
         f.beats(current, shape, sm_count).then_some(f)
+    }
+
+    /// The column rule ahead of the mid-M rule in [`Self::choose_for`] (plain GEMM): where
+    /// both [`Self::fitted_instead_of`] (a 128-row swapped tile fitted to M) and
+    /// [`Self::cols_instead_of`] (a 128-row TMA-store tile fitted to N; M >= 1024, K % 64 ==
+    /// 0, N % 8 == 0) would replace `current`, the column tile where the model puts it
+    /// clearly ahead: at least [`COLS_OVER_SWAPPED_MIN_COLS`] columns, its busiest SM's work
+    /// over its rate ([`Self::busiest_sm_work`], [`Self::relative_rate`]) at most
+    /// [`COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE`] of the swapped tile's, and its busiest SM's
+    /// work alone at most [`COLS_OVER_SWAPPED_MAX_WORK_PERMILLE`] of it. `None` elsewhere
+    /// (the mid-M rule decides, as before).
+    ///
+    /// Why: the mid-M rule runs first, so the column rule never saw the shapes where both
+    /// fit; at M = 1024 the swapped tile of 176 rows pads M to 1056 and makes 1.82 waves
+    /// (240 tiles), where 128 x 160 tiles fit 1024 x 5120 exactly in 256 (1.94 waves). The
+    /// model's rate of 75 for swapped tiles under 144 rows puts the column tile well ahead
+    /// where it does more work per SM, and there it lost as often as it won; narrow column
+    /// tiles (136, 144) lost even at the same work.
+    ///
+    /// Measured on one H200 (runs 282-284, 20 calls back to back, host-gated, two passes,
+    /// ms, swapped default -> this tile (model, work)): 1024 x 5120 x K (swap-ab-128x176 ->
+    /// 128 x 160; 0.928, 0.909) K = 1280 0.0249/0.0247 -> 0.0237/0.0236, 2560 0.0471/0.0467
+    /// -> 0.0443/0.0440, 5120 0.0908/0.0907 -> 0.0828/0.0843 (clustered), 8192 0.1422 ->
+    /// 0.1318, 13824 0.2391/0.2391 -> 0.2197/0.2230; 1024 x 2560 x 8192 0.0697/0.0698 ->
+    /// 0.0668; 1024 x 9344 x 4096 (152 -> 192, 0.947, 0.947) 0.1352/0.1317 -> 0.1204/0.1203;
+    /// 1344 x 4992 x 4096 (136 -> 208, 0.788, 1.020) 0.0886/0.0883 -> 0.0856/0.0851, x 8192
+    /// 0.1764/0.1755 -> 0.1690/0.1713; 1856 x 7168 x 4096 0.1781/0.1784 -> 0.1699, x 8192
+    /// 0.3519/0.3498 -> 0.3379/0.3364; 3456 x 2432 x 4096 (128 -> 176, 0.814, 1.031)
+    /// 0.1113/0.1117 -> 0.1052/0.1059; 1664 x 3456 x 4096 (192 -> 176, 0.926, 0.917)
+    /// 0.0785/0.0787 -> 0.0747/0.0743; 1536 x 6528 x 4096 (160 -> 200, 0.938) 0.1330/0.1344
+    /// -> 0.1254/0.1247; 1024 x 6912 x 5120 (152 -> 216, 0.938, 0.947) 0.1218/0.1217 ->
+    /// 0.1173/0.1167; 1472 x 2432 x 4096 (248 -> 224, 0.885, 0.903) 0.0492/0.0484 ->
+    /// 0.0484/0.0482; 2048 x 5376 x 4096 (232 -> 224, 0.946, 0.966) 0.1445/0.1455 ->
+    /// 0.1429/0.1435; on shapes drawn from the scan (run 284): 1116 x 7496 x 4096 (192 ->
+    /// 176) 0.1151/0.1157 -> 0.1120/0.1117, 1487 x 3800 x 2048 0.0416/0.0414 ->
+    /// 0.0396/0.0394, 1088 x 6032 x 8192 (136 -> 208, 1.020) 0.1767/0.1774 -> 0.1716/0.1709,
+    /// 1319 x 4952 x 1024 0.0258/0.0262 -> 0.0244/0.0245, 1487 x 6008 x 14336 (136 -> 184,
+    /// 1.015) 0.4057/0.4083 -> 0.3995/0.3956, 1067 x 8072 x 1024 0.0346/0.0347 ->
+    /// 0.0337/0.0334, 1536 x 6464 x 2048 (160 -> 200) 0.0711/0.0714 -> 0.0660/0.0663, 1256 x
+    /// 7784 x 14336 0.4531/0.4530 -> 0.4274/0.4311, 1389 x 2672 x 2048 (232 -> 224)
+    /// 0.0259/0.0260 -> 0.0254/0.0248: faster on all 22 (0.4-11%), even at 1144 x 9752 x
+    /// 14336. Left to the swapped tile by the work bound: 1032 x 6104 x 8192 (136 -> 216,
+    /// 1.059) 0.1790 against 0.1880, 1214 x 5552 x 2048 0.0459-0.0473 against 0.0491, 1081 x
+    /// 8192 x 8192 (136 -> 192, 1.059) 0.2295-0.2334 against 0.2375, 2432 x 896 x 4096 (136 ->
+    /// 152, 1.118) 0.0290-0.0294 against 0.0308-0.0310 (and three wins of 2-5% at 1.059-1.062:
+    /// 1216 x 7424 x 4096, 1333 x 6656 x 1024, 1408 x 1536 x 4096); by the width bound: 136
+    /// and 144 columns, 0-19% slower on all 9 shapes (1312 x 9680 x 2048 0.0903-0.0913 against
+    /// 0.0957, 1046 x 3992 x 4096 0.0591-0.0593 against 0.0651-0.0705).
+    pub fn cols_instead_of_swapped_fit(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let f = Self::fitted_instead_of(current, shape, sm_count)?;
+        let c = Self::cols_instead_of(current, shape, sm_count)?;
+        if c.bn < COLS_OVER_SWAPPED_MIN_COLS {
+            return None;
+        }
+        let (work_f, work_c) = (f.busiest_sm_work(shape, sm_count) as u128, c.busiest_sm_work(shape, sm_count) as u128);
+        // work_c / rate_c <= permille / 1000 * work_f / rate_f
+        let model = work_c * f.relative_rate() as u128 * 1000 <= work_f * c.relative_rate() as u128 * COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE as u128;
+        let work = work_c * 1000 <= work_f * COLS_OVER_SWAPPED_MAX_WORK_PERMILLE as u128;
+        (model && work).then_some(c)
     }
 
     /// The mid-M rule of [`Self::choose_for`] (and of the fused kernel's
@@ -2054,6 +2120,25 @@ pub struct SplitWorkspace {
 /// 222: picks at 990-995 ran 0.2-2% faster, e.g. 4096 x 9216 x 7168 on 208 columns, 993,
 /// 1.4%; none measured above 995).
 pub const COLS_C2_MAX_WORK_PERMILLE: u64 = 995;
+
+/// The most modelled time (busiest SM's work over its rate), per mille of the mid-M rule's
+/// swapped tile's, at which [`TileConfig::cols_instead_of_swapped_fit`] takes the column
+/// tile instead: 950 (runs 282-283: picks at 788-947 ran 0.4-11% faster; 3000 x 8192 x
+/// 4096 at 990 ran 3% slower on the column tile, run 121).
+pub const COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE: u64 = 950;
+
+/// The most work on the busiest SM, per mille of the mid-M rule's swapped tile's, at which
+/// [`TileConfig::cols_instead_of_swapped_fit`] takes the column tile: 1035 (runs 282-284:
+/// picks at 909-1031 ran 2-11% faster on 22 shapes; at 1059-1062 3 ran 2-5% faster and 3
+/// 2-7% slower, e.g. 1032 x 6104 x 8192 on 216 columns 0.1790 -> 0.1880 ms; 2432 x 896 x
+/// 4096 at 1118 6% slower).
+pub const COLS_OVER_SWAPPED_MAX_WORK_PERMILLE: u64 = 1035;
+
+/// The narrowest column tile [`TileConfig::cols_instead_of_swapped_fit`] takes: 160 columns
+/// (run 284: 136 and 144 columns lost 0-19% on all 9 shapes tried, even at the same work
+/// per SM, e.g. 1312 x 9680 x 2048 0.0903-0.0913 -> 0.0957 ms and 1046 x 3992 x 4096 0.0592
+/// -> 0.0651-0.0705; run 121 saw 136 columns lose 5% at 8192 x 9216 x 7168).
+pub const COLS_OVER_SWAPPED_MIN_COLS: u32 = 160;
 
 /// The shortest K-slice, in K blocks, of the small-N column tiles' few-tiles split (the
 /// 8-column tile: [`SMALL_N8_MIN_SPLIT_K_BLOCKS`])
@@ -2979,6 +3064,78 @@ mod tests {
         assert_eq!((TileConfig::WIDE.relative_rate(), TileConfig::NARROW_TMA_STORE.relative_rate()), (100, 93));
         assert_eq!((TileConfig::M64_WIDE.relative_rate(), fit(144).relative_rate(), fit(136).relative_rate()), (82, 96, 75));
         assert_eq!((TileConfig::cols(176).relative_rate(), TileConfig::cols(168).relative_rate()), (92, 84));
+    }
+
+    #[test]
+    fn column_tile_replaces_the_swapped_fit_where_runs_282_283_measured_it_faster() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let cols = TileConfig::cols_tma_store;
+        let cols_c2 = TileConfig::cols_tma_store_c2;
+        // (shape, the default's tile) where the column tile won (runs 282-283), clustered
+        // where clustered_instead_of clusters it (K >= 4096, an even number of row blocks,
+        // a width that is a multiple of 16).
+        for ((m, n, k), want) in [
+            ((1024, 5120, 1280), cols(160)),
+            ((1024, 5120, 2560), cols(160)),
+            ((1024, 5120, 5120), cols_c2(160)),
+            ((1024, 5120, 8192), cols_c2(160)),
+            ((1024, 5120, 13824), cols_c2(160)),
+            ((1024, 2560, 8192), cols_c2(160)),
+            ((1024, 9344, 4096), cols_c2(192)),
+            ((1344, 4992, 4096), cols(208)),
+            ((1856, 7168, 8192), cols(208)),
+            ((3456, 2432, 4096), cols(176)),
+            ((1664, 3456, 4096), cols(176)),
+            ((1536, 6528, 4096), cols(200)),
+            ((1024, 6912, 5120), cols(216)),
+            ((1088, 6032, 8192), cols(208)),
+            ((1487, 3800, 2048), cols(176)),
+            ((1067, 8072, 1024), cols(184)),
+            ((1256, 7784, 14336), cols(200)),
+            ((1472, 2432, 4096), cols_c2(224)),
+            ((2048, 5376, 4096), cols_c2(224)),
+        ] {
+            let shape = s(m, n, k);
+            assert_eq!(TileConfig::choose_for(shape, 132), want, "{m}x{n}x{k}");
+            let current = TileConfig::choose(m, n, 132);
+            let c = TileConfig::cols_instead_of_swapped_fit(current, shape, 132);
+            assert_eq!(c.map(|c| TileConfig::clustered_instead_of(c, shape)), Some(want), "{m}x{n}x{k}");
+            // Both rules would replace the default, and the model's two bounds hold.
+            let f = TileConfig::fitted_instead_of(current, shape, 132).unwrap();
+            let c = c.unwrap();
+            let (wf, wc) = (f.busiest_sm_work(shape, 132) as f64, c.busiest_sm_work(shape, 132) as f64);
+            assert!(wc / c.relative_rate() as f64 <= 0.95 * wf / f.relative_rate() as f64, "{m}x{n}x{k}");
+            assert!(wc <= 1.035 * wf && c.bn >= 160, "{m}x{n}x{k}");
+        }
+        // Where the swapped tile stays: more work on the column tile's busiest SM (2432 x 896:
+        // 12% more, ran 6% slower, run 283; 1032 x 6104 x 8192 and 1081 x 8192 x 8192: 5.9%
+        // more, 2-5% slower, run 284), a column tile narrower than 160 (1312 x 9680 x 2048 and
+        // 1592 x 1328 x 1024 on 136, 1046 x 3992 x 4096 on 144: 1-19% slower), the model within
+        // 5% (3000 x 8192 x 4096, 2048 x 5120 x 8192, 2048 x 9216 x 7168), M < 1024 (the column
+        // rule's bound), and a current tile neither rule replaces.
+        assert_eq!(TileConfig::choose_for(s(2432, 896, 4096), 132), TileConfig::swapped_wide(136, Epilogue::TmaStore));
+        for (m, n, k) in [
+            (2432, 896, 4096),
+            (1032, 6104, 8192),
+            (1081, 8192, 8192),
+            (1312, 9680, 2048),
+            (1592, 1328, 1024),
+            (1046, 3992, 4096),
+            (3000, 8192, 4096),
+            (2048, 5120, 8192),
+            (2048, 9216, 7168),
+            (640, 8192, 4096),
+            (1000, 5120, 4096),
+        ] {
+            let shape = s(m, n, k);
+            assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::choose(m, n, 132), shape, 132), None, "{m}x{n}x{k}");
+            assert!(TileConfig::choose_for(shape, 132).swap_ab, "{m}x{n}x{k}");
+        }
+        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE_TMA_STORE_C2, s(1024, 5120, 5120), 132), None);
+        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE_TMA_STORE, s(1024, 5120, 5120), 0), None);
+        // K % 64 != 0 and N % 8 != 0: neither column rule applies.
+        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE_TMA_STORE, s(1024, 5120, 5100), 132), None);
+        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE, s(1024, 5116, 5120), 132), None);
     }
 
     #[test]
