@@ -302,7 +302,8 @@ impl TileConfig {
     /// to the padding of the last row block; ties to the taller tile), for 257 <= M <=
     /// 8192 (`None` otherwise). M=2049 x N=8192 on 132 SMs: 208 rows (10 row blocks, 640
     /// tiles, 5 waves; the wide 128 x 256 tiles make 544, 5 waves of 256 rows). The
-    /// defaults take it where [`Self::fitted_instead_of`] says it wins.
+    /// defaults take it where [`Self::fitted_instead_of`] says it wins (the plain GEMM's
+    /// default not where [`Self::cols_instead_of_swapped_fit`] takes a column tile first).
     pub fn swapped_fit(m: u32, n: u32, sm_count: u32) -> Option<Self> {
         if !(257..=8192).contains(&m) || n == 0 || sm_count == 0 {
             return None;
@@ -671,9 +672,9 @@ impl TileConfig {
     /// column rule below would also replace the wide tile with a tile of at least 160
     /// columns that the model puts at least 5% ahead with at most 3.5% more work on the
     /// busiest SM, that column tile
-    /// ([`Self::cols_instead_of_swapped_fit`]; runs 282-283: 1024 x 5120 x 5120 on 128 x 160
-    /// in place of 176-row swapped tiles 0.0908 -> 0.0828-0.0843 ms, 0.4-11% faster on 22
-    /// shapes). Else, in place
+    /// ([`Self::cols_instead_of_swapped_fit`]; runs 282-284: 1024 x 5120 x 5120 on 128 x 160
+    /// in place of 176-row swapped tiles 0.0908 -> 0.0828-0.0843 ms, 0.4-11% faster on 26
+    /// shapes, even on one). Else, in place
     /// of the 128 x 256 tile with K % 64 == 0, the 128-row tile whose width fits N where
     /// [`Self::cols_instead_of`] says it wins (2048 x 7168 x 9216: 128 x 176, 0.835 -> 0.896
     /// of cuBLAS, runs 118-119).
@@ -712,7 +713,9 @@ impl TileConfig {
             t
         };
         // (in this order: where the mid-M rule's swapped tile wins, it stays, even where a
-        // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way)
+        // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way;
+        // except where cols_instead_of_swapped_fit takes the column tile first, at least 160
+        // columns that the model puts at least 5% ahead: runs 282-284)
         // (the mid-M rule compares Registers tiles; the TMA-store twin runs faster: run 131)
         let t = Self::swapped_instead_of(t, shape, sm_count)
             .or_else(|| Self::swapped_wide_instead_of(t, shape, sm_count))
@@ -1255,7 +1258,8 @@ impl TileConfig {
     /// within +-0.7% on 4 more, which it leaves (the fit saves 2-3% of the work there), as
     /// 8192 x 9216 x 7168 (136 columns: 0.954 -> 0.907). The mid-M rule's swapped tiles come
     /// first ([`Self::choose_for`]): 2048 x 5120 x 8192 and 2048 x 9216 x 7168 went 4-5%
-    /// faster on the column-fitted tiles, but 3000 x 8192 x 4096 3% slower.
+    /// faster on the column-fitted tiles, but 3000 x 8192 x 4096 3% slower; except where
+    /// [`Self::cols_instead_of_swapped_fit`] takes this rule's tile ahead of them.
     pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         if shape.m < 1024 || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
             return None;
@@ -1302,14 +1306,17 @@ impl TileConfig {
     /// 1.015) 0.4057/0.4083 -> 0.3995/0.3956, 1067 x 8072 x 1024 0.0346/0.0347 ->
     /// 0.0337/0.0334, 1536 x 6464 x 2048 (160 -> 200) 0.0711/0.0714 -> 0.0660/0.0663, 1256 x
     /// 7784 x 14336 0.4531/0.4530 -> 0.4274/0.4311, 1389 x 2672 x 2048 (232 -> 224)
-    /// 0.0259/0.0260 -> 0.0254/0.0248: faster on all 22 (0.4-11%), even at 1144 x 9752 x
-    /// 14336. Left to the swapped tile by the work bound: 1032 x 6104 x 8192 (136 -> 216,
+    /// 0.0259/0.0260 -> 0.0254/0.0248: faster on all 26 in both passes (0.4-11%), even at
+    /// 1144 x 9752 x 14336 (232 -> 224, 0.946, 0.966; 0.2-0.8% slower). Left to the swapped
+    /// tile by the work bound: 1032 x 6104 x 8192 (136 -> 216,
     /// 1.059) 0.1790 against 0.1880, 1214 x 5552 x 2048 0.0459-0.0473 against 0.0491, 1081 x
     /// 8192 x 8192 (136 -> 192, 1.059) 0.2295-0.2334 against 0.2375, 2432 x 896 x 4096 (136 ->
-    /// 152, 1.118) 0.0290-0.0294 against 0.0308-0.0310 (and three wins of 2-5% at 1.059-1.062:
-    /// 1216 x 7424 x 4096, 1333 x 6656 x 1024, 1408 x 1536 x 4096); by the width bound: 136
-    /// and 144 columns, 0-19% slower on all 9 shapes (1312 x 9680 x 2048 0.0903-0.0913 against
-    /// 0.0957, 1046 x 3992 x 4096 0.0591-0.0593 against 0.0651-0.0705).
+    /// 152, 1.118; below the width bound too) 0.0290-0.0294 against 0.0308-0.0310 (and three
+    /// wins of 2-5% at 1.059-1.062: 1216 x 7424 x 4096, 1333 x 6656 x 1024, 1408 x 1536 x
+    /// 4096); by the width bound: 136 and 144 columns, 0.6-19% slower on 7 of 9 shapes (1312
+    /// x 9680 x 2048 0.0903-0.0913 against 0.0957, 1046 x 3992 x 4096 (work 1.059 too)
+    /// 0.0591-0.0593 against 0.0651-0.0705), even at 1718 x 1184 x 8192, mixed at 2166 x 1904
+    /// x 2048.
     pub fn cols_instead_of_swapped_fit(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let f = Self::fitted_instead_of(current, shape, sm_count)?;
         let c = Self::cols_instead_of(current, shape, sm_count)?;
@@ -2123,21 +2130,23 @@ pub const COLS_C2_MAX_WORK_PERMILLE: u64 = 995;
 
 /// The most modelled time (busiest SM's work over its rate), per mille of the mid-M rule's
 /// swapped tile's, at which [`TileConfig::cols_instead_of_swapped_fit`] takes the column
-/// tile instead: 950 (runs 282-283: picks at 788-947 ran 0.4-11% faster; 3000 x 8192 x
-/// 4096 at 990 ran 3% slower on the column tile, run 121).
+/// tile instead: 950 (runs 282-284: picks at 788-947 ran 0.4-11% faster on 26 shapes, even
+/// at 1144 x 9752 x 14336 (946); 3000 x 8192 x 4096 at 990 ran 3% slower on the column
+/// tile, run 121; nothing timed between 947 and 990).
 pub const COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE: u64 = 950;
 
 /// The most work on the busiest SM, per mille of the mid-M rule's swapped tile's, at which
 /// [`TileConfig::cols_instead_of_swapped_fit`] takes the column tile: 1035 (runs 282-284:
-/// picks at 909-1031 ran 2-11% faster on 22 shapes; at 1059-1062 3 ran 2-5% faster and 3
+/// picks at 903-1031 ran 0.4-11% faster on 26 shapes; at 1059-1062 3 ran 2-5% faster and 3
 /// 2-7% slower, e.g. 1032 x 6104 x 8192 on 216 columns 0.1790 -> 0.1880 ms; 2432 x 896 x
 /// 4096 at 1118 6% slower).
 pub const COLS_OVER_SWAPPED_MAX_WORK_PERMILLE: u64 = 1035;
 
 /// The narrowest column tile [`TileConfig::cols_instead_of_swapped_fit`] takes: 160 columns
-/// (run 284: 136 and 144 columns lost 0-19% on all 9 shapes tried, even at the same work
-/// per SM, e.g. 1312 x 9680 x 2048 0.0903-0.0913 -> 0.0957 ms and 1046 x 3992 x 4096 0.0592
-/// -> 0.0651-0.0705; run 121 saw 136 columns lose 5% at 8192 x 9216 x 7168).
+/// (run 284: 136 and 144 columns lost 0.6-19% on 7 of the 9 shapes tried, even at the same
+/// work per SM, e.g. 1312 x 9680 x 2048 0.0903-0.0913 -> 0.0957 ms and 1046 x 3992 x 4096
+/// 0.0592 -> 0.0651-0.0705; even at 1718 x 1184 x 8192, mixed at 2166 x 1904 x 2048; run 121
+/// saw 136 columns lose 5% at 8192 x 9216 x 7168).
 pub const COLS_OVER_SWAPPED_MIN_COLS: u32 = 160;
 
 /// The shortest K-slice, in K blocks, of the small-N column tiles' few-tiles split (the
@@ -3111,7 +3120,8 @@ mod tests {
         // 12% more, ran 6% slower, run 283; 1032 x 6104 x 8192 and 1081 x 8192 x 8192: 5.9%
         // more, 2-5% slower, run 284), a column tile narrower than 160 (1312 x 9680 x 2048 and
         // 1592 x 1328 x 1024 on 136, 1046 x 3992 x 4096 on 144: 1-19% slower), the model within
-        // 5% (3000 x 8192 x 4096, 2048 x 5120 x 8192, 2048 x 9216 x 7168), M < 1024 (the column
+        // 5% (3000 x 8192 x 4096, 2048 x 5120 x 8192, 2048 x 9216 x 7168; 1024 x 7168 x 4096 at
+        // 0.962, 1.04 of cuBLAS on the swapped tile in run 284's model map), M < 1024 (the column
         // rule's bound), and a current tile neither rule replaces.
         assert_eq!(TileConfig::choose_for(s(2432, 896, 4096), 132), TileConfig::swapped_wide(136, Epilogue::TmaStore));
         for (m, n, k) in [
@@ -3124,6 +3134,7 @@ mod tests {
             (3000, 8192, 4096),
             (2048, 5120, 8192),
             (2048, 9216, 7168),
+            (1024, 7168, 4096),
             (640, 8192, 4096),
             (1000, 5120, 4096),
         ] {

@@ -824,16 +824,26 @@ fn dependent_launch_chain_matches_the_serialized_chain() {
     if gpu_or_skip("dependent_launch_chain_matches_the_serialized_chain", 1).is_none() {
         return;
     }
+    // (on 132 SMs: 128 x 128 in 2 slices, 64 x 64 swapped in 2, unsplit at K = 1024,
+    // small-N in 8, K = 16, and at K = 2048 64 x 64 swapped in 4: a short-K split)
+    dependent_chain_matches_serialized(200, &[4096, 4096, 1024, 4096, 16, 2048, 512]);
+    // Decode (M = 1), the calls run programmatically since run 277: 1 x 14336 x 4096 (64-row
+    // swapped tiles, two waves unsplit), 1 x 4096 x 14336 (swapped 64 x 8, split), 1 x 7168
+    // x 4096, 1 x 256 x 7168 (a router: split in many slices).
+    dependent_chain_matches_serialized(1, &[4096, 14336, 4096, 7168, 256]);
+}
+
+/// The chain of GEMMs whose step i maps `dims[i]` columns to `dims[i + 1]` (M = `m`), each
+/// step reading the previous step's output: serialized (each step against a cuBLAS fp32
+/// reference), then back to back x10 and captured in a graph x3, with the serialized
+/// chain's bits.
+fn dependent_chain_matches_serialized(m: u32, dims: &[u32]) {
     let ctx = CudaContext::new(0).unwrap();
     // SAFETY: every buffer of this test is used on its one stream only (cudarc's event
     // tracking would make the capture wait on work recorded outside it).
     unsafe { ctx.disable_event_tracking() };
     let stream = ctx.new_stream().unwrap();
     let mut blas = Cublas::new(&stream).unwrap();
-    let m = 200u32;
-    // (on 132 SMs: 128 x 128 in 2 slices, 64 x 64 swapped in 2, unsplit at K = 1024,
-    // small-N in 8, K = 16, and at K = 2048 64 x 64 swapped in 4: a short-K split)
-    let dims = [4096u32, 4096, 1024, 4096, 16, 2048, 512];
     let steps: Vec<GemmShape> = dims.windows(2).map(|d| GemmShape { m, n: d[1], k: d[0] }).collect();
     let mu = m as usize;
     let widest = *dims.iter().max().unwrap() as usize;
@@ -922,7 +932,7 @@ fn dependent_launch_chain_matches_the_serialized_chain() {
         }
     }
     mkernel::release_gemm_workspaces();
-    eprintln!("ok: {} steps back to back x10 and in a graph x3, the serialized chain's bits", steps.len());
+    eprintln!("ok: M = {m}, {} steps back to back x10 and in a graph x3, the serialized chain's bits", steps.len());
 }
 
 /// A split last wave's refusals, each naming its argument and rule.
