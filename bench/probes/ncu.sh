@@ -3,7 +3,7 @@
 # the counters behind a gap (tensor-pipe and shared-memory utilisation, warp stalls).
 #   bash bench/probes/ncu.sh OUT_NAME BENCH_GEMM_ARGS...
 #   e.g. bash bench/probes/ncu.sh r80 --shape 1024x1280x8192 --tile cols-128x80-tma-store
-# Writes $OUT/OUT_NAME.ncu-rep and $OUT/OUT_NAME.txt (details page). Clocks are left alone
+# Writes $OUT/OUT_NAME.ncu-rep, $OUT/OUT_NAME.txt (details page) and CSVs of raw counters. Clocks are left alone
 # (--clock-control none: never lock or change clocks on the lent machines); caches are not
 # flushed between replays (--cache-control none), as in back-to-back calls. Profiles the
 # first NCU_COUNT (default 4) GEMM kernels (ours: mkernel_gemm_*, cuBLAS: nvjet*/sm90_*).
@@ -22,5 +22,10 @@ export MKERNEL_CACHE_DIR=${MKERNEL_CACHE_DIR:-/tmp/mkernel-jit}
   "$gpu"/bin/mkernel bench gemm --iters 2 --warmup-ms 0 --no-json "$@" > "$out/$name.run.log" 2>&1
 rc=$?
 "$ncu" --import "$out/$name.ncu-rep" --page details > "$out/$name.txt" 2>&1
-echo "ncu.sh $name: rc $rc, $(grep -c '^  [a-z_]' "$out/$name.txt") kernels in $out/$name.txt"
+# Raw counters (stall samples, L2 and crossbar traffic) of the first kernel of each side, as CSV; and our kernel's
+# SASS with its stall samples (ours only: cuBLAS's code is not ours to disassemble).
+"$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:mkernel_gemm --launch-count 1 --page raw --csv > "$out/$name.ours.raw.csv" 2>&1
+"$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:'nvjet|sm90_' --launch-count 1 --page raw --csv > "$out/$name.cublas.raw.csv" 2>&1
+"$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:mkernel_gemm --launch-count 1 --page source --print-source sass --csv > "$out/$name.ours.sass.csv" 2>&1
+echo "ncu.sh $name: rc $rc, $(grep -c '^  [a-z_]' "$out/$name.txt") kernels in $out/$name.txt (+ .ours.raw.csv, .cublas.raw.csv, .ours.sass.csv)"
 exit $rc
