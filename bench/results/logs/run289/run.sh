@@ -11,3 +11,7 @@ for d in .gpu .gpu-ci; do
   python3 -c 'import json,glob,statistics,sys; r=json.load(open(glob.glob(sys.argv[1]+"/gemm-*.json")[0]))["rows"]; x=[a["ratio_to_cublas"] for a in r]; print(sys.argv[1], len(r), "rows, median", round(statistics.median(x),3), "below 0.9:", sum(v<0.9 for v in x), "check fails:", sum(1 for a in r if a.get("check") not in (None, "PASS") and not str(a.get("check")).startswith("PASS")))' "$OUT/models$d"
 done
 GPU_DIR=.gpu-ci TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm_allreduce 2>&1 | grep -E "^ok|^FAIL|passed" | tail -3
+# The counters behind it: ncu on both trees' 128 x 80 kernel (bench/probes/ncu_compare.py on the raw CSVs after).
+NCU_COUNT=2 bash bench/probes/ncu.sh r80main --shape 1024x1280x8192 --tile cols-128x80-tma-store > /dev/null 2>&1
+NCU_COUNT=2 GPU_DIR=.gpu-ci bash bench/probes/ncu.sh r80ci --shape 1024x1280x8192 --tile cols-128x80-tma-store > /dev/null 2>&1
+python3 bench/probes/ncu_compare.py $OUT/r80main.ours.raw.csv $OUT/r80ci.ours.raw.csv $OUT/r80main.cublas.raw.csv
