@@ -7,6 +7,8 @@
 #   bash bench/device-run.sh spans ARGS...       # the mkernel binary under CUPTI (kernel
 #                                                # times, gaps, rank skew: bench/probes/
 #                                                # kernel_spans.{c,py}); $OUT/spans.csv.gz
+#   bash bench/device-run.sh ncu NAME ARGS...    # Nsight Compute on `bench gemm ARGS` (ours and
+#                                                # cuBLAS's kernels; $OUT/NAME.*)
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
 #                                                # modes, --check-reps 100; one process also
 #                                                # times the one-shot path next to the
@@ -80,5 +82,27 @@ case $what in
     grep 'trace rank' "$out/bench.log" | tail -4 | cut -c1-200
     tar czf "$out/traces.tgz" -C "$out" traces && rm -rf "$out/traces"
     exit $rc ;;
-  *) echo "device-run.sh: unknown '$what' (tests | bench | spans | measure)" >&2; exit 2 ;;
+  ncu)
+    # Nsight Compute on our GEMM and cuBLAS's in one `bench gemm` process (run 285): clocks
+    # left alone (--clock-control none: never lock or change clocks here), caches kept
+    # between replays (as back to back). The first NCU_COUNT (4) GEMM kernels (ours:
+    # mkernel_gemm_*, cuBLAS: nvjet*/sm90_*) into $out/NAME.ncu-rep, their details page
+    # NAME.txt, raw counters of each side's first kernel NAME.{ours,cublas}.raw.csv
+    # (bench/probes/ncu_compare.py) and our kernel's SASS with stall samples
+    # NAME.ours.sass.csv (ours only: cuBLAS's code is not ours to disassemble).
+    name=${1:?device-run.sh ncu NAME BENCH_GEMM_ARGS...}; shift
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    [[ -x $ncu ]] || { echo "device-run.sh ncu: no ncu on this machine" >&2; exit 2; }
+    "$ncu" --clock-control none --cache-control none --set full -k 'regex:mkernel_gemm|nvjet|sm90_' \
+      -c "${NCU_COUNT:-4}" -f -o "$out/$name" \
+      "$gpu"/bin/mkernel bench gemm --iters 2 --warmup-ms 0 --no-json "$@" > "$out/$name.run.log" 2>&1
+    rc=$?
+    "$ncu" --import "$out/$name.ncu-rep" --page details > "$out/$name.txt" 2>&1
+    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:mkernel_gemm --launch-count 1 --page raw --csv > "$out/$name.ours.raw.csv" 2>&1
+    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:'nvjet|sm90_' --launch-count 1 --page raw --csv > "$out/$name.cublas.raw.csv" 2>&1
+    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:mkernel_gemm --launch-count 1 --page source --print-source sass --csv \
+      > "$out/$name.ours.sass.csv" 2>&1
+    echo "device-run.sh ncu $name: rc $rc, $(grep -c '^  [a-z_]' "$out/$name.txt") kernels in $out/$name.txt"
+    exit $rc ;;
+  *) echo "device-run.sh: unknown '$what' (tests | bench | spans | ncu | measure)" >&2; exit 2 ;;
 esac

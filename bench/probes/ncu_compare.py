@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Side by side: the counters that located run 285's gap, from `ncu --page raw --csv` exports
-(bench/probes/ncu.sh writes NAME.ours.raw.csv and NAME.cublas.raw.csv).
+(`bash bench/device-run.sh ncu NAME ...` writes NAME.ours.raw.csv and NAME.cublas.raw.csv).
 
     python3 bench/probes/ncu_compare.py A.raw.csv B.raw.csv [more.raw.csv ...]
 

@@ -303,7 +303,7 @@ impl TileConfig {
     /// 8192 (`None` otherwise). M=2049 x N=8192 on 132 SMs: 208 rows (10 row blocks, 640
     /// tiles, 5 waves; the wide 128 x 256 tiles make 544, 5 waves of 256 rows). The
     /// defaults take it where [`Self::fitted_instead_of`] says it wins (the plain GEMM's
-    /// default not where [`Self::cols_instead_of_swapped_fit`] takes a column tile first).
+    /// default not where a column tile beats it, [`Self::beats_swapped_fit`]).
     pub fn swapped_fit(m: u32, n: u32, sm_count: u32) -> Option<Self> {
         if !(257..=8192).contains(&m) || n == 0 || sm_count == 0 {
             return None;
@@ -672,7 +672,7 @@ impl TileConfig {
     /// column rule below would also replace the wide tile with a tile of at least 160
     /// columns that the model puts at least 5% ahead with at most 3.5% more work on the
     /// busiest SM, that column tile
-    /// ([`Self::cols_instead_of_swapped_fit`]; runs 282-284: 1024 x 5120 x 5120 on 128 x 160
+    /// ([`Self::beats_swapped_fit`]; runs 282-284: 1024 x 5120 x 5120 on 128 x 160
     /// in place of 176-row swapped tiles 0.0908 -> 0.0828-0.0843 ms, 0.4-11% faster on 26
     /// shapes, even on one). Else, in place
     /// of the 128 x 256 tile with K % 64 == 0, the 128-row tile whose width fits N where
@@ -714,15 +714,11 @@ impl TileConfig {
         };
         // (in this order: where the mid-M rule's swapped tile wins, it stays, even where a
         // column-fitted one would win by more: run 121's 3000 x 8192 x 4096 lost 3% that way;
-        // except where cols_instead_of_swapped_fit takes the column tile first, at least 160
-        // columns that the model puts at least 5% ahead: runs 282-284)
-        // (the mid-M rule compares Registers tiles; the TMA-store twin runs faster: run 131)
+        // except where the column tile beats it clearly, `beats_swapped_fit`: runs 282-284)
         let t = Self::swapped_instead_of(t, shape, sm_count)
             .or_else(|| Self::swapped_wide_instead_of(t, shape, sm_count))
             .or_else(|| Self::swapped_two_waves_instead_of(t, shape, sm_count))
-            .or_else(|| Self::cols_instead_of_swapped_fit(t, shape, sm_count))
-            .or_else(|| Self::fitted_instead_of(t, shape, sm_count).map(|f| if shape.n % 8 == 0 { f.with_tma_store() } else { f }))
-            .or_else(|| Self::cols_instead_of(t, shape, sm_count))
+            .or_else(|| Self::fitted_or_cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
         let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
@@ -1259,7 +1255,7 @@ impl TileConfig {
     /// 8192 x 9216 x 7168 (136 columns: 0.954 -> 0.907). The mid-M rule's swapped tiles come
     /// first ([`Self::choose_for`]): 2048 x 5120 x 8192 and 2048 x 9216 x 7168 went 4-5%
     /// faster on the column-fitted tiles, but 3000 x 8192 x 4096 3% slower; except where
-    /// [`Self::cols_instead_of_swapped_fit`] takes this rule's tile ahead of them.
+    /// this rule's tile beats theirs clearly ([`Self::beats_swapped_fit`]).
     pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         if shape.m < 1024 || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
             return None;
@@ -1268,15 +1264,16 @@ impl TileConfig {
         f.beats(current, shape, sm_count).then_some(f)
     }
 
-    /// The column rule ahead of the mid-M rule in [`Self::choose_for`] (plain GEMM): where
-    /// both [`Self::fitted_instead_of`] (a 128-row swapped tile fitted to M) and
-    /// [`Self::cols_instead_of`] (a 128-row TMA-store tile fitted to N; M >= 1024, K % 64 ==
-    /// 0, N % 8 == 0) would replace `current`, the column tile where the model puts it
-    /// clearly ahead: at least [`COLS_OVER_SWAPPED_MIN_COLS`] columns, its busiest SM's work
-    /// over its rate ([`Self::busiest_sm_work`], [`Self::relative_rate`]) at most
-    /// [`COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE`] of the swapped tile's, and its busiest SM's
-    /// work alone at most [`COLS_OVER_SWAPPED_MAX_WORK_PERMILLE`] of it. `None` elsewhere
-    /// (the mid-M rule decides, as before).
+    /// The column rule ahead of the mid-M rule in [`Self::choose_for`] (plain GEMM;
+    /// [`Self::fitted_or_cols_instead_of`] asks it where both [`Self::fitted_instead_of`], a
+    /// 128-row swapped tile `fitted` to M, and [`Self::cols_instead_of`], this 128-row
+    /// TMA-store tile fitted to N with M >= 1024, K % 64 == 0, N % 8 == 0, would replace the
+    /// default): whether this column tile is clearly ahead: at least
+    /// [`COLS_OVER_SWAPPED_MIN_COLS`] columns, its busiest SM's work over its rate
+    /// ([`Self::busiest_sm_work`], [`Self::relative_rate`]) at most
+    /// [`COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE`] of `fitted`'s, and its busiest SM's work
+    /// alone at most [`COLS_OVER_SWAPPED_MAX_WORK_PERMILLE`] of it. Where not, the mid-M
+    /// rule's tile stays, as before.
     ///
     /// Why: the mid-M rule runs first, so the column rule never saw the shapes where both
     /// fit; at M = 1024 the swapped tile of 176 rows pads M to 1056 and makes 1.82 waves
@@ -1317,17 +1314,30 @@ impl TileConfig {
     /// x 9680 x 2048 0.0903-0.0913 against 0.0957, 1046 x 3992 x 4096 (work 1.059 too)
     /// 0.0591-0.0593 against 0.0651-0.0705), even at 1718 x 1184 x 8192, mixed at 2166 x 1904
     /// x 2048.
-    pub fn cols_instead_of_swapped_fit(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        let f = Self::fitted_instead_of(current, shape, sm_count)?;
-        let c = Self::cols_instead_of(current, shape, sm_count)?;
-        if c.bn < COLS_OVER_SWAPPED_MIN_COLS {
-            return None;
+    pub fn beats_swapped_fit(&self, fitted: Self, shape: GemmShape, sm_count: u32) -> bool {
+        if self.bn < COLS_OVER_SWAPPED_MIN_COLS {
+            return false;
         }
-        let (work_f, work_c) = (f.busiest_sm_work(shape, sm_count) as u128, c.busiest_sm_work(shape, sm_count) as u128);
+        let (work_f, work_c) = (fitted.busiest_sm_work(shape, sm_count) as u128, self.busiest_sm_work(shape, sm_count) as u128);
         // work_c / rate_c <= permille / 1000 * work_f / rate_f
-        let model = work_c * f.relative_rate() as u128 * 1000 <= work_f * c.relative_rate() as u128 * COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE as u128;
+        let model = work_c * fitted.relative_rate() as u128 * 1000 <= work_f * self.relative_rate() as u128 * COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE as u128;
         let work = work_c * 1000 <= work_f * COLS_OVER_SWAPPED_MAX_WORK_PERMILLE as u128;
-        (model && work).then_some(c)
+        model && work
+    }
+
+    /// The mid-M and column rules of [`Self::choose_for`], each evaluated once: the
+    /// mid-M rule's swapped tile ([`Self::fitted_instead_of`], with the TMA-store epilogue
+    /// where N % 8 == 0: run 131, the rule compares Registers tiles and the TMA-store twin
+    /// runs faster) unless the column rule's tile ([`Self::cols_instead_of`]) beats it
+    /// clearly ([`Self::beats_swapped_fit`]); where only the column rule applies, its tile.
+    /// `None` where neither replaces `current`.
+    pub fn fitted_or_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let cols = Self::cols_instead_of(current, shape, sm_count);
+        match Self::fitted_instead_of(current, shape, sm_count) {
+            Some(f) if cols.is_some_and(|c| c.beats_swapped_fit(f, shape, sm_count)) => cols,
+            Some(f) => Some(if shape.n % 8 == 0 { f.with_tma_store() } else { f }),
+            None => cols,
+        }
     }
 
     /// The mid-M rule of [`Self::choose_for`] (and of the fused kernel's
@@ -2129,20 +2139,20 @@ pub struct SplitWorkspace {
 pub const COLS_C2_MAX_WORK_PERMILLE: u64 = 995;
 
 /// The most modelled time (busiest SM's work over its rate), per mille of the mid-M rule's
-/// swapped tile's, at which [`TileConfig::cols_instead_of_swapped_fit`] takes the column
+/// swapped tile's, at which [`TileConfig::beats_swapped_fit`] takes the column
 /// tile instead: 950 (runs 282-284: picks at 788-947 ran 0.4-11% faster on 26 shapes, even
 /// at 1144 x 9752 x 14336 (946); 3000 x 8192 x 4096 at 990 ran 3% slower on the column
 /// tile, run 121; nothing timed between 947 and 990).
 pub const COLS_OVER_SWAPPED_MAX_MODEL_PERMILLE: u64 = 950;
 
 /// The most work on the busiest SM, per mille of the mid-M rule's swapped tile's, at which
-/// [`TileConfig::cols_instead_of_swapped_fit`] takes the column tile: 1035 (runs 282-284:
+/// [`TileConfig::beats_swapped_fit`] takes the column tile: 1035 (runs 282-284:
 /// picks at 903-1031 ran 0.4-11% faster on 26 shapes; at 1059-1062 3 ran 2-5% faster and 3
 /// 2-7% slower, e.g. 1032 x 6104 x 8192 on 216 columns 0.1790 -> 0.1880 ms; 2432 x 896 x
 /// 4096 at 1118 6% slower).
 pub const COLS_OVER_SWAPPED_MAX_WORK_PERMILLE: u64 = 1035;
 
-/// The narrowest column tile [`TileConfig::cols_instead_of_swapped_fit`] takes: 160 columns
+/// The narrowest column tile [`TileConfig::beats_swapped_fit`] takes: 160 columns
 /// (run 284: 136 and 144 columns lost 0.6-19% on 7 of the 9 shapes tried, even at the same
 /// work per SM, e.g. 1312 x 9680 x 2048 0.0903-0.0913 -> 0.0957 ms and 1046 x 3992 x 4096
 /// 0.0592 -> 0.0651-0.0705; even at 1718 x 1184 x 8192, mixed at 2166 x 1904 x 2048; run 121
@@ -3107,11 +3117,14 @@ mod tests {
             let shape = s(m, n, k);
             assert_eq!(TileConfig::choose_for(shape, 132), want, "{m}x{n}x{k}");
             let current = TileConfig::choose(m, n, 132);
-            let c = TileConfig::cols_instead_of_swapped_fit(current, shape, 132);
+            let c = TileConfig::fitted_or_cols_instead_of(current, shape, 132);
             assert_eq!(c.map(|c| TileConfig::clustered_instead_of(c, shape)), Some(want), "{m}x{n}x{k}");
-            // Both rules would replace the default, and the model's two bounds hold.
+            // Both rules would replace the default, the column tile beats the swapped one,
+            // and the model's two bounds hold.
             let f = TileConfig::fitted_instead_of(current, shape, 132).unwrap();
             let c = c.unwrap();
+            assert_eq!(TileConfig::cols_instead_of(current, shape, 132), Some(c), "{m}x{n}x{k}");
+            assert!(c.beats_swapped_fit(f, shape, 132), "{m}x{n}x{k}");
             let (wf, wc) = (f.busiest_sm_work(shape, 132) as f64, c.busiest_sm_work(shape, 132) as f64);
             assert!(wc / c.relative_rate() as f64 <= 0.95 * wf / f.relative_rate() as f64, "{m}x{n}x{k}");
             assert!(wc <= 1.035 * wf && c.bn >= 160, "{m}x{n}x{k}");
@@ -3139,14 +3152,28 @@ mod tests {
             (1000, 5120, 4096),
         ] {
             let shape = s(m, n, k);
-            assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::choose(m, n, 132), shape, 132), None, "{m}x{n}x{k}");
+            let current = TileConfig::choose(m, n, 132);
+            if let (Some(f), Some(c)) = (TileConfig::fitted_instead_of(current, shape, 132), TileConfig::cols_instead_of(current, shape, 132)) {
+                assert!(!c.beats_swapped_fit(f, shape, 132), "{m}x{n}x{k}");
+            }
+            assert!(TileConfig::fitted_or_cols_instead_of(current, shape, 132).is_some_and(|t| t.swap_ab), "{m}x{n}x{k}");
             assert!(TileConfig::choose_for(shape, 132).swap_ab, "{m}x{n}x{k}");
         }
-        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE_TMA_STORE_C2, s(1024, 5120, 5120), 132), None);
-        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE_TMA_STORE, s(1024, 5120, 5120), 0), None);
-        // K % 64 != 0 and N % 8 != 0: neither column rule applies.
-        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE_TMA_STORE, s(1024, 5120, 5100), 132), None);
-        assert_eq!(TileConfig::cols_instead_of_swapped_fit(TileConfig::WIDE, s(1024, 5116, 5120), 132), None);
+        assert_eq!(TileConfig::fitted_or_cols_instead_of(TileConfig::WIDE_TMA_STORE_C2, s(1024, 5120, 5120), 132), None);
+        assert_eq!(TileConfig::fitted_or_cols_instead_of(TileConfig::WIDE_TMA_STORE, s(1024, 5120, 5120), 0), None);
+        // K % 64 != 0: neither rule applies; N % 8 != 0: no column tile, the swapped
+        // Registers tile.
+        assert_eq!(TileConfig::fitted_or_cols_instead_of(TileConfig::WIDE_TMA_STORE, s(1024, 5120, 5100), 132), None);
+        let t = TileConfig::fitted_or_cols_instead_of(TileConfig::WIDE, s(1024, 5116, 5120), 132);
+        assert!(t.is_some_and(|t| t.swap_ab && t.epilogue == Epilogue::Registers), "{t:?}");
+        // Only the column rule (M >= 1024, no swapped fit above M = 8192): its tile.
+        let only_cols = s(16384, 2880, 4096);
+        assert_eq!(TileConfig::fitted_instead_of(TileConfig::choose(16384, 2880, 132), only_cols, 132), None);
+        assert!(TileConfig::cols_instead_of(TileConfig::choose(16384, 2880, 132), only_cols, 132).is_some());
+        assert_eq!(
+            TileConfig::fitted_or_cols_instead_of(TileConfig::choose(16384, 2880, 132), only_cols, 132),
+            TileConfig::cols_instead_of(TileConfig::choose(16384, 2880, 132), only_cols, 132)
+        );
     }
 
     #[test]

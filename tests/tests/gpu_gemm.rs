@@ -279,17 +279,23 @@ fn clustered_cols_default_matches_reference() {
 
 /// M >= 1024 where both the mid-M rule's swapped tile and a column-fitted one would
 /// replace the wide tile and the model puts the column tile ahead
-/// (`TileConfig::cols_instead_of_swapped_fit`), M ragged (1088, 1150, 1067, 1487: the last
+/// (`TileConfig::beats_swapped_fit`), M ragged (1088, 1150, 1067, 1487: the last
 /// row block short), N's last column block short (5000, 8072, 3800), K from 1024 to 8192,
 /// against the reference; on 132 SMs the tiles are asserted (208, 176, 184, 176 columns,
 /// and 160 in 2-CTA clusters at 1024 x 5120 x 5120).
 #[test]
 fn cols_over_swapped_fit_default_matches_reference() {
-    let cases = [(1088, 6032, 8192, 208), (1150, 5000, 4096, 176), (1067, 8072, 1024, 184), (1487, 3800, 2048, 176), (1024, 5120, 5120, 160)];
+    let (cols, cols_c2) = (TileConfig::cols_tma_store, TileConfig::cols_tma_store_c2);
+    let cases = [
+        (1088, 6032, 8192, cols(208)),
+        (1150, 5000, 4096, cols(176)),
+        (1067, 8072, 1024, cols(184)),
+        (1487, 3800, 2048, cols(176)),
+        (1024, 5120, 5120, cols_c2(160)),
+    ];
     let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
     defaults_match_reference("cols_over_swapped_fit_default_matches_reference", &shapes, |s, sms| {
-        let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
-        let want = if (s.m, s.n, s.k) == (1024, 5120, 5120) { TileConfig::cols_tma_store_c2(width) } else { TileConfig::cols_tma_store(width) };
+        let want = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
         (sms == 132).then_some(want)
     });
 }

@@ -12,6 +12,6 @@ for d in .gpu .gpu-ci; do
 done
 GPU_DIR=.gpu-ci TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm_allreduce 2>&1 | grep -E "^ok|^FAIL|passed" | tail -3
 # The counters behind it: ncu on both trees' 128 x 80 kernel (bench/probes/ncu_compare.py on the raw CSVs after).
-NCU_COUNT=2 bash bench/probes/ncu.sh r80main --shape 1024x1280x8192 --tile cols-128x80-tma-store > /dev/null 2>&1
-NCU_COUNT=2 GPU_DIR=.gpu-ci bash bench/probes/ncu.sh r80ci --shape 1024x1280x8192 --tile cols-128x80-tma-store > /dev/null 2>&1
+NCU_COUNT=2 bash bench/device-run.sh ncu r80main --shape 1024x1280x8192 --tile cols-128x80-tma-store > /dev/null 2>&1
+NCU_COUNT=2 GPU_DIR=.gpu-ci bash bench/device-run.sh ncu r80ci --shape 1024x1280x8192 --tile cols-128x80-tma-store > /dev/null 2>&1
 python3 bench/probes/ncu_compare.py $OUT/r80main.ours.raw.csv $OUT/r80ci.ours.raw.csv $OUT/r80main.cublas.raw.csv
