@@ -246,7 +246,10 @@ __device__ __forceinline__ void gemm_sync() {
   if constexpr (Cfg::CM == 1) __syncthreads(); else cluster_sync();
 }
 
-// ---- producer: one thread ------------------------------------------------------------
+// ---- producer: one warp ---------------------------------------------------------------
+// Every lane runs the loop and waits on the empty barrier; one elected lane arms the full
+// barrier and issues the loads. (One thread alone issued them from per-thread registers:
+// ~70 dependent instructions a K block, the bound of the narrow tiles: bench/NOTES.md 36.3.)
 template <class Cfg>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
                               const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
@@ -258,16 +261,19 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     sched.coords(t, mb, nb);
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
-      // (with a cluster: the whole B tile lands here, half of it sent by the other CTA)
-      mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
-      tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
-      if constexpr (Cfg::CM == 1) {
-        tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
-      } else {
-        const u32 me = cluster_cta_rank();
-        tma_load_2d_multicast(tma_b, &sm.stage_full[stage], sm.b(stage) + me * Cfg::kBBytesPerCta, (i32)(kb * Cfg::BK),
-                              (i32)(nb * Cfg::BN + me * Cfg::kBRowsPerCta), (u16)((1u << Cfg::CM) - 1));
+      if (elect_one_sync()) {
+        // (with a cluster: the whole B tile lands here, half of it sent by the other CTA)
+        mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
+        tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
+        if constexpr (Cfg::CM == 1) {
+          tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
+        } else {
+          const u32 me = cluster_cta_rank();
+          tma_load_2d_multicast(tma_b, &sm.stage_full[stage], sm.b(stage) + me * Cfg::kBBytesPerCta, (i32)(kb * Cfg::BK),
+                                (i32)(nb * Cfg::BN + me * Cfg::kBRowsPerCta), (u16)((1u << Cfg::CM) - 1));
+        }
       }
+      __syncwarp();
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
     }
   }
@@ -608,6 +614,14 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 #pragma unroll
   for (u32 i = 0; i < Cfg::kAccRegs; ++i) acc[i] = 0.0f;
   u32 stage = 0, phase = 0;
+  // Stage 0's descriptors; stage s adds s * kStageBytes / 16 to the address field (bits
+  // 0-13, 16-byte units): the ring ends below 256 KiB, so the field never carries.
+  // (`wg` is warp-uniform, read through a shuffle, so these stay in uniform registers and
+  // each K block issues its wgmmas without rebuilding them.)
+  const u64 da0 = make_kmajor_sw128_desc(sm.a(0) + wg * 64 * 128);
+  const u64 db0 = make_kmajor_sw128_desc(sm.b(0));
+  constexpr u64 kStageDescStep = Cfg::kStageBytes >> 4;
+  static_assert(Cfg::kStageBytes % 16 == 0, "stages start on 16-byte boundaries");
   for (u32 u = first_unit; u < units.total; u += stride) {
     u32 t, slice, kb0, kb1, mb, nb;
     units.unit(u, k_blocks, t, slice, kb0, kb1);
@@ -615,9 +629,10 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
     u32 prev_stage = 0;
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_full[stage], phase, timeout_ns);
-      const u64 da = make_kmajor_sw128_desc(sm.a(stage) + wg * 64 * 128);
-      const u64 db = make_kmajor_sw128_desc(sm.b(stage));
+      const u64 da = da0 + stage * kStageDescStep;
+      const u64 db = db0 + stage * kStageDescStep;
       fence_accumulators(acc);
+      // (every K block: without it ptxas inserts the same warpgroup.arrive itself, C7519)
       wgmma_fence();
 #pragma unroll
       for (u32 kk = 0; kk < Cfg::BK / 16; ++kk) {
@@ -686,12 +701,16 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
-  const u32 wg = threadIdx.x / 128;
+  // (a shuffle from lane 0 makes it warp-uniform to the compiler: uniform registers)
+  const u32 wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
   if (wg == 0) {
     warpgroup_reg_dealloc<Cfg::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      tma_prefetch_descriptor(tma_a);
-      tma_prefetch_descriptor(tma_b);
+    if (threadIdx.x < 32) {
+      if (threadIdx.x == 0) {
+        tma_prefetch_descriptor(tma_a);
+        tma_prefetch_descriptor(tma_b);
+      }
+      __syncwarp();
       gemm_producer<Cfg>(tma_a, tma_b, sm, sched, units, first_tile, tile_stride, k_blocks, timeout_ns);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
       gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, on_tile_stored);
