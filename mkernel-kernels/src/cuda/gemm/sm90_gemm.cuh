@@ -2,8 +2,9 @@
 // fp32 accumulation, bf16 out. Used by the plain GEMM kernel and by every fused kernel.
 //
 // Per CTA (one per SM, persistent):
-//   warpgroup 0      producer: one thread issues TMA loads of A/B tiles into a ring of
-//                    STAGES shared-memory stages (128B swizzle), signalling `stage_full`.
+//   warpgroup 0      producer: warp 0 waits for free stages and one elected lane issues
+//                    the TMA loads of A/B tiles into a ring of STAGES shared-memory
+//                    stages (128B swizzle), signalling `stage_full`.
 //   warpgroups 1..2  consumers: each owns 64 rows of the BM=128 tile and issues
 //                    m64nBNk16 wgmma from shared memory, releases `stage_empty`, then
 //                    runs the epilogue.

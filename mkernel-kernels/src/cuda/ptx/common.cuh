@@ -25,8 +25,9 @@ __device__ __forceinline__ u32 smem_u32(const void* ptr) {
 
 __device__ __forceinline__ u32 lane_id() { u32 l; asm volatile("mov.u32 %0, %%laneid;" : "=r"(l)); return l; }
 
-// One lane of the (converged) calling warp: true in exactly one lane (PTX ISA 8.0
-// `elect.sync`, sm_90). Work issued under it keeps the warp's values warp-uniform, so
+// True in exactly one lane of the calling warp (PTX ISA 8.0 `elect.sync`, sm_90). All 32
+// lanes must call it (full member mask): never under a lane-subset branch such as
+// `threadIdx.x == 0`. Work issued under it keeps the warp's values warp-uniform, so
 // ptxas can feed them to TMA from uniform registers (a branch on `threadIdx.x == 0`
 // makes it loop over the active lanes to move each operand into one: ELECT, R2UR, BRA).
 __device__ __forceinline__ bool elect_one_sync() {
