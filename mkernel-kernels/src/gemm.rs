@@ -679,12 +679,16 @@ impl TileConfig {
     /// [`Self::cols_instead_of`] says it wins (2048 x 7168 x 9216: 128 x 176, 0.835 -> 0.896
     /// of cuBLAS, runs 118-119).
     ///
-    /// Where M <= 256 still lands on the 128 x 128 Registers tile (the swapped one did not
-    /// win: M = 193..256 on N = 8192), its TMA-store twin when N % 8 == 0 and K % 64 == 0:
-    /// faster on every one of 12 shapes in two passes (run 143, one H200, ms, M = 208, 224,
-    /// 240, 256 on 8192 x 4096, 8192 x 14336, 7168 x 9216): by 0.1-4.1%, e.g. 224 x 8192
-    /// x 4096 0.0338-0.0340 -> 0.0325-0.0326, 256 x 8192 x 4096 0.0349-0.0350 -> 0.0337-0.0341
-    /// (bench/NOTES.md 18.7). For 112 <= M <= 128 where those tiles leave SMs idle, the
+    /// Where the rules above still land on the 128 x 128 Registers tile (the swapped one did
+    /// not win: M = 193..256 on N = 8192; or one wave of them at M >= 1024), its TMA-store
+    /// twin when N % 8 == 0 and K % 64 == 0: faster on every one of 12 shapes in two passes
+    /// (run 143, one H200, ms, M = 208, 224, 240, 256 on 8192 x 4096, 8192 x 14336, 7168 x
+    /// 9216): by 0.1-4.1%, e.g. 224 x 8192 x 4096 0.0338-0.0340 -> 0.0325-0.0326, 256 x 8192
+    /// x 4096 0.0349-0.0350 -> 0.0337-0.0341 (bench/NOTES.md 18.7); above M = 256 since the
+    /// producer warp (run 296, two passes, ms): 1024 x 2048 x 8192 0.0545-0.0547 ->
+    /// 0.0532-0.0533, 2048 x 1024 x 8192 0.0541-0.0544 -> 0.0531-0.0533, 1024 x 2048 x 4096
+    /// 0.0293 -> 0.0274-0.0277, 2048 x 1024 x 4096 0.0288-0.0293 -> 0.0273-0.0279, 1024 x
+    /// 2048 x 14336 0.937 / 0.919 of cuBLAS -> 0.957 / 0.948 (bench/NOTES.md 37.2). For 112 <= M <= 128 where those tiles leave SMs idle, the
     /// narrowest 128-row column-fitted TMA-store tile whose tiles fill one wave
     /// ([`Self::narrow_cols_instead_of`]: 128 x 9216 x 7168 on 72 columns, 0.77 -> 0.85 of
     /// cuBLAS, runs 166-167); for 65 <= M <= 111, the 128-row swapped tile holding M rows
@@ -720,7 +724,7 @@ impl TileConfig {
             .or_else(|| Self::swapped_two_waves_instead_of(t, shape, sm_count))
             .or_else(|| Self::fitted_or_cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
-        let t = if t == Self::NARROW && shape.m <= 256 && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
+        let t = if t == Self::NARROW && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
         let t = Self::clustered_instead_of(t, shape);
         let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
@@ -944,6 +948,30 @@ impl TileConfig {
             && (ONE_WAVE_COLS_MIN_K..=ONE_WAVE_COLS_MAX_K).contains(&shape.k)
     }
 
+    /// Where [`Self::split_one_wave_cols_for`] leaves the one-wave-cols rule's W columns
+    /// unsplit since the producer warp (NOTES 36.3): above M = 256 with K >=
+    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_K`] and the last row block full or holding at least
+    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_LAST_ROWS`] rows. There 2W in 2 slices had won while the producer thread bounded the
+    /// narrow tiles; now W unsplit is ahead (run 296, two passes, ms, 2W in 2 -> W): 512 x
+    /// 2560 x 8192 0.0393 -> 0.0379-0.0381, 640 x 2048 x 8192 0.0395-0.0400 -> 0.0383-0.0390,
+    /// 1024 x 1536 x 14336 0.0748 / 0.0855 -> 0.0724 / 0.0786, 2000 x 760 x 14336 0.0750-0.0751
+    /// -> 0.0732-0.0737, 2048 x 768 x 8192 0.0463-0.0471 -> 0.0427-0.0428, 384 x 4096 x 14336
+    /// 0.0787 / 0.0847 -> 0.0756 / 0.0806, 1000 x 1400 x 8192 0.0428-0.0437 -> 0.0388-0.0395,
+    /// 479 x 2648 x 8192 0.0431 / 0.0462 -> 0.0390 / 0.0422, 1024 x 1408 x 14336 0.0658 /
+    /// 0.0678 -> 0.0653 / 0.0662, 768 x 1536 x 8192 and 512 x 3072 x 14336 even; run 294:
+    /// 1024 x 1280 x 8192 0.0401-0.0402 -> 0.0383-0.0388, 1024 x 1536 x 8192 0.0462-0.0465 ->
+    /// 0.0425-0.0428, 768 x 2048 x 8192 0.0466-0.0469 -> 0.0433-0.0439, 384 x 3072 x 8192
+    /// 0.0375-0.0376 -> 0.0370-0.0373. Still split: 321 x 3536 x 8192 (65 rows in the last
+    /// block; 0.0425-0.0428 against 0.0508-0.0510 unsplit), 1024 x 1152 x 6912 (0.0305 /
+    /// 0.0319 against 0.0309 / 0.0343), and at M <= 256, where 2W in 2 still won on 5 of 10
+    /// shapes (256 x 3072 x 14336 0.0428-0.0429 against 0.0507-0.0516, 200 x 5120 x 6912
+    /// 0.0358-0.0366 against 0.0431-0.0433; W ahead on 256 x 4352 x 6912 and 256 x 5120 x
+    /// 14336 by 3-5%, even on 3) (bench/NOTES.md 37.3).
+    fn one_wave_cols_unsplit_wins(shape: GemmShape) -> bool {
+        let last_rows = shape.m % 128;
+        shape.m > 256 && shape.k >= ONE_WAVE_COLS_UNSPLIT_MIN_K && (last_rows == 0 || last_rows >= ONE_WAVE_COLS_UNSPLIT_MIN_LAST_ROWS)
+    }
+
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
     /// ([`Self::one_wave_cols_instead_of`]: W columns, one wave of tiles) where 48 <= W <=
     /// 80, or W <= 96 above M = 256 from K = [`ONE_WAVE_COLS_WIDE_SPLIT_MIN_K`]; or, above M =
@@ -1016,7 +1044,11 @@ impl TileConfig {
             return None;
         }
         let current = Self::choose_for_before_one_wave_cols(shape, sm_count);
-        let w = Self::one_wave_cols_instead_of(current, shape, sm_count).or_else(|| Self::one_wave_cols_instead_of_m64(current, shape, sm_count))?;
+        let w = match Self::one_wave_cols_instead_of(current, shape, sm_count) {
+            Some(_) if Self::one_wave_cols_unsplit_wins(shape) => return None,
+            Some(w) => w,
+            None => Self::one_wave_cols_instead_of_m64(current, shape, sm_count)?,
+        };
         let widest = if shape.m > 256 && shape.k >= ONE_WAVE_COLS_WIDE_SPLIT_MIN_K { 96 } else { 80 };
         if w.bn > widest {
             return None;
@@ -1242,7 +1274,7 @@ impl TileConfig {
     /// The column rule of [`Self::choose_for`]: the 128-row tile whose width fits N
     /// ([`Self::cols_fit`]) with the TMA-store epilogue ([`Self::cols_tma_store`]) where it
     /// beats `current`, an unclustered 128 x 256 or 64 x 256 tile (either epilogue): M >=
-    /// 1024 (the shapes measured), K % 64 == 0, N % 8 == 0, and its busiest SM's work over its rate ([`Self::busiest_sm_work`],
+    /// 1024 or two row blocks (below; the shapes measured), K % 64 == 0, N % 8 == 0, and its busiest SM's work over its rate ([`Self::busiest_sm_work`],
     /// [`Self::relative_rate`]) below `current`'s. `None` where `current` stays. (The plain
     /// GEMM only: the fused kernel's epilogue path copies swizzled 64-column staging boxes.)
     ///
@@ -1256,12 +1288,29 @@ impl TileConfig {
     /// first ([`Self::choose_for`]): 2048 x 5120 x 8192 and 2048 x 9216 x 7168 went 4-5%
     /// faster on the column-fitted tiles, but 3000 x 8192 x 4096 3% slower; except where
     /// this rule's tile beats theirs clearly ([`Self::beats_swapped_fit`]).
+    ///
+    /// Also for 193 <= M <= 256 (two row blocks) where `current`'s tiles make more than one
+    /// wave, and there in its 2-CTA twin ([`Self::cols_tma_store_c2`]) where the width has one
+    /// and K >= 4096, as [`Self::clustered_instead_of`] pairs the row blocks from M = 1024
+    /// (which this does not change: the fused kernel's rule calls it too). Run 295 (one H200,
+    /// two passes, 20 calls back to back, ms; the 128 x 256 TMA-store default -> this rule's
+    /// pick; others forced): 256 x 57344 x 8192 (448 wide tiles, 3.4 waves) 0.4334-0.4342 ->
+    /// 0.3850-0.3866 (176, clustered; 224 0.4015-0.4033, its twin 0.3970-0.3977, the wide
+    /// tile's twin 0.4249-0.4287), 256 x 55296 x 5120 0.2765-0.2766 -> 0.2429 / 0.2831 (176,
+    /// clustered; cuBLAS 0.2247 / 0.2685 in the same processes; 224 0.2533-0.2563), 256 x
+    /// 27648 x 5120 0.1342-0.1401 -> 0.1268-0.1274 (216; 224 0.1293-0.1295, its twin
+    /// 0.1273-0.1296, 176 clustered 0.1392-0.1401): 8-12% faster, the best of the tiles run
+    /// on each (bench/NOTES.md 37.1).
     pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if shape.m < 1024 || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
+        let two_row_blocks = (193..=256).contains(&shape.m) && current.tiles(shape.m, shape.n) > sm_count as u64;
+        if !(shape.m >= 1024 || two_row_blocks) || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
             return None;
         }
         let f = Self::cols_fit(shape.m, shape.n, sm_count)?.with_tma_store();
-        f.beats(current, shape, sm_count).then_some(f)
+        if !f.beats(current, shape, sm_count) {
+            return None;
+        }
+        Some(if two_row_blocks && Self::cols_clusters(f.bn) && shape.k >= 4096 { Self { cluster_m: 2, ..f } } else { f })
     }
 
     /// The column rule ahead of the mid-M rule in [`Self::choose_for`] (plain GEMM;
@@ -2209,6 +2258,16 @@ pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
 /// one-wave widths 88 and 96 (176 and 192 columns in 2; run 275: 192 in 2 3-10% faster than
 /// 96 unsplit at K = 8192-14336 on 5 of 6 shapes, even on the sixth; even at K = 6912).
 pub const ONE_WAVE_COLS_WIDE_SPLIT_MIN_K: u32 = 8192;
+/// From this K and above M = 256 (the last row block more than half full),
+/// [`TileConfig::split_one_wave_cols_for`] leaves the one-wave width unsplit (run 296;
+/// `one_wave_cols_unsplit_wins`). Below it the only shape measured since the producer warp
+/// (1024 x 1152 x 6912) still ran as fast split.
+pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
+/// The fewest rows of a ragged last row block (M % 128) at which
+/// [`TileConfig::split_one_wave_cols_for`] leaves the one-wave width unsplit above M = 256
+/// (run 296: 2000 x 760 x 14336's 80 rows 2% faster unsplit, 321 x 3536 x 8192's 65 rows 19%
+/// slower).
+pub const ONE_WAVE_COLS_UNSPLIT_MIN_LAST_ROWS: u32 = 80;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -3446,29 +3505,37 @@ mod tests {
             // From 193 rows (two row blocks) on.
             assert_eq!(TileConfig::one_wave_cols_instead_of(before, s(193, n, k), 132), Some(cols(w)), "193x{n}x{k}");
         }
-        // Run 269's shapes (M = 384-2048, 3-16 row blocks; the 128 x 128 default with the
-        // register epilogue, one wave, unsplit).
+        // Run 269's shapes (M = 384-2048, 3-16 row blocks; the 128 x 128 default, one wave,
+        // unsplit; with the TMA-store epilogue since run 296).
         for (m, n, k, w) in [
             (1024, 1280, 8192, 80), (512, 2560, 8192, 80), (640, 2048, 8192, 80), (1280, 1024, 8192, 80), (512, 2560, 4096, 80),
             (1024, 1536, 4096, 96), (512, 3072, 8192, 96), (768, 2048, 8192, 96), (1536, 1024, 8192, 96), (2048, 768, 8192, 96),
             (384, 4096, 8192, 96), (384, 3072, 8192, 72), (768, 1536, 4096, 72), (1536, 768, 8192, 72), (640, 1792, 8192, 72),
             (1024, 1792, 5120, 112), (512, 3584, 8192, 112), (2048, 896, 8192, 112),
         ] {
-            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::NARROW, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::NARROW_TMA_STORE, "{m}x{n}x{k}");
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
-            // 2W in 2 slices where W <= 80 and K >= 6912, or W <= 96 and K >= 8192 (runs 267,
-            // 275), and the slices fit one wave (not 1280 x 1024, 1536 x 768 nor 1536 x 1024:
-            // 70, 72 and 72 tiles of 2W columns).
-            let split = (k >= 6912 && w <= 80 || k >= 8192 && w <= 96) && cols(2 * w).tiles(m, n) * 2 <= 132;
+            // Runs 267 and 275 split them into 2W in 2 slices where W <= 80 and K >= 6912, or W
+            // <= 96 and K >= 8192, and the slices fit one wave (not 1280 x 1024, 1536 x 768 nor
+            // 1536 x 1024: 70, 72 and 72 tiles of 2W columns); since the producer warp W
+            // unsplit is ahead where K >= 8192 and the last row block is more than half full
+            // (run 296: all of these), and K < 6912 was never split.
+            let fits = cols(2 * w).tiles(m, n) * 2 <= 132;
             let overfill = [(1280, 1024), (1536, 768), (1536, 1024)].contains(&(m, n));
-            assert_eq!(overfill, (k >= 6912 && w <= 96) && !split, "{m}x{n}x{k}");
-            let split = split.then(|| (cols(2 * w), 2));
-            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), split, "{m}x{n}x{k}");
+            assert_eq!(overfill, (k >= 6912 && w <= 96) && !fits, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
-        // The wider split starts at K = 8192 (run 275: even at 6912) and above M = 256.
+        // Still split above M = 256: below K = 8192 (the wider split starts at K = 8192, run
+        // 275: even at 6912), and where the last row block is at most half full (run 296:
+        // 321 x 3536 x 8192 unsplit 19% slower).
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 6912), 132, u64::MAX, u64::MAX), None);
-        assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 8192), 132, u64::MAX, u64::MAX), Some((cols(192), 2)));
-        assert_eq!(TileConfig::split_rule_for(s(1024, 1408, 14336), 132, u64::MAX, u64::MAX), Some((cols(176), 2)));
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1152, 6912), 132, u64::MAX, u64::MAX), Some((cols(144), 2)));
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 8192), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1408, 14336), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::choose_for(s(321, 3536, 8192), 132), cols(88));
+        assert_eq!(TileConfig::split_rule_for(s(321, 3536, 8192), 132, u64::MAX, u64::MAX), Some((cols(176), 2)));
+        assert_eq!(TileConfig::split_rule_for(s(1000, 1400, 8192), 132, u64::MAX, u64::MAX), None);
+        assert_eq!(TileConfig::split_rule_for(s(2000, 760, 14336), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::choose_for(s(256, 6144, 8192), 132), cols(96));
         assert_eq!(TileConfig::split_rule_for(s(256, 6144, 8192), 132, u64::MAX, u64::MAX), None);
         // In place of the unsplit one-wave 64 x 256 default above M = 256 from K = 6912, where
@@ -3517,7 +3584,9 @@ mod tests {
         assert_eq!(rule(narrow, 256, 8192, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 16896, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 27648, 5120, 132), None);
-        assert_eq!(TileConfig::choose_for(s(256, 27648, 5120), 132), TileConfig::WIDE_TMA_STORE);
+        // (there the column rule fits the width to the waves instead, run 295)
+        assert_eq!(TileConfig::choose_for(s(256, 27648, 5120), 132), cols(216));
+        assert_eq!(TileConfig::choose_for(s(256, 57344, 8192), 132), TileConfig::cols_tma_store_c2(176));
         assert_eq!(rule(narrow, 256, 2816, 8192, 132), None); // 44 tiles: a third of 132
         assert_eq!(rule(narrow, 256, 2944, 8192, 132), Some(cols(48)));
         // Outside what was measured, or not the two defaults it replaces.
@@ -3724,10 +3793,11 @@ mod tests {
         assert_eq!(pick(256, 2048, 32768), Some((TileConfig::NARROW_TMA_STORE, 4)));
         assert_eq!(pick(256, 1024, 65536).map(|p| p.1), Some(8));
         assert_eq!(pick(256, 1024, 9216).map(|p| p.1), Some(8));
-        // A Registers default gives way to its TMA-store twin (N % 8 == 0), else no split.
-        let s = GemmShape { m: 1000, n: 1000, k: 16384 };
-        assert_eq!(TileConfig::choose_for(s, 132), TileConfig::NARROW);
+        // The 128 x 128 default has the TMA-store epilogue where N % 8 == 0 (run 296) and
+        // splits; with N % 8 != 0 it keeps the Registers one and does not split.
+        assert_eq!(TileConfig::choose_for(GemmShape { m: 1000, n: 1000, k: 16384 }, 132), TileConfig::NARROW_TMA_STORE);
         assert_eq!(pick(1000, 1000, 16384), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(TileConfig::choose_for(GemmShape { m: 1000, n: 1001, k: 16384 }, 132), TileConfig::NARROW);
         assert_eq!(pick(1000, 1001, 16384), None);
         // The default's other tiles: 64-row swapped, 64 x 256, 128 x 256, column-fitted.
         assert_eq!(pick(64, 4096, 14336), Some((TileConfig::swapped_tma_store(64), 2)));
