@@ -950,9 +950,9 @@ impl TileConfig {
 
     /// Where [`Self::split_one_wave_cols_for`] leaves the one-wave-cols rule's W columns
     /// unsplit since the producer warp (NOTES 36.3): above M = 256 with K >=
-    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_K`] and the last row block full or holding at least
-    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_LAST_ROWS`] rows. There 2W in 2 slices had won while the producer thread bounded the
-    /// narrow tiles; now W unsplit is ahead (run 296, two passes, ms, 2W in 2 -> W): 512 x
+    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_K`], W >= [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] and the
+    /// padding rows of the last row block at most a tenth of M rounded up to 128. There 2W in
+    /// 2 slices had won while the producer thread bounded the narrow tiles; now W unsplit is ahead (run 296, two passes, ms, 2W in 2 -> W): 512 x
     /// 2560 x 8192 0.0393 -> 0.0379-0.0381, 640 x 2048 x 8192 0.0395-0.0400 -> 0.0383-0.0390,
     /// 1024 x 1536 x 14336 0.0748 / 0.0855 -> 0.0724 / 0.0786, 2000 x 760 x 14336 0.0750-0.0751
     /// -> 0.0732-0.0737, 2048 x 768 x 8192 0.0463-0.0471 -> 0.0427-0.0428, 384 x 4096 x 14336
@@ -961,15 +961,24 @@ impl TileConfig {
     /// 0.0678 -> 0.0653 / 0.0662, 768 x 1536 x 8192 and 512 x 3072 x 14336 even; run 294:
     /// 1024 x 1280 x 8192 0.0401-0.0402 -> 0.0383-0.0388, 1024 x 1536 x 8192 0.0462-0.0465 ->
     /// 0.0425-0.0428, 768 x 2048 x 8192 0.0466-0.0469 -> 0.0433-0.0439, 384 x 3072 x 8192
-    /// 0.0375-0.0376 -> 0.0370-0.0373. Still split: 321 x 3536 x 8192 (65 rows in the last
-    /// block; 0.0425-0.0428 against 0.0508-0.0510 unsplit), 1024 x 1152 x 6912 (0.0305 /
-    /// 0.0319 against 0.0309 / 0.0343), and at M <= 256, where 2W in 2 still won on 5 of 10
+    /// 0.0375-0.0376 -> 0.0370-0.0373; run 297 (ragged M, 2W in 2 -> W): 352 x 3536 x 8192
+    /// (32 padding rows of 384) 0.0422 / 0.0446 -> 0.0368 / 0.0380, 368 x 3536 x 8192
+    /// 0.0427 / 0.0443 -> 0.0380 / 0.0392, 968 x 1400 x 8192 (56 of 1024) 0.0423-0.0427 ->
+    /// 0.0381 / 0.0394, 976 and 992 x 1400 x 8192 the same. Still split: M padded by more
+    /// than a tenth (run 297, 3 row blocks, 2W in 2 against W: 321 x 3536 x 8192 0.0420-0.0422
+    /// against 0.0507-0.0512, 328 x 3536 x 8192 0.0421-0.0424 against 0.0500-0.0503, 336 x
+    /// 3536 x 8192 0.0424-0.0427 against 0.0435-0.0448; not understood: the same 123 tiles of
+    /// 128 x 88 take 0.0368 at M = 352), W = 48 (373 x 2048 x 14336 0.0413 / 0.0452 against
+    /// 0.0504 / 0.0563; 1024 x 768 x 8192 0.0290 / 0.0313 against 0.0320 / 0.0314; 730 x 1024 x
+    /// 8192 0.0327-0.0332 against 0.0315-0.0318), 1024 x 1152 x 6912 (0.0305 / 0.0319 against
+    /// 0.0309 / 0.0343), and at M <= 256, where 2W in 2 still won on 5 of 10
     /// shapes (256 x 3072 x 14336 0.0428-0.0429 against 0.0507-0.0516, 200 x 5120 x 6912
     /// 0.0358-0.0366 against 0.0431-0.0433; W ahead on 256 x 4352 x 6912 and 256 x 5120 x
     /// 14336 by 3-5%, even on 3) (bench/NOTES.md 37.3).
-    fn one_wave_cols_unsplit_wins(shape: GemmShape) -> bool {
-        let last_rows = shape.m % 128;
-        shape.m > 256 && shape.k >= ONE_WAVE_COLS_UNSPLIT_MIN_K && (last_rows == 0 || last_rows >= ONE_WAVE_COLS_UNSPLIT_MIN_LAST_ROWS)
+    fn one_wave_cols_unsplit_wins(shape: GemmShape, width: u32) -> bool {
+        let padded = shape.m.div_ceil(128).saturating_mul(128);
+        let padding_rows = padded - shape.m;
+        shape.m > 256 && shape.k >= ONE_WAVE_COLS_UNSPLIT_MIN_K && width >= ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH && padding_rows * 10 <= padded
     }
 
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
@@ -1045,7 +1054,7 @@ impl TileConfig {
         }
         let current = Self::choose_for_before_one_wave_cols(shape, sm_count);
         let w = match Self::one_wave_cols_instead_of(current, shape, sm_count) {
-            Some(_) if Self::one_wave_cols_unsplit_wins(shape) => return None,
+            Some(w) if Self::one_wave_cols_unsplit_wins(shape, w.bn) => return None,
             Some(w) => w,
             None => Self::one_wave_cols_instead_of_m64(current, shape, sm_count)?,
         };
@@ -2263,11 +2272,11 @@ pub const ONE_WAVE_COLS_WIDE_SPLIT_MIN_K: u32 = 8192;
 /// `one_wave_cols_unsplit_wins`). Below it the only shape measured since the producer warp
 /// (1024 x 1152 x 6912) still ran as fast split.
 pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
-/// The fewest rows of a ragged last row block (M % 128) at which
-/// [`TileConfig::split_one_wave_cols_for`] leaves the one-wave width unsplit above M = 256
-/// (run 296: 2000 x 760 x 14336's 80 rows 2% faster unsplit, 321 x 3536 x 8192's 65 rows 19%
-/// slower).
-pub const ONE_WAVE_COLS_UNSPLIT_MIN_LAST_ROWS: u32 = 80;
+/// The narrowest one-wave width [`TileConfig::split_one_wave_cols_for`] leaves unsplit above
+/// M = 256 (`one_wave_cols_unsplit_wins`; run 297: 48 columns unsplit 20% slower at 373 x
+/// 2048 x 14336 and up to 10% at 1024 x 768 x 8192, 4% faster at 730 x 1024 x 8192; 72-96
+/// faster wherever M's padding was at most a tenth).
+pub const ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH: u32 = 72;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
