@@ -1788,13 +1788,45 @@ impl TileConfig {
     /// (cuBLAS runs its own split-K kernels there.) bench/NOTES.md 22.
     ///
     /// For K = 4096..=28672, the 64 x 64 swapped tile in its own slices takes the default's
-    /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211).
+    /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211); else,
+    /// at two row blocks, the 64 x 128 tile in 2 where [`Self::few_tiles_half_height_instead_of`]
+    /// says so (run 298).
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
         let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
-        Self::few_tiles_smaller_instead_of(t, s, shape, sm_count).and_then(fits).or_else(|| fits((t, s)))
+        Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
+            .and_then(fits)
+            .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
+            .or_else(|| fits((t, s)))
+    }
+
+    /// The few-tiles rule's half-height tile at two row blocks ([`Self::split_few_tiles_for`],
+    /// after [`Self::few_tiles_smaller_instead_of`]): in place of the 128 x 128 TMA-store tile
+    /// ([`Self::NARROW_TMA_STORE`]) split in `current_slices` = 4..=6, the 64 x 128 TMA-store
+    /// tile ([`Self::M64_NARROW_TMA_STORE`]) in 2 slices, where those make at most 7/8 of
+    /// `sm_count` CTAs; 193 <= M <= 256, 4096 <= K <= 8192, K % 64 == 0 (as measured).
+    /// `None` elsewhere.
+    ///
+    /// Why: about as many CTAs, each over half the K range of the 128-row tile's quarters,
+    /// and a fix-up of one 32 KiB slot instead of three or five of 64 KiB. cuBLAS runs 256 x
+    /// 1536 x 4096 as 96 CTAs of 64 x 64 tiles over all of K (run 295).
+    ///
+    /// Measured on one H200 (run 298, two passes, ms, 128 x 128 in S -> 64 x 128 in 2;
+    /// cuBLAS): 256 x 1536 x 4096 (24 tiles in 4 -> 48 in 2) 0.0151 -> 0.0125-0.0126
+    /// (0.0109), 256 x 1280 x 8192 (20 in 6 -> 40 in 2) 0.0201-0.0202 -> 0.0184 (0.0157),
+    /// 256 x 1792 x 5120 (28 in 4 -> 56 in 2) 0.0170 -> 0.0142-0.0143 (0.0125): 9-17% faster.
+    /// The 64 x 64 swapped tile unsplit (96-112 tiles) was within 3% of it at N = 1536 and
+    /// 1792 and 16% slower at 1280; at N = 768-1024, where the 64 x 64 swapped tile split is
+    /// the default, 64 x 128 in 2 was 7-9% slower (bench/NOTES.md 37.6).
+    pub fn few_tiles_half_height_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        let half = Self::M64_NARROW_TMA_STORE;
+        if current != Self::NARROW_TMA_STORE || !(4..=6).contains(&current_slices) || !(193..=256).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=8192).contains(&shape.k) {
+            return None;
+        }
+        let ctas = half.tiles(shape.m, shape.n).saturating_mul(2);
+        (half.check_output(shape.n).is_ok() && ctas.saturating_mul(8) <= sm_count as u64 * 7).then_some((half, 2))
     }
 
     /// The few-tiles rule's smaller tile ([`Self::split_few_tiles_for`]): in place of its
@@ -3789,6 +3821,29 @@ mod tests {
         assert!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, 9 << 20, 4096).is_some());
         assert_eq!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, (9 << 20) - 1, 4096), None);
         assert_eq!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, big, 63), None);
+    }
+
+    #[test]
+    fn few_tiles_take_half_height_tiles_at_two_row_blocks() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, 32 << 20, 4096);
+        let (narrow, half) = (TileConfig::NARROW_TMA_STORE, TileConfig::M64_NARROW_TMA_STORE);
+        // Run 298's shapes: 64 x 128 in 2 slices in place of 128 x 128 in 4, 6 and 4.
+        for (m, n, k, was) in [(256, 1536, 4096, 4), (256, 1280, 8192, 6), (256, 1792, 5120, 4)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), narrow, "{m}x{n}x{k}");
+            assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(was), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((half, 2)), "{m}x{n}x{k}");
+        }
+        // Not where the 64 x 64 swapped tile comes first (N <= 1024 here), where 2 slices
+        // would make more than 7/8 of the SMs' CTAs (256 x 2048: 128), nor outside K =
+        // 4096..=8192, M = 193..=256 and 4..=6 slices of the 128 x 128 tile.
+        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(256, 2048, 4096), Some((narrow, 4)));
+        assert_eq!(pick(256, 1536, 9216), Some((narrow, 5)));
+        for (m, n, k, slices) in [(384, 1536, 4096, 4), (192, 1536, 4096, 4), (256, 1536, 2048, 4), (256, 1024, 8192, 8), (256, 1536, 4096, 3)] {
+            assert_eq!(TileConfig::few_tiles_half_height_instead_of(narrow, slices, s(m, n, k), 132), None, "{m}x{n}x{k} in {slices}");
+        }
+        assert_eq!(TileConfig::few_tiles_half_height_instead_of(TileConfig::WIDE_TMA_STORE, 4, s(256, 1536, 4096), 132), None);
     }
 
     #[test]

@@ -562,6 +562,9 @@ fn split_rule_default_matches_reference() {
         (1, 256, 7168, false),
         (13, 384, 7168, false),
         (1, 256, 14336, false),
+        // Two row blocks, N ragged: 64 x 128 tiles in 2 slices in place of 128 x 128 in 4
+        // (few_tiles_half_height_instead_of, run 298).
+        (250, 1784, 5120, false),
     ];
     // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width (the last number)
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
