@@ -680,7 +680,7 @@ impl TileConfig {
     /// of cuBLAS, runs 118-119).
     ///
     /// Where the rules above still land on the 128 x 128 Registers tile (the swapped one did
-    /// not win: M = 193..256 on N = 8192; or one wave of them at M >= 1024), its TMA-store
+    /// not win: M = 193..256 on N = 8192; or one wave of them above M = 256), its TMA-store
     /// twin when N % 8 == 0 and K % 64 == 0: faster on every one of 12 shapes in two passes
     /// (run 143, one H200, ms, M = 208, 224, 240, 256 on 8192 x 4096, 8192 x 14336, 7168 x
     /// 9216): by 0.1-4.1%, e.g. 224 x 8192 x 4096 0.0338-0.0340 -> 0.0325-0.0326, 256 x 8192
@@ -797,8 +797,8 @@ impl TileConfig {
     /// [`Self::few_tiles_slices`] cuts them into (from K = 4096, 128 x 128 tiles filling a
     /// third to a half of the SMs run split in 2). `current`'s tiles must fill more than a
     /// third of the SMs. It replaces the 128 x 128 and 128 x 256 TMA-store tiles; above M =
-    /// 256 also the 128 x 128 tile with the register epilogue ([`Self::NARROW`], the default
-    /// there), where they fit one wave, and where they are split only if the busiest SM
+    /// 256 also the 128 x 128 tile with the register epilogue ([`Self::NARROW`]; `choose_for`
+    /// gives its TMA-store twin on the shapes this rule takes since run 296), where they fit one wave, and where they are split only if the busiest SM
     /// computes at most 3/4 of their elements. Not the 64 x 256 TMA-store tile
     /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64): in its place
     /// the rule's tiles were slower on 5 of 6 shapes (run 270). N > 160, K % 64 == 0, N % 8 == 0 and
@@ -1305,11 +1305,18 @@ impl TileConfig {
     /// two passes, 20 calls back to back, ms; the 128 x 256 TMA-store default -> this rule's
     /// pick; others forced): 256 x 57344 x 8192 (448 wide tiles, 3.4 waves) 0.4334-0.4342 ->
     /// 0.3850-0.3866 (176, clustered; 224 0.4015-0.4033, its twin 0.3970-0.3977, the wide
-    /// tile's twin 0.4249-0.4287), 256 x 55296 x 5120 0.2765-0.2766 -> 0.2429 / 0.2831 (176,
-    /// clustered; cuBLAS 0.2247 / 0.2685 in the same processes; 224 0.2533-0.2563), 256 x
-    /// 27648 x 5120 0.1342-0.1401 -> 0.1268-0.1274 (216; 224 0.1293-0.1295, its twin
-    /// 0.1273-0.1296, 176 clustered 0.1392-0.1401): 8-12% faster, the best of the tiles run
-    /// on each (bench/NOTES.md 37.1).
+    /// tile's twin 0.4249-0.4287), 256 x 27648 x 5120 0.1342-0.1401 -> 0.1268-0.1274 (216;
+    /// 224 0.1293-0.1295, its twin 0.1273-0.1296, 176 clustered 0.1392-0.1401): 8-12% faster,
+    /// the best of the tiles run on each; 256 x 55296 x 5120 (this rule: 168 columns,
+    /// unclustered) 0.2626-0.2643 -> 0.2342-0.2373 (run 297, against main in the same call;
+    /// forced in run 295: 176 clustered 0.2429 / 0.2831 with cuBLAS at 0.2247 / 0.2685 in the
+    /// same processes, 224 0.2533-0.2563). Run 297 on its other picks (default against
+    /// default, two passes, ms): 256 x 18432 x 4096 (144 clustered) 0.0965-0.0969 ->
+    /// 0.0629-0.0643, 256 x 36864 x 4096 (192 clustered) 0.152-0.153 -> 0.124, 224 x 18432 x
+    /// 2048 (144) 0.0496 -> 0.0333, 256 x 28672 x 8192 (224 clustered) 0.203-0.204 -> 0.190-0.191,
+    /// 205 x 57344 x 7168 0.351-0.353 -> 0.313-0.314, 219 x 28672 x 13824 0.332-0.335 ->
+    /// 0.313-0.314, 256 x 55296 x 9216 (168) 0.467-0.471 -> 0.413, 240 x 28672 x 1024 (224)
+    /// even (0.031): K = 1024-13824 timed (bench/NOTES.md 37.1, 37.5).
     pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let two_row_blocks = (193..=256).contains(&shape.m) && current.tiles(shape.m, shape.n) > sm_count as u64;
         if !(shape.m >= 1024 || two_row_blocks) || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
@@ -1810,7 +1817,7 @@ impl TileConfig {
     /// `None` elsewhere.
     ///
     /// Why: about as many CTAs, each over half the K range of the 128-row tile's quarters,
-    /// and a fix-up of one 32 KiB slot instead of three or five of 64 KiB. cuBLAS runs 256 x
+    /// and a fix-up of one 32 KiB slot instead of 3 to 5 of 64 KiB. cuBLAS runs 256 x
     /// 1536 x 4096 as 96 CTAs of 64 x 64 tiles over all of K (run 295).
     ///
     /// Measured on one H200 (run 298, two passes, ms, 128 x 128 in S -> 64 x 128 in 2;
@@ -2299,10 +2306,10 @@ pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
 /// one-wave widths 88 and 96 (176 and 192 columns in 2; run 275: 192 in 2 3-10% faster than
 /// 96 unsplit at K = 8192-14336 on 5 of 6 shapes, even on the sixth; even at K = 6912).
 pub const ONE_WAVE_COLS_WIDE_SPLIT_MIN_K: u32 = 8192;
-/// From this K and above M = 256 (the last row block more than half full),
-/// [`TileConfig::split_one_wave_cols_for`] leaves the one-wave width unsplit (run 296;
-/// `one_wave_cols_unsplit_wins`). Below it the only shape measured since the producer warp
-/// (1024 x 1152 x 6912) still ran as fast split.
+/// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
+/// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] and M is
+/// padded by at most a tenth (runs 296-297; `one_wave_cols_unsplit_wins`). Below it the only
+/// shape measured since the producer warp (1024 x 1152 x 6912) still ran as fast split.
 pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
 /// The narrowest one-wave width [`TileConfig::split_one_wave_cols_for`] leaves unsplit above
 /// M = 256 (`one_wave_cols_unsplit_wins`; run 297: 48 columns unsplit 20% slower at 373 x
@@ -3567,8 +3574,8 @@ mod tests {
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
         // Still split above M = 256: below K = 8192 (the wider split starts at K = 8192, run
-        // 275: even at 6912), and where the last row block is at most half full (run 296:
-        // 321 x 3536 x 8192 unsplit 19% slower).
+        // 275: even at 6912), and where M is padded by more than a tenth (run 297: 321 x 3536 x
+        // 8192, 63 padding rows of 384, unsplit 19% slower).
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 6912), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(1024, 1152, 6912), 132, u64::MAX, u64::MAX), Some((cols(144), 2)));
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 8192), 132, u64::MAX, u64::MAX), None);

@@ -317,8 +317,8 @@ fn one_wave_cols_default_matches_reference() {
         (193, 9216, 3456, 144),
         (256, 6144, 6912, 96),
         // From three row blocks (runs 269-270), M and N ragged: in place of the 128 x 128 tile
-        // with the register epilogue (unsplit, and split in 2 at 1000 x 760) and of the 128 x
-        // 256 TMA-store one.
+        // (TMA-store since run 296; unsplit, and split in 2 at 1000 x 760) and of the 128 x 256
+        // TMA-store one.
         (1000, 1272, 4096, 80),
         (1500, 1280, 8192, 120),
         (1000, 760, 4096, 48),
@@ -481,8 +481,9 @@ fn split_rule_default_matches_reference() {
     let row_block_n = 64 * (sms - sms % 2);
     // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles of two
     // row blocks filling half the SMs (N = 128 x SMs / 4), the few-tiles rule's, on any SM
-    // count. Then shapes that hold on an H200 (skipped where no rule applies): a Registers
-    // default's TMA-store twin, N ragged by 8, K % 64 != 0, 3 slices.
+    // count. Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
+    // TMA-store default (1000 x 1000; a Registers default before run 296), N ragged by 8,
+    // K % 64 != 0, 3 slices.
     let half = sms / 2;
     let cases = [
         (64, n, 7168, true),
