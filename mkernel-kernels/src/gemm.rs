@@ -1210,7 +1210,8 @@ impl TileConfig {
     /// Likewise the column-fitted TMA-store tile ([`Self::cols_instead_of`]) of 144..=240
     /// columns (a multiple of 16: each CTA multicasts half of B's rows) becomes its 2-CTA
     /// twin ([`Self::cols_tma_store_c2`]) on the wide tile's conditions (M >= 1024, the row
-    /// blocks pair up, K >= 4096). Run 212 (one H200, two passes, `--warmup-ms 800`), ours /
+    /// blocks pair up, K >= 4096), and also at 193 <= M <= 256 (two row blocks, where the
+    /// column rule takes it beyond one wave; run 295, bench/NOTES.md 37.1). Run 212 (one H200, two passes, `--warmup-ms 800`), ours /
     /// cuBLAS unclustered -> clustered: 2048 x 7168 x 9216 (176 columns) 0.928-0.930 ->
     /// 0.960, 2048 x 7168 x 18432 0.916-0.933 -> 0.968-0.972, 4096 x 2880 x 4096 (240)
     /// 0.986-0.991 -> 0.992-0.993, 4096 x 3584 x 7168 (224) 0.983-0.985 -> 0.977-0.979. Run
@@ -1228,8 +1229,12 @@ impl TileConfig {
     pub fn clustered_instead_of(t: Self, shape: GemmShape) -> Self {
         // The blocks the pairs are made of: row blocks of A (M) for the wide tile, of B (N)
         // for a swapped one.
-        let blocks_pair_up = if t == Self::WIDE_TMA_STORE || (t == Self::cols_tma_store(t.bn) && Self::cols_clusters(t.bn)) {
+        let blocks_pair_up = if t == Self::WIDE_TMA_STORE {
             shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0
+        } else if t == Self::cols_tma_store(t.bn) && Self::cols_clusters(t.bn) {
+            // (also at two row blocks, where the column rule takes these tiles beyond one
+            // wave: run 295; the fused kernel's epilogue path never has them)
+            (shape.m >= 1024 || (193..=256).contains(&shape.m)) && shape.m.div_ceil(t.bm) % 2 == 0
         } else if t.bn % 16 == 0 && t.bn >= 128 && t == Self::swapped_wide(t.bn, t.epilogue) {
             shape.n.div_ceil(t.bm) % 2 == 0
         } else {
@@ -1299,9 +1304,8 @@ impl TileConfig {
     /// this rule's tile beats theirs clearly ([`Self::beats_swapped_fit`]).
     ///
     /// Also for 193 <= M <= 256 (two row blocks) where `current`'s tiles make more than one
-    /// wave, and there in its 2-CTA twin ([`Self::cols_tma_store_c2`]) where the width has one
-    /// and K >= 4096, as [`Self::clustered_instead_of`] pairs the row blocks from M = 1024
-    /// (which this does not change: the fused kernel's rule calls it too). Run 295 (one H200,
+    /// wave; [`Self::clustered_instead_of`] then takes its 2-CTA twin
+    /// ([`Self::cols_tma_store_c2`]) where the width has one and K >= 4096. Run 295 (one H200,
     /// two passes, 20 calls back to back, ms; the 128 x 256 TMA-store default -> this rule's
     /// pick; others forced): 256 x 57344 x 8192 (448 wide tiles, 3.4 waves) 0.4334-0.4342 ->
     /// 0.3850-0.3866 (176, clustered; 224 0.4015-0.4033, its twin 0.3970-0.3977, the wide
@@ -1323,10 +1327,7 @@ impl TileConfig {
             return None;
         }
         let f = Self::cols_fit(shape.m, shape.n, sm_count)?.with_tma_store();
-        if !f.beats(current, shape, sm_count) {
-            return None;
-        }
-        Some(if two_row_blocks && Self::cols_clusters(f.bn) && shape.k >= 4096 { Self { cluster_m: 2, ..f } } else { f })
+        f.beats(current, shape, sm_count).then_some(f)
     }
 
     /// The column rule ahead of the mid-M rule in [`Self::choose_for`] (plain GEMM;
