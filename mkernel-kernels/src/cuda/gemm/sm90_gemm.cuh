@@ -28,6 +28,15 @@
 // and multiplies (zeros: TMA fills rows past M) so the pair stays in step, and its
 // stores are clipped away (a "padding tile"; TileScheduler::total counts it).
 // (CUTLASS's sm90 warp-specialized kernels with a 2x1 cluster shape do the same.)
+// Clusters along N (CN = 2, operands not swapped, CM = 1): the two CTAs of a cluster
+// compute the tiles of column blocks 2q and 2q + 1 in the same row block; each loads its
+// own B tile and half of the shared A tile (BM / 2 = 64 rows: whole 1024-byte swizzle
+// atoms), multicast into both CTAs (`.multicast::cluster` again), so each A tile crosses
+// from L2 once per pair. An odd number of column blocks gets a padding tile past N per
+// row block, loaded and multiplied like the padding tiles above, its stores clipped.
+// (cuBLAS's one-wave kernels at M = 384-1024 are 128 x 80/96 tiles in such 2-CTA
+// clusters, bench/NOTES.md 34.2; 4-CTA clusters lost where not all clusters of the grid
+// were co-resident, 21.1.)
 // Swapped operands (SWAP_AB): for small M the
 // kernel computes C^T = B * A^T, so our N runs along the wgmma's M (BM = 64 rows of B per
 // tile) and our M along the wgmma's N (BN = M rounded up to 8, up to 256): one tile
@@ -38,7 +47,7 @@
 // and share the A tile by TMA multicast, so A crosses from L2 once per pair. (The "swap
 // AB" of small-M CUTLASS kernels; cuBLAS's M=129 kernel on the H200 is a 64 x 136 tile of
 // this kind in 2-CTA clusters, bench/NOTES.md 15.)
-// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, CM = 1): the R tiles left
+// Split last wave (hooks with kSplitsLastWave, TMA-store epilogue, no cluster): the R tiles left
 // over after the full waves of n CTAs (R < n) are each cut into S slices of the K loop
 // (chosen by the host). With R * S <= n the last wave keeps R * S SMs busy for 1/S of a
 // tile instead of R SMs for a whole tile; with R * S > n the slices span several shorter
@@ -63,13 +72,18 @@ constexpr u32 kBarrierCFree = 3;                // staging tile read by TMA (sto
 
 enum class Epilogue : u32 { Registers = 0, TmaStore = 1 };
 
-template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers, u32 CM_ = 1, bool SWAP_AB_ = false>
+template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers, u32 CM_ = 1, bool SWAP_AB_ = false,
+          u32 CN_ = 1>
 struct GemmConfig {
   static constexpr u32 BM = BM_, BN = BN_, BK = BK_, STAGES = STAGES_;
   // Operands swapped (see the header): tiles are [BM rows of B] x [BN rows of A].
   static constexpr bool kSwapAB = SWAP_AB_;
   // CTAs per cluster along M sharing every B tile through TMA multicast (1: no cluster).
   static constexpr u32 CM = CM_;
+  // CTAs per cluster along N sharing every A tile through TMA multicast (1: none).
+  static constexpr u32 CN = CN_;
+  // CTAs per cluster (one of CM and CN is 1).
+  static constexpr u32 kClusterSize = CM_ * CN_;
   static constexpr Epilogue EPI = EPI_;
   static constexpr bool kTmaEpilogue = EPI_ == Epilogue::TmaStore;
   // The tile in C: kCRows rows by kCCols columns (swapped operands: BN rows of C, the
@@ -97,6 +111,9 @@ struct GemmConfig {
   // Rows and bytes of the B tile each CTA of a cluster loads and multicasts.
   static constexpr u32 kBRowsPerCta = BN / CM;
   static constexpr u32 kBBytesPerCta = kBBytes / CM;
+  // Rows and bytes of the A tile each CTA of a cluster along N loads and multicasts.
+  static constexpr u32 kARowsPerCta = BM / CN;
+  static constexpr u32 kABytesPerCta = kABytes / CN;
   static constexpr u32 kAccRegs = BN / 2;  // fp32 accumulators per consumer thread
   // + 1024 bytes of slack so the ring can be aligned up to the swizzle atom.
   static constexpr u32 kSmemBytes = STAGES * kStageBytes + kCBytes + 2 * STAGES * 8 + 1024;
@@ -117,6 +134,9 @@ struct GemmConfig {
                 "the staging tile is whole 64-column boxes of at most 256 rows (or, operands not swapped, one box of the tile)");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs along M");
   static_assert(kBBytesPerCta % 1024 == 0, "each CTA's part of B starts on a 1024-byte swizzle atom");
+  static_assert(CN == 1 || CN == 2, "clusters of 1 or 2 CTAs along N (4-CTA clusters lost in run 174, bench/NOTES.md 21.1)");
+  static_assert(CN == 1 || (CM == 1 && !SWAP_AB_), "clusters along N: operands not swapped, no cluster along M");
+  static_assert(kABytesPerCta % 1024 == 0, "each CTA's part of A starts on a 1024-byte swizzle atom");
 };
 
 // Grouped tile order: GROUP m-tiles sweep all n-tiles before moving on, so concurrently
@@ -125,21 +145,25 @@ struct GemmConfig {
 // tile t is member t % cm of pair t / cm, so the CTAs i, i + 1 of a cluster (i even,
 // stride even) take the two tiles of one pair. `total` then counts cm tiles per pair,
 // padding tiles past the last row block included (the host's TileConfig::tiles agrees).
+// With clusters of cn CTAs along N (cm = 1) likewise over groups of cn column blocks:
+// tile t is column block cn * (its group) + t % cn, and `total` counts padding tiles
+// past the last column block.
 struct TileScheduler {
-  u32 num_m, num_n, cm, num_pm, total;
+  u32 num_m, num_n, cm, cn, num_pm, num_pn, total;
   static constexpr u32 kGroup = 8;
-  __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1)
-      : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), num_pm((num_m + cm_ - 1) / cm_),
-        total(num_pm * cm_ * num_n) {}
+  __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
+      : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),
+        num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_) {}
   __device__ __forceinline__ void coords(u32 t, u32& mb, u32& nb) const {
-    const u32 member = t % cm, pair = t / cm;
-    const u32 per_group = kGroup * num_n;
+    const u32 size = cm * cn;
+    const u32 member = t % size, pair = t / size;
+    const u32 per_group = kGroup * num_pn;
     const u32 g = pair / per_group;
     const u32 first_m = g * kGroup;
     const u32 gm = min(num_pm - first_m, kGroup);
     const u32 r = pair - g * per_group;
-    mb = (first_m + r % gm) * cm + member;
-    nb = r / gm;
+    mb = (first_m + r % gm) * cm + member % cm;
+    nb = (r / gm) * cn + member % cn;
   }
 };
 
@@ -198,7 +222,7 @@ struct GemmSmem {
   __device__ void init() const {
     for (u32 s = 0; s < Cfg::STAGES; ++s) {
       mbar_init(&stage_full[s], 1);
-      mbar_init(&stage_empty[s], Cfg::kConsumerWarpgroups * Cfg::CM);  // every CTA of the cluster
+      mbar_init(&stage_empty[s], Cfg::kConsumerWarpgroups * Cfg::kClusterSize);  // every CTA of the cluster
     }
     fence_mbarrier_init();
   }
@@ -231,11 +255,11 @@ __device__ __forceinline__ void wgmma_tile_k16<256>(float (&acc)[128], u64 da, u
 // CTA of the cluster (their producers multicast into this CTA's copy of the stage).
 template <class Cfg>
 __device__ __forceinline__ void release_stage(u64* bar) {
-  if constexpr (Cfg::CM == 1) {
+  if constexpr (Cfg::kClusterSize == 1) {
     mbar_arrive(bar);
   } else {
 #pragma unroll
-    for (u32 c = 0; c < Cfg::CM; ++c) mbar_arrive_cluster(bar, c);
+    for (u32 c = 0; c < Cfg::kClusterSize; ++c) mbar_arrive_cluster(bar, c);
   }
 }
 
@@ -244,7 +268,7 @@ __device__ __forceinline__ void release_stage(u64* bar) {
 // barriers of a CTA that has not initialised them yet or has already exited.
 template <class Cfg>
 __device__ __forceinline__ void gemm_sync() {
-  if constexpr (Cfg::CM == 1) __syncthreads(); else cluster_sync();
+  if constexpr (Cfg::kClusterSize == 1) __syncthreads(); else cluster_sync();
 }
 
 // ---- producer: one warp ---------------------------------------------------------------
@@ -263,9 +287,16 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       if (elect_one_sync()) {
-        // (with a cluster: the whole B tile lands here, half of it sent by the other CTA)
+        // (with a cluster: the whole shared tile, B's along M or A's along N, lands here,
+        // half of it sent by the other CTA)
         mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
-        tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
+        if constexpr (Cfg::CN == 1) {
+          tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
+        } else {
+          const u32 me = cluster_cta_rank();
+          tma_load_2d_multicast(tma_a, &sm.stage_full[stage], sm.a(stage) + me * Cfg::kABytesPerCta, (i32)(kb * Cfg::BK),
+                                (i32)(mb * Cfg::BM + me * Cfg::kARowsPerCta), (u16)((1u << Cfg::CN) - 1));
+        }
         if constexpr (Cfg::CM == 1) {
           tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
         } else {
@@ -688,7 +719,7 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 // the CTA call it after `sm.init()` and `gemm_sync<Cfg>()`, and call `gemm_sync<Cfg>()`
 // again before the CTA exits or reuses the ring. Tiles first_tile, +stride, ... (with a
 // cluster: first_tile is the block index and stride is even, so the CTAs of a cluster
-// take the two tiles of one pair at every step).
+// take the two tiles of one pair, along M or N, at every step).
 // `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only, as is
 // `tma_c_copy` (nullptr: none), a second C in the same format every tile also goes to.
 // `split_slices` > 1 splits the last wave (hooks with kSplitsLastWave and the TMA-store
@@ -698,9 +729,9 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n,
                          u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored,
                          u32 split_slices = 1) {
-  const TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM);
+  const TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM, Cfg::CN);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
-  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::CM == 1;
+  const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
   // (a shuffle from lane 0 makes it warp-uniform to the compiler: uniform registers)
   const u32 wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);

@@ -26,7 +26,7 @@ struct SplitLastWave {
   static constexpr bool kPublishes = false;
   static constexpr bool kUsesStaging = false;
   static constexpr bool kSplitsLastWave = true;
-  static_assert(Cfg::kTmaEpilogue && Cfg::CM == 1, "the split last wave needs the TMA-store epilogue, no cluster");
+  static_assert(Cfg::kTmaEpilogue && Cfg::kClusterSize == 1, "the split last wave needs the TMA-store epilogue, no cluster");
   static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kSplitExtraSmem,
                 "the two split-skip words lie inside the launch's shared memory");
   static_assert(Cfg::kSmemBytes + kSplitExtraSmem <= 232448, "the launch's shared memory fits an H100/H200 SM");
@@ -80,7 +80,7 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
     gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.c), p.ldc, rows, cols, p.k,
                   blockIdx.x, gridDim.x, p.timeout_ns, hook);
   }
-  if constexpr (Cfg::CM > 1) cluster_sync();  // the other CTA may still arrive on this one's barriers
+  if constexpr (Cfg::kClusterSize > 1) cluster_sync();  // the other CTA may still arrive on this one's barriers
 }
 
 }  // namespace mk

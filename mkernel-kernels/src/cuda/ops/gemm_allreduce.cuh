@@ -840,6 +840,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
                 "the epilogue path needs two ranks and the TMA-store epilogue");
   static_assert(Cfg::CM == 1 || PATH == CommPath::Epilogue,
                 "clusters only on the epilogue path (every CTA computes; no communication CTAs in a cluster)");
+  static_assert(Cfg::CN == 1, "clusters along N are the plain GEMM's only (TileConfig::validate refuses them here)");
   ControlBlock* control = reinterpret_cast<ControlBlock*>(p.control);
   // Epoch 0 is never used (after 2^32 calls it wraps to 1): 0 means "no abort" in
   // abort_epoch and "never published" in the zeroed flags, so a call at epoch 0 would
