@@ -38,6 +38,13 @@ pub struct TileConfig {
     /// one read of L2 (within the GPU; no NVLink multicast). The grid is then even, and
     /// an odd number of row blocks gets one padding tile per column block.
     pub cluster_m: u32,
+    /// CTAs per cluster along N (1 or 2; with 2, `cluster_m` is 1 and the operands are not
+    /// swapped): the two CTAs of a cluster compute horizontally adjacent tiles of one row
+    /// block and each A tile is TMA-multicast to both from one read of L2 (within the
+    /// GPU; no NVLink multicast). The grid is then even, and an odd number of column
+    /// blocks gets one padding tile per row block. Plain GEMM only, opt-in:
+    /// [`Self::cols_tma_store_n2`], [`Self::NARROW_TMA_STORE_N2`].
+    pub cluster_n: u32,
     /// Swapped operands, for small and mid M: the kernel computes C^T = B A^T, so a tile
     /// is `bm` = 64 or 128 rows of B (columns of C) by `bn` rows of A (rows of C), `bn` any
     /// multiple of 8 up to 256; one tile then holds every row of a skinny A (M=129: 64 x
@@ -70,6 +77,9 @@ impl std::fmt::Display for TileConfig {
             // (with swapped operands the shared tile is A's)
             write!(f, ", {}-CTA clusters ({} multicast)", self.cluster_m, if self.swap_ab { "A" } else { "B" })?;
         }
+        if self.cluster_n > 1 {
+            write!(f, ", {}-CTA clusters along N (A multicast)", self.cluster_n)?;
+        }
         if self.swap_ab {
             write!(f, ", swapped operands (C^T = B A^T)")?;
         }
@@ -79,25 +89,25 @@ impl std::fmt::Display for TileConfig {
 
 impl TileConfig {
     /// 128 x 256 tiles, 4 stages: the large-problem configuration.
-    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: false };
+    pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// 128 x 128 tiles, 6 stages: more tiles for small problems.
-    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: false };
+    pub const NARROW: Self = Self { bm: 128, bn: 128, bk: 64, stages: 6, epilogue: Epilogue::Registers, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// [`Self::WIDE`] with the TMA-store epilogue (3 stages + a 64 KiB staging tile).
-    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
+    pub const WIDE_TMA_STORE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 3, epilogue: Epilogue::TmaStore, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// [`Self::NARROW`] with the TMA-store epilogue (5 stages + a 32 KiB staging tile).
-    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
+    pub const NARROW_TMA_STORE: Self = Self { bm: 128, bn: 128, bk: 64, stages: 5, epilogue: Epilogue::TmaStore, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// 64 x 256 tiles (one consumer warpgroup), 5 stages: less padding and more tiles
     /// for small M (M=129 is 3 row blocks instead of 2 half-empty ones). Opt-in, not yet
     /// measured on a GPU (bench/NOTES.md 4.5).
-    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers, cluster_m: 1, swap_ab: false };
+    pub const M64_WIDE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 5, epilogue: Epilogue::Registers, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// [`Self::M64_WIDE`] with the TMA-store epilogue (4 stages + a 32 KiB staging tile).
-    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
+    pub const M64_WIDE_TMA_STORE: Self = Self { bm: 64, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::TmaStore, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// 64 x 128 tiles (one consumer warpgroup), 8 stages, TMA-store epilogue: twice the
     /// tiles of [`Self::M64_WIDE_TMA_STORE`], for small M where 64 x 256 tiles fill less
     /// than one wave (M=129 on 132 SMs: 96 tiles; 192 of these, whose last wave the fused
     /// epilogue path can split). Opt-in: slower than 64 x 256 tiles on the H200 (fused
     /// M=129 0.0617 against 0.0586 ms, plain 0.0446 against 0.034; bench/NOTES.md 14.1).
-    pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1, swap_ab: false };
+    pub const M64_NARROW_TMA_STORE: Self = Self { bm: 64, bn: 128, bk: 64, stages: 8, epilogue: Epilogue::TmaStore, cluster_m: 1, cluster_n: 1, swap_ab: false };
     /// [`Self::WIDE_TMA_STORE`] in 2-CTA clusters sharing B (TMA multicast). The plain
     /// GEMM's default when K % 64 != 0 ([`Self::choose_for`]); otherwise opt-in (within
     /// +-2% there, bench/NOTES.md 13.2).
@@ -107,6 +117,9 @@ impl TileConfig {
     /// [`Self::M64_WIDE_TMA_STORE`] in 2-CTA clusters sharing B. The plain GEMM's
     /// default in place of that tile when K % 64 != 0 and M > 64 ([`Self::choose_for`]).
     pub const M64_WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::M64_WIDE_TMA_STORE };
+    /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters along N sharing A (TMA multicast),
+    /// `narrow-tma-store-n2`. Opt-in, plain GEMM only, not yet timed (bench/NOTES.md 34.2).
+    pub const NARROW_TMA_STORE_N2: Self = Self { cluster_n: 2, ..Self::NARROW_TMA_STORE };
     /// Every configuration the catalog instantiates.
     pub const ALL: [Self; 10] = [
         Self::WIDE,
@@ -142,7 +155,7 @@ impl TileConfig {
         let staging = if matches!(epilogue, Epilogue::TmaStore) { bn.saturating_mul(bm * 2).saturating_add(16) } else { 0 };
         let fit = (232_448u32 - 1024).saturating_sub(staging) / stage.saturating_add(16);
         let stages = if fit > 8 { 8 } else { fit };
-        Self { bm, bn, bk: 64, stages, epilogue, cluster_m: 1, swap_ab }
+        Self { bm, bn, bk: 64, stages, epilogue, cluster_m: 1, cluster_n: 1, swap_ab }
     }
 
     /// A 128-row tile (operands not swapped) `cols` columns of C wide, `cols` a multiple of
@@ -179,6 +192,32 @@ impl TileConfig {
     /// GEMM only.
     pub const fn cols_tma_store_c2(cols: u32) -> Self {
         Self { cluster_m: 2, ..Self::cols_tma_store(cols) }
+    }
+
+    /// [`Self::cols_tma_store`] in 2-CTA clusters along N sharing the A tile by TMA
+    /// multicast: the two CTAs of a cluster take neighbouring column blocks of one row
+    /// block and each loads half of A's 128 rows (64 rows: whole 1024-byte swizzle atoms)
+    /// and its own B tile, so A crosses from L2 once per pair instead of once per tile.
+    /// `cols` a multiple of 16 in 48..=160 other than 128 ([`Self::cols_n2_widths`]; 128
+    /// is [`Self::NARROW_TMA_STORE_N2`]): the widths of the one-wave tiles at M = 384-2048,
+    /// which cuBLAS runs as 80- and 96-column tiles in such clusters (CUPTI, run 275,
+    /// bench/NOTES.md 34.2). `cols-128xC-tma-store-n2`. Opt-in, plain GEMM only, unsplit;
+    /// other values give a configuration that [`Self::validate_for_gemm`] refuses.
+    pub const fn cols_tma_store_n2(cols: u32) -> Self {
+        Self { cluster_n: 2, ..Self::cols_tma_store(cols) }
+    }
+
+    /// The widths of [`Self::cols_tma_store_n2`]: 48, 64, ..., 160 less 128 (multiples of
+    /// 16: the pairs of one-wave widths cuBLAS and our rules take, 80 and 96, and their
+    /// neighbours on both sides).
+    fn cols_n2_widths() -> impl Iterator<Item = u32> {
+        (3..=10).map(|i| 16 * i).filter(|&c| c != 128)
+    }
+
+    /// The tiles in 2-CTA clusters along N: [`Self::cols_tma_store_n2`] of every width of
+    /// [`Self::cols_n2_widths`], then [`Self::NARROW_TMA_STORE_N2`]. Plain GEMM only.
+    fn all_cols_n2() -> impl Iterator<Item = Self> {
+        Self::cols_n2_widths().map(Self::cols_tma_store_n2).chain([Self::NARROW_TMA_STORE_N2])
     }
 
     /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248 and
@@ -238,7 +277,7 @@ impl TileConfig {
     /// other values give a configuration that [`Self::validate_for_gemm`] refuses.
     pub const fn swapped_c2(rows: u32) -> Self {
         let t = Self::swapped(rows);
-        Self { bm: t.bm, bn: t.bn, bk: t.bk, stages: t.stages, epilogue: t.epilogue, cluster_m: 2, swap_ab: true }
+        Self { bm: t.bm, bn: t.bn, bk: t.bk, stages: t.stages, epilogue: t.epilogue, cluster_m: 2, cluster_n: 1, swap_ab: true }
     }
 
     /// The swapped-operand tile that holds all M rows of A in one tile, for M <= 256
@@ -355,15 +394,20 @@ impl TileConfig {
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
-    /// swapped-operand tiles, then the column-fitted ones ([`Self::cols`]).
+    /// swapped-operand tiles, then the column-fitted ones ([`Self::cols`]), then those in
+    /// clusters along N ([`Self::cols_tma_store_n2`], opt-in).
     pub fn gemm_catalog() -> impl Iterator<Item = Self> {
-        Self::ALL.into_iter().chain(Self::all_swapped()).chain(Self::all_cols())
+        Self::ALL.into_iter().chain(Self::all_swapped()).chain(Self::all_cols()).chain(Self::all_cols_n2())
     }
 
     /// The configuration of the catalog with this one's tile shape, cluster and the
     /// TMA-store epilogue (itself if it has it, or if it is a clustered 64-row
     /// swapped-operand tile, which has no TMA-store variant).
     pub fn with_tma_store(self) -> Self {
+        if self.cluster_n > 1 {
+            // (every tile in clusters along N has the TMA store)
+            return self;
+        }
         if self.swap_ab {
             return match (self.cluster_m, self.bm) {
                 (1, 128) => Self::swapped_wide(self.bn, Epilogue::TmaStore),
@@ -391,7 +435,11 @@ impl TileConfig {
     /// The command-line name of a configuration of [`Self::gemm_catalog`].
     pub fn name(&self) -> String {
         let epi = if self.epilogue == Epilogue::TmaStore { "-tma-store" } else { "" };
-        let cluster = if self.cluster_m > 1 { format!("-c{}", self.cluster_m) } else { String::new() };
+        let cluster = match (self.cluster_m, self.cluster_n) {
+            (cm, _) if cm > 1 => format!("-c{cm}"),
+            (_, cn) if cn > 1 => format!("-n{cn}"),
+            _ => String::new(),
+        };
         if self.swap_ab {
             return format!("swap-ab-{}x{}{epi}{cluster}", self.bm, self.bn);
         }
@@ -412,7 +460,9 @@ impl TileConfig {
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
     /// multiple of 16), and the column-fitted `cols-128xC` (C = 8, 16, ..., 120 and 136, 144, ..., 248) and
-    /// `cols-128xC-tma-store-c2` (C = 144, 160, ..., 240), plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
+    /// `cols-128xC-tma-store-c2` (C = 144, 160, ..., 240), and in clusters along N
+    /// `cols-128xC-tma-store-n2` (C = 48, 64, ..., 160 but 128) and `narrow-tma-store-n2`,
+    /// plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
     /// path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
@@ -427,6 +477,17 @@ impl TileConfig {
     pub fn validate(&self) -> Result<()> {
         if Self::fused_catalog().any(|t| t == *self) {
             return Ok(());
+        }
+        if self.cluster_n > 1 {
+            // (gemm_allreduce.cuh static_asserts CN == 1 too)
+            return Err(invalid(
+                "tile",
+                format!(
+                    "{self} is in clusters along N (cluster_n = {}), which only the plain GEMM (mkernel::gemm) takes; the fused kernel takes no clusters along N: use one of {} or a swapped-operand TMA-store tile",
+                    self.cluster_n,
+                    Self::ALL.map(|t| t.name()).join(", ")
+                ),
+            ));
         }
         let kind = if self.swap_ab && Self::all_swapped().any(|t| t == *self) {
             Some("swapped-operand")
@@ -456,9 +517,16 @@ impl TileConfig {
 
     /// [`Self::validate`] for the plain GEMM, which also takes the swapped-operand tiles
     /// ([`Self::all_swapped`]) and the column-fitted ones ([`Self::cols`]).
+    /// Clusters along N (`cluster_n` > 1) are refused naming the rule broken: 2 CTAs only,
+    /// not with `cluster_m` > 1 nor swapped operands (a cluster is one pair of tiles, and
+    /// the engine multicasts A along N: sm90_gemm.cuh's GemmConfig checks), and only the
+    /// tiles of [`Self::cols_tma_store_n2`] and [`Self::NARROW_TMA_STORE_N2`].
     pub fn validate_for_gemm(&self) -> Result<()> {
         if (self.swap_ab && Self::all_swapped().any(|t| t == *self)) || Self::all_cols().any(|t| t == *self) {
             return Ok(());
+        }
+        if self.cluster_n > 1 {
+            return self.validate_cluster_n();
         }
         if self.swap_ab {
             return Err(invalid(
@@ -469,6 +537,25 @@ impl TileConfig {
             ));
         }
         self.validate()
+    }
+
+    /// [`Self::validate_for_gemm`] for a tile in clusters along N (`cluster_n` > 1).
+    fn validate_cluster_n(&self) -> Result<()> {
+        if Self::all_cols_n2().any(|t| t == *self) {
+            return Ok(());
+        }
+        let rule = if self.cluster_n != 2 {
+            format!("clusters along N are of 2 CTAs, got cluster_n = {} (4-CTA clusters lost where not all of a grid's clusters were co-resident: bench/NOTES.md 21.1)", self.cluster_n)
+        } else if self.cluster_m > 1 {
+            format!("clusters along N exclude clusters along M: cluster_n = 2 needs cluster_m = 1, got {}", self.cluster_m)
+        } else if self.swap_ab {
+            "clusters along N need operands not swapped (the A tile is what the pair shares)".to_string()
+        } else {
+            format!(
+                "{self} has no kernel in clusters along N; use TileConfig::cols_tma_store_n2(cols), cols a multiple of 16 in 48..=160 other than 128 (the 128-row TMA-store tile, stages as cols_tma_store), or TileConfig::NARROW_TMA_STORE_N2"
+            )
+        };
+        Err(invalid("tile", rule))
     }
 
     /// Threads per CTA: one producer warpgroup plus BM/64 consumer warpgroups.
@@ -489,7 +576,8 @@ impl TileConfig {
     }
 
     /// Number of tiles the kernel schedules for an M x N problem: the output tiles, and
-    /// with clusters one padding tile per column block when the row blocks are odd
+    /// with clusters one padding tile per column block when the row blocks are odd, or
+    /// along N one per row block when the column blocks are odd
     /// (mirrors `TileScheduler::total`; flags and waves count these). Swapped-operand
     /// tiles: row blocks of B (N, padded to whole clusters) by row blocks of A (M).
     pub fn tiles(&self, m: u32, n: u32) -> u64 {
@@ -498,15 +586,21 @@ impl TileConfig {
             let cm = self.cluster_m.max(1) as u64;
             return (n.div_ceil(self.bm.max(1)) as u64).div_ceil(cm) * cm * m.div_ceil(self.bn.max(1)) as u64;
         }
-        let cm = self.cluster_m.max(1) as u64;
-        (m.div_ceil(self.bm.max(1)) as u64).div_ceil(cm) * cm * n.div_ceil(self.bn.max(1)) as u64
+        let (cm, cn) = (self.cluster_m.max(1) as u64, self.cluster_n.max(1) as u64);
+        (m.div_ceil(self.bm.max(1)) as u64).div_ceil(cm) * cm * (n.div_ceil(self.bn.max(1)) as u64).div_ceil(cn) * cn
+    }
+
+    /// CTAs per cluster: `cluster_m` x `cluster_n` (1 without clusters; saturating, for
+    /// configurations outside the catalog, which `validate` refuses).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster_m.max(1).saturating_mul(self.cluster_n.max(1))
     }
 
     /// CTAs of a persistent grid on `sm_count` SMs for `tiles` scheduled tiles: one per
     /// tile up to one per SM, rounded down to whole clusters (at least one cluster, so
     /// with fewer SMs than a cluster it exceeds `sm_count`: CTAs then wait for SMs).
     pub fn grid_for(&self, tiles: u64, sm_count: u32) -> u32 {
-        let cm = self.cluster_m.max(1);
+        let cm = self.cluster_size();
         let g = tiles.min(sm_count as u64).max(1) as u32;
         (g / cm * cm).max(cm)
     }
@@ -519,6 +613,8 @@ impl TileConfig {
         };
         if self.swap_ab {
             format!("mk::GemmConfig<{}, {}, {}, {}, {epi}, {}, true>", self.bm, self.bn, self.bk, self.stages, self.cluster_m)
+        } else if self.cluster_n > 1 {
+            format!("mk::GemmConfig<{}, {}, {}, {}, {epi}, {}, false, {}>", self.bm, self.bn, self.bk, self.stages, self.cluster_m, self.cluster_n)
         } else if self.cluster_m > 1 {
             format!("mk::GemmConfig<{}, {}, {}, {}, {epi}, {}>", self.bm, self.bn, self.bk, self.stages, self.cluster_m)
         } else {
@@ -526,10 +622,11 @@ impl TileConfig {
         }
     }
 
-    /// The entry point's cluster attribute (empty without clusters).
+    /// The entry point's cluster attribute (empty without clusters): the cluster's CTAs
+    /// are consecutive block indices along x, along M or N alike (the scheduler's pairs).
     pub fn cluster_attribute(&self) -> String {
-        if self.cluster_m > 1 {
-            format!(" __cluster_dims__({}, 1, 1)", self.cluster_m)
+        if self.cluster_size() > 1 {
+            format!(" __cluster_dims__({}, 1, 1)", self.cluster_size())
         } else {
             String::new()
         }
@@ -539,15 +636,16 @@ impl TileConfig {
     pub fn tag(&self) -> String {
         let epi = if self.epilogue == Epilogue::TmaStore { "_te" } else { "" };
         let cluster = if self.cluster_m > 1 { format!("_c{}", self.cluster_m) } else { String::new() };
+        let cluster_n = if self.cluster_n > 1 { format!("_n{}", self.cluster_n) } else { String::new() };
         let swap = if self.swap_ab { "_swab" } else { "" };
-        format!("bm{}_bn{}_bk{}_s{}{epi}{cluster}{swap}", self.bm, self.bn, self.bk, self.stages)
+        format!("bm{}_bn{}_bk{}_s{}{epi}{cluster}{cluster_n}{swap}", self.bm, self.bn, self.bk, self.stages)
     }
 
     /// Whether the plain GEMM can split this tile's last wave into K-slices
     /// ([`source_split`]): the TMA-store epilogue (the slice that arrives last stages the
-    /// sum) and no cluster (a cluster's CTAs take whole tiles of one pair).
+    /// sum) and no cluster, along M or N (a cluster's CTAs take whole tiles of one pair).
     pub fn can_split_last_wave(&self) -> bool {
-        self.epilogue == Epilogue::TmaStore && self.cluster_m <= 1
+        self.epilogue == Epilogue::TmaStore && self.cluster_size() <= 1
     }
 
     /// Bytes of one fp32 slot of a split last wave: a whole tile.
@@ -2568,7 +2666,8 @@ pub fn operand_maps(
         ));
     }
     Ok((
-        driver::tma_2d_bf16(ta, cfg.bm, cfg.bk, driver::Swizzle::B128, "a")?,
+        // (with clusters along N each CTA loads, and multicasts, 1 / cluster_n of the A tile)
+        driver::tma_2d_bf16(ta, cfg.bm / cfg.cluster_n.max(1), cfg.bk, driver::Swizzle::B128, "a")?,
         // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the B tile)
         driver::tma_2d_bf16(tb, cfg.bn / cfg.cluster_m.max(1), cfg.bk, driver::Swizzle::B128, "b")?,
     ))
@@ -4100,5 +4199,108 @@ mod tests {
         assert_eq!(TileConfig::by_name("narrow-tma-store-c2"), Some(TileConfig::NARROW_TMA_STORE_C2));
         assert!(c2.to_string().contains("2-CTA clusters"), "{c2}");
         assert_ne!(kernel_name(c2), kernel_name(TileConfig::M64_WIDE_TMA_STORE));
+    }
+
+    /// Mirror of the device's `TileScheduler` (cuda/gemm/sm90_gemm.cuh), u32 arithmetic as
+    /// on the device: `total` and the (row block, column block) of every scheduled tile.
+    fn device_schedule(m: u32, n: u32, t: TileConfig) -> (u32, Vec<(u32, u32)>) {
+        let (cm, cn) = (t.cluster_m.max(1), t.cluster_n.max(1));
+        let (num_m, num_n) = (m.div_ceil(t.bm), n.div_ceil(t.bn));
+        let (num_pm, num_pn) = (num_m.div_ceil(cm), num_n.div_ceil(cn));
+        let total = num_pm * cm * num_pn * cn;
+        let coords = (0..total)
+            .map(|t| {
+                let (member, pair) = (t % (cm * cn), t / (cm * cn));
+                let per_group = 8 * num_pn;
+                let g = pair / per_group;
+                let first_m = g * 8;
+                let gm = (num_pm - first_m).min(8);
+                let r = pair - g * per_group;
+                ((first_m + r % gm) * cm + member % cm, (r / gm) * cn + member % cn)
+            })
+            .collect();
+        (total, coords)
+    }
+
+    #[test]
+    fn clusters_along_n_pair_column_blocks_and_pad_odd_ones() {
+        let n2 = TileConfig::cols_tma_store_n2(96);
+        // 1536 / 96 = 16 column blocks: 8 pairs, no padding; 3072 / 80 = 38.4 -> 39 blocks
+        // -> 20 pairs: one padding tile per row block (3 at M = 384).
+        assert_eq!(n2.tiles(1024, 1536), 128);
+        assert_eq!(TileConfig::cols_tma_store_n2(80).tiles(384, 3072), 3 * 40);
+        assert_eq!(TileConfig::cols_tma_store(80).tiles(384, 3072), 3 * 39);
+        assert_eq!(TileConfig::NARROW_TMA_STORE_N2.tiles(1, 1), 2);
+        assert_eq!((n2.grid_for(128, 132), n2.grid_for(1000, 133), n2.grid_for(1, 132)), (128, 132, 2));
+        assert_eq!((n2.cluster_size(), TileConfig::WIDE_TMA_STORE_C2.cluster_size(), TileConfig::WIDE.cluster_size()), (2, 2, 1));
+        // The scheduler (device mirror): every output tile once, the padding tiles past N
+        // only, and the two tiles of a cluster (t, t + 1 for even t: block indices i, i + 1
+        // with i and the grid even) in one row block, column blocks 2q and 2q + 1.
+        let shapes = [(1, 1), (384, 3072), (1000, 8200), (1024, 1536), (2049, 1240), (129, 4104), (3000, 880), (128, 9216)];
+        for t in TileConfig::all_cols_n2().chain([TileConfig::NARROW_TMA_STORE_C2, TileConfig::cols_tma_store(80)]) {
+            for (m, n) in shapes {
+                let (total, coords) = device_schedule(m, n, t);
+                assert_eq!(total as u64, t.tiles(m, n), "{t} {m}x{n}");
+                assert_eq!(t.grid_for(total as u64, 132) % t.cluster_size(), 0, "{t} {m}x{n}");
+                let (num_m, num_n) = (m.div_ceil(t.bm), n.div_ceil(t.bn));
+                let mut seen = vec![0u32; (num_m * num_n) as usize];
+                for (i, &(mb, nb)) in coords.iter().enumerate() {
+                    if mb < num_m && nb < num_n {
+                        seen[(mb * num_n + nb) as usize] += 1;
+                    } else {
+                        // (a padding tile: past the last row block along M, past N along N)
+                        let past = if t.cluster_n > 1 { mb < num_m && nb == num_n && num_n % 2 == 1 } else { nb < num_n && mb == num_m && num_m % 2 == 1 };
+                        assert!(past, "{t} {m}x{n}: tile {i} at ({mb}, {nb})");
+                    }
+                    if t.cluster_n > 1 && i % 2 == 1 {
+                        assert_eq!((coords[i - 1].0, coords[i - 1].1 + 1, nb % 2), (mb, nb, 1), "{t} {m}x{n}: tile {i}");
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "{t} {m}x{n}: {seen:?}");
+            }
+        }
+        // In the plain catalog by name, opt-in, TMA store, never split, not the fused kernel's.
+        let widths: Vec<u32> = TileConfig::all_cols_n2().map(|t| t.bn).collect();
+        assert_eq!(widths, [48, 64, 80, 96, 112, 144, 160, 128]);
+        assert_eq!(TileConfig::gemm_catalog().filter(|t| t.cluster_n > 1).count(), 8);
+        assert!(TileConfig::fused_catalog().all(|t| t.cluster_n == 1));
+        for t in TileConfig::all_cols_n2() {
+            let name = if t.bn == 128 { "narrow-tma-store-n2".to_string() } else { format!("cols-128x{}-tma-store-n2", t.bn) };
+            assert_eq!(t.name(), name);
+            assert_eq!(TileConfig::by_name(&name), Some(t));
+            let unclustered = TileConfig { cluster_n: 1, ..t };
+            assert_eq!((t.stages, t.epilogue, t.bm), (TileConfig::rows128_tma_store(t.bn).stages, Epilogue::TmaStore, 128), "{t}");
+            assert!(t.validate_for_gemm().is_ok() && unclustered.validate_for_gemm().is_ok(), "{t}");
+            let e = t.validate().unwrap_err().to_string();
+            assert!(e.contains("clusters along N") && e.contains("only the plain GEMM"), "{e}");
+            assert_eq!(t.with_tma_store(), t);
+            assert!(!t.can_split_last_wave() && source_split(t).is_err(), "{t}");
+            assert!(t.to_string().contains("2-CTA clusters along N (A multicast)"), "{t}");
+            assert!(t.smem_bytes() <= 232_448, "{t}");
+            let src = source(t).unwrap().source;
+            assert!(src.contains("__cluster_dims__(2, 1, 1)"), "{t}");
+            assert!(src.contains(&format!("mk::GemmConfig<128, {}, 64, {}, mk::Epilogue::TmaStore, 1, false, 2>", t.bn, t.stages)), "{t}");
+            assert_ne!(kernel_name(t), kernel_name(unclustered));
+            assert!(kernel_name(t).ends_with("_te_n2"), "{}", kernel_name(t));
+        }
+        // Refused combinations name the rule.
+        let refused = [
+            (TileConfig { cluster_n: 4, ..n2 }, "clusters along N are of 2 CTAs"),
+            (TileConfig { cluster_m: 2, ..n2 }, "exclude clusters along M"),
+            (TileConfig { cluster_n: 2, ..TileConfig::swapped_wide(128, Epilogue::TmaStore) }, "operands not swapped"),
+            (TileConfig::cols_tma_store_n2(72), "no kernel in clusters along N"),
+            (TileConfig::cols_tma_store_n2(176), "no kernel in clusters along N"),
+            (TileConfig { cluster_n: 2, ..TileConfig::cols(96) }, "no kernel in clusters along N"),
+            (TileConfig { cluster_n: 2, ..TileConfig::WIDE_TMA_STORE }, "no kernel in clusters along N"),
+        ];
+        for (t, rule) in refused {
+            let e = t.validate_for_gemm().unwrap_err().to_string();
+            assert!(e.contains("tile") && e.contains(rule), "{t:?}: {e}");
+            assert!(t.validate().is_err() && source(t).is_err(), "{t:?}");
+        }
+        // The split last wave stays refused, naming its rule.
+        let sp = SplitLaunch { slices: 2, workspace: SplitWorkspace { scratch: 0, scratch_bytes: u64::MAX, counts: 0, counts_len: u64::MAX } };
+        let e = sp.check(n2, GemmShape { m: 1000, n: 1536, k: 8192 }, 132).unwrap_err().to_string();
+        assert!(e.contains("split_last_wave") && e.contains("without clusters"), "{e}");
     }
 }

@@ -924,10 +924,10 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             return Err(invalid("grid", "must be at least 1 CTA, got 0"));
         }
         // (the local path's plain GEMM launch makes its own grid of whole clusters)
-        if cfg.grid % cfg.tile.cluster_m.max(1) != 0 && cfg.path != CommPath::Local {
+        if cfg.grid % cfg.tile.cluster_size() != 0 && cfg.path != CommPath::Local {
             return Err(invalid(
                 "grid",
-                format!("must be a multiple of the tile's cluster size ({}) with {}, got {} CTAs", cfg.tile.cluster_m, cfg.tile, cfg.grid),
+                format!("must be a multiple of the tile's cluster size ({}) with {}, got {} CTAs", cfg.tile.cluster_size(), cfg.tile, cfg.grid),
             ));
         }
     } else if cfg.comm_ctas == 0 || cfg.comm_ctas >= cfg.grid {

@@ -25,7 +25,9 @@ proptest! {
         let tiles = t.tiles(s.m, s.n);
         prop_assert!(tiles > 0);
         let grid = t.grid_for(tiles, sm_count);
-        prop_assert!(grid >= 1 && grid % t.cluster_m.max(1) == 0, "{t}: grid {grid}");
+        prop_assert!(grid >= 1 && grid % t.cluster_size() == 0, "{t}: grid {grid}");
+        // (clusters along N are opt-in: no rule takes them until they are timed)
+        prop_assert_eq!(t.cluster_n, 1, "{:?}: {}", s, t);
         if t.epilogue == Epilogue::TmaStore {
             prop_assert_eq!(s.n % 8, 0);
         }

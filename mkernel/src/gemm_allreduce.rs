@@ -348,7 +348,7 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     };
     path.check(shape.n, tile, ctx.world_size)?;
     // (the local path's plain GEMM launch rounds its own grid down to whole clusters)
-    if grid % tile.cluster_m.max(1) != 0 && path != CommPath::Local {
+    if grid % tile.cluster_size() != 0 && path != CommPath::Local {
         return Err(invalid(
             "tile",
             format!("{tile} needs a grid that is a multiple of its cluster size, and this group's kernels have {grid} CTAs each (a share of a GPU other ranks use, or the group's smallest SM count); use a tile without -c2"),

@@ -211,6 +211,35 @@ fn swapped_operand_tiles_match_reference() {
     run_case(GemmShape { m: 40, n: 65, k: 64 }, Some(TileConfig::swapped_c2(48)));
 }
 
+/// 128-row TMA-store tiles of 48..=160 columns in 2-CTA clusters along N sharing the A
+/// tile by multicast (opt-in, `cols-128xC-tma-store-n2`, `narrow-tma-store-n2`): an odd
+/// number of column blocks (a padding tile past N per row block), a single column block
+/// (a cluster of one tile and its padding), one wave and several, ragged M and K (K % 64 !=
+/// 0, one K block), 64 columns (swizzled boxes) and the others (one unswizzled box).
+#[test]
+fn clusters_along_n_match_reference() {
+    if gpu_or_skip("clusters_along_n_match_reference", 1).is_none() {
+        return;
+    }
+    for (m, n, k, cols) in [
+        (1024, 1536, 8192, 96),
+        (768, 2048, 8192, 96),
+        (384, 3072, 4096, 80),
+        (1000, 8200, 520, 80),
+        (777, 2888, 1000, 48),
+        (129, 4104, 64, 144),
+        (2049, 1240, 4160, 160),
+        (3000, 880, 2048, 64),
+        (117, 9216, 1000, 112),
+        (1, 64, 8, 64),
+        (300, 1048, 200, 128),
+    ] {
+        let t = if cols == 128 { TileConfig::NARROW_TMA_STORE_N2 } else { TileConfig::cols_tma_store_n2(cols) };
+        let used = run_case(GemmShape { m, n, k }, Some(t));
+        assert_eq!(used, t);
+    }
+}
+
 /// The small-N rule's default (`TileConfig::small_n_for`: N <= 160; the 128-row TMA-store
 /// tile N columns wide for N <= 32, else the swapped 64-row one holding 64, 128 or 256
 /// rows of A) below K = 4096 (where `mkernel::gemm`'s own workspace may split it: 64 x 16 x
@@ -963,6 +992,7 @@ fn split_last_wave_refuses_what_it_cannot_do() {
     let cases: Vec<(GemmOptions, GemmShape, &str)> = vec![
         (split(TileConfig::NARROW, 2), s, "TMA-store tiles without clusters"),
         (split(TileConfig::WIDE_TMA_STORE_C2, 2), s, "TMA-store tiles without clusters"),
+        (split(TileConfig::cols_tma_store_n2(64), 2), s, "TMA-store tiles without clusters"),
         (split(TileConfig::NARROW_TMA_STORE, 17), s, "exceed the 16 K blocks"),
         (split(TileConfig::NARROW_TMA_STORE, 0), s, "at least 1 slice"),
     ];

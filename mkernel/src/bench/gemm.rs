@@ -29,7 +29,9 @@ pub struct GemmArgs {
     /// sharing A (swap-ab-128xR-c2, swap-ab-128xR-tma-store-c2; R a multiple of 16), and
     /// swap-ab-128-fit (the Registers one fitted to M, 257 <= M <= 8192); cols-128xC (128 x
     /// C, C = 8, 16, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
-    /// store; cols-128xC-tma-store-c2, C = 144, 160, ..., 240, in 2-CTA clusters sharing B) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
+    /// store; cols-128xC-tma-store-c2, C = 144, 160, ..., 240, in 2-CTA clusters sharing B;
+    /// cols-128xC-tma-store-n2, C = 48, 64, ..., 160 but 128, and narrow-tma-store-n2, in
+    /// 2-CTA clusters along N sharing A, opt-in, never split, bench/NOTES.md 34.2) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
     /// the default where the wide tile fits best). Default: the heuristic, which takes
     /// cols-128xN-tma-store for N <= 32 and swap-ab-64xR-tma-store (R = 64, 128 or 256) up
     /// to N = 160 (NOTES 23-24), the -c2 tile when K % 64 != 0 (bench/NOTES.md 13.3),

@@ -92,7 +92,9 @@ fn tile_family_rule(name: &str) -> Option<String> {
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     let suffix = &rest[digits.len()..];
     let c2 = suffix.ends_with("-c2");
+    let n2 = family == "cols-128xC" && suffix.ends_with("-n2");
     let rule = match (family, c2) {
+        _ if n2 => "C a multiple of 16 in 48..=160 (128: narrow-tma-store-n2), with the TMA store (-tma-store-n2)",
         ("swap-ab-64xR", false) => "R a multiple of 8 in 8..=256",
         ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
         ("swap-ab-128xR", false) => "R a multiple of 8 in 64..=256",
@@ -100,14 +102,17 @@ fn tile_family_rule(name: &str) -> Option<String> {
         ("cols-128xC", true) => "C a multiple of 16 in 144..=240, with the TMA store (-tma-store-c2)",
         _ => "C a multiple of 8 in 8..=120 or 136..=248 (128 is the narrow tile, 256 the wide one)",
     };
-    let suffixes = if family == "cols-128xC" { "-tma-store, -tma-store-c2 (C a multiple of 16 in 144..=240)" } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
+    let suffixes = if family == "cols-128xC" {
+        "-tma-store, -tma-store-c2 (C a multiple of 16 in 144..=240), -tma-store-n2 (C a multiple of 16 in 48..=160)"
+    } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
     // A suffix outside the family's, on a valid size: the suffix is what is wrong
     // (e.g. `-c2-tma-store` for `-tma-store-c2`).
-    let known = ["", "-tma-store", "-c2", "-tma-store-c2"].contains(&suffix);
+    let known = ["", "-tma-store", "-c2", "-tma-store-c2", "-tma-store-n2"].contains(&suffix);
     if !known && !digits.is_empty() && mkernel::TileConfig::by_name(&name[..name.len() - suffix.len()]).is_some() {
         return Some(format!("--tile {name}: '{suffix}' is not a suffix of {family} tiles; suffixes: none, {suffixes} (in that order)"));
     }
-    Some(format!("--tile {name}: a {family}{} tile needs {rule}; suffixes: none, {suffixes}", if c2 { "-c2" } else { "" }))
+    let cluster = if c2 { "-c2" } else if n2 { "-n2" } else { "" };
+    Some(format!("--tile {name}: a {family}{cluster} tile needs {rule}; suffixes: none, {suffixes}"))
 }
 
 /// Parses `--tile NAME` (see `TileConfig::by_name`).
@@ -120,7 +125,7 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
                 return rule.into();
             }
             format!(
-                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC[-tma-store] (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 144, 160, ..., 240), or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
+                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC[-tma-store] (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 144, 160, ..., 240), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
             )
             .into()
@@ -463,13 +468,17 @@ mod tests {
         // Clustered column-fitted tiles: a multiple of 16 in 144..=240, TMA store only.
         assert!(err("cols-128x168-tma-store-c2").contains("C a multiple of 16 in 144..=240"), "{}", err("cols-128x168-tma-store-c2"));
         assert!(err("cols-128x176-c2").contains("with the TMA store (-tma-store-c2)"), "{}", err("cols-128x176-c2"));
-        assert!(err("nonsense").contains("expected one of wide, narrow"));
+        // Tiles in clusters along N: a multiple of 16 in 48..=160, TMA store only.
+        assert!(err("cols-128x72-tma-store-n2").contains("C a multiple of 16 in 48..=160"), "{}", err("cols-128x72-tma-store-n2"));
+        let e = err("cols-128x96-n2");
+        assert!(e.contains("'-n2' is not a suffix") && e.contains("-tma-store-n2 (C a multiple of 16 in 48..=160)"), "{e}");
+        assert!(err("nonsense").contains("expected one of wide, narrow") && err("nonsense").contains("narrow-tma-store-n2"));
         // A valid size with a suffix out of order or unknown blames the suffix (helper-44).
         for (bad, suffix) in [("swap-ab-128x144-c2-tma-store", "-c2-tma-store"), ("swap-ab-64x8-foo", "-foo"), ("cols-128x72-tma", "-tma")] {
             let e = err(bad);
             assert!(e.starts_with(&format!("--tile {bad}: '{suffix}' is not a suffix")) && e.contains("in that order"), "{e}");
         }
-        for ok in ["swap-ab-128x208-tma-store-c2", "swap-ab-128x208-c2", "swap-ab-64x136", "cols-128x176-tma-store", "cols-128x176-tma-store-c2", "wide-tma-store-c2"] {
+        for ok in ["swap-ab-128x208-tma-store-c2", "swap-ab-128x208-c2", "swap-ab-64x136", "cols-128x176-tma-store", "cols-128x176-tma-store-c2", "wide-tma-store-c2", "cols-128x96-tma-store-n2", "cols-128x48-tma-store-n2", "narrow-tma-store-n2"] {
             assert!(matches!(parse_tile(Some(ok)), Ok(Some(_))), "{ok}");
         }
     }
