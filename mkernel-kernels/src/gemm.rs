@@ -42,8 +42,9 @@ pub struct TileConfig {
     /// swapped): the two CTAs of a cluster compute horizontally adjacent tiles of one row
     /// block and each A tile is TMA-multicast to both from one read of L2 (within the
     /// GPU; no NVLink multicast). The grid is then even, and an odd number of column
-    /// blocks gets one padding tile per row block. Plain GEMM only, opt-in:
-    /// [`Self::cols_tma_store_n2`], [`Self::NARROW_TMA_STORE_N2`].
+    /// blocks gets one padding tile per row block. Plain GEMM only, unsplit:
+    /// [`Self::cols_tma_store_n2`] (opt-in), [`Self::NARROW_TMA_STORE_N2`] (the default's
+    /// last step where it applies: [`Self::cluster_n_instead_of`]).
     pub cluster_n: u32,
     /// Swapped operands, for small and mid M: the kernel computes C^T = B A^T, so a tile
     /// is `bm` = 64 or 128 rows of B (columns of C) by `bn` rows of A (rows of C), `bn` any
@@ -118,7 +119,8 @@ impl TileConfig {
     /// default in place of that tile when K % 64 != 0 and M > 64 ([`Self::choose_for`]).
     pub const M64_WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::M64_WIDE_TMA_STORE };
     /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters along N sharing A (TMA multicast),
-    /// `narrow-tma-store-n2`. Opt-in, plain GEMM only, not yet timed (bench/NOTES.md 34.2).
+    /// `narrow-tma-store-n2`. Plain GEMM only; [`Self::choose_for`]'s last step where one wave
+    /// of 128 x 128 tiles has long K ([`Self::cluster_n_instead_of`], run 299).
     pub const NARROW_TMA_STORE_N2: Self = Self { cluster_n: 2, ..Self::NARROW_TMA_STORE };
     /// Every configuration the catalog instantiates.
     pub const ALL: [Self; 10] = [
@@ -792,7 +794,21 @@ impl TileConfig {
     /// cuBLAS, runs 166-167); for 65 <= M <= 111, the 128-row swapped tile holding M rows
     /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
     /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
+    ///
+    /// Last, where all that leaves 128 x 128 or 128 x 136 TMA-store tiles at M >= 1024 and K
+    /// >= 7168, and 128 x 128 ones fit one wave, those in 2-CTA clusters along N sharing A
+    /// ([`Self::cluster_n_instead_of`]: 1024 x 2048 x 8192 2-3% faster, runs 299-300; in place
+    /// of 128 x 136 4-17%, 1088 x 1792 x 8192 0.0623-0.0672 -> 0.0543-0.0571 ms). That tile does not
+    /// split: the split rules start from the pick before it ([`Self::choose_before_cluster_n`]).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
+        let t = Self::choose_before_cluster_n(shape, sm_count);
+        Self::cluster_n_instead_of(t, shape, sm_count).unwrap_or(t)
+    }
+
+    /// [`Self::choose_for`] without its last step ([`Self::cluster_n_instead_of`]): a tile
+    /// that can split where its TMA-store twin can, which the split rules
+    /// ([`Self::split_rule_for`], [`Self::choose_for_split`]) start from.
+    pub fn choose_before_cluster_n(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_for_before_one_wave_cols(shape, sm_count);
         let t = Self::one_wave_cols_instead_of(t, shape, sm_count).unwrap_or(t);
         // (above N = 64 only where the other rules' tile pads N as much: 128 x 136 tiles
@@ -828,6 +844,51 @@ impl TileConfig {
         let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
         let t = Self::few_tiles_unsplit_smaller_instead_of(t, shape, sm_count).unwrap_or(t);
         Self::few_tiles_short_k_m64_instead_of(t, shape, sm_count).unwrap_or(t)
+    }
+
+    /// The last step of [`Self::choose_for`] (plain GEMM only; the tile does not split): in
+    /// place of the 128 x 128 TMA-store tile ([`Self::NARROW_TMA_STORE`]) or the 128 x 136
+    /// one (`cols-128x136-tma-store`: the column rule's narrowest fit, [`Self::cols_instead_of`],
+    /// in place of the 64 x 256 tile that M % 128 in 1..=64 starts from), the 128 x 128 tile
+    /// in 2-CTA clusters along N
+    /// ([`Self::NARROW_TMA_STORE_N2`]), where M >= [`CLUSTER_N_MIN_M`], K >=
+    /// [`CLUSTER_N_MIN_K`] with K % 64 == 0, N % 8 == 0, the column blocks pair up (ceil(N /
+    /// 128) even: no padding tiles), as many as 128 x 136 makes (ceil(N / 128) = ceil(N /
+    /// 136): e.g. N = 136 stays on one unpadded block), and the tiles fill more than half of
+    /// one wave on `sm_count` SMs (as measured: 76-130 tiles on 132). `None` elsewhere, and
+    /// where `current` is another tile (the one-wave-cols rule's 72..=120 columns make more
+    /// tiles, and ran 1-20% faster than this one: run 300).
+    ///
+    /// Why: the two CTAs of a cluster compute neighbouring tiles of one row block, and each
+    /// A tile crosses from L2 once per pair (TMA multicast within the GPU), so a K block
+    /// moves 3/4 of the bytes per tile it did unclustered; the pair's barrier costs a fixed
+    /// amount per tile, which long K amortises.
+    ///
+    /// Measured on one H200 (run 299, each kernel in its own process, three passes, gated,
+    /// ms, 128 x 128 -> its -n2 twin): 1024 x 2048 x 8192 0.0555-0.0576 -> 0.0545-0.0558,
+    /// 2048 x 1024 x 8192 0.0556-0.0573 -> 0.0546-0.0564, 8192 x 256 x 7168 0.0533-0.0562 ->
+    /// 0.0534-0.0545, 1600 x 1280 x 9216 0.0656-0.0668 -> 0.0599-0.0613; at K = 4096 it lost
+    /// (1024 x 2048 x 4096 0.0308-0.0310 -> 0.0313-0.0322; run 298 alike), hence the bound.
+    /// Run 300 (the same way): this rule's pick against the unclustered 128 x 128 tile forced,
+    /// ours / cuBLAS 0.93-0.95 -> 0.96-0.98 on all 7 shapes in all three passes, e.g. 4096 x
+    /// 512 x 8192 0.0599-0.0612 -> 0.0579-0.0588 ms, 1024 x 2048 x 14336 0.0971-0.0981 ->
+    /// 0.0940-0.0976, 2000 x 1016 x 7168 0.0499-0.0506 -> 0.0493-0.0494; in place of 128 x 136:
+    /// 1088 x 1792 x 8192 0.0623-0.0672 -> 0.0543-0.0571, 1440 x 1280 x 8192 0.0579 ->
+    /// 0.0521-0.0530, 1824 x 1024 x 8192 0.0575-0.0597 -> 0.0496-0.0540, 2336 x 512 x 8192
+    /// 0.0513-0.0532 -> 0.0493-0.0502, 2752 x 768 x 7168 0.0536-0.0554 -> 0.0498-0.0505, 1600 x
+    /// 1280 x 9216 0.0671-0.0674 -> 0.0631-0.0634: 4-17% faster on all 6 (bench/NOTES.md 38.1).
+    pub fn cluster_n_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let n2 = Self::NARROW_TMA_STORE_N2;
+        let applies = (current == Self::NARROW_TMA_STORE || current == Self::cols_tma_store(136))
+            && shape.m >= CLUSTER_N_MIN_M
+            && shape.k >= CLUSTER_N_MIN_K
+            && shape.k % 64 == 0
+            && shape.n % 8 == 0
+            && shape.n.div_ceil(n2.bn) % 2 == 0
+            && shape.n.div_ceil(n2.bn) == shape.n.div_ceil(136)
+            && n2.tiles(shape.m, shape.n) <= sm_count as u64
+            && n2.tiles(shape.m, shape.n) * 2 > sm_count as u64;
+        applies.then_some(n2)
     }
 
     /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
@@ -1673,7 +1734,7 @@ impl TileConfig {
     /// waves at N = 64 x 2 x SMs, where a count would be refused, and their second wave's
     /// split was not measured).
     pub fn choose_for_split(shape: GemmShape, sm_count: u32) -> Self {
-        let t = Self::choose_for(shape, sm_count);
+        let t = Self::choose_before_cluster_n(shape, sm_count);
         let t = if Self::swapped_two_waves_instead_of(Self::M64_WIDE_TMA_STORE, shape, sm_count) == Some(t) { Self::M64_WIDE_TMA_STORE } else { t };
         let t = Self::twin_that_splits(t, shape);
         if t.cluster_m <= 1 {
@@ -1825,7 +1886,7 @@ impl TileConfig {
         if shape.k < TWO_ROUNDS_MIN_K || shape.k % 64 != 0 || sm_count < 2 {
             return None;
         }
-        let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
+        let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
         let measured = (t.bn <= 64 && t == Self::swapped_tma_store(t.bn)) || t == Self::NARROW_TMA_STORE || t == Self::WIDE_TMA_STORE;
         if shape.m > 256 || !measured {
             return None;
@@ -1899,7 +1960,7 @@ impl TileConfig {
     /// says so (run 298).
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
-        let t = Self::twin_that_splits(Self::choose_for(shape, sm_count), shape);
+        let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
@@ -2415,6 +2476,13 @@ pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
 /// 2048 x 14336 and up to 10% at 1024 x 768 x 8192, 4% faster at 730 x 1024 x 8192; 72-96
 /// faster wherever M's padding was at most a tenth).
 pub const ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH: u32 = 72;
+
+/// The smallest M [`TileConfig::cluster_n_instead_of`] takes clusters along N at (run 299
+/// measured M = 1024, 1600, 2048 and 8192; below M = 1024 not timed).
+pub const CLUSTER_N_MIN_M: u32 = 1024;
+/// The shortest K [`TileConfig::cluster_n_instead_of`] takes clusters along N at (run 299:
+/// 1.5-9% faster at K = 7168-9216 on 4 shapes, 2% slower at K = 4096, as run 298 found).
+pub const CLUSTER_N_MIN_K: u32 = 7168;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):

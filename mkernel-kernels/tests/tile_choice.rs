@@ -26,8 +26,18 @@ proptest! {
         prop_assert!(tiles > 0);
         let grid = t.grid_for(tiles, sm_count);
         prop_assert!(grid >= 1 && grid % t.cluster_size() == 0, "{t}: grid {grid}");
-        // (clusters along N are opt-in: no rule takes them until they are timed)
-        prop_assert_eq!(t.cluster_n, 1, "{:?}: {}", s, t);
+        // Clusters along N only as the cluster-N rule states them: the 128 x 128 tile, long
+        // K, M >= 1024, column blocks that pair up, one wave; and never a tile the split
+        // rules start from.
+        if t.cluster_n > 1 {
+            prop_assert_eq!(t, TileConfig::NARROW_TMA_STORE_N2, "{:?}", s);
+            prop_assert!(s.m >= 1024 && s.k >= 7168 && s.k % 64 == 0 && s.n.div_ceil(128) % 2 == 0, "{:?}: {}", s, t);
+            prop_assert!(t.tiles(s.m, s.n) <= sm_count as u64 && t.tiles(s.m, s.n) * 2 > sm_count as u64, "{:?} on {}: {}", s, sm_count, t);
+            let before = TileConfig::choose_before_cluster_n(s, sm_count);
+            prop_assert!(before == TileConfig::NARROW_TMA_STORE || before == TileConfig::cols_tma_store(136), "{:?}: {}", s, before);
+        }
+        prop_assert_eq!(TileConfig::choose_before_cluster_n(s, sm_count).cluster_n, 1);
+        prop_assert_eq!(TileConfig::choose_for_split(s, sm_count).cluster_n, 1);
         if t.epilogue == Epilogue::TmaStore {
             prop_assert_eq!(s.n % 8, 0);
         }

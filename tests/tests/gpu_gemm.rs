@@ -272,6 +272,20 @@ fn defaults_match_reference(name: &str, cases: &[(u32, u32, u32)], expect: impl 
     }
 }
 
+/// One wave of 128 x 128 tiles with long K: the 128 x 128 tile in 2-CTA clusters along N in
+/// place of the unclustered one or of 128 x 136 (`TileConfig::cluster_n_instead_of`: M >=
+/// 1024, K >= 7168, column blocks that pair up; 1600 x 1280 x 9216 was 128 x 136 on 132
+/// SMs), M ragged (2000: the last row block short; 8190) and N ragged (1016: the last
+/// column block short), against the reference, where its tiles fit one wave.
+#[test]
+fn cluster_n_default_matches_reference() {
+    let n2 = TileConfig::NARROW_TMA_STORE_N2;
+    let cases = [(1024, 2048, 8192), (1600, 1280, 9216), (2000, 1016, 7168), (8190, 256, 7168)];
+    // (on 132 SMs, the H100 SXM's and the H200's, all four take it; on other counts the
+    // default is still checked against `choose_for`)
+    defaults_match_reference("cluster_n_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(n2));
+}
+
 /// Few tiles with K < 4096 (no split): the default's 64 x 64 swapped TMA-store tile
 /// (`TileConfig::few_tiles_unsplit_smaller_instead_of`), M and N ragged, against the
 /// reference, where it makes at most half this GPU's SMs' tiles.
