@@ -257,12 +257,30 @@ impl TileConfig {
 
     /// The tile of [`Self::cols`] (or the wide 128 x 256 one) whose width best fits N on
     /// `sm_count` SMs: the fewest waves x columns per tile (ties to the wider tile); `None`
-    /// where that is the wide tile, or for an empty shape.
+    /// where that is the wide tile, or for an empty shape. Where that is 136 columns and 128
+    /// make as many tiles in one wave, the 128 x 128 tile ([`Self::NARROW`]; its TMA-store twin where
+    /// the column rule takes it): run 301 (each kernel in its own process, three passes, ms,
+    /// 128 x 136 -> 128 x 128 TMA store) 1088 x 1792 x 4096 0.0343-0.0365 -> 0.0316-0.0324,
+    /// 1440 x 1280 x 4096 0.0327-0.0329 -> 0.0304-0.0319, 1824 x 1024 x 4096 0.0309-0.0324 ->
+    /// 0.0299-0.0312, 2752 x 768 x 4096 0.0337-0.0340 -> 0.0281-0.0325, 1440 x 1280 x 2048
+    /// 0.0180-0.0193 -> 0.0170-0.0177, 1088 x 1792 x 6144 0.0455-0.0468 -> 0.0412-0.0446;
+    /// from K = 7168 its clustered twin beat 128 x 136 by 4-17% on 6 shapes (run 300,
+    /// [`Self::cluster_n_instead_of`]). The rules after the column rule then see the 128 x 128
+    /// tile and may replace it (the one-wave width, the 64 x 128 few-tiles tile, the split
+    /// rules): run 302 (two passes, the 128 x 136 pick -> the rules' pick now) 1216 x 384 x
+    /// 1024 0.0086 -> 0.0052 ms (64 x 128), 1216 x 1152 x 7168 0.0431-0.0436 -> 0.0348-0.0356
+    /// (96), 1600 x 960 x 4096 0.0264-0.0266 -> 0.0217 (96), 1088 x 1016 x 2048 0.0146-0.0148
+    /// -> 0.0116-0.0117 (80): faster on 19 of 27, by up to 40%; slower where -n2 had replaced
+    /// 128 x 136 (1088 x 1280 x 8192 0.0449-0.0461 -> 0.0502-0.0528 on 96 columns; run 304
+    /// alike) (bench/NOTES.md 38.2).
     pub fn cols_fit(m: u32, n: u32, sm_count: u32) -> Option<Self> {
         if m == 0 || n == 0 || sm_count == 0 {
             return None;
         }
         let best = Self::cols_widths().map(Self::cols).min_by_key(|t| t.fit_cost(m, n, sm_count))?;
+        // (136 columns making as many tiles as 128 do, in one wave: the 128 x 128 tile, 3-17% faster)
+        let tiles = best.tiles(m, n);
+        let best = if best.bn == 136 && Self::NARROW.tiles(m, n) == tiles && tiles <= sm_count as u64 { Self::NARROW } else { best };
         (best.fit_cost(m, n, sm_count) < Self::WIDE.fit_cost(m, n, sm_count)).then_some(best)
     }
 
@@ -795,10 +813,11 @@ impl TileConfig {
     /// of A without the padding rows ([`Self::swapped_short_instead_of`]: 80 x 9216 x 7168
     /// 0.93 -> 1.12 of cuBLAS, runs 170-171).
     ///
-    /// Last, where all that leaves 128 x 128 or 128 x 136 TMA-store tiles at M >= 1024 and K
-    /// >= 7168, and 128 x 128 ones fit one wave, those in 2-CTA clusters along N sharing A
-    /// ([`Self::cluster_n_instead_of`]: 1024 x 2048 x 8192 2-3% faster, runs 299-300; in place
-    /// of 128 x 136 4-17%, 1088 x 1792 x 8192 0.0623-0.0672 -> 0.0543-0.0571 ms). That tile does not
+    /// Last, where all that leaves one wave (more than half full) of 128 x 128 TMA-store tiles
+    /// at M >= 1024 and K >= 7168, those in 2-CTA clusters along N sharing A
+    /// ([`Self::cluster_n_instead_of`]: 1024 x 2048 x 8192 2-3% faster, runs 299-300; 1088 x
+    /// 1792 x 8192 0.0623-0.0672 -> 0.0543-0.0571 ms, where the column rule fitted 136
+    /// columns before [`Self::cols_fit`] took 128). That tile does not
     /// split: the split rules start from the pick before it ([`Self::choose_before_cluster_n`]).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_before_cluster_n(shape, sm_count);
@@ -847,17 +866,14 @@ impl TileConfig {
     }
 
     /// The last step of [`Self::choose_for`] (plain GEMM only; the tile does not split): in
-    /// place of the 128 x 128 TMA-store tile ([`Self::NARROW_TMA_STORE`]) or the 128 x 136
-    /// one (`cols-128x136-tma-store`: the column rule's narrowest fit, [`Self::cols_instead_of`],
-    /// in place of the 64 x 256 tile that M % 128 in 1..=64 starts from), the 128 x 128 tile
-    /// in 2-CTA clusters along N
+    /// place of the 128 x 128 TMA-store tile ([`Self::NARROW_TMA_STORE`]; also where the
+    /// column rule fits 128 columns, [`Self::cols_fit`]), its twin in 2-CTA clusters along N
     /// ([`Self::NARROW_TMA_STORE_N2`]), where M >= [`CLUSTER_N_MIN_M`], K >=
     /// [`CLUSTER_N_MIN_K`] with K % 64 == 0, N % 8 == 0, the column blocks pair up (ceil(N /
-    /// 128) even: no padding tiles), as many as 128 x 136 makes (ceil(N / 128) = ceil(N /
-    /// 136): e.g. N = 136 stays on one unpadded block), and the tiles fill more than half of
-    /// one wave on `sm_count` SMs (as measured: 76-130 tiles on 132). `None` elsewhere, and
-    /// where `current` is another tile (the one-wave-cols rule's 72..=120 columns make more
-    /// tiles, and ran 1-20% faster than this one: run 300).
+    /// 128) even: no padding tiles), and the tiles fill more than half of one wave on
+    /// `sm_count` SMs (as measured: 76-130 tiles on 132). `None` elsewhere, and where
+    /// `current` is another tile (the one-wave-cols rule's 72..=120 columns make more tiles,
+    /// and ran 1-20% faster than this one: run 300).
     ///
     /// Why: the two CTAs of a cluster compute neighbouring tiles of one row block, and each
     /// A tile crosses from L2 once per pair (TMA multicast within the GPU), so a K block
@@ -872,20 +888,20 @@ impl TileConfig {
     /// Run 300 (the same way): this rule's pick against the unclustered 128 x 128 tile forced,
     /// ours / cuBLAS 0.93-0.95 -> 0.96-0.98 on all 7 shapes in all three passes, e.g. 4096 x
     /// 512 x 8192 0.0599-0.0612 -> 0.0579-0.0588 ms, 1024 x 2048 x 14336 0.0971-0.0981 ->
-    /// 0.0940-0.0976, 2000 x 1016 x 7168 0.0499-0.0506 -> 0.0493-0.0494; in place of 128 x 136:
+    /// 0.0940-0.0976, 2000 x 1016 x 7168 0.0499-0.0506 -> 0.0493-0.0494; in place of 128 x 136
+    /// (the column rule's fit before it took 128 columns there, [`Self::cols_fit`]):
     /// 1088 x 1792 x 8192 0.0623-0.0672 -> 0.0543-0.0571, 1440 x 1280 x 8192 0.0579 ->
     /// 0.0521-0.0530, 1824 x 1024 x 8192 0.0575-0.0597 -> 0.0496-0.0540, 2336 x 512 x 8192
     /// 0.0513-0.0532 -> 0.0493-0.0502, 2752 x 768 x 7168 0.0536-0.0554 -> 0.0498-0.0505, 1600 x
     /// 1280 x 9216 0.0671-0.0674 -> 0.0631-0.0634: 4-17% faster on all 6 (bench/NOTES.md 38.1).
     pub fn cluster_n_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let n2 = Self::NARROW_TMA_STORE_N2;
-        let applies = (current == Self::NARROW_TMA_STORE || current == Self::cols_tma_store(136))
+        let applies = current == Self::NARROW_TMA_STORE
             && shape.m >= CLUSTER_N_MIN_M
             && shape.k >= CLUSTER_N_MIN_K
             && shape.k % 64 == 0
             && shape.n % 8 == 0
             && shape.n.div_ceil(n2.bn) % 2 == 0
-            && shape.n.div_ceil(n2.bn) == shape.n.div_ceil(136)
             && n2.tiles(shape.m, shape.n) <= sm_count as u64
             && n2.tiles(shape.m, shape.n) * 2 > sm_count as u64;
         applies.then_some(n2)
@@ -1051,8 +1067,9 @@ impl TileConfig {
         }
         let sms = sm_count as u64;
         let tiles = current.tiles(shape.m, shape.n);
-        // (above M = 256 measured only where `current`'s tiles fit one wave)
-        if tiles * 3 <= sms || (above_256 && tiles > sms) {
+        // (above M = 256 measured only where `current`'s tiles fit one wave, and not where
+        // the last row block holds at most ONE_WAVE_COLS_RAGGED_MAX_ROWS rows of A)
+        if tiles * 3 <= sms || (above_256 && (tiles > sms || (1..=ONE_WAVE_COLS_RAGGED_MAX_ROWS).contains(&(shape.m % 128)))) {
             return None;
         }
         // The elements the busiest SM computes per K block: waves of tiles times the tile's
@@ -2471,6 +2488,19 @@ pub const ONE_WAVE_COLS_WIDE_SPLIT_MIN_K: u32 = 8192;
 /// padded by at most a tenth (runs 296-297; `one_wave_cols_unsplit_wins`). Below it the only
 /// shape measured since the producer warp (1024 x 1152 x 6912) still ran as fast split.
 pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
+/// Above M = 256, [`TileConfig::one_wave_cols_instead_of`] leaves the tile it would replace
+/// where the last row block holds at most this many rows of A (M % 128 in 1..=32): narrow
+/// tiles slow down when most of a row block's A box is out of bounds (run 299: 128 x 88 at
+/// 321 x 3536 x 8192 0.0505 ms against 0.0372 at M = 352). Run 303 (two passes, ms, the
+/// one-wave width -> with this bound, 128 x 128 or its -n2 twin): 1056 x 1408 x 8192
+/// 0.0523-0.0530 (104) -> 0.0482, 1440 x 512 x 4096 0.0230-0.0250 (48) -> 0.0183, 1440 x
+/// 896 x 4096 0.0257-0.0309 (88) -> 0.0240-0.0242, 1440 x 832 x 4096 0.0256-0.0274 ->
+/// 0.0233-0.0234, 1440 x 448 x 8192 0.0365-0.0366 -> 0.0290-0.0313, 1056 x 960 x 4096
+/// 0.0244-0.0271 -> 0.0233, 1056 x 1024 x 8192 0.0474 -> 0.0428-0.0432: faster on 7 of 10,
+/// even on 1440 x 1280 x 4096; slower on 1440 x 960 x 8192 (88: 0.0390-0.0391 -> 0.0468, but
+/// 0.0436-0.0486 in run 302) and 1440 x 1024 x 8192 (96: 0.0423-0.0431 -> 0.0472-0.0478,
+/// but 0.0436-0.0601 in run 304), where the narrow tile's time is bimodal (bench/NOTES.md 38.3).
+pub const ONE_WAVE_COLS_RAGGED_MAX_ROWS: u32 = 32;
 /// The narrowest one-wave width [`TileConfig::split_one_wave_cols_for`] leaves unsplit above
 /// M = 256 (`one_wave_cols_unsplit_wins`; run 297: 48 columns unsplit 20% slower at 373 x
 /// 2048 x 14336 and up to 10% at 1024 x 768 x 8192, 4% faster at 730 x 1024 x 8192; 72-96
@@ -3470,6 +3500,14 @@ mod tests {
         assert_eq!(TileConfig::cols_fit(2048, 7168, 132), Some(TileConfig::cols(176)));
         assert_eq!(TileConfig::cols_fit(4096, 4096, 132), None, "512 wide tiles: 3.9 waves");
         assert_eq!(TileConfig::cols_fit(0, 8192, 132), None);
+        // 136 columns making as many tiles as 128 in one wave: the 128 x 128 tile (126 tiles
+        // either way at 1088 x 1792); where 136 makes fewer (N = 136: one block), 136 stays.
+        assert_eq!(TileConfig::cols_fit(1088, 1792, 132), Some(TileConfig::NARROW));
+        assert_eq!(TileConfig::cols_fit(1088, 136, 132), Some(TileConfig::cols(136)));
+        // The one-wave width leaves 128 x 128 where the last row block holds at most 32 rows.
+        let s = |m| GemmShape { m, n: 896, k: 4096 };
+        assert_eq!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(1440), 132), None);
+        assert!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(1472), 132).is_some_and(|t| t.bn < 128));
         let src = source(t).unwrap().source;
         assert!(src.contains("m64n224k16") && src.contains("mk::GemmConfig<128, 224, 64,"), "generated wrapper");
         // The column rule (runs 120-121, TMA-store tiles): taken where the fit saves 6-14%

@@ -33,8 +33,7 @@ proptest! {
             prop_assert_eq!(t, TileConfig::NARROW_TMA_STORE_N2, "{:?}", s);
             prop_assert!(s.m >= 1024 && s.k >= 7168 && s.k % 64 == 0 && s.n.div_ceil(128) % 2 == 0, "{:?}: {}", s, t);
             prop_assert!(t.tiles(s.m, s.n) <= sm_count as u64 && t.tiles(s.m, s.n) * 2 > sm_count as u64, "{:?} on {}: {}", s, sm_count, t);
-            let before = TileConfig::choose_before_cluster_n(s, sm_count);
-            prop_assert!(before == TileConfig::NARROW_TMA_STORE || before == TileConfig::cols_tma_store(136), "{:?}: {}", s, before);
+            prop_assert_eq!(TileConfig::choose_before_cluster_n(s, sm_count), TileConfig::NARROW_TMA_STORE);
         }
         prop_assert_eq!(TileConfig::choose_before_cluster_n(s, sm_count).cluster_n, 1);
         prop_assert_eq!(TileConfig::choose_for_split(s, sm_count).cluster_n, 1);
