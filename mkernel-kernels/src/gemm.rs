@@ -2467,8 +2467,13 @@ pub const TWO_ROUNDS_SLICES: u64 = 3;
 pub const TWO_ROUNDS_MIN_K: u32 = 13824;
 
 /// The largest M [`TileConfig::one_wave_cols_instead_of`] was measured on (run 269: M =
-/// 384..=2048, 3 to 16 row blocks of 128).
-pub const ONE_WAVE_COLS_MAX_M: u32 = 2048;
+/// 384..=2048, 3 to 16 row blocks of 128; run 305: 2081..=4033, where 128 x 128 tiles or
+/// their -n2 twins fill 48-96% of one wave: 4-26% faster on 15 of 16 shapes, e.g. 4033 x 320
+/// x 4096 0.0275-0.0277 -> 0.0208-0.0226 ms on 80 columns, 2816 x 512 x 8192 0.0451-0.0452 ->
+/// 0.0378-0.0385 on 88, 3937 x 192 x 4096 0.0274 -> 0.0203 on 48 in place of 128 x 128 in 2
+/// slices; even on 2688 x 704 x 7168, 5% slower on 2081 x 704 x 8192, 104 columns in place of
+/// -n2 with 33 rows in the last row block; bench/NOTES.md 38.4).
+pub const ONE_WAVE_COLS_MAX_M: u32 = 4096;
 
 /// The K range [`TileConfig::one_wave_cols_instead_of`] was measured on (run 264:
 /// 3456..=8192; run 266: 2048..=3072 and 9216..=14336; at M > 256 runs 269-270:
@@ -3843,12 +3848,15 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s(256, 57344, 8192), 132), TileConfig::cols_tma_store_c2(176));
         assert_eq!(rule(narrow, 256, 2816, 8192, 132), None); // 44 tiles: a third of 132
         assert_eq!(rule(narrow, 256, 2944, 8192, 132), Some(cols(48)));
+        // Up to M = 4096 (run 305): 2176 x 768 x 4096's 102 tiles of 128 x 128 -> 112 columns.
+        assert_eq!(rule(narrow, 2176, 768, 4096, 132), Some(cols(112)));
         // Outside what was measured, or not the two defaults it replaces.
         for (m, n, k) in [
             (192, 7168, 4096), // the small-M rules' range (M <= 192)
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
-            (2049, 1280, 4096), // above ONE_WAVE_COLS_MAX_M
-            (2176, 768, 4096),  // ... with 102 tiles of 128 x 128 (112 columns would fill one wave)
+            (4097, 384, 4096), // above ONE_WAVE_COLS_MAX_M
+            (4224, 384, 4096),  // ... with 99 tiles of 128 x 128 (96 columns would fill one wave)
+            (1056, 1408, 8192), // the last row block holds 32 rows (ONE_WAVE_COLS_RAGGED_MAX_ROWS)
             (256, 7168, 1984),  // K below 2048
             (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0
