@@ -200,7 +200,7 @@ impl TileConfig {
     /// multicast: the two CTAs of a cluster take neighbouring column blocks of one row
     /// block and each loads half of A's 128 rows (64 rows: whole 1024-byte swizzle atoms)
     /// and its own B tile, so A crosses from L2 once per pair instead of once per tile.
-    /// `cols` a multiple of 16 in 48..=160 other than 128 ([`Self::cols_n2_widths`]; 128
+    /// `cols` a multiple of 16 in 48..=160 other than 128 (`cols_n2_widths`; 128
     /// is [`Self::NARROW_TMA_STORE_N2`]): the widths of the one-wave tiles at M = 384-2048,
     /// which cuBLAS runs as 80- and 96-column tiles in such clusters (CUPTI, run 275,
     /// bench/NOTES.md 34.2). `cols-128xC-tma-store-n2`. Opt-in, plain GEMM only, unsplit;
@@ -759,8 +759,8 @@ impl TileConfig {
     /// splits the first from K = 1536, the second from K = 3072.)
     ///
     /// For N <= 160 (MoE routers), the small-N rule's tiles (N columns wide for N <= 32,
-    /// else swapped) replace what the rules below pick, as the last step
-    /// ([`Self::small_n_for`]; runs 195, 197: 0.55-0.77 of cuBLAS -> 0.63-1.03 at M >= 2048
+    /// else swapped) replace what the rules below pick, as the last step but the cluster-N
+    /// one ([`Self::small_n_for`]; runs 195, 197: 0.55-0.77 of cuBLAS -> 0.63-1.03 at M >= 2048
     /// and N <= 64, 5-39% faster at N = 96-160; run 203: N <= 32 a further 0-37%).
     ///
     /// Otherwise, for M <= 256 with K % 64 == 0, the swapped-operand tile holding all of M
@@ -871,7 +871,7 @@ impl TileConfig {
     /// ([`Self::NARROW_TMA_STORE_N2`]), where M >= [`CLUSTER_N_MIN_M`], K >=
     /// [`CLUSTER_N_MIN_K`] with K % 64 == 0, N % 8 == 0, the column blocks pair up (ceil(N /
     /// 128) even: no padding tiles), and the tiles fill more than half of one wave on
-    /// `sm_count` SMs (as measured: 76-130 tiles on 132). `None` elsewhere, and where
+    /// `sm_count` SMs (as measured: 76-132 tiles on 132). `None` elsewhere, and where
     /// `current` is another tile (the one-wave-cols rule's 72..=120 columns make more tiles,
     /// and ran 1-20% faster than this one: run 300).
     ///
@@ -977,7 +977,10 @@ impl TileConfig {
     /// computes at most 3/4 of their elements. Not the 64 x 256 TMA-store tile
     /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64): in its place
     /// the rule's tiles were slower on 5 of 6 shapes (run 270). N > 160, K % 64 == 0, N % 8 == 0 and
-    /// [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
+    /// [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured), and above M =
+    /// 256 not where the last row block holds at most [`ONE_WAVE_COLS_RAGGED_MAX_ROWS`] rows of
+    /// A (M % 128 in 1..=32; nor then does [`Self::split_one_wave_cols_for`] split the
+    /// width's twin). `None` elsewhere.
     ///
     /// Why: at M = 256 (two row blocks) the 128 x 128 tiles of N = 4225..8064 make 68..126
     /// tiles on 132 SMs, the 128 x 256 ones of N = 8449..16896 (below, the small-M rule's
@@ -1256,7 +1259,8 @@ impl TileConfig {
         n.div_ceil(w).saturating_mul(w) - n
     }
 
-    /// The small-N rule of [`Self::choose_for`], its last step: for N <= 160 (an MoE router:
+    /// The small-N rule of [`Self::choose_for`], its last step but the cluster-N one
+    /// ([`Self::cluster_n_instead_of`], which acts where this rule keeps the 128 x 128 tile): for N <= 160 (an MoE router:
     /// N experts, K hidden, M tokens) with N % 8 == 0 and K % 64 == 0: for N <= 32 and M >=
     /// 64 the 128-row TMA-store tile exactly N columns wide ([`Self::cols_tma_store`], its
     /// wgmma's n holding N: no padding), which [`Self::split_few_tiles_for`] splits along K
@@ -2496,7 +2500,8 @@ pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
 /// Above M = 256, [`TileConfig::one_wave_cols_instead_of`] leaves the tile it would replace
 /// where the last row block holds at most this many rows of A (M % 128 in 1..=32): narrow
 /// tiles slow down when most of a row block's A box is out of bounds (run 299: 128 x 88 at
-/// 321 x 3536 x 8192 0.0505 ms against 0.0372 at M = 352). Run 303 (two passes, ms, the
+/// 3536 x 8192 0.0505 ms at M = 321, 65 rows in the last block, against 0.0372 at M = 352;
+/// the bound covers only the 32-row shapes runs 302-303 measured, not 321's 65). Run 303 (two passes, ms, the
 /// one-wave width -> with this bound, 128 x 128 or its -n2 twin): 1056 x 1408 x 8192
 /// 0.0523-0.0530 (104) -> 0.0482, 1440 x 512 x 4096 0.0230-0.0250 (48) -> 0.0183, 1440 x
 /// 896 x 4096 0.0257-0.0309 (88) -> 0.0240-0.0242, 1440 x 832 x 4096 0.0256-0.0274 ->

@@ -15,8 +15,10 @@ use crate::error::{invalid, DriverContext, Result};
 #[derive(Debug, Clone, Copy)]
 pub struct GemmOptions {
     /// Tile configuration, one of [`TileConfig::gemm_catalog`] ([`TileConfig::ALL`], the
-    /// swapped-operand tiles of [`TileConfig::all_swapped`] and the column-fitted ones of
-    /// [`TileConfig::cols`]); `None` lets the heuristic choose ([`TileConfig::choose_for`]).
+    /// swapped-operand tiles of [`TileConfig::all_swapped`], the column-fitted ones of
+    /// [`TileConfig::cols`], and those in 2-CTA clusters along N,
+    /// [`TileConfig::cols_tma_store_n2`] and [`TileConfig::NARROW_TMA_STORE_N2`], which never
+    /// split); `None` lets the heuristic choose ([`TileConfig::choose_for`]).
     pub tile: Option<TileConfig>,
     /// Bound on every wait inside the kernel (an expired wait traps the kernel), 1 ms to
     /// 1 day; default 10 s.

@@ -31,8 +31,10 @@ pub struct GemmArgs {
     /// C, C = 8, 16, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
     /// store; cols-128xC-tma-store-c2, C = 144, 160, ..., 240, in 2-CTA clusters sharing B;
     /// cols-128xC-tma-store-n2, C = 48, 64, ..., 160 but 128, and narrow-tma-store-n2, in
-    /// 2-CTA clusters along N sharing A, opt-in, never split, bench/NOTES.md 34.2) and cols-fit / cols-fit-tma-store (the one fitted to N on this GPU's SMs, or
-    /// the default where the wide tile fits best). Default: the heuristic, which takes
+    /// 2-CTA clusters along N sharing A, never split; narrow-tma-store-n2 is the default's last
+    /// step where it applies, bench/NOTES.md 38.1) and cols-fit / cols-fit-tma-store (the one
+    /// fitted to N on this GPU's SMs, the 128 x 128 tile where 136 columns would make as many
+    /// tiles in one wave, or the default where the wide tile fits best). Default: the heuristic, which takes
     /// cols-128xN-tma-store for N <= 32 and swap-ab-64xR-tma-store (R = 64, 128 or 256) up
     /// to N = 160 (NOTES 23-24), the -c2 tile when K % 64 != 0 (bench/NOTES.md 13.3),
     /// swap-ab-64x64-tma-store where the split rule splits few tiles with K <= 28672 (NOTES

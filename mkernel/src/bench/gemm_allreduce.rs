@@ -799,7 +799,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         if !args.sm_comm.is_empty() {
             return Err(format!("--sm-comm: its rows run a path with communication CTAs, which --tile {} has none of (it takes the epilogue path with 2 ranks, local with one)", t.name()).into());
         }
-        if t.cluster_m > 1 && (forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2)) {
+    }
+    // (clusters along M or N alike: -c2 and -n2 tiles)
+    if let Some(t) = tile.filter(|t| t.cluster_size() > 1) {
+        if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
             return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles (a cluster's pair), no K-slices", t.name()).into());
         }
     }
@@ -833,7 +836,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| format!("--sweep-tiles: {e}"))?;
         // (as for --tile: a clustered tile computes whole tiles, no K-slices; the swept call
         // would inherit --split-last-wave and be refused on every shape)
-        if let Some(t) = t.filter(|t| t.cluster_m > 1) {
+        if let Some(t) = t.filter(|t| t.cluster_size() > 1) {
             if forces_split(args.split_last_wave) {
                 return Err(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name()).into());
             }
@@ -1451,6 +1454,16 @@ mod tests {
         ] {
             let e = run(Cli::try_parse_from(args).unwrap().ar).unwrap_err().to_string();
             assert!(e.contains("-c2"), "{args:?}: {e}");
+        }
+        // Tiles in clusters along N (plain GEMM, one rank's local path) take no K-slices
+        // either, refused before any device is touched (helper-69).
+        for args in [
+            &["x", "--gpus", "1", "--tile", "narrow-tma-store-n2", "--split-last-wave", "2"][..],
+            &["x", "--gpus", "1", "--tile", "cols-128x96-tma-store-n2", "--sweep-split", "2"][..],
+            &["x", "--gpus", "1", "--sweep-tiles", "narrow-tma-store-n2", "--split-last-wave", "2"][..],
+        ] {
+            let e = run(Cli::try_parse_from(args).unwrap().ar).unwrap_err().to_string();
+            assert!(e.contains("-n2") && e.contains("whole tiles"), "{args:?}: {e}");
         }
     }
 
