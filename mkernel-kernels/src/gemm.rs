@@ -896,14 +896,15 @@ impl TileConfig {
     /// 1280 x 9216 0.0671-0.0674 -> 0.0631-0.0634: 4-17% faster on all 6 (bench/NOTES.md 38.1).
     pub fn cluster_n_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let n2 = Self::NARROW_TMA_STORE_N2;
+        let tiles = n2.tiles(shape.m, shape.n);
         let applies = current == Self::NARROW_TMA_STORE
             && shape.m >= CLUSTER_N_MIN_M
             && shape.k >= CLUSTER_N_MIN_K
             && shape.k % 64 == 0
             && shape.n % 8 == 0
             && shape.n.div_ceil(n2.bn) % 2 == 0
-            && n2.tiles(shape.m, shape.n) <= sm_count as u64
-            && n2.tiles(shape.m, shape.n) * 2 > sm_count as u64;
+            && tiles <= sm_count as u64
+            && tiles * 2 > sm_count as u64;
         applies.then_some(n2)
     }
 
