@@ -272,6 +272,21 @@ __device__ __forceinline__ void gemm_sync() {
 }
 
 // ---- producer: one warp ---------------------------------------------------------------
+// One operand's K block (columns k0.., rows row0..) into this CTA's stage buffer `dst`.
+// kCtas == 1: the whole tile. kCtas > 1 (a cluster sharing the operand: A along N, B along
+// M): this CTA loads its kRowsPerCta-row share, kBytesPerCta into the tile, multicast to
+// every CTA of the cluster, so the whole tile lands in each, the others' shares sent by them.
+template <u32 kCtas, u32 kRowsPerCta, u32 kBytesPerCta>
+__device__ __forceinline__ void load_operand_tile(const TmaDescriptor* tma, u64* full, u8* dst, u32 k0, u32 row0) {
+  if constexpr (kCtas == 1) {
+    tma_load_2d(tma, full, dst, (i32)k0, (i32)row0);
+  } else {
+    const u32 me = cluster_cta_rank();
+    tma_load_2d_multicast(tma, full, dst + me * kBytesPerCta, (i32)k0, (i32)(row0 + me * kRowsPerCta),
+                          (u16)((1u << kCtas) - 1));
+  }
+}
+
 // Every lane runs the loop and waits on the empty barrier; one elected lane arms the full
 // barrier and issues the loads. (One thread alone issued them from per-thread registers:
 // ~70 dependent instructions a K block, the bound of the narrow tiles: bench/NOTES.md 36.3.)
@@ -290,20 +305,10 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
         // (with a cluster: the whole shared tile, B's along M or A's along N, lands here,
         // half of it sent by the other CTA)
         mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
-        if constexpr (Cfg::CN == 1) {
-          tma_load_2d(tma_a, &sm.stage_full[stage], sm.a(stage), (i32)(kb * Cfg::BK), (i32)(mb * Cfg::BM));
-        } else {
-          const u32 me = cluster_cta_rank();
-          tma_load_2d_multicast(tma_a, &sm.stage_full[stage], sm.a(stage) + me * Cfg::kABytesPerCta, (i32)(kb * Cfg::BK),
-                                (i32)(mb * Cfg::BM + me * Cfg::kARowsPerCta), (u16)((1u << Cfg::CN) - 1));
-        }
-        if constexpr (Cfg::CM == 1) {
-          tma_load_2d(tma_b, &sm.stage_full[stage], sm.b(stage), (i32)(kb * Cfg::BK), (i32)(nb * Cfg::BN));
-        } else {
-          const u32 me = cluster_cta_rank();
-          tma_load_2d_multicast(tma_b, &sm.stage_full[stage], sm.b(stage) + me * Cfg::kBBytesPerCta, (i32)(kb * Cfg::BK),
-                                (i32)(nb * Cfg::BN + me * Cfg::kBRowsPerCta), (u16)((1u << Cfg::CM) - 1));
-        }
+        load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta>(tma_a, &sm.stage_full[stage], sm.a(stage),
+                                                                          kb * Cfg::BK, mb * Cfg::BM);
+        load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta>(tma_b, &sm.stage_full[stage], sm.b(stage),
+                                                                          kb * Cfg::BK, nb * Cfg::BN);
       }
       __syncwarp();
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
