@@ -189,9 +189,9 @@ impl TileConfig {
 
     /// [`Self::cols_tma_store`] in 2-CTA clusters sharing the B tile by TMA multicast (the
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
-    /// `cols` rows, so `cols` is a multiple of 16: 144, 160, ..., 240), as
-    /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns. `cols-128xC-tma-store-c2`. Plain
-    /// GEMM only.
+    /// `cols` rows, so `cols` is a multiple of 16: 144, 160, ..., 240, and, opt-in, 48, 64,
+    /// ..., 112), as [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
+    /// `cols-128xC-tma-store-c2`. Plain GEMM only.
     pub const fn cols_tma_store_c2(cols: u32) -> Self {
         Self { cluster_m: 2, ..Self::cols_tma_store(cols) }
     }
@@ -225,11 +225,20 @@ impl TileConfig {
     /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248 and
     /// 8, 16, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue, then the
     /// TMA-store ones of 144, 160, ..., 240 columns in 2-CTA clusters
-    /// ([`Self::cols_tma_store_c2`]).
+    /// ([`Self::cols_tma_store_c2`]), then those of [`Self::narrow_c2_widths`].
     fn all_cols() -> impl Iterator<Item = Self> {
         let widths = || Self::cols_widths().chain(Self::narrow_cols_widths());
-        let clustered = Self::cols_widths().filter(|&c| Self::cols_clusters(c)).map(Self::cols_tma_store_c2);
+        let clustered = Self::cols_widths().filter(|&c| Self::cols_clusters(c)).chain(Self::narrow_c2_widths()).map(Self::cols_tma_store_c2);
         widths().map(Self::cols).chain(widths().map(Self::cols_tma_store)).chain(clustered)
+    }
+
+    /// The widths below 128 of [`Self::cols_tma_store_c2`]: 48, 64, ..., 112 (B's half a
+    /// whole number of 8-row swizzle atoms). Opt-in: no rule takes them. They halve the B
+    /// tile's L2 reads of the one-wave widths, where the narrow tiles are bound by L2 and
+    /// run at one of two speeds from process to process at ragged M (bench/NOTES.md 37.3,
+    /// 39.1).
+    fn narrow_c2_widths() -> impl Iterator<Item = u32> {
+        (3..=7).map(|i| 16 * i)
     }
 
     /// Whether the column-fitted TMA-store tile `cols` wide has a 2-CTA twin
@@ -480,7 +489,7 @@ impl TileConfig {
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
     /// multiple of 16), and the column-fitted `cols-128xC` (C = 8, 16, ..., 120 and 136, 144, ..., 248) and
-    /// `cols-128xC-tma-store-c2` (C = 144, 160, ..., 240), and in clusters along N
+    /// `cols-128xC-tma-store-c2` (C = 48, 64, ..., 112 and 144, 160, ..., 240), and in clusters along N
     /// `cols-128xC-tma-store-n2` (C = 48, 64, ..., 160 but 128) and `narrow-tma-store-n2`,
     /// plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue

@@ -160,6 +160,12 @@ fn swapped_operand_tiles_match_reference() {
     for (m, n, k, cols) in [(2048, 7168, 512, 176), (2049, 7168, 1000, 176), (520, 1000, 192, 192), (777, 2880, 1088, 240), (129, 1000, 64, 144)] {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store_c2(cols)));
     }
+    // and the opt-in ones of 48..=112 columns: ragged M with an even and an odd number of
+    // row blocks, N not a multiple of the width, 64 columns (one swizzled box).
+    for (m, n, k, cols) in [(1440, 1000, 1000, 96), (777, 1000, 200, 48), (300, 1048, 4160, 112), (1024, 768, 64, 64), (1216, 1032, 520, 80)] {
+        let t = TileConfig::cols_tma_store_c2(cols);
+        assert_eq!(run_case(GemmShape { m, n, k }, Some(t)), t);
+    }
     // 128-row tiles of 8..=120 columns (64: one swizzled box; the others unswizzled), and
     // the default's one-row-block rule that takes them (M = 112-128 where 128 x 128 tiles
     // leave SMs idle; K % 64 != 0 only forced). 8..=56: a small N in the wgmma's n (an MoE
