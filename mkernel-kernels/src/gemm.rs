@@ -2715,9 +2715,21 @@ pub fn source_split(cfg: TileConfig) -> Result<KernelSource> {
     entry_source(cfg, kernel_name_split(cfg), true)
 }
 
+/// Diagnostic: whether `MKERNEL_PROBE_CTA_SPANS` was set (any value) when the process
+/// first asked. Its GEMM kernels are then built to record every CTA's SM, start and end
+/// (`%globaltimer` ns) into the workspace's scratch on unsplit calls given a workspace
+/// ([`launch`]; four u64 per CTA, the fourth 1 once written; read with
+/// `mkernel::GemmWorkspace::probe_cta_spans`; `bench gemm` writes them to
+/// `cta-spans.csv`). Never for timing the library: the build differs.
+pub fn probe_cta_spans() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("MKERNEL_PROBE_CTA_SPANS").is_some())
+}
+
 fn entry_source(cfg: TileConfig, name: String, split: bool) -> Result<KernelSource> {
+    let probe = if probe_cta_spans() { "#define MKERNEL_PROBE_CTA_SPANS 1\n" } else { "" };
     let entry = format!(
-        "#include \"ops/gemm.cuh\"\n{wrapper}\
+        "{probe}#include \"ops/gemm.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\
          \x20 mk::gemm_kernel<{cfg_ty}, {split}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
@@ -2877,6 +2889,11 @@ pub unsafe fn launch(
         None => {
             let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
             let grid = cfg.grid_for(tiles, info.sm_count);
+            // (diagnostic builds: the CTAs' spans go to the workspace's scratch)
+            let params = match workspace {
+                Some(ws) if probe_cta_spans() && ws.scratch_bytes >= 32 * grid as u64 => GemmParams { split_scratch: ws.scratch, ..params },
+                _ => params,
+            };
             driver::launch_ordered(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params, order)?;
         }
         Some(sp) => {

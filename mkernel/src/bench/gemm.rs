@@ -407,6 +407,14 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         // left out)
         let [mut ours_host, mut cublas_host] = host_us.map(|mut v| v.split_off(v.len().saturating_sub(c.iters * b2b)));
         let (ours_host_us, cublas_host_us) = (median(&mut ours_host), median(&mut cublas_host));
+        if mkernel_kernels::gemm::probe_cta_spans() {
+            probe_spans(&c.out_dir, &label, ours, sets, |set| {
+                blas.gemm_bf16(&a_sets[set], &b_sets[set], &mut c_blas, s)?;
+                workspace.probe_clear(PROBE_CTAS)?;
+                mkernel::gemm_with_workspace(&stream, &a_sets[set], &b_sets[set], &mut c_ours, s, opts, &mut workspace)?;
+                Ok(workspace.probe_cta_spans(PROBE_CTAS)?)
+            })?;
+        }
         let tf = |ms: f64| s.flops() / (ms * 1e-3) / 1e12;
         let row = Row {
             label: label.clone(),
@@ -462,6 +470,43 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
     }
     if failures > 0 {
         return Err(format!("--check: {failures} shape(s) FAILED").into());
+    }
+    Ok(())
+}
+
+/// Most CTAs [`probe_spans`] reads (more than any GPU's SMs: the plain GEMM's grid is at
+/// most one CTA per SM).
+const PROBE_CTAS: usize = 1024;
+
+/// Diagnostic (`MKERNEL_PROBE_CTA_SPANS` set: [`mkernel_kernels::gemm::probe_cta_spans`]):
+/// after a shape's timing, three more calls of ours per input set, each after one of
+/// cuBLAS's as in the timed rounds, with every CTA's SM, start and end appended to
+/// `cta-spans.csv` in `out_dir` (times in ns from the call's first CTA start).
+fn probe_spans(
+    out_dir: &std::path::Path,
+    label: &str,
+    median_ms: f64,
+    sets: usize,
+    mut call: impl FnMut(usize) -> BenchResult<Vec<[u64; 4]>>,
+) -> BenchResult<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(out_dir)?;
+    let path = out_dir.join("cta-spans.csv");
+    let new = !path.exists();
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+    if new {
+        writeln!(f, "shape,median_ms,set,rep,cta,sm,start_ns,end_ns")?;
+    }
+    for set in 0..sets {
+        for rep in 0..3 {
+            let spans: Vec<(usize, [u64; 4])> = call(set)?.into_iter().enumerate().filter(|(_, s)| s[3] == 1).collect();
+            let t0 = spans.iter().map(|(_, s)| s[1]).min().unwrap_or(0);
+            for (cta, s) in &spans {
+                writeln!(f, "{label},{median_ms:.4},{set},{rep},{cta},{},{},{}", s[0], s[1] - t0, s[2].saturating_sub(t0))?;
+            }
+            let end = spans.iter().map(|(_, s)| s[2]).max().unwrap_or(0).saturating_sub(t0);
+            println!("# cta spans {label} set {set} rep {rep}: {} CTAs, first start to last end {:.4} ms", spans.len(), end as f64 * 1e-6);
+        }
     }
     Ok(())
 }

@@ -67,6 +67,12 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
   // serialized); at exit PDL saves 1.3-2.1 us a call on every shape measured, partial or
   // full grid, more than the early trigger did on full ones (bench/NOTES.md 34.1).
   grid_dependency_wait();
+#ifdef MKERNEL_PROBE_CTA_SPANS
+  // Diagnostic build only (`mkernel_kernels::gemm::probe_cta_spans`): unsplit calls given
+  // a scratch write each CTA's SM, start and end (after its last tile) as 4 u64 at
+  // p.split_scratch + 32 * blockIdx.x (no printf: a call makes ptxas serialise wgmma).
+  const u64 probe_t0 = globaltimer_ns();
+#endif
   // Swapped operands: the engine's rows are N (B, in tma_a) and its columns M (A, in
   // tma_b); its epilogue stores the fragment transposed into C[M, N].
   const u32 rows = Cfg::kSwapAB ? p.n : p.m, cols = Cfg::kSwapAB ? p.m : p.n;
@@ -81,6 +87,20 @@ __device__ __forceinline__ void gemm_kernel(const GemmParams& p) {
                   blockIdx.x, gridDim.x, p.timeout_ns, hook);
   }
   if constexpr (Cfg::kClusterSize > 1) cluster_sync();  // the other CTA may still arrive on this one's barriers
+#ifdef MKERNEL_PROBE_CTA_SPANS
+  if constexpr (!kSplit) {
+    if constexpr (Cfg::kClusterSize == 1) __syncthreads();
+    if (threadIdx.x == 0 && p.split_scratch != 0) {
+      u32 smid;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+      u64* span = reinterpret_cast<u64*>(p.split_scratch) + 4 * blockIdx.x;
+      span[0] = smid;
+      span[1] = probe_t0;
+      span[2] = globaltimer_ns();
+      span[3] = 1;
+    }
+  }
+#endif
 }
 
 }  // namespace mk
