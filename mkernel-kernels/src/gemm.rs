@@ -2728,6 +2728,13 @@ pub fn probe_cta_spans() -> bool {
 
 fn entry_source(cfg: TileConfig, name: String, split: bool) -> Result<KernelSource> {
     let probe = if probe_cta_spans() { "#define MKERNEL_PROBE_CTA_SPANS 1\n" } else { "" };
+    // (diagnostic builds: the scheduler's raster group, `MKERNEL_PROBE_RASTER_GROUP` = 0..=64,
+    // 0 for groups of equal size; sm90_gemm.cuh's TileScheduler)
+    let group = match std::env::var("MKERNEL_PROBE_RASTER_GROUP").ok().and_then(|v| v.parse::<u32>().ok()) {
+        Some(g) if probe_cta_spans() && g <= 64 => format!("#define MKERNEL_RASTER_GROUP {g}\n"),
+        _ => String::new(),
+    };
+    let probe = format!("{probe}{group}");
     let entry = format!(
         "{probe}#include \"ops/gemm.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\

@@ -150,17 +150,28 @@ struct GemmConfig {
 // past the last column block.
 struct TileScheduler {
   u32 num_m, num_n, cm, cn, num_pm, num_pn, total;
-  static constexpr u32 kGroup = 8;
+#ifndef MKERNEL_RASTER_GROUP
+#define MKERNEL_RASTER_GROUP 8
+#endif
+  // Row blocks (pairs) per raster group; 0 (diagnostic builds only): groups of equal
+  // size, at most 8.
+  static constexpr u32 kGroup = MKERNEL_RASTER_GROUP;
+  __device__ __forceinline__ u32 group() const {
+    if constexpr (kGroup != 0) return kGroup;
+    const u32 groups = (num_pm + 7) / 8;
+    return (num_pm + groups - 1) / groups;
+  }
   __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
       : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),
         num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_) {}
   __device__ __forceinline__ void coords(u32 t, u32& mb, u32& nb) const {
     const u32 size = cm * cn;
     const u32 member = t % size, pair = t / size;
-    const u32 per_group = kGroup * num_pn;
+    const u32 group_m = group();
+    const u32 per_group = group_m * num_pn;
     const u32 g = pair / per_group;
-    const u32 first_m = g * kGroup;
-    const u32 gm = min(num_pm - first_m, kGroup);
+    const u32 first_m = g * group_m;
+    const u32 gm = min(num_pm - first_m, group_m);
     const u32 r = pair - g * per_group;
     mb = (first_m + r % gm) * cm + member % cm;
     nb = (r / gm) * cn + member % cn;
