@@ -2728,13 +2728,6 @@ pub fn probe_cta_spans() -> bool {
 
 fn entry_source(cfg: TileConfig, name: String, split: bool) -> Result<KernelSource> {
     let probe = if probe_cta_spans() { "#define MKERNEL_PROBE_CTA_SPANS 1\n" } else { "" };
-    // (diagnostic builds: the scheduler's raster group, `MKERNEL_PROBE_RASTER_GROUP` = 0..=64,
-    // 0 for groups of equal size; sm90_gemm.cuh's TileScheduler)
-    let group = match std::env::var("MKERNEL_PROBE_RASTER_GROUP").ok().and_then(|v| v.parse::<u32>().ok()) {
-        Some(g) if probe_cta_spans() && g <= 64 => format!("#define MKERNEL_RASTER_GROUP {g}\n"),
-        _ => String::new(),
-    };
-    let probe = format!("{probe}{group}");
     let entry = format!(
         "{probe}#include \"ops/gemm.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ GemmParams p) {{\n\
@@ -4354,25 +4347,58 @@ mod tests {
         assert_ne!(kernel_name(c2), kernel_name(TileConfig::M64_WIDE_TMA_STORE));
     }
 
-    /// Mirror of the device's `TileScheduler` (cuda/gemm/sm90_gemm.cuh), u32 arithmetic as
-    /// on the device: `total` and the (row block, column block) of every scheduled tile.
-    fn device_schedule(m: u32, n: u32, t: TileConfig) -> (u32, Vec<(u32, u32)>) {
+    /// Mirror of the device's `TileScheduler` (cuda/gemm/sm90_gemm.cuh) as the plain GEMM
+    /// builds it on `sm_count` SMs (gemm_run: equal raster groups in unclustered one-wave
+    /// grids), u32 arithmetic as on the device: `total` and the (row block, column block)
+    /// of every scheduled tile.
+    fn device_schedule(m: u32, n: u32, t: TileConfig, sm_count: u32) -> (u32, Vec<(u32, u32)>) {
         let (cm, cn) = (t.cluster_m.max(1), t.cluster_n.max(1));
         let (num_m, num_n) = (m.div_ceil(t.bm), n.div_ceil(t.bn));
         let (num_pm, num_pn) = (num_m.div_ceil(cm), num_n.div_ceil(cn));
         let total = num_pm * cm * num_pn * cn;
+        let groups = num_pm.div_ceil(8);
+        let equal = cm * cn == 1 && total <= t.grid_for(total as u64, sm_count) && groups > 0;
+        let group = if equal { num_pm.div_ceil(groups) } else { 8 };
         let coords = (0..total)
             .map(|t| {
                 let (member, pair) = (t % (cm * cn), t / (cm * cn));
-                let per_group = 8 * num_pn;
+                let per_group = group * num_pn;
                 let g = pair / per_group;
-                let first_m = g * 8;
-                let gm = (num_pm - first_m).min(8);
+                let first_m = g * group;
+                let gm = (num_pm - first_m).min(group);
                 let r = pair - g * per_group;
                 ((first_m + r % gm) * cm + member % cm, (r / gm) * cn + member % cn)
             })
             .collect();
         (total, coords)
+    }
+
+    /// The plain GEMM's unclustered one-wave grids take equal raster groups (9 row blocks:
+    /// 5 + 4), every tile once; a grid past one wave keeps groups of 8.
+    #[test]
+    fn one_wave_grids_take_equal_raster_groups() {
+        for (m, n, cols, groups) in [(1088, 1280, 96, vec![5, 4]), (1440, 960, 88, vec![6, 6]), (2081, 704, 104, vec![6, 6, 5]), (1664, 640, 88, vec![7, 6])] {
+            let t = TileConfig::cols_tma_store(cols);
+            let (total, coords) = device_schedule(m, n, t, 132);
+            assert!(total <= 132, "{m}x{n}: {total} tiles");
+            let num_n = n.div_ceil(cols);
+            let mut seen = vec![0u32; (m.div_ceil(128) * num_n) as usize];
+            for &(mb, nb) in &coords {
+                seen[(mb * num_n + nb) as usize] += 1;
+            }
+            assert!(seen.iter().all(|&c| c == 1), "{m}x{n}");
+            // the row blocks of each run of group x num_n consecutive tiles
+            let mut first = 0;
+            for (i, &g) in groups.iter().enumerate() {
+                let rows: std::collections::BTreeSet<u32> = coords[(first * num_n) as usize..((first + g) * num_n) as usize].iter().map(|c| c.0).collect();
+                assert_eq!(rows, (first..first + g).collect(), "{m}x{n}: group {i}");
+                first += g;
+            }
+        }
+        // past one wave (9 row blocks of 128 x 80 at N = 2048: 144 tiles): groups of 8
+        let (_, coords) = device_schedule(1088, 2048, TileConfig::cols_tma_store(80), 132);
+        assert_eq!(coords[..8].iter().map(|c| c.0).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+        assert_eq!(coords[8 * 26].0, 8);
     }
 
     #[test]
@@ -4392,7 +4418,7 @@ mod tests {
         let shapes = [(1, 1), (384, 3072), (1000, 8200), (1024, 1536), (2049, 1240), (129, 4104), (3000, 880), (128, 9216)];
         for t in TileConfig::all_cols_n2().chain([TileConfig::NARROW_TMA_STORE_C2, TileConfig::cols_tma_store(80)]) {
             for (m, n) in shapes {
-                let (total, coords) = device_schedule(m, n, t);
+                let (total, coords) = device_schedule(m, n, t, 132);
                 assert_eq!(total as u64, t.tiles(m, n), "{t} {m}x{n}");
                 assert_eq!(t.grid_for(total as u64, 132) % t.cluster_size(), 0, "{t} {m}x{n}");
                 let (num_m, num_n) = (m.div_ceil(t.bm), n.div_ceil(t.bn));

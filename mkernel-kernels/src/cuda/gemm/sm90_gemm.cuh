@@ -149,25 +149,25 @@ struct GemmConfig {
 // tile t is column block cn * (its group) + t % cn, and `total` counts padding tiles
 // past the last column block.
 struct TileScheduler {
-  u32 num_m, num_n, cm, cn, num_pm, num_pn, total;
-#ifndef MKERNEL_RASTER_GROUP
-#define MKERNEL_RASTER_GROUP 8
-#endif
-  // Row blocks (pairs) per raster group; 0 (diagnostic builds only): groups of equal
-  // size, at most 8.
-  static constexpr u32 kGroup = MKERNEL_RASTER_GROUP;
-  __device__ __forceinline__ u32 group() const {
-    if constexpr (kGroup != 0) return kGroup;
-    const u32 groups = (num_pm + 7) / 8;
-    return (num_pm + groups - 1) / groups;
-  }
+  u32 num_m, num_n, cm, cn, num_pm, num_pn, total, group_m;
+  // Row blocks (pairs) per raster group: 8, or fewer with use_equal_groups.
+  static constexpr u32 kMaxGroup = 8;
   __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
       : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),
-        num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_) {}
+        num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_), group_m(kMaxGroup) {}
+  // The fewest raster groups of at most kMaxGroup row blocks, of sizes that differ by at
+  // most one (9 row blocks: 5 + 4, not 8 + 1). In a one-wave grid every tile runs at once
+  // and the groups only decide which CTA (so which SM) takes which tile; with groups of 8,
+  // a lone last group (the ragged row block at M = 1088) or an uneven one made some column
+  // blocks' or the last row block's CTAs finish up to 40% after the rest (per-CTA spans,
+  // runs 309-310, bench/NOTES.md 39.2).
+  __device__ __forceinline__ void use_equal_groups() {
+    const u32 groups = (num_pm + kMaxGroup - 1) / kMaxGroup;
+    group_m = groups == 0 ? kMaxGroup : (num_pm + groups - 1) / groups;
+  }
   __device__ __forceinline__ void coords(u32 t, u32& mb, u32& nb) const {
     const u32 size = cm * cn;
     const u32 member = t % size, pair = t / size;
-    const u32 group_m = group();
     const u32 per_group = group_m * num_pn;
     const u32 g = pair / per_group;
     const u32 first_m = g * group_m;
@@ -745,7 +745,12 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n,
                          u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored,
                          u32 split_slices = 1) {
-  const TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM, Cfg::CN);
+  TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM, Cfg::CN);
+  // (the plain GEMM's unclustered one-wave grids; the fused kernel's communication CTAs
+  // build their own scheduler with groups of 8, so its hooks keep them)
+  if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1) {
+    if (sched.total <= tile_stride) sched.use_equal_groups();
+  }
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);

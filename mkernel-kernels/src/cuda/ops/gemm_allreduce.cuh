@@ -135,6 +135,7 @@ template <u32 WORLD>
 struct PublishTileReady {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = false;
+  static constexpr bool kEqualGroupsInOneWave = false;  // TileScheduler::use_equal_groups
   static constexpr bool kSplitsLastWave = false;
   const AllReduceParams* p;
   u32 epoch;
@@ -196,6 +197,7 @@ template <class Cfg>
 struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = true;
+  static constexpr bool kEqualGroupsInOneWave = false;  // TileScheduler::use_equal_groups
   static constexpr bool kSplitsLastWave = true;
   static_assert(Cfg::kCSwizzled, "the epilogue path copies 64-column swizzled staging boxes");
   // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of 8 chunks.
