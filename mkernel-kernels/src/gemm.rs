@@ -4348,16 +4348,16 @@ mod tests {
     }
 
     /// Mirror of the device's `TileScheduler` (cuda/gemm/sm90_gemm.cuh) as the plain GEMM
-    /// builds it on `sm_count` SMs (gemm_run: equal raster groups in unclustered one-wave
-    /// grids), u32 arithmetic as on the device: `total` and the (row block, column block)
-    /// of every scheduled tile.
-    fn device_schedule(m: u32, n: u32, t: TileConfig, sm_count: u32) -> (u32, Vec<(u32, u32)>) {
+    /// builds it on `sm_count` SMs for K = `k` (gemm_run: equal raster groups in one-wave
+    /// grids of unclustered, unswapped tiles from K = 7168), u32 arithmetic as on the
+    /// device: `total` and the (row block, column block) of every scheduled tile.
+    fn device_schedule(m: u32, n: u32, k: u32, t: TileConfig, sm_count: u32) -> (u32, Vec<(u32, u32)>) {
         let (cm, cn) = (t.cluster_m.max(1), t.cluster_n.max(1));
         let (num_m, num_n) = (m.div_ceil(t.bm), n.div_ceil(t.bn));
         let (num_pm, num_pn) = (num_m.div_ceil(cm), num_n.div_ceil(cn));
         let total = num_pm * cm * num_pn * cn;
         let groups = num_pm.div_ceil(8);
-        let equal = cm * cn == 1 && total <= t.grid_for(total as u64, sm_count) && groups > 0;
+        let equal = cm * cn == 1 && !t.swap_ab && k >= 7168 && total <= t.grid_for(total as u64, sm_count) && groups > 0;
         let group = if equal { num_pm.div_ceil(groups) } else { 8 };
         let coords = (0..total)
             .map(|t| {
@@ -4374,14 +4374,17 @@ mod tests {
     }
 
     /// The plain GEMM's unclustered one-wave grids take equal raster groups (9 row blocks:
-    /// 5 + 4), every tile once; a grid past one wave keeps groups of 8.
+    /// 5 + 4) from K = 7168, every tile once; below that K, and a grid past one wave, keep
+    /// groups of 8.
     #[test]
     fn one_wave_grids_take_equal_raster_groups() {
         for (m, n, cols, groups) in [(1088, 1280, 96, vec![5, 4]), (1440, 960, 88, vec![6, 6]), (2081, 704, 104, vec![6, 6, 5]), (1664, 640, 88, vec![7, 6])] {
             let t = TileConfig::cols_tma_store(cols);
-            let (total, coords) = device_schedule(m, n, t, 132);
+            let (total, coords) = device_schedule(m, n, 8192, t, 132);
             assert!(total <= 132, "{m}x{n}: {total} tiles");
             let num_n = n.div_ceil(cols);
+            // below K = 7168, groups of 8: the ninth row block's first tile follows 8 x num_n
+            assert_eq!(device_schedule(m, n, 5120, t, 132).1[(8 * num_n) as usize], (8, 0), "{m}x{n}");
             let mut seen = vec![0u32; (m.div_ceil(128) * num_n) as usize];
             for &(mb, nb) in &coords {
                 seen[(mb * num_n + nb) as usize] += 1;
@@ -4396,7 +4399,7 @@ mod tests {
             }
         }
         // past one wave (9 row blocks of 128 x 80 at N = 2048: 144 tiles): groups of 8
-        let (_, coords) = device_schedule(1088, 2048, TileConfig::cols_tma_store(80), 132);
+        let (_, coords) = device_schedule(1088, 2048, 8192, TileConfig::cols_tma_store(80), 132);
         assert_eq!(coords[..8].iter().map(|c| c.0).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
         assert_eq!(coords[8 * 26].0, 8);
     }
@@ -4418,7 +4421,7 @@ mod tests {
         let shapes = [(1, 1), (384, 3072), (1000, 8200), (1024, 1536), (2049, 1240), (129, 4104), (3000, 880), (128, 9216)];
         for t in TileConfig::all_cols_n2().chain([TileConfig::NARROW_TMA_STORE_C2, TileConfig::cols_tma_store(80)]) {
             for (m, n) in shapes {
-                let (total, coords) = device_schedule(m, n, t, 132);
+                let (total, coords) = device_schedule(m, n, 8192, t, 132);
                 assert_eq!(total as u64, t.tiles(m, n), "{t} {m}x{n}");
                 assert_eq!(t.grid_for(total as u64, 132) % t.cluster_size(), 0, "{t} {m}x{n}");
                 let (num_m, num_n) = (m.div_ceil(t.bm), n.div_ceil(t.bn));

@@ -160,7 +160,10 @@ struct TileScheduler {
   // and the groups only decide which CTA (so which SM) takes which tile; with groups of 8,
   // a lone last group (the ragged row block at M = 1088) or an uneven one made some column
   // blocks' or the last row block's CTAs finish up to 40% after the rest (per-CTA spans,
-  // runs 309-310, bench/NOTES.md 39.2).
+  // runs 309-310, bench/NOTES.md 39.2). gemm_run takes them from kEqualGroupsMinK: runs
+  // 311-312 had them 3-24% faster on 6 of 16 shapes at K >= 7168 and even on the rest, but
+  // 1-2% slower on 4 of 9 at K = 2048-5120 (the K loop too short for the CTAs to drift).
+  static constexpr u32 kEqualGroupsMinK = 7168;
   __device__ __forceinline__ void use_equal_groups() {
     const u32 groups = (num_pm + kMaxGroup - 1) / kMaxGroup;
     group_m = groups == 0 ? kMaxGroup : (num_pm + groups - 1) / groups;
@@ -746,10 +749,11 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored,
                          u32 split_slices = 1) {
   TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM, Cfg::CN);
-  // (the plain GEMM's unclustered one-wave grids; the fused kernel's communication CTAs
-  // build their own scheduler with groups of 8, so its hooks keep them)
-  if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1) {
-    if (sched.total <= tile_stride) sched.use_equal_groups();
+  // (the plain GEMM's one-wave grids of unclustered, unswapped tiles from K = 7168, as
+  // measured; the fused kernel's communication CTAs build their own scheduler with groups
+  // of 8, so its hooks keep them)
+  if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1 && !Cfg::kSwapAB) {
+    if (sched.total <= tile_stride && k >= TileScheduler::kEqualGroupsMinK) sched.use_equal_groups();
   }
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
