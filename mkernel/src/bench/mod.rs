@@ -99,11 +99,11 @@ fn tile_family_rule(name: &str) -> Option<String> {
         ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
         ("swap-ab-128xR", false) => "R a multiple of 8 in 64..=256",
         ("swap-ab-128xR", true) => "R a multiple of 16 in 128..=256",
-        ("cols-128xC", true) => "C a multiple of 16 in 144..=240, with the TMA store (-tma-store-c2)",
+        ("cols-128xC", true) => "C a multiple of 16 in 48..=112 or 144..=240, with the TMA store (-tma-store-c2)",
         _ => "C a multiple of 8 in 8..=120 or 136..=248 (128 is the narrow tile, 256 the wide one)",
     };
     let suffixes = if family == "cols-128xC" {
-        "-tma-store, -tma-store-c2 (C a multiple of 16 in 144..=240), -tma-store-n2 (C a multiple of 16 in 48..=160)"
+        "-tma-store, -tma-store-c2 (C a multiple of 16 in 48..=112 or 144..=240), -tma-store-n2 (C a multiple of 16 in 48..=160)"
     } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
     // A suffix outside the family's, on a valid size: the suffix is what is wrong
     // (e.g. `-c2-tma-store` for `-tma-store-c2`).
@@ -465,8 +465,10 @@ mod tests {
         assert!(err("swap-ab-128x56-tma-store").contains("in 64..=256"));
         assert!(err("cols-128x250").contains("C a multiple of 8 in 8..=120 or 136..=248"));
         assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
-        // Clustered column-fitted tiles: a multiple of 16 in 144..=240, TMA store only.
-        assert!(err("cols-128x168-tma-store-c2").contains("C a multiple of 16 in 144..=240"), "{}", err("cols-128x168-tma-store-c2"));
+        // Clustered column-fitted tiles: a multiple of 16 in 48..=112 or 144..=240, TMA store only.
+        assert!(err("cols-128x168-tma-store-c2").contains("C a multiple of 16 in 48..=112 or 144..=240"), "{}", err("cols-128x168-tma-store-c2"));
+        assert!(err("cols-128x120-tma-store-c2").contains("48..=112 or 144..=240"), "{}", err("cols-128x120-tma-store-c2"));
+        assert!(parse_tile(Some("cols-128x96-tma-store-c2")).is_ok());
         assert!(err("cols-128x176-c2").contains("with the TMA store (-tma-store-c2)"), "{}", err("cols-128x176-c2"));
         // Tiles in clusters along N: a multiple of 16 in 48..=160, TMA store only.
         assert!(err("cols-128x72-tma-store-n2").contains("C a multiple of 16 in 48..=160"), "{}", err("cols-128x72-tma-store-n2"));
