@@ -16,9 +16,9 @@ from collections import defaultdict
 
 def coords(t, num_m, num_n, cm=1, cn=1, group=8):
     size = cm * cn
-    if group == 0:
+    if group == 0:  # the plain GEMM's equal groups: the fewest of at most 8, all but the last of one size
         groups = -(-(-(-num_m // cm)) // 8)
-        group = -(-(-(-num_m // cm)) // groups)
+        group = -(-(-(-num_m // cm)) // groups) if groups else 8
     member, pair = t % size, t // size
     num_pm, num_pn = -(-num_m // cm), -(-num_n // cn)
     per_group = group * num_pn
@@ -32,12 +32,17 @@ def coords(t, num_m, num_n, cm=1, cn=1, group=8):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv")
-    ap.add_argument("--tile", action="append", default=[], help="SHAPE:BN[:CM[:CN]] (BM = 128)")
-    ap.add_argument("--group", type=int, default=8, help="raster group (0: equal groups)")
+    ap.add_argument("--tile", action="append", default=[], help="SHAPE:BN[:CM[:CN]] (BM = --bm)")
+    ap.add_argument("--group", type=int, default=None,
+                    help="raster group (0: equal groups); default: as the plain GEMM takes it (equal groups for"
+                         " unclustered tiles filling one wave on --sms SMs at K >= 7168, else 8)")
+    ap.add_argument("--sms", type=int, default=132, help="SMs of the GPU the spans came from")
+    ap.add_argument("--bm", type=int, default=128, help="rows of A per tile (64 for the m64 tiles)")
     args = ap.parse_args()
     tiles = {}
     for t in args.tile:
         shape, *rest = t.split(":")
+        assert rest, f"--tile {t}: SHAPE:BN[:CM[:CN]]"
         bn, cm, cn = (int(x) for x in rest + ["1"] * (3 - len(rest)))
         tiles[(shape, bn)] = (cm, cn)
     calls = defaultdict(list)
@@ -50,17 +55,21 @@ def main() -> None:
             calls[key].append((int(r["cta"]), int(r["sm"]), int(r["start_ns"]), int(r["end_ns"])))
     for key in order:
         shape = key[0].split()[-1]
-        m, n, _ = (int(x) for x in shape.split("x"))
+        m, n, k = (int(x) for x in shape.split("x"))
         spans = calls[key]
         ends = sorted(e for _, _, _, e in spans)
         line = f"{shape} median {key[1]} set {key[2]} rep {key[3]}: {len(spans)} CTAs, end last {ends[-1] / 1e3:.1f} us, median {statistics.median(ends) / 1e3:.1f}, first {ends[0] / 1e3:.1f}, start last {max(s for _, _, s, _ in spans) / 1e3:.1f}"
         match = [(bn, cmcn) for (s, bn), cmcn in tiles.items() if s == shape]
         if match:
             bn, (cm, cn) = match[0]
-            num_m, num_n = -(-m // 128), -(-n // bn)
+            num_m, num_n = -(-m // args.bm), -(-n // bn)
+            group = args.group
+            if group is None:
+                one_wave = -(-num_m // cm) * cm * -(-num_n // cn) * cn <= args.sms
+                group = 0 if cm * cn == 1 and one_wave and k >= 7168 else 8
             by_m, by_n = defaultdict(list), defaultdict(list)
             for cta, _, _, e in spans:
-                mb, nb = coords(cta, num_m, num_n, cm, cn, args.group)
+                mb, nb = coords(cta, num_m, num_n, cm, cn, group)
                 by_m[mb].append(e)
                 by_n[nb].append(e)
             line += "\n  row blocks: " + " ".join(f"{mb}:{statistics.mean(v) / 1e3:.1f}" for mb, v in sorted(by_m.items()))

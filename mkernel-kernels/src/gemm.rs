@@ -4373,12 +4373,15 @@ mod tests {
         (total, coords)
     }
 
-    /// The plain GEMM's unclustered one-wave grids take equal raster groups (9 row blocks:
-    /// 5 + 4) from K = 7168, every tile once; below that K, and a grid past one wave, keep
-    /// groups of 8.
+    /// The plain GEMM's unclustered one-wave grids take the fewest raster groups of at most 8
+    /// row blocks, all of one size but the last (9 row blocks: 5 + 4), from K = 7168, every
+    /// tile once; below that K, and a grid past one wave, keep groups of 8.
     #[test]
     fn one_wave_grids_take_equal_raster_groups() {
-        for (m, n, cols, groups) in [(1088, 1280, 96, vec![5, 4]), (1440, 960, 88, vec![6, 6]), (2081, 704, 104, vec![6, 6, 5]), (1664, 640, 88, vec![7, 6])] {
+        // (groups of ceil(row blocks / groups) but the last: 19 row blocks as 7 + 7 + 5)
+        for (m, n, cols, groups) in
+            [(1088, 1280, 96, vec![5, 4]), (1440, 960, 88, vec![6, 6]), (2081, 704, 104, vec![6, 6, 5]), (1664, 640, 88, vec![7, 6]), (2432, 448, 80, vec![7, 7, 5])]
+        {
             let t = TileConfig::cols_tma_store(cols);
             let (total, coords) = device_schedule(m, n, 8192, t, 132);
             assert!(total <= 132, "{m}x{n}: {total} tiles");

@@ -129,7 +129,7 @@ impl GemmWorkspace {
     /// spans of the scratch, so a following unsplit call's CTAs are the only ones marked.
     #[doc(hidden)]
     pub fn probe_clear(&mut self, ctas: usize) -> Result<()> {
-        let n = (ctas * 8).min(self._buffers.0.len());
+        let n = ctas.saturating_mul(8).min(self._buffers.0.len());
         let mut head = self._buffers.0.slice_mut(0..n);
         self.stream.memset_zeros(&mut head).call("cuMemsetD8Async (probe spans)")?;
         Ok(())
@@ -139,7 +139,7 @@ impl GemmWorkspace {
     /// stream): per CTA [SM, start ns, end ns, 1 once written].
     #[doc(hidden)]
     pub fn probe_cta_spans(&self, ctas: usize) -> Result<Vec<[u64; 4]>> {
-        let n = (ctas * 8).min(self._buffers.0.len());
+        let n = ctas.saturating_mul(8).min(self._buffers.0.len());
         let words = self.stream.clone_dtoh(&self._buffers.0.slice(0..n)).call("cuMemcpyDtoH (probe spans)")?;
         let u = |i: usize| words[i].to_bits() as u64;
         Ok((0..n / 8).map(|c| std::array::from_fn(|j| u(8 * c + 2 * j) | (u(8 * c + 2 * j + 1) << 32))).collect())

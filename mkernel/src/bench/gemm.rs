@@ -504,6 +504,10 @@ fn probe_spans(
             for (cta, s) in &spans {
                 writeln!(f, "{label},{median_ms:.4},{set},{rep},{cta},{},{},{}", s[0], s[1] - t0, s[2].saturating_sub(t0))?;
             }
+            if spans.is_empty() {
+                println!("# cta spans {label} set {set} rep {rep}: none (the probe records unsplit calls only; this one split its K loop)");
+                continue;
+            }
             let end = spans.iter().map(|(_, s)| s[2]).max().unwrap_or(0).saturating_sub(t0);
             println!("# cta spans {label} set {set} rep {rep}: {} CTAs, first start to last end {:.4} ms", spans.len(), end as f64 * 1e-6);
         }

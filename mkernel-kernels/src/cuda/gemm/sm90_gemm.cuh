@@ -155,8 +155,12 @@ struct TileScheduler {
   __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
       : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),
         num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_), group_m(kMaxGroup) {}
-  // The fewest raster groups of at most kMaxGroup row blocks, of sizes that differ by at
-  // most one (9 row blocks: 5 + 4, not 8 + 1). In a one-wave grid every tile runs at once
+  // The fewest raster groups of at most kMaxGroup row blocks, each ceil(row blocks / groups)
+  // but the last, which takes what is left (9 row blocks: 5 + 4, not 8 + 1; 12: 6 + 6; 17:
+  // 6 + 6 + 5; 19: 7 + 7 + 5; from 57 a short last group again: 8 x 7 + 1; a split into sizes
+  // differing by one needs a second group size and a branch in coords, which cost every
+  // kernel registers unless the scheduler becomes a template: bench/NOTES.md 39.5). In a
+  // one-wave grid every tile runs at once
   // and the groups only decide which CTA (so which SM) takes which tile; with groups of 8,
   // a lone last group (the ragged row block at M = 1088) or an uneven one made some column
   // blocks' or the last row block's CTAs finish up to 40% after the rest (per-CTA spans,
