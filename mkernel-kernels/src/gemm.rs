@@ -4349,7 +4349,7 @@ mod tests {
 
     /// Mirror of the device's `TileScheduler` (cuda/gemm/sm90_gemm.cuh) as the plain GEMM
     /// builds it on `sm_count` SMs for K = `k` (gemm_run: equal raster groups in one-wave
-    /// grids of unclustered, unswapped tiles from K = 7168), u32 arithmetic as on the
+    /// grids of unclustered, unswapped 128-row tiles from K = 7168), u32 arithmetic as on the
     /// device: `total` and the (row block, column block) of every scheduled tile.
     fn device_schedule(m: u32, n: u32, k: u32, t: TileConfig, sm_count: u32) -> (u32, Vec<(u32, u32)>) {
         let (cm, cn) = (t.cluster_m.max(1), t.cluster_n.max(1));
@@ -4357,7 +4357,7 @@ mod tests {
         let (num_pm, num_pn) = (num_m.div_ceil(cm), num_n.div_ceil(cn));
         let total = num_pm * cm * num_pn * cn;
         let groups = num_pm.div_ceil(8);
-        let equal = cm * cn == 1 && !t.swap_ab && k >= 7168 && total <= t.grid_for(total as u64, sm_count) && groups > 0;
+        let equal = cm * cn == 1 && !t.swap_ab && t.bm == 128 && k >= 7168 && total <= t.grid_for(total as u64, sm_count) && groups > 0;
         let group = if equal { num_pm.div_ceil(groups) } else { 8 };
         let coords = (0..total)
             .map(|t| {
@@ -4401,6 +4401,9 @@ mod tests {
                 first += g;
             }
         }
+        // 64-row tiles keep groups of 8 (run 314): 13 row blocks of 64 x 256 at 792 x 2560
+        let (_, coords) = device_schedule(792, 2560, 8192, TileConfig::M64_WIDE_TMA_STORE, 132);
+        assert_eq!(coords[8 * 10].0, 8);
         // past one wave (9 row blocks of 128 x 80 at N = 2048: 144 tiles): groups of 8
         let (_, coords) = device_schedule(1088, 2048, 8192, TileConfig::cols_tma_store(80), 132);
         assert_eq!(coords[..8].iter().map(|c| c.0).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());

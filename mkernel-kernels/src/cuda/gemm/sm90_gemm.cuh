@@ -753,10 +753,10 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
                          u32 k, u32 first_tile, u32 tile_stride, u64 timeout_ns, OnTileStored& on_tile_stored,
                          u32 split_slices = 1) {
   TileScheduler sched(m, n, Cfg::BM, Cfg::BN, Cfg::CM, Cfg::CN);
-  // (the plain GEMM's one-wave grids of unclustered, unswapped tiles from K = 7168, as
-  // measured; the fused kernel's communication CTAs build their own scheduler with groups
-  // of 8, so its hooks keep them)
-  if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1 && !Cfg::kSwapAB) {
+  // (the plain GEMM's one-wave grids of unclustered, unswapped 128-row tiles from K = 7168,
+  // as measured: the 64-row ones ran 1-1.5% slower with them, run 314; the fused kernel's
+  // communication CTAs build their own scheduler with groups of 8, so its hooks keep them)
+  if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1 && !Cfg::kSwapAB && Cfg::BM == 128) {
     if (sched.total <= tile_stride && k >= TileScheduler::kEqualGroupsMinK) sched.use_equal_groups();
   }
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
