@@ -234,9 +234,10 @@ impl TileConfig {
 
     /// The widths below 128 of [`Self::cols_tma_store_c2`]: 48, 64, ..., 112 (B's half a
     /// whole number of 8-row swizzle atoms). Opt-in: no rule takes them. They halve the B
-    /// tile's L2 reads of the one-wave widths, where the narrow tiles are bound by L2 and
-    /// run at one of two speeds from process to process at ragged M (bench/NOTES.md 37.3,
-    /// 39.1).
+    /// tile's L2 reads of the one-wave widths; run 307 had them 25% slower than the
+    /// unclustered tile at ragged M (1440 x 960 x 8192 on 96 columns 0.055 ms against 0.043)
+    /// and runs 307-308 1.5-2.5% faster at M % 128 == 0 on 96 and 112 columns, mixed on 80
+    /// (bench/NOTES.md 39.1).
     fn narrow_c2_widths() -> impl Iterator<Item = u32> {
         (3..=7).map(|i| 16 * i)
     }

@@ -159,9 +159,9 @@ struct TileScheduler {
   // but the last, which takes what is left (9 row blocks: 5 + 4, not 8 + 1; 12: 6 + 6; 17:
   // 6 + 6 + 5; 19: 7 + 7 + 5; from 57 a short last group again: 8 x 7 + 1; a split into sizes
   // differing by one needs a second group size and a branch in coords, which cost every
-  // kernel registers unless the scheduler becomes a template: bench/NOTES.md 39.5). In a
-  // one-wave grid every tile runs at once
-  // and the groups only decide which CTA (so which SM) takes which tile; with groups of 8,
+  // kernel registers unless the scheduler becomes a template: bench/NOTES.md 39.6). In a
+  // one-wave grid every tile runs at once and the groups only decide which CTA (so which
+  // SM) takes which tile; with groups of 8,
   // a lone last group (the ragged row block at M = 1088) or an uneven one made some column
   // blocks' or the last row block's CTAs finish up to 40% after the rest (per-CTA spans,
   // runs 309-310, bench/NOTES.md 39.2). gemm_run takes them from kEqualGroupsMinK: runs
