@@ -289,6 +289,25 @@ __device__ __forceinline__ void gemm_sync() {
   if constexpr (Cfg::kClusterSize == 1) __syncthreads(); else cluster_sync();
 }
 
+// ---- the last row block of a ragged M ------------------------------------------------
+// First row of A (and of the accumulator) of row block mb. With kShift (hooks with
+// kShiftsLastRowBlock, unswapped tiles), the last row block of M > BM rows with M % BM != 0
+// reads rows M - BM .. M - 1 instead of mb * BM .. mb * BM + BM - 1, so its A box lies
+// inside A; its first mb * BM - (M - BM) accumulator rows repeat the row block before it
+// and are neither staged nor stored (stage_fragment_bf16's `skip`, store_fragment_bf16's
+// `row_lo`). Why: a box mostly out of bounds made a one-wave grid of narrow tiles up to
+// 27% slower (128 x 88 at 321 x 3536 x 8192, 65 of 128 rows in the last block: 0.0544 ms,
+// 0.0398-0.0424 shifted; bench/NOTES.md 40.1), as its CTAs ran out of step with the CTAs
+// that read the same B tiles (L2 merged fewer of their requests: 37.3).
+template <class Cfg, bool kShift>
+__device__ __forceinline__ u32 a_row0(u32 mb, u32 m) {
+  const u32 r = mb * Cfg::BM;
+  if constexpr (kShift) {
+    if (m > Cfg::BM && r < m && m - r < Cfg::BM) return m - Cfg::BM;
+  }
+  return r;
+}
+
 // ---- producer: one warp ---------------------------------------------------------------
 // One operand's K block (columns k0.., rows row0..) into this CTA's stage buffer `dst`.
 // kCtas == 1: the whole tile. kCtas > 1 (a cluster sharing the operand: A along N, B along
@@ -308,10 +327,10 @@ __device__ __forceinline__ void load_operand_tile(const TmaDescriptor* tma, u64*
 // Every lane runs the loop and waits on the empty barrier; one elected lane arms the full
 // barrier and issues the loads. (One thread alone issued them from per-thread registers:
 // ~70 dependent instructions a K block, the bound of the narrow tiles: bench/NOTES.md 36.3.)
-template <class Cfg>
+template <class Cfg, bool kShift>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
                               const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
-                              u32 k_blocks, u64 timeout_ns) {
+                              u32 k_blocks, u32 m, u64 timeout_ns) {
   u32 stage = 0, phase = 0;
   for (u32 u = first_unit; u < units.total; u += stride) {
     u32 t, slice, kb0, kb1, mb, nb;
@@ -324,7 +343,7 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
         // half of it sent by the other CTA)
         mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
         load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta>(tma_a, &sm.stage_full[stage], sm.a(stage),
-                                                                          kb * Cfg::BK, mb * Cfg::BM);
+                                                                          kb * Cfg::BK, a_row0<Cfg, kShift>(mb, m));
         load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta>(tma_b, &sm.stage_full[stage], sm.b(stage),
                                                                           kb * Cfg::BK, nb * Cfg::BN);
       }
@@ -337,15 +356,16 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
 // ---- epilogue: fragment -> row-major bf16 C, bounds-checked --------------------------
 // Thread t of a consumer warpgroup holds rows 16*(t/32) + (t%32)/4 + {0, 8} and columns
 // 8*j + 2*(t%4) + {0, 1} of its 64-row half (see ptx/wgmma.cuh).
+// Rows below `row_lo` are not stored (a shifted last row block's repeats: a_row0).
 template <class Cfg>
 __device__ __forceinline__ void store_fragment_bf16(const float (&acc)[Cfg::kAccRegs], u16* c, u32 ldc, u32 m,
-                                                    u32 n, u32 row0, u32 col0, u32 tid_in_wg) {
+                                                    u32 n, u32 row0, u32 col0, u32 tid_in_wg, u32 row_lo) {
   const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
   const bool paired = (ldc % 2) == 0;
 #pragma unroll
   for (u32 h = 0; h < 2; ++h) {
     const u32 row = row0 + warp * 16 + lane / 4 + 8 * h;
-    if (row >= m) continue;
+    if (row >= m || row < row_lo) continue;
     u16* crow = c + (u64)row * ldc;
 #pragma unroll
     for (u32 j = 0; j < Cfg::BN / 8; ++j) {
@@ -404,14 +424,18 @@ __device__ __forceinline__ void store_fragment_bf16_transposed(const float (&acc
 // Writes the fragment into the staging tile: element (r, c) of the tile lives in box
 // c / 64, row r, 16-byte chunk ((c % 64) / 8) ^ (r % 8) (the 128B swizzle TMA reads).
 // A warp's 32 four-byte writes land in 32 different banks. (Without the swizzle, BN % 64
-// != 0: row-major, rows BN * 2 bytes apart.)
+// != 0: row-major, rows BN * 2 bytes apart.) Accumulator row r goes to tile row r - skip;
+// rows below `skip` are not staged (a shifted last row block's repeats: a_row0), and the
+// tile's last `skip` rows, left as they were, lie past M, where the TMA store drops them.
 template <class Cfg>
 __device__ __forceinline__ void stage_fragment_bf16(const float (&acc)[Cfg::kAccRegs], u8* staging, u32 row0,
-                                                    u32 tid_in_wg) {
+                                                    u32 tid_in_wg, u32 skip) {
   const u32 warp = tid_in_wg / 32, lane = tid_in_wg % 32;
 #pragma unroll
   for (u32 h = 0; h < 2; ++h) {
-    const u32 r = row0 + warp * 16 + lane / 4 + 8 * h;
+    const u32 acc_row = row0 + warp * 16 + lane / 4 + 8 * h;
+    if (acc_row < skip) continue;
+    const u32 r = acc_row - skip;
 #pragma unroll
     for (u32 j = 0; j < Cfg::BN / 8; ++j) {
       const u32 box = j / 8, chunk = j % 8;
@@ -665,6 +689,7 @@ template <class Cfg, class OnTileStored>
 __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sched, const WorkUnits& units,
                               u32 first_unit, u32 stride, u32 k_blocks, u16* c, u32 ldc, u32 m, u32 n, u32 wg,
                               u32 tid_in_wg, u64 timeout_ns, OnTileStored& on_tile_stored) {
+  constexpr bool kShift = OnTileStored::kShiftsLastRowBlock && !Cfg::kSwapAB;
   float acc[Cfg::kAccRegs];
 #pragma unroll
   for (u32 i = 0; i < Cfg::kAccRegs; ++i) acc[i] = 0.0f;
@@ -719,7 +744,7 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
         if constexpr (Cfg::kSwapAB) {
           stage_fragment_bf16_transposed<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
         } else {
-          stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
+          stage_fragment_bf16<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg, mb * Cfg::BM - a_row0<Cfg, kShift>(mb, m));
         }
         fence_proxy_async_shared();  // generic writes -> the storer's TMA reads
       }
@@ -728,7 +753,8 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
       if constexpr (Cfg::kSwapAB) {
         store_fragment_bf16_transposed<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
       } else {
-        store_fragment_bf16<Cfg>(acc, c, ldc, m, n, mb * Cfg::BM + wg * 64, nb * Cfg::BN, tid_in_wg);
+        store_fragment_bf16<Cfg>(acc, c, ldc, m, n, a_row0<Cfg, kShift>(mb, m) + wg * 64, nb * Cfg::BN, tid_in_wg,
+                                 kShift ? mb * Cfg::BM : 0u);
       }
       if constexpr (OnTileStored::kPublishes) {
         named_barrier_sync(kBarrierConsumersTileStored, Cfg::kConsumerThreads);
@@ -772,7 +798,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
         tma_prefetch_descriptor(tma_b);
       }
       __syncwarp();
-      gemm_producer<Cfg>(tma_a, tma_b, sm, sched, units, first_tile, tile_stride, k_blocks, timeout_ns);
+      gemm_producer<Cfg, OnTileStored::kShiftsLastRowBlock && !Cfg::kSwapAB>(tma_a, tma_b, sm, sched, units, first_tile,
+                                                                            tile_stride, k_blocks, m, timeout_ns);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
       gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, on_tile_stored);
     }

@@ -10,6 +10,8 @@ struct NoTileHook {
   static constexpr bool kPublishes = false;
   static constexpr bool kUsesStaging = false;
   static constexpr bool kEqualGroupsInOneWave = true;  // TileScheduler::use_equal_groups
+  // a_row0: the last row block of a ragged M reads A inside its bounds
+  static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = false;
   __device__ __forceinline__ void operator()(u32) const {}
 };
@@ -27,6 +29,8 @@ struct SplitLastWave {
   static constexpr bool kPublishes = false;
   static constexpr bool kUsesStaging = false;
   static constexpr bool kEqualGroupsInOneWave = false;  // (split calls: not measured with them)
+  // a_row0: the last row block of a ragged M reads A inside its bounds
+  static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = true;
   static_assert(Cfg::kTmaEpilogue && Cfg::kClusterSize == 1, "the split last wave needs the TMA-store epilogue, no cluster");
   static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kSplitExtraSmem,

@@ -136,6 +136,8 @@ struct PublishTileReady {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = false;
   static constexpr bool kEqualGroupsInOneWave = false;  // TileScheduler::use_equal_groups
+  // a_row0 (not measured in the fused call: its last row block reads A as the others do)
+  static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = false;
   const AllReduceParams* p;
   u32 epoch;
@@ -198,6 +200,8 @@ struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = true;
   static constexpr bool kEqualGroupsInOneWave = false;  // TileScheduler::use_equal_groups
+  // a_row0 (not measured in the fused call: its last row block reads A as the others do)
+  static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = true;
   static_assert(Cfg::kCSwizzled, "the epilogue path copies 64-column swizzled staging boxes");
   // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of 8 chunks.
