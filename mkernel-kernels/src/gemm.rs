@@ -1081,9 +1081,8 @@ impl TileConfig {
         }
         let sms = sm_count as u64;
         let tiles = current.tiles(shape.m, shape.n);
-        // (above M = 256 measured only where `current`'s tiles fit one wave, and not where
-        // the last row block holds at most ONE_WAVE_COLS_RAGGED_MAX_ROWS rows of A)
-        if tiles * 3 <= sms || (above_256 && (tiles > sms || (1..=ONE_WAVE_COLS_RAGGED_MAX_ROWS).contains(&(shape.m % 128)))) {
+        // (above M = 256 measured only where `current`'s tiles fit one wave)
+        if tiles * 3 <= sms || (above_256 && tiles > sms) {
             return None;
         }
         // The elements the busiest SM computes per K block: waves of tiles times the tile's
@@ -1166,9 +1165,7 @@ impl TileConfig {
     /// 0.0358-0.0366 against 0.0431-0.0433; W ahead on 256 x 4352 x 6912 and 256 x 5120 x
     /// 14336 by 3-5%, even on 3) (bench/NOTES.md 37.3).
     fn one_wave_cols_unsplit_wins(shape: GemmShape, width: u32) -> bool {
-        let padded = shape.m.div_ceil(128).saturating_mul(128);
-        let padding_rows = padded - shape.m;
-        shape.m > 256 && shape.k >= ONE_WAVE_COLS_UNSPLIT_MIN_K && width >= ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH && padding_rows * 10 <= padded
+        shape.m > 256 && shape.k >= ONE_WAVE_COLS_UNSPLIT_MIN_K && width >= ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH
     }
 
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
@@ -3542,10 +3539,12 @@ mod tests {
         // either way at 1088 x 1792); where 136 makes fewer (N = 136: one block), 136 stays.
         assert_eq!(TileConfig::cols_fit(1088, 1792, 132), Some(TileConfig::NARROW));
         assert_eq!(TileConfig::cols_fit(1088, 136, 132), Some(TileConfig::cols(136)));
-        // The one-wave width leaves 128 x 128 where the last row block holds at most 32 rows.
+        // The one-wave width also where the last row block holds at most 32 rows (since that
+        // block reads A inside its bounds, run 317).
         let s = |m| GemmShape { m, n: 896, k: 4096 };
-        assert_eq!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(1440), 132), None);
-        assert!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(1472), 132).is_some_and(|t| t.bn < 128));
+        for m in [1440, 1472] {
+            assert!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(m), 132).is_some_and(|t| t.bn < 128), "{m}");
+        }
         let src = source(t).unwrap().source;
         assert!(src.contains("m64n224k16") && src.contains("mk::GemmConfig<128, 224, 64,"), "generated wrapper");
         // The column rule (runs 120-121, TMA-store tiles): taken where the fit saves 6-14%
@@ -3817,15 +3816,16 @@ mod tests {
             assert_eq!(overfill, (k >= 6912 && w <= 96) && !fits, "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
-        // Still split above M = 256: below K = 8192 (the wider split starts at K = 8192, run
-        // 275: even at 6912), and where M is padded by more than a tenth (run 297: 321 x 3536 x
-        // 8192, 63 padding rows of 384, unsplit 19% slower).
+        // Still split above M = 256 below K = 8192 (the wider split starts at K = 8192, run
+        // 275: even at 6912); where M is padded by more than a tenth too since the last row
+        // block reads A inside its bounds (run 317: 321 x 3536 x 8192, 63 padding rows of 384,
+        // 88 columns unsplit 0.042-0.043 ms against 176 in 2 slices 0.046).
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 6912), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(1024, 1152, 6912), 132, u64::MAX, u64::MAX), Some((cols(144), 2)));
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(1024, 1408, 14336), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::choose_for(s(321, 3536, 8192), 132), cols(88));
-        assert_eq!(TileConfig::split_rule_for(s(321, 3536, 8192), 132, u64::MAX, u64::MAX), Some((cols(176), 2)));
+        assert_eq!(TileConfig::split_rule_for(s(321, 3536, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(1000, 1400, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(2000, 760, 14336), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::choose_for(s(256, 6144, 8192), 132), cols(96));
@@ -3889,7 +3889,6 @@ mod tests {
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
             (4097, 384, 4096), // above ONE_WAVE_COLS_MAX_M
             (4224, 384, 4096),  // ... with 99 tiles of 128 x 128 (96 columns would fill one wave)
-            (1056, 1408, 8192), // the last row block holds 32 rows (ONE_WAVE_COLS_RAGGED_MAX_ROWS)
             (256, 7168, 1984),  // K below 2048
             (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0
