@@ -985,13 +985,27 @@ impl TileConfig {
     /// third of the SMs. It replaces the 128 x 128 and 128 x 256 TMA-store tiles; above M =
     /// 256 also the 128 x 128 tile with the register epilogue ([`Self::NARROW`]; `choose_for`
     /// gives its TMA-store twin on the shapes this rule takes since run 296), where they fit one wave, and where they are split only if the busiest SM
-    /// computes at most 3/4 of their elements. Not the 64 x 256 TMA-store tile
-    /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64): in its place
-    /// the rule's tiles were slower on 5 of 6 shapes (run 270). N > 160, K % 64 == 0, N % 8 == 0 and
-    /// [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`] (as measured), and above M =
-    /// 256 not where the last row block holds at most [`ONE_WAVE_COLS_RAGGED_MAX_ROWS`] rows of
-    /// A (M % 128 in 1..=32; nor then does [`Self::split_one_wave_cols_for`] split the
-    /// width's twin). `None` elsewhere.
+    /// computes at most 3/4 of their elements; above M = 256 also the 64 x 256 TMA-store tile
+    /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64) where its
+    /// tiles fit one wave unsplit and the width cuts at least an eighth of their elements (W
+    /// <= 112). N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`] <= K <=
+    /// [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
+    ///
+    /// At ragged M the rule stayed off two families until the last row block read A inside
+    /// its bounds (`a_row0` in sm90_gemm.cuh, run 317): M % 128 in 1..=32 (run 303), and the
+    /// 64 x 256 tile (run 270: the rule's tiles slower on 5 of 6 shapes). Run 318 (two passes,
+    /// ms, main -> this rule's width; `--check` PASS): in place of 128 x 128 (or its -n2 twin,
+    /// or split in 2) at M % 128 in 1..=32, 3845 x 288 x 4096 0.0345 -> 0.0219, 3995 x 288 x
+    /// 7168 0.0604 -> 0.0368-0.0395, 2957 x 320 x 14336 0.077 -> 0.061, 3602 x 192 x 8192
+    /// 0.0459 -> 0.034-0.035, 1056 x 1024 x 8192 0.047 -> 0.037-0.038, 1440 x 960 x 8192 0.049-0.050
+    /// -> 0.042-0.043 (0.78 -> 0.98 of cuBLAS), 1174 x 1152 x 8192 0.051 -> 0.045, 2591 x 512 x
+    /// 7168 0.045 -> 0.039-0.042: 4-37% faster on 17 of 21, even on 2 (2700 x 640 x 2048, 2566
+    /// x 704 x 7168 -3%); slower on 1807 x 384 x 4096 (+4%) and 2959 x 224 x 14336 (+21%), both
+    /// 48 columns in place of 128 x 128 in 2 slices, as 2944 x 224 x 14336 already took. In
+    /// place of the 64 x 256 tile (forced): 562 x 2240 x 8192 0.050-0.051 -> 0.042, 651 x 1664
+    /// x 4096 0.028 -> 0.021, 297 x 3968 x 8192 0.052 -> 0.045, 658 x 2240 x 8192 0.052 ->
+    /// 0.048, 800 x 1984 x 8192 0.052-0.053 -> 0.049-0.050; 408 x 3776 x 14336 (120 columns)
+    /// 0.088-0.089 -> 0.091-0.092, hence the eighth.
     ///
     /// Why: at M = 256 (two row blocks) the 128 x 128 tiles of N = 4225..8064 make 68..126
     /// tiles on 132 SMs, the 128 x 256 ones of N = 8449..16896 (below, the small-M rule's
@@ -1075,7 +1089,8 @@ impl TileConfig {
     /// x 8192, 1001 x 1784 x 2048 and 250 x 3576 x 4096 (bench/NOTES.md 34.3).
     pub fn one_wave_cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let above_256 = shape.m > 256;
-        let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE || (above_256 && current == Self::NARROW);
+        let m64 = current == Self::M64_WIDE_TMA_STORE;
+        let replaces = current == Self::NARROW_TMA_STORE || current == Self::WIDE_TMA_STORE || (above_256 && (current == Self::NARROW || m64));
         if !Self::one_wave_cols_shape(shape) || !replaces || sm_count < 3 {
             return None;
         }
@@ -1089,13 +1104,24 @@ impl TileConfig {
         // rows x columns, over the slices the few-tiles rule cuts each tile into (x2 to stay
         // whole; as the split rules do, the register-epilogue tile counts as its TMA-store twin).
         let slices = Self::twin_that_splits(current, shape).few_tiles_slices(shape, sm_count).unwrap_or(1) as u64;
+        if m64 && slices > 1 {
+            return None;
+        }
         let current_elems2 = tiles.div_ceil(sms) * current.bm as u64 * current.bn as u64 * 2 / slices;
         let (t, t_tiles) = Self::one_wave_width(shape, sms)?;
         let fills = t_tiles * 2 > sms;
         let elems2 = t.bm as u64 * t.bn as u64 * 2;
         // (above M = 256, in place of split tiles only where it cuts a quarter: run 270's 56
         // columns against 64 a K block were 5% slower at 1024 x 896 x 5120, 48 faster)
-        let cuts = if above_256 && slices > 1 { elems2 * 4 <= current_elems2 * 3 } else { elems2 < current_elems2 };
+        // (in place of the 64 x 256 tile where it cuts an eighth: run 318's 120 columns, 6% fewer,
+        // were 3% slower at 408 x 3776 x 14336; 80-112 columns 5-24% faster)
+        let cuts = if m64 {
+            elems2 * 8 <= current_elems2 * 7
+        } else if above_256 && slices > 1 {
+            elems2 * 4 <= current_elems2 * 3
+        } else {
+            elems2 < current_elems2
+        };
         (t != current && fills && cuts).then_some(t)
     }
 
@@ -1103,27 +1129,6 @@ impl TileConfig {
     /// tiles for `shape` fit one wave of `sms` SMs, with its tile count; `None` if none does.
     fn one_wave_width(shape: GemmShape, sms: u64) -> Option<(Self, u64)> {
         (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).map(|t| (t, t.tiles(shape.m, shape.n))).find(|&(_, n)| n <= sms)
-    }
-
-    /// The one-wave width in place of the unsplit 64 x 256 TMA-store default
-    /// ([`Self::M64_WIDE_TMA_STORE`], which pads ragged M up to ~900 less than 128-row blocks
-    /// do), for [`Self::split_one_wave_cols_for`] only, on the shapes it lets through (K >=
-    /// [`ONE_WAVE_COLS_SPLIT_MIN_K`], [`Self::one_wave_cols_shape`]): M > 256, the default's
-    /// tiles in one wave and not split by the few-tiles rule, the one-wave width W = 72 or 80
-    /// (as measured; narrower widths arise at M = 770-956 on 100-144-SM GPUs other than
-    /// 132) and its tiles more than half the SMs. `None` elsewhere. Unsplit, W lost to this
-    /// default (run 270: 5 of 6 shapes); 2W in 2 slices won where W <= 80 (runs 277-278, in
-    /// [`Self::split_one_wave_cols_for`]'s notes).
-    fn one_wave_cols_instead_of_m64(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if current != Self::M64_WIDE_TMA_STORE || shape.m <= 256 {
-            return None;
-        }
-        let sms = sm_count as u64;
-        if current.tiles(shape.m, shape.n) > sms || current.few_tiles_slices(shape, sm_count).is_some() {
-            return None;
-        }
-        let (t, tiles) = Self::one_wave_width(shape, sms)?;
-        ((72..=80).contains(&t.bn) && tiles * 2 > sms).then_some(t)
     }
 
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
@@ -1169,11 +1174,11 @@ impl TileConfig {
     }
 
     /// The plain GEMM's fifth split rule, with the one-wave-cols rule's default
-    /// ([`Self::one_wave_cols_instead_of`]: W columns, one wave of tiles) where 48 <= W <=
-    /// 80, or W <= 96 above M = 256 from K = [`ONE_WAVE_COLS_WIDE_SPLIT_MIN_K`]; or, above M =
-    /// 256, the one-wave width W = 72 or 80 in place of an unsplit one-wave 64 x 256 default
-    /// (`one_wave_cols_instead_of_m64`): tiles twice as wide, 2W <= 160 (or 192)
-    /// columns (`cols-128x96/112/144/160/176/192-tma-store`; at W = 64 the 128 x 128 tiles are
+    /// ([`Self::one_wave_cols_instead_of`]: W columns, one wave of tiles, in place of the 128 x
+    /// 128, 128 x 256 or, above M = 256, 64 x 256 tiles) where 48 <= W <=
+    /// [`ONE_WAVE_COLS_SPLIT_MAX_WIDTH`] and not where W unsplit wins (`one_wave_cols_unsplit_wins`:
+    /// above M = 256 from K = 8192 only W < 72): tiles twice as wide, 2W <= 160
+    /// columns (`cols-128x96/112/144/160-tma-store`; at W = 64 the 128 x 128 tiles are
     /// either at most half the SMs' and split by the few-tiles rule, or more, as 500 x 2056's
     /// 68, and 2 slices of them overfill one wave), every tile in 2 K-slices, where those
     /// make at most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
@@ -1240,13 +1245,8 @@ impl TileConfig {
             return None;
         }
         let current = Self::choose_for_before_one_wave_cols(shape, sm_count);
-        let w = match Self::one_wave_cols_instead_of(current, shape, sm_count) {
-            Some(w) if Self::one_wave_cols_unsplit_wins(shape, w.bn) => return None,
-            Some(w) => w,
-            None => Self::one_wave_cols_instead_of_m64(current, shape, sm_count)?,
-        };
-        let widest = if shape.m > 256 && shape.k >= ONE_WAVE_COLS_WIDE_SPLIT_MIN_K { 96 } else { 80 };
-        if w.bn > widest {
+        let w = Self::one_wave_cols_instead_of(current, shape, sm_count)?;
+        if Self::one_wave_cols_unsplit_wins(shape, w.bn) || w.bn > ONE_WAVE_COLS_SPLIT_MAX_WIDTH {
             return None;
         }
         let t = Self::rows128_tma_store(w.bn * 2);
@@ -2496,33 +2496,24 @@ pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// From this K, [`TileConfig::split_one_wave_cols_for`] splits tiles twice as wide as the
 /// one-wave-cols rule's in 2 (runs 264, 266-267: faster from K = 6912, 2% slower at 5120).
 pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
-/// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] also splits the
-/// one-wave widths 88 and 96 (176 and 192 columns in 2; run 275: 192 in 2 3-10% faster than
-/// 96 unsplit at K = 8192-14336 on 5 of 6 shapes, even on the sixth; even at K = 6912).
-pub const ONE_WAVE_COLS_WIDE_SPLIT_MIN_K: u32 = 8192;
+/// The widest one-wave width [`TileConfig::split_one_wave_cols_for`] splits (2W <= 160
+/// columns in 2). Above M = 256 from K = 8192 it split 88 and 96 too (176 and 192 in 2; run
+/// 275: 3-10% faster than 96 unsplit at K = 8192-14336) until runs 296-297 (the producer
+/// warp) and 318 (the last row block inside A) had those unsplit ahead
+/// (`one_wave_cols_unsplit_wins`).
+pub const ONE_WAVE_COLS_SPLIT_MAX_WIDTH: u32 = 80;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
-/// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] and M is
-/// padded by at most a tenth (runs 296-297; `one_wave_cols_unsplit_wins`). Below it the only
-/// shape measured since the producer warp (1024 x 1152 x 6912) still ran as fast split.
+/// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
+/// 296-297; `one_wave_cols_unsplit_wins`; until run 318 only where M was padded by at most
+/// a tenth). Below it the only shape measured since the producer warp (1024 x 1152 x 6912)
+/// still ran as fast split.
 pub const ONE_WAVE_COLS_UNSPLIT_MIN_K: u32 = 8192;
-/// Above M = 256, [`TileConfig::one_wave_cols_instead_of`] leaves the tile it would replace
-/// where the last row block holds at most this many rows of A (M % 128 in 1..=32): narrow
-/// tiles slow down when most of a row block's A box is out of bounds (run 299: 128 x 88 at
-/// 3536 x 8192 0.0505 ms at M = 321, 65 rows in the last block, against 0.0372 at M = 352;
-/// the bound covers only the 32-row shapes runs 302-303 measured, not 321's 65). Run 303 (two passes, ms, the
-/// one-wave width -> with this bound, 128 x 128 or its -n2 twin): 1056 x 1408 x 8192
-/// 0.0523-0.0530 (104) -> 0.0482, 1440 x 512 x 4096 0.0230-0.0250 (48) -> 0.0183, 1440 x
-/// 896 x 4096 0.0257-0.0309 (88) -> 0.0240-0.0242, 1440 x 832 x 4096 0.0256-0.0274 ->
-/// 0.0233-0.0234, 1440 x 448 x 8192 0.0365-0.0366 -> 0.0290-0.0313, 1056 x 960 x 4096
-/// 0.0244-0.0271 -> 0.0233, 1056 x 1024 x 8192 0.0474 -> 0.0428-0.0432: faster on 7 of 10,
-/// even on 1440 x 1280 x 4096; slower on 1440 x 960 x 8192 (88: 0.0390-0.0391 -> 0.0468, but
-/// 0.0436-0.0486 in run 302) and 1440 x 1024 x 8192 (96: 0.0423-0.0431 -> 0.0472-0.0478,
-/// but 0.0436-0.0601 in run 304), where the narrow tile's time is bimodal (bench/NOTES.md 38.3).
-pub const ONE_WAVE_COLS_RAGGED_MAX_ROWS: u32 = 32;
 /// The narrowest one-wave width [`TileConfig::split_one_wave_cols_for`] leaves unsplit above
 /// M = 256 (`one_wave_cols_unsplit_wins`; run 297: 48 columns unsplit 20% slower at 373 x
 /// 2048 x 14336 and up to 10% at 1024 x 768 x 8192, 4% faster at 730 x 1024 x 8192; 72-96
-/// faster wherever M's padding was at most a tenth).
+/// faster wherever M's padding was at most a tenth, and since the last row block reads A
+/// inside its bounds wherever measured: run 318, 321 x 3536 x 8192 and 325 x 3712 x 8192 5%
+/// faster unsplit, 329 x 3392 x 14336 and 321 x 3264 x 14336 even).
 pub const ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH: u32 = 72;
 
 /// The smallest M [`TileConfig::cluster_n_instead_of`] takes clusters along N at (run 299
@@ -3830,25 +3821,23 @@ mod tests {
         assert_eq!(TileConfig::split_rule_for(s(2000, 760, 14336), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::choose_for(s(256, 6144, 8192), 132), cols(96));
         assert_eq!(TileConfig::split_rule_for(s(256, 6144, 8192), 132, u64::MAX, u64::MAX), None);
-        // In place of the unsplit one-wave 64 x 256 default above M = 256 from K = 6912, where
-        // the one-wave width is at most 80 (run 277: W = 72; W = 96 mixed): 2W in 2 slices.
-        for (m, n, k, w) in [(520, 1808, 8192, 72), (654, 1544, 8192, 72), (899, 1040, 8192, 72), (900, 1152, 6912, 72), (448, 2560, 8192, 80)] {
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
-            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
+        // In place of the unsplit one-wave 64 x 256 default above M = 256 (run 318): the
+        // one-wave width, unsplit from K = 8192 (W >= 72), 2W in 2 slices at K = 6912 (W <= 80).
+        for (m, n, k, w) in [(520, 1808, 8192, 72), (654, 1544, 8192, 72), (899, 1040, 8192, 72), (448, 2560, 8192, 80), (520, 2312, 8192, 96), (320, 3584, 8192, 88), (654, 1544, 4096, 72)] {
+            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
-        // Not at K < 6912, W > 80, nor where the few-tiles rule splits the default.
-        for (m, n, k) in [(654, 1544, 4096), (520, 2312, 8192), (654, 1952, 8192), (320, 3584, 8192)] {
+        assert_eq!(TileConfig::split_rule_for(s(900, 1152, 6912), 132, u64::MAX, u64::MAX), Some((cols(144), 2)));
+        // Not where the width cuts less than an eighth of the 64 x 256 tile's elements (120
+        // columns: 408 x 3776 x 14336 3% slower, run 318; 777 x 2040 x 2048), nor where the
+        // few-tiles rule splits the default.
+        for (m, n, k) in [(408, 3776, 14336), (777, 2040, 2048)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
         assert_eq!(TileConfig::split_rule_for(s(770, 1272, 8192), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
-        // Only the measured widths 72 and 80 (helper-64: 56 and 64 arise on 100-144 SMs).
-        let m64 = TileConfig::M64_WIDE_TMA_STORE;
-        for (m, n, k, sms) in [(897, 776, 8192, 114), (897, 792, 8192, 114), (770, 800, 8192, 100), (897, 1032, 8192, 144)] {
-            let w = TileConfig::one_wave_width(s(m, n, k), sms as u64).map(|(t, _)| t.bn);
-            assert!(matches!(w, Some(56 | 64)), "{m}x{n}x{k} on {sms}: {w:?}");
-            assert_eq!(TileConfig::one_wave_cols_instead_of_m64(m64, s(m, n, k), sms), None, "{m}x{n}x{k} on {sms}");
-        }
-        assert_eq!(TileConfig::one_wave_cols_instead_of_m64(m64, s(899, 1040, 8192), 132), Some(cols(72)));
+        assert_eq!(TileConfig::split_rule_for(s(257, 2072, 4096), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
         let rule = |t, m, n, k, sms| TileConfig::one_wave_cols_instead_of(t, s(m, n, k), sms);
         let narrow = TileConfig::NARROW_TMA_STORE;
         // Above M = 256 the register-epilogue 128 x 128 tile counts as its TMA-store twin's
@@ -3860,11 +3849,6 @@ mod tests {
         assert_eq!(rule(TileConfig::NARROW, 1024, 896, 5120, 132), None);
         assert_eq!(TileConfig::split_rule_for(s(1024, 896, 5120), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
         assert_eq!(rule(narrow, 256, 3584, 5120, 132), Some(cols(56)));
-        // Not in place of the 64 x 256 TMA-store tile (run 270: slower on 5 of 6).
-        for (m, n, k) in [(320, 3584, 8192), (257, 2072, 4096), (448, 2560, 8192), (777, 2040, 2048)] {
-            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
-        }
         // Not where the 128 x 128 tiles take more than one wave above M = 256 (unmeasured).
         assert_eq!(rule(TileConfig::NARROW, 1280, 1792, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 512, 7168, 4096, 132), Some(cols(224)));
@@ -3902,9 +3886,11 @@ mod tests {
         for other in [TileConfig::NARROW, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_NARROW_TMA_STORE, TileConfig::M64_WIDE_TMA_STORE, TileConfig::cols_tma_store(112)] {
             assert_eq!(rule(other, 256, 7168, 4096, 132), None, "{}", other.name());
         }
-        for other in [TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::M64_WIDE_TMA_STORE, TileConfig::swapped_c2(192), TileConfig::cols_tma_store(112)] {
+        for other in [TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_c2(192), TileConfig::cols_tma_store(112)] {
             assert_eq!(rule(other, 512, 3072, 8192, 132), None, "{}", other.name());
         }
+        // (the 64 x 256 tile above M = 256 since run 318: 96 tiles -> 128 of 96 columns)
+        assert_eq!(rule(TileConfig::M64_WIDE_TMA_STORE, 512, 3072, 8192, 132), Some(cols(96)));
         // The SM count is the device's: on 100 SMs the 112 tiles of 256 x 7168 x 4096 take two
         // waves, 144 columns one (100 tiles); on 2 SMs nothing.
         assert_eq!(rule(narrow, 256, 7168, 4096, 100), Some(cols(144)));

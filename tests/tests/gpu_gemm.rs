@@ -682,21 +682,21 @@ fn split_rule_default_matches_reference() {
     // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width (the last number)
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
     // 96 at 3072; and from three row blocks (run 269): 160 columns at M = 330 and N = 3400
-    // (both ragged; above M = 256 from K = 8192 only where M is padded by more than a tenth,
-    // run 297), 144 at M = 380 and N = 3064 and at 1000 x 1152; in place of the unsplit 64 x
-    // 256 default (run 277): 144 at 899 x 1040 and 160 at 433 x 2480 (both ragged); from K =
-    // 8192 above M = 256 (run 275) 176 columns at 340 x 3536 and 192 at 340 x 4096 (N's last
-    // column block short). On 132 SMs they must take that rule, not be skipped.
+    // (both ragged; K = 6912: above M = 256 from K = 8192 W >= 72 stays unsplit, run 318),
+    // 144 at M = 380 and N = 3064 and at 1000 x 1152; in place of the unsplit 64 x 256
+    // default (run 277): 144 at 899 x 1040 and 160 at 433 x 2480 (both ragged); 96 columns
+    // (W = 48) at 373 x 2048 x 14336; from K = 8192 above M = 256 (run 275) 192 at 340 x
+    // 4096 (N's last column block short). On 132 SMs they must take that rule, not be skipped.
     let one_wave = [
         (256, 5120, 8192, 160),
         (200, 5112, 6912, 160),
         (250, 3072, 14336, 96),
-        (330, 3400, 8192, 160),
+        (330, 3400, 6912, 160),
         (380, 3064, 6912, 144),
         (1000, 1152, 6912, 144),
-        (899, 1040, 8192, 144),
+        (899, 1040, 6912, 144),
         (433, 2480, 6912, 160),
-        (340, 3536, 8192, 176),
+        (373, 2048, 14336, 96),
         (340, 4096, 14336, 192),
     ];
     if sms == 132 {
