@@ -683,10 +683,9 @@ fn split_rule_default_matches_reference() {
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
     // 96 at 3072; and from three row blocks (run 269): 160 columns at M = 330 and N = 3400
     // (both ragged; K = 6912: above M = 256 from K = 8192 W >= 72 stays unsplit, run 318),
-    // 144 at M = 380 and N = 3064 and at 1000 x 1152; in place of the unsplit 64 x 256
-    // default (run 277): 144 at 899 x 1040 and 160 at 433 x 2480 (both ragged); 96 columns
-    // (W = 48) at 373 x 2048 x 14336; from K = 8192 above M = 256 (run 275) 192 at 340 x
-    // 4096 (N's last column block short). On 132 SMs they must take that rule, not be skipped.
+    // 144 at M = 380 and N = 3064 and at 1000 x 1152; in place of the 64 x 256 tile (runs
+    // 277, 318): 144 at 899 x 1040 and 160 at 433 x 2480 (both ragged); 96 columns (W = 48)
+    // at 373 x 2048 x 14336. On 132 SMs they must take that rule, not be skipped.
     let one_wave = [
         (256, 5120, 8192, 160),
         (200, 5112, 6912, 160),
@@ -697,7 +696,6 @@ fn split_rule_default_matches_reference() {
         (899, 1040, 6912, 144),
         (433, 2480, 6912, 160),
         (373, 2048, 14336, 96),
-        (340, 4096, 14336, 192),
     ];
     if sms == 132 {
         for (m, n, k, w2) in one_wave {
