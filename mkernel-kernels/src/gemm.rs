@@ -1144,8 +1144,9 @@ impl TileConfig {
 
     /// Where [`Self::split_one_wave_cols_for`] leaves the one-wave-cols rule's W columns
     /// unsplit since the producer warp (NOTES 36.3): above M = 256 with K >=
-    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_K`], W >= [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] and the
-    /// padding rows of the last row block at most a tenth of M rounded up to 128. There 2W in
+    /// [`ONE_WAVE_COLS_UNSPLIT_MIN_K`] and W >= [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (until
+    /// run 318 also only where the last row block's padding rows were at most a tenth of M
+    /// rounded up to 128: below, as it was then measured, and 40.2 in bench/NOTES.md). There 2W in
     /// 2 slices had won while the producer thread bounded the narrow tiles; now W unsplit is ahead (run 296, two passes, ms, 2W in 2 -> W): 512 x
     /// 2560 x 8192 0.0393 -> 0.0379-0.0381, 640 x 2048 x 8192 0.0395-0.0400 -> 0.0383-0.0390,
     /// 1024 x 1536 x 14336 0.0748 / 0.0855 -> 0.0724 / 0.0786, 2000 x 760 x 14336 0.0750-0.0751
@@ -1158,11 +1159,12 @@ impl TileConfig {
     /// 0.0375-0.0376 -> 0.0370-0.0373; run 297 (ragged M, 2W in 2 -> W): 352 x 3536 x 8192
     /// (32 padding rows of 384) 0.0422 / 0.0446 -> 0.0368 / 0.0380, 368 x 3536 x 8192
     /// 0.0427 / 0.0443 -> 0.0380 / 0.0392, 968 x 1400 x 8192 (56 of 1024) 0.0423-0.0427 ->
-    /// 0.0381 / 0.0394, 976 and 992 x 1400 x 8192 the same. Still split: M padded by more
+    /// 0.0381 / 0.0394, 976 and 992 x 1400 x 8192 the same. Still split then: M padded by more
     /// than a tenth (run 297, 3 row blocks, 2W in 2 against W: 321 x 3536 x 8192 0.0420-0.0422
     /// against 0.0507-0.0512, 328 x 3536 x 8192 0.0421-0.0424 against 0.0500-0.0503, 336 x
     /// 3536 x 8192 0.0424-0.0427 against 0.0435-0.0448; not understood: the same 123 tiles of
-    /// 128 x 88 take 0.0368 at M = 352), W = 48 (373 x 2048 x 14336 0.0413 / 0.0452 against
+    /// 128 x 88 take 0.0368 at M = 352; the last row block's A box out of bounds, run 317: W
+    /// unsplit 0.042-0.043 with it inside A, run 318), W = 48 (373 x 2048 x 14336 0.0413 / 0.0452 against
     /// 0.0504 / 0.0563; 1024 x 768 x 8192 0.0290 / 0.0313 against 0.0320 / 0.0314; 730 x 1024 x
     /// 8192 0.0327-0.0332 against 0.0315-0.0318), 1024 x 1152 x 6912 (0.0305 / 0.0319 against
     /// 0.0309 / 0.0343), and at M <= 256, where 2W in 2 still won on 5 of 10
@@ -1184,7 +1186,8 @@ impl TileConfig {
     /// make at most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
     /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same
     /// columns for the busiest SM over half the K loop, on tiles whose wgmma is twice as wide
-    /// (5 stages at 160 columns, 4 at 176-192; the 224-column tile's 3 lost, 32.4).
+    /// (5 stages at 160 columns; 176-192, 4 stages, were split too until run 318; the
+    /// 224-column tile's 3 lost, 32.4).
     ///
     /// Run 277 (after the programmatic launch's early trigger was dropped, which had cost
     /// partial grids such as the 64 x 256 default's 3-14 us; ms, two passes; the 64 x 256
@@ -1230,7 +1233,8 @@ impl TileConfig {
     /// 0.0468-0.0478 -> 0.0454-0.0458, 384 x 3072 x 8192 0.0445-0.0449 -> 0.0388-0.0389, 768 x
     /// 1536 x 8192 0.0439-0.0449 -> 0.0374-0.0377, 640 x 1792 x 8192 0.0435 / 0.0495 ->
     /// 0.0377-0.0379: 2-23% faster pass by pass on all 7 (448 x 2560's default is the 64 x 256
-    /// tile since run 270, which run 278's extension replaces by 160 columns in 2 again); where the slices make more than one wave (1280 x
+    /// tile since run 270, which run 278's extension replaced by 160 columns in 2 again, and
+    /// run 319's rule by 80 columns unsplit); where the slices make more than one wave (1280 x
     /// 1024 x 8192: 140 on 132 SMs) 0.0673-0.0678, hence the bound. At W = 96 (192 columns in
     /// 2) 2-5% faster than W unsplit on four shapes at K = 8192, 10% slower at 4096; 224 columns
     /// 7-10% slower at 8192: W <= 80 stayed then (run 275 took 176 and 192 columns from K =
@@ -3807,10 +3811,10 @@ mod tests {
             assert_eq!(overfill, (k >= 6912 && w <= 96) && !fits, "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
-        // Still split above M = 256 below K = 8192 (the wider split starts at K = 8192, run
-        // 275: even at 6912); where M is padded by more than a tenth too since the last row
-        // block reads A inside its bounds (run 317: 321 x 3536 x 8192, 63 padding rows of 384,
-        // 88 columns unsplit 0.042-0.043 ms against 176 in 2 slices 0.046).
+        // Above M = 256 the widths 72-80 still split below K = 8192 (1024 x 1152 x 6912), and
+        // 88-96 never do (1024 x 1536 x 6912); from K = 8192 W >= 72 stays unsplit however M
+        // is padded (run 318: 321 x 3536 x 8192, 63 padding rows of 384, 88 columns unsplit
+        // 0.042-0.043 ms against 176 in 2 slices 0.046).
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 6912), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(1024, 1152, 6912), 132, u64::MAX, u64::MAX), Some((cols(144), 2)));
         assert_eq!(TileConfig::split_rule_for(s(1024, 1536, 8192), 132, u64::MAX, u64::MAX), None);

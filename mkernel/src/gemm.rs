@@ -176,9 +176,9 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   back) and few 64 x 128 tiles from K = 3072, in as many slices as fit one wave
 ///   (`TileConfig::short_k_slices`), and tiles filling half to two thirds of the SMs with
 ///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
-///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 2048 with K = 6912-14336 where the
-///   default takes 48-80 columns (88-96 from K = 8192 above M = 256, or the 64 x 256 tile
-///   there where 72-80 columns fill one wave), tiles twice as wide in 2 slices
+///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 4096 with K = 6912-14336 where the
+///   default takes 48-80 columns (above M = 256 from K = 8192 only below 72), tiles twice
+///   as wide in 2 slices
 ///   ([`TileConfig::split_one_wave_cols_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   33 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of

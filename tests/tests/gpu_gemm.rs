@@ -417,17 +417,13 @@ fn gemm_rejects_bad_arguments_naming_them() {
     }
 }
 
-/// The split last wave (K-slices of the tiles left over after the full waves, summed in
-/// fp32 by the slice that arrives last): against the reference for one wave of slices,
-/// slices spread over several waves, a multi-wave GEMM's short last wave, K % 64 != 0 and
-/// N not a multiple of the tile; each case twice on one workspace (the counts must be back
-/// at 0: the second call, on freshly poisoned output, must give the same bits) and then
-/// with another slice count on the same workspace.
 /// The last row block of a ragged M reads its 128 (or 64) rows of A ending at row M
-/// (`a_row0` in sm90_gemm.cuh): every tile family's output against the reference where
-/// that block holds 1, 32, 65 or 127 valid rows, and nothing written past row M (C is
-/// allocated with a poisoned row block beyond M, which the stale rows of the staging tile
-/// would reach if the shift were wrong); a second call into the same C gives the same bits.
+/// (`a_row0` in sm90_gemm.cuh): the tile families' output (both epilogues, 64- and 128-row
+/// tiles, clusters along M and N, split) against the reference where that block holds 1,
+/// 32, 65 or 127 valid rows, and nothing written past row M: C is allocated with a poisoned
+/// row block beyond M, which the register epilogue would reach with a wrong `row_lo` (the
+/// TMA store's tensor map ends at row M, so there a wrong staging row shows as a wrong
+/// value instead); a second call into the same C gives the same bits.
 #[test]
 fn ragged_last_row_block_matches_reference_and_writes_nothing_past_m() {
     if gpu_or_skip("ragged_last_row_block_matches_reference_and_writes_nothing_past_m", 1).is_none() {
@@ -438,7 +434,7 @@ fn ragged_last_row_block_matches_reference_and_writes_nothing_past_m() {
     let mut blas = Cublas::new(&stream).unwrap();
     let mut ws = GemmWorkspace::new(&stream).unwrap();
     let cols88 = TileConfig::cols_tma_store(88);
-    let cases: [(u32, u32, u32, TileConfig, LastWaveSplit); 15] = [
+    let cases: [(u32, u32, u32, TileConfig, LastWaveSplit); 19] = [
         // 88 columns (unswizzled staging): 65, 32, 1 and 127 rows in the last block
         (321, 3536, 1024, cols88, LastWaveSplit::Off),
         (1440, 960, 512, cols88, LastWaveSplit::Off),
@@ -449,14 +445,18 @@ fn ragged_last_row_block_matches_reference_and_writes_nothing_past_m() {
         (300, 1000, 1000, TileConfig::WIDE_TMA_STORE, LastWaveSplit::Off),
         (300, 1000, 1000, TileConfig::M64_WIDE_TMA_STORE, LastWaveSplit::Off),
         (1000, 520, 1000, TileConfig::M64_NARROW_TMA_STORE, LastWaveSplit::Off),
+        (300, 1000, 1000, TileConfig::M64_WIDE, LastWaveSplit::Off),
+        (300, 1000, 1000, TileConfig::M64_WIDE_TMA_STORE_C2, LastWaveSplit::Off),
         // clusters along M (an odd and an even number of row blocks) and along N
         (300, 1000, 1000, TileConfig::NARROW_TMA_STORE_C2, LastWaveSplit::Off),
         (400, 1000, 1000, TileConfig::WIDE_TMA_STORE_C2, LastWaveSplit::Off),
         (300, 1000, 1000, TileConfig::NARROW_TMA_STORE_N2, LastWaveSplit::Off),
+        (300, 1096, 1000, TileConfig::NARROW_TMA_STORE_N2, LastWaveSplit::Off), // 9 column blocks: a padding tile
         (1440, 960, 512, TileConfig::cols_tma_store_n2(96), LastWaveSplit::Off),
         (321, 3536, 1024, TileConfig::cols_tma_store_c2(176), LastWaveSplit::Off),
         // split last wave: every slice of the last row block's tiles shifted alike
         (300, 1000, 1000, TileConfig::NARROW_TMA_STORE, LastWaveSplit::Slices(3)),
+        (300, 1000, 1000, TileConfig::M64_WIDE_TMA_STORE, LastWaveSplit::Slices(2)),
         (1440, 352, 4096, cols88, LastWaveSplit::Slices(2)),
     ];
     for (m, n, k, tile, split) in cases {
@@ -486,6 +486,12 @@ fn ragged_last_row_block_matches_reference_and_writes_nothing_past_m() {
     }
 }
 
+/// The split last wave (K-slices of the tiles left over after the full waves, summed in
+/// fp32 by the slice that arrives last): against the reference for one wave of slices,
+/// slices spread over several waves, a multi-wave GEMM's short last wave, K % 64 != 0 and
+/// N not a multiple of the tile; each case twice on one workspace (the counts must be back
+/// at 0: the second call, on freshly poisoned output, must give the same bits) and then
+/// with another slice count on the same workspace.
 #[test]
 fn split_last_wave_matches_reference() {
     if gpu_or_skip("split_last_wave_matches_reference", 1).is_none() {
