@@ -999,8 +999,8 @@ impl TileConfig {
     /// 7168 0.0604 -> 0.0368-0.0395, 2957 x 320 x 14336 0.077 -> 0.061, 3602 x 192 x 8192
     /// 0.0459 -> 0.034-0.035, 1056 x 1024 x 8192 0.047 -> 0.037-0.038, 1440 x 960 x 8192 0.049-0.050
     /// -> 0.042-0.043 (0.78 -> 0.98 of cuBLAS), 1174 x 1152 x 8192 0.051 -> 0.045, 2591 x 512 x
-    /// 7168 0.045 -> 0.039-0.042: 4-37% faster on 17 of 21, even on 2 (2700 x 640 x 2048, 2566
-    /// x 704 x 7168 -3%); slower on 1807 x 384 x 4096 (+4%) and 2959 x 224 x 14336 (+21%), both
+    /// 7168 0.045 -> 0.039-0.042: 4-37% faster on 18 of 22, 3% on one and even on one (2700
+    /// x 640 x 2048; 2566 x 704 x 7168 -3%); slower on 1807 x 384 x 4096 (+4%) and 2959 x 224 x 14336 (+21%), both
     /// 48 columns in place of 128 x 128 in 2 slices, as 2944 x 224 x 14336 already took. In
     /// place of the 64 x 256 tile (forced): 562 x 2240 x 8192 0.050-0.051 -> 0.042, 651 x 1664
     /// x 4096 0.028 -> 0.021, 297 x 3968 x 8192 0.052 -> 0.045, 658 x 2240 x 8192 0.052 ->
@@ -1882,7 +1882,9 @@ impl TileConfig {
     /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
     /// forced): [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
     /// [`Self::split_few_tiles_for`], else [`Self::split_two_rounds_for`], else
-    /// [`Self::split_one_wave_cols_for`]; `None`: the tile heuristic, unsplit.
+    /// [`Self::split_one_wave_cols_for`]; `None`: the tile heuristic, unsplit. `shape` is
+    /// taken as valid ([`GemmShape::validate_dims`], which `mkernel::gemm` checks first): for
+    /// a shape it refuses (K % 8 != 0, say) the pick means nothing.
     pub fn split_rule_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         Self::split_spill_for(shape, sm_count, scratch_bytes, counts_len)
             .or_else(|| Self::split_row_block_for(shape, sm_count, scratch_bytes, counts_len))
