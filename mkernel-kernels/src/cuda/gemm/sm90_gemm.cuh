@@ -290,8 +290,8 @@ __device__ __forceinline__ void gemm_sync() {
 }
 
 // ---- the last row block of a ragged M ------------------------------------------------
-// First row of A (and of the accumulator) of row block mb. With kShift (hooks with
-// kShiftsLastRowBlock, unswapped tiles), the last row block of M > BM rows with M % BM != 0
+// First row of A (and of the accumulator) of row block mb. With kShift (the hook's
+// kShiftsLastRowBlock) on an unswapped tile, the last row block of M > BM rows with M % BM != 0
 // reads rows M - BM .. M - 1 instead of mb * BM .. mb * BM + BM - 1, so its A box lies
 // inside A; its first mb * BM - (M - BM) accumulator rows repeat the row block before it
 // and are neither staged nor stored (stage_fragment_bf16's `skip`, store_fragment_bf16's
@@ -302,7 +302,7 @@ __device__ __forceinline__ void gemm_sync() {
 template <class Cfg, bool kShift>
 __device__ __forceinline__ u32 a_row0(u32 mb, u32 m) {
   const u32 r = mb * Cfg::BM;
-  if constexpr (kShift) {
+  if constexpr (kShift && !Cfg::kSwapAB) {
     if (m > Cfg::BM && r < m && m - r < Cfg::BM) return m - Cfg::BM;
   }
   return r;
@@ -336,6 +336,7 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     u32 t, slice, kb0, kb1, mb, nb;
     units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
+    const u32 a_row = a_row0<Cfg, kShift>(mb, m);
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       if (elect_one_sync()) {
@@ -343,7 +344,7 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
         // half of it sent by the other CTA)
         mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
         load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta>(tma_a, &sm.stage_full[stage], sm.a(stage),
-                                                                          kb * Cfg::BK, a_row0<Cfg, kShift>(mb, m));
+                                                                          kb * Cfg::BK, a_row);
         load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta>(tma_b, &sm.stage_full[stage], sm.b(stage),
                                                                           kb * Cfg::BK, nb * Cfg::BN);
       }
@@ -689,7 +690,7 @@ template <class Cfg, class OnTileStored>
 __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sched, const WorkUnits& units,
                               u32 first_unit, u32 stride, u32 k_blocks, u16* c, u32 ldc, u32 m, u32 n, u32 wg,
                               u32 tid_in_wg, u64 timeout_ns, OnTileStored& on_tile_stored) {
-  constexpr bool kShift = OnTileStored::kShiftsLastRowBlock && !Cfg::kSwapAB;
+  constexpr bool kShift = OnTileStored::kShiftsLastRowBlock;
   float acc[Cfg::kAccRegs];
 #pragma unroll
   for (u32 i = 0; i < Cfg::kAccRegs; ++i) acc[i] = 0.0f;
@@ -798,8 +799,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
         tma_prefetch_descriptor(tma_b);
       }
       __syncwarp();
-      gemm_producer<Cfg, OnTileStored::kShiftsLastRowBlock && !Cfg::kSwapAB>(tma_a, tma_b, sm, sched, units, first_tile,
-                                                                            tile_stride, k_blocks, m, timeout_ns);
+      gemm_producer<Cfg, OnTileStored::kShiftsLastRowBlock>(tma_a, tma_b, sm, sched, units, first_tile, tile_stride,
+                                                            k_blocks, m, timeout_ns);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
       gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, on_tile_stored);
     }
