@@ -1183,7 +1183,9 @@ impl TileConfig {
     /// columns (`cols-128x96/112/144/160-tma-store`; at W = 64 the 128 x 128 tiles are
     /// either at most half the SMs' and split by the few-tiles rule, or more, as 500 x 2056's
     /// 68, and 2 slices of them overfill one wave), every tile in 2 K-slices, where those
-    /// make at most one wave of slices; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
+    /// make at most one wave of slices; above M = 256, where 2W's slices overfill one wave
+    /// (W = 48-64), the narrowest wider width up to [`ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH`]
+    /// whose slices fit (104-144 columns; run 324); K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
     /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same
     /// columns for the busiest SM over half the K loop, on tiles whose wgmma is twice as wide
     /// (5 stages at 160 columns; 176-192, 4 stages, were split too until run 318; the
@@ -1253,9 +1255,15 @@ impl TileConfig {
         if Self::one_wave_cols_unsplit_wins(shape, w.bn) || w.bn > ONE_WAVE_COLS_SPLIT_MAX_WIDTH {
             return None;
         }
-        let t = Self::rows128_tma_store(w.bn * 2);
-        let tiles = t.tiles(shape.m, shape.n);
-        (tiles.saturating_mul(2) <= sm_count as u64 && t.split_fits(tiles, 2, scratch_bytes, counts_len)).then_some((t, 2))
+        // 2W, or above M = 256 where 2W's slices overfill one wave, the narrowest wider width up to
+        // ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH whose slices fit one wave (run 324)
+        let widest = if shape.m > 256 { (w.bn * 2).max(ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH) } else { w.bn * 2 };
+        let (t, tiles) = (w.bn * 2..=widest)
+            .step_by(8)
+            .map(Self::rows128_tma_store)
+            .map(|t| (t, t.tiles(shape.m, shape.n)))
+            .find(|&(_, tiles)| tiles.saturating_mul(2) <= sm_count as u64)?;
+        t.split_fits(tiles, 2, scratch_bytes, counts_len).then_some((t, 2))
     }
 
     /// Elements of C this tile's grid computes for `shape`, padding included: tiles x rows x
@@ -2508,6 +2516,20 @@ pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
 /// warp) and 318 (the last row block inside A) had those unsplit ahead
 /// (`one_wave_cols_unsplit_wins`).
 pub const ONE_WAVE_COLS_SPLIT_MAX_WIDTH: u32 = 80;
+/// Above M = 256, where the one-wave width W's 2W-column tiles in 2 slices overfill one wave,
+/// [`TileConfig::split_one_wave_cols_for`] splits the narrowest wider width up to this many
+/// columns whose slices fit (W = 48-64, that is; K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`]). Run 324
+/// (W unsplit -> that width in 2, ms, two passes, `--check` PASS; bench/NOTES.md 41.1): 104-144
+/// columns 0.80-0.98 of W's time on 9 of 10 shapes at K = 6912-14336 (2259 x 400 x 6912 0.039 ->
+/// 0.031 on 136, 2049 x 296 x 8192 0.035 -> 0.029 on 104, 2994 x 224 x 8192 0.036 -> 0.031 on
+/// 112, 1454 x 496 x 14336 0.055 -> 0.046 on 104), even on 1265 x 608 x 8192 (104); 120 at 3043 x
+/// 240 x 14336 0.92; but 152-160 columns, 92 CTAs, 1.01-1.05 (2861 x 296 x 7168, 2917 x 320 x
+/// 8192) or 0.98 (2889 x 312 x 14336): hence 144. Run 325 (main against the rule, 18 shapes it
+/// moves, none of run 324's, two passes in both orders): 13 faster by 3-22% (3089 x 208 x 13312
+/// 0.060 -> 0.047, 2207 x 304 x 8704 0.039 -> 0.031; every W = 48 one by 6-22%), 3 even, 1475 x
+/// 688 x 6912 (144) 3% and 2141 x 392 x 10752 (136) 5% slower; the 144-column picks at K <= 8704
+/// even (0.97-1.03), 3062 x 280 x 12800 13% faster.
+pub const ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH: u32 = 144;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
 /// 296-297; `one_wave_cols_unsplit_wins`; until run 318 only where M was padded by at most
@@ -3948,6 +3970,41 @@ mod tests {
         for sms in [0, 1, 2] {
             assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
         }
+    }
+
+    #[test]
+    fn one_wave_cols_split_steps_wider_where_twice_the_width_overfills_one_wave() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k, sms| TileConfig::split_rule_for(s(m, n, k), sms, u64::MAX, u64::MAX);
+        let cols = TileConfig::cols_tma_store;
+        // Run 324's shapes: W unsplit by default, 2W's slices more than one wave, so the
+        // narrowest wider width whose 2 slices per tile fit one wave of 132 SMs.
+        for (m, n, k, w, wider) in [
+            (2994, 224, 8192, 48, 112), (2049, 296, 8192, 48, 104), (1454, 496, 8192, 48, 104), (1265, 608, 8192, 48, 104),
+            (1720, 560, 8192, 64, 144), (2126, 400, 8192, 64, 136), (1510, 512, 7168, 48, 104), (2259, 400, 6912, 64, 136),
+            (3043, 240, 14336, 48, 120), (1454, 496, 14336, 48, 104), (1202, 584, 14336, 48, 104),
+        ] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert!(cols(2 * w).tiles(m, n) * 2 > 132, "{m}x{n}x{k}: 2W fits");
+            let tiles = cols(wider).tiles(m, n);
+            assert!(tiles * 2 <= 132 && cols(wider - 8).tiles(m, n) * 2 > 132, "{m}x{n}x{k}: not the narrowest");
+            assert_eq!(pick(m, n, k, 132), Some((cols(wider), 2)), "{m}x{n}x{k}");
+            // Its workspace, as the 2W split's: `wider`-column fp32 slots, 2 per tile.
+            let bytes = tiles * 2 * 128 * wider as u64 * 4;
+            assert_eq!(TileConfig::split_rule_workspace(s(m, n, k), 132), Some((bytes, tiles)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, bytes - 1, tiles), None, "{m}x{n}x{k}");
+        }
+        // Not past 144 columns (152-160, 92 CTAs: 1-5% slower or even in run 324): W unsplit.
+        for (m, n, k) in [(2917, 320, 8192), (2861, 296, 7168), (2889, 312, 14336)] {
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(64), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k, 132), None, "{m}x{n}x{k}");
+        }
+        // Nor below K = 6912, as the 2W split.
+        assert_eq!(TileConfig::choose_for(s(2994, 224, 6848), 132), cols(48));
+        assert_eq!(pick(2994, 224, 6848, 132), None);
+        // The SM count is the device's: on 114 SMs 2049 x 296's 48 columns (7 blocks, 119 tiles)
+        // no longer fit one wave, so the rule does not apply.
+        assert_ne!(TileConfig::choose_for(s(2049, 296, 8192), 114), cols(48));
     }
 
     #[test]

@@ -99,7 +99,7 @@ impl GemmWorkspace {
     /// `stream`), the counts zeroed in stream order. A workspace too small for the split
     /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
     /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
-    /// rule, 12.4 MiB the one-wave-cols split rule (66 tiles of 128 x 192 in 2), 33 MiB the two-rounds rule (88 tiles of
+    /// rule, 10.3 MiB the one-wave-cols split rule (66 tiles of 128 x 160 in 2), 33 MiB the two-rounds rule (88 tiles of
     /// 128 x 256 in 3 slices; 80 of them, 30 MiB, as N = 10240 makes at M = 256 above K =
     /// 14336, fit the default 32 MiB, which covers the rest) and
     /// a forced count an error.
@@ -178,7 +178,8 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
 ///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 4096 with K = 6912-14336 where the
 ///   default takes 48-80 columns (above M = 256 from K = 8192 only below 72), tiles twice
-///   as wide in 2 slices
+///   as wide in 2 slices, or where those overfill one wave the narrowest wider ones up to
+///   144 columns that fit
 ///   ([`TileConfig::split_one_wave_cols_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   33 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of

@@ -691,7 +691,9 @@ fn split_rule_default_matches_reference() {
     // (both ragged; K = 6912: above M = 256 from K = 8192 W >= 72 stays unsplit, run 318),
     // 144 at M = 380 and N = 3064 and at 1000 x 1152; in place of the 64 x 256 tile (runs
     // 277, 318): 144 at 899 x 1040 and 160 at 433 x 2480 (both ragged); 96 columns (W = 48)
-    // at 373 x 2048 x 14336. On 132 SMs they must take that rule, not be skipped.
+    // at 373 x 2048 x 14336; where 2W's slices overfill one wave, the narrowest wider width
+    // whose fit (run 324): 104 at 2049 x 296 x 8192, 136 at 2259 x 400 x 6912, 120 at 3043 x 240
+    // x 14336 (M and N ragged). On 132 SMs they must take that rule, not be skipped.
     let one_wave = [
         (256, 5120, 8192, 160),
         (200, 5112, 6912, 160),
@@ -702,6 +704,9 @@ fn split_rule_default_matches_reference() {
         (899, 1040, 6912, 144),
         (433, 2480, 6912, 160),
         (373, 2048, 14336, 96),
+        (2049, 296, 8192, 104),
+        (2259, 400, 6912, 136),
+        (3043, 240, 14336, 120),
     ];
     if sms == 132 {
         for (m, n, k, w2) in one_wave {
