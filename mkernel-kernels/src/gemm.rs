@@ -1186,8 +1186,9 @@ impl TileConfig {
     /// make at most one wave of slices; above M = 256, where 2W's slices overfill one wave
     /// (W = 48-64), the narrowest wider width up to [`ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH`]
     /// whose slices fit (104-144 columns; run 324); K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
-    /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. The same
-    /// columns for the busiest SM over half the K loop, on tiles whose wgmma is twice as wide
+    /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. At 2W the same
+    /// columns for the busiest SM over half the K loop (at the wider widths up to 1.5 times
+    /// as many: 144 for W = 48), on tiles whose wgmma is twice as wide or more
     /// (5 stages at 160 columns; 176-192, 4 stages, were split too until run 318; the
     /// 224-column tile's 3 lost, 32.4).
     ///
@@ -2009,7 +2010,43 @@ impl TileConfig {
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
             .and_then(fits)
             .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
+            .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| fits((t, s)))
+    }
+
+    /// The few-tiles rule's narrower tile above two row blocks ([`Self::split_few_tiles_for`],
+    /// after [`Self::few_tiles_half_height_instead_of`]): in place of the 128 x 128 TMA-store
+    /// tile ([`Self::NARROW_TMA_STORE`]) split in `current_slices`, the narrowest 128-row
+    /// TMA-store tile 48..=[`FEW_TILES_NARROWER_MAX_WIDTH`] columns wide whose tiles in as many
+    /// slices fit one wave of `sm_count` (tiles x slices <= SMs), where its tiles compute fewer
+    /// elements than the 128 x 128 ones (tiles x 128 x columns: less padding of N); 257 <= M <=
+    /// 4096, K % 64 == 0, 4096 <= K <= 14336 (as measured). `None` elsewhere.
+    ///
+    /// Why: each CTA computes W' of the 128 columns over the same K range, and the padding
+    /// columns of N's last block shrink: at 1586 x 280 x 4096 the 39 tiles of 128 x 128 in 3
+    /// compute 384 columns, 39 of 96 compute 288.
+    ///
+    /// Measured on one H200 (run 329, main against the rule, two passes in both orders,
+    /// `--check` PASS; ms; bench/NOTES.md 41.4), shapes sampled from the scan: where the
+    /// narrower tiles compute fewer elements, 16 of 17 faster by 4-27% (1586 x 280 x 4096
+    /// 0.0263 -> 0.0190-0.0195 on 96 columns in 3, 1550 x 552 x 4096 0.027-0.029 -> 0.021 on
+    /// 112 in 2, 971 x 392 x 7168 0.027-0.029 -> 0.022-0.023 on 104 in 4, 2801 x 216 x 14336
+    /// 0.0506 -> 0.0450 on 112 in 3, 620 x 1304 x 14336 0.0496 -> 0.0451 on 104 in 2), 332 x
+    /// 2016 x 9216 even; where they compute as many or more (more column blocks of 112
+    /// columns in 2 slices, 120-132 CTAs) 10-18% slower at K = 7168-8192 (962 x 840, 1064 x
+    /// 744 x 7168, 1403 x 632 x 8192), even at 1190 x 632 and 1406 x 256 x 4096, 4-7% faster
+    /// at 383 x 1008 x 4096, 740 x 368 x 4096 and 1024 x 896 x 5120: hence fewer elements.
+    pub fn few_tiles_narrower_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        if current != Self::NARROW_TMA_STORE || current_slices < 2 || !(257..=4096).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=14336).contains(&shape.k) {
+            return None;
+        }
+        let sms = sm_count as u64;
+        (48..=FEW_TILES_NARROWER_MAX_WIDTH)
+            .step_by(8)
+            .map(Self::rows128_tma_store)
+            .find(|t| t.tiles(shape.m, shape.n).saturating_mul(current_slices as u64) <= sms)
+            .filter(|t| t.check_output(shape.n).is_ok() && t.computed_elements(shape) < current.computed_elements(shape))
+            .map(|t| (t, current_slices))
     }
 
     /// The few-tiles rule's half-height tile at two row blocks ([`Self::split_few_tiles_for`],
@@ -2366,14 +2403,16 @@ pub enum LastWaveSplit {
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
     /// most half the SMs, each in 2-8 slices (the small-N column tiles and the swapped tiles
-    /// of 64 x 8..16 up to 16; below K =
+    /// of 64 x 8..16 up to 16; 128 x 128 tiles above M = 256 on the narrowest tile of at
+    /// most 112 columns whose slices fit one wave and compute less padding; below K =
     /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64
     /// from K = 1536 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
     /// `TileConfig::short_k_slices`), [`TileConfig::split_few_tiles_for`]; K >= 13824
     /// where they fill half to two thirds of the SMs, each in 3 slices over two rounds,
-    /// [`TileConfig::split_two_rounds_for`]; 193 <= M <= 2048 with K = 6912-14336 where the
-    /// default's tiles fill one wave 48-96 columns wide (or a 64 x 256 one does), tiles twice as wide in 2
-    /// slices, [`TileConfig::split_one_wave_cols_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
+    /// [`TileConfig::split_two_rounds_for`]; 193 <= M <= 4096 with K = 6912-14336 where the
+    /// default's tiles fill one wave 48-80 columns wide (above M = 256 from K = 8192 below 72),
+    /// tiles twice as wide in 2 slices, or where those overfill one wave (above M = 256) the
+    /// narrowest wider ones up to 144 columns that fit, [`TileConfig::split_one_wave_cols_for`]), else no split (the 128-row swapped tiles' win at 129 x 8192 x
     /// 14336 in 2 slices, 0.0799 -> 0.0726 ms, was not matched nearby; run 153-154,
     /// bench/NOTES.md 19). The fused kernel's epilogue path: [`crate::gemm_allreduce::FusedConfig::choose_split`]'s
     /// count (1 where nothing is left over, or where the left-over tiles fill more than
@@ -2508,7 +2547,9 @@ pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 /// See [`ONE_WAVE_COLS_MIN_K`].
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// From this K, [`TileConfig::split_one_wave_cols_for`] splits tiles twice as wide as the
-/// one-wave-cols rule's in 2 (runs 264, 266-267: faster from K = 6912, 2% slower at 5120).
+/// one-wave-cols rule's (or, where those overfill one wave, up to
+/// [`ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH`]) in 2 (runs 264, 266-267: faster from K = 6912, 2%
+/// slower at 5120).
 pub const ONE_WAVE_COLS_SPLIT_MIN_K: u32 = 6912;
 /// The widest one-wave width [`TileConfig::split_one_wave_cols_for`] splits (2W <= 160
 /// columns in 2). Above M = 256 from K = 8192 it split 88 and 96 too (176 and 192 in 2; run
@@ -2525,11 +2566,14 @@ pub const ONE_WAVE_COLS_SPLIT_MAX_WIDTH: u32 = 80;
 /// 112, 1454 x 496 x 14336 0.055 -> 0.046 on 104), even on 1265 x 608 x 8192 (104); 120 at 3043 x
 /// 240 x 14336 0.92; but 152-160 columns, 92 CTAs, 1.01-1.05 (2861 x 296 x 7168, 2917 x 320 x
 /// 8192) or 0.98 (2889 x 312 x 14336): hence 144. Run 325 (main against the rule, 18 shapes it
-/// moves, none of run 324's, two passes in both orders): 13 faster by 3-22% (3089 x 208 x 13312
+/// moves, none of run 324's, two passes in both orders): 13 faster by 6-22% (3089 x 208 x 13312
 /// 0.060 -> 0.047, 2207 x 304 x 8704 0.039 -> 0.031; every W = 48 one by 6-22%), 3 even, 1475 x
 /// 688 x 6912 (144) 3% and 2141 x 392 x 10752 (136) 5% slower; the 144-column picks at K <= 8704
 /// even (0.97-1.03), 3062 x 280 x 12800 13% faster.
 pub const ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH: u32 = 144;
+/// The widest tile [`TileConfig::few_tiles_narrower_instead_of`] takes in place of the split
+/// 128 x 128 tile: an eighth fewer columns per CTA at least.
+pub const FEW_TILES_NARROWER_MAX_WIDTH: u32 = 112;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
 /// 296-297; `one_wave_cols_unsplit_wins`; until run 318 only where M was padded by at most
@@ -4005,6 +4049,56 @@ mod tests {
         // The SM count is the device's: on 114 SMs 2049 x 296's 48 columns (7 blocks, 119 tiles)
         // no longer fit one wave, so the rule does not apply.
         assert_ne!(TileConfig::choose_for(s(2049, 296, 8192), 114), cols(48));
+        // Not at M <= 256 (unmeasured): on 114 SMs 256 x 2736 x 11776's 2W overfills one wave
+        // and 104 columns would fit, yet it stays unsplit (helper-73).
+        assert_eq!(pick(256, 2736, 11776, 114), None);
+    }
+
+    #[test]
+    fn few_tiles_narrower_tiles_replace_split_128x128_ones_that_pad_n_more() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        let narrow = TileConfig::NARROW_TMA_STORE;
+        let cols = TileConfig::rows128_tma_store;
+        // Run 329's picks: the narrowest width whose tiles in the 128 x 128 split's slices
+        // fit one wave of 132 SMs, computing fewer elements.
+        for (m, n, k, w, slices) in [
+            (1586, 280, 4096, 96, 3), (1550, 552, 4096, 112, 2), (1166, 448, 4096, 112, 3), (1226, 408, 4096, 104, 3),
+            (449, 688, 4096, 88, 4), (608, 392, 4096, 72, 4), (584, 824, 4096, 104, 3), (971, 392, 7168, 104, 4),
+            (1139, 184, 7168, 96, 7), (2198, 216, 8192, 112, 3), (332, 2016, 9216, 96, 2), (2801, 216, 14336, 112, 3),
+            (620, 1304, 14336, 104, 2),
+        ] {
+            let shape = s(m, n, k);
+            assert_eq!(narrow.few_tiles_slices(shape, 132), Some(slices), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((cols(w), slices)), "{m}x{n}x{k}");
+            assert!(cols(w).tiles(m, n) * slices as u64 <= 132, "{m}x{n}x{k}");
+            assert!(cols(w - 8).tiles(m, n) * slices as u64 > 132 || w == 48, "{m}x{n}x{k}: not the narrowest");
+            assert!(cols(w).tiles(m, n) * (w as u64) < narrow.tiles(m, n) * 128, "{m}x{n}x{k}: no less padding");
+        }
+        // Where the narrowest that fits computes as many elements or more (10-18% slower at
+        // 962 x 840 x 7168, 1064 x 744 x 7168, 1403 x 632 x 8192), the 128 x 128 split stays.
+        for (m, n, k, slices) in [(962, 840, 7168, 2), (1064, 744, 7168, 2), (1403, 632, 8192, 2), (1190, 632, 4096, 2), (1024, 896, 5120, 2)] {
+            assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(slices), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((narrow, slices)), "{m}x{n}x{k}");
+        }
+        // Bounds: M 257..=4096, K 4096..=14336 and K % 64 == 0, a 128 x 128 TMA-store split
+        // of at least 2 slices; and the workspace bounds the pick as any split's.
+        let rule = |t, sl, m, n, k| TileConfig::few_tiles_narrower_instead_of(t, sl, s(m, n, k), 132);
+        assert_eq!(rule(narrow, 3, 1586, 280, 4096), Some((cols(96), 3)));
+        assert_eq!(rule(narrow, 3, 1586, 280, 14336), Some((cols(96), 3)));
+        assert_eq!(rule(narrow, 3, 1586, 280, 14400), None);
+        assert_eq!(rule(narrow, 3, 1586, 280, 4032), None);
+        assert_eq!(rule(narrow, 3, 1586, 280, 4100), None);
+        assert_eq!(rule(narrow, 1, 1586, 280, 4096), None);
+        assert_eq!(rule(TileConfig::NARROW, 3, 1586, 280, 4096), None);
+        assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 3, 1586, 280, 4096), None);
+        assert_eq!(rule(narrow, 3, 256, 280, 4096), None);
+        assert_eq!(rule(narrow, 2, 4097, 200, 4096), None);
+        assert_eq!(TileConfig::few_tiles_narrower_instead_of(narrow, 3, s(1586, 280, 4096), 0), None);
+        let tiles = cols(96).tiles(1586, 280);
+        let bytes = tiles * 3 * 128 * 96 * 4;
+        assert_eq!(TileConfig::split_rule_workspace(s(1586, 280, 4096), 132), Some((bytes, tiles)));
+        assert_ne!(TileConfig::split_rule_for(s(1586, 280, 4096), 132, bytes - 1, tiles), Some((cols(96), 3)));
     }
 
     #[test]

@@ -171,15 +171,16 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
 ///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms; at K
 ///   <= 14336 on 64 x 64 swapped tiles where those are few too, 128 x 256 x 7168 0.0176 ->
-///   0.0127 ms), and below K = 4096 the small-N column tiles from K = 1024, few swapped
+///   0.0127 ms; above M = 256 on 128-row tiles of at most 112 columns in place of split
+///   128 x 128 ones where those pad N more, 1586 x 280 x 4096 0.026 -> 0.019 ms), and below K = 4096 the small-N column tiles from K = 1024, few swapped
 ///   tiles of 64 x 8..64 from K = 1536 (1 x 1024 x 3072 0.0111 -> 0.0062 ms a call back to
 ///   back) and few 64 x 128 tiles from K = 3072, in as many slices as fit one wave
 ///   (`TileConfig::short_k_slices`), and tiles filling half to two thirds of the SMs with
 ///   K >= 13824 in 3 slices over two rounds ([`TileConfig::split_two_rounds_for`]: 1 x 5120
 ///   x 27648 0.086 -> 0.077 ms), and for 193 <= M <= 4096 with K = 6912-14336 where the
 ///   default takes 48-80 columns (above M = 256 from K = 8192 only below 72), tiles twice
-///   as wide in 2 slices, or where those overfill one wave the narrowest wider ones up to
-///   144 columns that fit
+///   as wide in 2 slices, or where those overfill one wave (above M = 256) the narrowest
+///   wider ones up to 144 columns that fit
 ///   ([`TileConfig::split_one_wave_cols_for`]: 256 x 5120 x 14336 0.086 -> 0.072 ms).
 ///   The workspace is sized to the split (left-over tiles x slices x one fp32 tile, at most
 ///   33 MiB on 132 SMs for the rules' picks, rounded up to whole MiB, plus 16 KiB of

@@ -684,6 +684,11 @@ fn split_rule_default_matches_reference() {
         // Two row blocks, N ragged: 64 x 128 tiles in 2 slices in place of 128 x 128 in 4
         // (few_tiles_half_height_instead_of, run 298).
         (250, 1784, 5120, false),
+        // Above two row blocks, narrower tiles in the 128 x 128 split's slices where they pad N
+        // less (few_tiles_narrower_instead_of, run 329): 39 of 128 x 96 in 3 (M and N ragged),
+        // 32 of 128 x 104 in 4.
+        (1586, 280, 4096, false),
+        (971, 392, 7168, false),
     ];
     // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width (the last number)
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
@@ -692,7 +697,7 @@ fn split_rule_default_matches_reference() {
     // 144 at M = 380 and N = 3064 and at 1000 x 1152; in place of the 64 x 256 tile (runs
     // 277, 318): 144 at 899 x 1040 and 160 at 433 x 2480 (both ragged); 96 columns (W = 48)
     // at 373 x 2048 x 14336; where 2W's slices overfill one wave, the narrowest wider width
-    // whose fit (run 324): 104 at 2049 x 296 x 8192, 136 at 2259 x 400 x 6912, 120 at 3043 x 240
+    // whose slices fit (run 324): 104 at 2049 x 296 x 8192, 136 at 2259 x 400 x 6912, 120 at 3043 x 240
     // x 14336 (M and N ragged). On 132 SMs they must take that rule, not be skipped.
     let one_wave = [
         (256, 5120, 8192, 160),
