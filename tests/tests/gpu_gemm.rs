@@ -713,7 +713,14 @@ fn split_rule_default_matches_reference() {
         (2259, 400, 6912, 136),
         (3043, 240, 14336, 120),
     ];
+    // The narrower tiles of the few-tiles split (run 329): on 132 SMs these two take them.
+    let narrower = [(1586, 280, 4096, 96, 3), (971, 392, 7168, 104, 4)];
     if sms == 132 {
+        for (m, n, k, w, slices) in narrower {
+            let s = GemmShape { m, n, k };
+            let want = Some((TileConfig::cols_tma_store(w), slices));
+            assert_eq!(TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64), want, "{s:?}");
+        }
         for (m, n, k, w2) in one_wave {
             let s = GemmShape { m, n, k };
             let want = Some((TileConfig::cols_tma_store(w2), 2));

@@ -1473,7 +1473,8 @@ impl TileConfig {
     /// For K = 4096..=28672, the 64 x 64 swapped tile in its own slices takes the default's
     /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211); else,
     /// at two row blocks, the 64 x 128 tile in 2 where [`Self::few_tiles_half_height_instead_of`]
-    /// says so (run 298).
+    /// says so (run 298); else, above M = 256, the narrower 128-row tile in as many slices
+    /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329).
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
         let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
@@ -1490,9 +1491,11 @@ impl TileConfig {
     /// after [`Self::few_tiles_half_height_instead_of`]): in place of the 128 x 128 TMA-store
     /// tile ([`Self::NARROW_TMA_STORE`]) split in `current_slices`, the narrowest 128-row
     /// TMA-store tile 48..=[`FEW_TILES_NARROWER_MAX_WIDTH`] columns wide whose tiles in as many
-    /// slices fit one wave of `sm_count` (tiles x slices <= SMs), where its tiles compute fewer
-    /// elements than the 128 x 128 ones (tiles x 128 x columns: less padding of N); 257 <= M <=
-    /// 4096, K % 64 == 0, 4096 <= K <= 14336 (as measured). `None` elsewhere.
+    /// slices fit one wave of `sm_count` (tiles x slices <= SMs), if its tiles compute fewer
+    /// elements than the 128 x 128 ones (tiles x 128 x columns: less padding of N; where that
+    /// narrowest one computes as many or more, `None`: no wider one is tried); 257 <= M <=
+    /// 4096, K % 64 == 0, 4096 <= K <= 14336 (as measured). `None` elsewhere. (The picks are
+    /// 72-112 columns wide on every SM count scanned, helper-74.)
     ///
     /// Why: each CTA computes W' of the 128 columns over the same K range, and the padding
     /// columns of N's last block shrink: at 1586 x 280 x 4096 the 39 tiles of 128 x 128 in 3
@@ -1500,12 +1503,13 @@ impl TileConfig {
     ///
     /// Measured on one H200 (run 329, main against the rule, two passes in both orders,
     /// `--check` PASS; ms; bench/NOTES.md 41.4), shapes sampled from the scan: where the
-    /// narrower tiles compute fewer elements, 16 of 17 faster by 4-27% (1586 x 280 x 4096
+    /// narrower tiles compute fewer elements, 16 of 17 faster by 4-27% over both passes (3-28%
+    /// pass by pass; 1586 x 280 x 4096
     /// 0.0263 -> 0.0190-0.0195 on 96 columns in 3, 1550 x 552 x 4096 0.027-0.029 -> 0.021 on
     /// 112 in 2, 971 x 392 x 7168 0.027-0.029 -> 0.022-0.023 on 104 in 4, 2801 x 216 x 14336
     /// 0.0506 -> 0.0450 on 112 in 3, 620 x 1304 x 14336 0.0496 -> 0.0451 on 104 in 2), 332 x
     /// 2016 x 9216 even; where they compute as many or more (more column blocks of 112
-    /// columns in 2 slices, 120-132 CTAs) 10-18% slower at K = 7168-8192 (962 x 840, 1064 x
+    /// columns in 2 slices, 126-132 CTAs) 10-18% slower at K = 7168-8192 (962 x 840, 1064 x
     /// 744 x 7168, 1403 x 632 x 8192), even at 1190 x 632 and 1406 x 256 x 4096, 4-7% faster
     /// at 383 x 1008 x 4096, 740 x 368 x 4096 and 1024 x 896 x 5120: hence fewer elements.
     pub fn few_tiles_narrower_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
@@ -2764,6 +2768,12 @@ mod tests {
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 3, 1586, 280, 4096), None);
         assert_eq!(rule(narrow, 3, 256, 280, 4096), None);
         assert_eq!(rule(narrow, 2, 4097, 200, 4096), None);
+        // At most 112 columns: 323 x 568 x 8192's 128 x 128 tiles in 8 would take 120 (helper-74).
+        assert_eq!(pick(323, 568, 8192), Some((narrow, 8)));
+        // The narrowest that fits or nothing: at 322 x 728 x 4096 in 4 slices 72 columns fit
+        // but pad more (11 x 72 = 792 columns against 6 x 128 = 768), and 104, which pads
+        // none, is not tried.
+        assert_eq!(rule(narrow, 4, 322, 728, 4096), None);
         assert_eq!(TileConfig::few_tiles_narrower_instead_of(narrow, 3, s(1586, 280, 4096), 0), None);
         let tiles = cols(96).tiles(1586, 280);
         let bytes = tiles * 3 * 128 * 96 * 4;
