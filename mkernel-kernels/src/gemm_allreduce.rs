@@ -311,7 +311,7 @@ impl FusedConfig {
             return Err(invalid("split_slices", format!("{s} asked, but the {} tiles fill whole waves of {} CTAs: nothing to split", self.tile.tiles(shape.m, shape.n), self.grid)));
         }
         if s > k_blocks {
-            return Err(invalid("split_slices", format!("{s} slices exceed K's {k_blocks} blocks of {} (K = {}): at most {k_blocks} (a slice takes at least one K block)", self.tile.bk, shape.k)));
+            return Err(invalid("split_slices", format!("{s} slices exceed the {k_blocks} K blocks of {} columns in K = {}: at most {k_blocks} (a slice takes at least one K block)", self.tile.bk, shape.k)));
         }
         // (saturating: huge grids and counts must be refused, not wrap)
         let slots = rest.saturating_mul(s);

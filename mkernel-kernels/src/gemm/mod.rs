@@ -947,7 +947,7 @@ impl SplitLaunch {
         }
         let k_blocks = (shape.k as u64).div_ceil(cfg.bk as u64);
         if s > k_blocks {
-            return Err(invalid("split_last_wave", format!("{s} slices exceed K's {k_blocks} blocks of {} (K = {}): at most {k_blocks} (a slice takes at least one K block)", cfg.bk, shape.k)));
+            return Err(invalid("split_last_wave", format!("{s} slices exceed the {k_blocks} K blocks of {} columns in K = {}: at most {k_blocks} (a slice takes at least one K block)", cfg.bk, shape.k)));
         }
         let slots = rest.saturating_mul(s);
         // (the kernel counts its work units, whole tiles then slices, in u32: WorkUnits)
