@@ -684,13 +684,8 @@ fn split_rule_default_matches_reference() {
         // Two row blocks, N ragged: 64 x 128 tiles in 2 slices in place of 128 x 128 in 4
         // (few_tiles_half_height_instead_of, run 298).
         (250, 1784, 5120, false),
-        // Above two row blocks, narrower tiles in the 128 x 128 split's slices where they pad N
-        // less (few_tiles_narrower_instead_of, run 329): 39 of 128 x 96 in 3 (M and N ragged),
-        // 32 of 128 x 104 in 4.
-        (1586, 280, 4096, false),
-        (971, 392, 7168, false),
     ];
-    // Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width (the last number)
+    // Picks pinned on 132 SMs (columns, slices). Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
     // 96 at 3072; and from three row blocks (run 269): 160 columns at M = 330 and N = 3400
     // (both ragged; K = 6912: above M = 256 from K = 8192 W >= 72 stays unsplit, run 318),
@@ -699,35 +694,33 @@ fn split_rule_default_matches_reference() {
     // at 373 x 2048 x 14336; where 2W's slices overfill one wave, the narrowest wider width
     // whose slices fit (run 324): 104 at 2049 x 296 x 8192, 136 at 2259 x 400 x 6912, 120 at 3043 x 240
     // x 14336 (M and N ragged). On 132 SMs they must take that rule, not be skipped.
-    let one_wave = [
-        (256, 5120, 8192, 160),
-        (200, 5112, 6912, 160),
-        (250, 3072, 14336, 96),
-        (330, 3400, 6912, 160),
-        (380, 3064, 6912, 144),
-        (1000, 1152, 6912, 144),
-        (899, 1040, 6912, 144),
-        (433, 2480, 6912, 160),
-        (373, 2048, 14336, 96),
-        (2049, 296, 8192, 104),
-        (2259, 400, 6912, 136),
-        (3043, 240, 14336, 120),
+    let pinned = [
+        (256, 5120, 8192, 160, 2),
+        (200, 5112, 6912, 160, 2),
+        (250, 3072, 14336, 96, 2),
+        (330, 3400, 6912, 160, 2),
+        (380, 3064, 6912, 144, 2),
+        (1000, 1152, 6912, 144, 2),
+        (899, 1040, 6912, 144, 2),
+        (433, 2480, 6912, 160, 2),
+        (373, 2048, 14336, 96, 2),
+        (2049, 296, 8192, 104, 2),
+        (2259, 400, 6912, 136, 2),
+        (3043, 240, 14336, 120, 2),
+        // Above two row blocks, narrower tiles in the 128 x 128 split's slices where they pad N
+        // less (few_tiles_narrower_instead_of, run 329): 39 of 128 x 96 in 3 (M and N ragged),
+        // 32 of 128 x 104 in 4.
+        (1586, 280, 4096, 96, 3),
+        (971, 392, 7168, 104, 4),
     ];
-    // The narrower tiles of the few-tiles split (run 329): on 132 SMs these two take them.
-    let narrower = [(1586, 280, 4096, 96, 3), (971, 392, 7168, 104, 4)];
     if sms == 132 {
-        for (m, n, k, w, slices) in narrower {
+        for (m, n, k, w, slices) in pinned {
             let s = GemmShape { m, n, k };
             let want = Some((TileConfig::cols_tma_store(w), slices));
             assert_eq!(TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64), want, "{s:?}");
         }
-        for (m, n, k, w2) in one_wave {
-            let s = GemmShape { m, n, k };
-            let want = Some((TileConfig::cols_tma_store(w2), 2));
-            assert_eq!(TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64), want, "{s:?}");
-        }
     }
-    for (m, n, k, on_any_gpu) in cases.into_iter().chain(one_wave.map(|(m, n, k, _)| (m, n, k, false))) {
+    for (m, n, k, on_any_gpu) in cases.into_iter().chain(pinned.map(|(m, n, k, _, _)| (m, n, k, false))) {
         let s = GemmShape { m, n, k };
         let want_tile = TileConfig::split_rule_for(s, sms, GemmWorkspace::DEFAULT_BYTES as u64, GemmWorkspace::COUNTS as u64);
         if !on_any_gpu && want_tile.is_none() {

@@ -580,7 +580,7 @@ impl TileConfig {
             return None;
         }
         let current_elems2 = tiles.div_ceil(sms) * current.bm as u64 * current.bn as u64 * 2 / slices;
-        let (t, t_tiles) = Self::one_wave_width(shape, sms)?;
+        let (t, t_tiles) = Self::narrowest_fitting(shape, 48, 256, 1, sms)?;
         let fills = t_tiles * 2 > sms;
         let elems2 = t.bm as u64 * t.bn as u64 * 2;
         // (above M = 256, in place of split tiles only where it cuts a quarter: run 270's 56
@@ -597,10 +597,17 @@ impl TileConfig {
         (t != current && fills && cuts).then_some(t)
     }
 
-    /// The narrowest 128-row TMA-store tile 48..=256 columns wide (a multiple of 8) whose
-    /// tiles for `shape` fit one wave of `sms` SMs, with its tile count; `None` if none does.
-    fn one_wave_width(shape: GemmShape, sms: u64) -> Option<(Self, u64)> {
-        (6..=32u32).map(|i| Self::rows128_tma_store(8 * i)).map(|t| (t, t.tiles(shape.m, shape.n))).find(|&(_, n)| n <= sms)
+    /// The narrowest 128-row TMA-store tile `from..=to` columns wide (multiples of 8 from
+    /// `from`) whose tiles for `shape`, each in `slices` K-slices, fit one wave of `sms` SMs
+    /// (tiles x slices <= SMs), with its tile count; `None` if none does. The one-wave width
+    /// (48..=256, unsplit) and the split rules' widths ([`Self::split_one_wave_cols_for`],
+    /// [`Self::few_tiles_narrower_instead_of`]).
+    fn narrowest_fitting(shape: GemmShape, from: u32, to: u32, slices: u64, sms: u64) -> Option<(Self, u64)> {
+        (from..=to)
+            .step_by(8)
+            .map(Self::rows128_tma_store)
+            .map(|t| (t, t.tiles(shape.m, shape.n)))
+            .find(|&(_, tiles)| tiles.saturating_mul(slices) <= sms)
     }
 
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
@@ -731,11 +738,7 @@ impl TileConfig {
         // 2W, or above M = 256 where 2W's slices overfill one wave, the narrowest wider width up to
         // ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH whose slices fit one wave (run 324)
         let widest = if shape.m > 256 { (w.bn * 2).max(ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH) } else { w.bn * 2 };
-        let (t, tiles) = (w.bn * 2..=widest)
-            .step_by(8)
-            .map(Self::rows128_tma_store)
-            .map(|t| (t, t.tiles(shape.m, shape.n)))
-            .find(|&(_, tiles)| tiles.saturating_mul(2) <= sm_count as u64)?;
+        let (t, tiles) = Self::narrowest_fitting(shape, w.bn * 2, widest, 2, sm_count as u64)?;
         t.split_fits(tiles, 2, scratch_bytes, counts_len).then_some((t, 2))
     }
 
@@ -1516,13 +1519,9 @@ impl TileConfig {
         if current != Self::NARROW_TMA_STORE || current_slices < 2 || !(257..=4096).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=14336).contains(&shape.k) {
             return None;
         }
-        let sms = sm_count as u64;
-        (48..=FEW_TILES_NARROWER_MAX_WIDTH)
-            .step_by(8)
-            .map(Self::rows128_tma_store)
-            .find(|t| t.tiles(shape.m, shape.n).saturating_mul(current_slices as u64) <= sms)
-            .filter(|t| t.check_output(shape.n).is_ok() && t.computed_elements(shape) < current.computed_elements(shape))
-            .map(|t| (t, current_slices))
+        Self::narrowest_fitting(shape, 48, FEW_TILES_NARROWER_MAX_WIDTH, current_slices as u64, sm_count as u64)
+            .filter(|&(t, _)| t.check_output(shape.n).is_ok() && t.computed_elements(shape) < current.computed_elements(shape))
+            .map(|(t, _)| (t, current_slices))
     }
 
     /// The few-tiles rule's half-height tile at two row blocks ([`Self::split_few_tiles_for`],
