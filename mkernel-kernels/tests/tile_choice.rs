@@ -107,7 +107,8 @@ fn split_sms() -> impl Strategy<Value = u32> {
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 20_000, ..ProptestConfig::default() })]
-    /// Property: the split rules' pick (the few-tiles rule's 64 x 64 swapped tile among them)
+    /// Property: the split rules' pick (the few-tiles rule's 64 x 64 swapped tile among them; a pick of 1 slice
+    /// needs no workspace and is picked without one)
     /// is launchable on the workspace `split_rule_workspace` asks for, which makes them pick
     /// the same; on any smaller workspace their pick (if any) is launchable on it; and the
     /// few-tiles rule's smaller tile holds its stated conditions. Nothing panics.
@@ -129,7 +130,12 @@ proptest! {
         }
         let unbounded = TileConfig::split_rule_for(s, sm_count, u64::MAX, u64::MAX);
         let need = TileConfig::split_rule_workspace(s, sm_count);
-        prop_assert_eq!(unbounded.is_some(), need.is_some());
+        // (a pick of 1 slice, a tile unsplit, needs no workspace, and the rules pick it with none)
+        prop_assert_eq!(unbounded.is_some_and(|(_, sl)| sl >= 2), need.is_some());
+        if let Some((t, 1)) = unbounded {
+            prop_assert_eq!(TileConfig::split_rule_for(s, sm_count, 0, 0), Some((t, 1)), "{:?} on {}", s, sm_count);
+            prop_assert!(t.validate_for_gemm().is_ok() && t.check_output(s.n).is_ok() && t.tiles(s.m, s.n) <= sm_count as u64, "{:?} on {}: {}", s, sm_count, t);
+        }
         let Some((bytes, counts)) = need else { return Ok(()) };
         let pick = TileConfig::split_rule_for(s, sm_count, bytes, counts);
         prop_assert_eq!(pick, unbounded, "{:?} on {}: {} bytes, {} counts", s, sm_count, bytes, counts);
@@ -137,7 +143,7 @@ proptest! {
         prop_assert_eq!(TileConfig::split_rule_for(s, sm_count, bytes.saturating_add(shrink << 20), counts + counts_cut), unbounded);
         let launchable = |pick: Option<(TileConfig, u32)>, bytes: u64, counts: u64| -> Result<(), TestCaseError> {
             let Some((pt, slices)) = pick else { return Ok(()) };
-            prop_assert!(slices >= 2, "{:?} on {}: {} in {}", s, sm_count, pt, slices);
+            prop_assert!(slices >= 1, "{:?} on {}: {} in {}", s, sm_count, pt, slices);
             prop_assert!(pt.validate_for_gemm().is_ok() && pt.check_output(s.n).is_ok(), "{:?} on {}: {}", s, sm_count, pt);
             prop_assert!(pt.smem_bytes() + mkernel_kernels::gemm::SPLIT_EXTRA_SMEM <= 232_448, "{}", pt);
             let grid = pt.split_grid(pt.tiles(s.m, s.n), slices, sm_count);

@@ -313,6 +313,29 @@ fn few_tiles_short_k_m64_default_matches_reference() {
     defaults_match_reference("few_tiles_short_k_m64_default_matches_reference", &cases, |s, sms| (m64.tiles(s.m, s.n) <= sms as u64).then_some(m64));
 }
 
+/// Few tiles with K >= 4096 where the 128 x 128 or 64 x 256 tile would split in 2..=4
+/// slices: the 64 x 128 TMA-store tile in fewer, down to none
+/// (`TileConfig::few_tiles_half_height_fewer_slices_instead_of`), through `mkernel::gemm`,
+/// M and N ragged, against the reference. A pick of 1 slice runs with no workspace
+/// (`split_rule_workspace` has none for it), so this checks that `gemm` picks it without
+/// one; on 132 SMs all but the last are that pick.
+#[test]
+fn few_tiles_half_height_default_matches_reference() {
+    let half = TileConfig::M64_NARROW_TMA_STORE;
+    let cases = [(1024, 1024, 4096), (1001, 1000, 4096), (300, 2304, 4096), (1536, 384, 5120), (1000, 512, 8192)];
+    defaults_match_reference("few_tiles_half_height_default_matches_reference", &cases, |s, sms| {
+        let pick = TileConfig::split_rule_for(s, sms, u64::MAX, u64::MAX);
+        if sms == 132 {
+            let want = if (s.m, s.n, s.k) == (1000, 512, 8192) { (half, 2) } else { (half, 1) };
+            assert_eq!(pick, Some(want), "{s:?}");
+        }
+        pick.filter(|&(t, sl)| t == half && sl == 1).map(|(t, _)| {
+            assert_eq!(TileConfig::split_rule_workspace(s, sms), None, "{s:?}");
+            t
+        })
+    });
+}
+
 /// The clustered column-fitted default (`TileConfig::cols_c2_instead_of`: 176-208 columns
 /// in 2-CTA clusters where they fit the waves better than the clustered wide tile), M and N
 /// ragged (M = 4095 and 8190: 32 and 64 row blocks, the last one short; N = 9208 and 7160:
@@ -599,7 +622,8 @@ fn split_rule_default_matches_reference() {
     let row_block_n = 64 * (sms - sms % 2);
     // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles of two
     // row blocks filling half the SMs (N = 128 x SMs / 4), the few-tiles rule's, on any SM
-    // count. Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
+    // count: at M = 200 in 2 slices, at M = 256 the 64 x 128 tile unsplit in their place
+    // (few_tiles_half_height_fewer_slices_instead_of, a pick of 1 slice). Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
     // TMA-store default (1000 x 1000; a Registers default before run 296), N ragged by 8,
     // K % 64 != 0, 3 slices.
     let half = sms / 2;
@@ -613,6 +637,7 @@ fn split_rule_default_matches_reference() {
         (120, 144 * half, 9216, true),
         (128, 112 * half, 9216, true),
         (256, 128 * (sms / 4), 14336, true),
+        (200, 128 * (sms / 4), 14336, true),
         (128, 8192, 14336, false),
         (256, 4096, 14336, false),
         (1000, 1000, 16384, false),
@@ -684,6 +709,13 @@ fn split_rule_default_matches_reference() {
         // Two row blocks, N ragged: 64 x 128 tiles in 2 slices in place of 128 x 128 in 4
         // (few_tiles_half_height_instead_of, run 298).
         (250, 1784, 5120, false),
+        // The 64 x 128 tile in fewer slices than the 128 x 128 or 64 x 256 split (runs
+        // 332-333): unsplit in place of 2 slices (M and N ragged) and of 3 at K = 4096, in 2
+        // in place of 4 (M ragged) and of 64 x 256 in 3.
+        (1001, 1000, 4096, false),
+        (512, 1152, 4096, false),
+        (1000, 512, 8192, false),
+        (300, 1664, 8192, false),
     ];
     // Picks pinned on 132 SMs (columns, slices). Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),
@@ -773,8 +805,9 @@ fn gemm_splits_on_a_workspace_it_keeps_per_stream() {
     }
     let ctx = CudaContext::new(0).unwrap();
     let sms = sm_count(&ctx);
-    // (few tiles with a long K, then one row block over 112..144-column tiles: a larger slot)
-    let shapes = [GemmShape { m: 256, n: 4096, k: 14336 }, GemmShape { m: 128, n: 9216, k: 14336 }];
+    // (few tiles with a long K, 128 x 128 in 3 slices; then one row block over 112..144-column
+    // tiles: a larger slot)
+    let shapes = [GemmShape { m: 768, n: 896, k: 14336 }, GemmShape { m: 128, n: 9216, k: 14336 }];
     if shapes.iter().any(|&s| TileConfig::split_rule_workspace(s, sms).is_none()) {
         assert!(sms < 128, "the split rules should apply on {sms} SMs");
         eprintln!("skip gemm_splits_on_a_workspace_it_keeps_per_stream: no split rule for its shapes on {sms} SMs");
@@ -833,8 +866,9 @@ fn gemm_kept_workspaces_hold_past_eviction_and_across_threads() {
     }
     let ctx = CudaContext::new(0).unwrap();
     let sms = sm_count(&ctx);
-    // 128 x 128 tiles of two row blocks filling half the SMs: the few-tiles rule's, on any SM count.
-    let s = GemmShape { m: 256, n: 128 * (sms / 4), k: 4096 };
+    // 128 x 128 tiles of two row blocks (M = 200: below the 64 x 128 tile's rule) filling half
+    // the SMs: the few-tiles rule's 2 slices, on any SM count.
+    let s = GemmShape { m: 200, n: 128 * (sms / 4), k: 4096 };
     if TileConfig::split_rule_workspace(s, sms).is_none() {
         assert!(sms < 8, "the few-tiles rule should apply to {s:?} on {sms} SMs");
         eprintln!("skip: no split rule for {s:?} on {sms} SMs");
@@ -909,7 +943,8 @@ fn gemm_in_a_graph_capture_runs_unsplit_and_replays() {
         return;
     }
     let ctx = CudaContext::new(0).unwrap();
-    let s = GemmShape { m: 256, n: 4096, k: 14336 };
+    // (128 x 128 tiles in 3 slices on an H200; a rule's 1-slice pick would run in the capture)
+    let s = GemmShape { m: 768, n: 896, k: 14336 };
     if TileConfig::split_rule_workspace(s, sm_count(&ctx)).is_none() {
         eprintln!("skip gemm_in_a_graph_capture_runs_unsplit_and_replays: no split rule for {s:?} on this GPU");
         return;

@@ -1106,7 +1106,8 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
-/// wave's K-slices (`Auto` with `workspace` and no forced tile: [`TileConfig::split_rule_for`]).
+/// wave's K-slices (`Auto` with no forced tile: [`TileConfig::split_rule_for`] within
+/// `workspace`, or its 1-slice picks without one).
 /// `order`: [`LaunchOrder::Programmatic`] lets the grid's set-up overlap the end of the
 /// kernel before it on `stream` (the kernel touches no global memory before that one
 /// completed: ops/gemm.cuh).
@@ -1133,10 +1134,14 @@ pub unsafe fn launch(
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
-    // Auto, with no tile forced and a workspace: the split rules' tile and count where one
-    // applies ([`TileConfig::split_rule_for`]); else the tile heuristic, unsplit.
-    let auto = match (cfg, split, workspace) {
-        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_rule_for(shape, info.sm_count, ws.scratch_bytes, ws.counts_len),
+    // Auto, with no tile forced: the split rules' tile and count where one applies within the
+    // workspace ([`TileConfig::split_rule_for`]; with none, only a pick of 1 slice, a tile
+    // unsplit, which needs no slots); else the tile heuristic, unsplit.
+    let auto = match (cfg, split) {
+        (None, LastWaveSplit::Auto) => {
+            let (bytes, counts) = workspace.map_or((0, 0), |ws| (ws.scratch_bytes, ws.counts_len));
+            TileConfig::split_rule_for(shape, info.sm_count, bytes, counts).filter(|&(_, s)| s == 1 || workspace.is_some())
+        }
         _ => None,
     };
     let (cfg, slices) = match (auto, split) {

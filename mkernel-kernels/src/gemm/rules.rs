@@ -110,6 +110,13 @@ pub const ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH: u32 = 144;
 /// The widest tile [`TileConfig::few_tiles_narrower_instead_of`] takes in place of the split
 /// 128 x 128 tile: an eighth fewer columns per CTA at least.
 pub const FEW_TILES_NARROWER_MAX_WIDTH: u32 = 112;
+/// What one K-slice beyond the first costs [`TileConfig::few_tiles_half_height_fewer_slices_instead_of`]'s
+/// model, in K blocks (64 deep) of a 128 x 128 tile: the fix-up (each slice's fp32 partial tile written
+/// to its slot, the last slice's wait and its read of the others), the slot's flag, the longer set-up.
+/// Fitted to runs 332-333 (bench/NOTES.md 42.2): 128 x 128 in 3 slices against the 64 x 128 tile
+/// unsplit (2/3 the CTAs, 1.5x the K blocks each) was 10-12% slower at K = 4096-5120 and 2-17% faster
+/// at K = 7168-14336, which bounds it to 6.5-9 blocks.
+pub const FEW_TILES_SLICE_COST_KBLOCKS: u64 = 8;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
 /// 296-297; `one_wave_cols_unsplit_wins`; until run 318 only where M was padded by at most
@@ -1420,10 +1427,11 @@ impl TileConfig {
 
     /// The workspace the split rules' pick needs on `sm_count` SMs ([`Self::split_rule_for`]
     /// with no bound on the workspace): (scratch bytes, counts) = (left-over tiles x slices x
-    /// [`Self::split_slot_bytes`], left-over tiles); `None` where no rule applies. A workspace
-    /// of at least that makes [`Self::split_rule_for`] pick the same.
+    /// [`Self::split_slot_bytes`], left-over tiles); `None` where no rule applies or its pick
+    /// is 1 slice (a tile unsplit, which [`Self::split_rule_for`] picks with no workspace as
+    /// well). A workspace of at least that makes [`Self::split_rule_for`] pick the same.
     pub fn split_rule_workspace(shape: GemmShape, sm_count: u32) -> Option<(u64, u64)> {
-        let (t, s) = Self::split_rule_for(shape, sm_count, u64::MAX, u64::MAX)?;
+        let (t, s) = Self::split_rule_for(shape, sm_count, u64::MAX, u64::MAX).filter(|&(_, s)| s >= 2)?;
         let tiles = t.tiles(shape.m, shape.n);
         let rest = tiles % t.split_grid(tiles, s, sm_count).max(1) as u64;
         Some((rest.saturating_mul(s as u64).saturating_mul(t.split_slot_bytes()), rest))
@@ -1477,7 +1485,10 @@ impl TileConfig {
     /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211); else,
     /// at two row blocks, the 64 x 128 tile in 2 where [`Self::few_tiles_half_height_instead_of`]
     /// says so (run 298); else, above M = 256, the narrower 128-row tile in as many slices
-    /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329).
+    /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329); else, on 256..=4096 rows,
+    /// the 64 x 128 tile in fewer slices, down to none, where
+    /// [`Self::few_tiles_half_height_fewer_slices_instead_of`] says so (runs 332-333). A pick of
+    /// 1 slice runs unsplit and needs no workspace.
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
         let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
@@ -1487,6 +1498,7 @@ impl TileConfig {
             .and_then(fits)
             .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
+            .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| fits((t, s)))
     }
 
@@ -1522,6 +1534,65 @@ impl TileConfig {
         Self::narrowest_fitting(shape, 48, FEW_TILES_NARROWER_MAX_WIDTH, current_slices as u64, sm_count as u64)
             .filter(|&(t, _)| t.check_output(shape.n).is_ok() && t.computed_elements(shape) < current.computed_elements(shape))
             .map(|(t, _)| (t, current_slices))
+    }
+
+    /// The few-tiles rule's half-height tile in fewer slices ([`Self::split_few_tiles_for`], after
+    /// [`Self::few_tiles_narrower_instead_of`]): in place of the 128 x 128 TMA-store tile
+    /// ([`Self::NARROW_TMA_STORE`]) or the 64 x 256 one ([`Self::M64_WIDE_TMA_STORE`]) split in
+    /// `current_slices` = 2..=4, the 64 x 128 TMA-store tile ([`Self::M64_NARROW_TMA_STORE`]) in the
+    /// S' = 1..=`current_slices` slices (1: unsplit) whose tiles x S' fit one wave of `sm_count`,
+    /// taking the S' of least cost if that is less than `current`'s, where a tile in S slices costs
+    /// its CTA's multiply-adds per output column of K (rows x columns x ceil(K blocks / S)) plus
+    /// [`FEW_TILES_SLICE_COST_KBLOCKS`] K blocks of a 128 x 128 tile per slice beyond the first
+    /// (fewest slices on a tie); 256 <= M <= 4096, 4096 <= K <= 14336, K % 64 == 0 (as
+    /// measured). `None` elsewhere.
+    ///
+    /// Why: at 2 slices of the 128 x 128 (or 64 x 256) tile, the 64 x 128 tile unsplit makes as
+    /// many CTAs (or fewer: less padding of M), each over the same multiply-adds, with no
+    /// fix-up, at 1.5x the operand bytes per CTA; at 4 slices, 2 of the 64 x 128 tile do the
+    /// same with one slot to fix up instead of three. At 3 slices the 64 x 128 tile unsplit
+    /// makes 2/3 the CTAs over 1.5x the K blocks each, which pays at K <= 5120 only: the model.
+    ///
+    /// Measured on one H200 (runs 332-333, `--check` PASS, two passes, ms, the rule's pick ->
+    /// 64 x 128 in S'; bench/NOTES.md 42.2): 128 x 128 in 2 -> unsplit faster on all 12
+    /// sampled (896 x 1024 x 4096 0.0220 -> 0.0183, 1024 x 1024 x 4096 0.0235-0.0240 ->
+    /// 0.0192-0.0196, 2048 x 512 x 4096 0.0239-0.0249 -> 0.0197-0.0199, 896 x 1024 x 14336
+    /// 0.0525 -> 0.0509-0.0522, 256 x 4224 x 14336 0.0601-0.0617 -> 0.0571-0.0589; 4-20%), 64 x
+    /// 256 in 2 -> unsplit on all 6 (300 x 2304 x 4096 0.0243 -> 0.0177-0.0183, 700 x 1280 x
+    /// 7168 0.0334-0.0344 -> 0.0283-0.0309, 300 x 3072 x 8192 0.0382-0.0393 -> 0.0316-0.0333);
+    /// 128 x 128 in 4 -> 2 on 5 of 6 (1280 x 256 x 4096 0.0182-0.0185 -> 0.0153-0.0155, 256 x
+    /// 2048 x 4096 0.0203 -> 0.0163-0.0168, 1000 x 512 x 8192 0.0252 -> 0.0242-0.0246), 896 x 512
+    /// x 8192 3% slower (0.0244 -> 0.0251); 64 x 256 in 3-4 -> 2 where its slices fit (300 x 1664
+    /// x 8192 0.0296 -> 0.0244-0.0246, 300 x 1536 x 7168 0.0272 -> 0.0210-0.0212, 700 x 640 x
+    /// 4096 0.0245-0.0254 -> 0.0159, 300 x 1408 x 8192 0.0287 -> 0.0222-0.0225); 3 slices ->
+    /// unsplit 10-23% faster at K <= 5120 (512 x 1152 x 4096 0.0192 -> 0.0168-0.0170, 1536 x
+    /// 384 x 5120 0.0215 -> 0.0193-0.0195, 300 x 1792 x 4096 0.0220 -> 0.0170), even to 17%
+    /// slower from K = 7168 (384 x 1536 x 7168 0.0244-0.0248 -> 0.0250-0.0255, 768 x 896 x 14336
+    /// 0.0402 -> 0.0474-0.0483), which the model keeps split. Against the narrower tiles'
+    /// picks, which come first, 64 x 128 unsplit was 2-8% faster on 4 of 8, and 13-25% slower
+    /// at 640 x 1152 x 14336 (96 in 2) and 1586 x 280 x 4096 (96 in 3).
+    pub fn few_tiles_half_height_fewer_slices_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        let half = Self::M64_NARROW_TMA_STORE;
+        if !(current == Self::NARROW_TMA_STORE || current == Self::M64_WIDE_TMA_STORE)
+            || !(2..=4).contains(&current_slices)
+            || !(256..=4096).contains(&shape.m)
+            || shape.k % 64 != 0
+            || !(4096..=14336).contains(&shape.k)
+            || half.check_output(shape.n).is_err()
+        {
+            return None;
+        }
+        let k_blocks = shape.k.div_ceil(64) as u64;
+        let cost = |t: Self, s: u64| (t.bm as u64 * t.bn as u64).saturating_mul(k_blocks.div_ceil(s)).saturating_add((s - 1) * FEW_TILES_SLICE_COST_KBLOCKS * 128 * 128);
+        let tiles = half.tiles(shape.m, shape.n);
+        let most = (current_slices as u64).min(sm_count as u64 / tiles.max(1));
+        let current_cost = cost(current, current_slices as u64);
+        // (min_by_key keeps the first of equal costs: the fewest slices)
+        (1..=most)
+            .map(|s| (cost(half, s), s))
+            .min_by_key(|&(c, _)| c)
+            .filter(|&(c, _)| c < current_cost)
+            .map(|(_, s)| (half, s as u32))
     }
 
     /// The few-tiles rule's half-height tile at two row blocks ([`Self::split_few_tiles_for`],
@@ -1734,9 +1805,11 @@ impl TileConfig {
 
     /// Whether `rest` left-over tiles in `slices` K-slices fit a workspace of
     /// `scratch_bytes` of slots ([`Self::split_slot_bytes`] each) and `counts_len` counts
-    /// (the split rules' bound; [`SplitLaunch::check`] applies the same to a launch).
+    /// (the split rules' bound; [`SplitLaunch::check`] applies the same to a launch); 1 slice
+    /// (unsplit) needs neither.
     fn split_fits(&self, rest: u64, slices: u64, scratch_bytes: u64, counts_len: u64) -> bool {
-        rest.saturating_mul(slices).saturating_mul(self.split_slot_bytes()) <= scratch_bytes && rest <= counts_len
+        // (1 slice: unsplit, no slots or counts)
+        slices <= 1 || (rest.saturating_mul(slices).saturating_mul(self.split_slot_bytes()) <= scratch_bytes && rest <= counts_len)
     }
 
     /// The plain GEMM's second split rule: for one row block of A (112 <= M <= 128) with a
@@ -2581,8 +2654,11 @@ mod tests {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::M64_WIDE_TMA_STORE, "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
-        assert_eq!(TileConfig::split_rule_for(s(770, 1272, 8192), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
-        assert_eq!(TileConfig::split_rule_for(s(257, 2072, 4096), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_WIDE_TMA_STORE, 2)));
+        // (the few-tiles rule: 64 x 256 in 2, whose place the 64 x 128 tile unsplit takes)
+        for (m, n, k) in [(770, 1272, 8192), (257, 2072, 4096)] {
+            assert_eq!(TileConfig::M64_WIDE_TMA_STORE.few_tiles_slices(s(m, n, k), 132), Some(2), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_NARROW_TMA_STORE, 1)), "{m}x{n}x{k}");
+        }
         let rule = |t, m, n, k, sms| TileConfig::one_wave_cols_instead_of(t, s(m, n, k), sms);
         let narrow = TileConfig::NARROW_TMA_STORE;
         // Above M = 256 the register-epilogue 128 x 128 tile counts as its TMA-store twin's
@@ -2592,7 +2668,8 @@ mod tests {
         // ... and only where it cuts a quarter (run 270: 56 columns 5% slower at 1024 x 896 x
         // 5120), unlike at M = 256 (56 against 64 faster: run 264).
         assert_eq!(rule(TileConfig::NARROW, 1024, 896, 5120, 132), None);
-        assert_eq!(TileConfig::split_rule_for(s(1024, 896, 5120), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
+        // (its 128 x 128 split in 2 gives way to the 64 x 128 tile unsplit: run 331, 0.0251 -> 0.0215 ms)
+        assert_eq!(TileConfig::split_rule_for(s(1024, 896, 5120), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         assert_eq!(rule(narrow, 256, 3584, 5120, 132), Some(cols(56)));
         // Not where the 128 x 128 tiles take more than one wave above M = 256 (unmeasured).
         assert_eq!(rule(TileConfig::NARROW, 1280, 1792, 4096, 132), None);
@@ -2601,7 +2678,8 @@ mod tests {
         // (run 264: slower at K = 7168), one whole wave of them, more than one wave of 128 x
         // 256 tiles (no width fits one wave), and tiles filling at most a third of the SMs.
         assert_eq!(rule(narrow, 256, 4096, 7168, 132), None);
-        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
+        // (the few-tiles rule's 2 slices, in whose place the 64 x 128 tile runs unsplit)
+        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         assert_eq!(rule(narrow, 256, 8192, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 16896, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 27648, 5120, 132), None);
@@ -2666,9 +2744,11 @@ mod tests {
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, bytes, tiles - 1), None, "{m}x{n}x{k}");
         }
         // (W = 64 would take 128 x 128 tiles, 2W; where W = 64 fills one wave the default's
-        // 128 x 128 tiles fill at most half and split in 2 already: 256 x 4160 x 8192.)
+        // 128 x 128 tiles fill at most half and take the few-tiles rule: 256 x 4160 x 8192, the
+        // 64 x 128 tile unsplit in place of their 2 slices.)
         assert_eq!(TileConfig::choose_for(s(256, 4160, 8192), 132), TileConfig::NARROW_TMA_STORE);
-        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(s(256, 4160, 8192), 132), Some(2));
+        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         // Not below K = 6912 (runs 264, 266: 2% slower at 5120, 14-41% at K <= 3456), nor for
         // W > 80 (224 columns lost 11-35%, 32.4), nor where the rule does not apply.
         assert_eq!(pick(256, 5120, 6848, 132), None);
@@ -2680,10 +2760,12 @@ mod tests {
         assert_eq!(TileConfig::split_one_wave_cols_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
         // Any SM count: on 100 SMs 256 x 3072 x 8192 keeps the 128 x 128 tiles (48 of them: 64
-        // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule, not
-        // this one (helper-62); never on fewer than 3 SMs.
+        // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule (whose
+        // 64 x 128 tile unsplit takes their place), not this one (helper-62); never on fewer
+        // than 3 SMs.
         assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), 100, u64::MAX, u64::MAX), None);
-        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(s(256, 3072, 8192), 100), Some(2));
+        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         for sms in [0, 1, 2] {
             assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
         }
@@ -2750,9 +2832,12 @@ mod tests {
         }
         // Where the narrowest that fits computes as many elements or more (10-18% slower at
         // 962 x 840 x 7168, 1064 x 744 x 7168, 1403 x 632 x 8192), the 128 x 128 split stays.
+        // (The 64 x 128 tile unsplit takes those 2-slice splits' place since run 333:
+        // few_tiles_half_height_fewer_slices_instead_of.)
         for (m, n, k, slices) in [(962, 840, 7168, 2), (1064, 744, 7168, 2), (1403, 632, 8192, 2), (1190, 632, 4096, 2), (1024, 896, 5120, 2)] {
             assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(slices), "{m}x{n}x{k}");
-            assert_eq!(pick(m, n, k), Some((narrow, slices)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::few_tiles_narrower_instead_of(narrow, slices, s(m, n, k), 132), None, "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((TileConfig::M64_NARROW_TMA_STORE, 1)), "{m}x{n}x{k}");
         }
         // Bounds: M 257..=4096, K 4096..=14336 and K % 64 == 0, a 128 x 128 TMA-store split
         // of at least 2 slices; and the workspace bounds the pick as any split's.
@@ -2899,6 +2984,72 @@ mod tests {
     }
 
     #[test]
+    fn few_tiles_take_half_height_tiles_in_fewer_slices_where_the_model_says() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        let (narrow, wide, half) = (TileConfig::NARROW_TMA_STORE, TileConfig::M64_WIDE_TMA_STORE, TileConfig::M64_NARROW_TMA_STORE);
+        // Runs 332-333's shapes that the 64 x 128 tile ran faster: (the few-tiles split, the
+        // 64 x 128 tile's slices); 1 = unsplit.
+        for (m, n, k, was, was_slices, slices) in [
+            (896, 1024, 4096, narrow, 2, 1), (1024, 1024, 4096, narrow, 2, 1), (2048, 512, 4096, narrow, 2, 1),
+            (896, 1024, 14336, narrow, 2, 1), (256, 4224, 14336, narrow, 2, 1), (4096, 256, 5120, narrow, 2, 1),
+            (300, 2304, 4096, wide, 2, 1), (700, 1280, 7168, wide, 2, 1), (300, 3072, 8192, wide, 2, 1),
+            (512, 1152, 4096, narrow, 3, 1), (1536, 384, 5120, narrow, 3, 1), (300, 1792, 4096, wide, 3, 1),
+            (1280, 256, 4096, narrow, 4, 2), (256, 2048, 4096, narrow, 4, 2), (1000, 512, 8192, narrow, 4, 2),
+            (300, 1664, 8192, wide, 3, 2), (300, 1536, 7168, wide, 4, 2), (700, 640, 4096, wide, 4, 2), (300, 1408, 8192, wide, 4, 2),
+        ] {
+            let shape = s(m, n, k);
+            assert_eq!(TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape), was, "{m}x{n}x{k}");
+            assert_eq!(was.few_tiles_slices(shape, 132), Some(was_slices), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((half, slices)), "{m}x{n}x{k}");
+            assert!(half.tiles(m, n) * slices as u64 <= 132, "{m}x{n}x{k}: more than one wave");
+        }
+        // Where it ran slower or even: 3 slices from K = 7168 (2/3 the CTAs over 1.5x the K
+        // blocks each), and the narrower tiles' picks, which come first.
+        for (m, n, k, t, slices) in [
+            (768, 896, 14336, narrow, 3), (384, 1536, 7168, narrow, 3), (1024, 640, 14336, narrow, 3), (896, 768, 8192, narrow, 3),
+            (1000, 640, 7168, narrow, 3), (896, 640, 8192, narrow, 3), (700, 1024, 8192, wide, 3),
+            (640, 1152, 14336, TileConfig::cols_tma_store(96), 2), (1586, 280, 4096, TileConfig::cols_tma_store(96), 3),
+        ] {
+            assert_eq!(pick(m, n, k), Some((t, slices)), "{m}x{n}x{k}");
+        }
+        // The model: 128 x 128 in 3 at K = 7168 costs 128 x 128 x 38 + 2 x 8 x 128 x 128 =
+        // 917,504 multiply-adds per column, as the 64 x 128 tile unsplit (64 x 128 x 112): a
+        // tie keeps the split.
+        let rule = |t, sl, m, n, k| TileConfig::few_tiles_half_height_fewer_slices_instead_of(t, sl, s(m, n, k), 132);
+        assert_eq!(rule(narrow, 3, 384, 1536, 7168), None);
+        assert_eq!(rule(narrow, 3, 384, 1536, 5120), Some((half, 1)));
+        // Of equal costs, the fewest slices: 1280 x 256 x 4096's 40 tiles in 2 (262,144 +
+        // 131,072) rather than 3 (180,224 + 262,144) or unsplit (524,288).
+        assert_eq!(rule(narrow, 4, 1280, 256, 4096), Some((half, 2)));
+        // Bounds: M 256..=4096, K 4096..=14336 with K % 64 == 0, 2..=4 slices of the 128 x 128
+        // or 64 x 256 TMA-store tile; none on an SM count its tiles overfill.
+        assert_eq!(rule(narrow, 2, 1024, 1024, 4096), Some((half, 1)));
+        assert_eq!(rule(narrow, 2, 255, 4096, 4096), None);
+        assert_eq!(rule(narrow, 2, 4097, 256, 4096), None);
+        assert_eq!(rule(narrow, 2, 1024, 1024, 4032), None);
+        assert_eq!(rule(narrow, 2, 1024, 1024, 4100), None);
+        assert_eq!(rule(narrow, 2, 1024, 1024, 14400), None);
+        assert_eq!(rule(narrow, 2, 1024, 1024, 14336), Some((half, 1)));
+        assert_eq!(rule(narrow, 1, 1024, 1024, 4096), None);
+        assert_eq!(rule(narrow, 5, 1024, 1024, 4096), None);
+        assert_eq!(rule(TileConfig::NARROW, 2, 1024, 1024, 4096), None);
+        assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 2, 1024, 1024, 4096), None);
+        assert_eq!(rule(half, 2, 1024, 1024, 4096), None);
+        assert_eq!(TileConfig::few_tiles_half_height_fewer_slices_instead_of(narrow, 2, s(1024, 1024, 4096), 127), None);
+        assert_eq!(TileConfig::few_tiles_half_height_fewer_slices_instead_of(narrow, 2, s(1024, 1024, 4096), 0), None);
+        // A pick of 1 slice needs no workspace: `split_rule_workspace` has none to give, and
+        // the rules pick it with none (as `gemm::launch` asks them without a workspace).
+        assert_eq!(TileConfig::split_rule_workspace(s(1024, 1024, 4096), 132), None);
+        assert_eq!(TileConfig::split_rule_for(s(1024, 1024, 4096), 132, 0, 0), Some((half, 1)));
+        // A 2-slice pick needs its slots, as any split; without them no rule picks (the
+        // default tile unsplit).
+        let tiles = half.tiles(256, 2048);
+        assert_eq!(TileConfig::split_rule_workspace(s(256, 2048, 4096), 132), Some((tiles * 2 * 64 * 128 * 4, tiles)));
+        assert_eq!(TileConfig::split_rule_for(s(256, 2048, 4096), 132, 0, 0), None);
+    }
+
+    #[test]
     fn few_tiles_take_half_height_tiles_at_two_row_blocks() {
         let s = |m, n, k| GemmShape { m, n, k };
         let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, 32 << 20, 4096);
@@ -2910,10 +3061,12 @@ mod tests {
             assert_eq!(pick(m, n, k), Some((half, 2)), "{m}x{n}x{k}");
         }
         // Not where the 64 x 64 swapped tile comes first (N <= 1024 here), where 2 slices
-        // would make more than 7/8 of the SMs' CTAs (256 x 2048: 128), nor outside K =
-        // 4096..=8192, M = 193..=256 and 4..=6 slices of the 128 x 128 tile.
+        // would make more than 7/8 of the SMs' CTAs (256 x 2048: 128; there the fewer-slices
+        // rule after it takes them, all 132 SMs' worth), nor outside K = 4096..=8192, M =
+        // 193..=256 and 4..=6 slices of the 128 x 128 tile.
         assert_eq!(pick(256, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 2)));
-        assert_eq!(pick(256, 2048, 4096), Some((narrow, 4)));
+        assert_eq!(TileConfig::few_tiles_half_height_instead_of(narrow, 4, s(256, 2048, 4096), 132), None);
+        assert_eq!(pick(256, 2048, 4096), Some((half, 2)));
         assert_eq!(pick(256, 1536, 9216), Some((narrow, 5)));
         for (m, n, k, slices) in [(384, 1536, 4096, 4), (192, 1536, 4096, 4), (256, 1536, 2048, 4), (256, 1024, 8192, 8), (256, 1536, 4096, 3)] {
             assert_eq!(TileConfig::few_tiles_half_height_instead_of(narrow, slices, s(m, n, k), 132), None, "{m}x{n}x{k} in {slices}");
@@ -2949,9 +3102,12 @@ mod tests {
         // K % 64 != 0 on the 64 x 256 and 128 x 256 tiles (gpu_gemm runs these).
         assert_eq!(pick(8, 4096, 4104), Some((TileConfig::M64_WIDE_TMA_STORE, 4)));
         assert_eq!(pick(128, 16896, 4104), Some((TileConfig::WIDE_TMA_STORE, 2)));
-        // K = 4096: at most 64 K blocks, 4 slices.
-        assert_eq!(pick(256, 4096, 4096), Some((TileConfig::NARROW_TMA_STORE, 2)));
-        assert_eq!(pick(256, 2048, 4096), Some((TileConfig::NARROW_TMA_STORE, 4)));
+        // K = 4096: at most 64 K blocks, 4 slices (of 128 x 128 tiles, whose place the 64 x 128
+        // tile takes in half as many there).
+        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(GemmShape { m: 256, n: 4096, k: 4096 }, 132), Some(2));
+        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(GemmShape { m: 256, n: 2048, k: 4096 }, 132), Some(4));
+        assert_eq!(pick(256, 4096, 4096), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
+        assert_eq!(pick(256, 2048, 4096), Some((TileConfig::M64_NARROW_TMA_STORE, 2)));
         // Where 64 x 64 swapped tiles are few too (K <= 28672, A + B <= 32 MiB): those, in
         // their own slices (runs 205-207, 211); not where the default's split keeps 7/8 of the SMs
         // busy, nor where they would compute more (128 x 136 tiles on N = 136).
@@ -3022,7 +3178,11 @@ mod tests {
                         let s = GemmShape { m, n, k };
                         let unbounded = TileConfig::split_rule_for(s, sms, u64::MAX, u64::MAX);
                         let need = TileConfig::split_rule_workspace(s, sms);
-                        assert_eq!(unbounded.is_some(), need.is_some(), "{s:?} {sms}");
+                        // (a pick of 1 slice, a tile unsplit, needs no workspace and is picked without one)
+                        assert_eq!(unbounded.is_some_and(|(_, sl)| sl >= 2), need.is_some(), "{s:?} {sms}");
+                        if let Some((t, 1)) = unbounded {
+                            assert_eq!(TileConfig::split_rule_for(s, sms, 0, 0), Some((t, 1)), "{s:?} {sms}");
+                        }
                         if let (Some(pick), Some((bytes, counts))) = (unbounded, need) {
                             picks += 1;
                             assert_eq!(TileConfig::split_rule_for(s, sms, bytes, counts), Some(pick), "{s:?} {sms}: {bytes} bytes, {counts} counts");
@@ -3050,9 +3210,14 @@ mod tests {
                 assert!(TileConfig::split_rule_for(s, sms, big, counts) == TileConfig::split_row_block_for(s, sms, big, counts), "{s:?} on {sms}");
                 assert!(TileConfig::split_row_block_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
             }
-            let s = shape(256, 128 * (sms / 4), 14336);
-            assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), TileConfig::split_few_tiles_for(s, sms, big, counts), "{s:?} on {sms}");
-            assert!(TileConfig::split_few_tiles_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
+            for m in [256, 200] {
+                let s = shape(m, 128 * (sms / 4), 14336);
+                assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), TileConfig::split_few_tiles_for(s, sms, big, counts), "{s:?} on {sms}");
+                assert!(TileConfig::split_few_tiles_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
+            }
+            // (gemm_kept_workspaces_hold_past_eviction_and_across_threads: 128 x 128 in 2 at M = 200)
+            let s = shape(200, 128 * (sms / 4), 4096);
+            assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), Some((TileConfig::NARROW_TMA_STORE, 2)), "{s:?} on {sms}");
         }
     }
 }
