@@ -117,6 +117,12 @@ pub const FEW_TILES_NARROWER_MAX_WIDTH: u32 = 112;
 /// unsplit (2/3 the CTAs, 1.5x the K blocks each) was 10-12% slower at K = 4096-5120 and 2-17% faster
 /// at K = 7168-14336, which bounds it to 6.5-9 blocks.
 pub const FEW_TILES_SLICE_COST_KBLOCKS: u64 = 8;
+/// The longest K at which [`TileConfig::few_tiles_half_height_fewer_slices_instead_of`] takes the
+/// place of split 128 x 128 tiles (runs 334-335: from K = 6144 the 64 x 128 tile unsplit was
+/// 10-24% slower on 2601 x 352 and 994 x 944 at every K measured, 6144-14336, though faster
+/// on 10 other shapes at 5632-14336; at K <= 5120 faster on 13 of 14). The 64 x 256 tile's
+/// splits give way up to K = 14336.
+pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
 /// 296-297; `one_wave_cols_unsplit_wins`; until run 318 only where M was padded by at most
@@ -1544,7 +1550,8 @@ impl TileConfig {
     /// taking the S' of least cost if that is less than `current`'s, where a tile in S slices costs
     /// its CTA's multiply-adds per output column of K (rows x columns x ceil(K blocks / S)) plus
     /// [`FEW_TILES_SLICE_COST_KBLOCKS`] K blocks of a 128 x 128 tile per slice beyond the first
-    /// (fewest slices on a tie); 256 <= M <= 4096, 4096 <= K <= 14336, K % 64 == 0 (as
+    /// (fewest slices on a tie); 256 <= M <= 4096, K % 64 == 0, 4096 <= K <= 14336 for the 64 x
+    /// 256 tile and K <= [`FEW_TILES_HALF_HEIGHT_128_MAX_K`] (5120) for the 128 x 128 one (as
     /// measured). `None` elsewhere.
     ///
     /// Why: at 2 slices of the 128 x 128 (or 64 x 256) tile, the 64 x 128 tile unsplit makes as
@@ -1571,6 +1578,15 @@ impl TileConfig {
     /// 0.0402 -> 0.0474-0.0483), which the model keeps split. Against the narrower tiles'
     /// picks, which come first, 64 x 128 unsplit was 2-8% faster on 4 of 8, and 13-25% slower
     /// at 640 x 1152 x 14336 (96 in 2) and 1586 x 280 x 4096 (96 in 3).
+    ///
+    /// Run 334 (main against the rule on 20 fresh shapes it moved at K = 4096-14336, two
+    /// passes in both orders, `--check` PASS): 15 faster by 8-42% (932 x 376 x 4096 0.0268-0.0277
+    /// -> 0.0153-0.0159, 821 x 1112 x 8704 0.046-0.047 -> 0.034, 680 x 552 x 10752 0.049 ->
+    /// 0.036), 2 even, 3 slower: 2601 x 352 x 11776 (0.048 -> 0.060) and 994 x 944 x 12288
+    /// (0.050 -> 0.060-0.063), 128 x 128 in 2 -> unsplit, and 436 x 920 x 11264, 64 x 256 in 4
+    /// -> 2 (0.033 -> 0.038). Run 335 swept those in K: the 128 x 128 pair slower unsplit at
+    /// every K from 6144 (10-24%), 436 x 920 from 9216 (6-17%; 2% faster at 7168). Hence the
+    /// 128 x 128 tile's bound on K; the 64 x 256 tile's splits gave way faster on 22 of 24.
     pub fn few_tiles_half_height_fewer_slices_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let half = Self::M64_NARROW_TMA_STORE;
         if !(current == Self::NARROW_TMA_STORE || current == Self::M64_WIDE_TMA_STORE)
@@ -1578,6 +1594,7 @@ impl TileConfig {
             || !(256..=4096).contains(&shape.m)
             || shape.k % 64 != 0
             || !(4096..=14336).contains(&shape.k)
+            || (current == Self::NARROW_TMA_STORE && shape.k > FEW_TILES_HALF_HEIGHT_128_MAX_K)
             || half.check_output(shape.n).is_err()
         {
             return None;
@@ -2678,8 +2695,7 @@ mod tests {
         // (run 264: slower at K = 7168), one whole wave of them, more than one wave of 128 x
         // 256 tiles (no width fits one wave), and tiles filling at most a third of the SMs.
         assert_eq!(rule(narrow, 256, 4096, 7168, 132), None);
-        // (the few-tiles rule's 2 slices, in whose place the 64 x 128 tile runs unsplit)
-        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
+        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
         assert_eq!(rule(narrow, 256, 8192, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 16896, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 27648, 5120, 132), None);
@@ -2744,11 +2760,9 @@ mod tests {
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, bytes, tiles - 1), None, "{m}x{n}x{k}");
         }
         // (W = 64 would take 128 x 128 tiles, 2W; where W = 64 fills one wave the default's
-        // 128 x 128 tiles fill at most half and take the few-tiles rule: 256 x 4160 x 8192, the
-        // 64 x 128 tile unsplit in place of their 2 slices.)
+        // 128 x 128 tiles fill at most half and split in 2 already: 256 x 4160 x 8192.)
         assert_eq!(TileConfig::choose_for(s(256, 4160, 8192), 132), TileConfig::NARROW_TMA_STORE);
-        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(s(256, 4160, 8192), 132), Some(2));
-        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
+        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::NARROW_TMA_STORE, 2)));
         // Not below K = 6912 (runs 264, 266: 2% slower at 5120, 14-41% at K <= 3456), nor for
         // W > 80 (224 columns lost 11-35%, 32.4), nor where the rule does not apply.
         assert_eq!(pick(256, 5120, 6848, 132), None);
@@ -2760,12 +2774,10 @@ mod tests {
         assert_eq!(TileConfig::split_one_wave_cols_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
         // Any SM count: on 100 SMs 256 x 3072 x 8192 keeps the 128 x 128 tiles (48 of them: 64
-        // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule (whose
-        // 64 x 128 tile unsplit takes their place), not this one (helper-62); never on fewer
-        // than 3 SMs.
+        // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule, not
+        // this one (helper-62); never on fewer than 3 SMs.
         assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), 100, u64::MAX, u64::MAX), None);
-        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(s(256, 3072, 8192), 100), Some(2));
-        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
+        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::NARROW_TMA_STORE, 2)));
         for sms in [0, 1, 2] {
             assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
         }
@@ -2832,12 +2844,13 @@ mod tests {
         }
         // Where the narrowest that fits computes as many elements or more (10-18% slower at
         // 962 x 840 x 7168, 1064 x 744 x 7168, 1403 x 632 x 8192), the 128 x 128 split stays.
-        // (The 64 x 128 tile unsplit takes those 2-slice splits' place since run 333:
-        // few_tiles_half_height_fewer_slices_instead_of.)
+        // (At K <= 5120 the 64 x 128 tile unsplit takes those 2-slice splits' place since run
+        // 333: few_tiles_half_height_fewer_slices_instead_of.)
         for (m, n, k, slices) in [(962, 840, 7168, 2), (1064, 744, 7168, 2), (1403, 632, 8192, 2), (1190, 632, 4096, 2), (1024, 896, 5120, 2)] {
             assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(slices), "{m}x{n}x{k}");
             assert_eq!(TileConfig::few_tiles_narrower_instead_of(narrow, slices, s(m, n, k), 132), None, "{m}x{n}x{k}");
-            assert_eq!(pick(m, n, k), Some((TileConfig::M64_NARROW_TMA_STORE, 1)), "{m}x{n}x{k}");
+            let want = if k <= 5120 { (TileConfig::M64_NARROW_TMA_STORE, 1) } else { (narrow, slices) };
+            assert_eq!(pick(m, n, k), Some(want), "{m}x{n}x{k}");
         }
         // Bounds: M 257..=4096, K 4096..=14336 and K % 64 == 0, a 128 x 128 TMA-store split
         // of at least 2 slices; and the workspace bounds the pick as any split's.
@@ -2992,11 +3005,13 @@ mod tests {
         // 64 x 128 tile's slices); 1 = unsplit.
         for (m, n, k, was, was_slices, slices) in [
             (896, 1024, 4096, narrow, 2, 1), (1024, 1024, 4096, narrow, 2, 1), (2048, 512, 4096, narrow, 2, 1),
-            (896, 1024, 14336, narrow, 2, 1), (256, 4224, 14336, narrow, 2, 1), (4096, 256, 5120, narrow, 2, 1),
+            (1024, 1024, 5120, narrow, 2, 1), (896, 1152, 5120, narrow, 2, 1), (4096, 256, 5120, narrow, 2, 1),
             (300, 2304, 4096, wide, 2, 1), (700, 1280, 7168, wide, 2, 1), (300, 3072, 8192, wide, 2, 1),
+            (428, 2104, 13824, wide, 2, 1), (821, 1112, 8704, wide, 2, 1), (913, 768, 12288, wide, 2, 1),
             (512, 1152, 4096, narrow, 3, 1), (1536, 384, 5120, narrow, 3, 1), (300, 1792, 4096, wide, 3, 1),
-            (1280, 256, 4096, narrow, 4, 2), (256, 2048, 4096, narrow, 4, 2), (1000, 512, 8192, narrow, 4, 2),
+            (1280, 256, 4096, narrow, 4, 2), (256, 2048, 4096, narrow, 4, 2), (1560, 232, 4096, narrow, 4, 2),
             (300, 1664, 8192, wide, 3, 2), (300, 1536, 7168, wide, 4, 2), (700, 640, 4096, wide, 4, 2), (300, 1408, 8192, wide, 4, 2),
+            (680, 552, 10752, wide, 4, 2),
         ] {
             let shape = s(m, n, k);
             assert_eq!(TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape), was, "{m}x{n}x{k}");
@@ -3005,32 +3020,40 @@ mod tests {
             assert!(half.tiles(m, n) * slices as u64 <= 132, "{m}x{n}x{k}: more than one wave");
         }
         // Where it ran slower or even: 3 slices from K = 7168 (2/3 the CTAs over 1.5x the K
-        // blocks each), and the narrower tiles' picks, which come first.
+        // blocks each), the narrower tiles' picks, which come first, and 128 x 128 splits above
+        // K = 5120 (FEW_TILES_HALF_HEIGHT_128_MAX_K: 2601 x 352 and 994 x 944 slower unsplit at
+        // every K from 6144, runs 334-335; 896 x 1024 x 14336 and 1000 x 512 x 8192 were 2-3%
+        // faster, 961 x 992 x 6144 8%).
         for (m, n, k, t, slices) in [
+            (2601, 352, 11776, narrow, 2), (2601, 352, 6144, narrow, 2), (994, 944, 12288, narrow, 2), (994, 944, 8192, narrow, 2),
+            (896, 1024, 14336, narrow, 2), (1000, 512, 8192, narrow, 4), (961, 992, 6144, narrow, 2),
             (768, 896, 14336, narrow, 3), (384, 1536, 7168, narrow, 3), (1024, 640, 14336, narrow, 3), (896, 768, 8192, narrow, 3),
             (1000, 640, 7168, narrow, 3), (896, 640, 8192, narrow, 3), (700, 1024, 8192, wide, 3),
             (640, 1152, 14336, TileConfig::cols_tma_store(96), 2), (1586, 280, 4096, TileConfig::cols_tma_store(96), 3),
         ] {
             assert_eq!(pick(m, n, k), Some((t, slices)), "{m}x{n}x{k}");
         }
-        // The model: 128 x 128 in 3 at K = 7168 costs 128 x 128 x 38 + 2 x 8 x 128 x 128 =
+        // The model: 64 x 256 in 3 at K = 7168 costs 64 x 256 x 38 + 2 x 8 x 128 x 128 =
         // 917,504 multiply-adds per column, as the 64 x 128 tile unsplit (64 x 128 x 112): a
-        // tie keeps the split.
+        // tie keeps the split (run 333: 384 x 1536 x 7168, 128 x 128 in 3, 2-3% slower unsplit).
         let rule = |t, sl, m, n, k| TileConfig::few_tiles_half_height_fewer_slices_instead_of(t, sl, s(m, n, k), 132);
-        assert_eq!(rule(narrow, 3, 384, 1536, 7168), None);
-        assert_eq!(rule(narrow, 3, 384, 1536, 5120), Some((half, 1)));
+        assert_eq!(rule(wide, 3, 384, 1536, 7168), None);
+        assert_eq!(rule(wide, 3, 384, 1536, 5120), Some((half, 1)));
         // Of equal costs, the fewest slices: 1280 x 256 x 4096's 40 tiles in 2 (262,144 +
         // 131,072) rather than 3 (180,224 + 262,144) or unsplit (524,288).
         assert_eq!(rule(narrow, 4, 1280, 256, 4096), Some((half, 2)));
-        // Bounds: M 256..=4096, K 4096..=14336 with K % 64 == 0, 2..=4 slices of the 128 x 128
-        // or 64 x 256 TMA-store tile; none on an SM count its tiles overfill.
+        // Bounds: M 256..=4096, K % 64 == 0, K 4096..=5120 for the 128 x 128 tile and up to
+        // 14336 for the 64 x 256 one, 2..=4 slices of either TMA-store tile; none on an SM count
+        // its tiles overfill.
         assert_eq!(rule(narrow, 2, 1024, 1024, 4096), Some((half, 1)));
+        assert_eq!(rule(narrow, 2, 1024, 1024, 5120), Some((half, 1)));
+        assert_eq!(rule(narrow, 2, 1024, 1024, 5184), None);
+        assert_eq!(rule(wide, 2, 1024, 1024, 14336), Some((half, 1)));
+        assert_eq!(rule(wide, 2, 1024, 1024, 14400), None);
         assert_eq!(rule(narrow, 2, 255, 4096, 4096), None);
         assert_eq!(rule(narrow, 2, 4097, 256, 4096), None);
         assert_eq!(rule(narrow, 2, 1024, 1024, 4032), None);
         assert_eq!(rule(narrow, 2, 1024, 1024, 4100), None);
-        assert_eq!(rule(narrow, 2, 1024, 1024, 14400), None);
-        assert_eq!(rule(narrow, 2, 1024, 1024, 14336), Some((half, 1)));
         assert_eq!(rule(narrow, 1, 1024, 1024, 4096), None);
         assert_eq!(rule(narrow, 5, 1024, 1024, 4096), None);
         assert_eq!(rule(TileConfig::NARROW, 2, 1024, 1024, 4096), None);
