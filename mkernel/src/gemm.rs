@@ -27,7 +27,10 @@ pub struct GemmOptions {
     /// tiles without clusters, [`TileConfig::can_split_last_wave`]). `Slices(n)` with
     /// n >= 2 needs [`gemm_with_workspace`]; `Auto` (the default) splits with no tile forced
     /// where a split rule applies ([`TileConfig::split_rule_for`]: in [`gemm`] on a workspace
-    /// it keeps for the stream, in [`gemm_with_workspace`] on the caller's); `Off` never.
+    /// it keeps for the stream, in [`gemm_with_workspace`] on the caller's), and takes the
+    /// rules' picks of 1 slice (a tile unsplit) with or without a workspace
+    /// ([`TileConfig::split_rule_without_workspace`]); `Off` never splits and takes the tile
+    /// heuristic's tile ([`TileConfig::choose_for`]).
     pub split_last_wave: LastWaveSplit,
     /// Launch as a programmatic dependent launch (CUDA's PDL; default `true`): where the
     /// work directly before the call on `stream` is a kernel, the GEMM's CTAs may start
@@ -96,8 +99,9 @@ impl GemmWorkspace {
     /// on `stream`, plus [`Self::COUNTS`] u32 counts (16 KiB). Allocated by cudarc on
     /// `stream` (`cuMemAllocAsync` from the device's default pool where the driver has it,
     /// else `cuMemAlloc`; freed the same way when dropped, after the work queued on
-    /// `stream`), the counts zeroed in stream order. A workspace too small for the split
-    /// rules' slots makes `Auto` not split ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
+    /// `stream`), the counts zeroed in stream order. A workspace too small for a split
+    /// rule's slots makes `Auto` take the next rule whose pick fits, or none, so not split
+    /// ([`TileConfig::split_rule_for`]; on 132 SMs 2.2
     /// MB covers the small-M rule, 9.3 MiB the one-row-block rule, 16.5 MiB the few-tiles
     /// rule, 10.3 MiB the one-wave-cols split rule (66 tiles of 128 x 160 in 2), 33 MiB the two-rounds rule (88 tiles of
     /// 128 x 256 in 3 slices; 80 of them, 30 MiB, as N = 10240 makes at M = 256 above K =

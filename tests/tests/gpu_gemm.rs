@@ -622,7 +622,7 @@ fn split_rule_default_matches_reference() {
     let row_block_n = 64 * (sms - sms % 2);
     // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles of two
     // row blocks filling half the SMs (N = 128 x SMs / 4), the few-tiles rule's, on any SM
-    // count: at M = 200 in 2 slices, at M = 256 the 64 x 128 tile unsplit in their place
+    // count: at K = 14336 in 2 slices, at K = 4096 the 64 x 128 tile unsplit in their place
     // (few_tiles_half_height_fewer_slices_instead_of, a pick of 1 slice). Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
     // TMA-store default (1000 x 1000; a Registers default before run 296), N ragged by 8,
     // K % 64 != 0, 3 slices.
@@ -637,7 +637,7 @@ fn split_rule_default_matches_reference() {
         (120, 144 * half, 9216, true),
         (128, 112 * half, 9216, true),
         (256, 128 * (sms / 4), 14336, true),
-        (200, 128 * (sms / 4), 14336, true),
+        (256, 128 * (sms / 4), 4096, true),
         (128, 8192, 14336, false),
         (256, 4096, 14336, false),
         (1000, 1000, 16384, false),

@@ -824,14 +824,18 @@ pub fn kernel_name(cfg: TileConfig) -> String {
 pub enum LastWaveSplit {
     /// No split.
     Off,
-    /// The default. The plain GEMM, given a workspace and no forced tile: the split rules
+    /// The default. The plain GEMM with no forced tile (given a workspace; without one only
+    /// their picks of 1 slice, [`TileConfig::split_rule_without_workspace`]): the split rules
     /// ([`TileConfig::split_rule_for`]: M <= 64 whose swapped tiles spill a few past one
     /// wave, K >= 4096, [`TileConfig::split_spill_for`]; one row block of A, 112 <= M <=
     /// 128, on 112..=144-column tiles in 2 slices, K >= 9216,
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
     /// most half the SMs, each in 2-8 slices (the small-N column tiles and the swapped tiles
     /// of 64 x 8..16 up to 16; 128 x 128 tiles above M = 256 on the narrowest tile of at
-    /// most 112 columns whose slices fit one wave and compute less padding; below K =
+    /// most 112 columns whose slices fit one wave and compute less padding; from M = 256
+    /// the 2-4 slices of 128 x 128 (K <= 5120) and 64 x 256 tiles on 64 x 128 tiles in
+    /// fewer, down to none, where a cost model says so,
+    /// `TileConfig::few_tiles_half_height_fewer_slices_instead_of`; below K =
     /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64
     /// from K = 1536 and few 64 x 128 tiles from K = 3072 in 2-8 within one wave,
     /// `TileConfig::short_k_slices`), [`TileConfig::split_few_tiles_for`]; K >= 13824
@@ -1107,7 +1111,7 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
 /// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
 /// wave's K-slices (`Auto` with no forced tile: [`TileConfig::split_rule_for`] within
-/// `workspace`, or its 1-slice picks without one).
+/// `workspace`, or without one [`TileConfig::split_rule_without_workspace`]).
 /// `order`: [`LaunchOrder::Programmatic`] lets the grid's set-up overlap the end of the
 /// kernel before it on `stream` (the kernel touches no global memory before that one
 /// completed: ops/gemm.cuh).
@@ -1135,13 +1139,12 @@ pub unsafe fn launch(
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
     // Auto, with no tile forced: the split rules' tile and count where one applies within the
-    // workspace ([`TileConfig::split_rule_for`]; with none, only a pick of 1 slice, a tile
-    // unsplit, which needs no slots); else the tile heuristic, unsplit.
-    let auto = match (cfg, split) {
-        (None, LastWaveSplit::Auto) => {
-            let (bytes, counts) = workspace.map_or((0, 0), |ws| (ws.scratch_bytes, ws.counts_len));
-            TileConfig::split_rule_for(shape, info.sm_count, bytes, counts).filter(|&(_, s)| s == 1 || workspace.is_some())
-        }
+    // workspace ([`TileConfig::split_rule_for`]; with none, only their picks of 1 slice, a
+    // tile unsplit: [`TileConfig::split_rule_without_workspace`]); else the tile heuristic,
+    // unsplit.
+    let auto = match (cfg, split, workspace) {
+        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_rule_for(shape, info.sm_count, ws.scratch_bytes, ws.counts_len),
+        (None, LastWaveSplit::Auto, None) => TileConfig::split_rule_without_workspace(shape, info.sm_count).map(|t| (t, 1)),
         _ => None,
     };
     let (cfg, slices) = match (auto, split) {

@@ -118,10 +118,10 @@ pub const FEW_TILES_NARROWER_MAX_WIDTH: u32 = 112;
 /// at K = 7168-14336, which bounds it to 6.5-9 blocks.
 pub const FEW_TILES_SLICE_COST_KBLOCKS: u64 = 8;
 /// The longest K at which [`TileConfig::few_tiles_half_height_fewer_slices_instead_of`] takes the
-/// place of split 128 x 128 tiles (runs 334-335: from K = 6144 the 64 x 128 tile unsplit was
-/// 10-24% slower on 2601 x 352 and 994 x 944 at every K measured, 6144-14336, though faster
-/// on 10 other shapes at 5632-14336; at K <= 5120 faster on 13 of 14). The 64 x 256 tile's
-/// splits give way up to K = 14336.
+/// place of split 128 x 128 tiles (runs 334-335: the 64 x 128 tile unsplit was 10-24% slower
+/// on 2601 x 352 at every K measured from 6144 and on 994 x 944 from 8192 (even at 6144),
+/// though faster on 10 other shapes at 5632-14336; at K <= 5120 faster on 13 of 14). The 64
+/// x 256 tile's splits give way up to K = 14336.
 pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
@@ -1338,8 +1338,8 @@ impl TileConfig {
         Some(Self::swapped_wide(shape.m.div_ceil(8) * 8, Epilogue::Registers))
     }
 
-    /// The plain GEMM's split rule (`LastWaveSplit::Auto` with a workspace, no tile
-    /// forced): for M <= 64 where the 64-row swapped TMA-store tile holding all of M
+    /// The plain GEMM's split rule (`LastWaveSplit::Auto`, no tile forced, with a
+    /// workspace): for M <= 64 where the 64-row swapped TMA-store tile holding all of M
     /// ([`Self::swapped_tma_store`]) spills a few tiles past one wave (R left over, at most
     /// a quarter of the SMs), that tile with the R left-over tiles in S = min(SMs / R, K
     /// blocks / 16, 8) >= 4 K-slices (the fused kernel's bounds,
@@ -1376,10 +1376,13 @@ impl TileConfig {
         (s >= 4 && t.split_fits(rest, s, scratch_bytes, counts_len)).then_some((t, s as u32))
     }
 
-    /// The plain GEMM's split rules (`LastWaveSplit::Auto` with a workspace, no tile
-    /// forced): [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
+    /// The plain GEMM's split rules (`LastWaveSplit::Auto`, no tile forced; with a workspace
+    /// of `scratch_bytes` and `counts_len`, or without one [`Self::split_rule_without_workspace`]):
+    /// [`Self::split_spill_for`], else [`Self::split_row_block_for`], else
     /// [`Self::split_few_tiles_for`], else [`Self::split_two_rounds_for`], else
-    /// [`Self::split_one_wave_cols_for`]; `None`: the tile heuristic, unsplit. `shape` is
+    /// [`Self::split_one_wave_cols_for`]; `None`: the tile heuristic, unsplit. A rule whose
+    /// pick does not fit the workspace gives way to the next (a pick of 1 slice, a tile
+    /// unsplit, fits any). `shape` is
     /// taken as valid ([`GemmShape::validate_dims`], which `mkernel::gemm` checks first): for
     /// a shape it refuses (K % 8 != 0, say) the pick means nothing.
     pub fn split_rule_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
@@ -1388,6 +1391,16 @@ impl TileConfig {
             .or_else(|| Self::split_few_tiles_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_two_rounds_for(shape, sm_count, scratch_bytes, counts_len))
             .or_else(|| Self::split_one_wave_cols_for(shape, sm_count, scratch_bytes, counts_len))
+    }
+
+    /// The split rules' pick where there is no workspace (`gemm::launch` without one:
+    /// `mkernel::gemm` in a graph capture, on the per-thread default stream, where the
+    /// allocation failed, or where the pick needs none): their pick with an unbounded
+    /// workspace where that is 1 slice (a tile unsplit: [`Self::few_tiles_half_height_fewer_slices_instead_of`]'s),
+    /// else `None` (the tile heuristic, unsplit). Not [`Self::split_rule_for`] on a zero
+    /// workspace, which would fall through a pick that needs slots to a later rule's.
+    pub fn split_rule_without_workspace(shape: GemmShape, sm_count: u32) -> Option<Self> {
+        Self::split_rule_for(shape, sm_count, u64::MAX, u64::MAX).filter(|&(_, s)| s == 1).map(|(t, _)| t)
     }
 
     /// The plain GEMM's fourth split rule, for a long K where the default's tiles fill more
@@ -1564,7 +1577,7 @@ impl TileConfig {
     /// 64 x 128 in S'; bench/NOTES.md 42.2): 128 x 128 in 2 -> unsplit faster on all 12
     /// sampled (896 x 1024 x 4096 0.0220 -> 0.0183, 1024 x 1024 x 4096 0.0235-0.0240 ->
     /// 0.0192-0.0196, 2048 x 512 x 4096 0.0239-0.0249 -> 0.0197-0.0199, 896 x 1024 x 14336
-    /// 0.0525 -> 0.0509-0.0522, 256 x 4224 x 14336 0.0601-0.0617 -> 0.0571-0.0589; 4-20%), 64 x
+    /// 0.0525 -> 0.0509-0.0522, 256 x 4224 x 14336 0.0601-0.0617 -> 0.0571-0.0589; 2-19%), 64 x
     /// 256 in 2 -> unsplit on all 6 (300 x 2304 x 4096 0.0243 -> 0.0177-0.0183, 700 x 1280 x
     /// 7168 0.0334-0.0344 -> 0.0283-0.0309, 300 x 3072 x 8192 0.0382-0.0393 -> 0.0316-0.0333);
     /// 128 x 128 in 4 -> 2 on 5 of 6 (1280 x 256 x 4096 0.0182-0.0185 -> 0.0153-0.0155, 256 x
@@ -1573,19 +1586,21 @@ impl TileConfig {
     /// x 8192 0.0296 -> 0.0244-0.0246, 300 x 1536 x 7168 0.0272 -> 0.0210-0.0212, 700 x 640 x
     /// 4096 0.0245-0.0254 -> 0.0159, 300 x 1408 x 8192 0.0287 -> 0.0222-0.0225); 3 slices ->
     /// unsplit 10-23% faster at K <= 5120 (512 x 1152 x 4096 0.0192 -> 0.0168-0.0170, 1536 x
-    /// 384 x 5120 0.0215 -> 0.0193-0.0195, 300 x 1792 x 4096 0.0220 -> 0.0170), even to 17%
+    /// 384 x 5120 0.0215 -> 0.0193-0.0195, 300 x 1792 x 4096 0.0220 -> 0.0170), even to 20%
     /// slower from K = 7168 (384 x 1536 x 7168 0.0244-0.0248 -> 0.0250-0.0255, 768 x 896 x 14336
     /// 0.0402 -> 0.0474-0.0483), which the model keeps split. Against the narrower tiles'
-    /// picks, which come first, 64 x 128 unsplit was 2-8% faster on 4 of 8, and 13-25% slower
-    /// at 640 x 1152 x 14336 (96 in 2) and 1586 x 280 x 4096 (96 in 3).
+    /// picks, which come first, 64 x 128 unsplit was 2-8% faster on 4 of 8, and 13-34% slower
+    /// at 640 x 1152 x 14336 (96 in 2), 1586 x 280 x 4096 and 2801 x 216 x 14336 (96 and 112
+    /// in 3).
     ///
     /// Run 334 (main against the rule on 20 fresh shapes it moved at K = 4096-14336, two
     /// passes in both orders, `--check` PASS): 15 faster by 8-42% (932 x 376 x 4096 0.0268-0.0277
     /// -> 0.0153-0.0159, 821 x 1112 x 8704 0.046-0.047 -> 0.034, 680 x 552 x 10752 0.049 ->
     /// 0.036), 2 even, 3 slower: 2601 x 352 x 11776 (0.048 -> 0.060) and 994 x 944 x 12288
     /// (0.050 -> 0.060-0.063), 128 x 128 in 2 -> unsplit, and 436 x 920 x 11264, 64 x 256 in 4
-    /// -> 2 (0.033 -> 0.038). Run 335 swept those in K: the 128 x 128 pair slower unsplit at
-    /// every K from 6144 (10-24%), 436 x 920 from 9216 (6-17%; 2% faster at 7168). Hence the
+    /// -> 2 (0.033 -> 0.038). Run 335 swept those in K: slower unsplit at 2601 x 352 from K =
+    /// 6144 and at 994 x 944 from 8192 (10-24%; even at 6144), 436 x 920 from 9216 (6-17%; 2%
+    /// faster at 7168). Hence the
     /// 128 x 128 tile's bound on K; the 64 x 256 tile's splits gave way faster on 22 of 24.
     pub fn few_tiles_half_height_fewer_slices_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let half = Self::M64_NARROW_TMA_STORE;
@@ -3033,15 +3048,18 @@ mod tests {
         ] {
             assert_eq!(pick(m, n, k), Some((t, slices)), "{m}x{n}x{k}");
         }
-        // The model: 64 x 256 in 3 at K = 7168 costs 64 x 256 x 38 + 2 x 8 x 128 x 128 =
-        // 917,504 multiply-adds per column, as the 64 x 128 tile unsplit (64 x 128 x 112): a
-        // tie keeps the split (run 333: 384 x 1536 x 7168, 128 x 128 in 3, 2-3% slower unsplit).
+        // The model: 64 x 256 in 3 at K = 6144 costs 64 x 256 x 32 + 2 x 8 x 128 x 128 =
+        // 786,432 multiply-adds per column, as the 64 x 128 tile unsplit (64 x 128 x 96): a tie
+        // keeps the split; at K = 5120, 704,512 against 655,360. (helper-76)
         let rule = |t, sl, m, n, k| TileConfig::few_tiles_half_height_fewer_slices_instead_of(t, sl, s(m, n, k), 132);
-        assert_eq!(rule(wide, 3, 384, 1536, 7168), None);
+        assert_eq!(rule(wide, 3, 384, 1536, 6144), None);
         assert_eq!(rule(wide, 3, 384, 1536, 5120), Some((half, 1)));
-        // Of equal costs, the fewest slices: 1280 x 256 x 4096's 40 tiles in 2 (262,144 +
-        // 131,072) rather than 3 (180,224 + 262,144) or unsplit (524,288).
+        // The least cost: 1280 x 256 x 4096's 40 tiles in 2 (262,144 + 131,072) rather than 3
+        // (180,224 + 262,144) or unsplit (524,288); of equal costs, the fewest slices: 300 x
+        // 1024 x 6144 in 2 or 3 (524,288 each), 300 x 512 x 12288 in 3 or 4 (786,432 each).
         assert_eq!(rule(narrow, 4, 1280, 256, 4096), Some((half, 2)));
+        assert_eq!(rule(wide, 3, 300, 1024, 6144), Some((half, 2)));
+        assert_eq!(rule(wide, 4, 300, 512, 12288), Some((half, 3)));
         // Bounds: M 256..=4096, K % 64 == 0, K 4096..=5120 for the 128 x 128 tile and up to
         // 14336 for the 64 x 256 one, 2..=4 slices of either TMA-store tile; none on an SM count
         // its tiles overfill.
@@ -3065,6 +3083,13 @@ mod tests {
         // the rules pick it with none (as `gemm::launch` asks them without a workspace).
         assert_eq!(TileConfig::split_rule_workspace(s(1024, 1024, 4096), 132), None);
         assert_eq!(TileConfig::split_rule_for(s(1024, 1024, 4096), 132, 0, 0), Some((half, 1)));
+        assert_eq!(TileConfig::split_rule_without_workspace(s(1024, 1024, 4096), 132), Some(half));
+        // Without a workspace, a pick that needs slots is not replaced by a later rule's: at
+        // 1586 x 280 x 4096 (128 x 96 in 3) a zero workspace falls through to the 64 x 128
+        // tile unsplit (25% slower there, run 333), which gemm::launch does not take.
+        assert_eq!(pick(1586, 280, 4096), Some((TileConfig::cols_tma_store(96), 3)));
+        assert_eq!(TileConfig::split_rule_for(s(1586, 280, 4096), 132, 0, 0), Some((half, 1)));
+        assert_eq!(TileConfig::split_rule_without_workspace(s(1586, 280, 4096), 132), None);
         // A 2-slice pick needs its slots, as any split; without them no rule picks (the
         // default tile unsplit).
         let tiles = half.tiles(256, 2048);
@@ -3233,11 +3258,14 @@ mod tests {
                 assert!(TileConfig::split_rule_for(s, sms, big, counts) == TileConfig::split_row_block_for(s, sms, big, counts), "{s:?} on {sms}");
                 assert!(TileConfig::split_row_block_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
             }
-            for m in [256, 200] {
-                let s = shape(m, 128 * (sms / 4), 14336);
+            for k in [14336, 4096] {
+                let s = shape(256, 128 * (sms / 4), k);
                 assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), TileConfig::split_few_tiles_for(s, sms, big, counts), "{s:?} on {sms}");
                 assert!(TileConfig::split_few_tiles_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
             }
+            // (128 x 128 in 2 at K = 14336; at K = 4096 the 64 x 128 tile unsplit in their place)
+            assert_eq!(TileConfig::split_rule_for(shape(256, 128 * (sms / 4), 14336), sms, big, counts), Some((TileConfig::NARROW_TMA_STORE, 2)), "on {sms}");
+            assert_eq!(TileConfig::split_rule_for(shape(256, 128 * (sms / 4), 4096), sms, big, counts), Some((TileConfig::M64_NARROW_TMA_STORE, 1)), "on {sms}");
             // (gemm_kept_workspaces_hold_past_eviction_and_across_threads: 128 x 128 in 2 at M = 200)
             let s = shape(200, 128 * (sms / 4), 4096);
             assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), Some((TileConfig::NARROW_TMA_STORE, 2)), "{s:?} on {sms}");
