@@ -176,9 +176,9 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms; at K
 ///   <= 14336 on 64 x 64 swapped tiles where those are few too, 128 x 256 x 7168 0.0176 ->
 ///   0.0127 ms; above M = 256 on 128-row tiles of at most 112 columns in place of split
-///   128 x 128 ones where those pad N more, 1586 x 280 x 4096 0.026 -> 0.019 ms; for 256 <= M
+///   128 x 128 ones where those pad N more, 1586 x 280 x 4096 0.026 -> 0.019 ms; for 193 <= M
 ///   <= 4096 on 64 x 128 tiles in fewer slices, down to none, in place of split 128 x 128
-///   ones (K <= 5120) and 64 x 256 ones (K <= 14336) where a cost model says so,
+///   ones (above M = 256 only to K = 5120) and 64 x 256 ones (K <= 14336) where a cost model says so,
 ///   [`TileConfig::few_tiles_half_height_fewer_slices_instead_of`]: 1024 x 1024 x 4096 in 2
 ///   slices 0.0235 -> 0.0192 ms unsplit, with no workspace), and below K = 4096 the small-N column tiles from K = 1024, few swapped
 ///   tiles of 64 x 8..64 from K = 1536 (1 x 1024 x 3072 0.0111 -> 0.0062 ms a call back to

@@ -322,7 +322,7 @@ fn few_tiles_short_k_m64_default_matches_reference() {
 #[test]
 fn few_tiles_half_height_default_matches_reference() {
     let half = TileConfig::M64_NARROW_TMA_STORE;
-    let cases = [(1024, 1024, 4096), (1001, 1000, 4096), (300, 2304, 4096), (1536, 384, 5120), (700, 640, 4096)];
+    let cases = [(1024, 1024, 4096), (1001, 1000, 4096), (300, 2304, 4096), (1536, 384, 5120), (252, 4136, 6144), (700, 640, 4096)];
     defaults_match_reference("few_tiles_half_height_default_matches_reference", &cases, |s, sms| {
         let pick = TileConfig::split_rule_for(s, sms, u64::MAX, u64::MAX);
         if sms == 132 {
@@ -620,10 +620,10 @@ fn split_rule_default_matches_reference() {
     // row-block rule's (ragged M, K >= 9216); the Llama-3-70B down-projection decode shape.
     let n = 64 * (sms + 12);
     let row_block_n = 64 * (sms - sms % 2);
-    // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles of two
-    // row blocks filling half the SMs (N = 128 x SMs / 4), the few-tiles rule's, on any SM
-    // count: at K = 14336 in 2 slices, at K = 4096 the 64 x 128 tile unsplit in their place
-    // (few_tiles_half_height_fewer_slices_instead_of, a pick of 1 slice). Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
+    // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles filling
+    // half the SMs, the few-tiles rule's, on any SM count: of three row blocks (N = 128 x SMs /
+    // 6) at K = 14336 in 2 slices, of two (N = 128 x SMs / 4) the 64 x 128 tile unsplit in
+    // their place (few_tiles_half_height_fewer_slices_instead_of, a pick of 1 slice). Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
     // TMA-store default (1000 x 1000; a Registers default before run 296), N ragged by 8,
     // K % 64 != 0, 3 slices.
     let half = sms / 2;
@@ -636,7 +636,7 @@ fn split_rule_default_matches_reference() {
         (117, row_block_n, 14336, true),
         (120, 144 * half, 9216, true),
         (128, 112 * half, 9216, true),
-        (256, 128 * (sms / 4), 14336, true),
+        (384, 128 * (sms / 6), 14336, true),
         (256, 128 * (sms / 4), 4096, true),
         (128, 8192, 14336, false),
         (256, 4096, 14336, false),
@@ -866,11 +866,11 @@ fn gemm_kept_workspaces_hold_past_eviction_and_across_threads() {
     }
     let ctx = CudaContext::new(0).unwrap();
     let sms = sm_count(&ctx);
-    // 128 x 128 tiles of two row blocks (M = 200: below the 64 x 128 tile's rule) filling half
-    // the SMs: the few-tiles rule's 2 slices, on any SM count.
-    let s = GemmShape { m: 200, n: 128 * (sms / 4), k: 4096 };
+    // 128 x 128 tiles of three row blocks filling half the SMs at K = 8192 (above K = 5120 the
+    // 64 x 128 tile's rule leaves them): the few-tiles rule's 2 slices, on any SM count.
+    let s = GemmShape { m: 384, n: 128 * (sms / 6), k: 8192 };
     if TileConfig::split_rule_workspace(s, sms).is_none() {
-        assert!(sms < 8, "the few-tiles rule should apply to {s:?} on {sms} SMs");
+        assert!(sms < 12, "the few-tiles rule should apply to {s:?} on {sms} SMs");
         eprintln!("skip: no split rule for {s:?} on {sms} SMs");
         return;
     }

@@ -832,8 +832,8 @@ pub enum LastWaveSplit {
     /// [`TileConfig::split_row_block_for`]; K >= 4096 where the default's tiles fill at
     /// most half the SMs, each in 2-8 slices (the small-N column tiles and the swapped tiles
     /// of 64 x 8..16 up to 16; 128 x 128 tiles above M = 256 on the narrowest tile of at
-    /// most 112 columns whose slices fit one wave and compute less padding; from M = 256
-    /// the 2-4 slices of 128 x 128 (K <= 5120) and 64 x 256 tiles on 64 x 128 tiles in
+    /// most 112 columns whose slices fit one wave and compute less padding; from M = 193
+    /// the 2-4 slices of 128 x 128 (above M = 256 K <= 5120) and 64 x 256 tiles on 64 x 128 tiles in
     /// fewer, down to none, where a cost model says so,
     /// `TileConfig::few_tiles_half_height_fewer_slices_instead_of`; below K =
     /// 4096 the small-N column tiles from K = 1024 in 4-8, few swapped tiles of 64 x 8..64

@@ -121,7 +121,9 @@ pub const FEW_TILES_SLICE_COST_KBLOCKS: u64 = 8;
 /// place of split 128 x 128 tiles (runs 334-335: the 64 x 128 tile unsplit was 10-24% slower
 /// on 2601 x 352 at every K measured from 6144 and on 994 x 944 from 8192 (even at 6144),
 /// though faster on 10 other shapes at 5632-14336; at K <= 5120 faster on 13 of 14). The 64
-/// x 256 tile's splits give way up to K = 14336.
+/// x 256 tile's splits give way up to K = 14336, and at two row blocks (M <= 256) so do the
+/// 128 x 128 tile's (run 340: 13 of 14 faster by 1-16% at M = 203-256, K = 5632-14336, one
+/// even; M = 256 4-10% faster on 4 more, runs 332-333 and 338).
 pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
@@ -1504,7 +1506,7 @@ impl TileConfig {
     /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211); else,
     /// at two row blocks, the 64 x 128 tile in 2 where [`Self::few_tiles_half_height_instead_of`]
     /// says so (run 298); else, above M = 256, the narrower 128-row tile in as many slices
-    /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329); else, on 256..=4096 rows,
+    /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329); else, on 193..=4096 rows,
     /// the 64 x 128 tile in fewer slices, down to none, where
     /// [`Self::few_tiles_half_height_fewer_slices_instead_of`] says so (runs 332-333). A pick of
     /// 1 slice runs unsplit and needs no workspace.
@@ -1563,9 +1565,10 @@ impl TileConfig {
     /// taking the S' of least cost if that is less than `current`'s, where a tile in S slices costs
     /// its CTA's multiply-adds per output column of K (rows x columns x ceil(K blocks / S)) plus
     /// [`FEW_TILES_SLICE_COST_KBLOCKS`] K blocks of a 128 x 128 tile per slice beyond the first
-    /// (fewest slices on a tie); 256 <= M <= 4096, K % 64 == 0, 4096 <= K <= 14336 for the 64 x
-    /// 256 tile and K <= [`FEW_TILES_HALF_HEIGHT_128_MAX_K`] (5120) for the 128 x 128 one (as
-    /// measured). `None` elsewhere.
+    /// (fewest slices on a tie); 193 <= M <= 4096, K % 64 == 0, 4096 <= K <= 14336, for the 128
+    /// x 128 tile above M = 256 K <= [`FEW_TILES_HALF_HEIGHT_128_MAX_K`] (5120) (as measured).
+    /// `None` elsewhere. (At 193 <= M <= 256 and K <= 8192 [`Self::few_tiles_half_height_instead_of`]
+    /// comes first.)
     ///
     /// Why: at 2 slices of the 128 x 128 (or 64 x 256) tile, the 64 x 128 tile unsplit makes as
     /// many CTAs (or fewer: less padding of M), each over the same multiply-adds, with no
@@ -1602,14 +1605,19 @@ impl TileConfig {
     /// 6144 and at 994 x 944 from 8192 (10-24%; even at 6144), 436 x 920 from 9216 (6-17%; 2%
     /// faster at 7168). Hence the
     /// 128 x 128 tile's bound on K; the 64 x 256 tile's splits gave way faster on 22 of 24.
+    /// Run 340 (forced, two passes, `--check` PASS) at two row blocks, where the bound does not
+    /// hold: 128 x 128 in 2 -> unsplit 1-16% faster on 8 of 8 (252 x 4136 x 6144 0.0320 ->
+    /// 0.0279-0.0282, 256 x 3936 x 10752 0.0485-0.0494 -> 0.0452-0.0458, 206 x 3752 x 14336
+    /// 0.0584-0.0633 -> 0.0580-0.0616), in 4 -> 64 x 128 in 2 2-12% faster on 5 of 6 (237 x 1864
+    /// x 6656 0.0231-0.0234 -> 0.0206-0.0208), 214 x 1960 x 11264 5% faster and 6% slower.
     pub fn few_tiles_half_height_fewer_slices_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let half = Self::M64_NARROW_TMA_STORE;
         if !(current == Self::NARROW_TMA_STORE || current == Self::M64_WIDE_TMA_STORE)
             || !(2..=4).contains(&current_slices)
-            || !(256..=4096).contains(&shape.m)
+            || !(193..=4096).contains(&shape.m)
             || shape.k % 64 != 0
             || !(4096..=14336).contains(&shape.k)
-            || (current == Self::NARROW_TMA_STORE && shape.k > FEW_TILES_HALF_HEIGHT_128_MAX_K)
+            || (current == Self::NARROW_TMA_STORE && shape.m > 256 && shape.k > FEW_TILES_HALF_HEIGHT_128_MAX_K)
             || half.check_output(shape.n).is_err()
         {
             return None;
@@ -2710,7 +2718,9 @@ mod tests {
         // (run 264: slower at K = 7168), one whole wave of them, more than one wave of 128 x
         // 256 tiles (no width fits one wave), and tiles filling at most a third of the SMs.
         assert_eq!(rule(narrow, 256, 4096, 7168, 132), None);
-        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((narrow, 2)));
+        // (the few-tiles rule's 2 slices, in whose place the 64 x 128 tile runs unsplit at two
+        // row blocks: run 338, 8-10% faster)
+        assert_eq!(TileConfig::split_rule_for(s(256, 4096, 7168), 132, u64::MAX, u64::MAX), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         assert_eq!(rule(narrow, 256, 8192, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 16896, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 27648, 5120, 132), None);
@@ -2775,9 +2785,11 @@ mod tests {
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, bytes, tiles - 1), None, "{m}x{n}x{k}");
         }
         // (W = 64 would take 128 x 128 tiles, 2W; where W = 64 fills one wave the default's
-        // 128 x 128 tiles fill at most half and split in 2 already: 256 x 4160 x 8192.)
+        // 128 x 128 tiles fill at most half and take the few-tiles rule: 256 x 4160 x 8192, the
+        // 64 x 128 tile unsplit in place of their 2 slices.)
         assert_eq!(TileConfig::choose_for(s(256, 4160, 8192), 132), TileConfig::NARROW_TMA_STORE);
-        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(s(256, 4160, 8192), 132), Some(2));
+        assert_eq!(pick(256, 4160, 8192, 132), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         // Not below K = 6912 (runs 264, 266: 2% slower at 5120, 14-41% at K <= 3456), nor for
         // W > 80 (224 columns lost 11-35%, 32.4), nor where the rule does not apply.
         assert_eq!(pick(256, 5120, 6848, 132), None);
@@ -2789,10 +2801,12 @@ mod tests {
         assert_eq!(TileConfig::split_one_wave_cols_for(s(192, 5120, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 5120, 8200), 132, u64::MAX, u64::MAX), None);
         // Any SM count: on 100 SMs 256 x 3072 x 8192 keeps the 128 x 128 tiles (48 of them: 64
-        // columns would not cut the busiest SM's work), split in 2 by the few-tiles rule, not
-        // this one (helper-62); never on fewer than 3 SMs.
+        // columns would not cut the busiest SM's work), taken by the few-tiles rule (2 slices,
+        // whose place the 64 x 128 tile takes unsplit), not this one (helper-62); never on
+        // fewer than 3 SMs.
         assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), 100, u64::MAX, u64::MAX), None);
-        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::NARROW_TMA_STORE, 2)));
+        assert_eq!(TileConfig::NARROW_TMA_STORE.few_tiles_slices(s(256, 3072, 8192), 100), Some(2));
+        assert_eq!(pick(256, 3072, 8192, 100), Some((TileConfig::M64_NARROW_TMA_STORE, 1)));
         for sms in [0, 1, 2] {
             assert_eq!(TileConfig::split_one_wave_cols_for(s(256, 3072, 8192), sms, u64::MAX, u64::MAX), None);
         }
@@ -3027,6 +3041,9 @@ mod tests {
             (1280, 256, 4096, narrow, 4, 2), (256, 2048, 4096, narrow, 4, 2), (1560, 232, 4096, narrow, 4, 2),
             (300, 1664, 8192, wide, 3, 2), (300, 1536, 7168, wide, 4, 2), (700, 640, 4096, wide, 4, 2), (300, 1408, 8192, wide, 4, 2),
             (680, 552, 10752, wide, 4, 2),
+            // (two row blocks, run 340: the 128 x 128 tile's splits give way above K = 5120 too)
+            (252, 4136, 6144, narrow, 2, 1), (256, 3936, 10752, narrow, 2, 1), (203, 3952, 6144, narrow, 2, 1),
+            (237, 1864, 6656, narrow, 4, 2), (218, 1936, 5632, narrow, 4, 2), (239, 1960, 9216, narrow, 4, 2),
         ] {
             let shape = s(m, n, k);
             assert_eq!(TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape), was, "{m}x{n}x{k}");
@@ -3060,15 +3077,18 @@ mod tests {
         assert_eq!(rule(narrow, 4, 1280, 256, 4096), Some((half, 2)));
         assert_eq!(rule(wide, 3, 300, 1024, 6144), Some((half, 2)));
         assert_eq!(rule(wide, 4, 300, 512, 12288), Some((half, 3)));
-        // Bounds: M 256..=4096, K % 64 == 0, K 4096..=5120 for the 128 x 128 tile and up to
-        // 14336 for the 64 x 256 one, 2..=4 slices of either TMA-store tile; none on an SM count
-        // its tiles overfill.
+        // Bounds: M 193..=4096, K % 64 == 0, K 4096..=14336 but for the 128 x 128 tile above M =
+        // 256 up to 5120, 2..=4 slices of either TMA-store tile; none on an SM count its tiles
+        // overfill.
         assert_eq!(rule(narrow, 2, 1024, 1024, 4096), Some((half, 1)));
         assert_eq!(rule(narrow, 2, 1024, 1024, 5120), Some((half, 1)));
         assert_eq!(rule(narrow, 2, 1024, 1024, 5184), None);
         assert_eq!(rule(wide, 2, 1024, 1024, 14336), Some((half, 1)));
         assert_eq!(rule(wide, 2, 1024, 1024, 14400), None);
-        assert_eq!(rule(narrow, 2, 255, 4096, 4096), None);
+        assert_eq!(rule(narrow, 2, 192, 4096, 4096), None);
+        assert_eq!(rule(narrow, 2, 193, 4096, 4096), Some((half, 1)));
+        assert_eq!(rule(narrow, 2, 256, 4096, 14336), Some((half, 1)));
+        assert_eq!(rule(narrow, 2, 257, 4096, 14336), None);
         assert_eq!(rule(narrow, 2, 4097, 256, 4096), None);
         assert_eq!(rule(narrow, 2, 1024, 1024, 4032), None);
         assert_eq!(rule(narrow, 2, 1024, 1024, 4100), None);
@@ -3258,16 +3278,16 @@ mod tests {
                 assert!(TileConfig::split_rule_for(s, sms, big, counts) == TileConfig::split_row_block_for(s, sms, big, counts), "{s:?} on {sms}");
                 assert!(TileConfig::split_row_block_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
             }
-            for k in [14336, 4096] {
-                let s = shape(256, 128 * (sms / 4), k);
+            for s in [shape(384, 128 * (sms / 6), 14336), shape(256, 128 * (sms / 4), 4096)] {
                 assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), TileConfig::split_few_tiles_for(s, sms, big, counts), "{s:?} on {sms}");
                 assert!(TileConfig::split_few_tiles_for(s, sms, big, counts).is_some(), "{s:?} on {sms}");
             }
-            // (128 x 128 in 2 at K = 14336; at K = 4096 the 64 x 128 tile unsplit in their place)
-            assert_eq!(TileConfig::split_rule_for(shape(256, 128 * (sms / 4), 14336), sms, big, counts), Some((TileConfig::NARROW_TMA_STORE, 2)), "on {sms}");
+            // (128 x 128 in 2 at three row blocks, K = 14336; at two row blocks the 64 x 128 tile
+            // unsplit in their place)
+            assert_eq!(TileConfig::split_rule_for(shape(384, 128 * (sms / 6), 14336), sms, big, counts), Some((TileConfig::NARROW_TMA_STORE, 2)), "on {sms}");
             assert_eq!(TileConfig::split_rule_for(shape(256, 128 * (sms / 4), 4096), sms, big, counts), Some((TileConfig::M64_NARROW_TMA_STORE, 1)), "on {sms}");
-            // (gemm_kept_workspaces_hold_past_eviction_and_across_threads: 128 x 128 in 2 at M = 200)
-            let s = shape(200, 128 * (sms / 4), 4096);
+            // (gemm_kept_workspaces_hold_past_eviction_and_across_threads: 128 x 128 in 2 at M = 384)
+            let s = shape(384, 128 * (sms / 6), 8192);
             assert_eq!(TileConfig::split_rule_for(s, sms, big, counts), Some((TileConfig::NARROW_TMA_STORE, 2)), "{s:?} on {sms}");
         }
     }
