@@ -173,7 +173,8 @@ pub(crate) fn check_same_device(stream: &CudaStream, ordinal: usize, arg: &'stat
 ///   ([`TileConfig::split_spill_for`]: 8 x 9216 x 7168 0.050 -> 0.041 ms on an H200), one
 ///   row block of A (112 <= M <= 128) with K >= 9216 ([`TileConfig::split_row_block_for`]:
 ///   128 x 8192 x 14336 0.079 -> 0.072 ms), tiles filling at most half the SMs with K >=
-///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms; at K
+///   4096 ([`TileConfig::split_few_tiles_for`]: 256 x 4096 x 14336 0.089 -> 0.064 ms, since
+///   bench/NOTES.md 42.7 on the 64 x 128 tile unsplit; at K
 ///   <= 14336 on 64 x 64 swapped tiles where those are few too, 128 x 256 x 7168 0.0176 ->
 ///   0.0127 ms; above M = 256 on 128-row tiles of at most 112 columns in place of split
 ///   128 x 128 ones where those pad N more, 1586 x 280 x 4096 0.026 -> 0.019 ms; for 193 <= M

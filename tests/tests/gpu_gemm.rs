@@ -621,7 +621,7 @@ fn split_rule_default_matches_reference() {
     let n = 64 * (sms + 12);
     let row_block_n = 64 * (sms - sms % 2);
     // Its 144- and 112-column tiles (N = 144 or 112 x SMs / 2), and 128 x 128 tiles filling
-    // half the SMs, the few-tiles rule's, on any SM count: of three row blocks (N = 128 x SMs /
+    // half the SMs, the few-tiles rule's, from 12 SMs: of three row blocks (N = 128 x SMs /
     // 6) at K = 14336 in 2 slices, of two (N = 128 x SMs / 4) the 64 x 128 tile unsplit in
     // their place (few_tiles_half_height_fewer_slices_instead_of, a pick of 1 slice). Then shapes that hold on an H200 (skipped where no rule applies): the 128 x 128
     // TMA-store default (1000 x 1000; a Registers default before run 296), N ragged by 8,
@@ -867,7 +867,7 @@ fn gemm_kept_workspaces_hold_past_eviction_and_across_threads() {
     let ctx = CudaContext::new(0).unwrap();
     let sms = sm_count(&ctx);
     // 128 x 128 tiles of three row blocks filling half the SMs at K = 8192 (above K = 5120 the
-    // 64 x 128 tile's rule leaves them): the few-tiles rule's 2 slices, on any SM count.
+    // 64 x 128 tile's rule leaves them): the few-tiles rule's 2 slices, from 12 SMs.
     let s = GemmShape { m: 384, n: 128 * (sms / 6), k: 8192 };
     if TileConfig::split_rule_workspace(s, sms).is_none() {
         assert!(sms < 12, "the few-tiles rule should apply to {s:?} on {sms} SMs");

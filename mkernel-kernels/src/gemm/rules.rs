@@ -122,8 +122,9 @@ pub const FEW_TILES_SLICE_COST_KBLOCKS: u64 = 8;
 /// on 2601 x 352 at every K measured from 6144 and on 994 x 944 from 8192 (even at 6144),
 /// though faster on 10 other shapes at 5632-14336; at K <= 5120 faster on 13 of 14). The 64
 /// x 256 tile's splits give way up to K = 14336, and at two row blocks (M <= 256) so do the
-/// 128 x 128 tile's (run 340: 13 of 14 faster by 1-16% at M = 203-256, K = 5632-14336, one
-/// even; M = 256 4-10% faster on 4 more, runs 332-333 and 338).
+/// 128 x 128 tile's (run 340: 12 of 13 faster by 1-16% at M = 203-256, K = 5632-14336, one
+/// mixed; M = 256 4-10% faster on 4 more, runs 332-333 and 338; run 342: 11-20% faster on 4
+/// of 4 at M = 199-245, K = 4096-5120).
 pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
@@ -1606,7 +1607,7 @@ impl TileConfig {
     /// faster at 7168). Hence the
     /// 128 x 128 tile's bound on K; the 64 x 256 tile's splits gave way faster on 22 of 24.
     /// Run 340 (forced, two passes, `--check` PASS) at two row blocks, where the bound does not
-    /// hold: 128 x 128 in 2 -> unsplit 1-16% faster on 8 of 8 (252 x 4136 x 6144 0.0320 ->
+    /// hold: 128 x 128 in 2 -> unsplit 1-16% faster on 7 of 7 (252 x 4136 x 6144 0.0320 ->
     /// 0.0279-0.0282, 256 x 3936 x 10752 0.0485-0.0494 -> 0.0452-0.0458, 206 x 3752 x 14336
     /// 0.0584-0.0633 -> 0.0580-0.0616), in 4 -> 64 x 128 in 2 2-12% faster on 5 of 6 (237 x 1864
     /// x 6656 0.0231-0.0234 -> 0.0206-0.0208), 214 x 1960 x 11264 5% faster and 6% slower.
