@@ -126,6 +126,31 @@ pub const FEW_TILES_SLICE_COST_KBLOCKS: u64 = 8;
 /// mixed; M = 256 4-10% faster on 4 more, runs 332-333 and 338; run 342: 11-20% faster on 4
 /// of 4 at M = 199-245, K = 4096-5120).
 pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
+/// [`TileConfig::few_tiles_narrower_swapped_instead_of`]'s model of a K-slice of a 64 x R
+/// swapped TMA-store tile (64 rows of B by R of A) in a one-wave split, in picoseconds: each
+/// CTA's chain of K blocks at [`SWAPPED_SPLIT_PS_PER_KBLOCK`] + R x
+/// [`SWAPPED_SPLIT_PS_PER_KBLOCK_ROW`] a block, [`SWAPPED_SPLIT_PS_PER_ROUND_TRIP`] per L2 round
+/// trip of the last slice's fix-up (the kernel's `split_fixup` reads 16 slices a trip at R =
+/// 16, 8 at 24-32, 4 at 40-48, 3 at 56-64: [`TileConfig::split_fixup_round_trips`]), and every
+/// byte the CTAs read from L2 over [`SWAPPED_SPLIT_L2_BYTES_PER_PS`]. Fitted by least squares to
+/// run 344 (one H200, back to back x20 behind the host gate; bench/NOTES.md 43.1): 304 timings
+/// of M = 24-64, N = 256-4096, K = 3584-14336 on 64 x 16, 64 x 32 and 64 x M tiles in 1-16
+/// slices, one offset per shape (the rule compares picks for one shape); mean error 3.2%, at
+/// most 10%.
+pub const SWAPPED_SPLIT_PS_PER_KBLOCK: u64 = 83_500;
+/// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: the part of a K block's time that grows with R, per row.
+pub const SWAPPED_SPLIT_PS_PER_KBLOCK_ROW: u64 = 819;
+/// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: one L2 round trip of the fix-up.
+pub const SWAPPED_SPLIT_PS_PER_ROUND_TRIP: u64 = 790_000;
+/// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: bytes read from L2 per picosecond of the model
+/// (24.4 ns per MB).
+pub const SWAPPED_SPLIT_L2_BYTES_PER_PS: u64 = 41;
+/// The most operand bytes ((M + N) x K x 2) at which
+/// [`TileConfig::few_tiles_narrower_swapped_instead_of`] applies: run 344's three shapes it
+/// would have moved above it (15-16 MB: 40 x 512 x 14336 11% slower, 48 x 512 x 14336 3%,
+/// 24 x 1024 x 7168 2%) stream B from DRAM, where the narrower tiles' extra L2 reads are not
+/// free as the model has them; below it every move measured was faster or even.
+pub const FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES: u64 = 12 << 20;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
 /// 296-297; `one_wave_cols_unsplit_wins`; until run 318 only where M was padded by at most
@@ -1518,10 +1543,92 @@ impl TileConfig {
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
             .and_then(fits)
+            .or_else(|| Self::few_tiles_narrower_swapped_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| fits((t, s)))
+    }
+
+    /// The few-tiles rule's narrower swapped tiles at small M ([`Self::split_few_tiles_for`]):
+    /// in place of the 64 x R swapped TMA-store tile holding all of M (R = M rounded up to 8,
+    /// 17 <= M <= 64) split in `current_slices`, the 64 x R' swapped TMA-store tile, R' one of
+    /// R, 32 and 16 (at most R; ceil(M / R') row blocks), in S' = 2..=16 K-slices of at least 8
+    /// K blocks whose tiles x S' fit one wave of `sm_count` (tiles x S' <= SMs), taking the
+    /// pick of least modelled time ([`SWAPPED_SPLIT_PS_PER_KBLOCK`]: the CTA's K blocks, the
+    /// fix-up's L2 round trips, the bytes read from L2; the first of equal costs in the order
+    /// R, 32, 16 and fewest slices) if that is less than `current`'s; K % 64 == 0, 4096 <= K <=
+    /// 14336, (M + N) x K x 2 <= [`FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES`] (as measured).
+    /// `None` elsewhere.
+    ///
+    /// Why: the few-tiles split gives these tiles at most 8 slices of at least 16 K blocks, so
+    /// at N <= 1024 it fills 16-64 of 132 SMs (64 x 256 x 7168: 4 tiles in 7, 28 CTAs); the
+    /// 64 x 16 and 64 x 32 tiles make 2-4 times the tiles, each K block costs them less, and
+    /// their fix-up reads 8-16 slices a round trip where 64 x 64 reads 3.
+    ///
+    /// Measured on one H200 (run 344, back to back x20 behind the host gate, two passes, ms,
+    /// the split as merged -> the model's pick; cuBLAS; bench/NOTES.md 43.1): 64 x 256 x 4096
+    /// (64 x 64 in 4 -> 64 x 16 in 8) 0.0083 -> 0.0058 (0.0065), 64 x 512 x 7168 (64 x 64 in 7
+    /// -> 64 x 32 in 8) 0.0093 -> 0.0076 (0.0071), 48 x 256 x 7168 (64 x 48 in 7 -> 64 x 16 in
+    /// 11) 0.0080 -> 0.0064 (0.0067), 24 x 256 x 14336 (64 x 24 in 8 -> 64 x 16 in 16) 0.0092
+    /// -> 0.0074 (0.0073), 64 x 768 x 4096 (run 343: 64 x 64 in 4 -> 64 x 32 in 5) 0.0084 ->
+    /// 0.0069 (0.0069): 9-43% faster on 21 of the 24 it moves, even on 3.
+    pub fn few_tiles_narrower_swapped_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        let rows = shape.m.div_ceil(8) * 8;
+        if !(17..=64).contains(&shape.m)
+            || current != Self::swapped_tma_store(rows)
+            || current_slices < 2
+            || shape.k % 64 != 0
+            || !(4096..=14336).contains(&shape.k)
+            || (shape.m as u64 + shape.n as u64).saturating_mul(shape.k as u64 * 2) > FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES
+        {
+            return None;
+        }
+        let k_blocks = (shape.k / 64) as u64;
+        let cost = |t: Self, s: u64| {
+            let tiles = t.tiles(shape.m, shape.n);
+            let chain = k_blocks.div_ceil(s).saturating_mul(SWAPPED_SPLIT_PS_PER_KBLOCK + t.bn as u64 * SWAPPED_SPLIT_PS_PER_KBLOCK_ROW);
+            let l2 = tiles.saturating_mul((t.bm + t.bn) as u64 * 128).saturating_mul(k_blocks) / SWAPPED_SPLIT_L2_BYTES_PER_PS;
+            chain.saturating_add(t.split_fixup_round_trips(s) * SWAPPED_SPLIT_PS_PER_ROUND_TRIP).saturating_add(l2)
+        };
+        let current_cost = cost(current, current_slices as u64);
+        [rows, 32, 16]
+            .into_iter()
+            .filter(|&r| r <= rows)
+            .map(Self::swapped_tma_store)
+            .filter(|t| t.check_output(shape.n).is_ok())
+            .flat_map(|t| {
+                let tiles = t.tiles(shape.m, shape.n).max(1);
+                let most = (sm_count as u64 / tiles).min(k_blocks / 8).min(16);
+                (2..=most).map(move |s| (t, s))
+            })
+            .map(|(t, s)| (cost(t, s), t, s))
+            // (min_by_key keeps the first of equal costs)
+            .min_by_key(|&(c, _, _)| c)
+            .filter(|&(c, _, _)| c < current_cost)
+            .map(|(_, t, s)| (t, s as u32))
+    }
+
+    /// L2 round trips the last slice of a tile split in `slices` takes to read the others'
+    /// fp32 slots in the kernel's fix-up (`split_fixup` in cuda/gemm/sm90_gemm.cuh): slices - 1
+    /// over the slices it loads a trip, kBatch there: for tiles of at most 32 accumulators a
+    /// thread (BN / 2), as many groups of min(R / 8, 8) float4s as fit
+    /// 32 float4s in flight (at 2 or 4 float4s a slice) or 24 (others), at most 16; one
+    /// otherwise. 0 for 1 slice.
+    pub fn split_fixup_round_trips(&self, slices: u64) -> u64 {
+        if slices <= 1 {
+            return 0;
+        }
+        // (kAccRegs: each consumer warpgroup holds 64 rows of BN columns)
+        let acc = self.bn as u64 / 2;
+        let f4 = acc / 4;
+        let batch = if acc <= 32 && f4 > 0 {
+            let in_flight = if f4 == 2 || f4 == 4 { 32 } else { 24 };
+            (in_flight / f4.min(8)).min(16)
+        } else {
+            1
+        };
+        (slices - 1).div_ceil(batch)
     }
 
     /// The few-tiles rule's narrower tile above two row blocks ([`Self::split_few_tiles_for`],
@@ -2978,9 +3085,13 @@ mod tests {
         assert_eq!(pick(16, 768, 4096), Some((TileConfig::swapped_tma_store(16), 5)));
         // Never fewer than the general bound gives.
         assert_eq!(pick(8, 1024, 7168), Some((TileConfig::swapped_tma_store(8), 7)));
-        // Not from 17 rows of A (run 259: 64 x 256 x 7168 no faster in 14, slower in 16).
-        assert_eq!(pick(17, 256, 7168), Some((TileConfig::swapped_tma_store(24), 7)));
-        assert_eq!(pick(64, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
+        // Not the 64 x M tile itself from 17 rows of A (run 259: 64 x 256 x 7168 no faster in 14,
+        // slower in 16; run 344 the same): there narrower swapped tiles take more slices
+        // (few_tiles_narrower_swapped_instead_of), 64 x 16 in 14 and 64 x 32 in 9.
+        assert_eq!(TileConfig::swapped_tma_store(24).few_tiles_slices(s(17, 256, 7168), 132), Some(7));
+        assert_eq!(TileConfig::swapped_tma_store(64).few_tiles_slices(s(64, 256, 7168), 132), Some(7));
+        assert_eq!(pick(17, 256, 7168), Some((TileConfig::swapped_tma_store(16), 14)));
+        assert_eq!(pick(64, 256, 7168), Some((TileConfig::swapped_tma_store(32), 9)));
     }
 
     #[test]
@@ -3024,6 +3135,66 @@ mod tests {
         assert!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, 9 << 20, 4096).is_some());
         assert_eq!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, (9 << 20) - 1, 4096), None);
         assert_eq!(TileConfig::split_rule_for(GemmShape { m: 128, n: 9216, k: 14336 }, 132, big, 63), None);
+    }
+
+    #[test]
+    fn few_tiles_take_narrower_swapped_tiles_at_small_m_where_the_model_says() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        let sw = TileConfig::swapped_tma_store;
+        // Run 344's moves (and run 343's 64 x 768 x 4096): (the few-tiles split of the 64 x M
+        // tile, the pick).
+        for (m, n, k, was_slices, rows, slices) in [
+            (64, 256, 4096, 4, 16, 8), (64, 256, 7168, 7, 32, 9), (64, 256, 14336, 8, 32, 16), (64, 512, 4096, 4, 32, 8),
+            (64, 512, 7168, 7, 32, 8), (64, 768, 4096, 4, 32, 5), (64, 1024, 4096, 4, 32, 4), (48, 256, 4096, 4, 16, 8),
+            (48, 256, 7168, 7, 16, 11), (48, 512, 7168, 7, 32, 8), (40, 256, 14336, 8, 16, 11), (24, 256, 7168, 7, 16, 14),
+            (24, 256, 14336, 8, 16, 16), (24, 512, 4096, 4, 24, 8), (24, 1024, 4096, 4, 24, 8),
+        ] {
+            let shape = s(m, n, k);
+            let was = sw(m.div_ceil(8) * 8);
+            assert_eq!(TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape), was, "{m}x{n}x{k}");
+            assert_eq!(was.few_tiles_slices(shape, 132), Some(was_slices), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((sw(rows), slices)), "{m}x{n}x{k}");
+            assert!(sw(rows).tiles(m, n) * slices as u64 <= 132, "{m}x{n}x{k}: more than one wave");
+        }
+        // Where the model keeps the split (64 x 1024 x 7168: 64 x 64 in 7, measured even against
+        // 64 x 32 in 4) and above the operand bound (run 344: 40 x 512 x 14336 11% slower on 64 x
+        // 32 in 8; 24 x 1024 x 7168 2%).
+        for (m, n, k, slices) in [(64, 1024, 7168, 7), (40, 512, 14336, 8), (48, 512, 14336, 8), (24, 1024, 7168, 7), (64, 1024, 14336, 8)] {
+            assert_eq!(pick(m, n, k), Some((sw(m.div_ceil(8) * 8), slices)), "{m}x{n}x{k}");
+        }
+        let rule = |m: u32, n, k, sl, sms| TileConfig::few_tiles_narrower_swapped_instead_of(sw(m.div_ceil(8) * 8), sl, s(m, n, k), sms);
+        // Bounds: 17 <= M <= 64 (M <= 16 has the short swapped tiles' own slices), K % 64 == 0,
+        // K 4096..=14336, 2 or more slices, the operands within 12 MiB ((32 + 1504) x 4096 x 2
+        // bytes is 12,582,912: the same tile in 5 slices where the split has 4), the tile the
+        // one holding M.
+        assert_eq!(rule(17, 256, 4096, 4, 132), Some((sw(24), 8)));
+        assert_eq!(rule(16, 256, 4096, 4, 132), None);
+        assert_eq!(rule(65, 256, 4096, 4, 132), None);
+        assert_eq!(rule(64, 256, 4032, 4, 132), None);
+        assert_eq!(rule(64, 256, 4160, 4, 132), Some((sw(16), 8)));
+        assert_eq!(rule(64, 256, 4100, 4, 132), None);
+        assert_eq!(rule(64, 256, 14400, 8, 132), None);
+        assert_eq!(rule(64, 256, 4096, 1, 132), None);
+        assert_eq!(TileConfig::few_tiles_narrower_swapped_instead_of(sw(32), 4, s(64, 256, 4096), 132), None);
+        assert_eq!(rule(32, 1504, 4096, 4, 132), Some((sw(32), 5)));
+        assert_eq!(rule(32, 1512, 4096, 4, 132), None);
+        // One wave on any SM count: the pick's CTAs fit, or there is none.
+        for sms in [8, 16, 66, 78, 114, 132, 144] {
+            for (m, n, k) in [(64, 256, 4096), (24, 512, 7168), (40, 1024, 4096), (57, 392, 9216)] {
+                if let Some((t, sl)) = rule(m, n, k, 4, sms) {
+                    assert!(t.tiles(m, n) * sl as u64 <= sms as u64 && (2..=16).contains(&sl) && (k / 64) / sl >= 8, "{m}x{n}x{k} on {sms}: {t} in {sl}");
+                }
+            }
+        }
+        // The fix-up's L2 round trips as the kernel batches the slots: 16 slices a trip at 64 x
+        // 16, 8 at 64 x 24 and 64 x 32, 4 at 64 x 40 and 64 x 48, 3 at 64 x 56 and 64 x 64, one
+        // above 64 columns of accumulators.
+        for (rows, slices, trips) in [(16, 16, 1), (16, 17, 1), (24, 9, 1), (32, 10, 2), (40, 5, 1), (48, 9, 2), (56, 4, 1), (64, 7, 2), (64, 8, 3), (128, 3, 2)] {
+            assert_eq!(sw(rows).split_fixup_round_trips(slices), trips, "64 x {rows} in {slices}");
+        }
+        assert_eq!(sw(64).split_fixup_round_trips(1), 0);
+        assert_eq!(TileConfig::NARROW_TMA_STORE.split_fixup_round_trips(4), 3);
     }
 
     #[test]
