@@ -145,6 +145,11 @@ pub const SWAPPED_SPLIT_PS_PER_ROUND_TRIP: u64 = 790_000;
 /// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: bytes read from L2 per picosecond of the model
 /// (24.4 ns per MB).
 pub const SWAPPED_SPLIT_L2_BYTES_PER_PS: u64 = 41;
+/// The least modelled gain ([`SWAPPED_SPLIT_PS_PER_KBLOCK`]) for which
+/// [`TileConfig::few_tiles_narrower_swapped_instead_of`] moves a split: 0.4 us, about the
+/// model's error on these 6-12 us calls (runs 345-346: picks it modelled 0.14-0.38 us faster
+/// ran 6% slower to 9% faster, most of them one slice more of the same tile).
+pub const SWAPPED_SPLIT_MIN_GAIN_PS: u64 = 400_000;
 /// The most operand bytes ((M + N) x K x 2) at which
 /// [`TileConfig::few_tiles_narrower_swapped_instead_of`] applies: run 344's three shapes it
 /// would have moved above it (15-16 MB: 40 x 512 x 14336 11% slower, 48 x 512 x 14336 3%,
@@ -1594,7 +1599,8 @@ impl TileConfig {
         let current_cost = cost(current, current_slices as u64);
         [rows, 32, 16]
             .into_iter()
-            .filter(|&r| r <= rows)
+            // (no more than 8 rows of A computed past the current tile's: run 346)
+            .filter(|&r| r <= rows && shape.m.div_ceil(r) * r <= rows + 8)
             .map(Self::swapped_tma_store)
             .filter(|t| t.check_output(shape.n).is_ok())
             .flat_map(|t| {
@@ -1605,7 +1611,7 @@ impl TileConfig {
             .map(|(t, s)| (cost(t, s), t, s))
             // (min_by_key keeps the first of equal costs)
             .min_by_key(|&(c, _, _)| c)
-            .filter(|&(c, _, _)| c < current_cost)
+            .filter(|&(c, _, _)| c.saturating_add(SWAPPED_SPLIT_MIN_GAIN_PS) <= current_cost)
             .map(|(_, t, s)| (t, s as u32))
     }
 
@@ -3146,8 +3152,8 @@ mod tests {
         // tile, the pick).
         for (m, n, k, was_slices, rows, slices) in [
             (64, 256, 4096, 4, 16, 8), (64, 256, 7168, 7, 32, 9), (64, 256, 14336, 8, 32, 16), (64, 512, 4096, 4, 32, 8),
-            (64, 512, 7168, 7, 32, 8), (64, 768, 4096, 4, 32, 5), (64, 1024, 4096, 4, 32, 4), (48, 256, 4096, 4, 16, 8),
-            (48, 256, 7168, 7, 16, 11), (48, 512, 7168, 7, 32, 8), (40, 256, 14336, 8, 16, 11), (24, 256, 7168, 7, 16, 14),
+            (64, 512, 7168, 7, 32, 8), (64, 768, 4096, 4, 32, 5), (48, 256, 4096, 4, 16, 8), (48, 512, 4096, 4, 16, 5),
+            (48, 256, 7168, 7, 16, 11), (40, 256, 14336, 8, 16, 11), (24, 256, 7168, 7, 16, 14), (41, 184, 12032, 8, 16, 14),
             (24, 256, 14336, 8, 16, 16), (24, 512, 4096, 4, 24, 8), (24, 1024, 4096, 4, 24, 8),
         ] {
             let shape = s(m, n, k);
@@ -3157,17 +3163,21 @@ mod tests {
             assert_eq!(pick(m, n, k), Some((sw(rows), slices)), "{m}x{n}x{k}");
             assert!(sw(rows).tiles(m, n) * slices as u64 <= 132, "{m}x{n}x{k}: more than one wave");
         }
-        // Where the model keeps the split (64 x 1024 x 7168: 64 x 64 in 7, measured even against
-        // 64 x 32 in 4) and above the operand bound (run 344: 40 x 512 x 14336 11% slower on 64 x
-        // 32 in 8; 24 x 1024 x 7168 2%).
-        for (m, n, k, slices) in [(64, 1024, 7168, 7), (40, 512, 14336, 8), (48, 512, 14336, 8), (24, 1024, 7168, 7), (64, 1024, 14336, 8)] {
+        // Where the split stays: the model's gain under SWAPPED_SPLIT_MIN_GAIN_PS (64 x 1024 x 7168:
+        // 64 x 64 in 7, even against 64 x 32 in 4; 64 x 1024 x 4096, 44 x 584 x 8576), 64 x 32
+        // tiles past 8 rows of A more than the split's (run 346: 40 x 488 x 8384 and 41 x 576 x
+        // 8192 5-8% slower on them), above the operand bound (run 344: 40 x 512 x 14336 11% slower
+        // on 64 x 32 in 8; 24 x 1024 x 7168 2%).
+        for (m, n, k, slices) in [
+            (64, 1024, 7168, 7), (64, 1024, 4096, 4), (44, 584, 8576, 8), (40, 488, 8384, 8), (41, 576, 8192, 8),
+            (40, 512, 14336, 8), (48, 512, 14336, 8), (24, 1024, 7168, 7), (64, 1024, 14336, 8),
+        ] {
             assert_eq!(pick(m, n, k), Some((sw(m.div_ceil(8) * 8), slices)), "{m}x{n}x{k}");
         }
         let rule = |m: u32, n, k, sl, sms| TileConfig::few_tiles_narrower_swapped_instead_of(sw(m.div_ceil(8) * 8), sl, s(m, n, k), sms);
         // Bounds: 17 <= M <= 64 (M <= 16 has the short swapped tiles' own slices), K % 64 == 0,
-        // K 4096..=14336, 2 or more slices, the operands within 12 MiB ((32 + 1504) x 4096 x 2
-        // bytes is 12,582,912: the same tile in 5 slices where the split has 4), the tile the
-        // one holding M.
+        // K 4096..=14336, 2 or more slices, the operands within 12 MiB ((64 + 704) x 8192 x 2
+        // bytes is 12,582,912), the tile the one holding M.
         assert_eq!(rule(17, 256, 4096, 4, 132), Some((sw(24), 8)));
         assert_eq!(rule(16, 256, 4096, 4, 132), None);
         assert_eq!(rule(65, 256, 4096, 4, 132), None);
@@ -3177,8 +3187,8 @@ mod tests {
         assert_eq!(rule(64, 256, 14400, 8, 132), None);
         assert_eq!(rule(64, 256, 4096, 1, 132), None);
         assert_eq!(TileConfig::few_tiles_narrower_swapped_instead_of(sw(32), 4, s(64, 256, 4096), 132), None);
-        assert_eq!(rule(32, 1504, 4096, 4, 132), Some((sw(32), 5)));
-        assert_eq!(rule(32, 1512, 4096, 4, 132), None);
+        assert_eq!(rule(64, 704, 8192, 8, 132), Some((sw(32), 6)));
+        assert_eq!(rule(64, 712, 8192, 8, 132), None);
         // One wave on any SM count: the pick's CTAs fit, or there is none.
         for sms in [8, 16, 66, 78, 114, 132, 144] {
             for (m, n, k) in [(64, 256, 4096), (24, 512, 7168), (40, 1024, 4096), (57, 392, 9216)] {
