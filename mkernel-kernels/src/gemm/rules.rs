@@ -1558,26 +1558,32 @@ impl TileConfig {
     /// The few-tiles rule's narrower swapped tiles at small M ([`Self::split_few_tiles_for`]):
     /// in place of the 64 x R swapped TMA-store tile holding all of M (R = M rounded up to 8,
     /// 17 <= M <= 64) split in `current_slices`, the 64 x R' swapped TMA-store tile, R' one of
-    /// R, 32 and 16 (at most R; ceil(M / R') row blocks), in S' = 2..=16 K-slices of at least 8
-    /// K blocks whose tiles x S' fit one wave of `sm_count` (tiles x S' <= SMs), taking the
-    /// pick of least modelled time ([`SWAPPED_SPLIT_PS_PER_KBLOCK`]: the CTA's K blocks, the
-    /// fix-up's L2 round trips, the bytes read from L2; the first of equal costs in the order
-    /// R, 32, 16 and fewest slices) if that is less than `current`'s; K % 64 == 0, 4096 <= K <=
-    /// 14336, (M + N) x K x 2 <= [`FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES`] (as measured).
-    /// `None` elsewhere.
+    /// R, 32 and 16 (at most R; ceil(M / R') row blocks of at most R + 8 rows in all), in S' =
+    /// 2..=16 K-slices of at least 8 K blocks whose tiles x S' fit one wave of `sm_count` (tiles
+    /// x S' <= SMs), taking the pick of least modelled time ([`SWAPPED_SPLIT_PS_PER_KBLOCK`]: the
+    /// CTA's K blocks, the fix-up's L2 round trips, the bytes read from L2; the first of equal
+    /// costs in the order R, 32, 16 and fewest slices) where that is at least
+    /// [`SWAPPED_SPLIT_MIN_GAIN_PS`] (0.4 us) below `current`'s; K % 64 == 0, 4096 <= K <= 14336,
+    /// (M + N) x K x 2 <= [`FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES`] (as measured). `None`
+    /// elsewhere. (M <= 16 has the short swapped tiles' own slices, [`Self::few_tiles_slices`].)
     ///
     /// Why: the few-tiles split gives these tiles at most 8 slices of at least 16 K blocks, so
     /// at N <= 1024 it fills 16-64 of 132 SMs (64 x 256 x 7168: 4 tiles in 7, 28 CTAs); the
     /// 64 x 16 and 64 x 32 tiles make 2-4 times the tiles, each K block costs them less, and
-    /// their fix-up reads 8-16 slices a round trip where 64 x 64 reads 3.
+    /// their fix-up reads 8-16 slices a round trip where 64 x 64 reads 3. The bound on padding:
+    /// two row blocks of 32 for M = 33-48 were 2-9% slower on 7 of 17 shapes (run 346; the 64 x
+    /// 16 tiles' 48 rows there were not).
     ///
-    /// Measured on one H200 (run 344, back to back x20 behind the host gate, two passes, ms,
-    /// the split as merged -> the model's pick; cuBLAS; bench/NOTES.md 43.1): 64 x 256 x 4096
-    /// (64 x 64 in 4 -> 64 x 16 in 8) 0.0083 -> 0.0058 (0.0065), 64 x 512 x 7168 (64 x 64 in 7
-    /// -> 64 x 32 in 8) 0.0093 -> 0.0076 (0.0071), 48 x 256 x 7168 (64 x 48 in 7 -> 64 x 16 in
-    /// 11) 0.0080 -> 0.0064 (0.0067), 24 x 256 x 14336 (64 x 24 in 8 -> 64 x 16 in 16) 0.0092
-    /// -> 0.0074 (0.0073), 64 x 768 x 4096 (run 343: 64 x 64 in 4 -> 64 x 32 in 5) 0.0084 ->
-    /// 0.0069 (0.0069): 9-43% faster on 21 of the 24 it moves, even on 3.
+    /// Measured on one H200 (back to back x20 behind the host gate, two passes, ms, the split
+    /// as merged -> the pick; cuBLAS; bench/NOTES.md 43): run 344's grid (M = 24-64, N =
+    /// 256-1024, K = 4096-14336) 64 x 256 x 4096 (64 x 64 in 4 -> 64 x 16 in 8) 0.0083 ->
+    /// 0.0058 (0.0065), 64 x 512 x 7168 (64 x 64 in 7 -> 64 x 32 in 8) 0.0093 -> 0.0076
+    /// (0.0071), 48 x 256 x 7168 (64 x 48 in 7 -> 64 x 16 in 11) 0.0080 -> 0.0064 (0.0067), 24 x
+    /// 256 x 14336 (64 x 24 in 8 -> 64 x 16 in 16) 0.0092 -> 0.0074 (0.0073); run 343's 64 x 768
+    /// x 4096 (64 x 64 in 4 -> 64 x 32 in 5) 0.0084 -> 0.0069 (0.0069). Of the 61 moves timed in runs
+    /// 343-347, 55 faster by 3-43% and 6 even (within 2%); none slower. Run 347 (main against the
+    /// rule as it is, 24 shapes, 14 of them fresh): 20 faster by 3-29% (59 x 576 x 5504 0.0090 ->
+    /// 0.0070, 53 x 144 x 13312 0.0106 -> 0.0086), 4 even.
     pub fn few_tiles_narrower_swapped_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let rows = shape.m.div_ceil(8) * 8;
         if !(17..=64).contains(&shape.m)
