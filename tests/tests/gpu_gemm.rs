@@ -722,6 +722,9 @@ fn split_rule_default_matches_reference() {
         (64, 256, 4096, false),
         (45, 264, 7168, false),
         (24, 256, 14336, false),
+        // The two-warpgroup 128 x 64 tile in 4 slices in place of the 64 x 64 swapped one in 2
+        // (few_tiles_two_warpgroups_instead_of, runs 348-349): M and N ragged, 26 tiles.
+        (236, 808, 9024, false),
     ];
     // Picks pinned on 132 SMs (columns, slices). Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),

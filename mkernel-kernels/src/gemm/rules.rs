@@ -1547,7 +1547,7 @@ impl TileConfig {
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
-            .and_then(fits)
+            .and_then(|(small, ss)| Self::few_tiles_two_warpgroups_instead_of(small, ss, shape, sm_count).and_then(fits).or_else(|| fits((small, ss))))
             .or_else(|| Self::few_tiles_narrower_swapped_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
@@ -1619,6 +1619,42 @@ impl TileConfig {
             .min_by_key(|&(c, _, _)| c)
             .filter(|&(c, _, _)| c.saturating_add(SWAPPED_SPLIT_MIN_GAIN_PS) <= current_cost)
             .map(|(_, t, s)| (t, s as u32))
+    }
+
+    /// After [`Self::few_tiles_smaller_instead_of`] ([`Self::split_few_tiles_for`]): in place of
+    /// the 64 x 64 swapped TMA-store tile in 2 K-slices, the 128 x 64 TMA-store tile (128 rows of
+    /// A by 64 columns, two consumer warpgroups: [`Self::cols_tma_store`]`(64)`) in 4, where its
+    /// tiles x 4 fit one wave of `sm_count`; 193 <= M <= 384, N >= 3M / 2, K % 64 == 0, 4096 <=
+    /// K <= 14336 (as measured). `None` elsewhere.
+    ///
+    /// Why: as many CTAs over the same multiply-adds each, in half the K blocks (two warpgroups
+    /// a block instead of one) reading 3/4 of the bytes from L2; the fix-up reads three 32 KiB
+    /// slots in one round trip instead of one 16 KiB slot, which longer chains pay for.
+    ///
+    /// Measured on one H200 (runs 348-349, back to back x20 behind the host gate, two passes,
+    /// `--check` PASS, ms, the 64 x 64 split -> this; cuBLAS; bench/NOTES.md 43.3): 197 x 792 x
+    /// 12096 0.0244 -> 0.0177 (0.0135), 236 x 808 x 9024 0.0181 -> 0.0151, 302 x 568 x 7360
+    /// 0.0156 -> 0.0136, 331 x 696 x 6144 0.0162 -> 0.0132, 256 x 896 x 4096 / 7168 / 14336
+    /// 0.0112 / 0.0155 / 0.0256 -> 0.0106 / 0.0136 / 0.0202 (0.0101 / 0.0124 / 0.0174): 6-38%
+    /// faster on all 7. Not at N < 3M / 2 (434 x 408 x 6976 even, 448 x 488 x 7232 4% slower,
+    /// 512 x 512 x 4096-14336 -8..+3%; faster at 489 x 384 x 11840 and 332 x 384 x 14336 in 6),
+    /// nor in place of 3 slices (218 x 560 x 6336 in 6 even, 368 x 408 x 6720 15% slower), nor
+    /// for tall M (the swapped 128 x 64 tile, 128 rows of B, won at 1024 x 256 by 8-33% but lost
+    /// 6-28% at N = 160-216 where its two column blocks pad N).
+    pub fn few_tiles_two_warpgroups_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        let cols = Self::cols_tma_store(64);
+        if current != Self::swapped_tma_store(64)
+            || current_slices != 2
+            || !(193..=384).contains(&shape.m)
+            || (shape.n as u64) * 2 < shape.m as u64 * 3
+            || shape.k % 64 != 0
+            || !(4096..=14336).contains(&shape.k)
+            || cols.check_output(shape.n).is_err()
+            || cols.tiles(shape.m, shape.n).saturating_mul(4) > sm_count as u64
+        {
+            return None;
+        }
+        Some((cols, 4))
     }
 
     /// L2 round trips the last slice of a tile split in `slices` takes to read the others'
@@ -3150,6 +3186,44 @@ mod tests {
     }
 
     #[test]
+    fn few_tiles_take_two_warpgroup_128x64_tiles_for_wide_n_at_two_or_three_row_blocks() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        let (small, cols) = (TileConfig::swapped_tma_store(64), TileConfig::cols_tma_store(64));
+        // Runs 348-349's wins: the 64 x 64 split in 2 (the smaller-tile rule's) -> 128 x 64 in 4.
+        for (m, n, k) in [(197, 792, 12096), (236, 808, 9024), (302, 568, 7360), (331, 696, 6144), (256, 896, 4096), (256, 896, 7168), (256, 896, 14336)] {
+            let shape = s(m, n, k);
+            let t = TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape);
+            let sl = t.few_tiles_slices(shape, 132).expect("few tiles");
+            assert_eq!(TileConfig::few_tiles_smaller_instead_of(t, sl, shape, 132), Some((small, 2)), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((cols, 4)), "{m}x{n}x{k}");
+        }
+        // Where it stays: N < 3M / 2 (434 x 408, 448 x 488, 512 x 512), 3 slices (218 x 560 x 6336), M
+        // above 384 (1024 x 256: tall M).
+        for (m, n, k, slices) in [(434, 408, 6976, 2), (448, 488, 7232, 2), (512, 512, 7168, 2), (218, 560, 6336, 3), (1024, 256, 7168, 2)] {
+            assert_eq!(pick(m, n, k), Some((small, slices)), "{m}x{n}x{k}");
+        }
+        // Bounds: M 193..=384, N >= 3M / 2 (300 x 450 in, 300 x 448 out), K % 64 == 0, K 4096..=14336,
+        // the 64 x 64 tile in exactly 2, tiles x 4 within the SMs.
+        let rule = |m, n, k, sl, sms| TileConfig::few_tiles_two_warpgroups_instead_of(small, sl, s(m, n, k), sms);
+        assert_eq!(rule(300, 456, 8192, 2, 132), Some((cols, 4)));
+        assert_eq!(rule(300, 448, 8192, 2, 132), None);
+        assert_eq!(rule(192, 800, 8192, 2, 132), None);
+        assert_eq!(rule(193, 800, 8192, 2, 132), Some((cols, 4)));
+        assert_eq!(rule(384, 640, 8192, 2, 132), Some((cols, 4)));
+        assert_eq!(rule(384, 640, 8192, 2, 200), Some((cols, 4)));
+        assert_eq!(rule(385, 640, 8192, 2, 200), None);
+        assert_eq!(rule(256, 896, 4032, 2, 132), None);
+        assert_eq!(rule(256, 896, 14400, 2, 132), None);
+        assert_eq!(rule(256, 896, 8200, 2, 132), None);
+        assert_eq!(rule(256, 896, 8192, 3, 132), None);
+        assert_eq!(rule(256, 900, 8192, 2, 132), None);
+        assert_eq!(rule(256, 896, 8192, 2, 111), None);
+        assert_eq!(rule(256, 896, 8192, 2, 112), Some((cols, 4)));
+        assert_eq!(TileConfig::few_tiles_two_warpgroups_instead_of(TileConfig::swapped_tma_store(32), 2, s(256, 896, 8192), 132), None);
+    }
+
+    #[test]
     fn few_tiles_take_narrower_swapped_tiles_at_small_m_where_the_model_says() {
         let s = |m, n, k| GemmShape { m, n, k };
         let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
@@ -3316,11 +3390,12 @@ mod tests {
             assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(was), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k), Some((half, 2)), "{m}x{n}x{k}");
         }
-        // Not where the 64 x 64 swapped tile comes first (N <= 1024 here), where 2 slices
+        // Not where the 64 x 64 swapped tile comes first (N <= 1024 here; at 256 x 1024 its 2
+        // slices give way to the 128 x 64 tile in 4, few_tiles_two_warpgroups_instead_of), where 2 slices
         // would make more than 7/8 of the SMs' CTAs (256 x 2048: 128; there the fewer-slices
         // rule after it takes them, all 132 SMs' worth), nor outside K = 4096..=8192, M =
         // 193..=256 and 4..=6 slices of the 128 x 128 tile.
-        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::cols_tma_store(64), 4)));
         assert_eq!(TileConfig::few_tiles_half_height_instead_of(narrow, 4, s(256, 2048, 4096), 132), None);
         assert_eq!(pick(256, 2048, 4096), Some((half, 2)));
         assert_eq!(pick(256, 1536, 9216), Some((narrow, 5)));
@@ -3366,8 +3441,10 @@ mod tests {
         assert_eq!(pick(256, 2048, 4096), Some((TileConfig::M64_NARROW_TMA_STORE, 2)));
         // Where 64 x 64 swapped tiles are few too (K <= 28672, A + B <= 32 MiB): those, in
         // their own slices (runs 205-207, 211); not where the default's split keeps 7/8 of the SMs
-        // busy, nor where they would compute more (128 x 136 tiles on N = 136).
-        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 2)));
+        // busy, nor where they would compute more (128 x 136 tiles on N = 136); in 2 slices at N >=
+        // 3M / 2 the two-warpgroup 128 x 64 tile in 4 takes their place (runs 348-349).
+        assert_eq!(TileConfig::few_tiles_smaller_instead_of(TileConfig::NARROW_TMA_STORE, 4, GemmShape { m: 256, n: 1024, k: 4096 }, 132), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(256, 1024, 4096), Some((TileConfig::cols_tma_store(64), 4)));
         assert_eq!(pick(256, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
         assert_eq!(pick(128, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
         assert_eq!(pick(512, 256, 7168), Some((TileConfig::swapped_tma_store(64), 4)));

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# run348: M = 128-1024, N = 256-896, K = 4096-14336, where the few-tiles split (or the smaller-tile rule) takes the
+# 64 x 64 swapped tile: against the two-warpgroup 128 x 64 tiles, swapped (128 rows of B by 64 of A) and not (128 rows
+# of A by 64 columns), and the 64 x 64 tile itself, each in S = min(SMs / tiles, K blocks / 8, 16) slices (run 343:
+# 1024 x 256 x 7168 14% faster on the swapped 128 x 64 in 4). Back to back x20 behind the host gate, two passes.
+# carry [".gpu"].
+set -u
+B="--host-gate --back-to-back 20"
+ab() { echo "#### $1"; bash bench/gemm-ab.sh "$@"; }
+ab 128x256x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 128x256x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 14 $B" "--tile cols-128x64-tma-store --split-last-wave 14 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 14 $B"
+ab 128x256x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 16 $B" "--tile cols-128x64-tma-store --split-last-wave 16 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 16 $B"
+ab 128x512x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 128x512x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 14 $B" "--tile cols-128x64-tma-store --split-last-wave 14 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 128x512x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 16 $B" "--tile cols-128x64-tma-store --split-last-wave 16 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 128x896x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 128x896x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 9 $B" "--tile cols-128x64-tma-store --split-last-wave 9 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 128x896x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 9 $B" "--tile cols-128x64-tma-store --split-last-wave 9 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 256x256x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 256x256x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 14 $B" "--tile cols-128x64-tma-store --split-last-wave 14 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 256x256x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 16 $B" "--tile cols-128x64-tma-store --split-last-wave 16 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 8 $B"
+ab 256x512x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 256x512x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 256x512x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 256x896x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 256x896x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 256x896x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 512x256x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 512x256x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 512x256x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 8 $B" "--tile cols-128x64-tma-store --split-last-wave 8 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 4 $B"
+ab 512x512x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 512x512x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 512x512x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 512x896x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 2 $B" "--tile cols-128x64-tma-store --split-last-wave 2 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 512x896x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 2 $B" "--tile cols-128x64-tma-store --split-last-wave 2 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 512x896x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 2 $B" "--tile cols-128x64-tma-store --split-last-wave 2 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 1024x256x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 1024x256x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 1024x256x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 4 $B" "--tile cols-128x64-tma-store --split-last-wave 4 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 2 $B"
+ab 1024x512x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 2 $B" "--tile cols-128x64-tma-store --split-last-wave 2 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 1024x512x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 2 $B" "--tile cols-128x64-tma-store --split-last-wave 2 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 1024x512x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 2 $B" "--tile cols-128x64-tma-store --split-last-wave 2 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 1024x896x4096 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 1 $B" "--tile cols-128x64-tma-store --split-last-wave 1 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 1024x896x7168 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 1 $B" "--tile cols-128x64-tma-store --split-last-wave 1 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
+ab 1024x896x14336 "$B" "--tile swap-ab-128x64-tma-store --split-last-wave 1 $B" "--tile cols-128x64-tma-store --split-last-wave 1 $B" "--tile swap-ab-64x64-tma-store --split-last-wave 1 $B"
