@@ -1636,7 +1636,9 @@ impl TileConfig {
     /// 12096 0.0244 -> 0.0177 (0.0135), 236 x 808 x 9024 0.0181 -> 0.0151, 302 x 568 x 7360
     /// 0.0156 -> 0.0136, 331 x 696 x 6144 0.0162 -> 0.0132, 256 x 896 x 4096 / 7168 / 14336
     /// 0.0112 / 0.0155 / 0.0256 -> 0.0106 / 0.0136 / 0.0202 (0.0101 / 0.0124 / 0.0174): 6-38%
-    /// faster on all 7. Not at N < 3M / 2 (434 x 408 x 6976 even, 448 x 488 x 7232 4% slower,
+    /// faster on all 7. Run 350 (main against the rule, 14 fresh shapes it moves and two of the
+    /// model map's): 15 faster by 4-49% (198 x 1008 x 5696 0.0185 -> 0.0124, 199 x 880 x 11136
+    /// 0.0239 -> 0.0170, 256 x 896 x 5120 0.0127 -> 0.0118), 256 x 904 x 4416 even. Not at N < 3M / 2 (434 x 408 x 6976 even, 448 x 488 x 7232 4% slower,
     /// 512 x 512 x 4096-14336 -8..+3%; faster at 489 x 384 x 11840 and 332 x 384 x 14336 in 6),
     /// nor in place of 3 slices (218 x 560 x 6336 in 6 even, 368 x 408 x 6720 15% slower), nor
     /// for tall M (the swapped 128 x 64 tile, 128 rows of B, won at 1024 x 256 by 8-33% but lost
