@@ -130,31 +130,30 @@ pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
 /// swapped TMA-store tile (64 rows of B by R of A) in a one-wave split, in picoseconds: each
 /// CTA's chain of K blocks at [`SWAPPED_SPLIT_PS_PER_KBLOCK`] + R x
 /// [`SWAPPED_SPLIT_PS_PER_KBLOCK_ROW`] a block, [`SWAPPED_SPLIT_PS_PER_ROUND_TRIP`] per L2 round
-/// trip of the last slice's fix-up (the kernel's `split_fixup` reads 16 slices a trip at R =
-/// 16, 8 at 24-32, 4 at 40-48, 3 at 56-64: [`TileConfig::split_fixup_round_trips`]), and every
+/// trip of the last slice's fix-up ([`TileConfig::split_fixup_round_trips`], the kernel's
+/// batches: ceil(slices / 16) at R = 16, / 8 at 24-32, / 4 at 40-48, / 3 at 56-64), and every
 /// byte the CTAs read from L2 over [`SWAPPED_SPLIT_L2_BYTES_PER_PS`]. Fitted by least squares to
-/// run 344 (one H200, back to back x20 behind the host gate; bench/NOTES.md 43.1): 304 timings
-/// of M = 24-64, N = 256-4096, K = 3584-14336 on 64 x 16, 64 x 32 and 64 x M tiles in 1-16
-/// slices, one offset per shape (the rule compares picks for one shape); mean error 3.2%, at
-/// most 10%.
-pub const SWAPPED_SPLIT_PS_PER_KBLOCK: u64 = 83_500;
+/// runs 343-344 (one H200, back to back x20 behind the host gate; bench/NOTES.md 43.1-43.2): 298
+/// one-wave timings of M = 24-64, N = 256-4096, K = 3584-14336 on 64 x 16, 64 x 32 and 64 x M
+/// tiles in 1-16 slices, one offset per shape (the rule compares picks for one shape); mean
+/// error 2.8%, at most 10%.
+pub const SWAPPED_SPLIT_PS_PER_KBLOCK: u64 = 86_900;
 /// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: the part of a K block's time that grows with R, per row.
-pub const SWAPPED_SPLIT_PS_PER_KBLOCK_ROW: u64 = 819;
+pub const SWAPPED_SPLIT_PS_PER_KBLOCK_ROW: u64 = 516;
 /// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: one L2 round trip of the fix-up.
-pub const SWAPPED_SPLIT_PS_PER_ROUND_TRIP: u64 = 790_000;
+pub const SWAPPED_SPLIT_PS_PER_ROUND_TRIP: u64 = 780_000;
 /// See [`SWAPPED_SPLIT_PS_PER_KBLOCK`]: bytes read from L2 per picosecond of the model
-/// (24.4 ns per MB).
-pub const SWAPPED_SPLIT_L2_BYTES_PER_PS: u64 = 41;
+/// (23 ns per MB).
+pub const SWAPPED_SPLIT_L2_BYTES_PER_PS: u64 = 43;
 /// The least modelled gain ([`SWAPPED_SPLIT_PS_PER_KBLOCK`]) for which
-/// [`TileConfig::few_tiles_narrower_swapped_instead_of`] moves a split: 0.4 us, about the
-/// model's error on these 6-12 us calls (runs 345-346: picks it modelled 0.14-0.38 us faster
-/// ran 6% slower to 9% faster, most of them one slice more of the same tile).
-pub const SWAPPED_SPLIT_MIN_GAIN_PS: u64 = 400_000;
+/// [`TileConfig::few_tiles_narrower_swapped_instead_of`] moves a split: 0.2 us, about the
+/// model's mean error on these 6-12 us calls (2.8%).
+pub const SWAPPED_SPLIT_MIN_GAIN_PS: u64 = 200_000;
 /// The most operand bytes ((M + N) x K x 2) at which
-/// [`TileConfig::few_tiles_narrower_swapped_instead_of`] applies: run 344's three shapes it
-/// would have moved above it (15-16 MB: 40 x 512 x 14336 11% slower, 48 x 512 x 14336 3%,
-/// 24 x 1024 x 7168 2%) stream B from DRAM, where the narrower tiles' extra L2 reads are not
-/// free as the model has them; below it every move measured was faster or even.
+/// [`TileConfig::few_tiles_narrower_swapped_instead_of`] applies, as timed: above it B streams
+/// from DRAM and the narrower tiles' extra L2 reads are not free as the model has them (run
+/// 344: 64 x 32 in 8 3-11% slower at 40-48 x 512 x 14336, 16 MB; 64 x 16 in 2-4 13-67% slower
+/// at N = 1024, K = 7168-14336).
 pub const FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES: u64 = 12 << 20;
 /// From this K and above M = 256, [`TileConfig::split_one_wave_cols_for`] leaves the
 /// one-wave width unsplit where it is at least [`ONE_WAVE_COLS_UNSPLIT_MIN_WIDTH`] (runs
@@ -1659,26 +1658,27 @@ impl TileConfig {
         Some((cols, 4))
     }
 
-    /// L2 round trips the last slice of a tile split in `slices` takes to read the others'
-    /// fp32 slots in the kernel's fix-up (`split_fixup` in cuda/gemm/sm90_gemm.cuh): slices - 1
-    /// over the slices it loads a trip, kBatch there: for tiles of at most 32 accumulators a
-    /// thread (BN / 2), as many groups of min(R / 8, 8) float4s as fit
-    /// 32 float4s in flight (at 2 or 4 float4s a slice) or 24 (others), at most 16; one
-    /// otherwise. 0 for 1 slice.
+    /// L2 round trips of the kernel's fix-up (`split_fixup` in cuda/gemm/sm90_gemm.cuh) for the
+    /// slice that arrives last when its tile is split in `slices`, at most (0 for 1 slice): the
+    /// accumulators (BN / 2 a thread, kAccRegs) go in groups of 8 float4s; a tile of at most 32
+    /// accumulators (one group of min(BN / 8, 8) float4s) walks all slices in batches of kBatch
+    /// (as many of those groups as fit 32 float4s in flight at 2 or 4 float4s a slice, else 24,
+    /// at most 16: 16 at 8-16 columns, 8 at 24-32, 4 at 40-48, 3 at 56-64), one round trip a
+    /// batch, ceil(slices / kBatch) (one fewer when the arriving slice alone is its batch); a
+    /// wider one takes one round trip per other slice and group, (slices - 1) x ceil(BN / 64).
     pub fn split_fixup_round_trips(&self, slices: u64) -> u64 {
         if slices <= 1 {
             return 0;
         }
-        // (kAccRegs: each consumer warpgroup holds 64 rows of BN columns)
         let acc = self.bn as u64 / 2;
         let f4 = acc / 4;
-        let batch = if acc <= 32 && f4 > 0 {
+        if acc <= 32 && f4 > 0 {
             let in_flight = if f4 == 2 || f4 == 4 { 32 } else { 24 };
-            (in_flight / f4.min(8)).min(16)
+            let batch = (in_flight / f4.min(8)).min(16);
+            slices.div_ceil(batch)
         } else {
-            1
-        };
-        (slices - 1).div_ceil(batch)
+            (slices - 1) * f4.div_ceil(8).max(1)
+        }
     }
 
     /// The few-tiles rule's narrower tile above two row blocks ([`Self::split_few_tiles_for`],
@@ -3137,11 +3137,11 @@ mod tests {
         assert_eq!(pick(8, 1024, 7168), Some((TileConfig::swapped_tma_store(8), 7)));
         // Not the 64 x M tile itself from 17 rows of A (run 259: 64 x 256 x 7168 no faster in 14,
         // slower in 16; run 344 the same): there narrower swapped tiles take more slices
-        // (few_tiles_narrower_swapped_instead_of), 64 x 16 in 14 and 64 x 32 in 9.
+        // (few_tiles_narrower_swapped_instead_of), 64 x 16 in 14 and 64 x 32 in 8.
         assert_eq!(TileConfig::swapped_tma_store(24).few_tiles_slices(s(17, 256, 7168), 132), Some(7));
         assert_eq!(TileConfig::swapped_tma_store(64).few_tiles_slices(s(64, 256, 7168), 132), Some(7));
         assert_eq!(pick(17, 256, 7168), Some((TileConfig::swapped_tma_store(16), 14)));
-        assert_eq!(pick(64, 256, 7168), Some((TileConfig::swapped_tma_store(32), 9)));
+        assert_eq!(pick(64, 256, 7168), Some((TileConfig::swapped_tma_store(32), 8)));
     }
 
     #[test]
@@ -3205,11 +3205,11 @@ mod tests {
         for (m, n, k, slices) in [(434, 408, 6976, 2), (448, 488, 7232, 2), (512, 512, 7168, 2), (218, 560, 6336, 3), (1024, 256, 7168, 2)] {
             assert_eq!(pick(m, n, k), Some((small, slices)), "{m}x{n}x{k}");
         }
-        // Bounds: M 193..=384, N >= 3M / 2 (300 x 450 in, 300 x 448 out), K % 64 == 0, K 4096..=14336,
+        // Bounds: M 193..=384, N >= 3M / 2 (304 x 456 in, 304 x 448 out), K % 64 == 0, K 4096..=14336,
         // the 64 x 64 tile in exactly 2, tiles x 4 within the SMs.
         let rule = |m, n, k, sl, sms| TileConfig::few_tiles_two_warpgroups_instead_of(small, sl, s(m, n, k), sms);
-        assert_eq!(rule(300, 456, 8192, 2, 132), Some((cols, 4)));
-        assert_eq!(rule(300, 448, 8192, 2, 132), None);
+        assert_eq!(rule(304, 456, 8192, 2, 132), Some((cols, 4)));
+        assert_eq!(rule(304, 448, 8192, 2, 132), None);
         assert_eq!(rule(192, 800, 8192, 2, 132), None);
         assert_eq!(rule(193, 800, 8192, 2, 132), Some((cols, 4)));
         assert_eq!(rule(384, 640, 8192, 2, 132), Some((cols, 4)));
@@ -3233,8 +3233,8 @@ mod tests {
         // Run 344's moves (and run 343's 64 x 768 x 4096): (the few-tiles split of the 64 x M
         // tile, the pick).
         for (m, n, k, was_slices, rows, slices) in [
-            (64, 256, 4096, 4, 16, 8), (64, 256, 7168, 7, 32, 9), (64, 256, 14336, 8, 32, 16), (64, 512, 4096, 4, 32, 8),
-            (64, 512, 7168, 7, 32, 8), (64, 768, 4096, 4, 32, 5), (48, 256, 4096, 4, 16, 8), (48, 512, 4096, 4, 16, 5),
+            (64, 256, 4096, 4, 32, 8), (64, 256, 7168, 7, 32, 8), (64, 256, 14336, 8, 32, 16), (64, 512, 4096, 4, 32, 8),
+            (64, 512, 7168, 7, 32, 8), (64, 768, 4096, 4, 32, 5), (64, 1024, 4096, 4, 32, 4), (48, 256, 4096, 4, 16, 8), (48, 512, 4096, 4, 16, 5),
             (48, 256, 7168, 7, 16, 11), (40, 256, 14336, 8, 16, 11), (24, 256, 7168, 7, 16, 14), (41, 184, 12032, 8, 16, 14),
             (24, 256, 14336, 8, 16, 16), (24, 512, 4096, 4, 24, 8), (24, 1024, 4096, 4, 24, 8),
         ] {
@@ -3243,15 +3243,12 @@ mod tests {
             assert_eq!(TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape), was, "{m}x{n}x{k}");
             assert_eq!(was.few_tiles_slices(shape, 132), Some(was_slices), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k), Some((sw(rows), slices)), "{m}x{n}x{k}");
-            assert!(sw(rows).tiles(m, n) * slices as u64 <= 132, "{m}x{n}x{k}: more than one wave");
         }
-        // Where the split stays: the model's gain under SWAPPED_SPLIT_MIN_GAIN_PS (64 x 1024 x 7168:
-        // 64 x 64 in 7, even against 64 x 32 in 4; 64 x 1024 x 4096, 44 x 584 x 8576), 64 x 32
-        // tiles past 8 rows of A more than the split's (run 346: 40 x 488 x 8384 and 41 x 576 x
-        // 8192 5-8% slower on them), above the operand bound (run 344: 40 x 512 x 14336 11% slower
-        // on 64 x 32 in 8; 24 x 1024 x 7168 2%).
+        // Where the split stays, the alternatives measured even or slower (runs 344-346: 64 x 1024 x
+        // 7168 even on 64 x 32 in 4; 44 x 584 x 8576 on 64 x 48 in 9; 64 x 32 in 6-8 at 40 x 488 x 8384,
+        // 41 x 576 x 8192 5-8% slower, 40-48 x 512 x 14336 3-11%; 24 x 1024 x 7168 2%).
         for (m, n, k, slices) in [
-            (64, 1024, 7168, 7), (64, 1024, 4096, 4), (44, 584, 8576, 8), (40, 488, 8384, 8), (41, 576, 8192, 8),
+            (64, 1024, 7168, 7), (44, 584, 8576, 8), (40, 488, 8384, 8), (41, 576, 8192, 8),
             (40, 512, 14336, 8), (48, 512, 14336, 8), (24, 1024, 7168, 7), (64, 1024, 14336, 8),
         ] {
             assert_eq!(pick(m, n, k), Some((sw(m.div_ceil(8) * 8), slices)), "{m}x{n}x{k}");
@@ -3264,7 +3261,7 @@ mod tests {
         assert_eq!(rule(16, 256, 4096, 4, 132), None);
         assert_eq!(rule(65, 256, 4096, 4, 132), None);
         assert_eq!(rule(64, 256, 4032, 4, 132), None);
-        assert_eq!(rule(64, 256, 4160, 4, 132), Some((sw(16), 8)));
+        assert_eq!(rule(64, 256, 4160, 4, 132), Some((sw(32), 8)));
         assert_eq!(rule(64, 256, 4100, 4, 132), None);
         assert_eq!(rule(64, 256, 14400, 8, 132), None);
         assert_eq!(rule(64, 256, 4096, 1, 132), None);
@@ -3279,14 +3276,17 @@ mod tests {
                 }
             }
         }
-        // The fix-up's L2 round trips as the kernel batches the slots: 16 slices a trip at 64 x
-        // 16, 8 at 64 x 24 and 64 x 32, 4 at 64 x 40 and 64 x 48, 3 at 64 x 56 and 64 x 64, one
-        // above 64 columns of accumulators.
-        for (rows, slices, trips) in [(16, 16, 1), (16, 17, 1), (24, 9, 1), (32, 10, 2), (40, 5, 1), (48, 9, 2), (56, 4, 1), (64, 7, 2), (64, 8, 3), (128, 3, 2)] {
+        // The fix-up's L2 round trips as split_fixup in sm90_gemm.cuh makes them for the slice that
+        // arrives last (at most): batches of 16 slots at 64 x 16, 8 at 64 x 24 and 64 x 32, 4 at 64 x
+        // 40 and 64 x 48, 3 at 64 x 56 and 64 x 64 (its comment: "7 slices in 3 round trips"); one
+        // per other slice and group of 8 float4s above 32 accumulators a thread (64 x 128 in 3: 2 x
+        // 2; 128 x 128 in 4: 3 x 2).
+        for (rows, slices, trips) in [(16, 16, 1), (16, 2, 1), (24, 8, 1), (24, 9, 2), (32, 10, 2), (40, 4, 1), (40, 5, 2), (48, 9, 3), (56, 3, 1), (56, 4, 2), (64, 7, 3), (64, 8, 3), (128, 3, 4)] {
             assert_eq!(sw(rows).split_fixup_round_trips(slices), trips, "64 x {rows} in {slices}");
         }
         assert_eq!(sw(64).split_fixup_round_trips(1), 0);
-        assert_eq!(TileConfig::NARROW_TMA_STORE.split_fixup_round_trips(4), 3);
+        assert_eq!(TileConfig::NARROW_TMA_STORE.split_fixup_round_trips(4), 6);
+        assert_eq!(TileConfig::M64_WIDE_TMA_STORE.split_fixup_round_trips(2), 4);
     }
 
     #[test]
