@@ -1533,7 +1533,11 @@ impl TileConfig {
     /// (cuBLAS runs its own split-K kernels there.) bench/NOTES.md 22.
     ///
     /// For K = 4096..=28672, the 64 x 64 swapped tile in its own slices takes the default's
-    /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211); else,
+    /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211), and in
+    /// place of its 2 slices the 128 x 64 tile in 4 where [`Self::few_tiles_two_warpgroups_instead_of`]
+    /// says so (runs 348-350); else, at 17 <= M <= 64, narrower swapped tiles (64 x 16, 64 x 32)
+    /// or the same one in other slices where [`Self::few_tiles_narrower_swapped_instead_of`]'s
+    /// model says so (runs 343-351); else,
     /// at two row blocks, the 64 x 128 tile in 2 where [`Self::few_tiles_half_height_instead_of`]
     /// says so (run 298); else, above M = 256, the narrower 128-row tile in as many slices
     /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329); else, on 193..=4096 rows,
@@ -1567,22 +1571,23 @@ impl TileConfig {
     /// elsewhere. (M <= 16 has the short swapped tiles' own slices, [`Self::few_tiles_slices`].)
     ///
     /// Why: the few-tiles split gives these tiles at most 8 slices of at least 16 K blocks, so
-    /// at N <= 1024 it fills 16-64 of 132 SMs (64 x 256 x 7168: 4 tiles in 7, 28 CTAs); the
+    /// at N <= 512 it fills at most half of 132 SMs (64 x 256 x 7168: 4 tiles in 7, 28 CTAs); the
     /// 64 x 16 and 64 x 32 tiles make 2-4 times the tiles, each K block costs them less, and
-    /// their fix-up reads 8-16 slices a round trip where 64 x 64 reads 3. The bound on padding:
+    /// their fix-up reads 8-16 slots a round trip where 64 x 64 reads 3. The bound on padding:
     /// two row blocks of 32 for M = 33-48 were 2-9% slower on 7 of 17 shapes (run 346; the 64 x
     /// 16 tiles' 48 rows there were not).
     ///
     /// Measured on one H200 (back to back x20 behind the host gate, two passes, ms, the split
     /// as merged -> the pick; cuBLAS; bench/NOTES.md 43): run 344's grid (M = 24-64, N =
-    /// 256-1024, K = 4096-14336) 64 x 256 x 4096 (64 x 64 in 4 -> 64 x 16 in 8) 0.0083 ->
-    /// 0.0058 (0.0065), 64 x 512 x 7168 (64 x 64 in 7 -> 64 x 32 in 8) 0.0093 -> 0.0076
+    /// 256-1024, K = 4096-14336) 64 x 256 x 4096 (64 x 64 in 4 -> 64 x 32 in 8) 0.0083 ->
+    /// 0.0062 (0.0065), 64 x 512 x 7168 (64 x 64 in 7 -> 64 x 32 in 8) 0.0093 -> 0.0076
     /// (0.0071), 48 x 256 x 7168 (64 x 48 in 7 -> 64 x 16 in 11) 0.0080 -> 0.0064 (0.0067), 24 x
     /// 256 x 14336 (64 x 24 in 8 -> 64 x 16 in 16) 0.0092 -> 0.0074 (0.0073); run 343's 64 x 768
-    /// x 4096 (64 x 64 in 4 -> 64 x 32 in 5) 0.0084 -> 0.0069 (0.0069). Of the 61 moves timed in runs
-    /// 343-347, 55 faster by 3-43% and 6 even (within 2%); none slower. Run 347 (main against the
-    /// rule as it is, 24 shapes, 14 of them fresh): 20 faster by 3-29% (59 x 576 x 5504 0.0090 ->
-    /// 0.0070, 53 x 144 x 13312 0.0106 -> 0.0086), 4 even.
+    /// x 4096 (64 x 64 in 4 -> 64 x 32 in 5) 0.0084 -> 0.0069 (0.0069). Of its 77 moves timed in
+    /// runs 343-351, 67 faster by 3-34% and 10 even (within 2%); none slower. Run 351 (main
+    /// against the rule as it is, 20 shapes, 7 of them fresh): 16 faster by 3-31% (64 x 256 x
+    /// 7168 0.0093 -> 0.0071, 62 x 384 x 12480 0.0114 -> 0.0095, 23 x 688 x 4736 0.0073 ->
+    /// 0.0062), 4 even.
     pub fn few_tiles_narrower_swapped_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let rows = shape.m.div_ceil(8) * 8;
         if !(17..=64).contains(&shape.m)
@@ -1628,7 +1633,7 @@ impl TileConfig {
     ///
     /// Why: as many CTAs over the same multiply-adds each, in half the K blocks (two warpgroups
     /// a block instead of one) reading 3/4 of the bytes from L2; the fix-up reads three 32 KiB
-    /// slots in one round trip instead of one 16 KiB slot, which longer chains pay for.
+    /// slots in up to 2 round trips instead of one 16 KiB slot in one, which longer chains pay for.
     ///
     /// Measured on one H200 (runs 348-349, back to back x20 behind the host gate, two passes,
     /// `--check` PASS, ms, the 64 x 64 split -> this; cuBLAS; bench/NOTES.md 43.3): 197 x 792 x
