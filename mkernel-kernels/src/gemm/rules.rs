@@ -133,7 +133,7 @@ pub const FEW_TILES_HALF_HEIGHT_128_MAX_K: u32 = 5120;
 /// trip of the last slice's fix-up ([`TileConfig::split_fixup_round_trips`], the kernel's
 /// batches: ceil(slices / 16) at R = 16, / 8 at 24-32, / 4 at 40-48, / 3 at 56-64), and every
 /// byte the CTAs read from L2 over [`SWAPPED_SPLIT_L2_BYTES_PER_PS`]. Fitted by least squares to
-/// runs 343-344 (one H200, back to back x20 behind the host gate; bench/NOTES.md 43.1-43.2): 298
+/// runs 343-344 (one H200, back to back x20 behind the host gate; bench/NOTES.md 43.1, 43.4): 298
 /// one-wave timings of M = 24-64, N = 256-4096, K = 3584-14336 on 64 x 16, 64 x 32 and 64 x M
 /// tiles in 1-16 slices, one offset per shape (the rule compares picks for one shape); mean
 /// error 2.8%, at most 10%.
@@ -1566,7 +1566,7 @@ impl TileConfig {
     /// x S' <= SMs), taking the pick of least modelled time ([`SWAPPED_SPLIT_PS_PER_KBLOCK`]: the
     /// CTA's K blocks, the fix-up's L2 round trips, the bytes read from L2; the first of equal
     /// costs in the order R, 32, 16 and fewest slices) where that is at least
-    /// [`SWAPPED_SPLIT_MIN_GAIN_PS`] (0.4 us) below `current`'s; K % 64 == 0, 4096 <= K <= 14336,
+    /// [`SWAPPED_SPLIT_MIN_GAIN_PS`] (0.2 us) below `current`'s; K % 64 == 0, 4096 <= K <= 14336,
     /// (M + N) x K x 2 <= [`FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES`] (as measured). `None`
     /// elsewhere. (M <= 16 has the short swapped tiles' own slices, [`Self::few_tiles_slices`].)
     ///
@@ -1604,7 +1604,7 @@ impl TileConfig {
             let tiles = t.tiles(shape.m, shape.n);
             let chain = k_blocks.div_ceil(s).saturating_mul(SWAPPED_SPLIT_PS_PER_KBLOCK + t.bn as u64 * SWAPPED_SPLIT_PS_PER_KBLOCK_ROW);
             let l2 = tiles.saturating_mul((t.bm + t.bn) as u64 * 128).saturating_mul(k_blocks) / SWAPPED_SPLIT_L2_BYTES_PER_PS;
-            chain.saturating_add(t.split_fixup_round_trips(s) * SWAPPED_SPLIT_PS_PER_ROUND_TRIP).saturating_add(l2)
+            chain.saturating_add(t.split_fixup_round_trips(s).saturating_mul(SWAPPED_SPLIT_PS_PER_ROUND_TRIP)).saturating_add(l2)
         };
         let current_cost = cost(current, current_slices as u64);
         [rows, 32, 16]
@@ -1642,8 +1642,9 @@ impl TileConfig {
     /// 0.0112 / 0.0155 / 0.0256 -> 0.0106 / 0.0136 / 0.0202 (0.0101 / 0.0124 / 0.0174): 6-38%
     /// faster on all 7. Run 350 (main against the rule, 14 fresh shapes it moves and two of the
     /// model map's): 15 faster by 4-49% (198 x 1008 x 5696 0.0185 -> 0.0124, 199 x 880 x 11136
-    /// 0.0239 -> 0.0170, 256 x 896 x 5120 0.0127 -> 0.0118), 256 x 904 x 4416 even. Not at N < 3M / 2 (434 x 408 x 6976 even, 448 x 488 x 7232 4% slower,
-    /// 512 x 512 x 4096-14336 -8..+3%; faster at 489 x 384 x 11840 and 332 x 384 x 14336 in 6),
+    /// 0.0239 -> 0.0170, 256 x 896 x 5120 0.0127 -> 0.0118), 256 x 904 x 4416 even. Not at N <
+    /// 3M / 2 (434 x 408 x 6976 even, 448 x 488 x 7232 4% slower, 512 x 512 x 4096-14336
+    /// -8..+3%; faster at 489 x 384 x 11840 and 332 x 384 x 14336 in 6),
     /// nor in place of 3 slices (218 x 560 x 6336 in 6 even, 368 x 408 x 6720 15% slower), nor
     /// for tall M (the swapped 128 x 64 tile, 128 rows of B, won at 1024 x 256 by 8-33% but lost
     /// 6-28% at N = 160-216 where its two column blocks pad N).
@@ -1682,7 +1683,7 @@ impl TileConfig {
             let batch = (in_flight / f4.min(8)).min(16);
             slices.div_ceil(batch)
         } else {
-            (slices - 1) * f4.div_ceil(8).max(1)
+            (slices - 1).saturating_mul(f4.div_ceil(8).max(1))
         }
     }
 
