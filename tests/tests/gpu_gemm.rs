@@ -725,6 +725,12 @@ fn split_rule_default_matches_reference() {
         // The two-warpgroup 128 x 64 tile in 4 slices in place of the 64 x 64 swapped one in 2
         // (few_tiles_two_warpgroups_instead_of, runs 348-349): M and N ragged, 26 tiles.
         (236, 808, 9024, false),
+        // The swapped 128 x 64 tile in 4 slices in place of the 64 x 64 swapped one in 2 at tall M
+        // (few_tiles_tall_two_warpgroups_instead_of, runs 352, 355): DeepSeek-V3's router at 1024
+        // tokens (32 tiles), M ragged at N = 256 (30) and 128 (24).
+        (1024, 256, 7168, false),
+        (900, 256, 6144, false),
+        (1500, 128, 5120, false),
     ];
     // Picks pinned on 132 SMs (columns, slices). Two row blocks at K >= 6912 (run 267): tiles twice the one-wave width
     // in 2 slices, 160 columns at N = 5120 and 5112 (the last column block short; M ragged),

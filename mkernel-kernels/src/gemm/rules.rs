@@ -1542,8 +1542,10 @@ impl TileConfig {
     /// says so (run 298); else, above M = 256, the narrower 128-row tile in as many slices
     /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329); else, on 193..=4096 rows,
     /// the 64 x 128 tile in fewer slices, down to none, where
-    /// [`Self::few_tiles_half_height_fewer_slices_instead_of`] says so (runs 332-333). A pick of
-    /// 1 slice runs unsplit and needs no workspace.
+    /// [`Self::few_tiles_half_height_fewer_slices_instead_of`] says so (runs 332-333). Last, a
+    /// pick of the 64 x 64 swapped tile in 2 slices at M >= 385 and N = 128 or 256 becomes the
+    /// swapped 128 x 64 tile in 4 where [`Self::few_tiles_tall_two_warpgroups_instead_of`] says so
+    /// (runs 352, 355). A pick of 1 slice runs unsplit and needs no workspace.
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
         let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
@@ -1556,6 +1558,45 @@ impl TileConfig {
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| fits((t, s)))
+            .map(|(p, ps)| Self::few_tiles_tall_two_warpgroups_instead_of(p, ps, shape, sm_count).and_then(fits).unwrap_or((p, ps)))
+    }
+
+    /// The few-tiles rule's last step ([`Self::split_few_tiles_for`]): in place of its pick of
+    /// the 64 x 64 swapped TMA-store tile in 2 K-slices, the 128 x 64 swapped TMA-store tile
+    /// (128 rows of B by 64 of A, two consumer warpgroups: [`Self::swapped_wide`]`(64,
+    /// TmaStore)`) in 4, where N is 128 or 256 (whole 128-row blocks of B), M >= 385 (the
+    /// 64 x 64 pick below it is [`Self::few_tiles_two_warpgroups_instead_of`]'s), K % 64 == 0,
+    /// 4096 <= K <= 14336 and its tiles x 4 fit one wave of `sm_count` (as measured). `None`
+    /// elsewhere.
+    ///
+    /// Why: as many CTAs (half the tiles, twice the slices), each over the same multiply-adds
+    /// in half the K blocks (two warpgroups a block) reading 3/4 of the bytes from L2, as the
+    /// unswapped 128 x 64 tile at M = 193-384; at tall M and narrow N the swapped one keeps
+    /// A's 64-row blocks (the unswapped one in 4 was 8-16% slower than it, run 352).
+    ///
+    /// Measured on one H200 (runs 352 and 355, main's split -> this tile forced in 4, back to
+    /// back x20 behind the host gate, two passes, `--check` PASS, ms; cuBLAS; bench/NOTES.md
+    /// 44): 1024 x 256 x 7168 (DeepSeek-V3's router at 1024 tokens) 0.0157 -> 0.0134 (0.0129),
+    /// 735 x 256 x 12480 0.0227 -> 0.0173, 812 x 256 x 11264 0.0213 -> 0.0166, 884 x 256 x
+    /// 9216 0.0184 -> 0.0151, 1024 x 256 x 4096 0.0112 -> 0.0105, 1500 x 128 x 5120 0.0127 ->
+    /// 0.0117, 2000 x 128 x 7168 0.0160 -> 0.0155: 3-24% faster on all 12 shapes with N = 128 or
+    /// 256. Not at N = 384 (589 x 384 x 5568 3% slower, 692 x 384 x 4288 even), nor where N
+    /// pads the 128-row blocks (N = 264-448: 2-30% slower), nor in place of 3-6 slices (in 6-12:
+    /// 5-29% slower), nor in as many slices as the 64 x 64 tile (2-11% slower on 12 of 13).
+    pub fn few_tiles_tall_two_warpgroups_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
+        let tall = Self::swapped_wide(64, Epilogue::TmaStore);
+        if current != Self::swapped_tma_store(64)
+            || current_slices != 2
+            || shape.m < 385
+            || !(shape.n == 128 || shape.n == 256)
+            || shape.k % 64 != 0
+            || !(4096..=14336).contains(&shape.k)
+            || tall.check_output(shape.n).is_err()
+            || tall.tiles(shape.m, shape.n).saturating_mul(4) > sm_count as u64
+        {
+            return None;
+        }
+        Some((tall, 4))
     }
 
     /// The few-tiles rule's narrower swapped tiles at small M ([`Self::split_few_tiles_for`]):
@@ -3206,9 +3247,9 @@ mod tests {
             assert_eq!(TileConfig::few_tiles_smaller_instead_of(t, sl, shape, 132), Some((small, 2)), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k), Some((cols, 4)), "{m}x{n}x{k}");
         }
-        // Where it stays: N < 3M / 2 (434 x 408, 448 x 488, 512 x 512), 3 slices (218 x 560 x 6336), M
-        // above 384 (1024 x 256: tall M).
-        for (m, n, k, slices) in [(434, 408, 6976, 2), (448, 488, 7232, 2), (512, 512, 7168, 2), (218, 560, 6336, 3), (1024, 256, 7168, 2)] {
+        // Where it stays: N < 3M / 2 (434 x 408, 448 x 488, 512 x 512), 3 slices (218 x 560 x 6336); M
+        // above 384 at N = 256 is the tall rule's (few_tiles_take_swapped_128x64_tiles_at_tall_m_and_n_128_or_256).
+        for (m, n, k, slices) in [(434, 408, 6976, 2), (448, 488, 7232, 2), (512, 512, 7168, 2), (218, 560, 6336, 3)] {
             assert_eq!(pick(m, n, k), Some((small, slices)), "{m}x{n}x{k}");
         }
         // Bounds: M 193..=384, N >= 3M / 2 (304 x 456 in, 304 x 448 out), K % 64 == 0, K 4096..=14336,
@@ -3229,6 +3270,65 @@ mod tests {
         assert_eq!(rule(256, 896, 8192, 2, 111), None);
         assert_eq!(rule(256, 896, 8192, 2, 112), Some((cols, 4)));
         assert_eq!(TileConfig::few_tiles_two_warpgroups_instead_of(TileConfig::swapped_tma_store(32), 2, s(256, 896, 8192), 132), None);
+    }
+
+    #[test]
+    fn few_tiles_take_swapped_128x64_tiles_at_tall_m_and_n_128_or_256() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX);
+        let (small, tall) = (TileConfig::swapped_tma_store(64), TileConfig::swapped_wide(64, Epilogue::TmaStore));
+        // Runs 352 and 355's wins: the few-tiles split's 64 x 64 tile in 2 -> the 128 x 64 swapped tile in 4.
+        for (m, n, k) in [
+            (1024, 256, 7168),
+            (735, 256, 12480),
+            (743, 256, 9216),
+            (884, 256, 9216),
+            (765, 256, 11136),
+            (914, 256, 5056),
+            (1024, 256, 4096),
+            (900, 256, 6144),
+            (812, 256, 11264),
+            (1000, 256, 5120),
+            (1500, 128, 5120),
+            (2000, 128, 7168),
+        ] {
+            let shape = s(m, n, k);
+            let t = TileConfig::twin_that_splits(TileConfig::choose_before_cluster_n(shape, 132), shape);
+            let sl = t.few_tiles_slices(shape, 132).expect("few tiles");
+            let before = TileConfig::few_tiles_smaller_instead_of(t, sl, shape, 132).unwrap_or((t, sl));
+            assert_eq!(before, (small, 2), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((tall, 4)), "{m}x{n}x{k}");
+        }
+        // Where it stays: the 64 x 64 tile in 3-6 slices (450 x 256, 520 x 256, 640 x 256, 800 x 128, 1024 x 128),
+        // N = 384 and N that pads the 128-row blocks (run 352).
+        for (m, n, k, slices) in [(450, 256, 8192, 4), (520, 256, 10240, 3), (640, 256, 4096, 3), (800, 128, 7168, 5), (1024, 128, 9216, 4)] {
+            assert_eq!(pick(m, n, k), Some((small, slices)), "{m}x{n}x{k}");
+        }
+        for (m, n, k) in [(589, 384, 5568), (692, 384, 4288), (447, 448, 12736), (607, 264, 5120), (703, 264, 5632), (402, 392, 7104)] {
+            assert!(pick(m, n, k).is_none_or(|(t, _)| t != tall), "{m}x{n}x{k}: {:?}", pick(m, n, k));
+        }
+        // Bounds: the 64 x 64 tile in exactly 2, M >= 385, N 128 or 256, K % 64 == 0, K 4096..=14336,
+        // tiles x 4 within the SMs.
+        let rule = |m, n, k, sl, sms| TileConfig::few_tiles_tall_two_warpgroups_instead_of(small, sl, s(m, n, k), sms);
+        assert_eq!(rule(1024, 256, 7168, 2, 132), Some((tall, 4)));
+        assert_eq!(rule(385, 256, 7168, 2, 132), Some((tall, 4)));
+        assert_eq!(rule(384, 256, 7168, 2, 132), None);
+        assert_eq!(rule(1024, 128, 7168, 2, 132), Some((tall, 4)));
+        for n in [64, 192, 255, 257, 384, 512] {
+            assert_eq!(rule(1024, n, 7168, 2, 132), None, "N={n}");
+        }
+        assert_eq!(rule(1024, 256, 4032, 2, 132), None);
+        assert_eq!(rule(1024, 256, 4096, 2, 132), Some((tall, 4)));
+        assert_eq!(rule(1024, 256, 14336, 2, 132), Some((tall, 4)));
+        assert_eq!(rule(1024, 256, 14400, 2, 132), None);
+        assert_eq!(rule(1024, 256, 8200, 2, 132), None);
+        assert_eq!(rule(1024, 256, 7168, 3, 132), None);
+        assert_eq!(rule(1024, 256, 7168, 1, 132), None);
+        // 1024 x 256: 2 x 16 tiles, x 4 = 128 CTAs; 1056 x 256: 2 x 17 x 4 = 136 > 132.
+        assert_eq!(rule(1024, 256, 7168, 2, 127), None);
+        assert_eq!(rule(1024, 256, 7168, 2, 128), Some((tall, 4)));
+        assert_eq!(rule(1056, 256, 7168, 2, 132), None);
+        assert_eq!(TileConfig::few_tiles_tall_two_warpgroups_instead_of(TileConfig::swapped_tma_store(32), 2, s(1024, 256, 7168), 132), None);
     }
 
     #[test]
@@ -3450,13 +3550,14 @@ mod tests {
         // Where 64 x 64 swapped tiles are few too (K <= 28672, A + B <= 32 MiB): those, in
         // their own slices (runs 205-207, 211); not where the default's split keeps 7/8 of the SMs
         // busy, nor where they would compute more (128 x 136 tiles on N = 136); in 2 slices at N >=
-        // 3M / 2 the two-warpgroup 128 x 64 tile in 4 takes their place (runs 348-349).
+        // 3M / 2 the two-warpgroup 128 x 64 tile in 4 takes their place (runs 348-349), and from M =
+        // 385 at N = 128 or 256 the swapped 128 x 64 tile in 4 (runs 352, 355).
         assert_eq!(TileConfig::few_tiles_smaller_instead_of(TileConfig::NARROW_TMA_STORE, 4, GemmShape { m: 256, n: 1024, k: 4096 }, 132), Some((TileConfig::swapped_tma_store(64), 2)));
         assert_eq!(pick(256, 1024, 4096), Some((TileConfig::cols_tma_store(64), 4)));
         assert_eq!(pick(256, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
         assert_eq!(pick(128, 256, 7168), Some((TileConfig::swapped_tma_store(64), 7)));
         assert_eq!(pick(512, 256, 7168), Some((TileConfig::swapped_tma_store(64), 4)));
-        assert_eq!(pick(1024, 256, 7168), Some((TileConfig::swapped_tma_store(64), 2)));
+        assert_eq!(pick(1024, 256, 7168), Some((TileConfig::swapped_wide(64, Epilogue::TmaStore), 4)));
         assert_eq!(pick(128, 1024, 4096), Some((TileConfig::swapped_tma_store(64), 4)));
         // Not where the default's split already keeps 7/8 of the SMs busy (32 tiles in 4).
         assert_eq!(pick(128, 2048, 4096), Some((TileConfig::swapped_tma_store(128), 4)));
