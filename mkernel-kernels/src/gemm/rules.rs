@@ -1551,18 +1551,21 @@ impl TileConfig {
         let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
+        // (the tall rule's tile where it fits, else the pick it replaces where that fits: its
+        // half as many tiles need half the counts)
+        let tall_or = |(p, ps): (Self, u32)| Self::few_tiles_tall_two_warpgroups_instead_of(p, ps, shape, sm_count).and_then(fits).or_else(|| fits((p, ps)));
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
-            .and_then(|(small, ss)| Self::few_tiles_two_warpgroups_instead_of(small, ss, shape, sm_count).and_then(fits).or_else(|| fits((small, ss))))
+            .and_then(|(small, ss)| Self::few_tiles_two_warpgroups_instead_of(small, ss, shape, sm_count).and_then(fits).or_else(|| tall_or((small, ss))))
             .or_else(|| Self::few_tiles_narrower_swapped_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
-            .or_else(|| fits((t, s)))
-            .map(|(p, ps)| Self::few_tiles_tall_two_warpgroups_instead_of(p, ps, shape, sm_count).and_then(fits).unwrap_or((p, ps)))
+            .or_else(|| tall_or((t, s)))
     }
 
-    /// The few-tiles rule's last step ([`Self::split_few_tiles_for`]): in place of its pick of
-    /// the 64 x 64 swapped TMA-store tile in 2 K-slices, the 128 x 64 swapped TMA-store tile
+    /// The few-tiles rule's last step ([`Self::split_few_tiles_for`], on the smaller-tile
+    /// rule's pick or the default's split): in place of the 64 x 64 swapped TMA-store tile in
+    /// 2 K-slices, the 128 x 64 swapped TMA-store tile
     /// (128 rows of B by 64 of A, two consumer warpgroups: [`Self::swapped_wide`]`(64,
     /// TmaStore)`) in 4, where N is 128 or 256 (whole 128-row blocks of B), M >= 385 (the
     /// 64 x 64 pick below it is [`Self::few_tiles_two_warpgroups_instead_of`]'s), K % 64 == 0,
