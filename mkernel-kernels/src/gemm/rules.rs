@@ -1565,12 +1565,12 @@ impl TileConfig {
 
     /// The few-tiles rule's last step ([`Self::split_few_tiles_for`], on the smaller-tile
     /// rule's pick or the default's split): in place of the 64 x 64 swapped TMA-store tile in
-    /// 2 K-slices, the 128 x 64 swapped TMA-store tile
-    /// (128 rows of B by 64 of A, two consumer warpgroups: [`Self::swapped_wide`]`(64,
-    /// TmaStore)`) in 4, where N is 128 or 256 (whole 128-row blocks of B), M >= 385 (the
-    /// 64 x 64 pick below it is [`Self::few_tiles_two_warpgroups_instead_of`]'s), K % 64 == 0,
-    /// 4096 <= K <= 14336 and its tiles x 4 fit one wave of `sm_count` (as measured). `None`
-    /// elsewhere.
+    /// 2 K-slices, the 128 x 64 swapped TMA-store tile (128 rows of B by 64 of A, two consumer
+    /// warpgroups: [`Self::swapped_wide`]`(64, TmaStore)`) in 4, where N is 128 or 256 (whole
+    /// 128-row blocks of B), 385 <= M <= 2048, K % 64 == 0, 4096 <= K <= 14336 and its tiles x
+    /// 4 fit one wave of `sm_count` (as measured: on 132 SMs the 64 x 64 tile comes in 2
+    /// slices from M = 705 at N = 256 and from M = 1409 at N = 128; M 385-704 was not timed in
+    /// 2 slices, nor M above 2048). `None` elsewhere.
     ///
     /// Why: as many CTAs (half the tiles, twice the slices), each over the same multiply-adds
     /// in half the K blocks (two warpgroups a block) reading 3/4 of the bytes from L2, as the
@@ -1582,15 +1582,17 @@ impl TileConfig {
     /// 44): 1024 x 256 x 7168 (DeepSeek-V3's router at 1024 tokens) 0.0157 -> 0.0134 (0.0129),
     /// 735 x 256 x 12480 0.0227 -> 0.0173, 812 x 256 x 11264 0.0213 -> 0.0166, 884 x 256 x
     /// 9216 0.0184 -> 0.0151, 1024 x 256 x 4096 0.0112 -> 0.0105, 1500 x 128 x 5120 0.0127 ->
-    /// 0.0117, 2000 x 128 x 7168 0.0160 -> 0.0155: 3-24% faster on all 12 shapes with N = 128 or
-    /// 256. Not at N = 384 (589 x 384 x 5568 3% slower, 692 x 384 x 4288 even), nor where N
-    /// pads the 128-row blocks (N = 264-448: 2-30% slower), nor in place of 3-6 slices (in 6-12:
-    /// 5-29% slower), nor in as many slices as the 64 x 64 tile (2-11% slower on 12 of 13).
+    /// 0.0117, 2000 x 128 x 7168 0.0160 -> 0.0155: faster on all 12 shapes with N = 128 or 256,
+    /// by 1-24% (900 x 256 x 6144 the least, 1-5%). Not at N = 384 (589 x 384 x 5568 3% slower,
+    /// 692 x 384 x 4288 even, 460 x 384 x 8960 6% faster), nor where N pads the 128-row blocks
+    /// (N = 264-448: 2-30% slower), nor in place of 3-6 slices (in 6-12: 5-29% slower), nor in
+    /// as many slices as the 64 x 64 tile (2-11% slower on 12 of 13). Run 356 (main against
+    /// the rule, 14 fresh shapes and the router): all 15 faster by 3-21%.
     pub fn few_tiles_tall_two_warpgroups_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let tall = Self::swapped_wide(64, Epilogue::TmaStore);
         if current != Self::swapped_tma_store(64)
             || current_slices != 2
-            || shape.m < 385
+            || !(385..=2048).contains(&shape.m)
             || !(shape.n == 128 || shape.n == 256)
             || shape.k % 64 != 0
             || !(4096..=14336).contains(&shape.k)
@@ -3301,6 +3303,14 @@ mod tests {
             let before = TileConfig::few_tiles_smaller_instead_of(t, sl, shape, 132).unwrap_or((t, sl));
             assert_eq!(before, (small, 2), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k), Some((tall, 4)), "{m}x{n}x{k}");
+            // on the workspace split_rule_workspace asks for (half the counts the 64 x 64 pick needs)
+            let (bytes, counts) = TileConfig::split_rule_workspace(shape, 132).expect("a split");
+            assert_eq!(counts, tall.tiles(m, n), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(shape, 132, bytes, counts), Some((tall, 4)), "{m}x{n}x{k}");
+            // a workspace too small for it: the 64 x 64 pick where that fits
+            let small_bytes = small.tiles(m, n) * 2 * small.split_slot_bytes();
+            assert!(small_bytes < bytes, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(shape, 132, small_bytes, 2 * counts), Some((small, 2)), "{m}x{n}x{k}");
         }
         // Where it stays: the 64 x 64 tile in 3-6 slices (450 x 256, 520 x 256, 640 x 256, 800 x 128, 1024 x 128),
         // N = 384 and N that pads the 128-row blocks (run 352).
@@ -3317,6 +3327,8 @@ mod tests {
         assert_eq!(rule(385, 256, 7168, 2, 132), Some((tall, 4)));
         assert_eq!(rule(384, 256, 7168, 2, 132), None);
         assert_eq!(rule(1024, 128, 7168, 2, 132), Some((tall, 4)));
+        assert_eq!(rule(2048, 128, 7168, 2, 132), Some((tall, 4)));
+        assert_eq!(rule(2049, 128, 7168, 2, 144), None);
         for n in [64, 192, 255, 257, 384, 512] {
             assert_eq!(rule(1024, n, 7168, 2, 132), None, "N={n}");
         }
