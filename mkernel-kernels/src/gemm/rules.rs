@@ -82,6 +82,16 @@ pub const ONE_WAVE_COLS_MAX_M: u32 = 4096;
 pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 /// See [`ONE_WAVE_COLS_MIN_K`].
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
+/// Below [`ONE_WAVE_COLS_MIN_K`], at two row blocks (193 <= M <= 256) where the default's
+/// tiles fill a third to two thirds of the SMs, the one-wave-cols rule from this K (run 360, one H200, back to back x20 behind the host gate, two passes,
+/// `--check` PASS, ms; the 128 x 128 tile unsplit on 68-82 tiles -> 72 or 80 columns on
+/// 124-130; cuBLAS): 237 x 4904 x 576 0.0064 -> 0.0052 (0.0065), 254 x 4256 x 704 0.0067 ->
+/// 0.0055 (0.0058), 253 x 4864 x 1024 0.0090 -> 0.0070 (0.0081), 256 x 5120 x 1280
+/// (Qwen2.5-32B's o-projection on 4 GPUs at 256 tokens) 0.0105 -> 0.0083 (0.0091), 217 x 4784
+/// x 1920 0.0136 -> 0.0105 (0.0118), 255 x 5136 x 1984 0.0139 -> 0.0111 (0.0132): 17-25%
+/// faster on all 11 random shapes of run 359-360 (K 576-1984), each then ahead of cuBLAS
+/// (bench/NOTES.md 44.7).
+pub const ONE_WAVE_COLS_SHORT_MIN_K: u32 = 576;
 /// From this K, [`TileConfig::split_one_wave_cols_for`] splits tiles twice as wide as the
 /// one-wave-cols rule's (or, where those overfill one wave, up to
 /// [`ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH`]) in 2 (runs 264, 266-267: faster from K = 6912, 2%
@@ -506,7 +516,8 @@ impl TileConfig {
     /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64) where its
     /// tiles fit one wave unsplit and the width cuts at least an eighth of their elements (W
     /// <= 112). N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`] <= K <=
-    /// [`ONE_WAVE_COLS_MAX_K`] (as measured). `None` elsewhere.
+    /// [`ONE_WAVE_COLS_MAX_K`], at M <= 256 from [`ONE_WAVE_COLS_SHORT_MIN_K`] where
+    /// `current`'s tiles fill at most two thirds of the SMs (as measured). `None` elsewhere.
     ///
     /// At ragged M the rule stayed off two families until the last row block read A inside
     /// its bounds (`a_row0` in sm90_gemm.cuh, run 317): M % 128 in 1..=32 (run 303), and the
@@ -617,6 +628,10 @@ impl TileConfig {
         if tiles * 3 <= sms || (above_256 && tiles > sms) {
             return None;
         }
+        // (below ONE_WAVE_COLS_MIN_K measured only where `current`'s tiles fill at most two thirds)
+        if shape.k < ONE_WAVE_COLS_MIN_K && tiles * 3 > sms * 2 {
+            return None;
+        }
         // The elements the busiest SM computes per K block: waves of tiles times the tile's
         // rows x columns, over the slices the few-tiles rule cuts each tile into (x2 to stay
         // whole; as the split rules do, the register-epilogue tile counts as its TMA-store twin).
@@ -657,13 +672,15 @@ impl TileConfig {
 
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
     /// [`ONE_WAVE_COLS_MAX_M`], N > 160 (N <= 160 is the small-N rule's, which comes last in `choose_for`), N % 8 ==
-    /// 0, K % 64 == 0, [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`].
+    /// 0, K % 64 == 0, [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`]; at M <= 256
+    /// from K = [`ONE_WAVE_COLS_SHORT_MIN_K`].
     fn one_wave_cols_shape(shape: GemmShape) -> bool {
+        let min_k = if shape.m <= 256 { ONE_WAVE_COLS_SHORT_MIN_K } else { ONE_WAVE_COLS_MIN_K };
         (193..=ONE_WAVE_COLS_MAX_M).contains(&shape.m)
             && shape.n > 160
             && shape.n % 8 == 0
             && shape.k % 64 == 0
-            && (ONE_WAVE_COLS_MIN_K..=ONE_WAVE_COLS_MAX_K).contains(&shape.k)
+            && (min_k..=ONE_WAVE_COLS_MAX_K).contains(&shape.k)
     }
 
     /// Where [`Self::split_one_wave_cols_for`] leaves the one-wave-cols rule's W columns
@@ -2941,13 +2958,39 @@ mod tests {
         assert_eq!(rule(narrow, 256, 2944, 8192, 132), Some(cols(48)));
         // Up to M = 4096 (run 305): 2176 x 768 x 4096's 102 tiles of 128 x 128 -> 112 columns.
         assert_eq!(rule(narrow, 2176, 768, 4096, 132), Some(cols(112)));
+        // At two row blocks from K = 576 (run 360): 72 or 80 columns in place of 68-82 tiles of 128 x 128.
+        for (m, n, k, w) in [
+            (237, 4904, 576, 80),
+            (231, 4776, 1344, 80),
+            (254, 4256, 704, 72),
+            (218, 4776, 1216, 80),
+            (217, 4784, 1920, 80),
+            (255, 4936, 1408, 80),
+            (255, 5136, 1984, 80),
+            (253, 4864, 1024, 80),
+            (238, 4472, 960, 72),
+            (219, 4400, 1216, 72),
+            (256, 5120, 1280, 80),
+        ] {
+            assert_eq!(rule(narrow, m, n, k, 132), Some(cols(w)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+        }
+        // ... only where the 128 x 128 tiles fill at most two thirds of the SMs (88 of 132): N = 5632
+        // makes 88, 5640 89 (K >= 2048: any third to a whole wave).
+        assert_eq!(rule(narrow, 256, 5632, 1984, 132), Some(cols(88)));
+        assert_eq!(rule(narrow, 256, 5640, 1984, 132), None);
+        assert_eq!(rule(narrow, 256, 5640, 2048, 132), Some(cols(88)));
+        assert_eq!(rule(narrow, 256, 7168, 1984, 132), None);
+        assert_eq!(rule(narrow, 256, 7168, 2048, 132), Some(cols(112)));
         // Outside what was measured, or not the two defaults it replaces.
         for (m, n, k) in [
             (192, 7168, 4096), // the small-M rules' range (M <= 192)
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
             (4097, 384, 4096), // above ONE_WAVE_COLS_MAX_M
             (4224, 384, 4096),  // ... with 99 tiles of 128 x 128 (96 columns would fill one wave)
-            (256, 7168, 1984),  // K below 2048
+            (256, 7168, 512),   // K below ONE_WAVE_COLS_SHORT_MIN_K
+            (384, 3072, 1984),  // above M = 256, K below 2048
             (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0
             (256, 7164, 4096), // N % 8 != 0
