@@ -89,8 +89,11 @@ pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// 0.0055 (0.0058), 253 x 4864 x 1024 0.0090 -> 0.0070 (0.0081), 256 x 5120 x 1280
 /// (Qwen2.5-32B's o-projection on 4 GPUs at 256 tokens) 0.0105 -> 0.0083 (0.0091), 217 x 4784
 /// x 1920 0.0136 -> 0.0105 (0.0118), 255 x 5136 x 1984 0.0139 -> 0.0111 (0.0132): 17-25%
-/// faster on all 11 random shapes of run 359-360 (K 576-1984), each then ahead of cuBLAS
-/// (bench/NOTES.md 44.7).
+/// faster on all 11 random shapes of run 359-360 (K 576-1984), each then ahead of cuBLAS.
+/// Run 361 (main against the rule, 9 fresh shapes it moves to 72, 80 and 88 columns at M =
+/// 197-236 and 256 x 5120 x 1280, two passes in both orders): all 10 faster by 13-24%
+/// (197 x 4576 x 1536 0.0116 -> 0.0088, 229 x 5384 x 640 0.0068 -> 0.0059), 1.07-1.32 of
+/// cuBLAS (bench/NOTES.md 44.6).
 pub const ONE_WAVE_COLS_SHORT_MIN_K: u32 = 576;
 /// From this K, [`TileConfig::split_one_wave_cols_for`] splits tiles twice as wide as the
 /// one-wave-cols rule's (or, where those overfill one wave, up to
