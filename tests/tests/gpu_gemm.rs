@@ -374,7 +374,7 @@ fn cols_over_swapped_fit_default_matches_reference() {
 
 /// 193 <= M <= 2048 where the default's tiles leave SMs idle: the narrowest 128-row
 /// TMA-store tile filling one wave (`TileConfig::one_wave_cols_instead_of`), M ragged (200,
-/// 250, 193, 1000, 1500, 1001, 510: the last row block short) and N's last column block
+/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235: the last row block short) and N's last column block
 /// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320; K from 576 at two row
 /// blocks), against the reference;
 /// on 132 SMs the widths are asserted (elsewhere the default's, whatever it is). K stays below

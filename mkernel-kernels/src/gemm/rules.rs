@@ -82,8 +82,9 @@ pub const ONE_WAVE_COLS_MAX_M: u32 = 4096;
 pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 /// See [`ONE_WAVE_COLS_MIN_K`].
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
-/// Below [`ONE_WAVE_COLS_MIN_K`], at two row blocks (193 <= M <= 256) where the default's
-/// tiles fill a third to two thirds of the SMs, the one-wave-cols rule from this K (run 360, one H200, back to back x20 behind the host gate, two passes,
+/// Below [`ONE_WAVE_COLS_MIN_K`], at two row blocks (193 <= M <= 256) in place of the 128 x
+/// 128 TMA-store tile where its tiles fill a third to two thirds of the SMs (not in place of
+/// the 128 x 256 one there: not measured), the one-wave-cols rule from this K (run 360, one H200, back to back x20 behind the host gate, two passes,
 /// `--check` PASS, ms; the 128 x 128 tile unsplit on 68-82 tiles -> 72 or 80 columns on
 /// 124-130; cuBLAS): 237 x 4904 x 576 0.0064 -> 0.0052 (0.0065), 254 x 4256 x 704 0.0067 ->
 /// 0.0055 (0.0058), 253 x 4864 x 1024 0.0090 -> 0.0070 (0.0081), 256 x 5120 x 1280
@@ -519,8 +520,9 @@ impl TileConfig {
     /// ([`Self::M64_WIDE_TMA_STORE`], often the default where M % 128 is 1..=64) where its
     /// tiles fit one wave unsplit and the width cuts at least an eighth of their elements (W
     /// <= 112). N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`] <= K <=
-    /// [`ONE_WAVE_COLS_MAX_K`], at M <= 256 from [`ONE_WAVE_COLS_SHORT_MIN_K`] where
-    /// `current`'s tiles fill at most two thirds of the SMs (as measured). `None` elsewhere.
+    /// [`ONE_WAVE_COLS_MAX_K`], at M <= 256 from [`ONE_WAVE_COLS_SHORT_MIN_K`] in place of the
+    /// 128 x 128 TMA-store tile where its tiles fill at most two thirds of the SMs (as
+    /// measured). `None` elsewhere.
     ///
     /// At ragged M the rule stayed off two families until the last row block read A inside
     /// its bounds (`a_row0` in sm90_gemm.cuh, run 317): M % 128 in 1..=32 (run 303), and the
@@ -631,8 +633,8 @@ impl TileConfig {
         if tiles * 3 <= sms || (above_256 && tiles > sms) {
             return None;
         }
-        // (below ONE_WAVE_COLS_MIN_K measured only where `current`'s tiles fill at most two thirds)
-        if shape.k < ONE_WAVE_COLS_MIN_K && tiles * 3 > sms * 2 {
+        // (below ONE_WAVE_COLS_MIN_K measured only in place of 128 x 128 tiles filling at most two thirds)
+        if shape.k < ONE_WAVE_COLS_MIN_K && (current != Self::NARROW_TMA_STORE || tiles * 3 > sms * 2) {
             return None;
         }
         // The elements the busiest SM computes per K block: waves of tiles times the tile's
@@ -2986,13 +2988,19 @@ mod tests {
         assert_eq!(rule(narrow, 256, 5640, 2048, 132), Some(cols(88)));
         assert_eq!(rule(narrow, 256, 7168, 1984, 132), None);
         assert_eq!(rule(narrow, 256, 7168, 2048, 132), Some(cols(112)));
+        assert_eq!(rule(narrow, 256, 5120, 576, 132), Some(cols(80)));
+        // ... and not in place of the 128 x 256 tile below K = 2048 (helper-80: 256 x 10240 x 1024, not measured).
+        let wide = TileConfig::WIDE_TMA_STORE;
+        assert_eq!(rule(wide, 256, 10240, 1024, 132), None);
+        assert_eq!(rule(wide, 256, 10240, 2048, 132), Some(cols(160)));
+        assert_eq!(TileConfig::choose_for(s(256, 10240, 1024), 132), wide);
         // Outside what was measured, or not the two defaults it replaces.
         for (m, n, k) in [
             (192, 7168, 4096), // the small-M rules' range (M <= 192)
             (256, 160, 4096),  // the small-N rule's range (N <= 160)
             (4097, 384, 4096), // above ONE_WAVE_COLS_MAX_M
             (4224, 384, 4096),  // ... with 99 tiles of 128 x 128 (96 columns would fill one wave)
-            (256, 7168, 512),   // K below ONE_WAVE_COLS_SHORT_MIN_K
+            (256, 5120, 512),   // K below ONE_WAVE_COLS_SHORT_MIN_K (80 tiles of 128 x 128: within two thirds)
             (384, 3072, 1984),  // above M = 256, K below 2048
             (256, 7168, 14400), // K above 14336
             (256, 7168, 4100), // K % 64 != 0
