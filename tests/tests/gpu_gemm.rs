@@ -732,7 +732,7 @@ fn split_rule_default_matches_reference() {
         // (few_tiles_two_warpgroups_instead_of, runs 348-349): M and N ragged, 26 tiles.
         (236, 808, 9024, false),
         // The swapped 128 x 64 tile in 4 slices in place of the 64 x 64 swapped one in 2 at tall M
-        // (few_tiles_tall_two_warpgroups_instead_of, runs 352, 355): DeepSeek-V3's router at 1024
+        // (few_tiles_two_warpgroups_instead_of, runs 352, 355): DeepSeek-V3's router at 1024
         // tokens (32 tiles), M ragged at N = 256 (30) and 128 (24).
         (1024, 256, 7168, false),
         (900, 256, 6144, false),

@@ -1556,74 +1556,33 @@ impl TileConfig {
     ///
     /// For K = 4096..=28672, the 64 x 64 swapped tile in its own slices takes the default's
     /// place where [`Self::few_tiles_smaller_instead_of`] says so (runs 205-207, 211), and in
-    /// place of its 2 slices the 128 x 64 tile in 4 where [`Self::few_tiles_two_warpgroups_instead_of`]
-    /// says so (runs 348-350); else, at 17 <= M <= 64, narrower swapped tiles (64 x 16, 64 x 32)
+    /// place of its 2 slices a 128 x 64 tile in 4 where [`Self::few_tiles_two_warpgroups_instead_of`]
+    /// says so (runs 348-350, 352-356); else, at 17 <= M <= 64, narrower swapped tiles (64 x 16, 64 x 32)
     /// or the same one in other slices where [`Self::few_tiles_narrower_swapped_instead_of`]'s
     /// model says so (runs 343-351); else,
     /// at two row blocks, the 64 x 128 tile in 2 where [`Self::few_tiles_half_height_instead_of`]
     /// says so (run 298); else, above M = 256, the narrower 128-row tile in as many slices
     /// where [`Self::few_tiles_narrower_instead_of`] says so (run 329); else, on 193..=4096 rows,
     /// the 64 x 128 tile in fewer slices, down to none, where
-    /// [`Self::few_tiles_half_height_fewer_slices_instead_of`] says so (runs 332-333). Last, a
-    /// pick of the 64 x 64 swapped tile in 2 slices at M >= 385 and N = 128 or 256 becomes the
-    /// swapped 128 x 64 tile in 4 where [`Self::few_tiles_tall_two_warpgroups_instead_of`] says so
-    /// (runs 352, 355). A pick of 1 slice runs unsplit and needs no workspace.
+    /// [`Self::few_tiles_half_height_fewer_slices_instead_of`] says so (runs 332-333); else the
+    /// default's split, where it is the 64 x 64 swapped tile in 2 slices again through
+    /// [`Self::few_tiles_two_warpgroups_instead_of`]. A pick of 1 slice runs unsplit and needs
+    /// no workspace.
     pub fn split_few_tiles_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (a clustered default stays clustered here, so unsplit, unlike choose_for_split's)
         let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
         let s = t.few_tiles_slices(shape, sm_count)?;
         let fits = |(t, s): (Self, u32)| t.split_fits(t.tiles(shape.m, shape.n), s as u64, scratch_bytes, counts_len).then_some((t, s));
-        // (the tall rule's tile where it fits, else the pick it replaces where that fits: its
+        // (the two-warpgroup tile where it fits, else the pick it replaces where that fits: its
         // half as many tiles need half the counts)
-        let tall_or = |(p, ps): (Self, u32)| Self::few_tiles_tall_two_warpgroups_instead_of(p, ps, shape, sm_count).and_then(fits).or_else(|| fits((p, ps)));
+        let two_warpgroups_or = |(p, ps): (Self, u32)| Self::few_tiles_two_warpgroups_instead_of(p, ps, shape, sm_count).and_then(fits).or_else(|| fits((p, ps)));
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
-            .and_then(|(small, ss)| Self::few_tiles_two_warpgroups_instead_of(small, ss, shape, sm_count).and_then(fits).or_else(|| tall_or((small, ss))))
+            .and_then(two_warpgroups_or)
             .or_else(|| Self::few_tiles_narrower_swapped_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
-            .or_else(|| tall_or((t, s)))
-    }
-
-    /// The few-tiles rule's last step ([`Self::split_few_tiles_for`], on the smaller-tile
-    /// rule's pick or the default's split): in place of the 64 x 64 swapped TMA-store tile in
-    /// 2 K-slices, the 128 x 64 swapped TMA-store tile (128 rows of B by 64 of A, two consumer
-    /// warpgroups: [`Self::swapped_wide`]`(64, TmaStore)`) in 4, where N is 128 or 256 (whole
-    /// 128-row blocks of B), 385 <= M <= 2048, K % 64 == 0, 4096 <= K <= 14336 and its tiles x
-    /// 4 fit one wave of `sm_count` (as measured: on 132 SMs the 64 x 64 tile comes in 2
-    /// slices from M = 705 at N = 256 and from M = 1409 at N = 128; M 385-704 was not timed in
-    /// 2 slices, nor M above 2048). `None` elsewhere.
-    ///
-    /// Why: as many CTAs (half the tiles, twice the slices), each over the same multiply-adds
-    /// in half the K blocks (two warpgroups a block) reading 3/4 of the bytes from L2, as the
-    /// unswapped 128 x 64 tile at M = 193-384; at tall M and narrow N the swapped one keeps
-    /// A's 64-row blocks (the unswapped one in 4 was 8-16% slower than it, run 352).
-    ///
-    /// Measured on one H200 (runs 352 and 355, main's split -> this tile forced in 4, back to
-    /// back x20 behind the host gate, two passes, `--check` PASS, ms; cuBLAS; bench/NOTES.md
-    /// 44): 1024 x 256 x 7168 (DeepSeek-V3's router at 1024 tokens) 0.0157 -> 0.0134 (0.0129),
-    /// 735 x 256 x 12480 0.0227 -> 0.0173, 812 x 256 x 11264 0.0213 -> 0.0166, 884 x 256 x
-    /// 9216 0.0184 -> 0.0151, 1024 x 256 x 4096 0.0112 -> 0.0105, 1500 x 128 x 5120 0.0127 ->
-    /// 0.0117, 2000 x 128 x 7168 0.0160 -> 0.0155: faster on all 12 shapes with N = 128 or 256,
-    /// by 1-24% (900 x 256 x 6144 the least, 1-5%). Not at N = 384 (589 x 384 x 5568 3% slower,
-    /// 692 x 384 x 4288 even, 460 x 384 x 8960 6% faster), nor where N pads the 128-row blocks
-    /// (N = 264-448: 2-30% slower), nor in place of 3-6 slices (in 6-12: 5-29% slower), nor in
-    /// as many slices as the 64 x 64 tile (2-11% slower on 12 of 13). Run 356 (main against
-    /// the rule, 14 fresh shapes and the router): all 15 faster by 3-21%.
-    pub fn few_tiles_tall_two_warpgroups_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
-        let tall = Self::swapped_wide(64, Epilogue::TmaStore);
-        if current != Self::swapped_tma_store(64)
-            || current_slices != 2
-            || !(385..=2048).contains(&shape.m)
-            || !(shape.n == 128 || shape.n == 256)
-            || shape.k % 64 != 0
-            || !(4096..=14336).contains(&shape.k)
-            || tall.check_output(shape.n).is_err()
-            || tall.tiles(shape.m, shape.n).saturating_mul(4) > sm_count as u64
-        {
-            return None;
-        }
-        Some((tall, 4))
+            .or_else(|| two_warpgroups_or((t, s)))
     }
 
     /// The few-tiles rule's narrower swapped tiles at small M ([`Self::split_few_tiles_for`]):
@@ -1693,15 +1652,24 @@ impl TileConfig {
             .map(|(_, t, s)| (t, s as u32))
     }
 
-    /// After [`Self::few_tiles_smaller_instead_of`] ([`Self::split_few_tiles_for`]): in place of
-    /// the 64 x 64 swapped TMA-store tile in 2 K-slices, the 128 x 64 TMA-store tile (128 rows of
-    /// A by 64 columns, two consumer warpgroups: [`Self::cols_tma_store`]`(64)`) in 4, where its
-    /// tiles x 4 fit one wave of `sm_count`; 193 <= M <= 384, N >= 3M / 2, K % 64 == 0, 4096 <=
-    /// K <= 14336 (as measured). `None` elsewhere.
+    /// In place of the 64 x 64 swapped TMA-store tile in 2 K-slices (the smaller-tile rule's
+    /// pick or the default's split, [`Self::split_few_tiles_for`]), a 128 x 64 TMA-store tile
+    /// of two consumer warpgroups in 4, where its tiles x 4 fit one wave of `sm_count`, K % 64
+    /// == 0 and 4096 <= K <= 14336, and (as measured) either
+    /// - 193 <= M <= 384 and N >= 3M / 2: the unswapped one (128 rows of A by 64 columns,
+    ///   [`Self::cols_tma_store`]`(64)`), or
+    /// - 385 <= M <= 2048 and N = 128 or 256 (whole 128-row blocks of B): the swapped one (128
+    ///   rows of B by 64 of A, [`Self::swapped_wide`]`(64, TmaStore)`; on 132 SMs the 64 x 64
+    ///   tile comes in 2 slices from M = 705 at N = 256 and from M = 1409 at N = 128; M 385-704
+    ///   was not timed in 2 slices, nor M above 2048).
     ///
-    /// Why: as many CTAs over the same multiply-adds each, in half the K blocks (two warpgroups
-    /// a block instead of one) reading 3/4 of the bytes from L2; the fix-up reads three 32 KiB
-    /// slots in up to 2 round trips instead of one 16 KiB slot in one, which longer chains pay for.
+    /// `None` elsewhere.
+    ///
+    /// Why: as many CTAs (half the tiles, twice the slices), each over the same multiply-adds
+    /// in half the K blocks (two warpgroups a block) reading 3/4 of the bytes from L2; the
+    /// fix-up reads three 32 KiB slots in up to 2 round trips instead of one 16 KiB slot in
+    /// one, which longer chains pay for. At tall M and narrow N the swapped tile keeps A's
+    /// 64-row blocks (the unswapped one in 4 was 8-16% slower than it there, run 352).
     ///
     /// Measured on one H200 (runs 348-349, back to back x20 behind the host gate, two passes,
     /// `--check` PASS, ms, the 64 x 64 split -> this; cuBLAS; bench/NOTES.md 43.3): 197 x 792 x
@@ -1713,23 +1681,38 @@ impl TileConfig {
     /// 0.0239 -> 0.0170, 256 x 896 x 5120 0.0127 -> 0.0118), 256 x 904 x 4416 even. Not at N <
     /// 3M / 2 (434 x 408 x 6976 even, 448 x 488 x 7232 4% slower, 512 x 512 x 4096-14336
     /// -8..+3%; faster at 489 x 384 x 11840 and 332 x 384 x 14336 in 6),
-    /// nor in place of 3 slices (218 x 560 x 6336 in 6 even, 368 x 408 x 6720 15% slower), nor
-    /// for tall M (the swapped 128 x 64 tile, 128 rows of B, won at 1024 x 256 by 8-33% but lost
-    /// 6-28% at N = 160-216 where its two column blocks pad N).
+    /// nor in place of 3 slices (218 x 560 x 6336 in 6 even, 368 x 408 x 6720 15% slower).
+    ///
+    /// Measured on one H200 (runs 352 and 355, main's split -> this tile forced in 4, back to
+    /// back x20 behind the host gate, two passes, `--check` PASS, ms; cuBLAS; bench/NOTES.md
+    /// 44): 1024 x 256 x 7168 (DeepSeek-V3's router at 1024 tokens) 0.0157 -> 0.0134 (0.0129),
+    /// 735 x 256 x 12480 0.0227 -> 0.0173, 812 x 256 x 11264 0.0213 -> 0.0166, 884 x 256 x
+    /// 9216 0.0184 -> 0.0151, 1024 x 256 x 4096 0.0112 -> 0.0105, 1500 x 128 x 5120 0.0127 ->
+    /// 0.0117, 2000 x 128 x 7168 0.0160 -> 0.0155: faster on all 12 shapes with N = 128 or 256,
+    /// by 1-24% (900 x 256 x 6144 the least, 1-5%). Not at N = 384 (589 x 384 x 5568 3% slower,
+    /// 692 x 384 x 4288 even, 460 x 384 x 8960 6% faster), nor where N pads the 128-row blocks
+    /// (N = 264-448: 2-30% slower), nor in place of 3-6 slices (in 6-12: 5-29% slower), nor in
+    /// as many slices as the 64 x 64 tile (2-11% slower on 12 of 13). Run 356 (main against
+    /// the rule, 14 fresh shapes and the router): all 15 faster by 3-21%.
     pub fn few_tiles_two_warpgroups_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
-        let cols = Self::cols_tma_store(64);
+        let (m, n) = (shape.m as u64, shape.n as u64);
+        let t = if (193..=384).contains(&m) && n * 2 >= m * 3 {
+            Self::cols_tma_store(64)
+        } else if (385..=2048).contains(&m) && (n == 128 || n == 256) {
+            Self::swapped_wide(64, Epilogue::TmaStore)
+        } else {
+            return None;
+        };
         if current != Self::swapped_tma_store(64)
             || current_slices != 2
-            || !(193..=384).contains(&shape.m)
-            || (shape.n as u64) * 2 < shape.m as u64 * 3
             || shape.k % 64 != 0
             || !(4096..=14336).contains(&shape.k)
-            || cols.check_output(shape.n).is_err()
-            || cols.tiles(shape.m, shape.n).saturating_mul(4) > sm_count as u64
+            || t.check_output(shape.n).is_err()
+            || t.tiles(shape.m, shape.n).saturating_mul(4) > sm_count as u64
         {
             return None;
         }
-        Some((cols, 4))
+        Some((t, 4))
     }
 
     /// L2 round trips of the kernel's fix-up (`split_fixup` in cuda/gemm/sm90_gemm.cuh) for the
@@ -3376,7 +3359,7 @@ mod tests {
         }
         // Bounds: the 64 x 64 tile in exactly 2, M >= 385, N 128 or 256, K % 64 == 0, K 4096..=14336,
         // tiles x 4 within the SMs.
-        let rule = |m, n, k, sl, sms| TileConfig::few_tiles_tall_two_warpgroups_instead_of(small, sl, s(m, n, k), sms);
+        let rule = |m, n, k, sl, sms| TileConfig::few_tiles_two_warpgroups_instead_of(small, sl, s(m, n, k), sms);
         assert_eq!(rule(1024, 256, 7168, 2, 132), Some((tall, 4)));
         assert_eq!(rule(385, 256, 7168, 2, 132), Some((tall, 4)));
         assert_eq!(rule(384, 256, 7168, 2, 132), None);
@@ -3397,7 +3380,7 @@ mod tests {
         assert_eq!(rule(1024, 256, 7168, 2, 127), None);
         assert_eq!(rule(1024, 256, 7168, 2, 128), Some((tall, 4)));
         assert_eq!(rule(1056, 256, 7168, 2, 132), None);
-        assert_eq!(TileConfig::few_tiles_tall_two_warpgroups_instead_of(TileConfig::swapped_tma_store(32), 2, s(1024, 256, 7168), 132), None);
+        assert_eq!(TileConfig::few_tiles_two_warpgroups_instead_of(TileConfig::swapped_tma_store(32), 2, s(1024, 256, 7168), 132), None);
     }
 
     #[test]
