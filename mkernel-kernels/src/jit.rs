@@ -111,7 +111,7 @@ pub fn nvrtc_or_skip(test: &str) -> std::result::Result<bool, String> {
         return Err(format!("{test}: NVRTC (libnvrtc.so.13) not found but MKERNEL_REQUIRE_NVRTC/GPU=1"));
     }
     // Straight to the stderr handle: the harness captures `eprintln!` (skips must show).
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("SKIP {test}: NVRTC (libnvrtc.so.13) not found on LD_LIBRARY_PATH\n").as_bytes());
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("SKIP {test}: {}\n", Error::NvrtcMissing).as_bytes());
     Ok(false)
 }
 

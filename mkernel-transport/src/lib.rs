@@ -27,8 +27,10 @@
 //!
 //! **What it must not know about.** CUDA, GPUs, kernels, topology, the proxy's command
 //! ring, and any particular NIC library (libfabric, libibverbs): those live in the
-//! backend crates (`mkernel-transport-efa`, `mkernel-transport-ibverbs`) which depend
-//! on this crate, never the other way round.
+//! backend crates, which depend on this crate, never the other way round. Today that is
+//! `mkernel-transport-efa` (libfabric: the `efa` provider, and on InfiniBand the
+//! `verbs;ofi_rxm` one); a native libibverbs backend (`mkernel-transport-ibverbs`) is
+//! not built.
 //!
 //! **Who calls it.** `mkernel-proxy` (posts the writes the GPU asks for and runs the
 //! receive-side progress engine), the backend crates (implement [`Transport`]), and

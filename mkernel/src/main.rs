@@ -35,7 +35,8 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
+            // (2 for an argument error, as clap's own; 1 for anything else)
+            std::process::ExitCode::from(bench::exit_status(e.as_ref()))
         }
     }
 }

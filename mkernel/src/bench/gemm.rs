@@ -59,7 +59,7 @@ pub struct GemmArgs {
     /// qkv, o, gate_up and down projections of Llama-3-8B, Llama-3-70B and Qwen2.5-32B
     /// sharded for tensor parallelism 1, 2, 4 and 8 (qkv and gate_up split along N, o and
     /// down along K), at M = 1, 16, 64, 256, 1024 and 4096 tokens, and DeepSeek-V3's routed
-    /// experts and router ([`model_shapes`]). Labels such as "M=256 llama3-70b tp4 down",
+    /// experts and router (listed in mkernel/src/bench/gemm.rs, `model_shapes`). Labels such as "M=256 llama3-70b tp4 down",
     /// so --filter "M=16 " (with the space) or "tp8" picks a part.
     #[arg(long, conflicts_with = "shape")]
     pub models: bool,
@@ -94,6 +94,10 @@ pub struct GemmArgs {
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
 /// (`GemmShape::validate_dims`: 1..=2^31-256, K % 8 == 0), checked before any device is opened.
 pub(super) fn parse_shape(v: &str) -> Result<GemmShape, String> {
+    if v.trim().is_empty() {
+        // (clap splits the list at commas and shows only this piece)
+        return Err("an empty shape in the list (two commas, or a comma at an end); expected MxNxK, e.g. 4096x4096x1000".to_string());
+    }
     let dims: Vec<&str> = v.trim().split('x').collect();
     let [m, n, k] = dims[..] else {
         return Err(format!("'{v}': expected MxNxK, e.g. 4096x4096x1000"));
@@ -236,6 +240,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         _ => TileConfig::swapped_for(s.m, cm),
     };
     let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
+    super::check_unique_shapes(&args.shape)?;
     let list = if args.models {
         model_shapes()
     } else if args.shape.is_empty() {
@@ -250,28 +255,28 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         // (the fitted Registers and clustered tiles never split; cols-fit-tma-store's do)
         if cm < 4 && (args.split_like_rule || matches!(args.split_last_wave, Some(mkernel::LastWaveSplit::Slices(n)) if n >= 2)) {
             let flag = if args.split_like_rule { "--split-like-rule" } else { "--split-last-wave" };
-            return Err(format!("{flag} with --tile {}: only TMA-store tiles without clusters split their last wave (this name fits Registers-epilogue or clustered tiles)", args.tile.as_deref().unwrap_or_default()).into());
+            return Err(super::usage(format!("{flag} with --tile {}: only TMA-store tiles without clusters split their last wave (this name fits Registers-epilogue or clustered tiles)", args.tile.as_deref().unwrap_or_default())));
         }
         // (any SM count will do for these rules; the real one is used below. A shape no
         // column-fitted tile fits better than the wide one takes the default.)
         if let Some((label, s)) = list.iter().find(|(_, s)| cm < 3 && fitted(cm, s, 1).is_none()) {
             let rule = if cm == 0 { "fits 257 <= M <= 8192" } else { "holds at most 256 rows of A" };
-            return Err(format!("--tile {}: this swapped-operand tile {rule}, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m).into());
+            return Err(super::usage(format!("--tile {}: this swapped-operand tile {rule}, but '{label}' has M={}", args.tile.as_deref().unwrap_or_default(), s.m)));
         }
     }
     if let Some(t) = tile {
         if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
-            return Err(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}; use a tile without -tma-store (wide, narrow, m64-wide)", t.name(), s.n).into());
+            return Err(super::usage(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}; use a tile without -tma-store (wide, narrow, m64-wide)", t.name(), s.n)));
         }
         if (args.split_like_rule || matches!(args.split_last_wave, Some(mkernel::LastWaveSplit::Slices(n)) if n >= 2)) && !t.can_split_last_wave() {
             let flag = if args.split_like_rule { "--split-like-rule" } else { "--split-last-wave" };
-            return Err(format!("{flag} with --tile {}: only TMA-store tiles without clusters split their last wave", t.name()).into());
+            return Err(super::usage(format!("{flag} with --tile {}: only TMA-store tiles without clusters split their last wave", t.name())));
         }
     }
     super::check_out_dir(&args.common)?;
     let present = mkernel::device_count()?;
     if args.device >= present {
-        return Err(format!("--device {}: {present} GPU(s) present", args.device).into());
+        return Err(super::usage(format!("--device {}: {present} GPU(s) present", args.device)));
     }
     let ctx = CudaContext::new(args.device)?;
     let stream = ctx.new_stream()?;

@@ -189,6 +189,9 @@ fn parse_fused_shape(v: &str) -> Result<GemmShape, String> {
 
 /// --sm-comm: a count of CTAs, at least 1 (the grid bound is checked once the GPU is known).
 fn parse_sm_comm(v: &str) -> Result<u32, String> {
+    if v.trim().is_empty() {
+        return Err("an empty count in the list (two commas, or a comma at an end)".to_string());
+    }
     match v.trim().parse::<i64>() {
         Ok(c) if (1..=i64::from(u32::MAX)).contains(&c) => Ok(c as u32),
         Ok(c) => Err(format!("{c} communication CTAs: must be at least 1 and below the grid size (the SM count; checked once the GPU is known)")),
@@ -441,7 +444,7 @@ fn trace_call(
 fn spawn_ranks(procs: usize) -> BenchResult<()> {
     let present = mkernel::device_count()?;
     if procs == 0 || procs > present {
-        return Err(format!("--procs {procs}: {present} GPU(s) present").into());
+        return Err(super::usage(format!("--procs {procs}: {present} GPU(s) present")));
     }
     // A free port whose successor is free too (the bootstrap listens on MASTER_PORT + 1).
     let port = mkernel_topology::loopback_port_pair()?;
@@ -746,7 +749,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         None => None,
         Some(name) => Some(CommPath::by_name(name).ok_or_else(|| {
             format!("--comm-path: unknown path '{name}' ({})", CommPath::ALL.map(|p| p.name()).join(", "))
-        })?),
+        }).map_err(super::usage)?),
     };
     // The world size the path rules are checked against: --procs or --gpus, or with
     // --launched the launcher's WORLD_SIZE (read again, with the rest, by the communicator).
@@ -762,60 +765,60 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let shared = args.share_gpu;
     if shared {
         if world_asked.is_some_and(|w| w < 2) {
-            return Err("--share-gpu: puts 2 or more ranks on GPU 0 (--gpus 2..8); got --gpus 1".into());
+            return Err(super::usage("--share-gpu: puts 2 or more ranks on GPU 0 (--gpus 2..8); got --gpus 1"));
         }
         if let Some(t) = args.tail_ctas.filter(|&t| t > 0) {
-            return Err(format!("--tail-ctas {t}: ranks sharing a GPU (--share-gpu) take no tail CTAs").into());
+            return Err(super::usage(format!("--tail-ctas {t}: ranks sharing a GPU (--share-gpu) take no tail CTAs")));
         }
     }
-    check_path_args(tile, comm_path, args.tail_ctas, world_asked)?;
+    check_path_args(tile, comm_path, args.tail_ctas, world_asked).map_err(super::usage)?;
     if let (Some(p), false) = (comm_path.filter(|p| !p.has_comm_ctas()), args.sm_comm.is_empty()) {
-        return Err(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name()).into());
+        return Err(super::usage(format!("--sm-comm: the {} path has no communication CTAs to sweep", p.name())));
     }
-    check_unique("--sm-comm", &args.sm_comm)?;
-    let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked)?;
-    let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths)?;
+    check_unique("--sm-comm", &args.sm_comm).map_err(super::usage)?;
+    let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked).map_err(super::usage)?;
+    let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths).map_err(super::usage)?;
     let flags = PathFlags { comm_path, sweep_paths: &sweep_paths, tile, tail_ctas: args.tail_ctas, world: world_asked, shared };
     // The diagnostic and the split sweep vary the shape's own configuration: --sweep-paths
     // does not count for them.
     let own_config = PathFlags { sweep_paths: &[], ..flags };
     if epilogue_pace.is_some() {
-        flags.check_epilogue_only("--epilogue-pace")?;
+        flags.check_epilogue_only("--epilogue-pace").map_err(super::usage)?;
     }
     // off, auto (the default) and 1 mean "no split" on every other path; a count of 2 or
     // more needs a call that takes the epilogue or local path.
     if forces_split(args.split_last_wave) {
-        flags.check_split("--split-last-wave")?;
+        flags.check_split("--split-last-wave").map_err(super::usage)?;
     }
     if !args.sweep_diag.is_empty() {
-        own_config.check_epilogue_only("--sweep-diag")?;
+        own_config.check_epilogue_only("--sweep-diag").map_err(super::usage)?;
     }
     if !args.sweep_split.is_empty() {
-        own_config.check_split("--sweep-split")?;
+        own_config.check_split("--sweep-split").map_err(super::usage)?;
     }
     // A clustered or swapped-operand tile takes the epilogue path: no communication CTAs
     // to sweep; a clustered one also takes whole tiles (a cluster's pair), no slices.
     if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
         if !args.sm_comm.is_empty() {
-            return Err(format!("--sm-comm: its rows run a path with communication CTAs, which --tile {} has none of (it takes the epilogue path with 2 ranks, local with one)", t.name()).into());
+            return Err(super::usage(format!("--sm-comm: its rows run a path with communication CTAs, which --tile {} has none of (it takes the epilogue path with 2 ranks, local with one)", t.name())));
         }
     }
     // (clusters along M or N alike: -c2 and -n2 tiles)
     if let Some(t) = tile.filter(|t| t.cluster_size() > 1) {
         if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
-            return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles (a cluster's pair), no K-slices", t.name()).into());
+            return Err(super::usage(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles (a cluster's pair), no K-slices", t.name())));
         }
     }
     // --sm-comm's rows run a fused kernel with communication CTAs: a plain-GEMM-only tile
     // (taken on one rank's local path) has none.
     if let (Some(t), false) = (tile, args.sm_comm.is_empty()) {
         if let Err(e) = t.validate() {
-            return Err(format!("--sm-comm: its rows run a fused kernel, and --tile {}: {e}", t.name()).into());
+            return Err(super::usage(format!("--sm-comm: its rows run a fused kernel, and --tile {}: {e}", t.name())));
         }
     }
-    check_unique("--sweep-diag", &args.sweep_diag)?;
-    check_unique("--sweep-split", &args.sweep_split)?;
-    check_unique("--sweep-tiles", &args.sweep_tiles)?;
+    check_unique("--sweep-diag", &args.sweep_diag).map_err(super::usage)?;
+    check_unique("--sweep-split", &args.sweep_split).map_err(super::usage)?;
+    check_unique("--sweep-tiles", &args.sweep_tiles).map_err(super::usage)?;
     let sweep_tiles = args
         .sweep_tiles
         .iter()
@@ -829,19 +832,20 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                     )
                 })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, String>>().map_err(super::usage)?;
     // A swept tile that no call of this run can take (the path or world size rules, as for
     // --tile) is refused here; one that only some shapes refuse is left out of their rows.
     for &(_, t) in &sweep_tiles {
-        check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| format!("--sweep-tiles: {e}"))?;
+        check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| super::usage(format!("--sweep-tiles: {e}")))?;
         // (as for --tile: a clustered tile computes whole tiles, no K-slices; the swept call
         // would inherit --split-last-wave and be refused on every shape)
         if let Some(t) = t.filter(|t| t.cluster_size() > 1) {
             if forces_split(args.split_last_wave) {
-                return Err(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name()).into());
+                return Err(super::usage(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name())));
             }
         }
     }
+    super::check_unique_shapes(&args.shape)?;
     let list = if args.shape.is_empty() {
         shapes()
     } else {
@@ -851,7 +855,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // A forced TMA-store tile must be able to write every listed shape (N % 8 == 0).
     if let Some(t) = tile {
         if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
-            return Err(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}", t.name(), s.n).into());
+            return Err(super::usage(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}", t.name(), s.n)));
         }
     }
     super::check_out_dir(c)?;
@@ -888,7 +892,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         } else {
             let world = args.gpus.unwrap_or(present);
             if world == 0 || world > present {
-                return Err(format!("--gpus {world}: {present} GPU(s) present").into());
+                return Err(super::usage(format!("--gpus {world}: {present} GPU(s) present")));
             }
             let devices: Vec<usize> = (0..world).collect();
             (Communicator::local_group(&devices, config)?, "one process, all GPUs")
@@ -896,10 +900,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     };
     let grid = comms[0].grid();
     if let Some(bad) = args.sm_comm.iter().find(|&&cc| cc >= grid) {
-        return Err(format!("--sm-comm {bad}: must be in 1..{grid} (this rank's fused kernels have {grid} CTAs)").into());
+        return Err(super::usage(format!("--sm-comm {bad}: must be in 1..{grid} (this rank's fused kernels have {grid} CTAs)")));
     }
     if let Some(t) = args.tail_ctas.filter(|&t| t > grid) {
-        return Err(format!("--tail-ctas {t}: must be in 0..={grid} (this rank's fused kernels have {grid} CTAs)").into());
+        return Err(super::usage(format!("--tail-ctas {t}: must be in 0..={grid} (this rank's fused kernels have {grid} CTAs)")));
     }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
     // (none with --share-gpu: NCCL refuses two ranks on one GPU)

@@ -16,6 +16,25 @@ use serde::Serialize;
 
 pub type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// An error in a command's arguments (a flag's value, flags that do not go together, a
+/// device or GPU count the machine does not have), said before any kernel runs. `main`
+/// exits with status 2 for it, as clap does for the arguments it rejects itself, and
+/// with 1 for every other failure (no GPU or driver, a failed `--check`, a timeout), so
+/// that a script can tell its own mistake from the machine's.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// A [`UsageError`] with `msg`, boxed as the benchmarks' errors are.
+pub fn usage(msg: impl Into<String>) -> Box<dyn std::error::Error> {
+    Box::new(UsageError(msg.into()))
+}
+
+/// The process exit status for a benchmark's error: 2 for a [`UsageError`], else 1.
+pub fn exit_status(e: &(dyn std::error::Error + 'static)) -> u8 {
+    if e.is::<UsageError>() { 2 } else { 1 }
+}
+
 #[derive(Subcommand)]
 pub enum BenchCmd {
     /// Our Hopper GEMM vs cuBLAS on one GPU.
@@ -102,17 +121,34 @@ fn tile_family_rule(name: &str) -> Option<String> {
         ("cols-128xC", true) => "C a multiple of 16 in 48..=112 or 144..=240, with the TMA store (-tma-store-c2)",
         _ => "C a multiple of 8 in 8..=120 or 136..=248 (128 is the narrow tile, 256 the wide one)",
     };
-    let suffixes = if family == "cols-128xC" {
-        "-tma-store, -tma-store-c2 (C a multiple of 16 in 48..=112 or 144..=240), -tma-store-n2 (C a multiple of 16 in 48..=160)"
-    } else { "-tma-store, -c2, -tma-store-c2 (64-row: not both)" };
+    let suffixes = match family {
+        "cols-128xC" => "-tma-store, -tma-store-c2 (C a multiple of 16 in 48..=112 or 144..=240), -tma-store-n2 (C a multiple of 16 in 48..=160)",
+        "swap-ab-64xR" => "-tma-store, -c2 (not both)",
+        _ => "-tma-store, -c2, -tma-store-c2",
+    };
     // A suffix outside the family's, on a valid size: the suffix is what is wrong
     // (e.g. `-c2-tma-store` for `-tma-store-c2`).
     let known = ["", "-tma-store", "-c2", "-tma-store-c2", "-tma-store-n2"].contains(&suffix);
     if !known && !digits.is_empty() && mkernel::TileConfig::by_name(&name[..name.len() - suffix.len()]).is_some() {
-        return Some(format!("--tile {name}: '{suffix}' is not a suffix of {family} tiles; suffixes: none, {suffixes} (in that order)"));
+        return Some(format!("--tile {name}: '{suffix}' is not a suffix of {family} tiles; suffixes: none, {suffixes} (a combined one in that order: -tma-store-c2, not -c2-tma-store)"));
     }
     let cluster = if c2 { "-c2" } else if n2 { "-n2" } else { "" };
     Some(format!("--tile {name}: a {family}{cluster} tile needs {rule}; suffixes: none, {suffixes}"))
+}
+
+/// The tile name nearest to `name` (edit distance, ignoring case) if it is close: at most
+/// a quarter of the name's length away, and at least 2 (`WIDE` -> `wide`,
+/// `narrow-tma-store-n4` -> `narrow-tma-store-n2`). Catalog names and `bench gemm`'s
+/// fitted ones.
+fn nearest_tile_name(name: &str) -> Option<String> {
+    let lower = name.to_ascii_lowercase();
+    let fitted = ["swap-ab", "swap-ab-c2", "swap-ab-128-fit", "cols-fit", "cols-fit-tma-store"].map(String::from);
+    let (dist, best) = mkernel::TileConfig::gemm_catalog()
+        .map(|t| t.name())
+        .chain(fitted)
+        .map(|c| (strsim::levenshtein(&lower, &c), c))
+        .min()?;
+    (dist <= (name.len() / 4).max(2)).then_some(best)
 }
 
 /// Parses `--tile NAME` (see `TileConfig::by_name`).
@@ -122,15 +158,25 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
         Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
             // (a name of a parameterised family gets that family's rule)
             if let Some(rule) = tile_family_rule(n) {
-                return rule.into();
+                return usage(rule);
             }
-            format!(
-                "--tile: expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC[-tma-store] (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 48, 64, ..., 112 and 144, 160, ..., 240), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
+            let hint = nearest_tile_name(n).map(|t| format!("did you mean {t}? ")).unwrap_or_default();
+            usage(format!(
+                "--tile {n}: {hint}expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) (both benches), or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC[-tma-store] (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 48, 64, ..., 112 and 144, 160, ..., 240), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
-            )
-            .into()
+            ))
         }),
     }
+}
+
+/// --shape: each shape once (a repeated one would be timed, and written to the JSON, twice).
+pub fn check_unique_shapes(shapes: &[mkernel::GemmShape]) -> BenchResult<()> {
+    for (i, s) in shapes.iter().enumerate() {
+        if shapes[..i].contains(s) {
+            return Err(usage(format!("--shape {}x{}x{} is listed twice (each shape is timed once)", s.m, s.n, s.k)));
+        }
+    }
+    Ok(())
 }
 
 /// The shapes whose label contains `filter` (all without one); an error naming the
@@ -143,7 +189,7 @@ pub fn filter_shapes(
     let labels: Vec<String> = shapes.iter().map(|(l, _)| l.clone()).collect();
     let kept: Vec<_> = shapes.into_iter().filter(|(l, _)| l.contains(f)).collect();
     if kept.is_empty() {
-        return Err(format!("--filter {f:?} matches no shape; the labels are: {}", labels.join(", ")).into());
+        return Err(usage(format!("--filter {f:?} matches no shape; the labels are: {}", labels.join(", "))));
     }
     Ok(kept)
 }
@@ -395,14 +441,14 @@ pub fn check_out_dir(c: &Common) -> BenchResult<()> {
             None => break,
         }
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("--out-dir {}: cannot create the directory ({e}); pass another or --no-json", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| usage(format!("--out-dir {}: cannot create the directory ({e}); pass another or --no-json", dir.display())))?;
     // Unique per process: the ranks of `--procs` probe the same directory at once.
     let probe = dir.join(format!(".mkernel-write-probe-{}", std::process::id()));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&probe)
-        .map_err(|e| format!("--out-dir {}: cannot create a file there ({e}); pass another or --no-json", dir.display()))?;
+        .map_err(|e| usage(format!("--out-dir {}: cannot create a file there ({e}); pass another or --no-json", dir.display())))?;
     std::fs::remove_file(&probe).map_err(|e| format!("--out-dir {}: cannot remove the probe file {} ({e})", dir.display(), probe.display()))?;
     if let Some(top) = created_top {
         // (empty directories only: remove_dir refuses anything another process put there)
@@ -475,6 +521,20 @@ mod tests {
         let e = err("cols-128x96-n2");
         assert!(e.contains("'-n2' is not a suffix") && e.contains("-tma-store-n2 (C a multiple of 16 in 48..=160)"), "{e}");
         assert!(err("nonsense").contains("expected one of wide, narrow") && err("nonsense").contains("narrow-tma-store-n2"));
+        // Near misses name the nearest tile; far ones do not guess.
+        assert!(err("WIDE").starts_with("--tile WIDE: did you mean wide? expected one of"), "{}", err("WIDE"));
+        assert!(err("narrow-tma-store-n4").contains("did you mean narrow-tma-store-n2?"), "{}", err("narrow-tma-store-n4"));
+        assert!(err("cols-fit-tmastore").contains("did you mean cols-fit-tma-store?"), "{}", err("cols-fit-tmastore"));
+        assert!(!err("nonsense").contains("did you mean"), "{}", err("nonsense"));
+        // A 128-row swapped name is not told the 64-row tiles' suffix rule.
+        assert!(!err("swap-ab-128x136-foo").contains("not both") && err("swap-ab-64x8-foo").contains("-c2 (not both)"), "{}", err("swap-ab-128x136-foo"));
+        // Argument errors are UsageErrors (exit status 2), as clap's own.
+        let e = parse_tile(Some("WIDE")).unwrap_err();
+        assert_eq!(exit_status(e.as_ref()), 2);
+        let other: Box<dyn std::error::Error> = "no GPU".into();
+        assert_eq!(exit_status(other.as_ref()), 1);
+        assert!(check_unique_shapes(&[mkernel::GemmShape { m: 8, n: 8, k: 8 }; 2]).unwrap_err().to_string().contains("--shape 8x8x8 is listed twice"));
+        assert!(check_unique_shapes(&[mkernel::GemmShape { m: 8, n: 8, k: 8 }, mkernel::GemmShape { m: 8, n: 8, k: 16 }]).is_ok());
         // A valid size with a suffix out of order or unknown blames the suffix (helper-44).
         for (bad, suffix) in [("swap-ab-128x144-c2-tma-store", "-c2-tma-store"), ("swap-ab-64x8-foo", "-foo"), ("cols-128x72-tma", "-tma")] {
             let e = err(bad);

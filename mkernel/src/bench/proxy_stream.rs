@@ -300,7 +300,7 @@ pub fn run(args: ProxyStreamArgs) -> BenchResult<()> {
     std::env::set_var("NCCL_P2P_DISABLE", "1");
     std::env::set_var("NCCL_NVLS_ENABLE", "0");
     if let Some(bad) = args.sizes.iter().find(|s| **s == 0 || **s % 16 != 0) {
-        return Err(format!("--sizes: every size must be a positive multiple of 16, got {bad}").into());
+        return Err(super::usage(format!("--sizes: every size must be a positive multiple of 16, got {bad}")));
     }
     super::check_out_dir(&args.common)?;
     let present = mkernel::device_count()?;
