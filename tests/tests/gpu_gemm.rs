@@ -715,6 +715,8 @@ fn split_rule_default_matches_reference() {
         // Two row blocks, N ragged: 64 x 128 tiles in 2 slices in place of 128 x 128 in 4
         // (few_tiles_half_height_instead_of, run 298).
         (250, 1784, 5120, false),
+        // ... and in 3 where those fit one wave (run 372): 40 tiles, M and N ragged.
+        (236, 1272, 6144, false),
         // The 64 x 128 tile in fewer slices than the 128 x 128 or 64 x 256 split (runs
         // 332-333): unsplit in place of 2 slices (M and N ragged) and of 3 at K = 4096, in 2
         // in place of 4 (M and N ragged) and of 64 x 256 in 3.

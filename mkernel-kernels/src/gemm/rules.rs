@@ -1579,7 +1579,10 @@ impl TileConfig {
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
             .and_then(two_warpgroups_or)
             .or_else(|| Self::few_tiles_narrower_swapped_instead_of(t, s, shape, sm_count).and_then(fits))
-            .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(fits))
+            // (its third slice only where the workspace holds it, else its two)
+            .or_else(|| {
+                Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(|(h, hs)| fits((h, hs)).or_else(|| (hs > 2).then(|| fits((h, 2))).flatten()))
+            })
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| two_warpgroups_or((t, s)))
@@ -1854,8 +1857,9 @@ impl TileConfig {
     /// after [`Self::few_tiles_smaller_instead_of`]): in place of the 128 x 128 TMA-store tile
     /// ([`Self::NARROW_TMA_STORE`]) split in `current_slices` = 4..=6, the 64 x 128 TMA-store
     /// tile ([`Self::M64_NARROW_TMA_STORE`]) in 2 slices, where those make at most 7/8 of
-    /// `sm_count` CTAs; 193 <= M <= 256, 4096 <= K <= 8192, K % 64 == 0 (as measured).
-    /// `None` elsewhere.
+    /// `sm_count` CTAs, and in 3 where its tiles x 3 fit one wave (at most `sm_count` CTAs; on
+    /// 132 SMs at most 44 tiles: N <= 1408); 193 <= M <= 256, 4096 <= K <= 8192, K % 64 == 0
+    /// (as measured). `None` elsewhere.
     ///
     /// Why: about as many CTAs, each over half the K range of the 128-row tile's quarters,
     /// and a fix-up of one 32 KiB slot instead of 3 to 5 of 64 KiB. cuBLAS runs 256 x
@@ -1868,13 +1872,26 @@ impl TileConfig {
     /// The 64 x 64 swapped tile unsplit (96-112 tiles) was within 3% of it at N = 1536 and
     /// 1792 and 16% slower at 1280; at N = 768-1024, where the 64 x 64 swapped tile split is
     /// the default, 64 x 128 in 2 was 7-9% slower (bench/NOTES.md 37.6).
+    ///
+    /// The third slice: a 64-row tile's CTA is bound by the bytes into its SM (~53 B a cycle
+    /// at 256 x 1536 x 4096; Nsight Compute, run 369), so a third of the K range per CTA
+    /// pays for one more fix-up round trip where the slices fit one wave. Run 372 (back to
+    /// back x20 behind the host gate, two passes, `--check` PASS, ms, 64 x 128 in 2 -> in 3;
+    /// cuBLAS): 256 x 1280 x 8192 (40 tiles) 0.0185 -> 0.0165-0.0167 (0.0157), 256 x 1152 x
+    /// 4096 (36) 0.0124-0.0125 -> 0.0119 (0.0108), 256 x 1408 x 6144 (44) 0.0155 ->
+    /// 0.0146-0.0148 (0.0139): 4-10% faster on all 3; past one wave (48-56 tiles) 60-70% slower
+    /// (bench/NOTES.md 45.9).
     pub fn few_tiles_half_height_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let half = Self::M64_NARROW_TMA_STORE;
         if current != Self::NARROW_TMA_STORE || !(4..=6).contains(&current_slices) || !(193..=256).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=8192).contains(&shape.k) {
             return None;
         }
-        let ctas = half.tiles(shape.m, shape.n).saturating_mul(2);
-        (half.check_output(shape.n).is_ok() && ctas.saturating_mul(8) <= sm_count as u64 * 7).then_some((half, 2))
+        let tiles = half.tiles(shape.m, shape.n);
+        if half.check_output(shape.n).is_err() || tiles.saturating_mul(2).saturating_mul(8) > sm_count as u64 * 7 {
+            return None;
+        }
+        // (K >= 4096: 3 slices of at least 21 K blocks)
+        Some((half, if tiles.saturating_mul(3) <= sm_count as u64 { 3 } else { 2 }))
     }
 
     /// The few-tiles rule's smaller tile ([`Self::split_few_tiles_for`]): in place of its
@@ -3544,12 +3561,18 @@ mod tests {
         let s = |m, n, k| GemmShape { m, n, k };
         let pick = |m, n, k| TileConfig::split_rule_for(s(m, n, k), 132, 32 << 20, 4096);
         let (narrow, half) = (TileConfig::NARROW_TMA_STORE, TileConfig::M64_NARROW_TMA_STORE);
-        // Run 298's shapes: 64 x 128 in 2 slices in place of 128 x 128 in 4, 6 and 4.
-        for (m, n, k, was) in [(256, 1536, 4096, 4), (256, 1280, 8192, 6), (256, 1792, 5120, 4)] {
+        // Run 298's shapes: 64 x 128 in 2 slices in place of 128 x 128 in 4, 6 and 4; in 3
+        // where they fit one wave (run 372: 40 tiles at N = 1280; 36 and 44 at N = 1152, 1408).
+        for (m, n, k, was, slices) in [(256, 1536, 4096, 4, 2), (256, 1280, 8192, 6, 3), (256, 1792, 5120, 4, 2), (256, 1152, 4096, 4, 3), (256, 1408, 6144, 6, 3), (200, 1400, 4096, 4, 3), (256, 1416, 6144, 5, 2)] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), narrow, "{m}x{n}x{k}");
             assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(was), "{m}x{n}x{k}");
-            assert_eq!(pick(m, n, k), Some((half, 2)), "{m}x{n}x{k}");
+            assert_eq!(pick(m, n, k), Some((half, slices)), "{m}x{n}x{k}");
         }
+        // The third slice needs tiles x 3 <= SMs; a workspace without room for it keeps two.
+        assert_eq!(TileConfig::few_tiles_half_height_instead_of(narrow, 6, s(256, 1280, 8192), 119), Some((half, 2)));
+        assert_eq!(TileConfig::few_tiles_half_height_instead_of(narrow, 6, s(256, 1280, 8192), 120), Some((half, 3)));
+        let two_only = 40 * 2 * half.split_slot_bytes();
+        assert_eq!(TileConfig::split_rule_for(s(256, 1280, 8192), 132, two_only, 4096), Some((half, 2)));
         // Not where the 64 x 64 swapped tile comes first (N <= 1024 here; at 256 x 1024 its 2
         // slices give way to the 128 x 64 tile in 4, few_tiles_two_warpgroups_instead_of), where 2 slices
         // would make more than 7/8 of the SMs' CTAs (256 x 2048: 128; there the fewer-slices
