@@ -1877,9 +1877,9 @@ impl TileConfig {
     /// at 256 x 1536 x 4096; Nsight Compute, run 369), so a third of the K range per CTA
     /// pays for one more fix-up round trip where the slices fit one wave. Run 372 (back to
     /// back x20 behind the host gate, two passes, `--check` PASS, ms, 64 x 128 in 2 -> in 3;
-    /// cuBLAS): 256 x 1280 x 8192 (40 tiles) 0.0185 -> 0.0165-0.0167 (0.0157), 256 x 1152 x
-    /// 4096 (36) 0.0124-0.0125 -> 0.0119 (0.0108), 256 x 1408 x 6144 (44) 0.0155 ->
-    /// 0.0146-0.0148 (0.0139): 4-10% faster on all 3; past one wave (48-56 tiles) 60-70% slower
+    /// cuBLAS): 256 x 1280 x 8192 (40 tiles) 0.0184-0.0185 -> 0.0165-0.0167 (0.0157), 256 x
+    /// 1152 x 4096 (36) 0.0124-0.0125 -> 0.0119 (0.0109-0.0110), 256 x 1408 x 6144 (44) 0.0155 ->
+    /// 0.0146-0.0148 (0.0140): 4-10% faster on all 3; past one wave (48-56 tiles) 54-68% slower
     /// (bench/NOTES.md 45.9).
     pub fn few_tiles_half_height_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let half = Self::M64_NARROW_TMA_STORE;
@@ -3563,7 +3563,8 @@ mod tests {
         let (narrow, half) = (TileConfig::NARROW_TMA_STORE, TileConfig::M64_NARROW_TMA_STORE);
         // Run 298's shapes: 64 x 128 in 2 slices in place of 128 x 128 in 4, 6 and 4; in 3
         // where they fit one wave (run 372: 40 tiles at N = 1280; 36 and 44 at N = 1152, 1408).
-        for (m, n, k, was, slices) in [(256, 1536, 4096, 4, 2), (256, 1280, 8192, 6, 3), (256, 1792, 5120, 4, 2), (256, 1152, 4096, 4, 3), (256, 1408, 6144, 6, 3), (200, 1400, 4096, 4, 3), (256, 1416, 6144, 5, 2)] {
+        // (236 x 1272 x 6144: gpu_gemm's split-test case of the third slice, M and N ragged)
+        for (m, n, k, was, slices) in [(256, 1536, 4096, 4, 2), (256, 1280, 8192, 6, 3), (256, 1792, 5120, 4, 2), (256, 1152, 4096, 4, 3), (256, 1408, 6144, 6, 3), (200, 1400, 4096, 4, 3), (256, 1416, 6144, 5, 2), (236, 1272, 6144, 6, 3)] {
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), narrow, "{m}x{n}x{k}");
             assert_eq!(narrow.few_tiles_slices(s(m, n, k), 132), Some(was), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k), Some((half, slices)), "{m}x{n}x{k}");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run373 (prepared in session 43, not yet run): the half-height rule's third slice (NOTES 45.10) as the default.
+# run373 (prepared in session 43, not yet run): the half-height rule's third slice (NOTES 45.9) as the default.
 # Pack: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm (main with the rule) and
 # bash bench/pack-rev.sh 3c2180d .gpu-main (the last main without it), then rm -rf .gpu-main/lib .gpu-main/cupti-include.
 # carry [".gpu", ".gpu-main"]. 1) gpu_gemm in full (its split test runs 236 x 1272 x 6144: 40 tiles of 64 x 128 in 3);
