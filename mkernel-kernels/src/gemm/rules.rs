@@ -1576,13 +1576,12 @@ impl TileConfig {
         // (the two-warpgroup tile where it fits, else the pick it replaces where that fits: its
         // half as many tiles need half the counts)
         let two_warpgroups_or = |(p, ps): (Self, u32)| Self::few_tiles_two_warpgroups_instead_of(p, ps, shape, sm_count).and_then(fits).or_else(|| fits((p, ps)));
+        // (the half-height tile's third slice only where the workspace holds it, else its two)
+        let or_two_slices = |(h, hs): (Self, u32)| fits((h, hs)).or_else(|| if hs > 2 { fits((h, 2)) } else { None });
         Self::few_tiles_smaller_instead_of(t, s, shape, sm_count)
             .and_then(two_warpgroups_or)
             .or_else(|| Self::few_tiles_narrower_swapped_instead_of(t, s, shape, sm_count).and_then(fits))
-            // (its third slice only where the workspace holds it, else its two)
-            .or_else(|| {
-                Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(|(h, hs)| fits((h, hs)).or_else(|| (hs > 2).then(|| fits((h, 2))).flatten()))
-            })
+            .or_else(|| Self::few_tiles_half_height_instead_of(t, s, shape, sm_count).and_then(or_two_slices))
             .or_else(|| Self::few_tiles_narrower_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| Self::few_tiles_half_height_fewer_slices_instead_of(t, s, shape, sm_count).and_then(fits))
             .or_else(|| two_warpgroups_or((t, s)))
