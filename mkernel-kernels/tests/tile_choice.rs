@@ -1,5 +1,5 @@
 //! Property: whatever the shape and SM count, the plain GEMM's default tile
-//! (`TileConfig::choose_for`, five rules stacked: small M, misaligned K, mid M, columns,
+//! (`TileConfig::choose_for`, rules stacked: small M, misaligned K, mid M, columns,
 //! clusters) is a configuration the plain GEMM launches for that output, and its grid and
 //! shared memory are valid. (A rule that returned a tile outside the catalog, or a TMA-store
 //! tile for N % 8 != 0, would make `mkernel::gemm` refuse its own default.)
@@ -32,6 +32,13 @@ proptest! {
         if t.cluster_n > 1 {
             prop_assert_eq!(t, TileConfig::NARROW_TMA_STORE_N2, "{:?}", s);
             prop_assert!(s.m >= 1024 && s.k >= 7168 && s.k % 64 == 0 && s.n.div_ceil(128) % 2 == 0, "{:?}: {}", s, t);
+            prop_assert!(t.tiles(s.m, s.n) <= sm_count as u64 && t.tiles(s.m, s.n) * 2 > sm_count as u64, "{:?} on {}: {}", s, sm_count, t);
+            prop_assert_eq!(TileConfig::choose_before_cluster_n(s, sm_count), TileConfig::NARROW_TMA_STORE);
+        }
+        // The 128 x 128 tile clustered at two row blocks only as its rule states it: M =
+        // 193-256, K >= 7168, one wave more than half full, in place of the unclustered tile.
+        if t == TileConfig::NARROW_TMA_STORE_C2 && s.m <= 256 {
+            prop_assert!(s.m >= 193 && s.k >= 7168 && s.k % 64 == 0 && s.n % 8 == 0, "{:?}: {}", s, t);
             prop_assert!(t.tiles(s.m, s.n) <= sm_count as u64 && t.tiles(s.m, s.n) * 2 > sm_count as u64, "{:?} on {}: {}", s, sm_count, t);
             prop_assert_eq!(TileConfig::choose_before_cluster_n(s, sm_count), TileConfig::NARROW_TMA_STORE);
         }

@@ -292,6 +292,18 @@ fn cluster_n_default_matches_reference() {
     defaults_match_reference("cluster_n_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(n2));
 }
 
+/// Two row blocks with long K, one wave more than half full: the 128 x 128 tile in 2-CTA
+/// clusters along M sharing B (`TileConfig::two_row_blocks_c2_instead_of`: M = 193-256, K >=
+/// 7168), M ragged (211, 193: the last row block short), N ragged (8136, 8000: the last
+/// column block short), against the reference. (On 132 SMs all three take it; on other
+/// counts the default is still checked against `choose_for` or the split rules.)
+#[test]
+fn two_row_blocks_c2_default_matches_reference() {
+    let c2 = TileConfig::NARROW_TMA_STORE_C2;
+    let cases = [(211, 8136, 8192), (256, 8192, 7168), (193, 8000, 9216)];
+    defaults_match_reference("two_row_blocks_c2_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(c2));
+}
+
 /// Few tiles with K < 4096 (no split): the default's 64 x 64 swapped TMA-store tile
 /// (`TileConfig::few_tiles_unsplit_smaller_instead_of`), M and N ragged, against the
 /// reference, where it makes at most half this GPU's SMs' tiles.

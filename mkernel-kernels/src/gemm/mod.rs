@@ -116,7 +116,9 @@ impl TileConfig {
     /// GEMM's default when K % 64 != 0 ([`Self::choose_for`]); otherwise opt-in (within
     /// +-2% there, bench/NOTES.md 13.2).
     pub const WIDE_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::WIDE_TMA_STORE };
-    /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters sharing B. Opt-in (NOTES 13.2).
+    /// [`Self::NARROW_TMA_STORE`] in 2-CTA clusters sharing B. The plain GEMM's default's last
+    /// step at two row blocks with long K ([`Self::two_row_blocks_c2_instead_of`], runs
+    /// 375-380); elsewhere opt-in (NOTES 13.2).
     pub const NARROW_TMA_STORE_C2: Self = Self { cluster_m: 2, ..Self::NARROW_TMA_STORE };
     /// [`Self::M64_WIDE_TMA_STORE`] in 2-CTA clusters sharing B. The plain GEMM's
     /// default in place of that tile when K % 64 != 0 and M > 64 ([`Self::choose_for`]).

@@ -190,6 +190,15 @@ pub const CLUSTER_N_MIN_M: u32 = 1024;
 /// 1.5-9% faster at K = 7168-9216 on 4 shapes, 2% slower at K = 4096, as run 298 found).
 pub const CLUSTER_N_MIN_K: u32 = 7168;
 
+/// The smallest M [`TileConfig::two_row_blocks_c2_instead_of`] clusters the 128 x 128 tile's
+/// two row blocks at (runs 375-380 measured M = 193-256; below, the rules before it pick
+/// swapped tiles on most shapes).
+pub const TWO_ROW_BLOCKS_C2_MIN_M: u32 = 193;
+/// The shortest K [`TileConfig::two_row_blocks_c2_instead_of`] takes the clustered tile at
+/// (run 380: 0.2-1.5% faster at K = 7168, 1-4.4% at K = 8192-28672; runs 375, 379: even at K
+/// = 4096, 3% slower at 2048).
+pub const TWO_ROW_BLOCKS_C2_MIN_K: u32 = 7168;
+
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
 /// run 221, 64 x 8 x 14336 15% faster in 16 than in 8; at 24 and 32 columns since the
@@ -360,14 +369,21 @@ impl TileConfig {
     /// 1792 x 8192 0.0623-0.0672 -> 0.0543-0.0571 ms, where the column rule fitted 136
     /// columns before [`Self::cols_fit`] took 128). That tile does not
     /// split: the split rules start from the pick before it ([`Self::choose_before_cluster_n`]).
+    ///
+    /// And at two row blocks (M = 193-256) where that leaves one wave of 128 x 128 TMA-store
+    /// tiles with K >= 7168, those in 2-CTA clusters along M sharing B
+    /// ([`Self::two_row_blocks_c2_instead_of`]: 1-4% faster on 13 shapes, runs 375-380).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_before_cluster_n(shape, sm_count);
-        Self::cluster_n_instead_of(t, shape, sm_count).unwrap_or(t)
+        Self::cluster_n_instead_of(t, shape, sm_count)
+            .or_else(|| Self::two_row_blocks_c2_instead_of(t, shape, sm_count))
+            .unwrap_or(t)
     }
 
-    /// [`Self::choose_for`] without its last step ([`Self::cluster_n_instead_of`]): a tile
-    /// that can split where its TMA-store twin can, which the split rules
-    /// ([`Self::split_rule_for`], [`Self::choose_for_split`]) start from.
+    /// [`Self::choose_for`] without its last step ([`Self::cluster_n_instead_of`], or
+    /// [`Self::two_row_blocks_c2_instead_of`]): a tile that can split where its TMA-store
+    /// twin can, which the split rules ([`Self::split_rule_for`], [`Self::choose_for_split`])
+    /// start from.
     pub fn choose_before_cluster_n(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_for_before_one_wave_cols(shape, sm_count);
         let t = Self::one_wave_cols_instead_of(t, shape, sm_count).unwrap_or(t);
@@ -447,6 +463,40 @@ impl TileConfig {
             && tiles <= sm_count as u64
             && tiles * 2 > sm_count as u64;
         applies.then_some(n2)
+    }
+
+    /// The other last step of [`Self::choose_for`] (plain GEMM only; the tile does not split:
+    /// the split rules start from the pick before it, [`Self::choose_before_cluster_n`]): in
+    /// place of the 128 x 128 TMA-store tile ([`Self::NARROW_TMA_STORE`]) at two row blocks
+    /// ([`TWO_ROW_BLOCKS_C2_MIN_M`] <= M <= 256), its twin in 2-CTA clusters along M
+    /// ([`Self::NARROW_TMA_STORE_C2`]): the two CTAs of a cluster compute the two row blocks
+    /// of one column block, and each B tile crosses from L2 once for both (TMA multicast
+    /// within the GPU). Where K >= [`TWO_ROW_BLOCKS_C2_MIN_K`] with K % 64 == 0, N % 8 == 0
+    /// and the tiles fill more than half of one wave on `sm_count` SMs (as measured: 94-128
+    /// tiles on 132; fewer tiles take the split rules where a workspace allows). `None`
+    /// elsewhere and where `current` is another tile.
+    ///
+    /// Measured on one H200 (bench gemm, 20 calls back to back behind the host gate, two
+    /// passes, `--check` PASS; us, 128 x 128 -> its twin, both passes): run 380, 193 x 8104 x
+    /// 14336 102.0 / 102.6 -> 99.4 / 100.2, 197 x 7872 x 16384 115.9 / 113.5 -> 111.1 / 111.2,
+    /// 200 x 7104 x 28672 189.9 / 189.9 -> 184.1 / 181.5, 204 x 8176 x 10240 74.2 / 73.4 ->
+    /// 72.5 / 72.4, 206 x 8184 x 12288 89.0 / 88.3 -> 86.1 / 86.8, 211 x 8136 x 8192 61.0 /
+    /// 60.2 -> 58.6 / 58.4, 216 x 7944 x 12288 87.8 / 89.2 -> 85.0 / 85.6, 230 x 6000 x 16384
+    /// 103.4 / 104.4 -> 100.5 / 100.2, 256 x 6144 x 16384 105.6 / 109.0 -> 104.5 / 105.0
+    /// (1-4.4% faster), 209 x 8184 x 7168 52.7 / 52.7 -> 52.6 / 52.0 and 256 x 8192 x 7168
+    /// 53.4 / 52.7 -> 53.1 / 51.9 (0.2-1.5%); runs 375 and 379, 256 x 8192 x 8192 58.0-60.1 ->
+    /// 56.4-58.4 and 256 x 8192 x 14336 98.0-99.3 -> 96.5; at K = 4096 even (30.0 -> 29.9-31.4)
+    /// and at K = 2048 3% slower (16.0 -> 16.4-16.5), hence the bound (bench/NOTES.md 46.3).
+    pub fn two_row_blocks_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let c2 = Self::NARROW_TMA_STORE_C2;
+        let applies = current == Self::NARROW_TMA_STORE
+            && (TWO_ROW_BLOCKS_C2_MIN_M..=2 * c2.bm).contains(&shape.m)
+            && shape.k >= TWO_ROW_BLOCKS_C2_MIN_K
+            && shape.k % 64 == 0
+            && shape.n % 8 == 0
+            && c2.tiles(shape.m, shape.n) <= sm_count as u64
+            && c2.tiles(shape.m, shape.n) * 2 > sm_count as u64;
+        applies.then_some(c2)
     }
 
     /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
@@ -3024,6 +3074,43 @@ mod tests {
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 7168 + 1024, 4096, 100), Some(cols(168)));
         assert_eq!(rule(narrow, 256, 7168, 4096, 2), None);
         assert_eq!(rule(narrow, 256, 7168, 4096, 0), None);
+    }
+
+    #[test]
+    fn two_row_blocks_cluster_the_narrow_tile_from_k_7168() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let (narrow, c2) = (TileConfig::NARROW_TMA_STORE, TileConfig::NARROW_TMA_STORE_C2);
+        // The shapes measured (runs 375-380): the default was the unclustered tile unsplit,
+        // the split rules leave them (so `gemm::launch` takes `choose_for`), and now its twin.
+        for (m, n, k) in [
+            (193, 8104, 14336), (197, 7872, 16384), (200, 7104, 28672), (204, 8176, 10240), (206, 8184, 12288),
+            (211, 8136, 8192), (216, 7944, 12288), (230, 6000, 16384), (256, 6144, 16384), (209, 8184, 7168),
+            (256, 8192, 7168), (256, 8192, 8192), (256, 8192, 14336),
+        ] {
+            assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), narrow, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), c2, "{m}x{n}x{k}");
+            // (clusters never split: a count asked for gets the unclustered tile)
+            assert_eq!(TileConfig::choose_for_split(s(m, n, k), 132), narrow, "{m}x{n}x{k}");
+        }
+        let rule = |m, n, k, sms| TileConfig::two_row_blocks_c2_instead_of(narrow, s(m, n, k), sms);
+        assert_eq!(rule(256, 8192, 7168, 132), Some(c2));
+        // Not below K = 7168 (even at 4096, 3% slower at 2048), nor at K % 64 != 0, N % 8 != 0,
+        // one row block or three, tiles past one wave or filling at most half of it, nor in
+        // place of another tile.
+        assert_eq!(rule(256, 8192, 7104, 132), None);
+        assert_eq!(rule(256, 8192, 4096, 132), None);
+        assert_eq!(rule(256, 8192, 8200, 132), None);
+        assert_eq!(rule(256, 8188, 8192, 132), None);
+        assert_eq!(rule(192, 8192, 8192, 132), None);
+        assert_eq!(rule(257, 8192, 8192, 132), None);
+        assert_eq!(rule(256, 8576, 8192, 132), None);
+        assert_eq!(rule(256, 8448, 8192, 132), Some(c2)); // 132 tiles: one full wave
+        assert_eq!(rule(256, 8192, 8192, 114), None);
+        assert_eq!(rule(256, 4224, 8192, 132), None);
+        assert_eq!(rule(256, 4352, 8192, 132), Some(c2));
+        assert_eq!(TileConfig::two_row_blocks_c2_instead_of(TileConfig::cols_tma_store(112), s(256, 7168, 8192), 132), None);
+        assert_eq!(TileConfig::two_row_blocks_c2_instead_of(TileConfig::NARROW, s(256, 8192, 8192), 132), None);
     }
 
     #[test]
