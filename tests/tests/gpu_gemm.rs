@@ -386,9 +386,9 @@ fn cols_over_swapped_fit_default_matches_reference() {
 
 /// 193 <= M <= 2048 where the default's tiles leave SMs idle: the narrowest 128-row
 /// TMA-store tile filling one wave (`TileConfig::one_wave_cols_instead_of`), M ragged (200,
-/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235: the last row block short) and N's last column block
-/// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320; K from 576 at two row
-/// blocks), against the reference;
+/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235, 211: the last row block short) and N's last column block
+/// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320, 6088; K from 576 to
+/// 16384 at two row blocks), against the reference;
 /// on 132 SMs the widths are asserted (elsewhere the default's, whatever it is). K stays below
 /// `ONE_WAVE_COLS_SPLIT_MIN_K` where the width is at most 80 (`mkernel::gemm`'s own workspace
 /// would split twice the width there: `split_rule_default_matches_reference` covers it).
@@ -414,6 +414,9 @@ fn one_wave_cols_default_matches_reference() {
         (206, 4824, 576, 80),
         (254, 4256, 704, 72),
         (235, 5320, 1920, 88),
+        // Two row blocks above K = 14336 (run 382, ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K), M and N
+        // ragged: 96 columns in place of 96 tiles of 128 x 128.
+        (211, 6088, 16384, 96),
     ];
     let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
     defaults_match_reference("one_wave_cols_default_matches_reference", &shapes, |s, sms| {

@@ -82,6 +82,19 @@ pub const ONE_WAVE_COLS_MAX_M: u32 = 4096;
 pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 /// See [`ONE_WAVE_COLS_MIN_K`].
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
+/// At two row blocks (193 <= M <= 256) the one-wave-cols rule past [`ONE_WAVE_COLS_MAX_K`] up
+/// to this K, in place of the 128 x 128 TMA-store tile where its tiles fill more than two
+/// thirds of the SMs (below, the two-rounds split rule's ground,
+/// [`TileConfig::split_two_rounds_for`]) and the width cuts at least an eighth of the busiest
+/// SM's elements (at most 112 columns: where the 128 x 128 tiles fill 89-124 of 132 SMs,
+/// as measured; above, [`TileConfig::two_row_blocks_c2_instead_of`] clusters them), unsplit
+/// (the split of twice the width stays at K <= [`ONE_WAVE_COLS_MAX_K`]). Run 382 (one H200, back to back
+/// x20 behind the host gate, two passes, `--check` PASS, us, 128 x 128 default -> the one-wave
+/// width; cuBLAS): 211 x 6088 x 16384 98.4 -> 86.3-87.2 (96 columns; 77.5), 256 x 6144 x 16384
+/// 101.2-103.7 -> 88.8-89.4 (96; 78.4-79.3), 214 x 5696 x 16384 94.7-94.9 -> 80.8-80.9 (88;
+/// 73.7-73.9), 255 x 6520 x 20480 130.3-130.7 -> 116.8-117.5 (104; 107.4-107.7), 255 x 6808 x
+/// 20480 130.9-132.3 -> 119.0 (104; 107.7-108.6): 10-15% faster on all 5.
+pub const ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K: u32 = 20480;
 /// Below [`ONE_WAVE_COLS_MIN_K`], at two row blocks (193 <= M <= 256) in place of the 128 x
 /// 128 TMA-store tile where its tiles fill a third to two thirds of the SMs (not in place of
 /// the 128 x 256 one there: not measured), the one-wave-cols rule from this K (run 360, one H200, back to back x20 behind the host gate, two passes,
@@ -571,8 +584,9 @@ impl TileConfig {
     /// tiles fit one wave unsplit and the width cuts at least an eighth of their elements (W
     /// <= 112). N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`] <= K <=
     /// [`ONE_WAVE_COLS_MAX_K`], at M <= 256 from [`ONE_WAVE_COLS_SHORT_MIN_K`] in place of the
-    /// 128 x 128 TMA-store tile where its tiles fill at most two thirds of the SMs (as
-    /// measured). `None` elsewhere.
+    /// 128 x 128 TMA-store tile where its tiles fill at most two thirds of the SMs, and up to
+    /// [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`] in place of that tile where its tiles fill more
+    /// than two thirds and the width cuts at least an eighth (as measured). `None` elsewhere.
     ///
     /// At ragged M the rule stayed off two families until the last row block read A inside
     /// its bounds (`a_row0` in sm90_gemm.cuh, run 317): M % 128 in 1..=32 (run 303), and the
@@ -687,6 +701,12 @@ impl TileConfig {
         if shape.k < ONE_WAVE_COLS_MIN_K && (current != Self::NARROW_TMA_STORE || tiles * 3 > sms * 2) {
             return None;
         }
+        // (above ONE_WAVE_COLS_MAX_K, at two row blocks, only in place of 128 x 128 tiles filling
+        // more than two thirds, and below where the width cuts at least an eighth)
+        let long_k = shape.k > ONE_WAVE_COLS_MAX_K;
+        if long_k && (current != Self::NARROW_TMA_STORE || tiles * 3 <= sms * 2) {
+            return None;
+        }
         // The elements the busiest SM computes per K block: waves of tiles times the tile's
         // rows x columns, over the slices the few-tiles rule cuts each tile into (x2 to stay
         // whole; as the split rules do, the register-epilogue tile counts as its TMA-store twin).
@@ -702,7 +722,7 @@ impl TileConfig {
         // columns against 64 a K block were 5% slower at 1024 x 896 x 5120, 48 faster)
         // (in place of the 64 x 256 tile where it cuts an eighth: run 318's 120 columns, 6% fewer,
         // were 3% slower at 408 x 3776 x 14336; 80-112 columns 5-24% faster)
-        let cuts = if m64 {
+        let cuts = if m64 || long_k {
             elems2 * 8 <= current_elems2 * 7
         } else if above_256 && slices > 1 {
             elems2 * 4 <= current_elems2 * 3
@@ -728,14 +748,15 @@ impl TileConfig {
     /// The shapes [`Self::one_wave_cols_instead_of`] was measured on: 193 <= M <=
     /// [`ONE_WAVE_COLS_MAX_M`], N > 160 (N <= 160 is the small-N rule's, which comes last in `choose_for`), N % 8 ==
     /// 0, K % 64 == 0, [`ONE_WAVE_COLS_MIN_K`] <= K <= [`ONE_WAVE_COLS_MAX_K`]; at M <= 256
-    /// from K = [`ONE_WAVE_COLS_SHORT_MIN_K`].
+    /// from K = [`ONE_WAVE_COLS_SHORT_MIN_K`] to [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`].
     fn one_wave_cols_shape(shape: GemmShape) -> bool {
-        let min_k = if shape.m <= 256 { ONE_WAVE_COLS_SHORT_MIN_K } else { ONE_WAVE_COLS_MIN_K };
+        let (min_k, max_k) =
+            if shape.m <= 256 { (ONE_WAVE_COLS_SHORT_MIN_K, ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K) } else { (ONE_WAVE_COLS_MIN_K, ONE_WAVE_COLS_MAX_K) };
         (193..=ONE_WAVE_COLS_MAX_M).contains(&shape.m)
             && shape.n > 160
             && shape.n % 8 == 0
             && shape.k % 64 == 0
-            && (min_k..=ONE_WAVE_COLS_MAX_K).contains(&shape.k)
+            && (min_k..=max_k).contains(&shape.k)
     }
 
     /// Where [`Self::split_one_wave_cols_for`] leaves the one-wave-cols rule's W columns
@@ -844,7 +865,7 @@ impl TileConfig {
     /// 0.0383-0.0385 / 0.0416-0.0427.
     pub fn split_one_wave_cols_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
         // (the shape checks first: the default's tile is not computed for other shapes)
-        if shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || !Self::one_wave_cols_shape(shape) {
+        if shape.k < ONE_WAVE_COLS_SPLIT_MIN_K || shape.k > ONE_WAVE_COLS_MAX_K || !Self::one_wave_cols_shape(shape) {
             return None;
         }
         let current = Self::choose_for_before_one_wave_cols(shape, sm_count);
@@ -3051,12 +3072,23 @@ mod tests {
             (4224, 384, 4096),  // ... with 99 tiles of 128 x 128 (96 columns would fill one wave)
             (256, 5120, 512),   // K below ONE_WAVE_COLS_SHORT_MIN_K (80 tiles of 128 x 128: within two thirds)
             (384, 3072, 1984),  // above M = 256, K below 2048
-            (256, 7168, 14400), // K above 14336
+            (384, 3072, 14400), // above M = 256, K above 14336
+            (256, 7168, 20544), // K above ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K
+            (256, 5120, 16384), // K above 14336, 80 tiles of 128 x 128: within two thirds (the two-rounds split's)
+            (197, 7872, 16384), // K above 14336, 120 columns: a cut of less than an eighth
             (256, 7168, 4100), // K % 64 != 0
             (256, 7164, 4096), // N % 8 != 0
         ] {
             assert_eq!(rule(narrow, m, n, k, 132), None, "{m}x{n}x{k}");
         }
+        // Above K = 14336 at two row blocks, in place of 128 x 128 tiles filling more than two
+        // thirds where the width cuts at least an eighth (run 382), never of the wide tile.
+        for (m, n, k, w) in [(211, 6088, 16384, 96), (256, 6144, 16384, 96), (214, 5696, 16384, 88), (255, 6520, 20480, 104), (256, 7168, 14400, 112)] {
+            assert_eq!(rule(narrow, m, n, k, 132), Some(cols(w)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+        }
+        assert_eq!(rule(wide, 256, 14336, 16384, 132), None);
         // (helper-61: on 7 SMs the rule's tile padded N = 136 less than the small-N rule's)
         assert_eq!(rule(narrow, 193, 136, 4096, 7), None);
         assert_eq!(TileConfig::choose_for(s(193, 136, 4096), 7), TileConfig::small_n_for(s(193, 136, 4096), 7).unwrap());
@@ -3080,11 +3112,12 @@ mod tests {
     fn two_row_blocks_cluster_the_narrow_tile_from_k_7168() {
         let s = |m, n, k| GemmShape { m, n, k };
         let (narrow, c2) = (TileConfig::NARROW_TMA_STORE, TileConfig::NARROW_TMA_STORE_C2);
-        // The shapes measured (runs 375-380): the default was the unclustered tile unsplit,
+        // The shapes measured (runs 375-380; 230 x 6000 x 16384 and 256 x 6144 x 16384 take
+        // the one-wave width since run 382): the default was the unclustered tile unsplit,
         // the split rules leave them (so `gemm::launch` takes `choose_for`), and now its twin.
         for (m, n, k) in [
             (193, 8104, 14336), (197, 7872, 16384), (200, 7104, 28672), (204, 8176, 10240), (206, 8184, 12288),
-            (211, 8136, 8192), (216, 7944, 12288), (230, 6000, 16384), (256, 6144, 16384), (209, 8184, 7168),
+            (211, 8136, 8192), (216, 7944, 12288), (209, 8184, 7168),
             (256, 8192, 7168), (256, 8192, 8192), (256, 8192, 14336),
         ] {
             assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), narrow, "{m}x{n}x{k}");
