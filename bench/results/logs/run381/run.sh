@@ -4,7 +4,7 @@
 # bash bench/pack-rev.sh 73b9faf .gpu-main (main), rm -rf .gpu-main/lib .gpu-main/cupti-include. carry [".gpu", ".gpu-main"].
 # 1) gpu_gemm in full (its new test two_row_blocks_c2_default_matches_reference: 211 x 8136 x 8192, 256 x 8192 x 7168,
 # 193 x 8000 x 9216); 2) main against the branch on 10 fresh shapes the rule moves (random, M 193-256, K 7168-20480)
-# and Llama-3-70B's 256 x 8192 x 8192 / 14336 / 7168 (both moves), back to back x20 behind the host gate, two
+# and Llama-3-70B's 256 x 8192 x 8192 / 14336 / 7168 (each moved by the rule), back to back x20 behind the host gate, two
 # passes (the second reversed), --check in pass 1.
 set -u
 TEST_TIMEOUT=400 bash bench/device-run.sh tests gpu_gemm
