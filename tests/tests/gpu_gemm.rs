@@ -292,7 +292,7 @@ fn cluster_n_default_matches_reference() {
     defaults_match_reference("cluster_n_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(n2));
 }
 
-/// Two row blocks with long K, one wave more than half full: the 128 x 128 tile in 2-CTA
+/// Two row blocks with long K, one wave more than two thirds full: the 128 x 128 tile in 2-CTA
 /// clusters along M sharing B (`TileConfig::two_row_blocks_c2_instead_of`: M = 193-256, K >=
 /// 7168), M ragged (211, 193: the last row block short), N ragged (8136, 8000: the last
 /// column block short), against the reference. (On 132 SMs all three take it; on other

@@ -86,9 +86,11 @@ pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// to this K, in place of the 128 x 128 TMA-store tile where its tiles fill more than two
 /// thirds of the SMs (below, the two-rounds split rule's ground,
 /// [`TileConfig::split_two_rounds_for`]) and the width cuts at least an eighth of the busiest
-/// SM's elements (at most 112 columns: where the 128 x 128 tiles fill 89-124 of 132 SMs,
-/// as measured; above, [`TileConfig::two_row_blocks_c2_instead_of`] clusters them), unsplit
-/// (the split of twice the width stays at K <= [`ONE_WAVE_COLS_MAX_K`]). Run 382 (one H200, back to back
+/// SM's elements (at most 112 columns; on 132 SMs where the 128 x 128 tiles number 90-116:
+/// run 382 measured 94-104; at 118-124 tiles the width would be 120 and
+/// [`TileConfig::two_row_blocks_c2_instead_of`] clusters them instead), unsplit (the split of
+/// twice the width, [`TileConfig::split_one_wave_cols_for`], stays at K <=
+/// [`ONE_WAVE_COLS_MAX_K`]). Run 382 (one H200, back to back
 /// x20 behind the host gate, two passes, `--check` PASS, us, 128 x 128 default -> the one-wave
 /// width; cuBLAS): 211 x 6088 x 16384 98.4 -> 86.3-87.2 (96 columns; 77.5), 256 x 6144 x 16384
 /// 101.2-103.7 -> 88.8-89.4 (96; 78.4-79.3), 214 x 5696 x 16384 94.7-94.9 -> 80.8-80.9 (88;
@@ -383,9 +385,10 @@ impl TileConfig {
     /// columns before [`Self::cols_fit`] took 128). That tile does not
     /// split: the split rules start from the pick before it ([`Self::choose_before_cluster_n`]).
     ///
-    /// And at two row blocks (M = 193-256) where that leaves one wave of 128 x 128 TMA-store
-    /// tiles with K >= 7168, those in 2-CTA clusters along M sharing B
-    /// ([`Self::two_row_blocks_c2_instead_of`]: 1-4% faster on 13 shapes, runs 375-380).
+    /// And at two row blocks (M = 193-256) where that leaves 128 x 128 TMA-store tiles filling
+    /// more than two thirds of one wave with K >= 7168, those in 2-CTA clusters along M sharing
+    /// B ([`Self::two_row_blocks_c2_instead_of`]: runs 375-381, 1-4.4% faster at K >= 8192 and
+    /// 0.2-1.5% at 7168).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_before_cluster_n(shape, sm_count);
         Self::cluster_n_instead_of(t, shape, sm_count)
@@ -485,9 +488,9 @@ impl TileConfig {
     /// ([`Self::NARROW_TMA_STORE_C2`]): the two CTAs of a cluster compute the two row blocks
     /// of one column block, and each B tile crosses from L2 once for both (TMA multicast
     /// within the GPU). Where K >= [`TWO_ROW_BLOCKS_C2_MIN_K`] with K % 64 == 0, N % 8 == 0
-    /// and the tiles fill more than half of one wave on `sm_count` SMs (as measured: 94-128
-    /// tiles on 132; fewer tiles take the split rules where a workspace allows). `None`
-    /// elsewhere and where `current` is another tile.
+    /// and the tiles fill more than two thirds of one wave on `sm_count` SMs (as measured:
+    /// 94-128 tiles on 132, of which 112-128 still take it since the one-wave-cols rule's
+    /// extension above K = 14336, run 382). `None` elsewhere and where `current` is another tile.
     ///
     /// Measured on one H200 (bench gemm, 20 calls back to back behind the host gate, two
     /// passes, `--check` PASS; us, 128 x 128 -> its twin, both passes): run 380, 193 x 8104 x
@@ -508,7 +511,7 @@ impl TileConfig {
             && shape.k % 64 == 0
             && shape.n % 8 == 0
             && c2.tiles(shape.m, shape.n) <= sm_count as u64
-            && c2.tiles(shape.m, shape.n) * 2 > sm_count as u64;
+            && c2.tiles(shape.m, shape.n) * 3 > sm_count as u64 * 2;
         applies.then_some(c2)
     }
 
@@ -802,8 +805,10 @@ impl TileConfig {
     /// 68, and 2 slices of them overfill one wave), every tile in 2 K-slices, where those
     /// make at most one wave of slices; above M = 256, where 2W's slices overfill one wave
     /// (W = 48-64), the narrowest wider width up to [`ONE_WAVE_COLS_SPLIT_STEP_MAX_WIDTH`]
-    /// whose slices fit (104-144 columns; run 324); K >= [`ONE_WAVE_COLS_SPLIT_MIN_K`] (as measured),
-    /// within the workspace's `scratch_bytes` and `counts_len`. `None` elsewhere. At 2W the same
+    /// whose slices fit (104-144 columns; run 324); [`ONE_WAVE_COLS_SPLIT_MIN_K`] <= K <=
+    /// [`ONE_WAVE_COLS_MAX_K`] (as measured; above, the one-wave width stays unsplit at two row
+    /// blocks, [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`]), within the workspace's `scratch_bytes`
+    /// and `counts_len`. `None` elsewhere. At 2W the same
     /// columns for the busiest SM over half the K loop (at the wider widths up to 1.5 times
     /// as many: 144 for W = 48), on tiles whose wgmma is twice as wide or more
     /// (5 stages at 160 columns; 176-192, 4 stages, were split too until run 318; the
@@ -3129,7 +3134,7 @@ mod tests {
         let rule = |m, n, k, sms| TileConfig::two_row_blocks_c2_instead_of(narrow, s(m, n, k), sms);
         assert_eq!(rule(256, 8192, 7168, 132), Some(c2));
         // Not below K = 7168 (even at 4096, 3% slower at 2048), nor at K % 64 != 0, N % 8 != 0,
-        // one row block or three, tiles past one wave or filling at most half of it, nor in
+        // one row block or three, tiles past one wave or filling at most two thirds of it, nor in
         // place of another tile.
         assert_eq!(rule(256, 8192, 7104, 132), None);
         assert_eq!(rule(256, 8192, 4096, 132), None);
@@ -3141,7 +3146,8 @@ mod tests {
         assert_eq!(rule(256, 8448, 8192, 132), Some(c2)); // 132 tiles: one full wave
         assert_eq!(rule(256, 8192, 8192, 114), None);
         assert_eq!(rule(256, 4224, 8192, 132), None);
-        assert_eq!(rule(256, 4352, 8192, 132), Some(c2));
+        assert_eq!(rule(256, 5632, 8192, 132), None); // 88 tiles: two thirds
+        assert_eq!(rule(256, 5760, 8192, 132), Some(c2)); // 90 tiles
         assert_eq!(TileConfig::two_row_blocks_c2_instead_of(TileConfig::cols_tma_store(112), s(256, 7168, 8192), 132), None);
         assert_eq!(TileConfig::two_row_blocks_c2_instead_of(TileConfig::NARROW, s(256, 8192, 8192), 132), None);
     }
