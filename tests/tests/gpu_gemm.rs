@@ -304,6 +304,17 @@ fn two_row_blocks_c2_default_matches_reference() {
     defaults_match_reference("two_row_blocks_c2_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(c2));
 }
 
+/// Two row blocks where the rules above leave 224 columns (N = 14336 and 28672 on 132 SMs):
+/// the 112-column tile in 2-CTA clusters along M (`TileConfig::half_width_c2_instead_of`),
+/// two or more tiles per CTA, M ragged (250, 201: the last row block short), N ragged (14296,
+/// 14328, 28600: the last column block short), against the reference.
+#[test]
+fn half_width_c2_default_matches_reference() {
+    let c112 = TileConfig::cols_tma_store_c2(112);
+    let cases = [(250, 14296, 4096), (201, 14328, 6144), (256, 28600, 8192)];
+    defaults_match_reference("half_width_c2_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(c112));
+}
+
 /// Few tiles with K < 4096 (no split): the default's 64 x 64 swapped TMA-store tile
 /// (`TileConfig::few_tiles_unsplit_smaller_instead_of`), M and N ragged, against the
 /// reference, where it makes at most half this GPU's SMs' tiles.
@@ -398,7 +409,7 @@ fn one_wave_cols_default_matches_reference() {
         (256, 10232, 4096, 160),
         (200, 5112, 6144, 80),
         (250, 3576, 4096, 56),
-        (256, 14336, 4096, 224),
+        (256, 14336, 3968, 224), // (from K = 4096 the 112-column clustered tile: half_width_c2_default_matches_reference)
         (193, 9216, 3456, 144),
         (256, 6144, 6912, 96),
         // From three row blocks (runs 269-270), M and N ragged: in place of the 128 x 128 tile

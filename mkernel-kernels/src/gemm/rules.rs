@@ -214,6 +214,10 @@ pub const TWO_ROW_BLOCKS_C2_MIN_M: u32 = 193;
 /// = 4096, 3% slower at 2048).
 pub const TWO_ROW_BLOCKS_C2_MIN_K: u32 = 7168;
 
+/// The shortest K [`TileConfig::half_width_c2_instead_of`] takes the 112-column clustered tile
+/// at (runs 378-379 measured K = 4096 and 8192).
+pub const HALF_WIDTH_C2_MIN_K: u32 = 4096;
+
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
 /// run 221, 64 x 8 x 14336 15% faster in 16 than in 8; at 24 and 32 columns since the
@@ -388,16 +392,19 @@ impl TileConfig {
     /// And at two row blocks (M = 193-256) where that leaves 128 x 128 TMA-store tiles filling
     /// more than two thirds of one wave with K >= 7168, those in 2-CTA clusters along M sharing
     /// B ([`Self::two_row_blocks_c2_instead_of`]: runs 375-381, 1-4.4% faster at K >= 8192 and
-    /// 0.2-1.5% at 7168).
+    /// 0.2-1.5% at 7168); and where it leaves the 224-column tile there (N = 14336 and 28672 on
+    /// 132 SMs), the 112-column one in 2-CTA clusters ([`Self::half_width_c2_instead_of`]:
+    /// 2-5% faster on 5 shapes, runs 378-379).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_before_cluster_n(shape, sm_count);
         Self::cluster_n_instead_of(t, shape, sm_count)
             .or_else(|| Self::two_row_blocks_c2_instead_of(t, shape, sm_count))
+            .or_else(|| Self::half_width_c2_instead_of(t, shape, sm_count))
             .unwrap_or(t)
     }
 
-    /// [`Self::choose_for`] without its last step ([`Self::cluster_n_instead_of`], or
-    /// [`Self::two_row_blocks_c2_instead_of`]): a tile that can split where its TMA-store
+    /// [`Self::choose_for`] without its last step ([`Self::cluster_n_instead_of`],
+    /// [`Self::two_row_blocks_c2_instead_of`] or [`Self::half_width_c2_instead_of`]): a tile that can split where its TMA-store
     /// twin can, which the split rules ([`Self::split_rule_for`], [`Self::choose_for_split`])
     /// start from.
     pub fn choose_before_cluster_n(shape: GemmShape, sm_count: u32) -> Self {
@@ -513,6 +520,38 @@ impl TileConfig {
             && c2.tiles(shape.m, shape.n) <= sm_count as u64
             && c2.tiles(shape.m, shape.n) * 3 > sm_count as u64 * 2;
         applies.then_some(c2)
+    }
+
+    /// Another last step of [`Self::choose_for`] (plain GEMM only; clusters never split: the
+    /// split rules start from the pick before it): at two row blocks (193 <= M <= 256), in
+    /// place of the 224-column TMA-store tile or its 2-CTA twin ([`Self::cols_tma_store`],
+    /// [`Self::cols_tma_store_c2`]; N = 14336 and 28672, Llama-3's MLP widths, on 132 SMs), the
+    /// 112-column twin: twice the tiles, in 2-CTA clusters along M sharing B, so each CTA runs
+    /// two or more tiles one after the other (the next tile's loads overlap the last one's
+    /// store) on 6 pipeline stages instead of 3, and each B tile crosses from L2 once for both
+    /// row blocks. K >= [`HALF_WIDTH_C2_MIN_K`], K % 64 == 0, N % 8 == 0, and the 224-column
+    /// tiles at most two waves on `sm_count` SMs (as measured). `None` elsewhere.
+    ///
+    /// cuBLAS runs 256 x 14336 x 4096 as 128 x 112 tiles in 2 x 1 clusters with 7 stages, 132
+    /// persistent CTAs (`nvjet_sm90_tst_112x128_64x7_2x1`, run 377: 89% of the tensor peak
+    /// while active, against 70% for our one-wave 128 x 224). Measured on one H200 (runs 378-379,
+    /// forced, back to back x20 behind the host gate, two passes, `--check` PASS, us, default ->
+    /// this tile; cuBLAS): 256 x 14336 x 4096 54.0 / 54.3 -> 51.9 / 51.4 (47.1-47.5), 256 x
+    /// 14336 x 8192 101.1 / 100.8 -> 97.8 (92.5-92.7), 240 x 14336 x 4096 52.7 -> 50.3 (48.3),
+    /// 200 x 14336 x 4096 53.6 / 53.7 -> 52.5 / 52.2 (43.0-43.2), and in place of the clustered
+    /// 224 columns (two waves) 256 x 28672 x 4096 101.6 / 101.2 -> 97.9 / 98.1 (102.0-103.0):
+    /// 2-5% faster on all 5. Half the width elsewhere lost (run 379: 64 columns in place of
+    /// 128 x 128 15% slower, 48 for 96 30%, 80 for 160 6%, 96 for 192 3%), and 112 in place of
+    /// 216 columns was 1% faster (256 x 27648 x 5120), not taken.
+    pub fn half_width_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let is_224 = current.bn == 224 && (current == Self::cols_tma_store(224) || current == Self::cols_tma_store_c2(224));
+        let applies = is_224
+            && current.tiles(shape.m, shape.n) <= 2 * sm_count as u64
+            && (193..=256).contains(&shape.m)
+            && shape.k >= HALF_WIDTH_C2_MIN_K
+            && shape.k % 64 == 0
+            && shape.n % 8 == 0;
+        applies.then(|| Self::cols_tma_store_c2(112))
     }
 
     /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
@@ -2940,7 +2979,9 @@ mod tests {
             (5120, 6912, 80), (5120, 3456, 80), (6144, 4096, 96), (6144, 8192, 96), (7168, 4096, 112), (7168, 8192, 112),
             (7168, 5120, 112), (6912, 5120, 112), (3584, 4096, 56), (3584, 5120, 56), (3072, 4096, 48),
         ] {
-            let t = TileConfig::choose_for(s(256, n, k), 132);
+            // (choose_before_cluster_n: at 224 columns choose_for then takes 112 in clusters,
+            // `half_width_c2_instead_of`)
+            let t = TileConfig::choose_before_cluster_n(s(256, n, k), 132);
             assert_eq!(t, cols(w), "256x{n}x{k}: {}", t.name());
             assert!(t.tiles(256, n) <= 132 && t.tiles(256, n) > 66, "256x{n}x{k}");
             // Unsplit, but from K = 6912 tiles of 2W <= 160 columns in 2 slices (run 267).
@@ -3150,6 +3191,36 @@ mod tests {
         assert_eq!(rule(256, 5760, 8192, 132), Some(c2)); // 90 tiles
         assert_eq!(TileConfig::two_row_blocks_c2_instead_of(TileConfig::cols_tma_store(112), s(256, 7168, 8192), 132), None);
         assert_eq!(TileConfig::two_row_blocks_c2_instead_of(TileConfig::NARROW, s(256, 8192, 8192), 132), None);
+    }
+
+    #[test]
+    fn two_row_blocks_take_112_columns_in_clusters_for_224() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let (c224, c224_c2, c112_c2) = (TileConfig::cols_tma_store(224), TileConfig::cols_tma_store_c2(224), TileConfig::cols_tma_store_c2(112));
+        // The shapes measured (runs 378-379): the pick before it, no split, and now 112 columns
+        // in clusters.
+        for (m, n, k, before) in [(256, 14336, 4096, c224), (256, 14336, 8192, c224), (240, 14336, 4096, c224), (200, 14336, 4096, c224), (256, 28672, 4096, c224_c2)] {
+            assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), before, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), c112_c2, "{m}x{n}x{k}");
+            // (a count asked for gets the unclustered tile it was chosen as)
+            assert!(TileConfig::choose_for_split(s(m, n, k), 132).cluster_m == 1, "{m}x{n}x{k}");
+        }
+        let rule = |t, m, n, k| TileConfig::half_width_c2_instead_of(t, s(m, n, k), 132);
+        assert_eq!(rule(c224, 193, 14336, 4096), Some(c112_c2));
+        // Not below K = 4096, at K % 64 != 0 or N % 8 != 0, outside two row blocks, nor in place
+        // of other widths (216: 1% in run 378; 160, 192: half the width lost in run 379).
+        assert_eq!(rule(c224, 256, 14336, 4032), None);
+        assert_eq!(rule(c224, 256, 14336, 4100), None);
+        assert_eq!(rule(c224, 256, 14332, 4096), None);
+        assert_eq!(rule(c224, 192, 14336, 4096), None);
+        assert_eq!(rule(c224, 257, 14336, 4096), None);
+        // (past two waves of 224 columns: 43008 makes 3 on 132 SMs, 2 on 192)
+        assert_eq!(rule(c224_c2, 256, 43008, 4096), None);
+        assert_eq!(TileConfig::half_width_c2_instead_of(c224_c2, s(256, 43008, 4096), 192), Some(c112_c2));
+        for other in [TileConfig::cols_tma_store(216), TileConfig::cols_tma_store(192), TileConfig::cols_tma_store_c2(160), TileConfig::NARROW_TMA_STORE, TileConfig::WIDE_TMA_STORE_C2] {
+            assert_eq!(rule(other, 256, 14336, 4096), None, "{}", other.name());
+        }
     }
 
     #[test]
