@@ -306,7 +306,7 @@ fn two_row_blocks_c2_default_matches_reference() {
 
 /// Two row blocks where the rules above leave 224 columns (N = 14336 and 28672 on 132 SMs):
 /// the 112-column tile in 2-CTA clusters along M (`TileConfig::half_width_c2_instead_of`),
-/// two or more tiles per CTA, M ragged (250, 201: the last row block short), N ragged (14296,
+/// about two tiles per CTA (four at N = 28600), M ragged (250, 201: the last row block short), N ragged (14296,
 /// 14328, 28600: the last column block short), against the reference.
 #[test]
 fn half_width_c2_default_matches_reference() {

@@ -217,6 +217,10 @@ pub const TWO_ROW_BLOCKS_C2_MIN_K: u32 = 7168;
 /// The shortest K [`TileConfig::half_width_c2_instead_of`] takes the 112-column clustered tile
 /// at (runs 378-379 measured K = 4096 and 8192).
 pub const HALF_WIDTH_C2_MIN_K: u32 = 4096;
+/// The longest K [`TileConfig::half_width_c2_instead_of`] takes it at (measured to 8192; on
+/// 132 SMs the one-wave-cols rule's 224 columns end at 14336, and the two-wave range is bounded
+/// there too until measured above).
+pub const HALF_WIDTH_C2_MAX_K: u32 = 14336;
 
 /// The most K-slices of the few-tiles split of the small-N column tiles
 /// ([`TileConfig::few_tiles_slices`]; other tiles: `gemm_allreduce::MAX_SPLIT_SLICES`, 8):
@@ -526,11 +530,12 @@ impl TileConfig {
     /// split rules start from the pick before it): at two row blocks (193 <= M <= 256), in
     /// place of the 224-column TMA-store tile or its 2-CTA twin ([`Self::cols_tma_store`],
     /// [`Self::cols_tma_store_c2`]; N = 14336 and 28672, Llama-3's MLP widths, on 132 SMs), the
-    /// 112-column twin: twice the tiles, in 2-CTA clusters along M sharing B, so each CTA runs
-    /// two or more tiles one after the other (the next tile's loads overlap the last one's
-    /// store) on 6 pipeline stages instead of 3, and each B tile crosses from L2 once for both
-    /// row blocks. K >= [`HALF_WIDTH_C2_MIN_K`], K % 64 == 0, N % 8 == 0, and the 224-column
-    /// tiles at most two waves on `sm_count` SMs (as measured). `None` elsewhere.
+    /// 112-column twin: twice the tiles, in 2-CTA clusters along M sharing B, so most CTAs run
+    /// about two tiles (four in the two-wave range) one after the other (the next tile's loads
+    /// overlap the last one's store) on 6 pipeline stages instead of 3, and each B tile crosses
+    /// from L2 once for both row blocks. [`HALF_WIDTH_C2_MIN_K`] <= K <=
+    /// [`HALF_WIDTH_C2_MAX_K`], K % 64 == 0, N % 8 == 0, and the 224-column tiles at most two
+    /// waves on `sm_count` SMs (as measured). `None` elsewhere.
     ///
     /// cuBLAS runs 256 x 14336 x 4096 as 128 x 112 tiles in 2 x 1 clusters with 7 stages, 132
     /// persistent CTAs (`nvjet_sm90_tst_112x128_64x7_2x1`, run 377: 89% of the tensor peak
@@ -548,7 +553,7 @@ impl TileConfig {
         let applies = is_224
             && current.tiles(shape.m, shape.n) <= 2 * sm_count as u64
             && (193..=256).contains(&shape.m)
-            && shape.k >= HALF_WIDTH_C2_MIN_K
+            && (HALF_WIDTH_C2_MIN_K..=HALF_WIDTH_C2_MAX_K).contains(&shape.k)
             && shape.k % 64 == 0
             && shape.n % 8 == 0;
         applies.then(|| Self::cols_tma_store_c2(112))
@@ -3212,6 +3217,8 @@ mod tests {
         // of other widths (216: 1% in run 378; 160, 192: half the width lost in run 379).
         assert_eq!(rule(c224, 256, 14336, 4032), None);
         assert_eq!(rule(c224, 256, 14336, 4100), None);
+        assert_eq!(rule(c224_c2, 256, 28672, 14336), Some(c112_c2));
+        assert_eq!(rule(c224_c2, 256, 28672, 14400), None); // above HALF_WIDTH_C2_MAX_K
         assert_eq!(rule(c224, 256, 14332, 4096), None);
         assert_eq!(rule(c224, 192, 14336, 4096), None);
         assert_eq!(rule(c224, 257, 14336, 4096), None);
