@@ -549,7 +549,7 @@ impl TileConfig {
     /// 128 x 128 15% slower, 48 for 96 30%, 80 for 160 6%, 96 for 192 3%), and 112 in place of
     /// 216 columns was 1% faster (256 x 27648 x 5120), not taken.
     pub fn half_width_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        let is_224 = current.bn == 224 && (current == Self::cols_tma_store(224) || current == Self::cols_tma_store_c2(224));
+        let is_224 = current == Self::cols_tma_store(224) || current == Self::cols_tma_store_c2(224);
         let applies = is_224
             && current.tiles(shape.m, shape.n) <= 2 * sm_count as u64
             && (193..=256).contains(&shape.m)

@@ -219,15 +219,13 @@ impl InputRotation {
 
 /// A sweep's values, each once (each configuration is timed once per round).
 fn check_unique<T: PartialEq + std::fmt::Display>(flag: &str, values: &[T]) -> Result<(), String> {
-    for (i, v) in values.iter().enumerate() {
-        if v.to_string().trim().is_empty() {
-            return Err(format!("{flag}: an empty name in the list (two commas, or a comma at an end)"));
-        }
-        if values[..i].contains(v) {
-            return Err(format!("{flag}: {v} is listed twice (each configuration is timed once)"));
-        }
+    if values.iter().any(|v| v.to_string().trim().is_empty()) {
+        return Err(format!("{flag}: an empty name in the list (two commas, or a comma at an end)"));
     }
-    Ok(())
+    match super::first_repeat(values) {
+        Some(v) => Err(format!("{flag}: {v} is listed twice (each configuration is timed once)")),
+        None => Ok(()),
+    }
 }
 
 /// Most fused configurations one round times (the default, --sm-comm's and the sweeps'):

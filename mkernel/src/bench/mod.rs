@@ -169,14 +169,17 @@ pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>
     }
 }
 
+/// The first value of `values` that an earlier one equals (the list's first repeat).
+pub fn first_repeat<T: PartialEq>(values: &[T]) -> Option<&T> {
+    values.iter().enumerate().find(|&(i, v)| values[..i].contains(v)).map(|(_, v)| v)
+}
+
 /// --shape: each shape once (a repeated one would be timed, and written to the JSON, twice).
 pub fn check_unique_shapes(shapes: &[mkernel::GemmShape]) -> BenchResult<()> {
-    for (i, s) in shapes.iter().enumerate() {
-        if shapes[..i].contains(s) {
-            return Err(usage(format!("--shape {}x{}x{} is listed twice (each shape is timed once)", s.m, s.n, s.k)));
-        }
+    match first_repeat(shapes) {
+        Some(s) => Err(usage(format!("--shape {}x{}x{} is listed twice (each shape is timed once)", s.m, s.n, s.k))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The shapes whose label contains `filter` (all without one); an error naming the
