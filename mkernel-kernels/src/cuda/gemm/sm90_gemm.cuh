@@ -609,15 +609,18 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // slices 0.0103 -> 0.0093 ms); 32 in flight at 2 or 4 float4s a slice (16 or 32 columns,
   // 64 or 128 rows): 16 slices a trip at 16 columns, 8 at 32 (16 slices in two trips, three
   // before; run 230: 0.2-0.6 us less a call); 24 columns keep 24 (8 a trip; 32 spilled more
-  // in the fused 64 x 24 tile); the others keep one slice per round trip (more spill
-  // registers).
+  // in the fused 64 x 24 tile); unswapped tiles of 33-64 accumulators per thread (64 x 128,
+  // 128 x 128, the 128-row column tiles of 72-120 columns) two slices' groups a trip, 16
+  // float4s in flight (no spill with NVRTC 13.0; the swapped ones spilled 32-128 bytes that
+  // way, so they keep one; not yet timed: bench/NOTES.md 46.7); the others keep one slice
+  // per round trip (more spill registers).
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
   constexpr u32 kGroup = 8;
   constexpr u32 kInFlight = (kF4 == 2 || kF4 == 4) ? 32 : 24;
   constexpr u32 kMaxBatch = 16;
   constexpr u32 kGroupLen = kF4 < kGroup ? kF4 : kGroup;
   constexpr u32 kFit = kInFlight / kGroupLen;
-  constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? (kFit < kMaxBatch ? kFit : kMaxBatch) : 1;
+  constexpr u32 kBatch = Cfg::kAccRegs <= 32 ? (kFit < kMaxBatch ? kFit : kMaxBatch) : (Cfg::kAccRegs <= 64 && !Cfg::kSwapAB ? 2 : 1);
 #pragma unroll
   for (u32 g = 0; g < kF4; g += kGroup) {
     const u32 kLen = kF4 - g < kGroup ? kF4 - g : kGroup;
