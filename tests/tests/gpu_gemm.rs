@@ -315,6 +315,21 @@ fn half_width_c2_default_matches_reference() {
     defaults_match_reference("half_width_c2_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(c112));
 }
 
+/// Two row blocks where the one-wave-cols rule leaves 80, 96 or 112 columns with K >= 6144:
+/// that tile in 2-CTA clusters along M sharing B (`TileConfig::one_wave_cols_c2_instead_of`),
+/// M ragged (200, 211, 201: the last row block short), N ragged (5112, 6088, 7144: the last
+/// column block short), K from 6144 to 16384, against the reference; on 132 SMs the widths
+/// are asserted (elsewhere the default's, whatever it is).
+#[test]
+fn one_wave_cols_c2_default_matches_reference() {
+    let cases = [(200, 5112, 6144, 80), (211, 6088, 16384, 96), (256, 6144, 6912, 96), (201, 7144, 9216, 112)];
+    let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
+    defaults_match_reference("one_wave_cols_c2_default_matches_reference", &shapes, |s, sms| {
+        let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
+        (sms == 132).then(|| TileConfig::cols_tma_store_c2(width))
+    });
+}
+
 /// Few tiles with K < 4096 (no split): the default's 64 x 64 swapped TMA-store tile
 /// (`TileConfig::few_tiles_unsplit_smaller_instead_of`), M and N ragged, against the
 /// reference, where it makes at most half this GPU's SMs' tiles.
@@ -397,9 +412,10 @@ fn cols_over_swapped_fit_default_matches_reference() {
 
 /// 193 <= M <= 2048 where the default's tiles leave SMs idle: the narrowest 128-row
 /// TMA-store tile filling one wave (`TileConfig::one_wave_cols_instead_of`), M ragged (200,
-/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235, 211: the last row block short) and N's last column block
-/// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320, 6088; K from 576 to
-/// 16384 at two row blocks), against the reference;
+/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235, 214: the last row block short) and N's last column block
+/// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320, 5696; K from 576 to
+/// 16384 at two row blocks; 80, 96 and 112 columns there below K = 6144, above it clustered:
+/// `one_wave_cols_c2_default_matches_reference`), against the reference;
 /// on 132 SMs the widths are asserted (elsewhere the default's, whatever it is). K stays below
 /// `ONE_WAVE_COLS_SPLIT_MIN_K` where the width is at most 80 (`mkernel::gemm`'s own workspace
 /// would split twice the width there: `split_rule_default_matches_reference` covers it).
@@ -407,11 +423,11 @@ fn cols_over_swapped_fit_default_matches_reference() {
 fn one_wave_cols_default_matches_reference() {
     let cases = [
         (256, 10232, 4096, 160),
-        (200, 5112, 6144, 80),
+        (200, 5112, 5120, 80),
         (250, 3576, 4096, 56),
         (256, 14336, 3968, 224), // (from K = 4096 the 112-column clustered tile: half_width_c2_default_matches_reference)
         (193, 9216, 3456, 144),
-        (256, 6144, 6912, 96),
+        (256, 6144, 5120, 96),
         // From three row blocks (runs 269-270), M and N ragged: in place of the 128 x 128 tile
         // (TMA-store since run 296; unsplit, and split in 2 at 1000 x 760) and of the 128 x 256
         // TMA-store one.
@@ -426,8 +442,9 @@ fn one_wave_cols_default_matches_reference() {
         (254, 4256, 704, 72),
         (235, 5320, 1920, 88),
         // Two row blocks above K = 14336 (run 382, ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K), M and N
-        // ragged: 96 columns in place of 96 tiles of 128 x 128.
-        (211, 6088, 16384, 96),
+        // ragged: 88 columns in place of 92 tiles of 128 x 128 (80, 96 and 112 columns are
+        // clustered from K = 6144: one_wave_cols_c2_default_matches_reference).
+        (214, 5696, 16384, 88),
     ];
     let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
     defaults_match_reference("one_wave_cols_default_matches_reference", &shapes, |s, sms| {

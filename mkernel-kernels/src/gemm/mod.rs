@@ -195,7 +195,8 @@ impl TileConfig {
     /// [`Self::cols_tma_store`] in 2-CTA clusters sharing the B tile by TMA multicast (the
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
     /// `cols` rows, so `cols` is a multiple of 16: 144, 160, ..., 240, and 48, 64, ..., 112,
-    /// of which only 112 is a default, [`Self::half_width_c2_instead_of`]), as
+    /// of which 80, 96 and 112 are defaults at two row blocks, [`Self::half_width_c2_instead_of`]
+    /// and [`Self::one_wave_cols_c2_instead_of`]), as
     /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
     /// `cols-128xC-tma-store-c2`. Plain GEMM only.
     pub const fn cols_tma_store_c2(cols: u32) -> Self {
@@ -241,7 +242,8 @@ impl TileConfig {
     /// The widths below 128 of [`Self::cols_tma_store_c2`]: 48, 64, ..., 112 (B's half a
     /// whole number of 8-row swizzle atoms). Opt-in but 112, which
     /// [`Self::half_width_c2_instead_of`] takes in place of 224 columns at two row blocks
-    /// (NOTES 46.6). They halve the B
+    /// (NOTES 46.6), and 80, 96 and 112, which [`Self::one_wave_cols_c2_instead_of`] takes in
+    /// place of the unclustered one-wave tile there from K = 6144 (NOTES 47.2). They halve the B
     /// tile's L2 reads of the one-wave widths; run 307 had them 25% slower than the
     /// unclustered tile at ragged M (1440 x 960 x 8192 on 96 columns 0.055 ms against 0.043)
     /// and runs 307-308 1.5-2.5% faster at M % 128 == 0 on 96 and 112 columns, mixed on 80

@@ -214,6 +214,11 @@ pub const TWO_ROW_BLOCKS_C2_MIN_M: u32 = 193;
 /// = 4096, 3% slower at 2048).
 pub const TWO_ROW_BLOCKS_C2_MIN_K: u32 = 7168;
 
+/// The shortest K [`TileConfig::one_wave_cols_c2_instead_of`] clusters the one-wave-cols
+/// tiles' two row blocks at (run 387: 1-5% faster at K = 6144-7168 on 4 shapes, even at 4096;
+/// runs 375, 379: even at 4096-5120).
+pub const ONE_WAVE_COLS_C2_MIN_K: u32 = 6144;
+
 /// The shortest K [`TileConfig::half_width_c2_instead_of`] takes the 112-column clustered tile
 /// at (runs 378-379 measured K = 4096 and 8192).
 pub const HALF_WIDTH_C2_MIN_K: u32 = 4096;
@@ -398,17 +403,21 @@ impl TileConfig {
     /// B ([`Self::two_row_blocks_c2_instead_of`]: runs 375-381, 1-4.4% faster at K >= 8192 and
     /// 0.2-1.5% at 7168); and where it leaves the 224-column tile there (N = 14336 and 28672 on
     /// 132 SMs), the 112-column one in 2-CTA clusters ([`Self::half_width_c2_instead_of`]:
-    /// 2-5% faster on 5 shapes, runs 378-379).
+    /// 2-5% faster on 5 shapes, runs 378-379); and where it leaves one wave of the one-wave-cols
+    /// rule's 80, 96 or 112 columns there with K >= 6144, those in 2-CTA clusters
+    /// ([`Self::one_wave_cols_c2_instead_of`]: 1-6% faster on 14 of 14 shapes, runs 384 and 387).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_before_cluster_n(shape, sm_count);
         Self::cluster_n_instead_of(t, shape, sm_count)
             .or_else(|| Self::two_row_blocks_c2_instead_of(t, shape, sm_count))
             .or_else(|| Self::half_width_c2_instead_of(t, shape, sm_count))
+            .or_else(|| Self::one_wave_cols_c2_instead_of(t, shape, sm_count))
             .unwrap_or(t)
     }
 
     /// [`Self::choose_for`] without its last step ([`Self::cluster_n_instead_of`],
-    /// [`Self::two_row_blocks_c2_instead_of`] or [`Self::half_width_c2_instead_of`]): a tile that can split where its TMA-store
+    /// [`Self::two_row_blocks_c2_instead_of`], [`Self::half_width_c2_instead_of`] or
+    /// [`Self::one_wave_cols_c2_instead_of`]): a tile that can split where its TMA-store
     /// twin can, which the split rules ([`Self::split_rule_for`], [`Self::choose_for_split`])
     /// start from.
     pub fn choose_before_cluster_n(shape: GemmShape, sm_count: u32) -> Self {
@@ -557,6 +566,46 @@ impl TileConfig {
             && shape.k % 64 == 0
             && shape.n % 8 == 0;
         applies.then(|| Self::cols_tma_store_c2(112))
+    }
+
+    /// The last of [`Self::choose_for`]'s last steps (plain GEMM only; clusters never split:
+    /// the split rules start from the pick before it): at two row blocks (193 <= M <= 256), in
+    /// place of the one-wave-cols rule's tile ([`Self::one_wave_cols_instead_of`]) where it is
+    /// 80, 96 or 112 columns wide, its twin in 2-CTA clusters along M
+    /// ([`Self::cols_tma_store_c2`]): the same tiles, the two row blocks of a column block on
+    /// the two CTAs of a cluster, each B tile crossing from L2 once for both (TMA multicast
+    /// within the GPU). [`ONE_WAVE_COLS_C2_MIN_K`] <= K <= [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`],
+    /// K % 64 == 0, N % 8 == 0, and the tiles fill more than two thirds of one wave on
+    /// `sm_count` SMs (as measured: 120-132 tiles on 132). `None` elsewhere. A cluster's CTAs
+    /// each load half of B's rows in whole 1024-byte swizzle atoms, so the width is a multiple
+    /// of 16; where the rule left 88, 104, 120 or 136 columns, the next multiple of 16 in
+    /// clusters ran even or slower (run 387), and those stay unclustered.
+    ///
+    /// Measured on one H200 (bench gemm, 20 calls back to back behind the host gate, two
+    /// passes, `--check` PASS; us, the one-wave width -> its twin forced, both passes): run 384,
+    /// 245 x 6048 x 14400 77.7 / 77.8 -> 74.0 / 74.2 (96 columns), 217 x 6200 x 20480 109.3 /
+    /// 108.2 -> 102.4 / 103.2 (96), 235 x 6064 x 16384 85.2 / 86.7 -> 81.9 / 82.9 (96), 222 x
+    /// 7352 x 20480 125.5 / 125.5 -> 117.9 / 119.5 (112), 219 x 7336 x 16384 100.8 / 100.1 ->
+    /// 97.4 / 96.9 (112), 197 x 7192 x 8192 51.0 / 50.7 -> 48.3 / 49.7 (112), 202 x 7200 x
+    /// 12288 74.5 -> 71.4 / 72.9 (112), 212 x 6992 x 10240 61.7 / 61.8 -> 59.3 / 59.2 (112), 215
+    /// x 6272 x 10240 56.4 / 55.6 -> 54.4 / 54.0 (96), 248 x 6232 x 12288 67.7 -> 64.9 (96):
+    /// 2-7% faster on all 10; run 387 below K = 8192, 216 x 5848 x 7168 40.6 / 40.4 -> 39.4 /
+    /// 38.2 (96), 231 x 6288 x 6144 35.5 / 35.4 -> 35.2 / 34.0 (96), 225 x 7176 x 6144 40.1 /
+    /// 39.8 -> 39.2 / 39.6 (112), 247 x 5192 x 6144 30.8 -> 29.9 / 30.0 (80): faster on all 4;
+    /// at K = 4096 even (228 x 6312: 23.5 / 23.2 -> 23.3; 244 x 7056: 27.2 / 26.5 -> 27.0 /
+    /// 26.8; 241 x 5272: 20.5 / 20.6 -> 20.7), as runs 375 and 379 found at 4096-5120, hence
+    /// the bound (bench/NOTES.md 47.2).
+    pub fn one_wave_cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
+        let width = current.bn;
+        let applies = current == Self::cols_tma_store(width)
+            && [80, 96, 112].contains(&width)
+            && (193..=256).contains(&shape.m)
+            && (ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K).contains(&shape.k)
+            && shape.k % 64 == 0
+            && shape.n % 8 == 0
+            && current.tiles(shape.m, shape.n) <= sm_count as u64
+            && current.tiles(shape.m, shape.n) * 3 > sm_count as u64 * 2;
+        applies.then(|| Self::cols_tma_store_c2(width))
     }
 
     /// The few-tiles rule's smaller tile at short K ([`Self::choose_for`], K < 4096; with a
@@ -2512,7 +2561,8 @@ mod tests {
         // (since run 266 the one-wave-cols rule narrows those to 112 columns, filling the SMs)
         for m in [200, 208, 224, 240] {
             assert_eq!(TileConfig::one_wave_cols_instead_of(TileConfig::NARROW_TMA_STORE, s(m, 7168, 9216), 132), Some(TileConfig::cols_tma_store(112)), "M={m}");
-            assert_eq!(TileConfig::choose_for(s(m, 7168, 9216), 132), TileConfig::cols_tma_store(112), "M={m}");
+            // (in 2-CTA clusters since run 387: `one_wave_cols_c2_instead_of`)
+            assert_eq!(TileConfig::choose_for(s(m, 7168, 9216), 132), TileConfig::cols_tma_store_c2(112), "M={m}");
         }
         assert_eq!(TileConfig::choose_for(s(256, 8190, 4096), 132), TileConfig::NARROW);
         assert_eq!(TileConfig::choose_for(s(256, 8192, 4104), 132), TileConfig::NARROW);
@@ -3030,7 +3080,9 @@ mod tests {
         assert_eq!(TileConfig::split_rule_for(s(321, 3536, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(1000, 1400, 8192), 132, u64::MAX, u64::MAX), None);
         assert_eq!(TileConfig::split_rule_for(s(2000, 760, 14336), 132, u64::MAX, u64::MAX), None);
-        assert_eq!(TileConfig::choose_for(s(256, 6144, 8192), 132), cols(96));
+        // (96 columns, which choose_for's last step clusters: `one_wave_cols_c2_instead_of`)
+        assert_eq!(TileConfig::choose_before_cluster_n(s(256, 6144, 8192), 132), cols(96));
+        assert_eq!(TileConfig::choose_for(s(256, 6144, 8192), 132), TileConfig::cols_tma_store_c2(96));
         assert_eq!(TileConfig::split_rule_for(s(256, 6144, 8192), 132, u64::MAX, u64::MAX), None);
         // In place of the unsplit one-wave 64 x 256 default above M = 256 (run 318): the
         // one-wave width, unsplit from K = 8192 (W >= 72), 2W in 2 slices at K = 6912 (W <= 80).
@@ -3136,7 +3188,8 @@ mod tests {
         // thirds where the width cuts at least an eighth (run 382), never of the wide tile.
         for (m, n, k, w) in [(211, 6088, 16384, 96), (256, 6144, 16384, 96), (214, 5696, 16384, 88), (255, 6520, 20480, 104), (256, 7168, 14400, 112)] {
             assert_eq!(rule(narrow, m, n, k, 132), Some(cols(w)), "{m}x{n}x{k}");
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            // (80, 96 and 112 columns in clusters since run 387: `one_wave_cols_c2_instead_of`)
+            assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
         assert_eq!(rule(wide, 256, 14336, 16384, 132), None);
@@ -3231,6 +3284,51 @@ mod tests {
     }
 
     #[test]
+    fn two_row_blocks_cluster_one_wave_cols_of_80_to_112_columns_from_k_6144() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let (cols, c2) = (TileConfig::cols_tma_store, TileConfig::cols_tma_store_c2);
+        // The shapes measured (runs 384, 387): the one-wave width before it, unsplit without a
+        // workspace, and now its twin in clusters.
+        for (m, n, k, w) in [
+            (245, 6048, 14400, 96), (217, 6200, 20480, 96), (235, 6064, 16384, 96), (222, 7352, 20480, 112), (219, 7336, 16384, 112),
+            (197, 7192, 8192, 112), (202, 7200, 12288, 112), (212, 6992, 10240, 112), (215, 6272, 10240, 96), (248, 6232, 12288, 96),
+            (216, 5848, 7168, 96), (231, 6288, 6144, 96), (225, 7176, 6144, 112), (247, 5192, 6144, 80),
+        ] {
+            assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), c2(w), "{m}x{n}x{k}");
+            assert!(c2(w).validate_for_gemm().is_ok(), "{m}x{n}x{k}");
+            // (a count asked for gets the unclustered tile it was chosen as)
+            assert_eq!(TileConfig::choose_for_split(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+        }
+        let rule = |t, m, n, k| TileConfig::one_wave_cols_c2_instead_of(t, s(m, n, k), 132);
+        assert_eq!(rule(cols(96), 193, 6144, 8192), Some(c2(96)));
+        assert_eq!(rule(cols(80), 256, 5120, 20480), Some(c2(80)));
+        // Not below K = 6144 (even at 4096: run 387) nor above 20480, at K % 64 != 0 or N % 8 !=
+        // 0, outside two row blocks, past one wave or at most two thirds of it, nor in place
+        // of widths without a clustered twin (88, 104, 120, 136: the next multiple of 16 in
+        // clusters ran even or slower in run 387) or not measured (48, 64, 128, 224).
+        assert_eq!(rule(cols(96), 228, 6312, 4096), None);
+        assert_eq!(rule(cols(96), 228, 6312, 6080), None);
+        assert_eq!(rule(cols(96), 228, 6312, 20544), None);
+        assert_eq!(rule(cols(96), 228, 6312, 8200), None);
+        assert_eq!(rule(cols(96), 228, 6308, 8192), None);
+        assert_eq!(rule(cols(96), 192, 6144, 8192), None);
+        assert_eq!(rule(cols(96), 257, 6144, 8192), None);
+        assert_eq!(rule(cols(96), 256, 6432, 8192), None); // 68 column blocks: 136 tiles
+        assert_eq!(rule(cols(96), 256, 6336, 8192), Some(c2(96))); // 66: one full wave
+        assert_eq!(rule(cols(96), 256, 4224, 8192), None); // 88 tiles: two thirds
+        assert_eq!(rule(cols(96), 256, 4320, 8192), Some(c2(96))); // 90 tiles
+        for w in [88, 104, 120, 136, 48, 64, 224] {
+            assert_eq!(rule(cols(w), 228, 128 * 33, 8192), None, "{w}");
+        }
+        for other in [TileConfig::NARROW_TMA_STORE, TileConfig::cols_tma_store_c2(96), TileConfig::swapped_tma_store(96)] {
+            assert_eq!(rule(other, 228, 6312, 8192), None, "{}", other.name());
+        }
+        // (on another SM count the same bounds: 96 columns of N = 9216 make 192 tiles on 192 SMs)
+        assert_eq!(TileConfig::one_wave_cols_c2_instead_of(cols(96), s(256, 9216, 8192), 192), Some(c2(96)));
+    }
+
+    #[test]
     fn one_wave_cols_split_tiles_twice_as_wide_from_k_6912() {
         let s = |m, n, k| GemmShape { m, n, k };
         let pick = |m, n, k, sms| TileConfig::split_rule_for(s(m, n, k), sms, u64::MAX, u64::MAX);
@@ -3241,7 +3339,8 @@ mod tests {
             (256, 4352, 6912, 72), (256, 4608, 8192, 72), (256, 4608, 14336, 72), (256, 4608, 6912, 72), (224, 5120, 8192, 80),
             (256, 5120, 14336, 80), (200, 5120, 6912, 80),
         ] {
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            // (choose_for's last step clusters 80 columns from K = 6144: `one_wave_cols_c2_instead_of`)
+            assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
             assert_eq!(pick(m, n, k, 132), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_one_wave_cols_for(s(m, n, k), 132, u64::MAX, u64::MAX), Some((cols(2 * w), 2)), "{m}x{n}x{k}");
             // Its workspace: 2W-column fp32 slots, 2 per tile, one count per tile.
@@ -3388,7 +3487,7 @@ mod tests {
         // (run 266: 256 x 5120 x 13824 on 80 columns 0.0777 ms against 0.0800 in 3 slices,
         // 256 x 10240 x 14336 on 160 columns 0.1220 against 0.1506).
         assert_eq!(pick(256, 5120, 13824), Some((TileConfig::cols_tma_store(160), 2)));
-        assert_eq!(TileConfig::choose_for(s(256, 5120, 13824), 132), TileConfig::cols_tma_store(80));
+        assert_eq!(TileConfig::choose_before_cluster_n(s(256, 5120, 13824), 132), TileConfig::cols_tma_store(80));
         assert_eq!(pick(256, 10240, 13824), None);
         assert_eq!(TileConfig::choose_for(s(256, 10240, 14336), 132), TileConfig::cols_tma_store(160));
         // The bounds on 132 SMs: 67..=88 tiles.
