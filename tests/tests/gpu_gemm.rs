@@ -161,8 +161,20 @@ fn swapped_operand_tiles_match_reference() {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store_c2(cols)));
     }
     // and the opt-in ones of 48..=112 columns: ragged M with an even and an odd number of
-    // row blocks, N not a multiple of the width, 64 columns (one swizzled box).
-    for (m, n, k, cols) in [(1440, 1000, 1000, 96), (777, 1000, 200, 48), (300, 1048, 4160, 112), (1024, 768, 64, 64), (1216, 1032, 520, 80)] {
+    // row blocks, N not a multiple of the width, 64 columns (one swizzled box); 72, 88, 104
+    // and 120, where the CTAs' halves of B overlap by 8 rows (the last column block's past N:
+    // TMA's zero fill), K ragged.
+    for (m, n, k, cols) in [
+        (1440, 1000, 1000, 96),
+        (777, 1000, 200, 48),
+        (300, 1048, 4160, 112),
+        (1024, 768, 64, 64),
+        (1216, 1032, 520, 80),
+        (777, 1000, 1000, 72),
+        (200, 1048, 4160, 88),
+        (1024, 1000, 520, 104),
+        (129, 4104, 200, 120),
+    ] {
         let t = TileConfig::cols_tma_store_c2(cols);
         assert_eq!(run_case(GemmShape { m, n, k }, Some(t)), t);
     }
@@ -315,14 +327,25 @@ fn half_width_c2_default_matches_reference() {
     defaults_match_reference("half_width_c2_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(c112));
 }
 
-/// Two row blocks where the one-wave-cols rule leaves 80, 96 or 112 columns with K >= 6144:
-/// that tile in 2-CTA clusters along M sharing B (`TileConfig::one_wave_cols_c2_instead_of`),
-/// M ragged (200, 211, 201: the last row block short), N ragged (5112, 6088, 7144: the last
-/// column block short), K from 6144 to 16384, against the reference; on 132 SMs the widths
-/// are asserted (elsewhere the default's, whatever it is).
+/// Two row blocks where the one-wave-cols rule leaves 72-120 columns with K >= 6144: that
+/// tile in 2-CTA clusters along M sharing B (`TileConfig::one_wave_cols_c2_instead_of`; at
+/// 72, 88, 104 and 120 columns the CTAs' halves of B overlap by 8 rows), M ragged (200, 211,
+/// 201, 205, 214, 203, 243: the last row block short), N ragged (5112, 6088, 7144, 4592, 5696,
+/// 6856, 7416: the last column block short), K from 6144 to 16384 (15040 and 14080 with K /
+/// 64 odd), against the reference; on 132 SMs the widths are asserted (elsewhere the
+/// default's, whatever it is).
 #[test]
 fn one_wave_cols_c2_default_matches_reference() {
-    let cases = [(200, 5112, 6144, 80), (211, 6088, 16384, 96), (256, 6144, 6912, 96), (201, 7144, 9216, 112)];
+    let cases = [
+        (200, 5112, 6144, 80),
+        (211, 6088, 16384, 96),
+        (256, 6144, 6912, 96),
+        (201, 7144, 9216, 112),
+        (205, 4592, 6144, 72),
+        (214, 5696, 16384, 88),
+        (203, 6856, 15040, 104),
+        (243, 7416, 14080, 120),
+    ];
     let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
     defaults_match_reference("one_wave_cols_c2_default_matches_reference", &shapes, |s, sms| {
         let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
@@ -412,9 +435,9 @@ fn cols_over_swapped_fit_default_matches_reference() {
 
 /// 193 <= M <= 2048 where the default's tiles leave SMs idle: the narrowest 128-row
 /// TMA-store tile filling one wave (`TileConfig::one_wave_cols_instead_of`), M ragged (200,
-/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235, 214: the last row block short) and N's last column block
-/// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320, 5696; K from 576 to
-/// 16384 at two row blocks; 80, 96 and 112 columns there below K = 6144, above it clustered:
+/// 250, 193, 1000, 1500, 1001, 510, 206, 254, 235: the last row block short) and N's last column block
+/// short (10232, 5112, 3576, 1272, 760, 1784, 7160, 4824, 4256, 5320; K from 576 to 5120 at
+/// two row blocks: from K = 6144 72-120 columns there are clustered,
 /// `one_wave_cols_c2_default_matches_reference`), against the reference;
 /// on 132 SMs the widths are asserted (elsewhere the default's, whatever it is). K stays below
 /// `ONE_WAVE_COLS_SPLIT_MIN_K` where the width is at most 80 (`mkernel::gemm`'s own workspace
@@ -441,10 +464,6 @@ fn one_wave_cols_default_matches_reference() {
         (206, 4824, 576, 80),
         (254, 4256, 704, 72),
         (235, 5320, 1920, 88),
-        // Two row blocks above K = 14336 (run 382, ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K), M and N
-        // ragged: 88 columns in place of 92 tiles of 128 x 128 (80, 96 and 112 columns are
-        // clustered from K = 6144: one_wave_cols_c2_default_matches_reference).
-        (214, 5696, 16384, 88),
     ];
     let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
     defaults_match_reference("one_wave_cols_default_matches_reference", &shapes, |s, sms| {

@@ -194,9 +194,10 @@ impl TileConfig {
 
     /// [`Self::cols_tma_store`] in 2-CTA clusters sharing the B tile by TMA multicast (the
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
-    /// `cols` rows, so `cols` is a multiple of 16: 144, 160, ..., 240, and 48, 64, ..., 112,
-    /// of which 80, 96 and 112 are defaults at two row blocks, [`Self::half_width_c2_instead_of`]
-    /// and [`Self::one_wave_cols_c2_instead_of`]), as
+    /// `cols` rows in whole 8-row swizzle atoms ([`Self::shared_rows_per_cta`]): 144, 160, ...,
+    /// 240, and 48, 64, ..., 112 and 72, 88, 104, 120 (where half of `cols` is not whole
+    /// atoms the two shares overlap by 8 rows), of which 72-120 are defaults at two row blocks,
+    /// [`Self::half_width_c2_instead_of`] and [`Self::one_wave_cols_c2_instead_of`]), as
     /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
     /// `cols-128xC-tma-store-c2`. Plain GEMM only.
     pub const fn cols_tma_store_c2(cols: u32) -> Self {
@@ -240,7 +241,9 @@ impl TileConfig {
     }
 
     /// The widths below 128 of [`Self::cols_tma_store_c2`]: 48, 64, ..., 112 (B's half a
-    /// whole number of 8-row swizzle atoms). Opt-in but 112, which
+    /// whole number of 8-row swizzle atoms), then 72, 88, 104 and 120 (each CTA loads
+    /// half of B's rows rounded up to whole atoms, 40-64 rows, the two shares overlapping by
+    /// 8: [`Self::shared_rows_per_cta`]; the one-wave widths at two row blocks, NOTES 47.3). Opt-in but 112, which
     /// [`Self::half_width_c2_instead_of`] takes in place of 224 columns at two row blocks
     /// (NOTES 46.6), and 80, 96 and 112, which [`Self::one_wave_cols_c2_instead_of`] takes in
     /// place of the unclustered one-wave tile there from K = 6144 (NOTES 47.2). They halve the B
@@ -249,7 +252,17 @@ impl TileConfig {
     /// and runs 307-308 1.5-2.5% faster at M % 128 == 0 on 96 and 112 columns, mixed on 80
     /// (bench/NOTES.md 39.1).
     fn narrow_c2_widths() -> impl Iterator<Item = u32> {
-        (3..=7).map(|i| 16 * i)
+        (3..=7).map(|i| 16 * i).chain([72, 88, 104, 120])
+    }
+
+    /// The rows of the shared operand tile (B's `bn` rows along M; with swapped operands A's)
+    /// each CTA of a 2-CTA cluster along M loads and multicasts: `bn / cluster_m` rounded up
+    /// to whole 8-row swizzle atoms (1024 bytes of bf16 at 64 columns), the box of its TMA
+    /// descriptor; the last CTA's share ends at the tile's last row, so where `bn /
+    /// cluster_m` is not whole atoms (`bn` = 72, 88, 104, 120) the shares overlap by 8 rows
+    /// (`GemmConfig::kBRowsPerCta` in sm90_gemm.cuh). `bn` without clusters along M.
+    pub fn shared_rows_per_cta(&self) -> u32 {
+        (self.bn / self.cluster_m.max(1)).div_ceil(8) * 8
     }
 
     /// Whether the column-fitted TMA-store tile `cols` wide has a 2-CTA twin
@@ -1085,14 +1098,14 @@ pub fn operand_maps(
         return Ok((
             driver::tma_2d_bf16(tb, cfg.bm, cfg.bk, driver::Swizzle::B128, "b")?,
             // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the A tile)
-            driver::tma_2d_bf16(ta, cfg.bn / cfg.cluster_m.max(1), cfg.bk, driver::Swizzle::B128, "a")?,
+            driver::tma_2d_bf16(ta, cfg.shared_rows_per_cta(), cfg.bk, driver::Swizzle::B128, "a")?,
         ));
     }
     Ok((
         // (with clusters along N each CTA loads, and multicasts, 1 / cluster_n of the A tile)
         driver::tma_2d_bf16(ta, cfg.bm / cfg.cluster_n.max(1), cfg.bk, driver::Swizzle::B128, "a")?,
         // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the B tile)
-        driver::tma_2d_bf16(tb, cfg.bn / cfg.cluster_m.max(1), cfg.bk, driver::Swizzle::B128, "b")?,
+        driver::tma_2d_bf16(tb, cfg.shared_rows_per_cta(), cfg.bk, driver::Swizzle::B128, "b")?,
     ))
 }
 

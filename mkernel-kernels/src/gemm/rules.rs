@@ -571,15 +571,16 @@ impl TileConfig {
     /// The last of [`Self::choose_for`]'s last steps (plain GEMM only; clusters never split:
     /// the split rules start from the pick before it): at two row blocks (193 <= M <= 256), in
     /// place of the one-wave-cols rule's tile ([`Self::one_wave_cols_instead_of`]) where it is
-    /// 80, 96 or 112 columns wide, its twin in 2-CTA clusters along M
+    /// 72-120 columns wide, its twin in 2-CTA clusters along M
     /// ([`Self::cols_tma_store_c2`]): the same tiles, the two row blocks of a column block on
     /// the two CTAs of a cluster, each B tile crossing from L2 once for both (TMA multicast
     /// within the GPU). [`ONE_WAVE_COLS_C2_MIN_K`] <= K <= [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`],
     /// K % 64 == 0, N % 8 == 0, and the tiles fill more than two thirds of one wave on
     /// `sm_count` SMs (as measured: 120-132 tiles on 132). `None` elsewhere. A cluster's CTAs
-    /// each load half of B's rows in whole 1024-byte swizzle atoms, so the width is a multiple
-    /// of 16; where the rule left 88, 104, 120 or 136 columns, the next multiple of 16 in
-    /// clusters ran even or slower (run 387), and those stay unclustered.
+    /// each load half of B's rows in whole 1024-byte swizzle atoms
+    /// ([`Self::shared_rows_per_cta`]: at 72, 88, 104 and 120 columns the halves overlap by 8
+    /// rows); there the next multiple of 16 in clusters ran even or slower (run 387), the
+    /// overlapping halves at the rule's own width ran ... (run 389).
     ///
     /// Measured on one H200 (bench gemm, 20 calls back to back behind the host gate, two
     /// passes, `--check` PASS; us, the one-wave width -> its twin forced, both passes): run 384,
@@ -598,7 +599,8 @@ impl TileConfig {
     pub fn one_wave_cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let width = current.bn;
         let applies = current == Self::cols_tma_store(width)
-            && [80, 96, 112].contains(&width)
+            && (72..=120).contains(&width)
+            && width % 8 == 0
             && (193..=256).contains(&shape.m)
             && (ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K).contains(&shape.k)
             && shape.k % 64 == 0
@@ -3305,8 +3307,11 @@ mod tests {
         assert_eq!(rule(cols(80), 256, 5120, 20480), Some(c2(80)));
         // Not below K = 6144 (even at 4096: run 387) nor above 20480, at K % 64 != 0 or N % 8 !=
         // 0, outside two row blocks, past one wave or at most two thirds of it, nor in place
-        // of widths without a clustered twin (88, 104, 120, 136: the next multiple of 16 in
-        // clusters ran even or slower in run 387) or not measured (48, 64, 128, 224).
+        // of widths not measured (48, 64, 136, 224; 128 is `two_row_blocks_c2_instead_of`'s).
+        // (N = 64 column blocks: 128 tiles)
+        for w in [72, 88, 104, 120] {
+            assert_eq!(rule(cols(w), 228, w * 64, 8192), Some(c2(w)), "{w}");
+        }
         assert_eq!(rule(cols(96), 228, 6312, 4096), None);
         assert_eq!(rule(cols(96), 228, 6312, 6080), None);
         assert_eq!(rule(cols(96), 228, 6312, 20544), None);
@@ -3318,8 +3323,8 @@ mod tests {
         assert_eq!(rule(cols(96), 256, 6336, 8192), Some(c2(96))); // 66: one full wave
         assert_eq!(rule(cols(96), 256, 4224, 8192), None); // 88 tiles: two thirds
         assert_eq!(rule(cols(96), 256, 4320, 8192), Some(c2(96))); // 90 tiles
-        for w in [88, 104, 120, 136, 48, 64, 224] {
-            assert_eq!(rule(cols(w), 228, 128 * 33, 8192), None, "{w}");
+        for w in [136, 48, 64, 224] {
+            assert_eq!(rule(cols(w), 228, w * 64, 8192), None, "{w}");
         }
         for other in [TileConfig::NARROW_TMA_STORE, TileConfig::cols_tma_store_c2(96), TileConfig::swapped_tma_store(96)] {
             assert_eq!(rule(other, 228, 6312, 8192), None, "{}", other.name());

@@ -108,9 +108,15 @@ struct GemmConfig {
   static constexpr u32 kABytes = BM * BK * 2;
   static constexpr u32 kBBytes = BN * BK * 2;
   static constexpr u32 kStageBytes = kABytes + kBBytes;
-  // Rows and bytes of the B tile each CTA of a cluster loads and multicasts.
-  static constexpr u32 kBRowsPerCta = BN / CM;
-  static constexpr u32 kBBytesPerCta = kBBytes / CM;
+  // Rows and bytes of the B tile each CTA of a cluster loads and multicasts: BN / CM rounded
+  // up to whole 8-row swizzle atoms. Where BN / CM is not whole atoms (BN = 16j + 8 at CM = 2:
+  // 72, 88, 104, 120) the last CTA's share starts BN - kBRowsPerCta rows in and overlaps the
+  // one before it by 8 rows, which land twice (the same bytes; load_operand_tile).
+  static constexpr u32 kBRowsPerCta = (BN / CM + 7) / 8 * 8;
+  static constexpr u32 kBBytesPerCta = kBRowsPerCta * BK * 2;
+  // The bytes a stage's full barrier waits for: both operands' shares from every CTA of the
+  // cluster (kStageBytes, plus the overlap where B's shares overlap).
+  static constexpr u32 kStageTxBytes = kABytes + CM * kBBytesPerCta;
   // Rows and bytes of the A tile each CTA of a cluster along N loads and multicasts.
   static constexpr u32 kARowsPerCta = BM / CN;
   static constexpr u32 kABytesPerCta = kABytes / CN;
@@ -133,7 +139,8 @@ struct GemmConfig {
   static_assert(!kTmaEpilogue || (kCCols % kCBoxCols == 0 && kCRows <= 256 && (kCSwizzled || !SWAP_AB_)),
                 "the staging tile is whole 64-column boxes of at most 256 rows (or, operands not swapped, one box of the tile)");
   static_assert(CM == 1 || CM == 2, "clusters of 1 or 2 CTAs along M");
-  static_assert(kBBytesPerCta % 1024 == 0, "each CTA's part of B starts on a 1024-byte swizzle atom");
+  static_assert(kBBytesPerCta % 1024 == 0 && (BN - kBRowsPerCta) % 8 == 0 && CM * kBRowsPerCta <= BN + 8,
+                "each CTA's part of B starts on a 1024-byte swizzle atom (the shares overlap by at most one atom)");
   static_assert(CN == 1 || CN == 2, "clusters of 1 or 2 CTAs along N (4-CTA clusters lost in run 174, bench/NOTES.md 21.1)");
   static_assert(CN == 1 || (CM == 1 && !SWAP_AB_), "clusters along N: operands not swapped, no cluster along M");
   static_assert(kABytesPerCta % 1024 == 0, "each CTA's part of A starts on a 1024-byte swizzle atom");
@@ -311,15 +318,20 @@ __device__ __forceinline__ u32 a_row0(u32 mb, u32 m) {
 // ---- producer: one warp ---------------------------------------------------------------
 // One operand's K block (columns k0.., rows row0..) into this CTA's stage buffer `dst`.
 // kCtas == 1: the whole tile. kCtas > 1 (a cluster sharing the operand: A along N, B along
-// M): this CTA loads its kRowsPerCta-row share, kBytesPerCta into the tile, multicast to
-// every CTA of the cluster, so the whole tile lands in each, the others' shares sent by them.
-template <u32 kCtas, u32 kRowsPerCta, u32 kBytesPerCta>
+// M): this CTA loads its kRowsPerCta-row share, multicast to every CTA of the cluster, so
+// the whole kTileRows-row tile lands in each, the others' shares sent by them. Share c starts
+// c * kRowsPerCta rows in, the last at kTileRows - kRowsPerCta where the shares are rounded up
+// to whole swizzle atoms (GemmConfig::kBRowsPerCta): it then rewrites the rows it overlaps
+// with the same bytes, and the full barrier waits for both (GemmConfig::kStageTxBytes).
+template <u32 kCtas, u32 kRowsPerCta, u32 kBytesPerCta, u32 kTileRows>
 __device__ __forceinline__ void load_operand_tile(const TmaDescriptor* tma, u64* full, u8* dst, u32 k0, u32 row0) {
   if constexpr (kCtas == 1) {
     tma_load_2d(tma, full, dst, (i32)k0, (i32)row0);
   } else {
+    static_assert(kCtas * kRowsPerCta >= kTileRows && kRowsPerCta <= kTileRows, "the shares cover the tile");
     const u32 me = cluster_cta_rank();
-    tma_load_2d_multicast(tma, full, dst + me * kBytesPerCta, (i32)k0, (i32)(row0 + me * kRowsPerCta),
+    const u32 first = me * kRowsPerCta < kTileRows - kRowsPerCta ? me * kRowsPerCta : kTileRows - kRowsPerCta;
+    tma_load_2d_multicast(tma, full, dst + first * (kBytesPerCta / kRowsPerCta), (i32)k0, (i32)(row0 + first),
                           (u16)((1u << kCtas) - 1));
   }
 }
@@ -342,11 +354,11 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
       if (elect_one_sync()) {
         // (with a cluster: the whole shared tile, B's along M or A's along N, lands here,
         // half of it sent by the other CTA)
-        mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageBytes);
-        load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta>(tma_a, &sm.stage_full[stage], sm.a(stage),
-                                                                          kb * Cfg::BK, a_row);
-        load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta>(tma_b, &sm.stage_full[stage], sm.b(stage),
-                                                                          kb * Cfg::BK, nb * Cfg::BN);
+        mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageTxBytes);
+        load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta, Cfg::BM>(tma_a, &sm.stage_full[stage], sm.a(stage),
+                                                                                   kb * Cfg::BK, a_row);
+        load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta, Cfg::BN>(tma_b, &sm.stage_full[stage], sm.b(stage),
+                                                                                   kb * Cfg::BK, nb * Cfg::BN);
       }
       __syncwarp();
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
