@@ -196,7 +196,7 @@ impl TileConfig {
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
     /// `cols` rows in whole 8-row swizzle atoms ([`Self::shared_rows_per_cta`]): 144, 160, ...,
     /// 240, and 48, 64, ..., 112 and 72, 88, 104, 120 (where half of `cols` is not whole
-    /// atoms the two shares overlap by 8 rows), of which 72-120 are defaults at two row blocks,
+    /// atoms the two shares overlap by 8 rows), of which 80-120 are defaults at two row blocks,
     /// [`Self::half_width_c2_instead_of`] and [`Self::one_wave_cols_c2_instead_of`]), as
     /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
     /// `cols-128xC-tma-store-c2`. Plain GEMM only.
@@ -245,8 +245,8 @@ impl TileConfig {
     /// half of B's rows rounded up to whole atoms, 40-64 rows, the two shares overlapping by
     /// 8: [`Self::shared_rows_per_cta`]; the one-wave widths at two row blocks, NOTES 47.3). Opt-in but 112, which
     /// [`Self::half_width_c2_instead_of`] takes in place of 224 columns at two row blocks
-    /// (NOTES 46.6), and 80, 96 and 112, which [`Self::one_wave_cols_c2_instead_of`] takes in
-    /// place of the unclustered one-wave tile there from K = 6144 (NOTES 47.2). They halve the B
+    /// (NOTES 46.6), and 80-120, which [`Self::one_wave_cols_c2_instead_of`] takes in place of
+    /// the unclustered one-wave tile there from K = 6144 (NOTES 47.2-47.3). They halve the B
     /// tile's L2 reads of the one-wave widths; run 307 had them 25% slower than the
     /// unclustered tile at ragged M (1440 x 960 x 8192 on 96 columns 0.055 ms against 0.043)
     /// and runs 307-308 1.5-2.5% faster at M % 128 == 0 on 96 and 112 columns, mixed on 80

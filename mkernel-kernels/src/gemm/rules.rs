@@ -404,8 +404,8 @@ impl TileConfig {
     /// 0.2-1.5% at 7168); and where it leaves the 224-column tile there (N = 14336 and 28672 on
     /// 132 SMs), the 112-column one in 2-CTA clusters ([`Self::half_width_c2_instead_of`]:
     /// 2-5% faster on 5 shapes, runs 378-379); and where it leaves one wave of the one-wave-cols
-    /// rule's 80, 96 or 112 columns there with K >= 6144, those in 2-CTA clusters
-    /// ([`Self::one_wave_cols_c2_instead_of`]: 1-6% faster on 14 of 14 shapes, runs 384 and 387).
+    /// rule's 80-120 columns there with K >= 6144, those in 2-CTA clusters
+    /// ([`Self::one_wave_cols_c2_instead_of`]: 1-7% faster on 21 of 21 shapes, runs 384, 387, 389).
     pub fn choose_for(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose_before_cluster_n(shape, sm_count);
         Self::cluster_n_instead_of(t, shape, sm_count)
@@ -571,16 +571,18 @@ impl TileConfig {
     /// The last of [`Self::choose_for`]'s last steps (plain GEMM only; clusters never split:
     /// the split rules start from the pick before it): at two row blocks (193 <= M <= 256), in
     /// place of the one-wave-cols rule's tile ([`Self::one_wave_cols_instead_of`]) where it is
-    /// 72-120 columns wide, its twin in 2-CTA clusters along M
+    /// 80-120 columns wide, its twin in 2-CTA clusters along M
     /// ([`Self::cols_tma_store_c2`]): the same tiles, the two row blocks of a column block on
     /// the two CTAs of a cluster, each B tile crossing from L2 once for both (TMA multicast
     /// within the GPU). [`ONE_WAVE_COLS_C2_MIN_K`] <= K <= [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`],
     /// K % 64 == 0, N % 8 == 0, and the tiles fill more than two thirds of one wave on
     /// `sm_count` SMs (as measured: 120-132 tiles on 132). `None` elsewhere. A cluster's CTAs
     /// each load half of B's rows in whole 1024-byte swizzle atoms
-    /// ([`Self::shared_rows_per_cta`]: at 72, 88, 104 and 120 columns the halves overlap by 8
+    /// ([`Self::shared_rows_per_cta`]: at 88, 104 and 120 columns the halves overlap by 8
     /// rows); there the next multiple of 16 in clusters ran even or slower (run 387), the
-    /// overlapping halves at the rule's own width ran ... (run 389).
+    /// overlapping halves at the rule's own width faster (run 389, below). At 72 columns (K
+    /// 6144-6911 at most: from 6912 a workspace splits 144 columns in 2) they ran even on the
+    /// one shape timed, and it stays unclustered.
     ///
     /// Measured on one H200 (bench gemm, 20 calls back to back behind the host gate, two
     /// passes, `--check` PASS; us, the one-wave width -> its twin forced, both passes): run 384,
@@ -595,11 +597,17 @@ impl TileConfig {
     /// 39.8 -> 39.2 / 39.6 (112), 247 x 5192 x 6144 30.8 -> 29.9 / 30.0 (80): faster on all 4;
     /// at K = 4096 even (228 x 6312: 23.5 / 23.2 -> 23.3; 244 x 7056: 27.2 / 26.5 -> 27.0 /
     /// 26.8; 241 x 5272: 20.5 / 20.6 -> 20.7), as runs 375 and 379 found at 4096-5120, hence
-    /// the bound (bench/NOTES.md 47.2).
+    /// the bound (bench/NOTES.md 47.2). Run 389 (main -> this rule at the widths whose halves
+    /// overlap; the same way, old default -> new): 254 x 5304 x 9216 45.3 / 46.0 -> 44.0 / 43.8
+    /// (88 columns), 222 x 5520 x 14336 72.2 / 71.7 -> 67.4 / 68.0 (88), 225 x 6480 x 8192 45.9
+    /// / 49.4 -> 45.4 / 47.1 (104), 245 x 6664 x 9216 53.9 / 54.7 -> 53.1 / 53.2 (104), 237 x
+    /// 6680 x 19072 107.8 / 111.9 -> 102.7 / 107.4 (104), 228 x 7560 x 10240 67.0 / 73.5 -> 64.6
+    /// / 73.0 (120), 197 x 7896 x 10240 67.5 / 69.0 -> 66.1 / 67.2 (120): 1-7% faster on all 7;
+    /// 213 x 4744 x 6656 (72) 29.5 / 29.4 -> 29.3 / 29.8 (bench/NOTES.md 47.3).
     pub fn one_wave_cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let width = current.bn;
         let applies = current == Self::cols_tma_store(width)
-            && (72..=120).contains(&width)
+            && (80..=120).contains(&width)
             && width % 8 == 0
             && (193..=256).contains(&shape.m)
             && (ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K).contains(&shape.k)
@@ -3307,9 +3315,9 @@ mod tests {
         assert_eq!(rule(cols(80), 256, 5120, 20480), Some(c2(80)));
         // Not below K = 6144 (even at 4096: run 387) nor above 20480, at K % 64 != 0 or N % 8 !=
         // 0, outside two row blocks, past one wave or at most two thirds of it, nor in place
-        // of widths not measured (48, 64, 136, 224; 128 is `two_row_blocks_c2_instead_of`'s).
-        // (N = 64 column blocks: 128 tiles)
-        for w in [72, 88, 104, 120] {
+        // of widths not measured or not faster (48, 64, 72: even in run 389, 136, 224; 128 is
+        // `two_row_blocks_c2_instead_of`'s). (N = 64 column blocks: 128 tiles)
+        for w in [88, 104, 120] {
             assert_eq!(rule(cols(w), 228, w * 64, 8192), Some(c2(w)), "{w}");
         }
         assert_eq!(rule(cols(96), 228, 6312, 4096), None);
@@ -3323,7 +3331,7 @@ mod tests {
         assert_eq!(rule(cols(96), 256, 6336, 8192), Some(c2(96))); // 66: one full wave
         assert_eq!(rule(cols(96), 256, 4224, 8192), None); // 88 tiles: two thirds
         assert_eq!(rule(cols(96), 256, 4320, 8192), Some(c2(96))); // 90 tiles
-        for w in [136, 48, 64, 224] {
+        for w in [136, 48, 64, 72, 224] {
             assert_eq!(rule(cols(w), 228, w * 64, 8192), None, "{w}");
         }
         for other in [TileConfig::NARROW_TMA_STORE, TileConfig::cols_tma_store_c2(96), TileConfig::swapped_tma_store(96)] {
