@@ -160,7 +160,7 @@ fn swapped_operand_tiles_match_reference() {
     for (m, n, k, cols) in [(2048, 7168, 512, 176), (2049, 7168, 1000, 176), (520, 1000, 192, 192), (777, 2880, 1088, 240), (129, 1000, 64, 144)] {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store_c2(cols)));
     }
-    // and the opt-in ones of 48..=112 columns: ragged M with an even and an odd number of
+    // and the opt-in ones of 48..=120 columns: ragged M with an even and an odd number of
     // row blocks, N not a multiple of the width, 64 columns (one swizzled box); 72, 88, 104
     // and 120, where the CTAs' halves of B overlap by 8 rows (the last column block's past N:
     // TMA's zero fill), K ragged.

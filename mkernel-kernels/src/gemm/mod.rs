@@ -513,7 +513,7 @@ impl TileConfig {
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
     /// multiple of 16), and the column-fitted `cols-128xC` (C = 8, 16, ..., 120 and 136, 144, ..., 248) and
-    /// `cols-128xC-tma-store-c2` (C = 48, 64, ..., 112 and 144, 160, ..., 240), and in clusters along N
+    /// `cols-128xC-tma-store-c2` (C = 48, 64, 72, 80, ..., 120 and 144, 160, ..., 240), and in clusters along N
     /// `cols-128xC-tma-store-n2` (C = 48, 64, ..., 160 but 128) and `narrow-tma-store-n2`,
     /// plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
