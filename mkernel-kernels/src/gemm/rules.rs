@@ -576,13 +576,14 @@ impl TileConfig {
     /// the two CTAs of a cluster, each B tile crossing from L2 once for both (TMA multicast
     /// within the GPU). [`ONE_WAVE_COLS_C2_MIN_K`] <= K <= [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`],
     /// K % 64 == 0, N % 8 == 0, and the tiles fill more than two thirds of one wave on
-    /// `sm_count` SMs (as measured: 120-132 tiles on 132). `None` elsewhere. A cluster's CTAs
+    /// `sm_count` SMs (as measured: 122-132 tiles on 132). `None` elsewhere. A cluster's CTAs
     /// each load half of B's rows in whole 1024-byte swizzle atoms
     /// ([`Self::shared_rows_per_cta`]: at 88, 104 and 120 columns the halves overlap by 8
     /// rows); there the next multiple of 16 in clusters ran even or slower (run 387), the
     /// overlapping halves at the rule's own width faster (run 389, below). At 72 columns (K
     /// 6144-6911 at most: from 6912 a workspace splits 144 columns in 2) they ran even on the
-    /// one shape timed, and it stays unclustered.
+    /// one shape timed, and it stays unclustered. With a workspace (the bench's), 80 columns from
+    /// K = 6912 still split 160 columns in 2 instead ([`Self::split_rule_for`]), as before.
     ///
     /// Measured on one H200 (bench gemm, 20 calls back to back behind the host gate, two
     /// passes, `--check` PASS; us, the one-wave width -> its twin forced, both passes): run 384,
@@ -592,12 +593,12 @@ impl TileConfig {
     /// 97.4 / 96.9 (112), 197 x 7192 x 8192 51.0 / 50.7 -> 48.3 / 49.7 (112), 202 x 7200 x
     /// 12288 74.5 -> 71.4 / 72.9 (112), 212 x 6992 x 10240 61.7 / 61.8 -> 59.3 / 59.2 (112), 215
     /// x 6272 x 10240 56.4 / 55.6 -> 54.4 / 54.0 (96), 248 x 6232 x 12288 67.7 -> 64.9 (96):
-    /// 2-7% faster on all 10; run 387 below K = 8192, 216 x 5848 x 7168 40.6 / 40.4 -> 39.4 /
+    /// 2-6% faster on all 10; run 387 below K = 8192, 216 x 5848 x 7168 40.6 / 40.4 -> 39.4 /
     /// 38.2 (96), 231 x 6288 x 6144 35.5 / 35.4 -> 35.2 / 34.0 (96), 225 x 7176 x 6144 40.1 /
     /// 39.8 -> 39.2 / 39.6 (112), 247 x 5192 x 6144 30.8 -> 29.9 / 30.0 (80): faster on all 4;
     /// at K = 4096 even (228 x 6312: 23.5 / 23.2 -> 23.3; 244 x 7056: 27.2 / 26.5 -> 27.0 /
     /// 26.8; 241 x 5272: 20.5 / 20.6 -> 20.7), as runs 375 and 379 found at 4096-5120, hence
-    /// the bound (bench/NOTES.md 47.2). Run 389 (main -> this rule at the widths whose halves
+    /// the bound (bench/NOTES.md 47.1-47.2). Run 389 (main -> this rule at the widths whose halves
     /// overlap; the same way, old default -> new): 254 x 5304 x 9216 45.3 / 46.0 -> 44.0 / 43.8
     /// (88 columns), 222 x 5520 x 14336 72.2 / 71.7 -> 67.4 / 68.0 (88), 225 x 6480 x 8192 45.9
     /// / 49.4 -> 45.4 / 47.1 (104), 245 x 6664 x 9216 53.9 / 54.7 -> 53.1 / 53.2 (104), 237 x
@@ -3327,15 +3328,17 @@ mod tests {
         assert_eq!(rule(cols(96), 228, 6308, 8192), None);
         assert_eq!(rule(cols(96), 192, 6144, 8192), None);
         assert_eq!(rule(cols(96), 257, 6144, 8192), None);
-        assert_eq!(rule(cols(96), 256, 6432, 8192), None); // 68 column blocks: 136 tiles
+        assert_eq!(rule(cols(96), 256, 6432, 8192), None); // 67 column blocks: 134 tiles
         assert_eq!(rule(cols(96), 256, 6336, 8192), Some(c2(96))); // 66: one full wave
         assert_eq!(rule(cols(96), 256, 4224, 8192), None); // 88 tiles: two thirds
         assert_eq!(rule(cols(96), 256, 4320, 8192), Some(c2(96))); // 90 tiles
         for w in [136, 48, 64, 72, 224] {
             assert_eq!(rule(cols(w), 228, w * 64, 8192), None, "{w}");
         }
-        for other in [TileConfig::NARROW_TMA_STORE, TileConfig::cols_tma_store_c2(96), TileConfig::swapped_tma_store(96)] {
-            assert_eq!(rule(other, 228, 6312, 8192), None, "{}", other.name());
+        // (each with 128 tiles at its N: only the tile excludes it)
+        for (other, n) in [(TileConfig::NARROW_TMA_STORE, 8192), (TileConfig::cols_tma_store_c2(96), 6144), (TileConfig::cols(96), 6144)] {
+            assert_eq!(other.tiles(228, n), 128, "{}", other.name());
+            assert_eq!(rule(other, 228, n, 8192), None, "{}", other.name());
         }
         // (on another SM count the same bounds: 96 columns of N = 9216 make 192 tiles on 192 SMs)
         assert_eq!(TileConfig::one_wave_cols_c2_instead_of(cols(96), s(256, 9216, 8192), 192), Some(c2(96)));
