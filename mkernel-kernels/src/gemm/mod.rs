@@ -1097,14 +1097,16 @@ pub fn operand_maps(
         // second A (tiles of bn rows); see GemmParams.
         return Ok((
             driver::tma_2d_bf16(tb, cfg.bm, cfg.bk, driver::Swizzle::B128, "b")?,
-            // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the A tile)
+            // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the A tile in
+            // whole 8-row swizzle atoms: shared_rows_per_cta)
             driver::tma_2d_bf16(ta, cfg.shared_rows_per_cta(), cfg.bk, driver::Swizzle::B128, "a")?,
         ));
     }
     Ok((
         // (with clusters along N each CTA loads, and multicasts, 1 / cluster_n of the A tile)
         driver::tma_2d_bf16(ta, cfg.bm / cfg.cluster_n.max(1), cfg.bk, driver::Swizzle::B128, "a")?,
-        // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the B tile)
+        // (with clusters each CTA loads, and multicasts, 1 / cluster_m of the B tile rounded up
+        // to whole 8-row swizzle atoms, the shares overlapping at 72-120 columns: shared_rows_per_cta)
         driver::tma_2d_bf16(tb, cfg.shared_rows_per_cta(), cfg.bk, driver::Swizzle::B128, "b")?,
     ))
 }

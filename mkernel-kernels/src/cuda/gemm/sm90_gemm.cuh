@@ -352,8 +352,9 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       if (elect_one_sync()) {
-        // (with a cluster: the whole shared tile, B's along M or A's along N, lands here,
-        // half of it sent by the other CTA)
+        // (with a cluster: the whole shared tile, B's along M or A's along N, lands here, each
+        // CTA's share sent by it, the shares overlapping by 8 rows where BN / CM is not whole
+        // swizzle atoms: kStageTxBytes counts both)
         mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageTxBytes);
         load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta, Cfg::BM>(tma_a, &sm.stage_full[stage], sm.a(stage),
                                                                                    kb * Cfg::BK, a_row);
