@@ -9,7 +9,9 @@
 # than an eighth), back to back x20 behind the host gate, two passes (the second reversed), --check in pass 1;
 # 2) gpu_gemm on the branch (one_wave_cols_default_matches_reference: 233 x 11888 x 16256 on 184 columns).
 # Expected: faster about in proportion to the busiest SM's cut (12-31%) where it is >= 12%.
+# 0) run390's forced widths on main (GPU_DIR=.gpu-main), so that one machine start serves both (then run390 need not run).
 set -u
+GPU_DIR=.gpu-main bash bench/results/logs/run390/run.sh
 CHECK_FIRST=1 bash bench/gemm-ab-dirs.sh 233x11888x16256,256x12288x16384,246x11824x14784,224x13312x20480,242x14000x18432,247x14280x20288,256x14336x16384,199x11328x17408,215x12840x19456 "--host-gate --back-to-back 20" .gpu-main .gpu > "$OUT/ab391.log" 2>&1
 grep -c PASS "$OUT/ab391.log"
 TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm
