@@ -3,7 +3,7 @@
 # blocks (M 193-256) also replaces 128 x 256 TMA-store tiles filling more than two thirds of one wave (176-224 columns
 # on 132 SMs, N = 11272-14784; before, 128 x 256 unsplit in 89-116 tiles). Run it after (or instead of) run390, which
 # times the same widths forced on main. Pack: git checkout one-wave-wide-long-k && ../shared/tools/gpu-pack --bin mkernel
-# -- -p mkernel-tests --test gpu_gemm (.gpu; then git checkout main), bash bench/pack-rev.sh main .gpu-main, rm -rf
+# -- -p mkernel-tests --test gpu_gemm (.gpu; then git checkout main), bash bench/pack-rev.sh main .gpu-main gpu_gemm_allreduce, rm -rf
 # .gpu-main/lib .gpu-main/cupti-include; carry [".gpu", ".gpu-main"].
 # 1) main against the branch on fresh shapes it moves (and 204 x 15736 x 14912, which it leaves: 240 columns cut less
 # than an eighth), back to back x20 behind the host gate, two passes (the second reversed), --check in pass 1;
@@ -15,4 +15,9 @@ GPU_DIR=.gpu-main bash bench/results/logs/run390/run.sh
 CHECK_FIRST=1 bash bench/gemm-ab-dirs.sh 233x11888x16256,256x12288x16384,246x11824x14784,224x13312x20480,242x14000x18432,247x14280x20288,256x14336x16384,199x11328x17408,215x12840x19456 "--host-gate --back-to-back 20" .gpu-main .gpu > "$OUT/ab391.log" 2>&1
 grep -c PASS "$OUT/ab391.log"
 TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm
-grep -E "^test |test result" "$OUT/test-logs/"*gpu_gemm*.log | grep -v " ok$"
+grep -E "^test |test result" "$OUT/test-logs/"gpu_gemm-*.log | grep -v " ok$"
+# 3) main's one-GPU fused tests: session 45 merged the split fix-up's batching (fixup-batch), which the fused kernel's
+# epilogue path compiles too, and no gpu_gemm_allreduce test ran since (expected as run 371: 11 pass, the 4 that need
+# two GPUs fail with "1 GPU(s) present, 2 needed").
+GPU_DIR=.gpu-main TEST_TIMEOUT=200 bash bench/device-run.sh tests gpu_gemm_allreduce
+grep -E "^test |test result" "$OUT/test-logs/"gpu_gemm_allreduce-*.log | grep -v " ok$"
