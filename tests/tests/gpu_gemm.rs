@@ -270,6 +270,17 @@ fn small_n_default_matches_reference() {
     defaults_match_reference("small_n_default_matches_reference", &cases, |s, sms| (s.n <= 64).then(|| TileConfig::small_n_for(s, sms).expect("the small-N rule applies")));
 }
 
+/// [`defaults_match_reference`] on cases (M, N, K, width) of 128-row tiles chosen on 132 SMs
+/// (the H100 SXM's and the H200's): there the default must be `tile(width)`; elsewhere
+/// whatever `choose_for` or the split rules give.
+fn widths_match_reference(name: &str, cases: &[(u32, u32, u32, u32)], tile: fn(u32) -> TileConfig) {
+    let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
+    defaults_match_reference(name, &shapes, |s, sms| {
+        let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
+        (sms == 132).then(|| tile(width))
+    });
+}
+
 /// The default (no tile forced) on each of `cases` against the reference: it runs
 /// `TileConfig::choose_for`'s tile, or the split rules' where `mkernel::gemm`'s own workspace
 /// lets one split it (on other SM counts than the cases were chosen for), and `expect(shape,
@@ -345,11 +356,7 @@ fn one_wave_cols_c2_default_matches_reference() {
         (203, 6856, 15040, 104),
         (243, 7416, 14080, 120),
     ];
-    let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
-    defaults_match_reference("one_wave_cols_c2_default_matches_reference", &shapes, |s, sms| {
-        let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
-        (sms == 132).then(|| TileConfig::cols_tma_store_c2(width))
-    });
+    widths_match_reference("one_wave_cols_c2_default_matches_reference", &cases, TileConfig::cols_tma_store_c2);
 }
 
 /// Few tiles with K < 4096 (no split): the default's 64 x 64 swapped TMA-store tile
@@ -464,11 +471,7 @@ fn one_wave_cols_default_matches_reference() {
         (254, 4256, 704, 72),
         (235, 5320, 1920, 88),
     ];
-    let shapes: Vec<_> = cases.iter().map(|&(m, n, k, _)| (m, n, k)).collect();
-    defaults_match_reference("one_wave_cols_default_matches_reference", &shapes, |s, sms| {
-        let width = cases.iter().find(|c| (c.0, c.1, c.2) == (s.m, s.n, s.k)).map(|c| c.3)?;
-        (sms == 132).then(|| TileConfig::cols_tma_store(width))
-    });
+    widths_match_reference("one_wave_cols_default_matches_reference", &cases, TileConfig::cols_tma_store);
 }
 
 #[test]

@@ -205,9 +205,10 @@ pub const CLUSTER_N_MIN_M: u32 = 1024;
 /// 1.5-9% faster at K = 7168-9216 on 4 shapes, 2% slower at K = 4096, as run 298 found).
 pub const CLUSTER_N_MIN_K: u32 = 7168;
 
-/// The smallest M [`TileConfig::two_row_blocks_c2_instead_of`] clusters the 128 x 128 tile's
-/// two row blocks at (runs 375-380 measured M = 193-256; below, the rules before it pick
-/// swapped tiles on most shapes).
+/// The smallest M the clustered last steps of [`TileConfig::choose_for`] at two row blocks
+/// take (`two_row_blocks_c2_instead_of`, `half_width_c2_instead_of`,
+/// `one_wave_cols_c2_instead_of`; runs 375-389 measured M = 193-256; below, the rules before
+/// them pick swapped tiles on most shapes).
 pub const TWO_ROW_BLOCKS_C2_MIN_M: u32 = 193;
 /// The shortest K [`TileConfig::two_row_blocks_c2_instead_of`] takes the clustered tile at
 /// (run 380: 0.2-1.5% faster at K = 7168, 1-4.4% at K = 8192-28672; runs 375, 379: even at K
@@ -526,13 +527,21 @@ impl TileConfig {
     pub fn two_row_blocks_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let c2 = Self::NARROW_TMA_STORE_C2;
         let applies = current == Self::NARROW_TMA_STORE
-            && (TWO_ROW_BLOCKS_C2_MIN_M..=2 * c2.bm).contains(&shape.m)
-            && shape.k >= TWO_ROW_BLOCKS_C2_MIN_K
-            && shape.k % 64 == 0
-            && shape.n % 8 == 0
-            && c2.tiles(shape.m, shape.n) <= sm_count as u64
-            && c2.tiles(shape.m, shape.n) * 3 > sm_count as u64 * 2;
+            && Self::two_row_blocks_c2_shape(shape, TWO_ROW_BLOCKS_C2_MIN_K..=u32::MAX)
+            && Self::fills_two_thirds_of_one_wave(c2.tiles(shape.m, shape.n), sm_count);
         applies.then_some(c2)
+    }
+
+    /// The shapes the clustered last steps of [`Self::choose_for`] at two row blocks were
+    /// measured on: [`TWO_ROW_BLOCKS_C2_MIN_M`] <= M <= 256, K in `ks` with K % 64 == 0, and
+    /// N % 8 == 0 (the TMA store).
+    fn two_row_blocks_c2_shape(shape: GemmShape, ks: std::ops::RangeInclusive<u32>) -> bool {
+        (TWO_ROW_BLOCKS_C2_MIN_M..=256).contains(&shape.m) && ks.contains(&shape.k) && shape.k % 64 == 0 && shape.n % 8 == 0
+    }
+
+    /// Whether `tiles` fit one wave on `sm_count` SMs and fill more than two thirds of it.
+    fn fills_two_thirds_of_one_wave(tiles: u64, sm_count: u32) -> bool {
+        tiles <= sm_count as u64 && tiles * 3 > sm_count as u64 * 2
     }
 
     /// Another last step of [`Self::choose_for`] (plain GEMM only; clusters never split: the
@@ -561,10 +570,7 @@ impl TileConfig {
         let is_224 = current == Self::cols_tma_store(224) || current == Self::cols_tma_store_c2(224);
         let applies = is_224
             && current.tiles(shape.m, shape.n) <= 2 * sm_count as u64
-            && (193..=256).contains(&shape.m)
-            && (HALF_WIDTH_C2_MIN_K..=HALF_WIDTH_C2_MAX_K).contains(&shape.k)
-            && shape.k % 64 == 0
-            && shape.n % 8 == 0;
+            && Self::two_row_blocks_c2_shape(shape, HALF_WIDTH_C2_MIN_K..=HALF_WIDTH_C2_MAX_K);
         applies.then(|| Self::cols_tma_store_c2(112))
     }
 
@@ -610,12 +616,8 @@ impl TileConfig {
         let applies = current == Self::cols_tma_store(width)
             && (80..=120).contains(&width)
             && width % 8 == 0
-            && (193..=256).contains(&shape.m)
-            && (ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K).contains(&shape.k)
-            && shape.k % 64 == 0
-            && shape.n % 8 == 0
-            && current.tiles(shape.m, shape.n) <= sm_count as u64
-            && current.tiles(shape.m, shape.n) * 3 > sm_count as u64 * 2;
+            && Self::two_row_blocks_c2_shape(shape, ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K)
+            && Self::fills_two_thirds_of_one_wave(current.tiles(shape.m, shape.n), sm_count);
         applies.then(|| Self::cols_tma_store_c2(width))
     }
 

@@ -624,9 +624,10 @@ __device__ __forceinline__ bool split_fixup(float (&acc)[Cfg::kAccRegs], u32 til
   // before; run 230: 0.2-0.6 us less a call); 24 columns keep 24 (8 a trip; 32 spilled more
   // in the fused 64 x 24 tile); unswapped tiles of 33-64 accumulators per thread (64 x 128,
   // 128 x 128, the 128-row column tiles of 72-120 columns) two slices' groups a trip, 16
-  // float4s in flight (no spill with NVRTC 13.0; the swapped ones spilled 32-128 bytes that
-  // way, so they keep one; not yet timed: bench/NOTES.md 46.7); the others keep one slice
-  // per round trip (more spill registers).
+  // float4s in flight (with NVRTC 13.0 no new spill on the split GEMM kernels, 16 bytes more
+  // in the fused 64 x 128 epilogue-path one; the swapped ones spilled 32-128 bytes that way,
+  // so they keep one; runs 386-387: 1-6% faster on 13 of 21 split shapes, even at 64 x 128,
+  // bench/NOTES.md 47.1); the others keep one slice per round trip (more spill registers).
   constexpr u32 kF4 = Cfg::kAccRegs / 4;
   constexpr u32 kGroup = 8;
   constexpr u32 kInFlight = (kF4 == 2 || kF4 == 4) ? 32 : 24;
