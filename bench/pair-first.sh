@@ -5,6 +5,7 @@
 #       --test gpu_multiprocess && bash bench/pack-libs.sh
 # then run (carry [".gpu"], kind nvidia-h200-x2):
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
+#   bash bench/pair-first.sh 3   # the column-fitted tiles on the epilogue path against the defaults (NOTES 48)
 #   bash bench/pair-first.sh 2   # `measure`: the issue-3 table in both communicator modes (--check-reps 100)
 set -u
 phase=${1:-1}
@@ -18,5 +19,14 @@ case $phase in
     bash bench/device-run.sh bench gemm-allreduce --check --iters 30 --warmup-ms 1500 --filter "o M=2048" \
       --sweep-tiles wide-tma-store ;;
   2) bash bench/device-run.sh measure ;;
-  *) echo "pair-first.sh: phase 1 or 2, got '$phase'" >&2; exit 2 ;;
+  3)
+    # The column-fitted TMA-store tiles (opt-in on the epilogue path since session 46, NOTES 48): a smaller last wave
+    # to copy after the GEMM for about the same work. The model (GEMM at the wide tile's rate per column + the last
+    # wave's bytes at 350 GB/s) says o-proj M=2048 ~11 us faster on 144 columns (last wave 7.6 -> 4.4 MB), o-proj
+    # M=1024 ~3 us on 168, DeepSeek M=2048 on 176; each sweep times them next to the default in the same rounds.
+    for f in "M=2048" "M=1024" "M=2049" "o M=4096"; do
+      bash bench/device-run.sh bench gemm-allreduce --check --iters 30 --warmup-ms 1500 --filter "$f" \
+        --sweep-tiles cols-128x136-tma-store,cols-128x144-tma-store,cols-128x144-tma-store-c2,cols-128x152-tma-store,cols-128x168-tma-store,cols-128x176-tma-store-c2
+    done ;;
+  *) echo "pair-first.sh: phase 1, 2 or 3, got '$phase'" >&2; exit 2 ;;
 esac

@@ -256,7 +256,7 @@ impl FusedConfig {
     /// take ~48 us of ~268; bench/NOTES.md 7.3). Split S ways they take ~1/S of it, plus
     /// writing one fp32 tile per slice and reading S - 1 of them in the last slice.
     pub fn choose_split(shape: GemmShape, tile: TileConfig, grid: u32, path: CommPath, scratch_bytes: u64) -> u32 {
-        if path != CommPath::Epilogue || tile.cluster_m > 1 || tile.swap_ab {
+        if path != CommPath::Epilogue || tile.fused_epilogue_only() {
             return 1;
         }
         let Some(LastWave { rest, slot, .. }) = LastWave::of(shape, tile, grid) else { return 1 };
@@ -303,6 +303,11 @@ impl FusedConfig {
         }
         if self.tile.cluster_m > 1 {
             return Err(invalid("split_slices", format!("{s} asked with {}: a cluster's CTAs take whole tiles of one pair, no slices", self.tile)));
+        }
+        if !self.tile.swap_ab && self.tile.fused_epilogue_only() {
+            // (not built: the fused split's slots and paces were measured on 128 x 128 and
+            // 128 x 256 tiles, and on swapped ones)
+            return Err(invalid("split_slices", format!("{s} asked with {}: the fused kernel takes column-fitted tiles whole, no slices", self.tile)));
         }
         let Some(LastWave { rest, k_blocks, slot }) = LastWave::of(shape, self.tile, self.grid) else {
             return Err(invalid("split_slices", format!("needs a grid of at least 1 CTA ({s} asked with {} CTAs)", self.grid)));
@@ -611,8 +616,8 @@ impl CommPath {
     }
 
     /// Paths that exist for `tile` and `world` (what the catalog instantiates). A
-    /// clustered tile (`cluster_m > 1`) or a swapped-operand one has the epilogue path
-    /// with world size 2 only (no communication CTAs inside a cluster; the other paths
+    /// clustered tile (`cluster_m > 1`), a swapped-operand or a column-fitted one has the
+    /// epilogue path with world size 2 only ([`TileConfig::fused_epilogue_only`]) (no communication CTAs inside a cluster; the other paths
     /// split tiles into row slices of BM rows), and no path otherwise. World size 1 has
     /// [`Self::Local`] first, for every tile (it runs no fused kernel:
     /// [`Self::runs_fused_kernel`]).
@@ -628,8 +633,9 @@ impl CommPath {
     /// the catalog compiles).
     pub(crate) fn fused_for(tile: TileConfig, world: u32) -> Vec<Self> {
         // A cluster's CTAs all compute (no communication CTAs inside a cluster); a
-        // swapped-operand tile's C region is not the row slices the other paths split.
-        if tile.cluster_m > 1 || tile.swap_ab {
+        // swapped-operand tile's C region is not the row slices the other paths split; a
+        // column-fitted tile's staging is not their 64-column boxes.
+        if tile.fused_epilogue_only() {
             return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
         }
         let mut v = vec![Self::Vec16, Self::Scalar];
@@ -664,7 +670,7 @@ impl CommPath {
                 "comm_path",
                 format!("{} is not available for {tile} with world size {world} (available: {})", self.name(), {
                     let v = Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>();
-                    if v.is_empty() { "none: clustered and swapped-operand tiles take the epilogue path with world size 2 only, or local with one rank".to_string() } else { v.join(", ") }
+                    if v.is_empty() { "none: clustered, swapped-operand and column-fitted tiles take the epilogue path with world size 2 only, or local with one rank".to_string() } else { v.join(", ") }
                 }),
             ));
         }
@@ -1436,12 +1442,14 @@ mod tests {
         let e = source(TileConfig::WIDE, 1, p).unwrap_err().to_string();
         assert!(e.contains("`comm_path`") && e.contains("plain GEMM"), "{e}");
         assert!(crate::catalog::all().unwrap().iter().all(|k| !k.name.ends_with("_local")));
-        // A plain-GEMM tile (column-fitted) is this path's alone.
+        // A plain-GEMM tile (column-fitted with the Registers epilogue) is this path's alone;
+        // a clustered column-fitted one runs here unsplit (and on the epilogue path with 2 ranks).
         let cols = TileConfig::cols_tma_store_c2(176);
         let cfg = FusedConfig { tile: cols, comm_ctas: 0, grid: 132, path: p, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 1, diag_skip: 0 };
         assert!(cfg.check_tile().is_ok() && cfg.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, 0).is_ok());
         assert_eq!(cfg.to_string(), format!("{cols}, local path (one rank: the plain GEMM alone)"));
-        assert!(FusedConfig { path: CommPath::TmaOneShot, ..cfg }.check_tile().is_err());
+        let plain_only = FusedConfig { tile: TileConfig::cols(176), ..cfg };
+        assert!(plain_only.check_tile().is_ok() && FusedConfig { path: CommPath::TmaOneShot, ..plain_only }.check_tile().is_err());
         let e = FusedConfig { split_slices: 2, ..cfg }.check_split(GemmShape { m: 2048, n: 7168, k: 9216 }, u64::MAX).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("without clusters"), "{e}");
         // The plain GEMM's split on this path: its rules, the layout's slots and counts.

@@ -279,9 +279,9 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     let local = opts.comm_path == Some(CommPath::Local) || (ctx.world_size == 1 && opts.comm_path.is_none() && !tunes_comm_ctas);
     if let Some(t) = opts.tile {
         if local { t.validate_for_gemm()? } else { t.validate()? }
-        // One rank asking for communication CTAs asks for a fused kernel, which a clustered
-        // or swapped-operand tile has only on the epilogue path, with 2 ranks.
-        if ctx.world_size == 1 && !local && (t.cluster_m > 1 || t.swap_ab) {
+        // One rank asking for communication CTAs asks for a fused kernel, which a clustered,
+        // swapped-operand or column-fitted tile has only on the epilogue path, with 2 ranks.
+        if ctx.world_size == 1 && !local && t.fused_epilogue_only() {
             return Err(invalid(
                 "tile",
                 format!(
@@ -303,8 +303,8 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     let path = opts.comm_path.unwrap_or_else(|| {
         if local {
             CommPath::Local // (one rank: nothing to reduce, the plain GEMM alone)
-        } else if tile.cluster_m > 1 || tile.swap_ab {
-            CommPath::Epilogue // (the only path a clustered or swapped tile has; checked below)
+        } else if tile.fused_epilogue_only() {
+            CommPath::Epilogue // (the only path a clustered, swapped or column-fitted tile has; checked below)
         } else if tunes_comm_ctas {
             CommPath::choose(shape.n, tile, ctx.world_size)
         } else {

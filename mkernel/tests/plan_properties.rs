@@ -145,7 +145,7 @@ fn one_rank_local_path_and_fused_requests() {
     }
     let e = plan_gemm_allreduce(s, GemmAllReduceOptions { tail_ctas: Some(1), ..local }, context(1, 132, false)).unwrap_err().to_string();
     assert!(e.contains("`tail_ctas`"), "{e}");
-    for t in [TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_tma_store(136)] {
+    for t in [TileConfig::WIDE_TMA_STORE_C2, TileConfig::swapped_tma_store(136), cols] {
         for opts in [
             GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() },
             GemmAllReduceOptions { comm_ctas: Some(8), ..Default::default() },
@@ -158,8 +158,12 @@ fn one_rank_local_path_and_fused_requests() {
     }
     let e = plan_gemm_allreduce(s, GemmAllReduceOptions { comm_path: Some(CommPath::Local), ..Default::default() }, context(2, 132, false)).unwrap_err().to_string();
     assert!(e.contains("`comm_path`") && e.contains("one-rank"), "{e}");
+    // (a column-fitted TMA-store tile on two ranks: the epilogue path, whole tiles)
+    let cfg = plan_gemm_allreduce(s, GemmAllReduceOptions { tile: Some(cols), ..Default::default() }, context(2, 132, false)).unwrap();
+    assert_eq!((cfg.path, cfg.tile, cfg.split_slices), (CommPath::Epilogue, cols, 1));
     // (a plain-GEMM tile on two ranks, or on one rank asked for a fused kernel: the fused catalog's rule)
-    for (world, opts) in [(2, GemmAllReduceOptions { tile: Some(cols), ..Default::default() }), (1, GemmAllReduceOptions { tile: Some(cols), comm_ctas: Some(8), ..Default::default() })] {
+    let plain = TileConfig::cols(176);
+    for (world, opts) in [(2, GemmAllReduceOptions { tile: Some(plain), ..Default::default() }), (1, GemmAllReduceOptions { tile: Some(plain), comm_ctas: Some(8), ..Default::default() })] {
         let e = plan_gemm_allreduce(s, opts, context(world, 132, false)).unwrap_err().to_string();
         assert!(e.contains("`tile`") && e.contains("only the plain GEMM"), "world {world}: {e}");
     }

@@ -348,6 +348,56 @@ fn clustered_tiles_on_the_epilogue_path() {
     eprintln!("ok {s:?} {plan}");
 }
 
+/// The column-fitted TMA-store tiles on the epilogue path (their staging tile is one
+/// unswizzled box of BM x BN, rows BN * 2 bytes apart, which the storer copies to the peer
+/// row by row; 192 columns are three swizzled 64-column boxes): unclustered at 136-248
+/// columns and in 2-CTA clusters at 144-240, with M and N not multiples of the tile, K
+/// not a multiple of 64, an odd number of row blocks under clusters (a padding tile per
+/// column block, clipped and still published), one and several tiles per CTA; each three
+/// times with fresh data against the fp32 reference on both ranks, then 20 consecutive
+/// calls of the o-proj shape on 144 columns in clusters, then a missing peer. Two GPUs, or
+/// two ranks of one GPU.
+#[test]
+fn column_fitted_tiles_on_the_epilogue_path() {
+    let Some(devices) = two_ranks("column_fitted_tiles_on_the_epilogue_path") else { return };
+    let (cols, cols_c2) = (mkernel::TileConfig::cols_tma_store, mkernel::TileConfig::cols_tma_store_c2);
+    let cases = [
+        ((2048, 8192, 512), cols(144)),
+        ((1100, 1000, 192), cols(136)),
+        ((300, 1000, 200), cols(152)),
+        ((2048, 7168, 1024), cols(192)),
+        ((257, 4000, 136), cols(248)),
+        ((129, 8200, 64), cols(208)),
+        ((2048, 8192, 512), cols_c2(144)),
+        ((300, 1064, 200), cols_c2(176)),
+        ((1024, 8200, 256), cols_c2(240)),
+        ((1100, 7000, 128), cols_c2(208)),
+    ];
+    let oproj = GemmShape { m: 2048, n: 8192, k: 4096 };
+    let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).chain([oproj.m as u64 * oproj.n as u64]).max().unwrap();
+    let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
+    for ((m, n, k), tile) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let opts = epilogue_path(tile);
+        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+        assert_eq!((plan.tile, plan.path, plan.split_slices), (tile, CommPath::Epilogue, 1), "{s:?}: {plan}");
+        for rep in 0..3 {
+            round(&mut g, &mut bs, s, check::fresh_seed().wrapping_add(rep), opts);
+        }
+        eprintln!("ok {s:?} {plan}");
+    }
+    let opts = epilogue_path(cols_c2(144));
+    let mut bs = bufs(&g, oproj);
+    let seed = check::fresh_seed();
+    for rep in 0..20 {
+        round(&mut g, &mut bs, oproj, seed.wrapping_add(rep), opts);
+    }
+    eprintln!("ok {oproj:?} {} x20", cols_c2(144));
+    drop(g);
+    missing_peer_on_devices(&devices, epilogue_path(cols(144)), GemmShape { m: 512, n: 1024, k: 256 });
+}
+
 /// Calls of every 2-rank path back to back with no host synchronisation between them:
 /// each call's exit handshake must keep the next one, of whatever path, from writing
 /// into a peer that is still reading the previous call's data. 60 calls cycling through
@@ -580,8 +630,13 @@ fn missing_peer(opts: GemmAllReduceOptions) {
 }
 
 fn missing_peer_on(opts: GemmAllReduceOptions, s: GemmShape) {
+    missing_peer_on_devices(&[0, 1], opts, s);
+}
+
+/// [`missing_peer_on`] with rank r on GPU devices[r] (both on GPU 0 where one is present).
+fn missing_peer_on_devices(devices: &[usize], opts: GemmAllReduceOptions, s: GemmShape) {
     let timeout = Duration::from_secs(2);
-    let mut g = group(2, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() });
+    let mut g = group_on(devices, CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() });
     let mut bs = bufs(&g, s);
     // Rank 1 never launches.
     let start = Instant::now();

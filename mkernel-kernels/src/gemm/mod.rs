@@ -91,6 +91,10 @@ impl std::fmt::Display for TileConfig {
     }
 }
 
+/// The fused kernel's tiles beyond [`TileConfig::ALL`], for its refusals
+/// ([`TileConfig::validate`]).
+const FUSED_OTHER_TILES: &str = "a tile of its epilogue path (2 ranks): swapped-operand TMA-store (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256; swap-ab-128xR-tma-store-c2, R = 128, 144, ..., 256) or column-fitted TMA-store (cols-128xC-tma-store, C = 136, 144, ..., 248; cols-128xC-tma-store-c2, C = 144, 160, ..., 240)";
+
 impl TileConfig {
     /// 128 x 256 tiles, 4 stages: the large-problem configuration.
     pub const WIDE: Self = Self { bm: 128, bn: 256, bk: 64, stages: 4, epilogue: Epilogue::Registers, cluster_m: 1, cluster_n: 1, swap_ab: false };
@@ -437,13 +441,38 @@ impl TileConfig {
 
     /// Every configuration the fused GEMM + all-reduce can take: [`Self::ALL`], then the
     /// swapped-operand tiles with the TMA-store epilogue, unclustered and the 128-row ones
-    /// in 2-CTA clusters (its epilogue path only).
+    /// in 2-CTA clusters, then the column-fitted TMA-store tiles of 136, 144, ..., 248
+    /// columns ([`Self::cols_tma_store`]) and their 2-CTA twins ([`Self::cols_tma_store_c2`]
+    /// where [`Self::cols_clusters`]); all but [`Self::ALL`] on the epilogue path only
+    /// ([`Self::fused_epilogue_only`]).
     pub fn fused_catalog() -> impl Iterator<Item = Self> {
         Self::ALL
             .into_iter()
             .chain(Self::all_swapped_tma_store())
             .chain(Self::all_swapped_wide(Epilogue::TmaStore))
             .chain(Self::all_swapped_wide_c2(Epilogue::TmaStore))
+            .chain(Self::fused_cols())
+    }
+
+    /// The column-fitted tiles of [`Self::fused_catalog`]: [`Self::cols_tma_store`] of every
+    /// width of [`Self::cols_widths`], then [`Self::cols_tma_store_c2`] of those that cluster.
+    ///
+    /// Why: on the fused kernel's epilogue path the last wave's output crosses the link
+    /// after the GEMM; a width that makes more, smaller tiles for about the same work
+    /// shrinks that burst (o-proj 2048 x 8192 x 4096: 128 x 256 tiles leave 116 tiles,
+    /// 7.6 MB, ~22 us at the link's 350 GB/s; 144 columns leave 120 of 36 KiB, 4.4 MB, for
+    /// 1.6% less work on the busiest SM; bench/NOTES.md 48).
+    fn fused_cols() -> impl Iterator<Item = Self> {
+        Self::cols_widths().map(Self::cols_tma_store).chain(Self::cols_widths().filter(|&c| Self::cols_clusters(c)).map(Self::cols_tma_store_c2))
+    }
+
+    /// Whether the fused kernel takes this tile on its epilogue path only (world size 2,
+    /// no communication CTAs): a tile in clusters, a swapped-operand tile (its C region is
+    /// not the row slices the other paths split), or a column-fitted one (BN not 128 or
+    /// 256: its staging tile is not the 64-column boxes the other paths move); every tile
+    /// but the unclustered ones of [`Self::ALL`].
+    pub fn fused_epilogue_only(&self) -> bool {
+        self.cluster_m > 1 || self.swap_ab || !Self::ALL.contains(self)
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the
@@ -523,8 +552,8 @@ impl TileConfig {
     }
 
     /// Checks that this is one of the configurations the fused kernel's catalog
-    /// instantiates ([`Self::fused_catalog`]: [`Self::ALL`] and the swapped-operand
-    /// TMA-store tiles). The fields are public, but no kernel exists for other values (and
+    /// instantiates ([`Self::fused_catalog`]: [`Self::ALL`], the swapped-operand
+    /// TMA-store tiles and the column-fitted TMA-store tiles of 136-248 columns). The fields are public, but no kernel exists for other values (and
     /// a zero `bm`/`bn` would divide by zero in the tile counts). The plain GEMM takes more:
     /// [`Self::validate_for_gemm`].
     pub fn validate(&self) -> Result<()> {
@@ -536,7 +565,7 @@ impl TileConfig {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{self} is in clusters along N (cluster_n = {}), which only the plain GEMM (mkernel::gemm) takes; the fused kernel takes no clusters along N: use one of {} or a swapped-operand TMA-store tile",
+                    "{self} is in clusters along N (cluster_n = {}), which only the plain GEMM (mkernel::gemm) takes; the fused kernel takes no clusters along N: use one of {} or {FUSED_OTHER_TILES}",
                     self.cluster_n,
                     Self::ALL.map(|t| t.name()).join(", ")
                 ),
@@ -553,7 +582,7 @@ impl TileConfig {
             return Err(invalid(
                 "tile",
                 format!(
-                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, swap-ab-128xR-tma-store, swap-ab-128xR-tma-store-c2)",
+                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or {FUSED_OTHER_TILES}",
                     self.name(),
                     Self::ALL.map(|t| t.name()).join(", ")
                 ),
@@ -562,7 +591,7 @@ impl TileConfig {
         Err(invalid(
             "tile",
             format!(
-                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or a swapped-operand TMA-store tile (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256)",
+                "{self:?} is not a catalog configuration; use one of TileConfig::ALL ({}) or {FUSED_OTHER_TILES}",
                 Self::ALL.map(|t| t.name()).join(", ")
             ),
         ))

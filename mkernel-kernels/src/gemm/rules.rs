@@ -2521,8 +2521,17 @@ mod tests {
         assert_eq!(ts.smem_bytes(), ts.stages * (8192 + 136 * 128) + 136 * 128 + 16 * ts.stages + 1024);
         assert!(TileConfig::swapped_tma_store(256).smem_bytes() + 16 <= 232_448);
         assert_eq!(TileConfig::swapped(136).with_tma_store(), ts);
-        // (and the 128-row ones of 128..=256 rows, unclustered by 8s and in clusters by 16s)
-        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17 + 9);
+        // (and the 128-row ones of 128..=256 rows, unclustered by 8s and in clusters by 16s;
+        // then the column-fitted TMA-store tiles of 136..=248 columns by 8s, in clusters by 16s)
+        assert_eq!(TileConfig::fused_catalog().count(), TileConfig::ALL.len() + 32 + 17 + 9 + 15 + 7);
+        for c in (136..=248).step_by(8) {
+            let (t, c2) = (TileConfig::cols_tma_store(c), TileConfig::cols_tma_store_c2(c));
+            assert!(t.validate().is_ok() && t.fused_epilogue_only() && TileConfig::cols(c).validate().is_err(), "{c}");
+            assert_eq!(c2.validate().is_ok(), c % 16 == 0, "{c}");
+            // (the epilogue path's shared memory: the tile's and one mbarrier)
+            assert!(t.smem_bytes() + 16 <= 232_448 && c2.smem_bytes() + 16 <= 232_448, "{c}");
+        }
+        assert!(TileConfig::ALL.iter().all(|t| t.fused_epilogue_only() == (t.cluster_m > 1)));
         // Pairs of B row blocks: 1000 / 64 = 16 blocks (even), 8200 / 64 = 129 (one padding block).
         assert_eq!(c2.tiles(129, 1000), 16);
         assert_eq!(c2.tiles(129, 8200), 130);
@@ -2780,7 +2789,7 @@ mod tests {
     }
 
     #[test]
-    fn column_fitted_tiles_fit_n_for_the_plain_gemm_only() {
+    fn column_fitted_tiles_fit_n() {
         let t = TileConfig::cols(224);
         assert_eq!((t.bm, t.bn, t.swap_ab, t.epilogue, t.name()), (128, 224, false, Epilogue::Registers, "cols-128x224".to_string()));
         assert!(t.validate_for_gemm().is_ok() && t.stages >= 4 && t.smem_bytes() <= 232_448, "{t}: {} stages", t.stages);
@@ -2789,7 +2798,9 @@ mod tests {
         assert_eq!(TileConfig::by_name("cols-128x224"), Some(t));
         let tt = TileConfig::cols_tma_store(176);
         assert_eq!((tt.name(), t.with_tma_store()), ("cols-128x176-tma-store".to_string(), TileConfig::cols_tma_store(224)));
-        assert!(tt.validate_for_gemm().is_ok() && tt.validate().is_err() && tt.stages >= 3 && tt.smem_bytes() <= 232_448, "{tt}");
+        // (the TMA-store ones of 136-248 columns have a fused kernel too: its epilogue path's)
+        assert!(tt.validate_for_gemm().is_ok() && tt.validate().is_ok() && tt.stages >= 3 && tt.smem_bytes() <= 232_448, "{tt}");
+        assert!(TileConfig::cols_tma_store(120).validate_for_gemm().is_ok() && TileConfig::cols_tma_store(120).validate().is_err());
         assert_eq!(TileConfig::by_name("cols-128x176-tma-store"), Some(tt));
         assert!(source(tt).unwrap().source.contains("mk::GemmConfig<128, 176, 64,"));
         assert!(TileConfig::cols(132).validate_for_gemm().is_err() && TileConfig::cols(256).validate_for_gemm().is_ok(), "256 is the wide tile");
@@ -2822,7 +2833,7 @@ mod tests {
         assert_eq!(TileConfig::choose_for(s(2048, 13824, 8192), 132), TileConfig::cols_tma_store(216), "216: not a multiple of 16");
         let c2 = TileConfig::cols_tma_store_c2(176);
         assert_eq!((c2.name(), c2.with_tma_store(), c2.tiles(2049, 7168), c2.can_split_last_wave()), ("cols-128x176-tma-store-c2".to_string(), c2, 18 * 41, false));
-        assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_err() && TileConfig::by_name("cols-128x176-tma-store-c2") == Some(c2));
+        assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_ok() && TileConfig::by_name("cols-128x176-tma-store-c2") == Some(c2));
         assert!(source(c2).unwrap().source.contains("__cluster_dims__(2, 1, 1)"));
         assert!(TileConfig { cluster_m: 2, ..TileConfig::cols_tma_store(168) }.validate_for_gemm().is_err(), "168 rows of B do not halve into 8-row atoms");
         for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 14336), (4096, 8192, 4096), (2048, 8192, 14336), (1024, 8192, 4096)] {

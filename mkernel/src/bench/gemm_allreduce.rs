@@ -77,12 +77,15 @@ pub struct ArArgs {
     pub share_gpu: bool,
     /// Force a tile configuration: wide, narrow, m64-wide, each also -tma-store,
     /// m64-narrow-tma-store, the 2-CTA cluster tiles wide-tma-store-c2, narrow-tma-store-c2,
-    /// m64-wide-tma-store-c2, and the swapped-operand TMA-store tiles swap-ab-64xR-tma-store
+    /// m64-wide-tma-store-c2, the swapped-operand TMA-store tiles swap-ab-64xR-tma-store
     /// (R = 8, 16, ..., 256) and swap-ab-128xR-tma-store (R = 128, 136, ..., 256), also in
-    /// 2-CTA clusters as swap-ab-128xR-tma-store-c2 (R a multiple of 16; the clustered and
-    /// swapped ones on the epilogue path with 2 ranks, or on the local path with one). The
-    /// plain GEMM's other tiles (swap-ab-64xR, cols-128xC) are `bench gemm` only, but for
-    /// one rank on the local path (--gpus 1 or --procs 1).
+    /// 2-CTA clusters as swap-ab-128xR-tma-store-c2 (R a multiple of 16), and the
+    /// column-fitted TMA-store tiles cols-128xC-tma-store (C = 136, 144, ..., 248), also as
+    /// cols-128xC-tma-store-c2 (C = 144, 160, ..., 240; unsplit). The clustered, swapped and
+    /// column-fitted ones take the epilogue path with 2 ranks, or the local path with one.
+    /// The plain GEMM's other tiles (swap-ab-64xR, cols-128xC with other widths or the
+    /// Registers epilogue) are `bench gemm` only, but for one rank on the local path (--gpus
+    /// 1 or --procs 1).
     #[arg(long)]
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
@@ -605,7 +608,7 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
             format!("--tile {}: {e}{hint}", t.name())
         })?;
     }
-    if let (Some(t), Some(1), false) = (tile.filter(|t| t.cluster_m > 1 || t.swap_ab), world, local) {
+    if let (Some(t), Some(1), false) = (tile.filter(|t| t.fused_epilogue_only()), world, local) {
         return Err(format!(
             "--tile {}: with one rank, --comm-path or --tail-ctas ask for a fused kernel, and this tile has one with 2 ranks only; drop them for the local path (the plain GEMM alone)",
             t.name()
@@ -631,10 +634,17 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     if let (Some(CommPath::Local), Some(w)) = (path, world.filter(|&w| w != 1)) {
         return Err(format!("--comm-path local: one rank only (the plain GEMM alone), got {w}"));
     }
-    // Clustered tiles (-c2) and swapped-operand ones: the epilogue path with 2 ranks only
-    // (no communication or tail CTAs), or with one rank the local path (the plain GEMM).
-    if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
-        let kind = if t.swap_ab { "swapped-operand" } else { "clustered" };
+    // Clustered tiles (-c2), swapped-operand and column-fitted ones: the epilogue path with
+    // 2 ranks only (no communication or tail CTAs), or with one rank the local path (the
+    // plain GEMM).
+    if let Some(t) = tile.filter(|t| t.fused_epilogue_only()) {
+        let kind = if t.swap_ab {
+            "swapped-operand"
+        } else if t.cluster_m > 1 {
+            "clustered"
+        } else {
+            "column-fitted"
+        };
         if let Some(p) = path.filter(|p| *p != CommPath::Epilogue && *p != CommPath::Local) {
             return Err(format!("--tile {}: {kind} tiles take the epilogue path only (local with one rank), not --comm-path {}", t.name(), p.name()));
         }
@@ -691,7 +701,7 @@ impl PathFlags<'_> {
         if let Some(t) = self.tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
             return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
         }
-        let forced_by_tile = self.tile.is_some_and(|t| t.cluster_m > 1 || t.swap_ab);
+        let forced_by_tile = self.tile.is_some_and(|t| t.fused_epilogue_only());
         if self.shared && self.comm_path.is_none() && !forced_by_tile {
             return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) take the one-shot path by default; add --comm-path epilogue"));
         }
@@ -794,11 +804,18 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if !args.sweep_split.is_empty() {
         own_config.check_split("--sweep-split").map_err(super::usage)?;
     }
-    // A clustered or swapped-operand tile takes the epilogue path: no communication CTAs
-    // to sweep; a clustered one also takes whole tiles (a cluster's pair), no slices.
-    if let Some(t) = tile.filter(|t| t.cluster_m > 1 || t.swap_ab) {
+    // A clustered, swapped-operand or column-fitted tile takes the epilogue path: no
+    // communication CTAs to sweep; a clustered one also takes whole tiles (a cluster's
+    // pair), no slices, and so does a column-fitted one on 2 ranks (the fused kernel's).
+    if let Some(t) = tile.filter(|t| t.fused_epilogue_only()) {
         if !args.sm_comm.is_empty() {
             return Err(super::usage(format!("--sm-comm: its rows run a path with communication CTAs, which --tile {} has none of (it takes the epilogue path with 2 ranks, local with one)", t.name())));
+        }
+    }
+    let fused_cols = tile.filter(|t| t.fused_epilogue_only() && !t.swap_ab && t.cluster_size() == 1);
+    if let (Some(t), Some(w)) = (fused_cols, world_asked.filter(|_| !takes_local_path(comm_path, args.tail_ctas, world_asked))) {
+        if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
+            return Err(super::usage(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles in the fused kernel ({w} ranks), no K-slices (one rank's plain GEMM splits it)", t.name())));
         }
     }
     // (clusters along M or N alike: -c2 and -n2 tiles)
@@ -825,7 +842,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 .map(|t| (n.as_str(), Some(t)))
                 .ok_or_else(|| {
                     format!(
-                        "--sweep-tiles: expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256), swap-ab-128xR-tma-store (R = 128, 136, ..., 256), swap-ab-128xR-tma-store-c2 (R = 128, 144, ..., 256); got {n}",
+                        "--sweep-tiles: expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256), swap-ab-128xR-tma-store (R = 128, 136, ..., 256), swap-ab-128xR-tma-store-c2 (R = 128, 144, ..., 256), cols-128xC-tma-store (C = 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 144, 160, ..., 240); got {n}",
                         mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
                     )
                 })
@@ -1413,12 +1430,27 @@ mod tests {
         // a plain-GEMM tile only on the local path: helper-51)
         let e = check_path_args(c2, None, Some(0), Some(1)).unwrap_err();
         assert!(e.contains("--tile wide-tma-store-c2"), "{e}");
-        let cols = Some(TileConfig::cols_tma_store_c2(176));
+        let cols = Some(TileConfig::cols(176));
         assert!(check_path_args(cols, None, None, Some(1)).is_ok() && check_path_args(cols, Some(CommPath::Local), None, Some(1)).is_ok());
         for (path, tail, world) in [(None, None, Some(2)), (None, None, None), (None, Some(0), Some(1)), (Some(CommPath::TmaOneShot), None, Some(1))] {
             let e = check_path_args(cols, path, tail, world).unwrap_err();
             assert!(e.contains("only the plain GEMM"), "{path:?} {tail:?} {world:?}: {e}");
         }
+        // The column-fitted TMA-store tiles have a fused kernel: the epilogue path with 2
+        // ranks (or the local path with one), as the clustered and swapped ones.
+        for t in [TileConfig::cols_tma_store(144), TileConfig::cols_tma_store_c2(176)] {
+            assert!(check_path_args(Some(t), None, None, Some(2)).is_ok() && check_path_args(Some(t), Some(CommPath::Epilogue), None, None).is_ok());
+            for (path, tail, world, rule) in [
+                (Some(CommPath::TmaOneShot), None, Some(2), "epilogue path only"),
+                (None, None, Some(4), "exactly 2 ranks"),
+                (None, Some(0), Some(1), "2 ranks only"),
+            ] {
+                let e = check_path_args(Some(t), path, tail, world).unwrap_err();
+                assert!(e.contains(&format!("--tile {}", t.name())) && e.contains(rule), "{path:?} {tail:?} {world:?}: {e}");
+            }
+        }
+        let e = run(Cli::try_parse_from(["x", "--gpus", "2", "--tile", "cols-128x144-tma-store", "--split-last-wave", "2"]).unwrap().ar).unwrap_err().to_string();
+        assert!(e.contains("cols-128x144-tma-store") && e.contains("no K-slices"), "{e}");
         // (helper-52) --comm-path local implies one rank; without --gpus the refusal hints at
         // it; --sm-comm's fused rows refuse a plain-GEMM tile before any device.
         assert!(check_path_args(cols, Some(CommPath::Local), None, None).is_ok());

@@ -151,7 +151,8 @@ struct PublishTileReady {
 // storer warp has issued the TMA store of tile t into `out`; then
 //   copy_out(t, ..):   every lane copies the staging tile into the peer's workspace with
 //                      16-byte stores over NVLink (undoing the staging tile's 128B
-//                      swizzle) and fences them. Paced while the CTA has another tile:
+//                      swizzle; a column-fitted tile's one unswizzled box is read row
+//                      by row) and fences them. Paced while the CTA has another tile:
 //                      spread over ~3/5 of the CTA's last tile time, since every CTA
 //                      finishes its tile at the same moment and a burst of remote
 //                      writes from all SMs backs up behind the link and slows the TMA
@@ -203,9 +204,12 @@ struct EpilogueAllReduce {
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = true;
-  static_assert(Cfg::kCSwizzled, "the epilogue path copies 64-column swizzled staging boxes");
-  // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of 8 chunks.
-  static constexpr u32 kChunks = Cfg::kCBoxes * Cfg::kCRows * 8;
+  // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of kBoxRowChunks
+  // chunks (8 in a 64-column swizzled box; BN / 8 in a column-fitted tile's one box).
+  static constexpr u32 kBoxRowChunks = Cfg::kCBoxCols / 8;
+  static_assert(Cfg::kCBoxCols % 8 == 0 && (!Cfg::kCSwizzled || kBoxRowChunks == 8),
+                "staging rows are whole 16-byte chunks (8 per swizzled 64-column box row)");
+  static constexpr u32 kChunks = Cfg::kCBoxes * Cfg::kCRows * kBoxRowChunks;
   static constexpr u32 kUnroll = 2;
   static_assert(kChunks % (32 * kUnroll) == 0, "whole rounds of the storer warp");
   static constexpr u32 kRounds = kChunks / (32 * kUnroll);
@@ -268,15 +272,16 @@ struct EpilogueAllReduce {
       uint4 v[kUnroll];
 #pragma unroll
       for (u32 u = 0; u < kUnroll; ++u) {
-        const u32 i = base + u * 32 + lane;  // chunk j of row r of box b, as stored (swizzled)
-        const u32 b = i / (Cfg::kCRows * 8), r = (i / 8) % Cfg::kCRows, j = i % 8;
-        v[u] = *reinterpret_cast<const uint4*>(staging + b * Cfg::kCBoxBytes + r * 128 + j * 16);
+        const u32 i = base + u * 32 + lane;  // chunk j of row r of box b, as stored
+        const u32 b = i / (Cfg::kCRows * kBoxRowChunks), r = (i / kBoxRowChunks) % Cfg::kCRows, j = i % kBoxRowChunks;
+        v[u] = *reinterpret_cast<const uint4*>(staging + b * Cfg::kCBoxBytes + r * (Cfg::kCBoxCols * 2) + j * 16);
       }
 #pragma unroll
       for (u32 u = 0; u < kUnroll; ++u) {
         const u32 i = base + u * 32 + lane;
-        const u32 b = i / (Cfg::kCRows * 8), r = (i / 8) % Cfg::kCRows, j = i % 8;
-        const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (j ^ (r % 8)) * 8;
+        const u32 b = i / (Cfg::kCRows * kBoxRowChunks), r = (i / kBoxRowChunks) % Cfg::kCRows, j = i % kBoxRowChunks;
+        // (swizzled: chunk j of row r holds columns ((j ^ (r % 8)) * 8 ..) of its box)
+        const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (Cfg::kCSwizzled ? (j ^ (r % 8)) : j) * 8;
         // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
         if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
       }
