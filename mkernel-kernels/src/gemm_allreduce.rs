@@ -634,7 +634,11 @@ impl CommPath {
     pub(crate) fn fused_for(tile: TileConfig, world: u32) -> Vec<Self> {
         // A cluster's CTAs all compute (no communication CTAs inside a cluster); a
         // swapped-operand tile's C region is not the row slices the other paths split; a
-        // column-fitted tile's staging is not their 64-column boxes.
+        // column-fitted tile's staging is not their 64-column boxes. No path for a tile
+        // without a fused kernel.
+        if tile.validate().is_err() {
+            return Vec::new();
+        }
         if tile.fused_epilogue_only() {
             return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
         }
@@ -1024,7 +1028,8 @@ pub unsafe fn launch(
         // World 2. The epilogue TMA-stores into `out` (tma_c_out); the storer copies each
         // tile into the peer's partial region (which holds what the peer received, by
         // address) and TMA-loads the peer's copy back from its own, in the staging
-        // tile's format (box [BM, 64], 128B swizzle) like `out`'s map.
+        // tile's format (box [BM, 64], 128B swizzle, or a column-fitted tile's one
+        // unswizzled [BM, BN] box) like `out`'s map.
         let me = bufs.rank as usize;
         p.tma_partial[me] = crate::gemm::output_map(p.partial[me], shape, cfg.tile)?;
     }
@@ -1544,6 +1549,13 @@ mod tests {
         assert!(sw.check_split(GemmShape { m: 129, n: 8192, k: 4096 }, big).is_ok());
         let c2 = FusedConfig { tile: TileConfig::swapped_wide_c2(208, Epilogue::TmaStore), split_slices: 2, ..cfg };
         assert!(err(c2, s).contains("no slices"));
+        // Nor column-fitted ones (whole tiles on the fused path; their default never splits).
+        let cols = FusedConfig { tile: TileConfig::cols_tma_store(144), split_slices: 2, ..cfg };
+        let e = err(cols, s);
+        assert!(e.contains("`split_slices`") && e.contains("column-fitted tiles whole"), "{e}");
+        assert_eq!(FusedConfig::choose_split(GemmShape { m: 2048, n: 8192, k: 4096 }, cols.tile, 132, CommPath::Epilogue, big), 1);
+        // (a tile without a fused kernel has no path at all)
+        assert!(CommPath::all_for(TileConfig::cols_tma_store(120), 2).is_empty() && CommPath::all_for(TileConfig::cols_tma_store(144), 2) == [CommPath::Epilogue]);
         // The option: auto by default, off, or a count.
         assert_eq!(LastWaveSplit::default(), LastWaveSplit::Auto);
         assert_eq!(LastWaveSplit::parse("off").unwrap(), LastWaveSplit::Off);

@@ -21,7 +21,8 @@ pub struct GemmAllReduceOptions {
     /// GEMM tile configuration, one of [`TileConfig::fused_catalog`]; on the local path
     /// (one rank, `comm_path` unset or [`CommPath::Local`], no `comm_ctas` or `tail_ctas`)
     /// any tile of the plain GEMM's catalog ([`TileConfig::validate_for_gemm`]). With 2
-    /// ranks a clustered (`-c2`) or swapped-operand tile takes the epilogue path (with no
+    /// ranks a clustered (`-c2`), swapped-operand or column-fitted (`cols-128xC-tma-store`)
+    /// tile takes the epilogue path (with no
     /// `comm_path` given, that path; another is refused). None: with one rank on the
     /// local path the plain GEMM's default ([`TileConfig::choose_for`], or the tile of the
     /// plain GEMM's split rule where one applies: [`TileConfig::split_rule_for`]); else `FusedConfig::choose_tile`,

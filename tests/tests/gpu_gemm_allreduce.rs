@@ -350,7 +350,8 @@ fn clustered_tiles_on_the_epilogue_path() {
 
 /// The column-fitted TMA-store tiles on the epilogue path (their staging tile is one
 /// unswizzled box of BM x BN, rows BN * 2 bytes apart, which the storer copies to the peer
-/// row by row; 192 columns are three swizzled 64-column boxes): unclustered at 136-248
+/// row by row; 192 columns are three swizzled 64-column boxes, checked with rows past M
+/// and in clusters): unclustered at 136-248
 /// columns and in 2-CTA clusters at 144-240, with M and N not multiples of the tile, K
 /// not a multiple of 64, an odd number of row blocks under clusters (a padding tile per
 /// column block, clipped and still published), one and several tiles per CTA; each three
@@ -365,13 +366,14 @@ fn column_fitted_tiles_on_the_epilogue_path() {
         ((2048, 8192, 512), cols(144)),
         ((1100, 1000, 192), cols(136)),
         ((300, 1000, 200), cols(152)),
-        ((2048, 7168, 1024), cols(192)),
+        ((2049, 7168, 1024), cols(192)),
         ((257, 4000, 136), cols(248)),
         ((129, 8200, 64), cols(208)),
         ((2048, 8192, 512), cols_c2(144)),
         ((300, 1064, 200), cols_c2(176)),
         ((1024, 8200, 256), cols_c2(240)),
         ((1100, 7000, 128), cols_c2(208)),
+        ((1100, 7000, 128), cols_c2(192)),
     ];
     let oproj = GemmShape { m: 2048, n: 8192, k: 4096 };
     let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).chain([oproj.m as u64 * oproj.n as u64]).max().unwrap();

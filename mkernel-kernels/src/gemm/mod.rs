@@ -181,7 +181,8 @@ impl TileConfig {
 
     /// [`Self::cols`] with the TMA-store epilogue: the tile staged as one unswizzled box
     /// (rows `cols` * 2 bytes apart; 192 columns as three swizzled 64-column boxes) and
-    /// TMA-stored. N % 8 == 0. Plain GEMM only.
+    /// TMA-stored. N % 8 == 0. Plain GEMM only, but at 136-248 columns, which the fused
+    /// kernel's epilogue path takes too ([`Self::fused_catalog`]).
     pub const fn cols_tma_store(cols: u32) -> Self {
         Self::fitted_stages(128, cols, Epilogue::TmaStore, false)
     }
@@ -203,7 +204,8 @@ impl TileConfig {
     /// atoms the two shares overlap by 8 rows), of which 80-120 are defaults at two row blocks,
     /// [`Self::half_width_c2_instead_of`] and [`Self::one_wave_cols_c2_instead_of`]), as
     /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
-    /// `cols-128xC-tma-store-c2`. Plain GEMM only.
+    /// `cols-128xC-tma-store-c2`. Plain GEMM only, but at 144-240 columns, which the fused
+    /// kernel's epilogue path takes too ([`Self::fused_catalog`]).
     pub const fn cols_tma_store_c2(cols: u32) -> Self {
         Self { cluster_m: 2, ..Self::cols_tma_store(cols) }
     }
@@ -466,11 +468,13 @@ impl TileConfig {
         Self::cols_widths().map(Self::cols_tma_store).chain(Self::cols_widths().filter(|&c| Self::cols_clusters(c)).map(Self::cols_tma_store_c2))
     }
 
-    /// Whether the fused kernel takes this tile on its epilogue path only (world size 2,
-    /// no communication CTAs): a tile in clusters, a swapped-operand tile (its C region is
-    /// not the row slices the other paths split), or a column-fitted one (BN not 128 or
-    /// 256: its staging tile is not the 64-column boxes the other paths move); every tile
-    /// but the unclustered ones of [`Self::ALL`].
+    /// Whether the fused kernel takes this tile, if it has a kernel for it at all
+    /// ([`Self::validate`]), on its epilogue path only (world size 2, no communication
+    /// CTAs): a tile in clusters (no communication CTAs inside a cluster), a
+    /// swapped-operand tile (its C region is not the row slices the other paths split), or
+    /// a column-fitted one (its tile and staging are not the 128- or 256-column ones the
+    /// other paths' communication CTAs were built and measured on); every tile but the
+    /// unclustered ones of [`Self::ALL`].
     pub fn fused_epilogue_only(&self) -> bool {
         self.cluster_m > 1 || self.swap_ab || !Self::ALL.contains(self)
     }
@@ -541,12 +545,13 @@ impl TileConfig {
     /// clustered `wide-tma-store-c2`, `narrow-tma-store-c2`, `m64-wide-tma-store-c2`, and
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
-    /// multiple of 16), and the column-fitted `cols-128xC` (C = 8, 16, ..., 120 and 136, 144, ..., 248) and
-    /// `cols-128xC-tma-store-c2` (C = 48, 64, 72, 80, ..., 120 and 144, 160, ..., 240), and in clusters along N
+    /// multiple of 16), and the column-fitted `cols-128xC[-tma-store]` (C = 8, 16, ..., 120 and 136, 144, ..., 248)
+    /// and `cols-128xC-tma-store-c2` (C = 48, 64, 72, 80, ..., 120 and 144, 160, ..., 240), and in clusters along N
     /// `cols-128xC-tma-store-n2` (C = 48, 64, ..., 160 but 128) and `narrow-tma-store-n2`,
-    /// plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store` and
-    /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), which the fused kernel's epilogue
-    /// path takes too.
+    /// plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store`,
+    /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), `cols-128xC-tma-store` (C = 136,
+    /// ..., 248) and `cols-128xC-tma-store-c2` (C = 144, ..., 240), which the fused
+    /// kernel's epilogue path takes too.
     pub fn by_name(name: &str) -> Option<Self> {
         Self::gemm_catalog().find(|t| t.name() == name)
     }

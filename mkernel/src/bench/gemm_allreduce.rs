@@ -859,6 +859,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 return Err(super::usage(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name())));
             }
         }
+        // (and so does a column-fitted one in the fused kernel, on 2 ranks)
+        let fused_cols = t.filter(|t| t.fused_epilogue_only() && !t.swap_ab && t.cluster_size() == 1);
+        if let (Some(t), Some(w)) = (fused_cols, world_asked.filter(|_| !takes_local_path(comm_path, args.tail_ctas, world_asked))) {
+            if forces_split(args.split_last_wave) {
+                return Err(super::usage(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take in the fused kernel ({w} ranks: whole tiles)", t.name())));
+            }
+        }
     }
     super::check_unique_shapes(&args.shape)?;
     let list = if args.shape.is_empty() {
@@ -1451,6 +1458,8 @@ mod tests {
         }
         let e = run(Cli::try_parse_from(["x", "--gpus", "2", "--tile", "cols-128x144-tma-store", "--split-last-wave", "2"]).unwrap().ar).unwrap_err().to_string();
         assert!(e.contains("cols-128x144-tma-store") && e.contains("no K-slices"), "{e}");
+        let e = run(Cli::try_parse_from(["x", "--gpus", "2", "--sweep-tiles", "cols-128x144-tma-store", "--split-last-wave", "2"]).unwrap().ar).unwrap_err().to_string();
+        assert!(e.contains("--sweep-tiles cols-128x144-tma-store") && e.contains("whole tiles"), "{e}");
         // (helper-52) --comm-path local implies one rank; without --gpus the refusal hints at
         // it; --sm-comm's fused rows refuse a plain-GEMM tile before any device.
         assert!(check_path_args(cols, Some(CommPath::Local), None, None).is_ok());

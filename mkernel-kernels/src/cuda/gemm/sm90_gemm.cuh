@@ -787,7 +787,8 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 // again before the CTA exits or reuses the ring. Tiles first_tile, +stride, ... (with a
 // cluster: first_tile is the block index and stride is even, so the CTAs of a cluster
 // take the two tiles of one pair, along M or N, at every step).
-// `tma_c` (box [BM, 64], 128B swizzle) is used by the TMA-store epilogue only, as is
+// `tma_c` (box [kCRows, kCBoxCols]: 64 columns with the 128B swizzle, or a column-fitted
+// tile's one unswizzled box of the whole tile) is used by the TMA-store epilogue only, as is
 // `tma_c_copy` (nullptr: none), a second C in the same format every tile also goes to.
 // `split_slices` > 1 splits the last wave (hooks with kSplitsLastWave and the TMA-store
 // epilogue only; see WorkUnits).
