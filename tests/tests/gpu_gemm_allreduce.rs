@@ -291,6 +291,22 @@ fn two_ranks(test: &str) -> Option<Vec<usize>> {
     Some(if n >= 2 { vec![0, 1] } else { vec![0, 0] })
 }
 
+/// Each case's tile forced on the epilogue path (the plan must take it whole), three
+/// calls with fresh data, each against the fp32 reference on every rank ([`round`]).
+fn forced_on_the_epilogue_path(g: &mut Group, cases: &[((u32, u32, u32), mkernel::TileConfig)]) {
+    for &((m, n, k), tile) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(g, s);
+        let opts = epilogue_path(tile);
+        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+        assert_eq!((plan.tile, plan.path, plan.split_slices), (tile, CommPath::Epilogue, 1), "{s:?}: {plan}");
+        for rep in 0..3 {
+            round(g, &mut bs, s, check::fresh_seed().wrapping_add(rep), opts);
+        }
+        eprintln!("ok {s:?} {plan}");
+    }
+}
+
 /// 2-CTA clusters on the epilogue path: the 128-row swapped-operand TMA-store tiles
 /// (each CTA of a pair loads half of the shared A tile, multicast to both) with an even
 /// and an odd number of 128-row blocks of B (an odd count pads the last pair of each row
@@ -315,17 +331,7 @@ fn clustered_tiles_on_the_epilogue_path() {
     let wide_default = GemmShape { m: 2048, n: 8192, k: 4096 };
     let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).chain([default_shape.m as u64 * default_shape.n as u64]).max().unwrap();
     let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
-    for ((m, n, k), tile) in cases {
-        let s = GemmShape { m, n, k };
-        let mut bs = bufs(&g, s);
-        let opts = epilogue_path(tile);
-        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
-        assert_eq!((plan.tile, plan.path, plan.split_slices), (tile, CommPath::Epilogue, 1), "{s:?}: {plan}");
-        for rep in 0..3 {
-            round(&mut g, &mut bs, s, check::fresh_seed().wrapping_add(rep), opts);
-        }
-        eprintln!("ok {s:?} {plan}");
-    }
+    forced_on_the_epilogue_path(&mut g, &cases);
     // The default tile on the epilogue path: the mid-M rule's swapped tile, clustered.
     let s = default_shape;
     let opts = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
@@ -378,17 +384,7 @@ fn column_fitted_tiles_on_the_epilogue_path() {
     let oproj = GemmShape { m: 2048, n: 8192, k: 4096 };
     let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).chain([oproj.m as u64 * oproj.n as u64]).max().unwrap();
     let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
-    for ((m, n, k), tile) in cases {
-        let s = GemmShape { m, n, k };
-        let mut bs = bufs(&g, s);
-        let opts = epilogue_path(tile);
-        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
-        assert_eq!((plan.tile, plan.path, plan.split_slices), (tile, CommPath::Epilogue, 1), "{s:?}: {plan}");
-        for rep in 0..3 {
-            round(&mut g, &mut bs, s, check::fresh_seed().wrapping_add(rep), opts);
-        }
-        eprintln!("ok {s:?} {plan}");
-    }
+    forced_on_the_epilogue_path(&mut g, &cases);
     let opts = epilogue_path(cols_c2(144));
     let mut bs = bufs(&g, oproj);
     let seed = check::fresh_seed();

@@ -17,7 +17,16 @@ grep -c PASS "$OUT/ab391.log"
 TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm
 grep -E "^test |test result" "$OUT/test-logs/"gpu_gemm-*.log | grep -v " ok$"
 # 3) main's one-GPU fused tests: session 45 merged the split fix-up's batching (fixup-batch), which the fused kernel's
-# epilogue path compiles too, and no gpu_gemm_allreduce test ran since (expected as run 371: 11 pass, the 4 that need
-# two GPUs fail with "1 GPU(s) present, 2 needed").
-GPU_DIR=.gpu-main TEST_TIMEOUT=200 bash bench/device-run.sh tests gpu_gemm_allreduce
+# epilogue path compiles too, and no gpu_gemm_allreduce test ran since; session 46 added the column-fitted tiles to
+# the epilogue path (NOTES 48) with column_fitted_tiles_on_the_epilogue_path, whose two ranks share GPU 0 here
+# (expected: 12 pass, the 4 that need two GPUs fail with "1 GPU(s) present, 2 needed").
+GPU_DIR=.gpu-main TEST_TIMEOUT=400 bash bench/device-run.sh tests gpu_gemm_allreduce
 grep -E "^test |test result" "$OUT/test-logs/"gpu_gemm_allreduce-*.log | grep -v " ok$"
+# 4) (NOTES 48.4) the column-fitted tiles' GEMM side inside the fused kernel: both ranks on GPU 0 (--share-gpu; the
+# copies go to local memory), N halved so each rank's 66 CTAs take the pair's tiles per CTA. Expected: 144 columns
+# within ~2% of the default at 2048 x 4096 x 4096 (1.6% less work on the busiest SM); 168 at M=1024 even or faster.
+GPU_DIR=.gpu-main bash bench/device-run.sh bench gemm-allreduce --share-gpu --comm-path epilogue --check --iters 30 \
+  --warmup-ms 1500 --shape 2048x4096x4096,1024x4096x4096,2048x3584x9216 \
+  --sweep-tiles cols-128x144-tma-store,cols-128x144-tma-store-c2,cols-128x168-tma-store,cols-128x176-tma-store-c2,wide-tma-store-c2 \
+  > "$OUT/share391.log" 2>&1
+tail -40 "$OUT/share391.log"
