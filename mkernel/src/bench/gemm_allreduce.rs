@@ -81,7 +81,8 @@ pub struct ArArgs {
     /// (R = 8, 16, ..., 256) and swap-ab-128xR-tma-store (R = 128, 136, ..., 256), also in
     /// 2-CTA clusters as swap-ab-128xR-tma-store-c2 (R a multiple of 16), and the
     /// column-fitted TMA-store tiles cols-128xC-tma-store (C = 136, 144, ..., 248), also as
-    /// cols-128xC-tma-store-c2 (C = 144, 160, ..., 240; unsplit). The clustered, swapped and
+    /// cols-128xC-tma-store-c2 (C = 144, 160, ..., 240); both whole tiles with 2 ranks (no
+    /// --split-last-wave or --sweep-split counts). The clustered, swapped and
     /// column-fitted ones take the epilogue path with 2 ranks, or the local path with one.
     /// The plain GEMM's other tiles (swap-ab-64xR, cols-128xC with other widths or the
     /// Registers epilogue) are `bench gemm` only, but for one rank on the local path (--gpus
@@ -120,7 +121,9 @@ pub struct ArArgs {
     /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others. Given without --comm-path, the
-    /// path is one with communication CTAs (one-shot for 2 ranks), never epilogue.
+    /// path is one with communication CTAs (one-shot for 2 ranks), never epilogue, unless
+    /// --tile is one with the epilogue path only (clustered, swapped-operand or
+    /// column-fitted; then only 0).
     #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_ctas)]
     pub tail_ctas: Option<u32>,
     /// After timing each shape, run one more fused call per rank with an event trace,
@@ -658,6 +661,26 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     Ok(())
 }
 
+/// A column-fitted TMA-store tile (unclustered; see `TileConfig::fused_epilogue_only`) as
+/// `--tile` or in `--sweep-tiles` takes whole tiles in the fused kernel: with `world`
+/// ranks (when known) on a fused path, `--split-last-wave N` and `--sweep-split` counts of
+/// 2 or more are refused (one rank's local path is the plain GEMM's, which splits it).
+fn check_fused_cols_split(args: &ArArgs, tile: Option<mkernel::TileConfig>, sweep_tiles: &[(&str, Option<mkernel::TileConfig>)], comm_path: Option<CommPath>, world: Option<usize>) -> Result<(), String> {
+    let Some(w) = world.filter(|_| !takes_local_path(comm_path, args.tail_ctas, world)) else { return Ok(()) };
+    let fused_cols = |t: Option<mkernel::TileConfig>| t.filter(|t| t.fused_epilogue_only() && !t.swap_ab && t.cluster_size() == 1);
+    if let Some(t) = fused_cols(tile) {
+        if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
+            return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles in the fused kernel ({w} ranks), no K-slices (one rank's plain GEMM splits it)", t.name()));
+        }
+    }
+    for t in sweep_tiles.iter().filter_map(|&(_, t)| fused_cols(t)) {
+        if forces_split(args.split_last_wave) {
+            return Err(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take in the fused kernel ({w} ranks: whole tiles)", t.name()));
+        }
+    }
+    Ok(())
+}
+
 /// The run's path flags that decide which path its calls take, for the checks of options
 /// that only some paths take.
 #[derive(Clone, Copy)]
@@ -695,13 +718,14 @@ impl PathFlags<'_> {
         if let Some(p) = self.comm_path.filter(|p| *p != CommPath::Epilogue) {
             return Err(format!("{flag}: only the epilogue path takes it, and neither --comm-path {} nor --sweep-paths does", p.name()));
         }
-        if self.comm_path.is_none() && self.tail_ctas.is_some() {
+        // (a tile with the epilogue path only takes it whatever --tail-ctas, which must be 0 then)
+        let forced_by_tile = self.tile.is_some_and(|t| t.fused_epilogue_only());
+        if self.comm_path.is_none() && self.tail_ctas.is_some() && !forced_by_tile {
             return Err(format!("{flag}: --tail-ctas without --comm-path picks a path with communication CTAs, not the epilogue path"));
         }
         if let Some(t) = self.tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
             return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
         }
-        let forced_by_tile = self.tile.is_some_and(|t| t.fused_epilogue_only());
         if self.shared && self.comm_path.is_none() && !forced_by_tile {
             return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) take the one-shot path by default; add --comm-path epilogue"));
         }
@@ -812,12 +836,6 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             return Err(super::usage(format!("--sm-comm: its rows run a path with communication CTAs, which --tile {} has none of (it takes the epilogue path with 2 ranks, local with one)", t.name())));
         }
     }
-    let fused_cols = tile.filter(|t| t.fused_epilogue_only() && !t.swap_ab && t.cluster_size() == 1);
-    if let (Some(t), Some(w)) = (fused_cols, world_asked.filter(|_| !takes_local_path(comm_path, args.tail_ctas, world_asked))) {
-        if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
-            return Err(super::usage(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles in the fused kernel ({w} ranks), no K-slices (one rank's plain GEMM splits it)", t.name())));
-        }
-    }
     // (clusters along M or N alike: -c2 and -n2 tiles)
     if let Some(t) = tile.filter(|t| t.cluster_size() > 1) {
         if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
@@ -859,14 +877,10 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 return Err(super::usage(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take (it computes whole tiles)", t.name())));
             }
         }
-        // (and so does a column-fitted one in the fused kernel, on 2 ranks)
-        let fused_cols = t.filter(|t| t.fused_epilogue_only() && !t.swap_ab && t.cluster_size() == 1);
-        if let (Some(t), Some(w)) = (fused_cols, world_asked.filter(|_| !takes_local_path(comm_path, args.tail_ctas, world_asked))) {
-            if forces_split(args.split_last_wave) {
-                return Err(super::usage(format!("--sweep-tiles {}: with --split-last-wave, which this tile cannot take in the fused kernel ({w} ranks: whole tiles)", t.name())));
-            }
-        }
     }
+    // (a column-fitted tile computes whole tiles in the fused kernel; checked again below
+    // once the GPUs present decide the world size)
+    check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, world_asked).map_err(super::usage)?;
     super::check_unique_shapes(&args.shape)?;
     let list = if args.shape.is_empty() {
         shapes()
@@ -908,6 +922,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         (vec![Communicator::from_env(config)?], "one process per GPU")
     } else {
         let present = mkernel::device_count()?;
+        let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
+        check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, Some(world)).map_err(super::usage)?;
         if args.share_gpu {
             let world = args.gpus.unwrap_or(2);
             (Communicator::local_group(&vec![0; world], config)?, "one process, every rank on GPU 0 (--share-gpu: no baseline)")
@@ -1460,6 +1476,22 @@ mod tests {
         assert!(e.contains("cols-128x144-tma-store") && e.contains("no K-slices"), "{e}");
         let e = run(Cli::try_parse_from(["x", "--gpus", "2", "--sweep-tiles", "cols-128x144-tma-store", "--split-last-wave", "2"]).unwrap().ar).unwrap_err().to_string();
         assert!(e.contains("--sweep-tiles cols-128x144-tma-store") && e.contains("whole tiles"), "{e}");
+        // Without --gpus the GPUs present decide the world size: checked again then (helper-88).
+        let args = Cli::try_parse_from(["x", "--tile", "cols-128x200-tma-store", "--split-last-wave", "2"]).unwrap().ar;
+        let t = Some(TileConfig::cols_tma_store(200));
+        assert!(check_fused_cols_split(&args, t, &[], None, None).is_ok() && check_fused_cols_split(&args, t, &[], None, Some(1)).is_ok());
+        assert!(check_fused_cols_split(&args, t, &[], None, Some(2)).unwrap_err().contains("no K-slices"));
+        let args = Cli::try_parse_from(["x", "--sweep-tiles", "cols-128x200-tma-store", "--split-last-wave", "2"]).unwrap().ar;
+        assert!(check_fused_cols_split(&args, None, &[("cols-128x200-tma-store", t)], None, Some(2)).unwrap_err().contains("whole tiles"));
+        // An epilogue-only tile takes its path with --tail-ctas 0 too, so the epilogue's options
+        // pass (up to an --out-dir it cannot write, before any device).
+        for tile in ["cols-128x200-tma-store", "wide-tma-store-c2", "swap-ab-64x136-tma-store"] {
+            for extra in [["--epilogue-pace", "sleep"], ["--sweep-diag", "1"]] {
+                let cli = Cli::try_parse_from(["x", "--gpus", "2", "--tail-ctas", "0", "--tile", tile, extra[0], extra[1], "--out-dir", "/dev/null/x"]).unwrap().ar;
+                let e = run(cli).unwrap_err().to_string();
+                assert!(e.contains("--out-dir /dev/null/x"), "{tile} {extra:?}: {e}");
+            }
+        }
         // (helper-52) --comm-path local implies one rank; without --gpus the refusal hints at
         // it; --sm-comm's fused rows refuse a plain-GEMM tile before any device.
         assert!(check_path_args(cols, Some(CommPath::Local), None, None).is_ok());
