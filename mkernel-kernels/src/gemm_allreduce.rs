@@ -304,7 +304,7 @@ impl FusedConfig {
         if self.tile.cluster_m > 1 {
             return Err(invalid("split_slices", format!("{s} asked with {}: a cluster's CTAs take whole tiles of one pair, no slices", self.tile)));
         }
-        if !self.tile.swap_ab && self.tile.fused_epilogue_only() {
+        if self.tile.is_fused_column_fitted() {
             // (not built: the fused split's slots and paces were measured on 128 x 128 and
             // 128 x 256 tiles, and on swapped ones)
             return Err(invalid("split_slices", format!("{s} asked with {}: the fused kernel takes column-fitted tiles whole, no slices", self.tile)));

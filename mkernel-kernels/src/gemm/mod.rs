@@ -457,8 +457,8 @@ impl TileConfig {
     }
 
     /// The column-fitted tiles of [`Self::fused_catalog`]: [`Self::cols_tma_store`] of every
-    /// width of [`Self::cols_widths`], then [`Self::cols_tma_store_c2`] of those that cluster
-    /// with whole halves of B (multiples of 16: 144, 160, ..., 240).
+    /// width of [`Self::cols_widths`], then [`Self::cols_tma_store_c2`] of those whose halves
+    /// of B are whole swizzle atoms (multiples of 16: 144, 160, ..., 240).
     ///
     /// Why: on the fused kernel's epilogue path the last wave's output crosses the link
     /// after the GEMM; a width that makes more, smaller tiles for about the same work
@@ -466,7 +466,13 @@ impl TileConfig {
     /// 7.6 MB, ~22 us at the link's 350 GB/s; 144 columns leave 120 of 36 KiB, 4.4 MB, for
     /// 1.6% less work on the busiest SM; bench/NOTES.md 48).
     fn fused_cols() -> impl Iterator<Item = Self> {
-        Self::cols_widths().map(Self::cols_tma_store).chain(Self::cols_widths().filter(|&c| c % 16 == 0 && Self::cols_clusters(c)).map(Self::cols_tma_store_c2))
+        Self::cols_widths().map(Self::cols_tma_store).chain(Self::cols_widths().filter(|&c| c % 16 == 0).map(Self::cols_tma_store_c2))
+    }
+
+    /// Whether this is one of the fused kernel's column-fitted tiles ([`Self::fused_cols`]),
+    /// which it takes whole (no K-slices of a split last wave).
+    pub fn is_fused_column_fitted(&self) -> bool {
+        Self::fused_cols().any(|t| t == *self)
     }
 
     /// Whether the fused kernel takes this tile, if it has a kernel for it at all
@@ -477,7 +483,8 @@ impl TileConfig {
     /// other paths' communication CTAs were built and measured on); every tile but the
     /// unclustered ones of [`Self::ALL`].
     pub fn fused_epilogue_only(&self) -> bool {
-        self.cluster_m > 1 || self.swap_ab || !Self::ALL.contains(self)
+        // (no swapped-operand tile is in ALL)
+        self.cluster_m > 1 || !Self::ALL.contains(self)
     }
 
     /// Every configuration the plain GEMM can launch: [`Self::ALL`], then the

@@ -2528,6 +2528,7 @@ mod tests {
             let (t, c2) = (TileConfig::cols_tma_store(c), TileConfig::cols_tma_store_c2(c));
             assert!(t.validate().is_ok() && t.fused_epilogue_only() && TileConfig::cols(c).validate().is_err(), "{c}");
             assert_eq!(c2.validate().is_ok(), c % 16 == 0, "{c}");
+            assert!(t.is_fused_column_fitted() && c2.is_fused_column_fitted() == (c % 16 == 0), "{c}");
             // (the epilogue path's shared memory: the tile's and one mbarrier)
             assert!(t.smem_bytes() + 16 <= 232_448 && c2.smem_bytes() + 16 <= 232_448, "{c}");
         }

@@ -661,13 +661,13 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     Ok(())
 }
 
-/// A column-fitted TMA-store tile (unclustered; see `TileConfig::fused_epilogue_only`) as
+/// A column-fitted TMA-store tile of the fused kernel (`TileConfig::is_fused_column_fitted`) as
 /// `--tile` or in `--sweep-tiles` takes whole tiles in the fused kernel: with `world`
 /// ranks (when known) on a fused path, `--split-last-wave N` and `--sweep-split` counts of
 /// 2 or more are refused (one rank's local path is the plain GEMM's, which splits it).
 fn check_fused_cols_split(args: &ArArgs, tile: Option<mkernel::TileConfig>, sweep_tiles: &[(&str, Option<mkernel::TileConfig>)], comm_path: Option<CommPath>, world: Option<usize>) -> Result<(), String> {
     let Some(w) = world.filter(|_| !takes_local_path(comm_path, args.tail_ctas, world)) else { return Ok(()) };
-    let fused_cols = |t: Option<mkernel::TileConfig>| t.filter(|t| t.fused_epilogue_only() && !t.swap_ab && t.cluster_size() == 1);
+    let fused_cols = |t: Option<mkernel::TileConfig>| t.filter(|t| t.is_fused_column_fitted());
     if let Some(t) = fused_cols(tile) {
         if forces_split(args.split_last_wave) || args.sweep_split.iter().any(|&s| s >= 2) {
             return Err(format!("--split-last-wave/--sweep-split: --tile {} computes whole tiles in the fused kernel ({w} ranks), no K-slices (one rank's plain GEMM splits it)", t.name()));
