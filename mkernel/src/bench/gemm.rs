@@ -239,7 +239,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         4 => TileConfig::cols_fit(s.m, s.n, sm_count).map(TileConfig::with_tma_store),
         _ => TileConfig::swapped_for(s.m, cm),
     };
-    let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref())? };
+    let tile = if fitted_swap.is_some() { None } else { super::parse_tile(args.tile.as_deref(), true)? };
     super::check_unique_shapes(&args.shape)?;
     let list = if args.models {
         model_shapes()

@@ -596,6 +596,12 @@ fn takes_local_path(path: Option<CommPath>, tail_ctas: Option<u32>, world: Optio
 /// The --comm-path / --tile / --tail-ctas combinations refused whatever the shape and
 /// device (checked before any GPU is touched); `world`: --procs or --gpus when given.
 fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
+    check_path_args_as("--tile", tile, path, tail_ctas, world)
+}
+
+/// [`check_path_args`] for a tile given by `flag` (`--tile`, or `--sweep-tiles` for a swept
+/// one), which its errors name.
+fn check_path_args_as(flag: &str, tile: Option<mkernel::TileConfig>, path: Option<CommPath>, tail_ctas: Option<u32>, world: Option<usize>) -> Result<(), String> {
     // --comm-path local, or one rank with no path and no tail CTAs: the local path (the
     // plain GEMM alone), which takes any tile of the plain GEMM's catalog.
     let local = takes_local_path(path, tail_ctas, world);
@@ -608,12 +614,12 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
             } else {
                 ""
             };
-            format!("--tile {}: {e}{hint}", t.name())
+            format!("{flag} {}: {e}{hint}", t.name())
         })?;
     }
     if let (Some(t), Some(1), false) = (tile.filter(|t| t.fused_epilogue_only()), world, local) {
         return Err(format!(
-            "--tile {}: with one rank, --comm-path or --tail-ctas ask for a fused kernel, and this tile has one with 2 ranks only; drop them for the local path (the plain GEMM alone)",
+            "{flag} {}: with one rank, --comm-path or --tail-ctas ask for a fused kernel, and this tile has one with 2 ranks only; drop them for the local path (the plain GEMM alone)",
             t.name()
         ));
     }
@@ -625,7 +631,7 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
     }
     if let Some(p) = path.filter(|p| p.adds_into_out()) {
         if let Some(t) = tile.filter(|t| t.epilogue != mkernel_kernels::gemm::Epilogue::TmaStore) {
-            return Err(format!("--comm-path {}: needs a TMA-store tile, got --tile {}", p.name(), t.name()));
+            return Err(format!("--comm-path {}: needs a TMA-store tile, got {flag} {}", p.name(), t.name()));
         }
         if let Some(w) = world.filter(|&w| w != 2) {
             return Err(format!("--comm-path {}: needs exactly 2 ranks, got {w}", p.name()));
@@ -649,13 +655,13 @@ fn check_path_args(tile: Option<mkernel::TileConfig>, path: Option<CommPath>, ta
             "column-fitted"
         };
         if let Some(p) = path.filter(|p| *p != CommPath::Epilogue && *p != CommPath::Local) {
-            return Err(format!("--tile {}: {kind} tiles take the epilogue path only (local with one rank), not --comm-path {}", t.name(), p.name()));
+            return Err(format!("{flag} {}: {kind} tiles take the epilogue path only (local with one rank), not --comm-path {}", t.name(), p.name()));
         }
         if let Some(w) = world.filter(|&w| w != 2 && !(w == 1 && local)) {
-            return Err(format!("--tile {}: {kind} tiles take the epilogue path, which needs exactly 2 ranks (or one rank: the plain GEMM alone), got {w}", t.name()));
+            return Err(format!("{flag} {}: {kind} tiles take the epilogue path, which needs exactly 2 ranks (or one rank: the plain GEMM alone), got {w}", t.name()));
         }
         if tail_ctas.is_some_and(|c| c > 0) {
-            return Err(format!("--tile {}: {kind} tiles take the epilogue path, which has no tail CTAs", t.name()));
+            return Err(format!("{flag} {}: {kind} tiles take the epilogue path, which has no tail CTAs", t.name()));
         }
     }
     Ok(())
@@ -776,7 +782,7 @@ fn parse_sweep_paths(names: &[String], world: Option<usize>) -> Result<Vec<CommP
 pub fn run(args: ArArgs) -> BenchResult<()> {
     // Argument errors before any rank is started or device touched.
     let c = &args.common;
-    let tile = super::parse_tile(args.tile.as_deref())?;
+    let tile = super::parse_tile(args.tile.as_deref(), false)?;
     let comm_path = match args.comm_path.as_deref() {
         None => None,
         Some(name) => Some(CommPath::by_name(name).ok_or_else(|| {
@@ -856,20 +862,21 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         .sweep_tiles
         .iter()
         .map(|n| {
-            mkernel::TileConfig::by_name(n)
-                .map(|t| (n.as_str(), Some(t)))
-                .ok_or_else(|| {
-                    format!(
-                        "--sweep-tiles: expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256), swap-ab-128xR-tma-store (R = 128, 136, ..., 256), swap-ab-128xR-tma-store-c2 (R = 128, 144, ..., 256), cols-128xC-tma-store (C = 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 144, 160, ..., 240); got {n}",
-                        mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
-                    )
-                })
+            if let Some(t) = mkernel::TileConfig::by_name(n) {
+                return Ok((n.as_str(), Some(t)));
+            }
+            // (a parameterised family's rule, or the nearest name, as for --tile)
+            let hint = super::unknown_tile("--sweep-tiles", n, false)?;
+            Err(format!(
+                "--sweep-tiles {n}: {hint}expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256), swap-ab-128xR-tma-store (R = 128, 136, ..., 256), swap-ab-128xR-tma-store-c2 (R = 128, 144, ..., 256), cols-128xC-tma-store (C = 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 144, 160, ..., 240)",
+                mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
+            ))
         })
         .collect::<Result<Vec<_>, String>>().map_err(super::usage)?;
     // A swept tile that no call of this run can take (the path or world size rules, as for
     // --tile) is refused here; one that only some shapes refuse is left out of their rows.
     for &(_, t) in &sweep_tiles {
-        check_path_args(t, comm_path, args.tail_ctas, world_asked).map_err(|e| super::usage(format!("--sweep-tiles: {e}")))?;
+        check_path_args_as("--sweep-tiles", t, comm_path, args.tail_ctas, world_asked).map_err(super::usage)?;
         // (as for --tile: a clustered tile computes whole tiles, no K-slices; the swept call
         // would inherit --split-last-wave and be refused on every shape)
         if let Some(t) = t.filter(|t| t.cluster_size() > 1) {
@@ -892,6 +899,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     if let Some(t) = tile {
         if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
             return Err(super::usage(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}", t.name(), s.n)));
+        }
+    }
+    // A swept one is left out of the rows it cannot write; one that no listed shape can
+    // take would time nothing (helper-88).
+    for t in sweep_tiles.iter().filter_map(|&(_, t)| t) {
+        if let (Some((label, s)), true) = (list.first(), list.iter().all(|(_, s)| t.check_output(s.n).is_err())) {
+            let more = if list.len() > 1 { format!(", nor has any other of the {} shapes listed", list.len()) } else { String::new() };
+            return Err(super::usage(format!("--sweep-tiles {}: the TMA-store epilogue needs N % 8 == 0, which '{label}' (N={}) has not{more}", t.name(), s.n)));
         }
     }
     super::check_out_dir(c)?;
@@ -1660,13 +1675,27 @@ mod tests {
             (&["--sweep-split", "2", "--comm-path", "one-shot"][..], "--sweep-split"),
             (&["--sweep-diag", "1", "--comm-path", "one-shot"][..], "--sweep-diag"),
             // A swept tile no call of the run can take, by the rules --tile follows.
-            (&["--sweep-tiles", "wide-tma-store-c2", "--gpus", "4"][..], "--sweep-tiles: --tile wide-tma-store-c2"),
-            (&["--sweep-tiles", "narrow-tma-store-c2", "--comm-path", "one-shot"][..], "--sweep-tiles: --tile narrow-tma-store-c2"),
+            (&["--sweep-tiles", "wide-tma-store-c2", "--gpus", "4"][..], "--sweep-tiles wide-tma-store-c2: clustered tiles"),
+            (&["--sweep-tiles", "narrow-tma-store-c2", "--comm-path", "one-shot"][..], "--sweep-tiles narrow-tma-store-c2: clustered tiles"),
+            // Unknown names are told what --tile's are: a family's rule, the nearest name.
+            (&["--sweep-tiles", "cols-128x250-tma-store"][..], "--sweep-tiles cols-128x250-tma-store: a cols-128xC tile needs"),
+            (&["--sweep-tiles", "wide-tma-stor"][..], "--sweep-tiles wide-tma-stor: did you mean wide-tma-store?"),
         ] {
             let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied()).chain(["--filter", "M=129"])).unwrap();
             let e = run(cli.ar).unwrap_err().to_string();
-            assert!(e.contains(want), "{args:?}: {e}");
+            // (a swept tile's refusal names --sweep-tiles, not --tile: helper-88)
+            assert!(e.contains(want) && (args[0] != "--sweep-tiles" || !e.contains("--tile ")), "{args:?}: {e}");
         }
+        // A swept TMA-store tile that no listed shape can write (N % 8 != 0) is refused; one
+        // that some shape can write is not refused for the others.
+        let sweep_err = |args: &[&str]| run(Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap().ar).err().map(|e| e.to_string()).unwrap_or_default();
+        let e = sweep_err(&["--sweep-tiles", "wide,wide-tma-store", "--shape", "129x8191x4096"]);
+        assert!(e.starts_with("--sweep-tiles wide-tma-store: the TMA-store epilogue needs N % 8 == 0, which 'shape 129x8191x4096' (N=8191) has not"), "{e}");
+        let e = sweep_err(&["--sweep-tiles", "wide-tma-store", "--shape", "129x8191x4096", "--shape", "129x8190x4096"]);
+        assert!(e.contains("nor has any other of the 2 shapes listed"), "{e}");
+        let e = sweep_err(&["--sweep-tiles", "wide-tma-store", "--shape", "129x8191x4096", "--shape", "129x8192x4096", "--out-dir", "/dev/null/mkernel"]);
+        // (stops at the next check, --out-dir under a plain file, before any device)
+        assert!(e.contains("--out-dir /dev/null/mkernel") && !e.contains("N % 8"), "{e}");
         let cli = Cli::try_parse_from(["x", "--sweep-tiles", "narrow-tma-store,bogus", "--filter", "M=129"]).unwrap();
         let e = run(cli.ar).unwrap_err().to_string();
         assert!(e.contains("--sweep-tiles") && e.contains("bogus") && e.contains("wide-tma-store"), "{e}");

@@ -103,13 +103,23 @@ pub fn compile_catalog() -> BenchResult<()> {
 }
 
 /// The rule a tile name of a parameterised family breaks (`swap-ab-64xR`, `swap-ab-128xR`,
-/// `cols-128xC`, with their suffixes), or `None` for a name outside those families.
-fn tile_family_rule(name: &str) -> Option<String> {
+/// `cols-128xC`, with their suffixes), naming `flag` (the argument that gave the name), or
+/// `None` for a name outside those families.
+fn tile_family_rule(flag: &str, name: &str) -> Option<String> {
     let (family, rest) = [("swap-ab-64x", "swap-ab-64xR"), ("swap-ab-128x", "swap-ab-128xR"), ("cols-128x", "cols-128xC")]
         .into_iter()
         .find_map(|(prefix, family)| name.strip_prefix(prefix).map(|rest| (family, rest)))?;
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     let suffix = &rest[digits.len()..];
+    // A size written with leading zeros (`cols-128x0144-tma-store`): the canonical name,
+    // when it is a tile, rather than a range the size is in.
+    let trimmed = digits.trim_start_matches('0');
+    if digits.len() > 1 && trimmed.len() < digits.len() {
+        let canonical = format!("{}{trimmed}{suffix}", &name[..name.len() - rest.len()]);
+        if mkernel::TileConfig::by_name(&canonical).is_some() {
+            return Some(format!("{flag} {name}: write the size without leading zeros: {canonical}"));
+        }
+    }
     let c2 = suffix.ends_with("-c2");
     let n2 = family == "cols-128xC" && suffix.ends_with("-n2");
     let rule = match (family, c2) {
@@ -130,37 +140,48 @@ fn tile_family_rule(name: &str) -> Option<String> {
     // (e.g. `-c2-tma-store` for `-tma-store-c2`).
     let known = ["", "-tma-store", "-c2", "-tma-store-c2", "-tma-store-n2"].contains(&suffix);
     if !known && !digits.is_empty() && mkernel::TileConfig::by_name(&name[..name.len() - suffix.len()]).is_some() {
-        return Some(format!("--tile {name}: '{suffix}' is not a suffix of {family} tiles; suffixes: none, {suffixes} (a combined one in that order: -tma-store-c2, not -c2-tma-store)"));
+        return Some(format!("{flag} {name}: '{suffix}' is not a suffix of {family} tiles; suffixes: none, {suffixes} (a combined one in that order: -tma-store-c2, not -c2-tma-store)"));
     }
     let cluster = if c2 { "-c2" } else if n2 { "-n2" } else { "" };
-    Some(format!("--tile {name}: a {family}{cluster} tile needs {rule}; suffixes: none, {suffixes}"))
+    Some(format!("{flag} {name}: a {family}{cluster} tile needs {rule}; suffixes: none, {suffixes}"))
 }
 
 /// The tile name nearest to `name` (edit distance, ignoring case) if it is close: at most
 /// a quarter of the name's length away, and at least 2 (`WIDE` -> `wide`,
-/// `narrow-tma-store-n4` -> `narrow-tma-store-n2`). Catalog names and `bench gemm`'s
-/// fitted ones.
-fn nearest_tile_name(name: &str) -> Option<String> {
+/// `narrow-tma-store-n4` -> `narrow-tma-store-n2`). Catalog names, and with `fitted`
+/// `bench gemm`'s fitted ones (which `bench gemm-allreduce` does not take).
+fn nearest_tile_name(name: &str, fitted: bool) -> Option<String> {
     let lower = name.to_ascii_lowercase();
-    let fitted = ["swap-ab", "swap-ab-c2", "swap-ab-128-fit", "cols-fit", "cols-fit-tma-store"].map(String::from);
+    let fitted_names = ["swap-ab", "swap-ab-c2", "swap-ab-128-fit", "cols-fit", "cols-fit-tma-store"].map(String::from);
     let (dist, best) = mkernel::TileConfig::gemm_catalog()
         .map(|t| t.name())
-        .chain(fitted)
+        .chain(fitted_names.into_iter().filter(|_| fitted))
         .map(|c| (strsim::levenshtein(&lower, &c), c))
         .min()?;
     (dist <= (name.len() / 4).max(2)).then_some(best)
 }
 
-/// Parses `--tile NAME` (see `TileConfig::by_name`).
-pub fn parse_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>> {
+/// Why `name`, given to `flag`, is not a tile, before the list of names: a parameterised
+/// family's rule (the whole message), or else "did you mean" the nearest name (among
+/// `bench gemm`'s fitted names too with `fitted`), or else nothing.
+pub fn unknown_tile(flag: &str, name: &str, fitted: bool) -> Result<String, String> {
+    match tile_family_rule(flag, name) {
+        Some(rule) => Err(rule),
+        None => Ok(nearest_tile_name(name, fitted).map(|t| format!("did you mean {t}? ")).unwrap_or_default()),
+    }
+}
+
+/// Parses `--tile NAME` (see `TileConfig::by_name`); `fitted`: the bench also takes
+/// `bench gemm`'s fitted names (parsed before this), which a near miss may then be told.
+pub fn parse_tile(name: Option<&str>, fitted: bool) -> BenchResult<Option<mkernel::TileConfig>> {
     match name {
         None => Ok(None),
         Some(n) => mkernel::TileConfig::by_name(n).map(Some).ok_or_else(|| {
             // (a name of a parameterised family gets that family's rule)
-            if let Some(rule) = tile_family_rule(n) {
-                return usage(rule);
-            }
-            let hint = nearest_tile_name(n).map(|t| format!("did you mean {t}? ")).unwrap_or_default();
+            let hint = match unknown_tile("--tile", n, fitted) {
+                Ok(hint) => hint,
+                Err(rule) => return usage(rule),
+            };
             usage(format!(
                 "--tile {n}: {hint}expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) or cols-128xC-tma-store (C = 136, 144, ..., 248) or cols-128xC-tma-store-c2 (C = 144, 160, ..., 240) (both benches), or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store (C = 8, 16, ..., 120), cols-128xC-tma-store-c2 (C = 48, 64, 72, 80, ..., 120), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
@@ -508,7 +529,7 @@ mod tests {
     /// argument; a valid one parses; anything else gets the list of names.
     #[test]
     fn tile_names_of_a_family_report_its_rule() {
-        let err = |n: &str| parse_tile(Some(n)).err().map(|e| e.to_string()).unwrap_or_default();
+        let err = |n: &str| parse_tile(Some(n), true).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err("swap-ab-128x200-c2").contains("R a multiple of 16 in 128..=256"), "{}", err("swap-ab-128x200-c2"));
         assert!(err("swap-ab-64x12").contains("R a multiple of 8 in 8..=256"));
         assert!(err("swap-ab-128x56-tma-store").contains("in 64..=256"));
@@ -521,7 +542,7 @@ mod tests {
         assert!(err("cols-128x56-tma-store-c2").contains("C = 48, 64, 72, 80, ..., 120 or"), "{}", err("cols-128x56-tma-store-c2"));
         assert!(err("cols-128x136-tma-store-c2").contains("or a multiple of 16 in 144..=240"), "{}", err("cols-128x136-tma-store-c2"));
         for ok in ["cols-128x96-tma-store-c2", "cols-128x88-tma-store-c2", "cols-128x120-tma-store-c2", "cols-128x72-tma-store-c2"] {
-            assert!(parse_tile(Some(ok)).is_ok(), "{ok}");
+            assert!(parse_tile(Some(ok), true).is_ok(), "{ok}");
         }
         assert!(err("cols-128x176-c2").contains("with the TMA store (-tma-store-c2)"), "{}", err("cols-128x176-c2"));
         // Tiles in clusters along N: a multiple of 16 in 48..=160, TMA store only.
@@ -534,10 +555,20 @@ mod tests {
         assert!(err("narrow-tma-store-n4").contains("did you mean narrow-tma-store-n2?"), "{}", err("narrow-tma-store-n4"));
         assert!(err("cols-fit-tmastore").contains("did you mean cols-fit-tma-store?"), "{}", err("cols-fit-tmastore"));
         assert!(!err("nonsense").contains("did you mean"), "{}", err("nonsense"));
+        // bench gemm-allreduce takes no fitted names, so it is not told one (helper-88).
+        let e = parse_tile(Some("cols-fit-tmastore"), false).unwrap_err().to_string();
+        assert!(!e.contains("did you mean cols-fit"), "{e}");
+        // A zero-padded size is told the canonical name, not a range it is in (helper-88).
+        for (bad, good) in [("cols-128x0144-tma-store", "cols-128x144-tma-store"), ("swap-ab-128x0208-tma-store-c2", "swap-ab-128x208-tma-store-c2")] {
+            let e = err(bad);
+            assert!(e.starts_with(&format!("--tile {bad}: write the size without leading zeros: {good}")), "{e}");
+        }
+        assert!(err("cols-128x0250").contains("C a multiple of 8 in 8..=120 or 136..=248"), "{}", err("cols-128x0250"));
+        assert!(unknown_tile("--sweep-tiles", "cols-128x250", false).unwrap_err().starts_with("--sweep-tiles cols-128x250: a cols-128xC tile"));
         // A 128-row swapped name is not told the 64-row tiles' suffix rule.
         assert!(!err("swap-ab-128x136-foo").contains("not both") && err("swap-ab-64x8-foo").contains("-c2 (not both)"), "{}", err("swap-ab-128x136-foo"));
         // Argument errors are UsageErrors (exit status 2), as clap's own.
-        let e = parse_tile(Some("WIDE")).unwrap_err();
+        let e = parse_tile(Some("WIDE"), true).unwrap_err();
         assert_eq!(exit_status(e.as_ref()), 2);
         let other: Box<dyn std::error::Error> = "no GPU".into();
         assert_eq!(exit_status(other.as_ref()), 1);
@@ -549,7 +580,7 @@ mod tests {
             assert!(e.starts_with(&format!("--tile {bad}: '{suffix}' is not a suffix")) && e.contains("in that order"), "{e}");
         }
         for ok in ["swap-ab-128x208-tma-store-c2", "swap-ab-128x208-c2", "swap-ab-64x136", "cols-128x176-tma-store", "cols-128x176-tma-store-c2", "wide-tma-store-c2", "cols-128x96-tma-store-n2", "cols-128x48-tma-store-n2", "narrow-tma-store-n2"] {
-            assert!(matches!(parse_tile(Some(ok)), Ok(Some(_))), "{ok}");
+            assert!(matches!(parse_tile(Some(ok), true), Ok(Some(_))), "{ok}");
         }
     }
 
