@@ -91,9 +91,9 @@ impl std::fmt::Display for TileConfig {
     }
 }
 
-/// The fused kernel's tiles beyond [`TileConfig::ALL`], for its refusals
-/// ([`TileConfig::validate`]).
-const FUSED_OTHER_TILES: &str = "a tile of its epilogue path (2 ranks): swapped-operand TMA-store (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256; swap-ab-128xR-tma-store-c2, R = 128, 144, ..., 256) or column-fitted TMA-store (cols-128xC-tma-store, C = 136, 144, ..., 248; cols-128xC-tma-store-c2, C = 144, 160, ..., 240)";
+/// The fused kernel's tiles beyond [`TileConfig::ALL`] ([`TileConfig::fused_catalog`]), as
+/// the refusals of [`TileConfig::validate`] and of the bench's tile arguments name them.
+pub const FUSED_OTHER_TILES: &str = "a tile of the fused kernel's epilogue path (2 ranks): swapped-operand TMA-store (swap-ab-64xR-tma-store, R = 8, 16, ..., 256; swap-ab-128xR-tma-store, R = 128, 136, ..., 256; swap-ab-128xR-tma-store-c2, R = 128, 144, ..., 256) or column-fitted TMA-store (cols-128xC-tma-store, C = 136, 144, ..., 248; cols-128xC-tma-store-c2, C = 144, 160, ..., 240)";
 
 impl TileConfig {
     /// 128 x 256 tiles, 4 stages: the large-problem configuration.

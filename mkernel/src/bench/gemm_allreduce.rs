@@ -868,8 +868,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             // (a parameterised family's rule, or the nearest name, as for --tile)
             let hint = super::unknown_tile("--sweep-tiles", n, false)?;
             Err(format!(
-                "--sweep-tiles {n}: {hint}expected names among {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256), swap-ab-128xR-tma-store (R = 128, 136, ..., 256), swap-ab-128xR-tma-store-c2 (R = 128, 144, ..., 256), cols-128xC-tma-store (C = 136, 144, ..., 248), cols-128xC-tma-store-c2 (C = 144, 160, ..., 240)",
-                mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
+                "--sweep-tiles {n}: {hint}expected names among {}, or {}",
+                mkernel::TileConfig::ALL.map(|t| t.name()).join(", "),
+                mkernel_kernels::gemm::FUSED_OTHER_TILES
             ))
         })
         .collect::<Result<Vec<_>, String>>().map_err(super::usage)?;

@@ -183,8 +183,9 @@ pub fn parse_tile(name: Option<&str>, fitted: bool) -> BenchResult<Option<mkerne
                 Err(rule) => return usage(rule),
             };
             usage(format!(
-                "--tile {n}: {hint}expected one of {}, or swap-ab-64xR-tma-store (R = 8, 16, ..., 256) or swap-ab-128xR-tma-store (R = 128, 136, ..., 256) or swap-ab-128xR-tma-store-c2 (R a multiple of 16) or cols-128xC-tma-store (C = 136, 144, ..., 248) or cols-128xC-tma-store-c2 (C = 144, 160, ..., 240) (both benches), or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store (C = 8, 16, ..., 120), cols-128xC-tma-store-c2 (C = 48, 64, 72, 80, ..., 120), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
-                mkernel::TileConfig::ALL.map(|t| t.name()).join(", ")
+                "--tile {n}: {hint}expected one of {}, or (both benches) {}, or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store (C = 8, 16, ..., 120), cols-128xC-tma-store-c2 (C = 48, 64, 72, 80, ..., 120), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
+                mkernel::TileConfig::ALL.map(|t| t.name()).join(", "),
+                mkernel_kernels::gemm::FUSED_OTHER_TILES
             ))
         }),
     }
