@@ -11,11 +11,16 @@
 # Expected: faster about in proportion to the busiest SM's cut (12-31%) where it is >= 12%.
 # 0) run390's forced widths on main (GPU_DIR=.gpu-main), so that one machine start serves both (then run390 need not run).
 set -u
+# Session 48: two device calls, the fused half first (never-run GPU code): `run.sh fused`, then `run.sh gemm`.
+part=${1:-all}
+if [[ $part != fused ]]; then
 GPU_DIR=.gpu-main bash bench/results/logs/run390/run.sh
 CHECK_FIRST=1 bash bench/gemm-ab-dirs.sh 233x11888x16256,256x12288x16384,246x11824x14784,224x13312x20480,242x14000x18432,247x14280x20288,256x14336x16384,199x11328x17408,215x12840x19456 "--host-gate --back-to-back 20" .gpu-main .gpu > "$OUT/ab391.log" 2>&1
 grep -c PASS "$OUT/ab391.log"
 TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm
 grep -E "^test |test result" "$OUT/test-logs/"gpu_gemm-*.log | grep -v " ok$"
+fi
+[[ $part == gemm ]] && exit 0
 # 3) main's one-GPU fused tests: session 45 merged the split fix-up's batching (fixup-batch), which the fused kernel's
 # epilogue path compiles too, and no gpu_gemm_allreduce test ran since; session 46 added the column-fitted tiles to
 # the epilogue path (NOTES 48) with column_fitted_tiles_on_the_epilogue_path, whose two ranks share GPU 0 here
