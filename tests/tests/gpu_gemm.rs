@@ -470,6 +470,8 @@ fn one_wave_cols_default_matches_reference() {
         (206, 4824, 576, 80),
         (254, 4256, 704, 72),
         (235, 5320, 1920, 88),
+        // Two row blocks above K = 14336 in place of 128 x 256 (94 tiles), M and N ragged.
+        (233, 11888, 16256, 184),
     ];
     widths_match_reference("one_wave_cols_default_matches_reference", &cases, TileConfig::cols_tma_store);
 }

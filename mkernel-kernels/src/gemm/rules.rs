@@ -83,8 +83,9 @@ pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 /// See [`ONE_WAVE_COLS_MIN_K`].
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// At two row blocks (193 <= M <= 256) the one-wave-cols rule past [`ONE_WAVE_COLS_MAX_K`] up
-/// to this K, in place of the 128 x 128 TMA-store tile where its tiles fill more than two
-/// thirds of the SMs (below, the two-rounds split rule's ground,
+/// to this K, in place of the 128 x 128 TMA-store tile (and of the 128 x 256 one: 176-224
+/// columns on 132 SMs where its tiles number 89-116, not yet timed as the default, run 391
+/// prepared) where its tiles fill more than two thirds of the SMs (below, the two-rounds split rule's ground,
 /// [`TileConfig::split_two_rounds_for`]) and the width cuts at least an eighth of the busiest
 /// SM's elements (at most 112 columns; on 132 SMs where the 128 x 128 tiles number 90-116:
 /// run 382 measured 94-104; at 118-124 tiles the width would be 120 and
@@ -694,7 +695,7 @@ impl TileConfig {
     /// <= 112). N > 160, K % 64 == 0, N % 8 == 0 and [`ONE_WAVE_COLS_MIN_K`] <= K <=
     /// [`ONE_WAVE_COLS_MAX_K`], at M <= 256 from [`ONE_WAVE_COLS_SHORT_MIN_K`] in place of the
     /// 128 x 128 TMA-store tile where its tiles fill at most two thirds of the SMs, and up to
-    /// [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`] in place of that tile where its tiles fill more
+    /// [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`] in place of that tile or the 128 x 256 one where its tiles fill more
     /// than two thirds and the width cuts at least an eighth (as measured). `None` elsewhere.
     ///
     /// At ragged M the rule stayed off two families until the last row block read A inside
@@ -810,10 +811,10 @@ impl TileConfig {
         if shape.k < ONE_WAVE_COLS_MIN_K && (current != Self::NARROW_TMA_STORE || tiles * 3 > sms * 2) {
             return None;
         }
-        // (above ONE_WAVE_COLS_MAX_K, at two row blocks, only in place of 128 x 128 tiles filling
-        // more than two thirds, and below where the width cuts at least an eighth)
+        // (above ONE_WAVE_COLS_MAX_K, at two row blocks, only in place of 128 x 128 or 128 x 256
+        // tiles filling more than two thirds, and below where the width cuts at least an eighth)
         let long_k = shape.k > ONE_WAVE_COLS_MAX_K;
-        if long_k && (current != Self::NARROW_TMA_STORE || tiles * 3 <= sms * 2) {
+        if long_k && ((current != Self::NARROW_TMA_STORE && current != Self::WIDE_TMA_STORE) || tiles * 3 <= sms * 2) {
             return None;
         }
         // The elements the busiest SM computes per K block: waves of tiles times the tile's
@@ -3210,14 +3211,27 @@ mod tests {
             assert_eq!(rule(narrow, m, n, k, 132), None, "{m}x{n}x{k}");
         }
         // Above K = 14336 at two row blocks, in place of 128 x 128 tiles filling more than two
-        // thirds where the width cuts at least an eighth (run 382), never of the wide tile.
+        // thirds where the width cuts at least an eighth (run 382), and of 128 x 256 ones alike
+        // (below).
         for (m, n, k, w) in [(211, 6088, 16384, 96), (256, 6144, 16384, 96), (214, 5696, 16384, 88), (255, 6520, 20480, 104), (256, 7168, 14400, 112)] {
             assert_eq!(rule(narrow, m, n, k, 132), Some(cols(w)), "{m}x{n}x{k}");
             // (80, 96 and 112 columns in clusters since run 387: `one_wave_cols_c2_instead_of`)
             assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
-        assert_eq!(rule(wide, 256, 14336, 16384, 132), None);
+        // 128 x 256 tiles above K = 14336 filling more than two thirds (run 390's shapes: 94-112
+        // tiles), unsplit with any workspace; not where the width cuts less than an eighth (204 x
+        // 15736: 240 columns for 124 tiles of 256), nor at two thirds or less (the two-rounds
+        // split's: 256 x 10752 makes 84).
+        for (m, n, k, w) in [(233, 11888, 16256, 184), (256, 12288, 16384, 192), (224, 13312, 20480, 208), (242, 14000, 18432, 216), (256, 14336, 16384, 224)] {
+            assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), wide, "{m}x{n}x{k}");
+            assert_eq!(rule(wide, m, n, k, 132), Some(cols(w)), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
+        }
+        assert_eq!(rule(wide, 204, 15736, 14912, 132), None);
+        assert_eq!(rule(wide, 256, 10752, 16384, 132), None);
+        assert_eq!(rule(wide, 256, 12288, 20544, 132), None); // above ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K
         // (helper-61: on 7 SMs the rule's tile padded N = 136 less than the small-N rule's)
         assert_eq!(rule(narrow, 193, 136, 4096, 7), None);
         assert_eq!(TileConfig::choose_for(s(193, 136, 4096), 7), TileConfig::small_n_for(s(193, 136, 4096), 7).unwrap());
