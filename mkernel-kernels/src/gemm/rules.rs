@@ -84,7 +84,7 @@ pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// At two row blocks (193 <= M <= 256) the one-wave-cols rule past [`ONE_WAVE_COLS_MAX_K`] up
 /// to this K, in place of the 128 x 128 TMA-store tile (and of the 128 x 256 one: 176-224
-/// columns on 132 SMs where its tiles number 89-116, not yet timed as the default, run 391
+/// columns on 132 SMs where its tiles number 90-116, not yet timed as the default, run 391
 /// prepared) where its tiles fill more than two thirds of the SMs (below, the two-rounds split rule's ground,
 /// [`TileConfig::split_two_rounds_for`]) and the width cuts at least an eighth of the busiest
 /// SM's elements (at most 112 columns; on 132 SMs where the 128 x 128 tiles number 90-116:
