@@ -154,10 +154,20 @@ fn swapped_operand_tiles_match_reference() {
             run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store(cols)));
         }
     }
-    // The TMA-store ones of 144..=240 columns (multiples of 16) in 2-CTA clusters sharing B:
-    // even and odd numbers of A row blocks (an odd one leaves a padding tile per column
-    // block), K ragged, one swizzled width (192).
-    for (m, n, k, cols) in [(2048, 7168, 512, 176), (2049, 7168, 1000, 176), (520, 1000, 192, 192), (777, 2880, 1088, 240), (129, 1000, 64, 144)] {
+    // The TMA-store ones of 136..=248 columns in 2-CTA clusters sharing B (at 136, 152, ...,
+    // 248 the CTAs' halves of B overlap by 8 rows): even and odd numbers of A row blocks (an
+    // odd one leaves a padding tile per column block), K ragged, one swizzled width (192).
+    for (m, n, k, cols) in [
+        (2048, 7168, 512, 176),
+        (2049, 7168, 1000, 176),
+        (520, 1000, 192, 192),
+        (777, 2880, 1088, 240),
+        (129, 1000, 64, 144),
+        (777, 2880, 1088, 216),
+        (129, 1000, 64, 136),
+        (2049, 7168, 1000, 248),
+        (1000, 5000, 520, 168),
+    ] {
         run_case(GemmShape { m, n, k }, Some(TileConfig::cols_tma_store_c2(cols)));
     }
     // and the opt-in ones of 48..=120 columns: ragged M with an even and an odd number of

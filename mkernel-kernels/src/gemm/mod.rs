@@ -199,8 +199,8 @@ impl TileConfig {
 
     /// [`Self::cols_tma_store`] in 2-CTA clusters sharing the B tile by TMA multicast (the
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
-    /// `cols` rows in whole 8-row swizzle atoms ([`Self::shared_rows_per_cta`]): 144, 160, ...,
-    /// 240, and 48, 64, ..., 112 and 72, 88, 104, 120 (where half of `cols` is not whole
+    /// `cols` rows in whole 8-row swizzle atoms ([`Self::shared_rows_per_cta`]): 136, 144, ...,
+    /// 248, and 48, 64, ..., 112 and 72, 88, 104, 120 (where half of `cols` is not whole
     /// atoms the two shares overlap by 8 rows), of which 80-120 are defaults at two row blocks,
     /// [`Self::half_width_c2_instead_of`] and [`Self::one_wave_cols_c2_instead_of`]), as
     /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
@@ -238,7 +238,7 @@ impl TileConfig {
 
     /// The column-fitted tiles of [`Self::cols`], one per width 136, 144, ..., 248 and
     /// 8, 16, ..., 120 ([`Self::narrow_cols_widths`]), with either epilogue, then the
-    /// TMA-store ones of 144, 160, ..., 240 columns in 2-CTA clusters
+    /// TMA-store ones of 136, 144, ..., 248 columns in 2-CTA clusters
     /// ([`Self::cols_tma_store_c2`]), then those of [`Self::narrow_c2_widths`].
     fn all_cols() -> impl Iterator<Item = Self> {
         let widths = || Self::cols_widths().chain(Self::narrow_cols_widths());
@@ -272,10 +272,12 @@ impl TileConfig {
     }
 
     /// Whether the column-fitted TMA-store tile `cols` wide has a 2-CTA twin
-    /// ([`Self::cols_tma_store_c2`]): a width of [`Self::cols_widths`] whose half is whole
-    /// 8-row swizzle atoms of B (a multiple of 16: 144, 160, ..., 240).
+    /// ([`Self::cols_tma_store_c2`]): every width of [`Self::cols_widths`], 136, 144, ...,
+    /// 248 (at 136, 152, ..., 248 each CTA loads half of B rounded up to whole 8-row swizzle
+    /// atoms, the halves overlapping by 8 rows: [`Self::shared_rows_per_cta`]; before, only the
+    /// multiples of 16 had one).
     fn cols_clusters(cols: u32) -> bool {
-        cols % 16 == 0 && Self::cols_widths().any(|c| c == cols)
+        Self::cols_widths().any(|c| c == cols)
     }
 
     /// The widths below the narrow tile's, 8, 16, ..., 120: 128-row tiles that spread a
@@ -554,7 +556,7 @@ impl TileConfig {
     /// the swapped-operand `swap-ab-64xR` (R = 8, 16, ..., 256), `swap-ab-64xR-c2` (R a
     /// multiple of 16), `swap-ab-128xR` (R = 64, 72, ..., 256), `swap-ab-128xR-c2` (R a
     /// multiple of 16), and the column-fitted `cols-128xC[-tma-store]` (C = 8, 16, ..., 120 and 136, 144, ..., 248)
-    /// and `cols-128xC-tma-store-c2` (C = 48, 64, 72, 80, ..., 120 and 144, 160, ..., 240), and in clusters along N
+    /// and `cols-128xC-tma-store-c2` (C = 48, 64, 72, 80, ..., 120 and 136, 144, ..., 248), and in clusters along N
     /// `cols-128xC-tma-store-n2` (C = 48, 64, ..., 160 but 128) and `narrow-tma-store-n2`,
     /// plain GEMM only, and `swap-ab-64xR-tma-store`, `swap-ab-128xR-tma-store`,
     /// `swap-ab-128xR-tma-store-c2` (R a multiple of 16), `cols-128xC-tma-store` (C = 136,

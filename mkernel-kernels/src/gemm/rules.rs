@@ -1133,8 +1133,10 @@ impl TileConfig {
     /// 0.950-0.956 unclustered -> 0.975, 2049 x 8192 x 14336 0.958-0.961 -> 0.992-0.996 (the
     /// Registers tile: 0.900 in run 130).
     ///
-    /// Likewise the column-fitted TMA-store tile ([`Self::cols_instead_of`]) of 144..=240
-    /// columns (a multiple of 16: each CTA multicasts half of B's rows) becomes its 2-CTA
+    /// Likewise the column-fitted TMA-store tile ([`Self::cols_instead_of`]) of 136..=248
+    /// columns (each CTA multicasts half of B's rows; at 136, 152, ..., 248 rounded up to whole
+    /// swizzle atoms, the halves overlapping by 8 rows, which run 389 found faster at 88-120
+    /// columns; these wide ones not yet timed, NOTES 47.6) becomes its 2-CTA
     /// twin ([`Self::cols_tma_store_c2`]) on the wide tile's conditions (M >= 1024, the row
     /// blocks pair up, K >= 4096), and also at 193 <= M <= 256 (two row blocks, where the
     /// column rule takes it beyond one wave; run 295, bench/NOTES.md 37.1). Run 212 (one H200, two passes, `--warmup-ms 800`), ours /
@@ -2719,12 +2721,13 @@ mod tests {
             ((1856, 7168, 8192), cols(208)),
             ((3456, 2432, 4096), cols(176)),
             ((1664, 3456, 4096), cols(176)),
-            ((1536, 6528, 4096), cols(200)),
-            ((1024, 6912, 5120), cols(216)),
+            // (even row blocks from K = 4096: clustered since the halves of B may overlap, NOTES 47.6)
+            ((1536, 6528, 4096), cols_c2(200)),
+            ((1024, 6912, 5120), cols_c2(216)),
             ((1088, 6032, 8192), cols(208)),
             ((1487, 3800, 2048), cols(176)),
             ((1067, 8072, 1024), cols(184)),
-            ((1256, 7784, 14336), cols(200)),
+            ((1256, 7784, 14336), cols_c2(200)),
             ((1472, 2432, 4096), cols_c2(224)),
             ((2048, 5376, 4096), cols_c2(224)),
         ] {
@@ -2832,12 +2835,16 @@ mod tests {
         }
         assert_eq!(TileConfig::choose_for(s(2048, 7168, 2048), 132), TileConfig::cols_tma_store(176), "K < 4096");
         assert_eq!(TileConfig::choose_for(s(1408, 14336, 8192), 132), TileConfig::cols_tma_store(240), "11 row blocks");
-        assert_eq!(TileConfig::choose_for(s(2048, 13824, 8192), 132), TileConfig::cols_tma_store(216), "216: not a multiple of 16");
+        // (216 columns too since each CTA's half of B may overlap the other's: NOTES 47.6)
+        assert_eq!(TileConfig::choose_for(s(2048, 13824, 8192), 132), TileConfig::cols_tma_store_c2(216), "216");
         let c2 = TileConfig::cols_tma_store_c2(176);
         assert_eq!((c2.name(), c2.with_tma_store(), c2.tiles(2049, 7168), c2.can_split_last_wave()), ("cols-128x176-tma-store-c2".to_string(), c2, 18 * 41, false));
         assert!(c2.validate_for_gemm().is_ok() && c2.validate().is_ok() && TileConfig::by_name("cols-128x176-tma-store-c2") == Some(c2));
         assert!(source(c2).unwrap().source.contains("__cluster_dims__(2, 1, 1)"));
-        assert!(TileConfig { cluster_m: 2, ..TileConfig::cols_tma_store(168) }.validate_for_gemm().is_err(), "168 rows of B do not halve into 8-row atoms");
+        // (168 rows of B halve into overlapping 88-row shares: NOTES 47.6; clusters need the TMA store)
+        assert!(TileConfig::cols_tma_store_c2(168).validate_for_gemm().is_ok());
+        assert_eq!(TileConfig::cols_tma_store_c2(168).shared_rows_per_cta(), 88);
+        assert!(TileConfig { cluster_m: 2, ..TileConfig::cols(168) }.validate_for_gemm().is_err(), "the Registers epilogue in clusters");
         for (m, n, k) in [(2048, 8192, 4096), (4096, 8192, 14336), (4096, 8192, 4096), (2048, 8192, 14336), (1024, 8192, 4096)] {
             // (the clustered twin: every one of these has an even number of row blocks)
             assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::WIDE_TMA_STORE_C2, "{m}x{n}x{k}");
@@ -3156,7 +3163,7 @@ mod tests {
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 16896, 4096, 132), None);
         assert_eq!(rule(TileConfig::WIDE_TMA_STORE, 256, 27648, 5120, 132), None);
         // (there the column rule fits the width to the waves instead, run 295)
-        assert_eq!(TileConfig::choose_for(s(256, 27648, 5120), 132), cols(216));
+        assert_eq!(TileConfig::choose_for(s(256, 27648, 5120), 132), TileConfig::cols_tma_store_c2(216));
         assert_eq!(TileConfig::choose_for(s(256, 57344, 8192), 132), TileConfig::cols_tma_store_c2(176));
         assert_eq!(rule(narrow, 256, 2816, 8192, 132), None); // 44 tiles: a third of 132
         assert_eq!(rule(narrow, 256, 2944, 8192, 132), Some(cols(48)));

@@ -29,7 +29,7 @@ pub struct GemmArgs {
     /// sharing A (swap-ab-128xR-c2, swap-ab-128xR-tma-store-c2; R a multiple of 16), and
     /// swap-ab-128-fit (the Registers one fitted to M, 257 <= M <= 8192); cols-128xC (128 x
     /// C, C = 8, 16, ..., 120 or 136, 144, ..., 248, Registers epilogue; cols-128xC-tma-store with the TMA
-    /// store; cols-128xC-tma-store-c2, C = 48, 64, 72, 80, ..., 120 and 144, 160, ..., 240, in 2-CTA clusters sharing B;
+    /// store; cols-128xC-tma-store-c2, C = 48, 64, 72, 80, ..., 120 and 136, 144, ..., 248, in 2-CTA clusters sharing B;
     /// cols-128xC-tma-store-n2, C = 48, 64, ..., 160 but 128, and narrow-tma-store-n2, in
     /// 2-CTA clusters along N sharing A, never split; narrow-tma-store-n2 is the default's last
     /// step where it applies, bench/NOTES.md 38.1) and cols-fit / cols-fit-tma-store (the one

@@ -128,11 +128,11 @@ fn tile_family_rule(flag: &str, name: &str) -> Option<String> {
         ("swap-ab-64xR", true) => "R a multiple of 16 in 16..=256 (and no -tma-store with -c2)",
         ("swap-ab-128xR", false) => "R a multiple of 8 in 64..=256",
         ("swap-ab-128xR", true) => "R a multiple of 16 in 128..=256",
-        ("cols-128xC", true) => "C = 48, 64, 72, 80, ..., 120 or a multiple of 16 in 144..=240, with the TMA store (-tma-store-c2)",
+        ("cols-128xC", true) => "C = 48, 64, 72, 80, ..., 120 or 136, 144, ..., 248, with the TMA store (-tma-store-c2)",
         _ => "C a multiple of 8 in 8..=120 or 136..=248 (128 is the narrow tile, 256 the wide one)",
     };
     let suffixes = match family {
-        "cols-128xC" => "-tma-store, -tma-store-c2 (C = 48, 64, 72, 80, ..., 120 or a multiple of 16 in 144..=240), -tma-store-n2 (C a multiple of 16 in 48..=160)",
+        "cols-128xC" => "-tma-store, -tma-store-c2 (C = 48, 64, 72, 80, ..., 120 or 136, 144, ..., 248), -tma-store-n2 (C a multiple of 16 in 48..=160)",
         "swap-ab-64xR" => "-tma-store, -c2 (not both)",
         _ => "-tma-store, -c2, -tma-store-c2",
     };
@@ -183,7 +183,7 @@ pub fn parse_tile(name: Option<&str>, fitted: bool) -> BenchResult<Option<mkerne
                 Err(rule) => return usage(rule),
             };
             usage(format!(
-                "--tile {n}: {hint}expected one of {}, or (both benches) {}, or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store (C = 8, 16, ..., 120), cols-128xC-tma-store-c2 (C = 48, 64, 72, 80, ..., 120), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
+                "--tile {n}: {hint}expected one of {}, or (both benches) {}, or (bench gemm, and bench gemm-allreduce with one rank on its local path) swap-ab-64xR, swap-ab-64xR-c2 (R a multiple of 16), swap-ab-128xR[-tma-store] (R = 64, 72, ..., 256), swap-ab-128xR-c2 (R a multiple of 16 from 128), cols-128xC (C = 8, 16, ..., 120, 136, 144, ..., 248), cols-128xC-tma-store (C = 8, 16, ..., 120), cols-128xC-tma-store-c2 (C = 48, 64, 72, 80, ..., 120 and 136, 152, ..., 248), cols-128xC-tma-store-n2 (C = 48, 64, ..., 160 but 128; 2-CTA clusters along N), narrow-tma-store-n2, or (bench gemm only) swap-ab, swap-ab-c2, swap-ab-128-fit, cols-fit or cols-fit-tma-store; got {n}",
                 mkernel::TileConfig::ALL.map(|t| t.name()).join(", "),
                 mkernel_kernels::gemm::FUSED_OTHER_TILES
             ))
@@ -536,13 +536,12 @@ mod tests {
         assert!(err("swap-ab-128x56-tma-store").contains("in 64..=256"));
         assert!(err("cols-128x250").contains("C a multiple of 8 in 8..=120 or 136..=248"));
         assert!(err("cols-128x250").starts_with("--tile cols-128x250"));
-        // Clustered column-fitted tiles: 48, 64 and 72..=120 (each CTA's half of B whole 8-row
-        // swizzle atoms, overlapping by 8 rows at 72, 88, 104, 120) or a multiple of 16 in
-        // 144..=240, TMA store only.
-        assert!(err("cols-128x168-tma-store-c2").contains("C = 48, 64, 72, 80, ..., 120 or a multiple of 16 in 144..=240"), "{}", err("cols-128x168-tma-store-c2"));
+        // Clustered column-fitted tiles: 48, 64, 72..=120 and 136..=248 (each CTA's half of B
+        // whole 8-row swizzle atoms, overlapping by 8 rows at widths of 16j + 8), TMA store only.
+        assert!(err("cols-128x250-tma-store-c2").contains("C = 48, 64, 72, 80, ..., 120 or 136, 144, ..., 248"), "{}", err("cols-128x250-tma-store-c2"));
         assert!(err("cols-128x56-tma-store-c2").contains("C = 48, 64, 72, 80, ..., 120 or"), "{}", err("cols-128x56-tma-store-c2"));
-        assert!(err("cols-128x136-tma-store-c2").contains("or a multiple of 16 in 144..=240"), "{}", err("cols-128x136-tma-store-c2"));
-        for ok in ["cols-128x96-tma-store-c2", "cols-128x88-tma-store-c2", "cols-128x120-tma-store-c2", "cols-128x72-tma-store-c2"] {
+        assert!(err("cols-128x128-tma-store-c2").contains("or 136, 144, ..., 248"), "{}", err("cols-128x128-tma-store-c2"));
+        for ok in ["cols-128x96-tma-store-c2", "cols-128x88-tma-store-c2", "cols-128x120-tma-store-c2", "cols-128x72-tma-store-c2", "cols-128x136-tma-store-c2", "cols-128x168-tma-store-c2", "cols-128x248-tma-store-c2"] {
             assert!(parse_tile(Some(ok), true).is_ok(), "{ok}");
         }
         assert!(err("cols-128x176-c2").contains("with the TMA store (-tma-store-c2)"), "{}", err("cols-128x176-c2"));
