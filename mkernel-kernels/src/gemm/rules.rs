@@ -84,8 +84,8 @@ pub const ONE_WAVE_COLS_MIN_K: u32 = 2048;
 pub const ONE_WAVE_COLS_MAX_K: u32 = 14336;
 /// At two row blocks (193 <= M <= 256) the one-wave-cols rule past [`ONE_WAVE_COLS_MAX_K`] up
 /// to this K, in place of the 128 x 128 TMA-store tile (and of the 128 x 256 one: 176-224
-/// columns on 132 SMs where its tiles number 90-116, not yet timed as the default, run 391
-/// prepared) where its tiles fill more than two thirds of the SMs (below, the two-rounds split rule's ground,
+/// columns on 132 SMs where its tiles number 90-116: run 391, 5-19% faster on 9 shapes, 0.62-0.85
+/// of cuBLAS -> 0.77-0.97, bench/NOTES.md 50.2) where its tiles fill more than two thirds of the SMs (below, the two-rounds split rule's ground,
 /// [`TileConfig::split_two_rounds_for`]) and the width cuts at least an eighth of the busiest
 /// SM's elements (at most 112 columns; on 132 SMs where the 128 x 128 tiles number 90-116:
 /// run 382 measured 94-104; at 118-124 tiles the width would be 120 and
@@ -1136,7 +1136,7 @@ impl TileConfig {
     /// Likewise the column-fitted TMA-store tile ([`Self::cols_instead_of`]) of 136..=248
     /// columns (each CTA multicasts half of B's rows; at 136, 152, ..., 248 rounded up to whole
     /// swizzle atoms, the halves overlapping by 8 rows, which run 389 found faster at 88-120
-    /// columns; these wide ones not yet timed, NOTES 47.6) becomes its 2-CTA
+    /// columns; at 136-248 run 392: 0.1-2.4% faster on 8 shapes, NOTES 50.3) becomes its 2-CTA
     /// twin ([`Self::cols_tma_store_c2`]) on the wide tile's conditions (M >= 1024, the row
     /// blocks pair up, K >= 4096), and also at 193 <= M <= 256 (two row blocks, where the
     /// column rule takes it beyond one wave; run 295, bench/NOTES.md 37.1). Run 212 (one H200, two passes, `--warmup-ms 800`), ours /

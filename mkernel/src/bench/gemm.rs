@@ -43,7 +43,7 @@ pub struct GemmArgs {
     /// (NOTES 15), where a work model says they win the 128-row swapped ones fitted to M
     /// (TMA-store epilogue where N % 8 == 0) and the column-fitted ones (NOTES 16, 17.6),
     /// and the 2-CTA twins of the 128 x 256 TMA-store tile and of the column-fitted ones of
-    /// 144..240 columns by 16 (M >= 1024, K >= 4096, row blocks in pairs; NOTES 17.4, 25.2)
+    /// 136..248 columns (M >= 1024, K >= 4096, row blocks in pairs; NOTES 17.4, 25.2, 50.3)
     /// and of the fitted swapped one (height a multiple of 16, K >= 4096, N's 128-row
     /// blocks in pairs; NOTES 17.5-17.6). Where the clustered 128 x 256 tile is picked and a
     /// clustered 176-, 192- or 208-column tile cuts the busiest SM's work to at most 99.5%
