@@ -60,11 +60,16 @@ fn run_case(s: GemmShape, tile: Option<TileConfig>) -> TileConfig {
     let bh = stream.clone_dtoh(&b).unwrap();
     let rows = [0, m / 2, m - 1];
     let exact = check::reference_rows_f64(&ah, &bh, &rows, n, k).unwrap();
+    // (the absolute term is `check::compare`'s floor for these rows, at least 1e-3: a fixed
+    // 1e-3 failed an element near zero at K = 16384, |error| 1.2e-3 where the rows' rms is
+    // ~43 and the floor 2.6e-3; run 393, bench/NOTES.md 50.4)
+    let rms = (exact.iter().map(|e| e * e).sum::<f64>() / exact.len().max(1) as f64).sqrt();
+    let floor = (check::abs_floor(rms, k) as f64).max(1e-3);
     for (ri, &r) in rows.iter().enumerate() {
         for j in 0..n {
             let e = exact[ri * n + j];
             let g = got[r * n + j].to_f64();
-            assert!((g - e).abs() <= e.abs() / 128.0 + 1e-3, "{s:?} [{r}, {j}]: got {g}, fp64 {e} (seed {seed:#x})");
+            assert!((g - e).abs() <= e.abs() * check::REL_TOL + floor, "{s:?} [{r}, {j}]: got {g}, fp64 {e}, tolerance {:.2e} (seed {seed:#x})", e.abs() * check::REL_TOL + floor);
         }
     }
     eprintln!("ok {s:?} {used}: {cmp}");

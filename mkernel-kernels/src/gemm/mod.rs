@@ -466,9 +466,9 @@ impl TileConfig {
     /// after the GEMM; a width that makes more, smaller tiles for about the same work
     /// shrinks that burst (o-proj 2048 x 8192 x 4096: 128 x 256 tiles leave 116 tiles,
     /// 7.6 MB, ~22 us at the link's 350 GB/s; 144 columns leave 120 of 36 KiB, 4.4 MB, for
-    /// 1.6% less work on the busiest SM; bench/NOTES.md 48). Measured (run 391, two ranks on
-    /// one H200): their GEMM side 1-23% slower than the defaults' (144 columns +12% at 2048 x
-    /// 4096 x 4096, more than the shorter copy saves), so they stay opt-in (NOTES 50.1).
+    /// 1.6% less work on the busiest SM; bench/NOTES.md 48). The plain GEMM at that shape
+    /// (run 393, one H200): 144 columns in clusters 2.2% (~4.5 us) slower than the clustered
+    /// 128 x 256 tile, so ~4.5 us net at best; opt-in until the pair times them (NOTES 50.4).
     fn fused_cols() -> impl Iterator<Item = Self> {
         Self::cols_widths().map(Self::cols_tma_store).chain(Self::cols_widths().filter(|&c| c % 16 == 0).map(Self::cols_tma_store_c2))
     }

@@ -72,7 +72,10 @@ pub struct ArArgs {
     /// they are not the numbers. A rank sharing its GPU takes the one-shot path
     /// by default (and no tail CTAs): --comm-path epilogue for the epilogue path, which the
     /// epilogue-only options (--split-last-wave N, --sweep-split, --sweep-diag,
-    /// --epilogue-pace) need here.
+    /// --epilogue-pace) need here. To stand for a pair's rank, halve M (keeping the row
+    /// blocks even): each rank's half of the SMs then takes the pair's tiles per CTA and
+    /// waves; halving N does so only where the tile's width divides N/2 (a column-fitted
+    /// tile otherwise gets one more wave: bench/NOTES.md 50.4).
     #[arg(long, conflicts_with_all = ["procs", "launched"])]
     pub share_gpu: bool,
     /// Force a tile configuration: wide, narrow, m64-wide, each also -tma-store,

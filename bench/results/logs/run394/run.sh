@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# run394 (session 48, one H200): run 391's --share-gpu sweep halved N, which for widths that do not divide N/2 gives
+# each rank's 66 CTAs one more wave than the pair's 132 (144 at o-proj M=2048: 8 waves against 7; 168 at M=1024: 4
+# against 3; 176 at 2048 x 7168 x 9216: 6 against 5). Halving M instead (the row blocks stay even, so clusters still
+# pair) keeps each CTA's tiles and the waves exactly. Here: the fused kernel's epilogue path with both ranks on GPU 0
+# at M halved, default and the clustered wide tile next to the column-fitted tiles.
+# Expected (NOTES 50.4, run 393's plain rates + 48.2's burst model): at o-proj M=2048 (1024 x 8192 x 4096 here)
+# 144-c2 ~2% faster than the default (GEMM +2.2%, the last wave's bytes 7.6 -> 4.4 MB, but here the copies are local,
+# so the burst saving shows only partly: even is the likely outcome); at DeepSeek M=2048 (1024 x 7168 x 9216) 176-c2
+# ~8% faster than the default (the plain GEMM's default there, 9% ahead of the wide tile in run 393).
+set -u
+GPU_DIR=${GPU_DIR:-.gpu} bash bench/device-run.sh bench gemm-allreduce --share-gpu --comm-path epilogue --check --iters 30 \
+  --warmup-ms 1500 --shape 1024x8192x4096,512x8192x4096,1024x7168x9216,1024x8192x14336,2048x7168x9216 \
+  --sweep-tiles wide-tma-store-c2,narrow-tma-store,cols-128x144-tma-store-c2,cols-128x168-tma-store,cols-128x176-tma-store-c2,cols-128x208-tma-store-c2 \
+  > "$OUT/share394.log" 2>&1
+tail -50 "$OUT/share394.log"
