@@ -22,8 +22,10 @@ case $phase in
   3)
     # The column-fitted TMA-store tiles (opt-in on the epilogue path since session 46, NOTES 48): a smaller last wave
     # to copy after the GEMM for about the same work. The model (GEMM at the wide tile's rate per column + the last
-    # wave's bytes at 350 GB/s) says o-proj M=2048 ~11 us faster on 144 columns (last wave 7.6 -> 4.4 MB), o-proj
-    # M=1024 ~3 us on 168, DeepSeek M=2048 on 176; each sweep times them next to the default in the same rounds.
+    # wave's bytes at 350 GB/s) said o-proj M=2048 ~11 us faster on 144 columns (last wave 7.6 -> 4.4 MB), o-proj
+    # M=1024 ~3 us on 168, DeepSeek M=2048 on 176; with run 393's plain rates at these shapes (NOTES 50.4) it says ~4.5
+    # us at o-proj M=2048 on 144-c2, a loss at M=1024 on 168, ~7 us at DeepSeek M=2048 on 176-c2. Each sweep times
+    # them next to the default in the same rounds (the waves each makes are printed with its config).
     for f in "M=2048" "M=1024" "M=2049" "o M=4096"; do
       bash bench/device-run.sh bench gemm-allreduce --check --iters 30 --warmup-ms 1500 --filter "$f" \
         --sweep-tiles cols-128x136-tma-store,cols-128x144-tma-store,cols-128x144-tma-store-c2,cols-128x152-tma-store,cols-128x168-tma-store,cols-128x176-tma-store-c2

@@ -1165,7 +1165,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 _ => {
                     for (r, d) in data.iter_mut().enumerate() {
                         let used = comms[r].gemm_allreduce(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, fused_opts[v - FUSED])?;
-                        cfgs[v - FUSED] = used.to_string();
+                        cfgs[v - FUSED] = format!("{used}{}", waves_note(&used, s));
                     }
                 }
             }
@@ -1300,6 +1300,20 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         println!("# wrote {}", p.display());
     }
     Ok(())
+}
+
+/// What a fused configuration's tiles make of `s`, appended to its printed config: ", T
+/// tiles on C CTAs: W waves" (C the compute CTAs; T with the padding of whole clusters), so
+/// that a sweep shows where a tile's width adds a wave (a --share-gpu sweep at N halved gave
+/// 144-column tiles 8 waves where the pair's rank has 7: bench/NOTES.md 50.4). Empty on the
+/// local path, whose plain GEMM launch makes its own grid.
+fn waves_note(used: &mkernel::FusedConfig, s: GemmShape) -> String {
+    let ctas = used.grid.saturating_sub(used.comm_ctas);
+    if used.path == CommPath::Local || ctas == 0 {
+        return String::new();
+    }
+    let tiles = used.tile.tiles(s.m, s.n);
+    format!(", {tiles} tiles on {ctas} CTAs: {:.2} waves", tiles as f64 / ctas as f64)
 }
 
 #[cfg(test)]
@@ -1631,6 +1645,21 @@ mod tests {
 
     /// In any round order, consecutive steps that read A and B never share an input set
     /// (2 to 4 sets, 5 to 14 variants, variant 3 reading none, as NCCL alone).
+    #[test]
+    fn waves_note_shows_the_wave_a_width_adds() {
+        let fused = |tile, grid, comm_ctas, path| mkernel::FusedConfig { tile, grid, comm_ctas, path, tail_ctas: 0, pace: Default::default(), split_slices: 1, diag_skip: 0 };
+        let s = |m, n, k| GemmShape { m, n, k };
+        let c144 = TileConfig::cols_tma_store_c2(144);
+        // (run 391's --share-gpu sweep: N halved on 66 CTAs adds a wave the pair's 132 have not)
+        assert_eq!(waves_note(&fused(c144, 132, 0, CommPath::Epilogue), s(2048, 8192, 4096)), ", 912 tiles on 132 CTAs: 6.91 waves");
+        assert_eq!(waves_note(&fused(c144, 66, 0, CommPath::Epilogue), s(2048, 4096, 4096)), ", 464 tiles on 66 CTAs: 7.03 waves");
+        assert_eq!(waves_note(&fused(c144, 66, 0, CommPath::Epilogue), s(1024, 8192, 4096)), ", 456 tiles on 66 CTAs: 6.91 waves");
+        // (communication CTAs compute nothing; clusters pad 3 row blocks to 4)
+        assert_eq!(waves_note(&fused(TileConfig::NARROW, 132, 16, CommPath::Tma), s(1024, 8192, 4096)), ", 512 tiles on 116 CTAs: 4.41 waves");
+        assert_eq!(waves_note(&fused(c144, 132, 0, CommPath::Epilogue), s(384, 144, 64)), ", 4 tiles on 132 CTAs: 0.03 waves");
+        assert_eq!(waves_note(&fused(TileConfig::WIDE, 132, 0, CommPath::Local), s(2048, 8192, 4096)), "");
+    }
+
     #[test]
     fn consecutive_input_readers_take_different_sets() {
         for variants in 5..=14 {
