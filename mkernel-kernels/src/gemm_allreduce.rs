@@ -678,10 +678,16 @@ impl CommPath {
                 }),
             ));
         }
-        if self != Self::Scalar && self != Self::Local && n % 8 != 0 {
+        if self.needs_16_byte_rows() && n % 8 != 0 {
             return Err(invalid("comm_path", format!("{} needs N % 8 == 0 (16-byte rows), got N={n}; use scalar", self.name())));
         }
         Ok(())
+    }
+
+    /// Whether the path moves rows in 16-byte pieces, so needs N % 8 == 0: every path but
+    /// scalar and local ([`Self::check`]).
+    pub fn needs_16_byte_rows(self) -> bool {
+        self != Self::Scalar && self != Self::Local
     }
 
     /// Command-line name: `tma`, `vec16`, `scalar`, `one-shot`, `reduce`, `push`, `epilogue`,

@@ -596,10 +596,16 @@ impl TileConfig {
             None
         };
         if let Some(kind) = kind {
+            // (a column-fitted one: the fused tile of the same clustering nearest in width, helper-89)
+            let nearest = Self::fused_cols()
+                .filter(|t| kind == "column-fitted" && t.cluster_m == self.cluster_m)
+                .min_by_key(|t| t.bn.abs_diff(self.bn))
+                .map(|t| format!(" (the nearest the fused kernel takes: {})", t.name()))
+                .unwrap_or_default();
             return Err(invalid(
                 "tile",
                 format!(
-                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes; the fused kernel takes one of {} or {FUSED_OTHER_TILES}",
+                    "{} is a {kind} tile only the plain GEMM (mkernel::gemm) takes{nearest}; the fused kernel takes one of {} or {FUSED_OTHER_TILES}",
                     self.name(),
                     Self::ALL.map(|t| t.name()).join(", ")
                 ),

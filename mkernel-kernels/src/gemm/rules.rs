@@ -2800,6 +2800,16 @@ mod tests {
         assert!(t.validate_for_gemm().is_ok() && t.stages >= 4 && t.smem_bytes() <= 232_448, "{t}: {} stages", t.stages);
         let e = t.validate().unwrap_err().to_string();
         assert!(e.contains("cols-128x224") && e.contains("only the plain GEMM"), "{e}");
+        // (each refusal names the fused tile of its clustering nearest in width: helper-89)
+        assert!(e.contains("the nearest the fused kernel takes: cols-128x224-tma-store);"), "{e}");
+        for (c2, want) in [(136, "cols-128x144-tma-store-c2"), (248, "cols-128x240-tma-store-c2"), (96, "cols-128x144-tma-store-c2"), (184, "cols-128x176-tma-store-c2")] {
+            let e = TileConfig::cols_tma_store_c2(c2).validate().unwrap_err().to_string();
+            assert!(e.contains(&format!("the nearest the fused kernel takes: {want});")), "{c2}: {e}");
+        }
+        let e = TileConfig::cols_tma_store(96).validate().unwrap_err().to_string();
+        assert!(e.contains("the nearest the fused kernel takes: cols-128x136-tma-store);"), "{e}");
+        let e = TileConfig::swapped(64).validate().unwrap_err().to_string();
+        assert!(e.contains("swapped-operand") && !e.contains("nearest"), "{e}");
         assert_eq!(TileConfig::by_name("cols-128x224"), Some(t));
         let tt = TileConfig::cols_tma_store(176);
         assert_eq!((tt.name(), t.with_tma_store()), ("cols-128x176-tma-store".to_string(), TileConfig::cols_tma_store(224)));

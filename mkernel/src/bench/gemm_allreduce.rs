@@ -69,10 +69,13 @@ pub struct ArArgs {
     /// call's. The ranks' "link" is
     /// the GPU's own memory, far faster than NVLink, so the copies after the GEMM cost
     /// little: the fused times compare configurations (--sweep-*) on their GEMM side,
-    /// they are not the numbers. A rank sharing its GPU takes the one-shot path
-    /// by default (and no tail CTAs): --comm-path epilogue for the epilogue path, which the
+    /// they are not the numbers of two GPUs over NVLink. Ranks sharing a GPU take no tail
+    /// CTAs and, by default, not the epilogue path (2 ranks: one-shot; more: tma or vec16;
+    /// N % 8 != 0: scalar): --comm-path epilogue for the epilogue path, which the
     /// epilogue-only options (--split-last-wave N, --sweep-split, --sweep-diag,
-    /// --epilogue-pace) need here. To stand for a pair's rank, halve M (keeping the row
+    /// --epilogue-pace) need here, and which makes the default row and a --sweep-tiles row
+    /// of an epilogue-only tile (clustered, swapped-operand, column-fitted) compare on one
+    /// path (without it the default row keeps its own path). To stand for a pair's rank, halve M (keeping the row
     /// blocks even): each rank's half of the SMs then takes the pair's tiles per CTA and
     /// waves; halving N does so only where the tile's width divides N/2 (a column-fitted
     /// tile otherwise gets one more wave: bench/NOTES.md 50.4).
@@ -905,6 +908,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             return Err(super::usage(format!("--tile {}: the TMA-store epilogue needs N % 8 == 0, but '{label}' has N={}", t.name(), s.n)));
         }
     }
+    // A path asked for must be able to take every listed shape too: refused here, before
+    // any GPU is opened, rather than per shape (helper-89).
+    if let Some(p) = comm_path.filter(|p| p.needs_16_byte_rows()) {
+        if let Some((label, s)) = list.iter().find(|(_, s)| s.n % 8 != 0) {
+            return Err(super::usage(format!("--comm-path {}: needs N % 8 == 0 (16-byte rows), but '{label}' has N={}; use scalar", p.name(), s.n)));
+        }
+    }
     // A swept one is left out of the rows it cannot write; one that no listed shape can
     // take would time nothing (helper-88).
     for t in sweep_tiles.iter().filter_map(|&(_, t)| t) {
@@ -1471,6 +1481,12 @@ mod tests {
         assert!(e.contains("shape 32x8192x4096"), "the labels are listed: {e}");
         let e = run(Cli::try_parse_from(["x", "--shape", "32x1001x4096", "--tile", "wide-tma-store"]).unwrap().ar).unwrap_err().to_string();
         assert!(e.contains("--tile wide-tma-store") && e.contains("N % 8") && e.contains("N=1001"), "{e}");
+        // (helper-89) a path that needs 16-byte rows, before any GPU is opened; scalar takes any N
+        for p in ["epilogue", "one-shot", "reduce", "tma", "vec16"] {
+            let e = run(Cli::try_parse_from(["x", "--gpus", "2", "--shape", "32x8192x4096,32x1001x4096", "--comm-path", p]).unwrap().ar).unwrap_err().to_string();
+            assert!(e.contains(&format!("--comm-path {p}")) && e.contains("N % 8") && e.contains("N=1001") && e.contains("scalar"), "{e}");
+        }
+        assert!(!CommPath::Scalar.needs_16_byte_rows() && !CommPath::Local.needs_16_byte_rows());
     }
 
     #[test]
