@@ -315,19 +315,19 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         let mut b_sets: Vec<CudaSlice<bf16>> = Vec::new();
         let seed = check::fresh_seed();
         for i in 0..sets {
-            let mut a = stream.alloc_zeros::<bf16>(m * k)?;
-            let mut b = stream.alloc_zeros::<bf16>(n * k)?;
+            let mut a = super::alloc::<bf16>(&stream, m * k, &label, "A [M, K] bf16")?;
+            let mut b = super::alloc::<bf16>(&stream, n * k, &label, "B [N, K] bf16")?;
             check::fill_uniform(&stream, &mut a, seed ^ (2 * i as u64 + 1))?;
             check::fill_uniform(&stream, &mut b, seed ^ (2 * i as u64 + 2))?;
             a_sets.push(a);
             b_sets.push(b);
         }
-        let mut c_ours = stream.alloc_zeros::<bf16>(m * n)?;
-        let mut c_blas = stream.alloc_zeros::<bf16>(m * n)?;
+        let mut c_ours = super::alloc::<bf16>(&stream, m * n, &label, "C [M, N] bf16 (ours)")?;
+        let mut c_blas = super::alloc::<bf16>(&stream, m * n, &label, "C [M, N] bf16 (cuBLAS)")?;
         let verdict = if c.check {
             check::poison(&stream, &mut c_ours)?;
             mkernel::gemm_with_workspace(&stream, &a_sets[0], &b_sets[0], &mut c_ours, s, opts, &mut workspace)?;
-            let mut reference = stream.alloc_zeros::<f32>(m * n)?;
+            let mut reference = super::alloc::<f32>(&stream, m * n, &label, "the fp32 reference C [M, N]")?;
             blas.gemm_f32_out(&a_sets[0], &b_sets[0], &mut reference, s)?;
             let got = stream.clone_dtoh(&c_ours)?;
             let want = stream.clone_dtoh(&reference)?;

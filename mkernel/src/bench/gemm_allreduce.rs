@@ -316,19 +316,20 @@ struct RankData {
     out_base: CudaSlice<bf16>,
 }
 
-fn alloc_rank(stream: &Arc<CudaStream>, s: GemmShape, sets: usize, seed: u64) -> BenchResult<RankData> {
+fn alloc_rank(stream: &Arc<CudaStream>, s: GemmShape, label: &str, sets: usize, seed: u64) -> BenchResult<RankData> {
     let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
     let mut a = Vec::new();
     let mut b = Vec::new();
     for i in 0..sets {
-        let mut x = stream.alloc_zeros::<bf16>(m * k)?;
-        let mut y = stream.alloc_zeros::<bf16>(n * k)?;
+        let mut x = super::alloc::<bf16>(stream, m * k, label, "A [M, K] bf16")?;
+        let mut y = super::alloc::<bf16>(stream, n * k, label, "B [N, K] bf16")?;
         check::fill_uniform(stream, &mut x, seed.wrapping_add(2 * i as u64))?;
         check::fill_uniform(stream, &mut y, seed.wrapping_add(2 * i as u64 + 1))?;
         a.push(x);
         b.push(y);
     }
-    Ok(RankData { a, b, out_fused: stream.alloc_zeros(m * n)?, out_base: stream.alloc_zeros(m * n)? })
+    let out_fused = super::alloc::<bf16>(stream, m * n, label, "C [M, N] bf16 (fused)")?;
+    Ok(RankData { a, b, out_fused, out_base: super::alloc::<bf16>(stream, m * n, label, "C [M, N] bf16 (baseline)")? })
 }
 
 /// Fresh inputs, poisoned outputs, one fused call on every rank, and every rank's
@@ -1021,7 +1022,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let mut data: Vec<RankData> = streams
             .iter()
             .zip(comms.iter())
-            .map(|(st, cm)| alloc_rank(st, s, sets, seed.wrapping_add(100 * cm.rank() as u64)))
+            .map(|(st, cm)| alloc_rank(st, s, &format!("{label}, rank {}", cm.rank()), sets, seed.wrapping_add(100 * cm.rank() as u64)))
             .collect::<Result<_, _>>()?;
         let verdict = if c.check {
             let mut worst = 0f64;
