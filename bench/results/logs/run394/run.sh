@@ -8,6 +8,7 @@
 # 144-c2 ~2% faster than the default (GEMM +2.2%, the last wave's bytes 7.6 -> 4.4 MB, but here the copies are local,
 # so the burst saving shows only partly: even is the likely outcome); at DeepSeek M=2048 (1024 x 7168 x 9216) 176-c2
 # ~8% faster than the default (the plain GEMM's default there, 9% ahead of the wide tile in run 393).
+# Pack (main): ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm; carry [".gpu"].
 set -u
 # `run.sh short` (what ran, with the session's device time nearly spent): three shapes, four tiles, no test.
 shapes=1024x8192x4096,512x8192x4096,1024x7168x9216,1024x8192x14336,2048x7168x9216
