@@ -678,6 +678,12 @@ impl CommPath {
                 }),
             ));
         }
+        self.check_n(n)
+    }
+
+    /// [`Self::check`]'s rule on N alone: a path that [`Self::needs_16_byte_rows`] needs
+    /// N % 8 == 0 (the bench checks every listed shape with it before any GPU is opened).
+    pub fn check_n(self, n: u32) -> Result<()> {
         if self.needs_16_byte_rows() && n % 8 != 0 {
             return Err(invalid("comm_path", format!("{} needs N % 8 == 0 (16-byte rows), got N={n}; use scalar", self.name())));
         }

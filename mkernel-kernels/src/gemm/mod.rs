@@ -598,8 +598,9 @@ impl TileConfig {
         if let Some(kind) = kind {
             // (a column-fitted one: the fused tile of the same clustering nearest in width, helper-89)
             let nearest = Self::fused_cols()
-                .filter(|t| kind == "column-fitted" && t.cluster_m == self.cluster_m)
+                .filter(|t| t.cluster_m == self.cluster_m)
                 .min_by_key(|t| t.bn.abs_diff(self.bn))
+                .filter(|_| kind == "column-fitted")
                 .map(|t| format!(" (the nearest the fused kernel takes: {})", t.name()))
                 .unwrap_or_default();
             return Err(invalid(

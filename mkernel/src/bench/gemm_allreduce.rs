@@ -911,9 +911,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     }
     // A path asked for must be able to take every listed shape too: refused here, before
     // any GPU is opened, rather than per shape (helper-89).
-    if let Some(p) = comm_path.filter(|p| p.needs_16_byte_rows()) {
-        if let Some((label, s)) = list.iter().find(|(_, s)| s.n % 8 != 0) {
-            return Err(super::usage(format!("--comm-path {}: needs N % 8 == 0 (16-byte rows), but '{label}' has N={}; use scalar", p.name(), s.n)));
+    if let Some(p) = comm_path {
+        for (label, s) in &list {
+            p.check_n(s.n).map_err(|e| super::usage(format!("--comm-path {}: '{label}': {e}", p.name())))?;
         }
     }
     // A swept one is left out of the rows it cannot write; one that no listed shape can
@@ -955,10 +955,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
         check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, Some(world)).map_err(super::usage)?;
         if args.share_gpu {
-            let world = args.gpus.unwrap_or(2);
             (Communicator::local_group(&vec![0; world], config)?, "one process, every rank on GPU 0 (--share-gpu: no baseline)")
         } else {
-            let world = args.gpus.unwrap_or(present);
             if world == 0 || world > present {
                 return Err(super::usage(format!("--gpus {world}: {present} GPU(s) present")));
             }
@@ -1089,7 +1087,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // unfused baseline, cuBLAS then NCCL on each rank's stream, (a_gemm) cuBLAS alone,
         // (b) our GEMM alone, (c) NCCL alone, (d) the fused kernel in each configuration.
         const FUSED: usize = 4;
-        let mut cfgs = vec![String::new(); fused_opts.len()];
+        // (the configurations each fused variant ran, printed after the timing, not in it)
+        let mut used_cfgs: Vec<Option<mkernel::FusedConfig>> = vec![None; fused_opts.len()];
         // Consecutive steps that read A and B (all but NCCL alone) take consecutive input
         // sets, so none finds its inputs in L2 from the one before.
         const NCCL_ALONE: usize = 3;
@@ -1176,7 +1175,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 _ => {
                     for (r, d) in data.iter_mut().enumerate() {
                         let used = comms[r].gemm_allreduce(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, fused_opts[v - FUSED])?;
-                        cfgs[v - FUSED] = format!("{used}{}", waves_note(&used, s));
+                        used_cfgs[v - FUSED] = Some(used);
                     }
                 }
             }
@@ -1199,6 +1198,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let mut next = || times.next().unwrap_or_default();
         let (baseline, cublas, ours_gemm, nccl_ms, fused) = (next(), next(), next(), next(), next());
         let mut fused_times = times;
+        let cfgs: Vec<String> = used_cfgs.iter().map(|u| u.map(|u| format!("{u}{}", waves_note(&u, s))).unwrap_or_default()).collect();
         let cfg = cfgs.first().cloned().unwrap_or_default();
         let sweep_local: Vec<(u32, Vec<f64>)> = args.sm_comm.iter().copied().zip(fused_times.by_ref()).collect();
         let path_sweep_local: Vec<(String, String, Vec<f64>)> =
