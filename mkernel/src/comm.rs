@@ -87,18 +87,31 @@ pub(crate) struct DeviceMem {
 }
 
 impl DeviceMem {
-    /// `bytes` (at least 16) zeroed bytes on `ctx`'s device.
-    pub(crate) fn zeroed(ctx: &Arc<CudaContext>, bytes: u64) -> Result<Self> {
-        let bytes = usize::try_from(bytes.max(16)).map_err(|_| invalid("bytes", "does not fit this machine's address space"))?;
+    /// `bytes` (at least 16) zeroed bytes on `ctx`'s device; `what` names the allocation
+    /// in the [`Error::Allocation`] a failure returns.
+    pub(crate) fn zeroed(ctx: &Arc<CudaContext>, bytes: u64, what: impl FnOnce() -> String) -> Result<Self> {
+        let len = usize::try_from(bytes.max(16)).map_err(|_| invalid("bytes", "does not fit this machine's address space"))?;
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
         let mut ptr = 0;
         // SAFETY: out-pointer to a local; the context is current.
-        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }.result().call("cuMemAlloc")?;
+        unsafe { sys::cuMemAlloc_v2(&mut ptr, len) }
+            .result()
+            .map_err(|source| Error::Allocation { what: what(), bytes: len as u64, source })?;
         let mem = Self { ctx: ctx.clone(), ptr };
         // SAFETY: `bytes` bytes at `ptr` were just allocated.
-        unsafe { sys::cuMemsetD8_v2(ptr, 0, bytes) }.result().call("cuMemsetD8")?;
+        unsafe { sys::cuMemsetD8_v2(ptr, 0, len) }.result().call("cuMemsetD8")?;
         Ok(mem)
     }
+}
+
+/// What a failed symmetric-workspace allocation names: the rank, its GPU, and the config
+/// that sized it (the workspace grows with `CommConfig::max_output_elems` and the world size).
+fn workspace_what(rank: u32, gpu: usize, config: &CommConfig, world: u32) -> String {
+    format!(
+        "rank {rank}'s symmetric workspace on GPU {gpu} (CommConfig::max_output_elems = {}, {world} ranks; \
+         set max_output_elems to the largest M x N this communicator's calls take)",
+        config.max_output_elems
+    )
 }
 
 impl Drop for DeviceMem {
@@ -245,7 +258,7 @@ impl Communicator {
     /// Errors: an empty or oversized list, a `config` field out of range
     /// ([`CommConfig::validate`], named), a missing or non-Hopper GPU, two GPUs without
     /// peer access ([`Error::NoPeerAccess`]), or a failed allocation of the symmetric
-    /// workspace (a driver error).
+    /// workspace ([`Error::Allocation`], naming the rank, its GPU and `max_output_elems`).
     pub fn local_group(devices: &[usize], config: CommConfig) -> Result<Vec<Communicator>> {
         check_world(devices.len())?;
         // Argument errors first: they must not hide behind a missing driver or GPU.
@@ -270,8 +283,12 @@ impl Communicator {
             return Err(invalid("devices", format!("{} ranks on these GPUs leave fewer than 2 SMs per rank", devices.len())));
         }
         let layout = WorkspaceLayout::new(config.max_output_elems, devices.len() as u32)?;
-        let workspaces =
-            opened.iter().map(|(ctx, _)| DeviceMem::zeroed(ctx, layout.bytes())).collect::<Result<Vec<_>>>()?;
+        let workspaces = opened
+            .iter()
+            .zip(devices)
+            .enumerate()
+            .map(|(r, ((ctx, _), &d))| DeviceMem::zeroed(ctx, layout.bytes(), || workspace_what(r as u32, d, &config, devices.len() as u32)))
+            .collect::<Result<Vec<_>>>()?;
         let mut peers = [0u64; MAX_RANKS];
         for (p, w) in peers.iter_mut().zip(&workspaces) {
             *p = w.ptr;
@@ -341,7 +358,7 @@ impl Communicator {
         };
         let boot = Bootstrap::new(env.rank, env.world_size, &env.master_addr, port, config.bootstrap_timeout)?;
         let layout = WorkspaceLayout::new(config.max_output_elems, env.world_size as u32)?;
-        let workspace = DeviceMem::zeroed(&ctx, layout.bytes())?;
+        let workspace = DeviceMem::zeroed(&ctx, layout.bytes(), || workspace_what(env.rank as u32, env.local_rank, &config, env.world_size as u32))?;
         // Exchange IPC handles and device UUIDs.
         let mut handle = std::mem::MaybeUninit::<sys::CUipcMemHandle>::zeroed();
         ctx.bind_to_thread().call("cuCtxSetCurrent")?;
@@ -688,6 +705,20 @@ mod tests {
         let max = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
         assert!(CommConfig { max_output_elems: max, ..Default::default() }.validate().is_ok());
         assert!(WorkspaceLayout::new(max, MAX_RANKS as u32).is_ok());
+    }
+
+    #[test]
+    fn a_failed_workspace_allocation_names_rank_gpu_and_config() {
+        // (run 394: a 2^37-element workspace on one H200 came back as the driver's bare
+        // out-of-memory error. `Error::Allocation` adds the size; its driver error needs a
+        // driver to print, so only the part named here is checked without one.)
+        let config = CommConfig { max_output_elems: 1 << 37, ..Default::default() };
+        let what = workspace_what(1, 0, &config, 2);
+        for part in ["rank 1's symmetric workspace on GPU 0", "max_output_elems = 137438953472", "2 ranks", "largest M x N"] {
+            assert!(what.contains(part), "{part:?} not in {what}");
+        }
+        let layout = WorkspaceLayout::new(config.max_output_elems, 2).unwrap();
+        assert!(layout.bytes() >= (1u64 << 37) * 2, "the workspace holds at least one bf16 output: {}", layout.bytes());
     }
 
     #[test]

@@ -20,6 +20,17 @@ pub enum Error {
         /// The driver's error.
         source: cudarc::driver::DriverError,
     },
+    /// A device allocation failed (most often: out of GPU memory); names what was being
+    /// allocated, for which rank, and its size.
+    #[error("allocating {what} ({bytes} bytes, {:.2} GiB of GPU memory) failed: {source}", *bytes as f64 / (1u64 << 30) as f64)]
+    Allocation {
+        /// What was being allocated, with the config value that sized it.
+        what: String,
+        /// The size asked for, in bytes.
+        bytes: u64,
+        /// The driver's error.
+        source: cudarc::driver::DriverError,
+    },
     /// cuBLAS (baselines and references).
     #[error("cuBLAS call {call} failed: {detail}")]
     Cublas {

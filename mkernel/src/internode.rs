@@ -430,7 +430,7 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
         let capacity = usize::try_from(config.capacity_bytes)
             .map_err(|_| invalid("capacity_bytes", "does not fit this machine's address space"))?;
         let tr = |step: &'static str| move |source: TransportError| Error::Transport { rank, step, source };
-        let src = DeviceMem::zeroed(&ctx, capacity as u64)?;
+        let src = DeviceMem::zeroed(&ctx, capacity as u64, || format!("rank {rank}'s stream source buffer (capacity_bytes = {capacity})"))?;
         let staging_bytes = (config.send_ctas as usize)
             .checked_mul(config.staging_slots as usize)
             .and_then(|b| b.checked_mul(config.chunk_bytes as usize))
@@ -439,7 +439,7 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
             DataPath::HostStaged => {
                 (Some(MappedHost::new(&ctx, staging_bytes, rank, "staging allocation")?), Landing::Host(MappedHost::new(&ctx, capacity, rank, "landing allocation")?))
             }
-            DataPath::Direct => (None, Landing::Device(DeviceMem::zeroed(&ctx, capacity as u64)?)),
+            DataPath::Direct => (None, Landing::Device(DeviceMem::zeroed(&ctx, capacity as u64, || format!("rank {rank}'s landing buffer (capacity_bytes = {capacity})"))?)),
         };
         let arrivals = MappedHost::new(&ctx, (capacity_chunks as usize + 1) * FLAG_BYTES, rank, "arrival-flag allocation")?;
         let credit_src = HostBuffer::new(PAGE).map_err(tr("credit allocation"))?;
@@ -469,9 +469,9 @@ impl<T: Transport + Send + 'static> StreamRank<T> {
             arrivals,
             _credit_src: credit_src,
             _credit_sink: credit_sink,
-            device_head: DeviceMem::zeroed(&ctx, 8)?,
-            control: DeviceMem::zeroed(&ctx, std::mem::size_of::<ProxyStreamControl>() as u64)?,
-            result: DeviceMem::zeroed(&ctx, std::mem::size_of::<ProxyStreamResult>() as u64)?,
+            device_head: DeviceMem::zeroed(&ctx, 8, || format!("rank {rank}'s device head"))?,
+            control: DeviceMem::zeroed(&ctx, std::mem::size_of::<ProxyStreamControl>() as u64, || format!("rank {rank}'s stream control block"))?,
+            result: DeviceMem::zeroed(&ctx, std::mem::size_of::<ProxyStreamResult>() as u64, || format!("rank {rank}'s stream result block"))?,
             status: PinnedAlloc::new(&ctx, std::mem::size_of::<ProxyStreamStatus>())?,
         };
         tracing::debug!(rank, peer, device, ?path, transport = %caps.name, capacity_chunks, "proxy stream prepared");

@@ -942,26 +942,34 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     };
     // (at least 2^21 elements: the split scratch is then its full 32 MiB, so the slice
     // counts a shape can take do not depend on the other shapes of the run)
-    let max_elems = list.iter().map(|(_, s)| s.m as u64 * s.n as u64).max().unwrap_or(1).max(1 << 21);
+    let largest = list.iter().max_by_key(|(_, s)| s.m as u64 * s.n as u64);
+    let max_elems = largest.map_or(1, |(_, s)| s.m as u64 * s.n as u64).max(1 << 21);
+    // (a workspace no GPU can hold names the shape that sized it, not only the config)
+    let sized_by = |e: mkernel::Error| -> Box<dyn std::error::Error> {
+        match (&e, largest) {
+            (mkernel::Error::Allocation { .. }, Some((label, _))) => format!("{label} (the largest listed M x N, which sizes every rank's workspace): {e}").into(),
+            _ => e.into(),
+        }
+    };
     let config = CommConfig {
         timeout: std::time::Duration::from_secs_f64(args.timeout_s),
         max_output_elems: max_elems,
         ..Default::default()
     };
     let (comms, mode) = if args.launched {
-        (vec![Communicator::from_env(config)?], "one process per GPU")
+        (vec![Communicator::from_env(config).map_err(sized_by)?], "one process per GPU")
     } else {
         let present = mkernel::device_count()?;
         let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
         check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, Some(world)).map_err(super::usage)?;
         if args.share_gpu {
-            (Communicator::local_group(&vec![0; world], config)?, "one process, every rank on GPU 0 (--share-gpu: no baseline)")
+            (Communicator::local_group(&vec![0; world], config).map_err(sized_by)?, "one process, every rank on GPU 0 (--share-gpu: no baseline)")
         } else {
             if world == 0 || world > present {
                 return Err(super::usage(format!("--gpus {world}: {present} GPU(s) present")));
             }
             let devices: Vec<usize> = (0..world).collect();
-            (Communicator::local_group(&devices, config)?, "one process, all GPUs")
+            (Communicator::local_group(&devices, config).map_err(sized_by)?, "one process, all GPUs")
         }
     };
     let grid = comms[0].grid();
