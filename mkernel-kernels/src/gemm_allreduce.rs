@@ -440,14 +440,34 @@ impl FusedConfig {
     /// 0.4230, M=300 0.0754 -> 0.0631, 520 0.1113 -> 0.0832, 640 0.1159 -> 0.0920, 777
     /// 0.1301 -> 0.1100, 5000 0.5326 -> 0.5186; it leaves M=1000 (0.1303 with 128 x 128
     /// tiles against 0.1321) and 3000 (0.3296 against 0.3528) as they were.
+    ///
+    /// With that rule, as the plain GEMM's [`TileConfig::fitted_or_cols_instead_of`] does,
+    /// it asks the column rule ([`TileConfig::cols_instead_of`]: M >= 1024, the 128-row
+    /// TMA-store tile fitted to N where its busiest SM's work at its rate beats the 128 x
+    /// 256 tile's), and takes that tile, unless the mid-M rule's tile stays
+    /// ([`TileConfig::beats_swapped_fit`]), where the fused kernel has it
+    /// ([`TileConfig::fused_catalog`]: 136-248 columns) and it saves more GEMM time than
+    /// its last wave's larger copy costs ([`Self::cols_pay_for_their_burst`]). Of the
+    /// issue's shapes only DeepSeek M=2048 changes: 176 columns (in clusters, by
+    /// [`Self::clustered_epilogue_tile`]) instead of 128 x 256 tiles split 2-way, 6.7%
+    /// faster with a pair's two ranks on one H200 (run 394; bench/NOTES.md 52).
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
         // (the TMA-store twin loads and tiles as the Registers tile the rules compare)
         if tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab {
             if let Some(s) = TileConfig::swapped_instead_of(tile, shape, grid) {
                 return s.with_tma_store();
             }
-            if let Some(f) = TileConfig::fitted_instead_of(tile, shape, grid) {
-                return f.with_tma_store();
+            // (the plain GEMM's mid-M and column rules, `TileConfig::fitted_or_cols_instead_of`,
+            // with the column tile only where the fused kernel has it and it pays for its
+            // last wave's copy)
+            let fitted = TileConfig::fitted_instead_of(tile, shape, grid);
+            let cols = TileConfig::cols_instead_of(tile, shape, grid)
+                .filter(|c| c.is_fused_column_fitted() && Self::cols_pay_for_their_burst(shape, tile, *c, grid));
+            match (fitted, cols) {
+                (Some(f), Some(c)) if c.beats_swapped_fit(f, shape, grid) => return c,
+                (Some(f), _) => return f.with_tma_store(),
+                (None, Some(c)) => return c,
+                (None, None) => {}
             }
         }
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
@@ -469,11 +489,42 @@ impl FusedConfig {
         }
     }
 
+    /// Whether the column-fitted tile `cols` ([`TileConfig::cols_instead_of`]'s pick in place
+    /// of `wide`, the unclustered 128 x 256 TMA-store tile) saves more GEMM time than its
+    /// last wave's larger copy costs on the epilogue path: the busiest SM's work over its
+    /// rate ([`TileConfig::busiest_sm_work`], [`TileConfig::relative_rate`]) as a share of
+    /// 2 M N K at [`WIDE_TILE_FLOPS_PER_S`], against the final burst's bytes (the last
+    /// wave's tiles, or a whole wave where none are left over) at
+    /// [`EPILOGUE_LINK_BYTES_PER_S`]. The model takes `wide` unsplit; the default splits
+    /// its last wave where that pays ([`Self::choose_split`]), which the measurement below
+    /// compares against.
+    ///
+    /// Measured (run 394, one H200, both ranks of a pair on it with M halved, so that each
+    /// rank's 66 CTAs run the pair's tiles per CTA; fused ms, the epilogue path): DeepSeek
+    /// M=2048 (1024 x 7168 x 9216 per rank there) 0.4427 with 128 x 256 tiles split 2-way
+    /// against 0.4130 with 176 columns in clusters, 6.7% faster (the model: 34 us of GEMM
+    /// saved, 6.8 us more copied: 128 tiles of 44 KiB, 5.8 MB, against 52 of 64 KiB, 3.4
+    /// MB); its copies are local there, so the pair adds those ~7 us (bench/NOTES.md 52).
+    fn cols_pay_for_their_burst(shape: GemmShape, wide: TileConfig, cols: TileConfig, grid: u32) -> bool {
+        let gemm_s = |t: TileConfig| {
+            let (work, base) = (t.busiest_sm_work(shape, grid) as f64, wide.busiest_sm_work(shape, grid) as f64);
+            shape.flops() / WIDE_TILE_FLOPS_PER_S * (work / t.relative_rate().max(1) as f64) / (base / wide.relative_rate().max(1) as f64)
+        };
+        let burst_s = |t: TileConfig| {
+            let rest = LastWave::of(shape, t, grid).map_or(0, |w| w.rest);
+            let rest = if rest == 0 { t.tiles(shape.m, shape.n).min(grid as u64) } else { rest };
+            (rest * t.bm as u64 * t.bn as u64 * 2) as f64 / EPILOGUE_LINK_BYTES_PER_S
+        };
+        gemm_s(wide) - gemm_s(cols) > burst_s(cols) - burst_s(wide)
+    }
+
     /// The epilogue path's last tile step, after [`Self::epilogue_tile`]: the 2-CTA twin of
     /// `tile` where the plain GEMM's rule takes it ([`TileConfig::clustered_instead_of`]:
     /// the 128 x 256 TMA-store tile with M >= 1024, or a 128-row swapped TMA-store tile
     /// whose height is a multiple of 16; row blocks that pair up, K % 64 == 0 and K >=
-    /// 4096), the grid is even (a cluster's two CTAs), and `split` is the default `Auto`
+    /// 4096; a column-fitted tile of [`FusedConfig::epilogue_tile`] whose twin the fused
+    /// kernel has, [`TileConfig::fused_catalog`]), the grid is even (a cluster's two CTAs),
+    /// and `split` is the default `Auto`
     /// and would not split the last wave ([`Self::choose_split`] gives 1 for `tile`:
     /// clustered tiles are not split); `tile` otherwise. An explicit `Off` or `Slices(n)`
     /// keeps the unclustered tile, so that a split sweep varies the split alone.
@@ -489,7 +540,14 @@ impl FusedConfig {
         if grid == 0 || grid % 2 != 0 || !auto_without_split || tile.epilogue != crate::gemm::Epilogue::TmaStore {
             return tile;
         }
-        TileConfig::clustered_instead_of(tile, shape)
+        // (the plain GEMM has twins the fused kernel lacks: the column-fitted widths that are
+        // not multiples of 16, `TileConfig::fused_catalog`)
+        let twin = TileConfig::clustered_instead_of(tile, shape);
+        if TileConfig::fused_catalog().any(|t| t == twin) {
+            twin
+        } else {
+            tile
+        }
     }
 }
 
@@ -1366,6 +1424,44 @@ mod tests {
         assert_eq!(FusedConfig::epilogue_tile(s(128, 8192, 4096), nt, 132), TileConfig::swapped_tma_store(128));
         assert_eq!(FusedConfig::epilogue_tile(s(256, 8192, 4096), nt, 132), nt);
         assert_eq!(FusedConfig::epilogue_tile(s(256, 7168, 9216), nt, 132), nt);
+    }
+
+    #[test]
+    fn epilogue_path_takes_the_column_rule_where_it_pays_for_its_last_wave() {
+        let s = |m, n, k| GemmShape { m, n, k };
+        let (wide, auto, scratch) = (TileConfig::WIDE_TMA_STORE, LastWaveSplit::Auto, 1 << 30);
+        let cols = TileConfig::cols_tma_store;
+        let c = |shape, tile| FusedConfig::clustered_epilogue_tile(shape, tile, 132, auto, scratch);
+        // DeepSeek M=2048 (run 394: 6.7% faster than 128 x 256 tiles split 2-way): 176
+        // columns, then their 2-CTA twin (656 tiles, 128 in the last wave: not split).
+        let deepseek = s(2048, 7168, 9216);
+        assert_eq!(TileConfig::cols_instead_of(wide, deepseek, 132), Some(cols(176)));
+        assert_eq!(FusedConfig::epilogue_tile(deepseek, wide, 132), cols(176));
+        assert_eq!(c(deepseek, cols(176)), TileConfig::cols_tma_store_c2(176));
+        // A width whose twin the fused kernel lacks (184: its halves of B overlap) stays
+        // unclustered, though the plain GEMM has the twin.
+        let narrow_n = s(1024, 2880, 4096);
+        assert_eq!(FusedConfig::epilogue_tile(narrow_n, wide, 132), cols(184));
+        assert!(TileConfig::gemm_catalog().any(|t| t == TileConfig::clustered_instead_of(cols(184), narrow_n)));
+        assert_eq!(c(narrow_n, cols(184)), cols(184));
+        // A short K: the GEMM saved is less than the larger last wave's copy (124 tiles of
+        // 48 KiB against 60 of 64 KiB), so the 128 x 256 tile stays.
+        let short_k = s(1024, 6144, 512);
+        assert_eq!(TileConfig::cols_instead_of(wide, short_k, 132), Some(cols(192)));
+        assert!(!FusedConfig::cols_pay_for_their_burst(short_k, wide, cols(192), 132));
+        assert!(FusedConfig::cols_pay_for_their_burst(s(1024, 6144, 4096), wide, cols(192), 132));
+        assert_eq!(FusedConfig::epilogue_tile(short_k, wide, 132), wide);
+        // Where the mid-M rule's swapped tile is not clearly beaten, it stays (as in the
+        // plain GEMM: 1024 x 7168 x 9216, DeepSeek M=1024).
+        assert_eq!(TileConfig::cols_instead_of(wide, s(1024, 7168, 9216), 132), Some(cols(224)));
+        assert_eq!(FusedConfig::epilogue_tile(s(1024, 7168, 9216), wide, 132), TileConfig::swapped_wide(152, Epilogue::TmaStore));
+        // The other shapes of the table keep their tiles (the o-proj and down-proj
+        // ones: the column rule leaves them; M >= 4096 of DeepSeek: not a 128 x 256 tile's
+        // rule, the clustered twin comes first in the plain GEMM too).
+        for (m, n, k) in [(1024, 8192, 4096), (2048, 8192, 4096), (4096, 8192, 14336), (4096, 7168, 9216), (8192, 7168, 9216)] {
+            let t = FusedConfig::epilogue_tile(s(m, n, k), FusedConfig::choose_tile(m, n, 132), 132);
+            assert!(!t.is_fused_column_fitted(), "{m}x{n}x{k}: {t}");
+        }
     }
 
     #[test]

@@ -30,9 +30,11 @@ pub struct GemmAllReduceOptions {
     /// the last wave's copy after the GEMM shrinks more than the GEMM slows, and the
     /// swapped-operand tile holding all of M for M <= 256 where it loads less, and for
     /// 257 <= M <= 8192 the 128-row one fitted to M where `TileConfig::fitted_instead_of`
-    /// says it wins), then by `FusedConfig::clustered_epilogue_tile` (its 2-CTA twin where
-    /// the row blocks pair up, K >= 4096, the grid is even and `split_last_wave` is the
-    /// default and would not split).
+    /// says it wins, or the 128-row tile fitted to N where the plain GEMM's column rule
+    /// takes it and it saves more GEMM time than its last wave adds to the copy), then by
+    /// `FusedConfig::clustered_epilogue_tile` (its 2-CTA twin where the fused kernel has
+    /// one, the row blocks pair up, K >= 4096, the grid is even and `split_last_wave` is
+    /// the default and would not split).
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none

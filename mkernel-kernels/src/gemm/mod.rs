@@ -468,7 +468,10 @@ impl TileConfig {
     /// 7.6 MB, ~22 us at the link's 350 GB/s; 144 columns leave 120 of 36 KiB, 4.4 MB, for
     /// 1.6% less work on the busiest SM; bench/NOTES.md 48). The plain GEMM at that shape
     /// (run 393, one H200): 144 columns in clusters 2.2% (~4.5 us) slower than the clustered
-    /// 128 x 256 tile, so ~4.5 us net at best; opt-in until the pair times them (NOTES 50.4).
+    /// 128 x 256 tile, so ~4.5 us net at best, and with a pair's ranks on one H200 (run 394)
+    /// even; opt-in there. The default where the plain GEMM's column rule takes them and
+    /// they pay for their last wave (`FusedConfig::epilogue_tile`: DeepSeek M=2048, 176
+    /// columns in clusters, 6.7% faster in run 394; NOTES 52).
     fn fused_cols() -> impl Iterator<Item = Self> {
         Self::cols_widths().map(Self::cols_tma_store).chain(Self::cols_widths().filter(|&c| c % 16 == 0).map(Self::cols_tma_store_c2))
     }

@@ -1217,8 +1217,9 @@ impl TileConfig {
     /// ([`Self::cols_fit`]) with the TMA-store epilogue ([`Self::cols_tma_store`]) where it
     /// beats `current`, an unclustered 128 x 256 or 64 x 256 tile (either epilogue): M >=
     /// 1024 or two row blocks (below; the shapes measured), K % 64 == 0, N % 8 == 0, and its busiest SM's work over its rate ([`Self::busiest_sm_work`],
-    /// [`Self::relative_rate`]) below `current`'s. `None` where `current` stays. (The plain
-    /// GEMM only: the fused kernel's epilogue path copies swizzled 64-column staging boxes.)
+    /// [`Self::relative_rate`]) below `current`'s. `None` where `current` stays. (Also the
+    /// fused kernel's epilogue path, where the tile pays for its last wave's copy:
+    /// `FusedConfig::epilogue_tile`.)
     ///
     /// Measured on one H200 (runs 120-121, ours / cuBLAS, default -> fitted TMA-store
     /// tile): 2048 x 7168 x 9216 0.893 (the Registers twin; 0.835 with 128 x 256 tiles in
