@@ -17,11 +17,19 @@ if [[ ${1:-} == short ]]; then
   shapes=1024x8192x4096,1024x7168x9216,512x8192x4096
   tiles=wide-tma-store-c2,cols-128x144-tma-store-c2,cols-128x176-tma-store-c2,cols-128x168-tma-store
 fi
-GPU_DIR=${GPU_DIR:-.gpu} bash bench/device-run.sh bench gemm-allreduce --share-gpu --comm-path epilogue --check --iters 30 \
+timeout 430 env GPU_DIR=${GPU_DIR:-.gpu} bash bench/device-run.sh bench gemm-allreduce --share-gpu --comm-path epilogue --check --iters 30 \
   --warmup-ms 1500 --shape "$shapes" --sweep-tiles "$tiles" > "$OUT/share394.log" 2>&1
 tail -50 "$OUT/share394.log"
 [[ ${1:-} == short ]] && exit 0
-# 2) the gpu_gemm test that failed in run 393, with the spot check's K-aware floor (50.4); expected: pass. (Only
+# 2) (session 49) bench::alloc on a shape no GPU holds (C alone 309 GB): expected exit 1 with the shape, rank, buffer
+# and size named.
+timeout 60 env GPU_DIR=${GPU_DIR:-.gpu} bash bench/device-run.sh bench gemm-allreduce --share-gpu --iters 1 --shape 393216x393216x4096 2>&1 | tail -4
+# 3) (session 49) gpu_gemm_allreduce on one GPU: expected 12 passed, the 4 two-GPU tests failing with "1 GPU(s)
+# present, 2 needed". The gpu_gemm spot check runs in run 395 (the branch is rebased on this main).
+TEST_TIMEOUT=120 bash bench/device-run.sh tests gpu_gemm_allreduce
+grep -hE "^test |test result" "$OUT/test-logs/"*allreduce*.log | grep -v " ok$"
+exit 0
+# (prepared in session 48) the gpu_gemm test that failed in run 393, with the spot check's K-aware floor (50.4); expected: pass. (Only
 # that test: the session's device time was nearly spent.)
 TEST_TIMEOUT=120 bash bench/device-run.sh tests gpu_gemm one_wave_cols_c2_default_matches_reference
 grep -hE "^test |test result" "$OUT/test-logs/"*.log | grep -v " ok$"
