@@ -353,7 +353,8 @@ fn half_width_c2_default_matches_reference() {
     defaults_match_reference("half_width_c2_default_matches_reference", &cases, |_, sms| (sms == 132).then_some(c112));
 }
 
-/// Two row blocks where the one-wave-cols rule leaves 80-120 columns with K >= 6144: that
+/// Two row blocks where the one-wave-cols rule leaves 80-120 columns with K >= 6144 (176-224
+/// above K = 14336): that
 /// tile in 2-CTA clusters along M sharing B (`TileConfig::one_wave_cols_c2_instead_of`; at
 /// 88, 104 and 120 columns the CTAs' halves of B overlap by 8 rows), M ragged (200, 211,
 /// 201, 214, 203, 243: the last row block short), N ragged (5112, 6088, 7144, 5696,
@@ -370,6 +371,10 @@ fn one_wave_cols_c2_default_matches_reference() {
         (214, 5696, 16384, 88),
         (203, 6856, 15040, 104),
         (243, 7416, 14080, 120),
+        // Above K = 14336 in place of 128 x 256 (run 390): 184 columns, M and N ragged (130
+        // tiles in place of 94), and 216 (the halves of B overlapping by 8 rows), N ragged.
+        (233, 11888, 16256, 184),
+        (242, 14000, 18432, 216),
     ];
     widths_match_reference("one_wave_cols_c2_default_matches_reference", &cases, TileConfig::cols_tma_store_c2);
 }
@@ -485,8 +490,6 @@ fn one_wave_cols_default_matches_reference() {
         (206, 4824, 576, 80),
         (254, 4256, 704, 72),
         (235, 5320, 1920, 88),
-        // Two row blocks above K = 14336 in place of 128 x 256 (94 tiles), M and N ragged.
-        (233, 11888, 16256, 184),
     ];
     widths_match_reference("one_wave_cols_default_matches_reference", &cases, TileConfig::cols_tma_store);
 }

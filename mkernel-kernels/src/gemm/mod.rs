@@ -201,7 +201,8 @@ impl TileConfig {
     /// two CTAs of a cluster take neighbouring 128-row blocks of A; each loads half of B's
     /// `cols` rows in whole 8-row swizzle atoms ([`Self::shared_rows_per_cta`]): 136, 144, ...,
     /// 248, and 48, 64, ..., 112 and 72, 88, 104, 120 (where half of `cols` is not whole
-    /// atoms the two shares overlap by 8 rows), of which 80-120 are defaults at two row blocks,
+    /// atoms the two shares overlap by 8 rows), of which 80-120 (and 176-224 above K = 14336)
+    /// are defaults at two row blocks,
     /// [`Self::half_width_c2_instead_of`] and [`Self::one_wave_cols_c2_instead_of`]), as
     /// [`Self::WIDE_TMA_STORE_C2`] does for 256 columns.
     /// `cols-128xC-tma-store-c2`. Plain GEMM only, but at 144-240 columns, which the fused

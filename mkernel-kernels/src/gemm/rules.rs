@@ -578,12 +578,14 @@ impl TileConfig {
     /// The last of [`Self::choose_for`]'s last steps (plain GEMM only; clusters never split:
     /// the split rules start from the pick before it): at two row blocks (193 <= M <= 256), in
     /// place of the one-wave-cols rule's tile ([`Self::one_wave_cols_instead_of`]) where it is
-    /// 80-120 columns wide, its twin in 2-CTA clusters along M
+    /// 80-120 columns wide, or 176-224 above [`ONE_WAVE_COLS_MAX_K`] (where that rule takes
+    /// them in place of 128 x 256 tiles), its twin in 2-CTA clusters along M
     /// ([`Self::cols_tma_store_c2`]): the same tiles, the two row blocks of a column block on
     /// the two CTAs of a cluster, each B tile crossing from L2 once for both (TMA multicast
     /// within the GPU). [`ONE_WAVE_COLS_C2_MIN_K`] <= K <= [`ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K`],
-    /// K % 64 == 0, N % 8 == 0, and the tiles fill more than two thirds of one wave on
-    /// `sm_count` SMs (as measured: 122-132 tiles on 132). `None` elsewhere. A cluster's CTAs
+    /// K % 64 == 0, N % 8 == 0 (176-224 columns: K > [`ONE_WAVE_COLS_MAX_K`]), and the tiles
+    /// fill more than two thirds of one wave on `sm_count` SMs (as measured: 122-132 tiles on
+    /// 132). `None` elsewhere. A cluster's CTAs
     /// each load half of B's rows in whole 1024-byte swizzle atoms
     /// ([`Self::shared_rows_per_cta`]: at 88, 104 and 120 columns the halves overlap by 8
     /// rows); there the next multiple of 16 in clusters ran even or slower (run 387), the
@@ -611,13 +613,24 @@ impl TileConfig {
     /// / 49.4 -> 45.4 / 47.1 (104), 245 x 6664 x 9216 53.9 / 54.7 -> 53.1 / 53.2 (104), 237 x
     /// 6680 x 19072 107.8 / 111.9 -> 102.7 / 107.4 (104), 228 x 7560 x 10240 67.0 / 73.5 -> 64.6
     /// / 73.0 (120), 197 x 7896 x 10240 67.5 / 69.0 -> 66.1 / 67.2 (120): 1-7% faster on all 7;
-    /// 213 x 4744 x 6656 (72) 29.5 / 29.4 -> 29.3 / 29.8 (bench/NOTES.md 47.3).
+    /// 213 x 4744 x 6656 (72) 29.5 / 29.4 -> 29.3 / 29.8 (bench/NOTES.md 47.3). Run 390 (the
+    /// wide widths above K = 14336, each forced, ms): 256 x 12288 x 16384 0.1642 / 0.1642 ->
+    /// 0.1610 / 0.1618 (192 columns), 224 x 13312 x 20480 0.2132 / 0.2148 -> 0.2088 / 0.2096
+    /// (208), 247 x 14280 x 20288 0.2332 / 0.2335 -> 0.2308 / 0.2296 (224): 1-2% faster on all
+    /// 3; 176, 184, 200 and 216 (overlapping halves) not yet timed, run 395 prepared (NOTES 51).
     pub fn one_wave_cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let width = current.bn;
+        let ks = if (80..=120).contains(&width) {
+            ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K
+        } else if (176..=224).contains(&width) {
+            // (the widths the long-K rule takes in place of 128 x 256 tiles: run 390)
+            ONE_WAVE_COLS_MAX_K + 1..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K
+        } else {
+            return None;
+        };
         let applies = current == Self::cols_tma_store(width)
-            && (80..=120).contains(&width)
             && width % 8 == 0
-            && Self::two_row_blocks_c2_shape(shape, ONE_WAVE_COLS_C2_MIN_K..=ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K)
+            && Self::two_row_blocks_c2_shape(shape, ks)
             && Self::fills_two_thirds_of_one_wave(current.tiles(shape.m, shape.n), sm_count);
         applies.then(|| Self::cols_tma_store_c2(width))
     }
@@ -3244,7 +3257,9 @@ mod tests {
         for (m, n, k, w) in [(233, 11888, 16256, 184), (256, 12288, 16384, 192), (224, 13312, 20480, 208), (242, 14000, 18432, 216), (256, 14336, 16384, 224)] {
             assert_eq!(TileConfig::choose_for_before_one_wave_cols(s(m, n, k), 132), wide, "{m}x{n}x{k}");
             assert_eq!(rule(wide, m, n, k, 132), Some(cols(w)), "{m}x{n}x{k}");
-            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            // (then in 2-CTA clusters: `one_wave_cols_c2_instead_of`, run 390)
+            assert_eq!(TileConfig::choose_before_cluster_n(s(m, n, k), 132), cols(w), "{m}x{n}x{k}");
+            assert_eq!(TileConfig::choose_for(s(m, n, k), 132), TileConfig::cols_tma_store_c2(w), "{m}x{n}x{k}");
             assert_eq!(TileConfig::split_rule_for(s(m, n, k), 132, u64::MAX, u64::MAX), None, "{m}x{n}x{k}");
         }
         assert_eq!(rule(wide, 204, 15736, 14912, 132), None);
@@ -3380,6 +3395,19 @@ mod tests {
         assert_eq!(rule(cols(96), 256, 4320, 8192), Some(c2(96))); // 90 tiles
         for w in [136, 48, 64, 72, 224] {
             assert_eq!(rule(cols(w), 228, w * 64, 8192), None, "{w}");
+        }
+        // 176-224 columns only above K = 14336 (the long-K rule's widths in place of 128 x 256;
+        // run 390), to 20480; not 168 nor 232 there. (N = 64 column blocks: 128 tiles)
+        for w in [176, 184, 192, 200, 208, 216, 224] {
+            assert_eq!(rule(cols(w), 228, w * 64, 14400), Some(c2(w)), "{w}");
+            assert_eq!(rule(cols(w), 228, w * 64, 20480), Some(c2(w)), "{w}");
+            assert_eq!(rule(cols(w), 228, w * 64, 14336), None, "{w}");
+            assert_eq!(rule(cols(w), 228, w * 64, 20544), None, "{w}");
+            assert_eq!(rule(cols(w), 192, w * 64, 16384), None, "{w}");
+            assert_eq!(rule(cols(w), 228, w * 44, 16384), None, "{w}: 88 tiles, two thirds");
+        }
+        for w in [168, 232] {
+            assert_eq!(rule(cols(w), 228, w * 64, 16384), None, "{w}");
         }
         // (each with 128 tiles at its N: only the tile excludes it)
         for (other, n) in [(TileConfig::NARROW_TMA_STORE, 8192), (TileConfig::cols_tma_store_c2(96), 6144), (TileConfig::cols(96), 6144)] {
