@@ -617,7 +617,14 @@ impl TileConfig {
     /// wide widths above K = 14336, each forced, ms): 256 x 12288 x 16384 0.1642 / 0.1642 ->
     /// 0.1610 / 0.1618 (192 columns), 224 x 13312 x 20480 0.2132 / 0.2148 -> 0.2088 / 0.2096
     /// (208), 247 x 14280 x 20288 0.2332 / 0.2335 -> 0.2308 / 0.2296 (224): 1-2% faster on all
-    /// 3; 176, 184, 200 and 216 (overlapping halves) not yet timed, run 395 prepared (NOTES 51).
+    /// 3. Run 395 (default against main's, the plain column tiles, two passes, ms): 236 x 11400
+    /// x 15360 (176) 0.1457 / 0.1453 -> 0.1414 / 0.1412, 222 x 11600 x 19456 (176) 0.1821 /
+    /// 0.1864 -> 0.1783 / 0.1827, 213 x 12352 x 20480 (192) 0.2093 / 0.2129 -> 0.2051 /
+    /// 0.2088, 205 x 12800 x 18432 (200) 0.1878 / 0.1880 -> 0.1864 / 0.1867, 248 x 13104 x
+    /// 16384 (200) 0.1742 / 0.1805 -> 0.1707 / 0.1782, 230 x 14600 x 17408 (224) 0.2111 /
+    /// 0.2117 -> 0.2078 / 0.2099: 0.7-3% faster; 256 x 13824 x 15360 (216) even, 250 x 12000
+    /// x 16384 (184) mixed (-1.9% / +5.1%, cuBLAS 3% apart between the two processes of pass
+    /// 2): bench/NOTES.md 52.2.
     pub fn one_wave_cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let width = current.bn;
         let ks = if (80..=120).contains(&width) {
