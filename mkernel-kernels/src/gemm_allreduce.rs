@@ -447,10 +447,17 @@ impl FusedConfig {
     /// 256 tile's), and takes that tile, unless the mid-M rule's tile stays
     /// ([`TileConfig::beats_swapped_fit`]), where the fused kernel has it
     /// ([`TileConfig::fused_catalog`]: 136-248 columns) and it saves more GEMM time than
-    /// its last wave's larger copy costs ([`Self::cols_pay_for_their_burst`]). Of the
+    /// its last wave's larger copy costs (`Self::cols_pay_for_their_burst`). Of the
     /// issue's shapes only DeepSeek M=2048 changes: 176 columns (in clusters, by
-    /// [`Self::clustered_epilogue_tile`]) instead of 128 x 256 tiles split 2-way, 6.7%
-    /// faster with a pair's two ranks on one H200 (run 394; bench/NOTES.md 52).
+    /// [`Self::clustered_epilogue_tile`]) instead of 128 x 256 tiles split 2-way. Measured
+    /// with a pair's two ranks on one H200, each on a per-rank stand-in with the pair's
+    /// tiles per CTA (runs 394 and 396, fused ms, old default -> new): DeepSeek M=2048
+    /// 0.4427 -> 0.4130, 0.4026 -> 0.3827, 0.4861 -> 0.4512; 2048 x 7168 x 4096 0.2349 ->
+    /// 0.2199 (176-c2); 4096 x 2880 x 4096 0.1765 -> 0.1661 (128 x 128 -> 240-c2); 1024 x
+    /// 6144 x 4096 0.1122 -> 0.0973 (192-c2); 1024 x 5120 x 4096 0.0951 -> 0.0843
+    /// (swapped 176-c2 -> 160-c2); 1024 x 9216 x 4096 0.1504 -> 0.1316 (swapped 152 ->
+    /// 192-c2); 1024 x 2880 x 4096 0.0683 -> 0.0605 (swapped 208 -> 184): 5-13% faster on
+    /// all seven, before the pair's larger last-wave copy (bench/NOTES.md 52.3).
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
         // (the TMA-store twin loads and tiles as the Registers tile the rules compare)
         if tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab {
@@ -504,7 +511,8 @@ impl FusedConfig {
     /// M=2048 (1024 x 7168 x 9216 per rank there) 0.4427 with 128 x 256 tiles split 2-way
     /// against 0.4130 with 176 columns in clusters, 6.7% faster (the model: 34 us of GEMM
     /// saved, 6.8 us more copied: 128 tiles of 44 KiB, 5.8 MB, against 52 of 64 KiB, 3.4
-    /// MB); its copies are local there, so the pair adds those ~7 us (bench/NOTES.md 52).
+    /// MB); its copies are local there, so the pair adds those ~7 us (bench/NOTES.md 52.3;
+    /// more shapes at [`Self::epilogue_tile`]).
     fn cols_pay_for_their_burst(shape: GemmShape, wide: TileConfig, cols: TileConfig, grid: u32) -> bool {
         let gemm_s = |t: TileConfig| {
             let (work, base) = (t.busiest_sm_work(shape, grid) as f64, wide.busiest_sm_work(shape, grid) as f64);
