@@ -329,7 +329,9 @@ impl Communicator {
     ///
     /// Errors: launcher variables missing or inconsistent (named), more than one node
     /// (inter-node transport not available yet), a rank that does not show up within
-    /// `bootstrap_timeout` (named), or GPUs without peer access.
+    /// `bootstrap_timeout` (named), a failed allocation of this rank's symmetric workspace
+    /// ([`Error::Allocation`], naming the rank, its GPU and `max_output_elems`; its peers
+    /// then give up after `bootstrap_timeout`), or GPUs without peer access.
     pub fn from_env(config: CommConfig) -> Result<Communicator> {
         let env = LaunchEnv::from_env()?;
         Self::from_launch_env(&env, config)

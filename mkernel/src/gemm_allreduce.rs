@@ -293,6 +293,11 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
             ));
         }
     }
+    // A path asked for with no tile: its N rule first, so that a refusal names the path
+    // rather than the TMA-store tile picked for it below (helper-90).
+    if let (None, Some(p)) = (opts.tile, opts.comm_path) {
+        p.check_n(shape.n)?;
+    }
     let tile = opts.tile.unwrap_or_else(|| {
         let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
         // The reduce-add and push paths need the TMA-store epilogue: asked for, they get one.

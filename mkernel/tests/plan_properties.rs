@@ -130,6 +130,29 @@ fn contexts_no_communicator_has_are_refused() {
     assert!(plan_gemm_allreduce(s, GemmAllReduceOptions::default(), context(2, mkernel::MAX_PLAN_GRID, false)).is_ok());
 }
 
+/// A path with 16-byte rows asked for with no tile and N % 8 != 0 is refused naming
+/// `comm_path` and its rule, not `tile` (the TMA-store tile the planner would pick for it;
+/// helper-90); a forced TMA-store tile on such N is still refused naming `tile`.
+#[test]
+fn a_path_asked_for_on_ragged_n_is_refused_by_its_own_rule() {
+    let s = GemmShape { m: 1, n: 17, k: 8 };
+    for path in CommPath::ALL.iter().copied().filter(|p| p.needs_16_byte_rows()) {
+        let opts = GemmAllReduceOptions { comm_path: Some(path), ..Default::default() };
+        match plan_gemm_allreduce(s, opts, context(2, 132, false)) {
+            Err(Error::InvalidArgument { arg, rule }) => assert!(arg == "comm_path" && rule.contains("N % 8 == 0") && rule.contains("N=17"), "{}: {arg}: {rule}", path.name()),
+            other => panic!("{}: {other:?}", path.name()),
+        }
+    }
+    let forced = GemmAllReduceOptions { tile: Some(TileConfig::WIDE_TMA_STORE), ..Default::default() };
+    match plan_gemm_allreduce(s, forced, context(2, 132, false)) {
+        Err(Error::InvalidArgument { arg, .. }) => assert_eq!(arg, "tile"),
+        other => panic!("{other:?}"),
+    }
+    // The scalar path takes such N.
+    let scalar = GemmAllReduceOptions { comm_path: Some(CommPath::Scalar), ..Default::default() };
+    assert!(plan_gemm_allreduce(s, scalar, context(2, 132, false)).is_ok());
+}
+
 /// One rank (helper-52): an explicit local path takes plain-GEMM tiles, with or without
 /// `tail_ctas: Some(0)`; asking one rank for a fused kernel (comm_ctas, tail_ctas or a
 /// fused path) with a clustered or swapped-operand tile is refused naming `tile`, and an

@@ -944,10 +944,13 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // counts a shape can take do not depend on the other shapes of the run)
     let largest = list.iter().max_by_key(|(_, s)| s.m as u64 * s.n as u64);
     let max_elems = largest.map_or(1, |(_, s)| s.m as u64 * s.n as u64).max(1 << 21);
-    // (a workspace no GPU can hold names the shape that sized it, not only the config)
+    // (a workspace no GPU can hold names the shape that sized it, not only the config;
+    // below the 2^21 floor the floor sized it, and the config's value says so)
     let sized_by = |e: mkernel::Error| -> Box<dyn std::error::Error> {
         match (&e, largest) {
-            (mkernel::Error::Allocation { .. }, Some((label, _))) => format!("{label} (the largest listed M x N, which sizes every rank's workspace): {e}").into(),
+            (mkernel::Error::Allocation { .. }, Some((label, s))) if s.m as u64 * s.n as u64 == max_elems => {
+                format!("{label} (the largest listed M x N, which sizes every rank's workspace): {e}").into()
+            }
             _ => e.into(),
         }
     };
