@@ -441,40 +441,15 @@ impl FusedConfig {
     /// 0.1301 -> 0.1100, 5000 0.5326 -> 0.5186; it leaves M=1000 (0.1303 with 128 x 128
     /// tiles against 0.1321) and 3000 (0.3296 against 0.3528) as they were.
     ///
-    /// With that rule, as the plain GEMM's [`TileConfig::fitted_or_cols_instead_of`] does,
-    /// it asks the column rule ([`TileConfig::cols_instead_of`]: M >= 1024, the 128-row
-    /// TMA-store tile fitted to N where its busiest SM's work at its rate beats the 128 x
-    /// 256 tile's), and takes that tile, unless the mid-M rule's tile stays
-    /// ([`TileConfig::beats_swapped_fit`]), where the fused kernel has it
-    /// ([`TileConfig::fused_catalog`]: 136-248 columns) and it saves more GEMM time than
-    /// its last wave's larger copy costs (`Self::cols_pay_for_their_burst`). Of the
-    /// issue's shapes only DeepSeek M=2048 changes: 176 columns (in clusters, by
-    /// [`Self::clustered_epilogue_tile`]) instead of 128 x 256 tiles split 2-way. Measured
-    /// with a pair's two ranks on one H200, each on a per-rank stand-in with the pair's
-    /// tiles per CTA (runs 394 and 396, fused ms, old default -> new): DeepSeek M=2048
-    /// 0.4427 -> 0.4130, 0.4026 -> 0.3827, 0.4861 -> 0.4512; 2048 x 7168 x 4096 0.2349 ->
-    /// 0.2199 (176-c2); 4096 x 2880 x 4096 0.1765 -> 0.1661 (128 x 128 -> 240-c2); 1024 x
-    /// 6144 x 4096 0.1122 -> 0.0973 (192-c2); 1024 x 5120 x 4096 0.0951 -> 0.0843
-    /// (swapped 176-c2 -> 160-c2); 1024 x 9216 x 4096 0.1504 -> 0.1316 (swapped 152 ->
-    /// 192-c2); 1024 x 2880 x 4096 0.0683 -> 0.0605 (swapped 208 -> 184): 5-13% faster on
-    /// all seven, before the pair's larger last-wave copy (bench/NOTES.md 52.3).
+    /// The column-fitted tiles come after, in [`Self::epilogue_default_tile`].
     pub fn epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> TileConfig {
         // (the TMA-store twin loads and tiles as the Registers tile the rules compare)
         if tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab {
             if let Some(s) = TileConfig::swapped_instead_of(tile, shape, grid) {
                 return s.with_tma_store();
             }
-            // (the plain GEMM's mid-M and column rules, `TileConfig::fitted_or_cols_instead_of`,
-            // with the column tile only where the fused kernel has it and it pays for its
-            // last wave's copy)
-            let fitted = TileConfig::fitted_instead_of(tile, shape, grid);
-            let cols = TileConfig::cols_instead_of(tile, shape, grid)
-                .filter(|c| c.is_fused_column_fitted() && Self::cols_pay_for_their_burst(shape, tile, *c, grid));
-            match (fitted, cols) {
-                (Some(f), Some(c)) if c.beats_swapped_fit(f, shape, grid) => return c,
-                (Some(f), _) => return f.with_tma_store(),
-                (None, Some(c)) => return c,
-                (None, None) => {}
+            if let Some(f) = TileConfig::fitted_instead_of(tile, shape, grid) {
+                return f.with_tma_store();
             }
         }
         let (wide, narrow) = (TileConfig::WIDE_TMA_STORE, TileConfig::NARROW_TMA_STORE);
@@ -496,6 +471,69 @@ impl FusedConfig {
         }
     }
 
+    /// The epilogue path's default tile for `tile` (from [`Self::choose_tile`]): the column
+    /// tile of [`Self::epilogue_cols_tile`] where there is one, else [`Self::epilogue_tile`]'s,
+    /// each then through [`Self::clustered_epilogue_tile`]; but never an unclustered column
+    /// tile in place of a clustered default.
+    ///
+    /// Why the last rule: the column rule compares its tile with the unclustered 128 x 256
+    /// tile, and the 2-CTA twins run 1.5-3% faster than their tiles (bench/NOTES.md 17.4) where
+    /// the fused kernel has no twin for the column width (not a multiple of 16: 136, 168,
+    /// 184, 216, ...); against clustered defaults no column tile has been timed faster on
+    /// the fused path (run 394: o-proj M=2048 144-c2 +0.6%, 176-c2 +3.6%, 168 +4.9% against
+    /// the clustered 128 x 256 tile; bench/NOTES.md 52.1, 52.6).
+    pub fn epilogue_default_tile(shape: GemmShape, tile: TileConfig, grid: u32, split: LastWaveSplit, scratch_bytes: u64) -> TileConfig {
+        let base = Self::clustered_epilogue_tile(shape, Self::epilogue_tile(shape, tile, grid), grid, split, scratch_bytes);
+        match Self::epilogue_cols_tile(shape, tile, grid) {
+            Some(c) => {
+                let c = Self::clustered_epilogue_tile(shape, c, grid, split, scratch_bytes);
+                if base.cluster_m > c.cluster_m {
+                    base
+                } else {
+                    c
+                }
+            }
+            None => base,
+        }
+    }
+
+    /// The column rule of the epilogue path: as the plain GEMM's
+    /// [`TileConfig::fitted_or_cols_instead_of`] does after the small-M rule, it asks the
+    /// column rule ([`TileConfig::cols_instead_of`]: M >= 1024, the 128-row TMA-store tile
+    /// fitted to N where its busiest SM's work at its rate beats the 128 x 256 tile's), and
+    /// gives that tile, unless the mid-M rule's swapped tile stays
+    /// ([`TileConfig::beats_swapped_fit`]), where the fused kernel has it
+    /// ([`TileConfig::fused_catalog`]: 136-248 columns), it is at least
+    /// [`crate::gemm::COLS_OVER_SWAPPED_MIN_COLS`] wide (136 and 144 columns lost to
+    /// other tiles at the same work in the plain GEMM, and have not been timed faster on
+    /// the fused path), and it saves more GEMM time than its last wave's larger copy costs
+    /// (`Self::cols_pay_for_their_burst`). `None` elsewhere
+    /// (and for a `tile` that is not the unclustered 128 x 256 TMA-store tile, or where the
+    /// small-M rule's swapped tile applies).
+    ///
+    /// Of the shapes only DeepSeek M=2048 changes: 176 columns (in clusters) instead
+    /// of 128 x 256 tiles split 2-way. Measured with a pair's two ranks on one H200, each on a
+    /// per-rank stand-in with the pair's tiles per CTA (runs 394 and 396, fused ms, old
+    /// default -> new): DeepSeek M=2048 0.4427 -> 0.4130, 0.4026 -> 0.3827, 0.4861 -> 0.4512;
+    /// 2048 x 7168 x 4096 0.2349 -> 0.2199 (176-c2); 4096 x 2880 x 4096 0.1765 -> 0.1661 (128 x
+    /// 128 -> 240-c2); 1024 x 6144 x 4096 0.1122 -> 0.0973 (192-c2); 1024 x 5120 x 4096 0.0951
+    /// -> 0.0843 (swapped 176-c2 -> 160-c2); 1024 x 9216 x 4096 0.1504 -> 0.1316 (swapped 152
+    /// -> 192-c2); 1024 x 2880 x 4096 0.0683 -> 0.0605 (swapped 208 -> 184): 5-13% faster on
+    /// all seven, before the pair's larger last-wave copy (bench/NOTES.md 52.3).
+    pub fn epilogue_cols_tile(shape: GemmShape, tile: TileConfig, grid: u32) -> Option<TileConfig> {
+        let plain_wide = tile.epilogue == crate::gemm::Epilogue::TmaStore && tile.cluster_m == 1 && !tile.swap_ab;
+        if !plain_wide || TileConfig::swapped_instead_of(tile, shape, grid).is_some() {
+            return None;
+        }
+        let cols = TileConfig::cols_instead_of(tile, shape, grid).filter(|c| {
+            c.bn >= crate::gemm::COLS_OVER_SWAPPED_MIN_COLS && c.is_fused_column_fitted() && Self::cols_pay_for_their_burst(shape, tile, *c, grid)
+        })?;
+        match TileConfig::fitted_instead_of(tile, shape, grid) {
+            Some(f) if !cols.beats_swapped_fit(f, shape, grid) => None,
+            _ => Some(cols),
+        }
+    }
+
     /// Whether the column-fitted tile `cols` ([`TileConfig::cols_instead_of`]'s pick in place
     /// of `wide`, the unclustered 128 x 256 TMA-store tile) saves more GEMM time than its
     /// last wave's larger copy costs on the epilogue path: the busiest SM's work over its
@@ -512,7 +550,7 @@ impl FusedConfig {
     /// against 0.4130 with 176 columns in clusters, 6.7% faster (the model: 34 us of GEMM
     /// saved, 6.8 us more copied: 128 tiles of 44 KiB, 5.8 MB, against 52 of 64 KiB, 3.4
     /// MB); its copies are local there, so the pair adds those ~7 us (bench/NOTES.md 52.3;
-    /// more shapes at [`Self::epilogue_tile`]).
+    /// more shapes at [`Self::epilogue_cols_tile`]).
     fn cols_pay_for_their_burst(shape: GemmShape, wide: TileConfig, cols: TileConfig, grid: u32) -> bool {
         let gemm_s = |t: TileConfig| {
             let (work, base) = (t.busiest_sm_work(shape, grid) as f64, wide.busiest_sm_work(shape, grid) as f64);
@@ -1439,35 +1477,56 @@ mod tests {
         let s = |m, n, k| GemmShape { m, n, k };
         let (wide, auto, scratch) = (TileConfig::WIDE_TMA_STORE, LastWaveSplit::Auto, 1 << 30);
         let cols = TileConfig::cols_tma_store;
-        let c = |shape, tile| FusedConfig::clustered_epilogue_tile(shape, tile, 132, auto, scratch);
-        // DeepSeek M=2048 (run 394: 6.7% faster than 128 x 256 tiles split 2-way): 176
+        let pick = |shape: GemmShape| FusedConfig::epilogue_default_tile(shape, FusedConfig::choose_tile(shape.m, shape.n, 132), 132, auto, scratch);
+        // DeepSeek M=2048 (runs 394, 396: 5-7% faster than 128 x 256 tiles split 2-way): 176
         // columns, then their 2-CTA twin (656 tiles, 128 in the last wave: not split).
         let deepseek = s(2048, 7168, 9216);
         assert_eq!(TileConfig::cols_instead_of(wide, deepseek, 132), Some(cols(176)));
-        assert_eq!(FusedConfig::epilogue_tile(deepseek, wide, 132), cols(176));
-        assert_eq!(c(deepseek, cols(176)), TileConfig::cols_tma_store_c2(176));
+        assert_eq!(FusedConfig::epilogue_cols_tile(deepseek, wide, 132), Some(cols(176)));
+        assert_eq!(FusedConfig::epilogue_tile(deepseek, wide, 132), wide);
+        assert_eq!(pick(deepseek), TileConfig::cols_tma_store_c2(176));
         // A width whose twin the fused kernel lacks (184: its halves of B overlap) stays
-        // unclustered, though the plain GEMM has the twin.
+        // unclustered, though the plain GEMM has the twin; it replaces the unclustered
+        // swapped default (run 396: 11-12% faster).
         let narrow_n = s(1024, 2880, 4096);
-        assert_eq!(FusedConfig::epilogue_tile(narrow_n, wide, 132), cols(184));
         assert!(TileConfig::gemm_catalog().any(|t| t == TileConfig::clustered_instead_of(cols(184), narrow_n)));
-        assert_eq!(c(narrow_n, cols(184)), cols(184));
+        assert_eq!(FusedConfig::clustered_epilogue_tile(narrow_n, cols(184), 132, auto, scratch), cols(184));
+        assert_eq!(pick(narrow_n), cols(184));
+        // But an unclustered column tile never replaces a clustered default: 3072 x 9216 x
+        // 4096 (168 columns against the 128 x 256 twin), 4096 x 6912 x 7168 (216); 1024 x
+        // 6912 x 4096 (216 against the swapped 152, unclustered: 216 is taken).
+        for (shape, w) in [(s(3072, 9216, 4096), 168), (s(4096, 6912, 7168), 216)] {
+            assert_eq!(FusedConfig::epilogue_cols_tile(shape, wide, 132), Some(cols(w)), "{shape:?}");
+            assert_eq!(pick(shape), TileConfig::WIDE_TMA_STORE_C2, "{shape:?}");
+        }
+        // Nor a column tile under 160 columns (`COLS_OVER_SWAPPED_MIN_COLS`): 136 at 3072 x
+        // 5120 x 5120 (against the 128 x 256 twin) and 6144 x 2560 x 4096 (against 128 x 128
+        // tiles split 3-way).
+        for shape in [s(3072, 5120, 5120), s(6144, 2560, 4096)] {
+            assert_eq!(TileConfig::cols_instead_of(wide, shape, 132), Some(cols(136)), "{shape:?}");
+            assert_eq!(FusedConfig::epilogue_cols_tile(shape, wide, 132), None, "{shape:?}");
+        }
+        assert_eq!(pick(s(1024, 6912, 4096)), cols(216));
         // A short K: the GEMM saved is less than the larger last wave's copy (124 tiles of
         // 48 KiB against 60 of 64 KiB), so the 128 x 256 tile stays.
         let short_k = s(1024, 6144, 512);
         assert_eq!(TileConfig::cols_instead_of(wide, short_k, 132), Some(cols(192)));
         assert!(!FusedConfig::cols_pay_for_their_burst(short_k, wide, cols(192), 132));
         assert!(FusedConfig::cols_pay_for_their_burst(s(1024, 6144, 4096), wide, cols(192), 132));
-        assert_eq!(FusedConfig::epilogue_tile(short_k, wide, 132), wide);
+        assert_eq!(FusedConfig::epilogue_cols_tile(short_k, wide, 132), None);
         // Where the mid-M rule's swapped tile is not clearly beaten, it stays (as in the
         // plain GEMM: 1024 x 7168 x 9216, DeepSeek M=1024).
         assert_eq!(TileConfig::cols_instead_of(wide, s(1024, 7168, 9216), 132), Some(cols(224)));
-        assert_eq!(FusedConfig::epilogue_tile(s(1024, 7168, 9216), wide, 132), TileConfig::swapped_wide(152, Epilogue::TmaStore));
-        // The other shapes of the table keep their tiles (the o-proj and down-proj
-        // ones: the column rule leaves them; M >= 4096 of DeepSeek: not a 128 x 256 tile's
-        // rule, the clustered twin comes first in the plain GEMM too).
-        for (m, n, k) in [(1024, 8192, 4096), (2048, 8192, 4096), (4096, 8192, 14336), (4096, 7168, 9216), (8192, 7168, 9216)] {
-            let t = FusedConfig::epilogue_tile(s(m, n, k), FusedConfig::choose_tile(m, n, 132), 132);
+        assert_eq!(FusedConfig::epilogue_cols_tile(s(1024, 7168, 9216), wide, 132), None);
+        assert_eq!(pick(s(1024, 7168, 9216)), TileConfig::swapped_wide(152, Epilogue::TmaStore));
+        // Not for other tiles, nor where the small-M rule's swapped tile applies.
+        for t in [TileConfig::NARROW_TMA_STORE, TileConfig::WIDE, TileConfig::WIDE_TMA_STORE_C2] {
+            assert_eq!(FusedConfig::epilogue_cols_tile(deepseek, t, 132), None, "{t}");
+        }
+        assert_eq!(FusedConfig::epilogue_cols_tile(s(129, 8192, 4096), TileConfig::M64_WIDE_TMA_STORE, 132), None);
+        // The other shapes of the table keep their tiles.
+        for (m, n, k) in [(1024, 8192, 4096), (2048, 8192, 4096), (4096, 8192, 14336), (4096, 7168, 9216), (8192, 7168, 9216), (2049, 8192, 4096), (129, 8192, 4096)] {
+            let t = pick(s(m, n, k));
             assert!(!t.is_fused_column_fitted(), "{m}x{n}x{k}: {t}");
         }
     }

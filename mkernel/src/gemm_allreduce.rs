@@ -31,10 +31,12 @@ pub struct GemmAllReduceOptions {
     /// swapped-operand tile holding all of M for M <= 256 where it loads less, and for
     /// 257 <= M <= 8192 the 128-row one fitted to M where `TileConfig::fitted_instead_of`
     /// says it wins, or the 128-row tile fitted to N where the plain GEMM's column rule
-    /// takes it and it saves more GEMM time than its last wave adds to the copy), then by
-    /// `FusedConfig::clustered_epilogue_tile` (its 2-CTA twin where the fused kernel has
-    /// one, the row blocks pair up, K >= 4096, the grid is even and `split_last_wave` is
-    /// the default and would not split).
+    /// takes it and it saves more GEMM time than its last wave adds to the copy:
+    /// `FusedConfig::epilogue_cols_tile`), then by `FusedConfig::clustered_epilogue_tile`
+    /// (its 2-CTA twin where the fused kernel has one, the row blocks pair up, K >= 4096,
+    /// the grid is even and `split_last_wave` is the default and would not split); an
+    /// unclustered column tile never replaces a clustered default
+    /// (`FusedConfig::epilogue_default_tile`).
     pub tile: Option<TileConfig>,
     /// Number of CTAs (SMs) that communicate; the rest compute. 1..grid-1, where grid is
     /// [`Communicator::grid`] (the SM count, or a rank's share of a shared GPU); none
@@ -348,9 +350,9 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
         _ => tile,
     };
     let tile = if opts.tile.is_none() && path == CommPath::Epilogue {
-        let t = FusedConfig::epilogue_tile(shape, tile, grid);
-        // (last: a 2-CTA twin where the row blocks pair up and the last wave is not split)
-        FusedConfig::clustered_epilogue_tile(shape, t, grid, opts.split_last_wave.unwrap_or_default(), ctx.split_scratch_bytes)
+        // (the epilogue rules, the column rule, and last a 2-CTA twin where the row blocks
+        // pair up and the last wave is not split)
+        FusedConfig::epilogue_default_tile(shape, tile, grid, opts.split_last_wave.unwrap_or_default(), ctx.split_scratch_bytes)
     } else {
         tile
     };
