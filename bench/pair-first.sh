@@ -27,7 +27,9 @@ case $phase in
     # us at o-proj M=2048 on 144-c2, a loss at M=1024 on 168, ~7 us at DeepSeek M=2048 on 176-c2. Each sweep times
     # them next to the default in the same rounds (the waves each makes are printed with its config).
     # Since session 49 DeepSeek M=2048's default is 176-c2 (run 394, both ranks on one H200 at M halved: 6.7% faster
-    # than 128 x 256 split 2-way; NOTES 52): wide-tma-store (split by default) times the old default next to it.
+    # than 128 x 256 split 2-way; NOTES 52.3): wide-tma-store (split by default) times the old default next to it.
+    # The other kinds of change of the column rule: bench/results/logs/run397/run.sh's pairs, old against new, on the
+    # pair's own shapes (drop --share-gpu, double M back; NOTES 52.6).
     for f in "M=2048" "M=1024" "M=2049" "o M=4096"; do
       bash bench/device-run.sh bench gemm-allreduce --check --iters 30 --warmup-ms 1500 --filter "$f" \
         --sweep-tiles wide-tma-store,cols-128x136-tma-store,cols-128x144-tma-store,cols-128x144-tma-store-c2,cols-128x152-tma-store,cols-128x168-tma-store,cols-128x176-tma-store-c2
