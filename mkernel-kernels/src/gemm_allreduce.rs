@@ -456,13 +456,7 @@ impl FusedConfig {
         if tile != wide || grid == 0 {
             return tile;
         }
-        // (a shape with no tiles left over copies a whole last wave after the GEMM)
-        let final_burst_bytes = |t: TileConfig| {
-            let rest = LastWave::of(shape, t, grid).map_or(0, |w| w.rest);
-            let rest = if rest == 0 { t.tiles(shape.m, shape.n).min(grid as u64) } else { rest };
-            (rest * t.bm as u64 * t.bn as u64 * 2) as f64
-        };
-        let saved_s = (final_burst_bytes(wide) - final_burst_bytes(narrow)) / EPILOGUE_LINK_BYTES_PER_S;
+        let saved_s = (Self::final_burst_bytes(shape, wide, grid) - Self::final_burst_bytes(shape, narrow, grid)) / EPILOGUE_LINK_BYTES_PER_S;
         let lost_s = shape.flops() / WIDE_TILE_FLOPS_PER_S * NARROW_TILE_SLOWDOWN;
         if saved_s > lost_s {
             narrow
@@ -556,12 +550,16 @@ impl FusedConfig {
             let (work, base) = (t.busiest_sm_work(shape, grid) as f64, wide.busiest_sm_work(shape, grid) as f64);
             shape.flops() / WIDE_TILE_FLOPS_PER_S * (work / t.relative_rate().max(1) as f64) / (base / wide.relative_rate().max(1) as f64)
         };
-        let burst_s = |t: TileConfig| {
-            let rest = LastWave::of(shape, t, grid).map_or(0, |w| w.rest);
-            let rest = if rest == 0 { t.tiles(shape.m, shape.n).min(grid as u64) } else { rest };
-            (rest * t.bm as u64 * t.bn as u64 * 2) as f64 / EPILOGUE_LINK_BYTES_PER_S
-        };
+        let burst_s = |t: TileConfig| Self::final_burst_bytes(shape, t, grid) / EPILOGUE_LINK_BYTES_PER_S;
         gemm_s(wide) - gemm_s(cols) > burst_s(cols) - burst_s(wide)
+    }
+
+    /// Bytes of bf16 output the epilogue path copies after the GEMM with `t` on `grid` CTAs:
+    /// its last wave's tiles ([`LastWave`]), or a whole wave where none are left over.
+    fn final_burst_bytes(shape: GemmShape, t: TileConfig, grid: u32) -> f64 {
+        let rest = LastWave::of(shape, t, grid).map_or(0, |w| w.rest);
+        let rest = if rest == 0 { t.tiles(shape.m, shape.n).min(grid as u64) } else { rest };
+        (rest * t.bm as u64 * t.bn as u64 * 2) as f64
     }
 
     /// The epilogue path's last tile step, after [`Self::epilogue_tile`]: the 2-CTA twin of
