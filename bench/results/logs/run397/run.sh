@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run397 (session 49, one H200; .gpu = branch fused-cols-clusters d1b9645, bin/mkernel + gpu_barrier; carry [".gpu"]).
+# run397 (prepared in session 49, one H200; .gpu = main from 5dd3f21 (the rule as of d1b9645): ../shared/tools/gpu-pack
+# --bin mkernel -- -p mkernel-tests --test gpu_barrier; carry [".gpu"]; ~2 min).
 # The fused column rule's other kinds of change (NOTES 52.6), old pair default against new, forced, on per-rank
 # stand-ins with the pair's tiles per CTA (M halved for 128-row tiles, N halved for the swapped one), both ranks on
 # GPU 0, two passes (the second reversed). Pair shape: old -> new:
