@@ -519,13 +519,11 @@ impl FusedConfig {
         if !plain_wide || TileConfig::swapped_instead_of(tile, shape, grid).is_some() {
             return None;
         }
-        let cols = TileConfig::cols_instead_of(tile, shape, grid).filter(|c| {
-            c.bn >= crate::gemm::COLS_OVER_SWAPPED_MIN_COLS && c.is_fused_column_fitted() && Self::cols_pay_for_their_burst(shape, tile, *c, grid)
-        })?;
-        match TileConfig::fitted_instead_of(tile, shape, grid) {
-            Some(f) if !cols.beats_swapped_fit(f, shape, grid) => None,
-            _ => Some(cols),
-        }
+        // (the plain GEMM's choice between the two; a swapped tile is none of the fused
+        // kernel's column-fitted ones)
+        TileConfig::fitted_or_cols_instead_of(tile, shape, grid).filter(|c| {
+            c.is_fused_column_fitted() && c.bn >= crate::gemm::COLS_OVER_SWAPPED_MIN_COLS && Self::cols_pay_for_their_burst(shape, tile, *c, grid)
+        })
     }
 
     /// Whether the column-fitted tile `cols` ([`TileConfig::cols_instead_of`]'s pick in place

@@ -22,7 +22,7 @@ pub enum Error {
     },
     /// A device allocation failed (most often: out of GPU memory); names what was being
     /// allocated, for which rank, and its size.
-    #[error("allocating {what} ({bytes} bytes, {:.2} GiB of GPU memory) failed: {source}", *bytes as f64 / (1u64 << 30) as f64)]
+    #[error("allocating {what} ({}) failed: {source}", allocation_size(*bytes))]
     Allocation {
         /// What was being allocated, with the config value that sized it.
         what: String,
@@ -196,6 +196,11 @@ impl<T> DriverContext<T> for std::result::Result<T, cudarc::driver::DriverError>
     }
 }
 
+/// How [`Error::Allocation`] states a size: "B bytes, G.GG GiB of GPU memory".
+fn allocation_size(bytes: u64) -> String {
+    format!("{bytes} bytes, {:.2} GiB of GPU memory", bytes as f64 / (1u64 << 30) as f64)
+}
+
 pub(crate) fn invalid(arg: &'static str, rule: impl Into<String>) -> Error {
     Error::InvalidArgument { arg, rule: rule.into() }
 }
@@ -210,5 +215,12 @@ mod tests {
         assert!(matches!(e, Error::InvalidArgument { arg: "k", .. }), "{e:?}");
         let e: Error = mkernel_kernels::Error::NvrtcMissing.into();
         assert!(matches!(e, Error::Kernels(mkernel_kernels::Error::NvrtcMissing)), "{e:?}");
+    }
+
+    #[test]
+    fn allocation_sizes_in_bytes_and_gib() {
+        // (the driver's error, the rest of `Error::Allocation`'s message, needs a driver to print)
+        assert_eq!(allocation_size(65536 * 2097152 * 2), "274877906944 bytes, 256.00 GiB of GPU memory");
+        assert_eq!(allocation_size(3 << 29), "1610612736 bytes, 1.50 GiB of GPU memory");
     }
 }
