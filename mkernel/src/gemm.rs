@@ -59,13 +59,22 @@ impl Default for GemmOptions {
     }
 }
 
-/// What [`gemm_with_workspace`] ran.
+/// What [`gemm_with_workspace`] ran, or [`plan_gemm`] says a call would run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GemmRun {
     /// The tile configuration.
     pub tile: TileConfig,
     /// K-slices per tile left over after the full waves (1: no split).
     pub split_slices: u32,
+    /// CTAs of the launch: one per tile up to the SMs (the cluster's multiple), or, split,
+    /// up to one per work unit on the SMs ([`TileConfig::grid_for`], [`TileConfig::split_grid`]).
+    pub grid: u32,
+}
+
+impl From<mkernel_kernels::gemm::GemmPlan> for GemmRun {
+    fn from(p: mkernel_kernels::gemm::GemmPlan) -> Self {
+        Self { tile: p.tile, split_slices: p.split_slices(), grid: p.grid }
+    }
 }
 
 /// Scratch of the plain GEMM's split last wave ([`gemm_with_workspace`]): fp32 slots (one
@@ -222,10 +231,10 @@ pub fn gemm(
         if let Some(mut ws) = cached_workspace(stream, shape)? {
             let ran = gemm_on(stream, a, b, c, shape, opts, Some(&mut ws));
             keep_workspace(ws);
-            return Ok(ran?.0);
+            return Ok(ran?.tile);
         }
     }
-    Ok(gemm_on(stream, a, b, c, shape, opts, None)?.0)
+    Ok(gemm_on(stream, a, b, c, shape, opts, None)?.tile)
 }
 
 /// How many streams' workspaces [`gemm`] keeps per CUDA context (the most recently used).
@@ -351,8 +360,40 @@ pub fn gemm_with_workspace(
         return Err(invalid("workspace", "was made for another stream: calls sharing a workspace must be ordered on one stream"));
     }
     check_call(stream, a, b, c, shape, opts)?;
-    let (tile, split_slices) = gemm_on(stream, a, b, c, shape, opts, Some(workspace))?;
-    Ok(GemmRun { tile, split_slices })
+    gemm_on(stream, a, b, c, shape, opts, Some(workspace))
+}
+
+/// What a call of `shape` with `opts` would run on a GPU of `sm_count` SMs (132 on the
+/// H100 SXM and H200), without a GPU: the tile, the split of the last wave and the grid
+/// of [`gemm_with_workspace`] with a workspace of `workspace_bytes` (`Some`), or of
+/// [`gemm`] (`None`: with no tile forced and `split_last_wave` `Auto`, a workspace as
+/// large as the split rules' pick needs, [`TileConfig::split_rule_workspace`], as `gemm`
+/// keeps one; `gemm` runs unsplit instead where it cannot have one, e.g. while its stream
+/// is captured into a CUDA graph). So that every rule can be seen and checked off the GPU
+/// (`mkernel plan gemm`).
+///
+/// Errors ([`crate::Error::InvalidArgument`], naming the argument and rule): `sm_count`
+/// outside 1..=[`crate::MAX_PLAN_GRID`], `workspace_bytes` below 4, and what the calls
+/// refuse before launching: the shape's rules ([`GemmShape::validate_dims`]), `opts` (a
+/// tile outside the plain GEMM's catalog, or one that cannot write N columns; the
+/// timeout; 0 slices), a split the tile or shape cannot take, or `Slices(n)`, n >= 2,
+/// without a workspace (named `split_last_wave`).
+pub fn plan_gemm(shape: GemmShape, opts: GemmOptions, sm_count: u32, workspace_bytes: Option<u64>) -> Result<GemmRun> {
+    if !(1..=crate::MAX_PLAN_GRID).contains(&sm_count) {
+        return Err(invalid("sm_count", format!("must be 1..={} SMs, got {sm_count}", crate::MAX_PLAN_GRID)));
+    }
+    check_options(shape, opts)?;
+    let sized = |bytes: u64| SplitWorkspace { scratch: 0, scratch_bytes: bytes, counts: 0, counts_len: GemmWorkspace::COUNTS as u64 };
+    let workspace = match workspace_bytes {
+        Some(b) if b < 4 => return Err(invalid("workspace_bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {b}"))),
+        // (as GemmWorkspace::with_bytes: whole fp32 slots)
+        Some(b) => Some(sized(b / 4 * 4)),
+        None if opts.tile.is_none() && opts.split_last_wave == LastWaveSplit::Auto => TileConfig::split_rule_workspace(shape, sm_count)
+            .filter(|&(_, counts)| counts <= GemmWorkspace::COUNTS as u64)
+            .map(|(bytes, _)| sized(bytes.div_ceil(1 << 20).saturating_mul(1 << 20))),
+        None => None,
+    };
+    Ok(mkernel_kernels::gemm::plan(shape, opts.tile, opts.split_last_wave, sm_count, workspace)?.into())
 }
 
 /// The argument checks of every GEMM call (by [`gemm`] and [`gemm_with_workspace`],
@@ -360,6 +401,16 @@ pub fn gemm_with_workspace(
 /// the stream's GPU.
 fn check_call(stream: &Arc<CudaStream>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &CudaSlice<bf16>, shape: GemmShape, opts: GemmOptions) -> Result<()> {
     shape.validate(a.len(), b.len(), c.len())?;
+    check_options(shape, opts)?;
+    for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("c", c.ordinal())] {
+        check_same_device(stream, ord, arg)?;
+    }
+    Ok(())
+}
+
+/// The checks of `opts` (for [`check_call`] and [`plan_gemm`]) after the shape's.
+fn check_options(shape: GemmShape, opts: GemmOptions) -> Result<()> {
+    shape.validate_dims()?;
     if let Some(t) = opts.tile {
         t.validate_for_gemm()?;
     }
@@ -368,9 +419,6 @@ fn check_call(stream: &Arc<CudaStream>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>
     }
     if opts.split_last_wave == LastWaveSplit::Slices(0) {
         return Err(invalid("split_last_wave", "must be at least 1 slice (1: no split), got 0"));
-    }
-    for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("c", c.ordinal())] {
-        check_same_device(stream, ord, arg)?;
     }
     Ok(())
 }
@@ -383,7 +431,7 @@ fn gemm_on(
     shape: GemmShape,
     opts: GemmOptions,
     workspace: Option<&mut GemmWorkspace>,
-) -> Result<(TileConfig, u32)> {
+) -> Result<GemmRun> {
     let (pa, _ga) = a.device_ptr(stream);
     let (pb, _gb) = b.device_ptr(stream);
     let (pc, _gc) = c.device_ptr_mut(stream);
@@ -407,5 +455,5 @@ fn gemm_on(
             if opts.dependent_launch { LaunchOrder::Programmatic } else { LaunchOrder::Serialized },
         )?
     };
-    Ok(ran)
+    Ok(ran.into())
 }

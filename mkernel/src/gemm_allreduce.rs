@@ -244,6 +244,21 @@ pub struct PlanContext {
     pub split_scratch_bytes: u64,
 }
 
+impl PlanContext {
+    /// The context of a communicator of `world_size` ranks, `grid` CTAs per rank and a
+    /// workspace for outputs of up to `max_output_elems` elements (`CommConfig`'s; its
+    /// default 16384 x 8192), with the split scratch such a workspace has
+    /// ([`mkernel_kernels::gemm_allreduce::WorkspaceLayout::split_bytes`]): what
+    /// [`Communicator::plan_gemm_allreduce`] plans with, for planning without one.
+    ///
+    /// Errors name `max_output_elems` (outside 1..=2^37) or `world_size` (outside
+    /// 1..=MAX_RANKS); the grid is checked by [`plan_gemm_allreduce`].
+    pub fn new(world_size: u32, grid: u32, gpu_shared: bool, max_output_elems: u64) -> Result<Self> {
+        let layout = mkernel_kernels::gemm_allreduce::WorkspaceLayout::new(max_output_elems, world_size)?;
+        Ok(Self { world_size, grid, gpu_shared, max_output_elems, split_scratch_bytes: layout.split_bytes() })
+    }
+}
+
 /// The largest [`PlanContext::grid`] a plan takes: a communicator's grid is its GPUs' SM
 /// count (132 on the H100/H200), and the partition search is linear in the grid.
 pub const MAX_PLAN_GRID: u32 = 1 << 16;

@@ -30,7 +30,7 @@ pub mod trace;
 
 pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result};
-pub use gemm::{gemm, gemm_with_workspace, release_gemm_workspaces, GemmOptions, GemmRun, GemmWorkspace, CACHED_WORKSPACES};
+pub use gemm::{gemm, gemm_with_workspace, plan_gemm, release_gemm_workspaces, GemmOptions, GemmRun, GemmWorkspace, CACHED_WORKSPACES};
 pub use gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext, MAX_PLAN_GRID};
 pub use host_gate::HostGate;
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};

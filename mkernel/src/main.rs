@@ -1,7 +1,9 @@
 //! `mkernel`: benchmarks of the fused kernels against their unfused baselines on the
-//! GPUs present (`mkernel bench ...`), and a catalog compile (`mkernel compile`).
+//! GPUs present (`mkernel bench ...`), the plans calls would run, without a GPU (`mkernel
+//! plan ...`), and a catalog compile (`mkernel compile`).
 
 mod bench;
+mod plan_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -17,6 +19,10 @@ enum Cmd {
     /// Run a benchmark (fused kernel vs unfused baseline, same inputs, one process).
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// Print what a call of each shape would run (tile, split, path, SM partition), without
+    /// a GPU: the default rules, or the overrides given, on a described machine.
+    #[command(subcommand)]
+    Plan(plan_cmd::PlanCmd),
     /// Compile every kernel instantiation of the catalog with NVRTC (fills the cache).
     Compile,
 }
@@ -29,6 +35,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Bench(b) => bench::run(b),
+        Cmd::Plan(p) => plan_cmd::run(p),
         Cmd::Compile => bench::compile_catalog(),
     };
     match result {

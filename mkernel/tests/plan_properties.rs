@@ -6,7 +6,7 @@
 //! - with any options, the plan is such a plan or an error naming an argument; never a
 //!   panic.
 
-use mkernel::{plan_gemm_allreduce, CommPath, EpiloguePace, Error, FusedConfig, GemmAllReduceOptions, GemmShape, LastWaveSplit, PlanContext, TileConfig};
+use mkernel::{plan_gemm, plan_gemm_allreduce, CommPath, EpiloguePace, Error, FusedConfig, GemmAllReduceOptions, GemmOptions, GemmShape, LastWaveSplit, PlanContext, TileConfig};
 use mkernel_kernels::gemm::SPLIT_COUNTS;
 use mkernel_kernels::gemm_allreduce::WorkspaceLayout;
 use proptest::prelude::*;
@@ -82,6 +82,9 @@ proptest! {
                     // A tile asked for alone is not split (as in `mkernel::gemm`).
                     let forced = plan_gemm_allreduce(s, GemmAllReduceOptions { tile: Some(cfg.tile), ..Default::default() }, ctx);
                     prop_assert_eq!(forced.ok(), Some(FusedConfig { split_slices: 1, ..cfg }), "{:?}", s);
+                    // (the plain GEMM's own plan with a workspace of the same slots agrees)
+                    let plain = plan_gemm(s, GemmOptions::default(), grid, Some(ctx.split_scratch_bytes)).map(|r| (r.tile, r.split_slices));
+                    prop_assert_eq!(plain.ok(), Some((cfg.tile, cfg.split_slices)), "{:?}", s);
                 }
             }
             Err(e) => prop_assert!(false, "{s:?} world {world} grid {grid}/{sm_count}: the default plan failed: {e}"),
@@ -112,6 +115,68 @@ proptest! {
             Err(e) => prop_assert!(false, "{s:?} {opts:?}: not an argument error: {e}"),
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// The plain GEMM (`mkernel::plan_gemm`): every shape gets a default plan that the
+    /// catalog and the launch's checks accept, on any SM count; `mkernel::gemm`'s own
+    /// workspace (sized as the split rules' pick needs) plans as an unbounded one would.
+    #[test]
+    fn gemm_default_options_always_plan(s in shape(), sm_count in prop_oneof![Just(132u32), Just(114u32), Just(78u32), 2u32..=200]) {
+        let own = plan_gemm(s, GemmOptions::default(), sm_count, None);
+        prop_assert!(own.is_ok(), "{:?} on {} SMs: {:?}", s, sm_count, own);
+        let Ok(run) = own else { unreachable!() };
+        prop_assert!(run.tile.validate_for_gemm().is_ok() && run.tile.check_output(s.n).is_ok(), "{:?}: {}", s, run.tile);
+        prop_assert!(run.grid >= 1 && run.grid <= sm_count, "{:?}: grid {} on {} SMs", s, run.grid, sm_count);
+        prop_assert!(run.split_slices == 1 || run.tile.can_split_last_wave(), "{:?}: {:?}", s, run);
+        prop_assert_eq!(plan_gemm(s, GemmOptions::default(), sm_count, Some(1 << 40)).ok(), Some(run), "{:?}", s);
+    }
+
+    /// The plain GEMM with any options: a plan that honours them, or an error naming an
+    /// argument; never a panic.
+    #[test]
+    fn gemm_any_options_plan_or_name_the_argument(
+        s in shape(),
+        sm_count in prop_oneof![Just(132u32), 2u32..=200],
+        tile in proptest::option::of(proptest::sample::select(TileConfig::gemm_catalog().collect::<Vec<_>>())),
+        split in prop_oneof![Just(LastWaveSplit::Off), Just(LastWaveSplit::Auto), (0u32..9).prop_map(LastWaveSplit::Slices)],
+        workspace in proptest::option::of(prop_oneof![0u64..4096, Just(32u64 << 20)]),
+    ) {
+        let opts = GemmOptions { tile, split_last_wave: split, ..Default::default() };
+        match plan_gemm(s, opts, sm_count, workspace) {
+            Ok(run) => {
+                if let Some(t) = tile { prop_assert_eq!(run.tile, t); }
+                if let LastWaveSplit::Slices(n) = split { prop_assert_eq!(run.split_slices, n); }
+                if split == LastWaveSplit::Off { prop_assert_eq!(run.split_slices, 1); }
+            }
+            Err(Error::InvalidArgument { arg, rule }) => prop_assert!(!arg.is_empty() && !rule.is_empty()),
+            Err(e) => prop_assert!(false, "{s:?} {opts:?}: not an argument error: {e}"),
+        }
+    }
+}
+
+/// `mkernel::plan_gemm` refuses by name what the calls refuse before launching.
+#[test]
+fn gemm_plan_refusals_name_the_argument() {
+    let s = GemmShape { m: 2049, n: 8192, k: 4096 };
+    let named = |r: mkernel::Result<mkernel::GemmRun>| match r {
+        Err(Error::InvalidArgument { arg, rule }) => format!("{arg}: {rule}"),
+        other => panic!("{other:?}"),
+    };
+    assert!(named(plan_gemm(s, GemmOptions::default(), 0, None)).starts_with("sm_count"));
+    assert!(named(plan_gemm(s, GemmOptions::default(), mkernel::MAX_PLAN_GRID + 1, None)).starts_with("sm_count"));
+    assert!(named(plan_gemm(s, GemmOptions::default(), 132, Some(3))).starts_with("workspace_bytes"));
+    assert!(named(plan_gemm(GemmShape { k: 12, ..s }, GemmOptions::default(), 132, None)).contains("K"));
+    let split2 = GemmOptions { split_last_wave: LastWaveSplit::Slices(2), tile: Some(TileConfig::NARROW_TMA_STORE), ..Default::default() };
+    let e = named(plan_gemm(s, split2, 132, None));
+    assert!(e.starts_with("split_last_wave") && e.contains("workspace"), "{e}");
+    assert_eq!(plan_gemm(s, split2, 132, Some(32 << 20)).unwrap().split_slices, 2);
+    let zero = GemmOptions { split_last_wave: LastWaveSplit::Slices(0), ..Default::default() };
+    assert!(named(plan_gemm(s, zero, 132, Some(32 << 20))).starts_with("split_last_wave"));
+    let e = named(plan_gemm(GemmShape { n: 8190, ..s }, GemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE), ..Default::default() }, 132, None));
+    assert!(e.starts_with("tile"), "{e}");
 }
 
 /// A context no communicator has (world size 0 or above MAX_RANKS, fewer than 2 CTAs or

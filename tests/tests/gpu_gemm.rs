@@ -310,6 +310,8 @@ fn defaults_match_reference(name: &str, cases: &[(u32, u32, u32)], expect: impl 
         let used = run_case(s, None);
         let split = TileConfig::split_rule_for(s, sms, u64::MAX, GemmWorkspace::COUNTS as u64).map(|(t, _)| t);
         assert_eq!(used, split.unwrap_or_else(|| TileConfig::choose_for(s, sms)), "{s:?}");
+        // (and `mkernel::plan_gemm`, for `gemm`'s own workspace, says so without the GPU)
+        assert_eq!(used, mkernel::plan_gemm(s, GemmOptions::default(), sms, None).unwrap().tile, "{s:?}");
         if let Some(want) = expect(s, sms) {
             assert_eq!(used, want, "{s:?}");
         }
@@ -875,6 +877,8 @@ fn split_rule_default_matches_reference() {
             check::poison(&stream, &mut c).unwrap();
             let ran = mkernel::gemm_with_workspace(&stream, &a, &b, &mut c, s, GemmOptions::default(), &mut ws).unwrap();
             assert_eq!(Some((ran.tile, ran.split_slices)), want_tile, "{s:?}");
+            // (what the call ran is what `mkernel::plan_gemm` says it would, grid included)
+            assert_eq!(mkernel::plan_gemm(s, GemmOptions::default(), sms, Some(ws.bytes() as u64)).unwrap(), ran, "{s:?}");
             let used = ran.tile;
             let got = stream.clone_dtoh(&c).unwrap();
             let cmp = check::compare(&got, &want, None, nu, ku);

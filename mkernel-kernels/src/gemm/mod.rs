@@ -1186,15 +1186,81 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
     driver::tma_2d_bf16(t, box_rows, 64, driver::Swizzle::B128, "c")
 }
 
+/// What a plain GEMM call runs ([`plan`]): the tile, the split of its last wave, and the
+/// grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemmPlan {
+    /// The tile configuration (forced, or the heuristic's).
+    pub tile: TileConfig,
+    /// The last wave's K-slices and where they go; `None`: unsplit (1 slice).
+    pub split: Option<SplitLaunch>,
+    /// CTAs of the launch ([`TileConfig::grid_for`], or [`TileConfig::split_grid`] when split).
+    pub grid: u32,
+}
+
+impl GemmPlan {
+    /// K-slices per tile left over after the full waves (1: no split).
+    pub fn split_slices(&self) -> u32 {
+        self.split.map_or(1, |sp| sp.slices)
+    }
+}
+
+/// The tile, split and grid of a plain GEMM call of `shape` on a GPU of `sm_count` SMs,
+/// without a GPU: what [`launch`] runs. `cfg`: a forced tile, or `None` for the
+/// heuristic's; `split`: the last wave's K-slices (`Auto` with no forced tile:
+/// [`TileConfig::split_rule_for`] within `workspace`, or without one
+/// [`TileConfig::split_rule_without_workspace`]); `workspace`: only its sizes count here
+/// (a planning caller may pass 0 for the addresses).
+///
+/// Errors ([`crate::Error::InvalidArgument`], naming the argument and rule): `sm_count` 0,
+/// a shape outside [`GemmShape::validate_dims`], a tile outside the plain GEMM's catalog
+/// ([`TileConfig::validate_for_gemm`]) or whose epilogue cannot write N columns
+/// ([`TileConfig::check_output`]), and a split [`SplitLaunch::for_call`] or
+/// [`SplitLaunch::check`] refuses (named `split_last_wave`).
+pub fn plan(shape: GemmShape, cfg: Option<TileConfig>, split: LastWaveSplit, sm_count: u32, workspace: Option<SplitWorkspace>) -> Result<GemmPlan> {
+    if sm_count == 0 {
+        return Err(invalid("sm_count", "must be at least 1 SM, got 0"));
+    }
+    shape.validate_dims()?;
+    // Auto, with no tile forced: the split rules' tile and count where one applies within the
+    // workspace ([`TileConfig::split_rule_for`]; with none, only their picks of 1 slice, a
+    // tile unsplit: [`TileConfig::split_rule_without_workspace`]); else the tile heuristic,
+    // unsplit.
+    let auto = match (cfg, split, workspace) {
+        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_rule_for(shape, sm_count, ws.scratch_bytes, ws.counts_len),
+        (None, LastWaveSplit::Auto, None) => TileConfig::split_rule_without_workspace(shape, sm_count).map(|t| (t, 1)),
+        _ => None,
+    };
+    let (cfg, slices) = match (auto, split) {
+        (Some(pick), _) => pick,
+        // (a default that cannot split, e.g. the Registers tile of the padding rule, gives way
+        // to its TMA-store twin where that can: helper-45)
+        (None, LastWaveSplit::Slices(n)) => (cfg.unwrap_or_else(|| TileConfig::choose_for_split(shape, sm_count)), n),
+        (None, _) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, sm_count)), 1),
+    };
+    let split = SplitLaunch::for_call(slices, workspace)?;
+    cfg.validate_for_gemm()?;
+    cfg.check_output(shape.n)?;
+    let tiles = cfg.tiles(shape.m, shape.n);
+    let grid = match split {
+        None => cfg.grid_for(tiles, sm_count),
+        Some(sp) => {
+            let grid = cfg.split_grid(tiles, sp.slices, sm_count);
+            sp.check(cfg, shape, grid)?;
+            grid
+        }
+    };
+    Ok(GemmPlan { tile: cfg, split, grid })
+}
+
 /// Launches C = A * B^T on `stream`. `a`, `b`, `c` are device addresses of contiguous
 /// bf16 buffers of at least the lengths `shape` needs (the caller validated them with
-/// [`GemmShape::validate`]). `cfg`: a forced tile, or the heuristic's; `split`: the last
-/// wave's K-slices (`Auto` with no forced tile: [`TileConfig::split_rule_for`] within
-/// `workspace`, or without one [`TileConfig::split_rule_without_workspace`]).
+/// [`GemmShape::validate`]). `cfg`, `split` and `workspace` as [`plan`], whose tile, split
+/// and grid it launches (on the SMs of `stream`'s GPU).
 /// `order`: [`LaunchOrder::Programmatic`] lets the grid's set-up overlap the end of the
 /// kernel before it on `stream` (the kernel touches no global memory before that one
 /// completed: ops/gemm.cuh).
-/// Returns the tile configuration used and the slices per left-over tile (1: no split).
+/// Returns the plan it launched.
 ///
 /// # Safety
 /// The addresses must be valid device memory of `stream`'s context for the duration
@@ -1213,30 +1279,13 @@ pub unsafe fn launch(
     split: LastWaveSplit,
     workspace: Option<SplitWorkspace>,
     order: LaunchOrder,
-) -> Result<(TileConfig, u32)> {
+) -> Result<GemmPlan> {
     let ctx = stream.context();
     let info = driver::device_info(ctx)?;
     driver::require_hopper(&info)?;
-    // Auto, with no tile forced: the split rules' tile and count where one applies within the
-    // workspace ([`TileConfig::split_rule_for`]; with none, only their picks of 1 slice, a
-    // tile unsplit: [`TileConfig::split_rule_without_workspace`]); else the tile heuristic,
-    // unsplit.
-    let auto = match (cfg, split, workspace) {
-        (None, LastWaveSplit::Auto, Some(ws)) => TileConfig::split_rule_for(shape, info.sm_count, ws.scratch_bytes, ws.counts_len),
-        (None, LastWaveSplit::Auto, None) => TileConfig::split_rule_without_workspace(shape, info.sm_count).map(|t| (t, 1)),
-        _ => None,
-    };
-    let (cfg, slices) = match (auto, split) {
-        (Some(pick), _) => pick,
-        // (a default that cannot split, e.g. the Registers tile of the padding rule, gives way
-        // to its TMA-store twin where that can: helper-45)
-        (None, LastWaveSplit::Slices(n)) => (cfg.unwrap_or_else(|| TileConfig::choose_for_split(shape, info.sm_count)), n),
-        (None, _) => (cfg.unwrap_or_else(|| TileConfig::choose_for(shape, info.sm_count)), 1),
-    };
-    let split = SplitLaunch::for_call(slices, workspace)?;
-    tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, slices, "gemm");
-    cfg.validate_for_gemm()?;
-    cfg.check_output(shape.n)?;
+    let planned = plan(shape, cfg, split, info.sm_count, workspace)?;
+    let GemmPlan { tile: cfg, split, grid } = planned;
+    tracing::debug!(m = shape.m, n = shape.n, k = shape.k, %cfg, slices = planned.split_slices(), grid, "gemm");
     let (tma_a, tma_b) = operand_maps(a, b, shape, cfg)?;
     let params = GemmParams {
         tma_a,
@@ -1253,11 +1302,9 @@ pub unsafe fn launch(
         split_slices: 1,
         pad0: 0,
     };
-    let tiles = cfg.tiles(shape.m, shape.n);
     match split {
         None => {
             let f = rt.function_named(ctx, &kernel_name(cfg), || source(cfg))?;
-            let grid = cfg.grid_for(tiles, info.sm_count);
             // (diagnostic builds: the CTAs' spans go to the workspace's scratch)
             let params = match workspace {
                 Some(ws) if probe_cta_spans() && ws.scratch_bytes >= 32 * grid as u64 => GemmParams { split_scratch: ws.scratch, ..params },
@@ -1266,8 +1313,6 @@ pub unsafe fn launch(
             driver::launch_ordered(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes: cfg.smem_bytes() }, stream, &params, order)?;
         }
         Some(sp) => {
-            let grid = cfg.split_grid(tiles, sp.slices, info.sm_count);
-            sp.check(cfg, shape, grid)?;
             let params = GemmParams { split_scratch: sp.workspace.scratch, split_counts: sp.workspace.counts, split_slices: sp.slices, ..params };
             let f = rt.function_named(ctx, &kernel_name_split(cfg), || source_split(cfg))?;
             // (+ the two split-skip words after the ring's barriers, ops/gemm.cuh)
@@ -1275,7 +1320,7 @@ pub unsafe fn launch(
             driver::launch_ordered(&f, LaunchDims { grid, block: cfg.threads(), smem_bytes }, stream, &params, order)?;
         }
     }
-    Ok((cfg, split.map_or(1, |sp| sp.slices)))
+    Ok(planned)
 }
 
 #[cfg(test)]

@@ -93,7 +93,7 @@ pub struct GemmArgs {
 
 /// --shape: "MxNxK", three whole numbers that pass the GEMM's shape rules
 /// (`GemmShape::validate_dims`: 1..=2^31-256, K % 8 == 0), checked before any device is opened.
-pub(super) fn parse_shape(v: &str) -> Result<GemmShape, String> {
+pub(crate) fn parse_shape(v: &str) -> Result<GemmShape, String> {
     if v.trim().is_empty() {
         // (clap splits the list at commas and shows only this piece)
         return Err("an empty shape in the list (two commas, or a comma at an end); expected MxNxK, e.g. 4096x4096x1000".to_string());
@@ -367,7 +367,7 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
         } else {
             None
         };
-        let mut used = mkernel::GemmRun { tile: TileConfig::WIDE, split_slices: 1 };
+        let mut used = mkernel::GemmRun { tile: TileConfig::WIDE, split_slices: 1, grid: 0 };
         let mut host_us: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         // Variants: 0 ours, 1 cuBLAS, and back to back 2 ours without dependent launch.
         let variants = if b2b > 1 { 3 } else { 2 };

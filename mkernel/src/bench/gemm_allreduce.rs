@@ -1329,7 +1329,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
 /// that a sweep shows where a tile's width adds a wave (a --share-gpu sweep at N halved gave
 /// 144-column tiles 8 waves where the pair's rank has 7: bench/NOTES.md 50.4). Empty on the
 /// local path, whose plain GEMM launch makes its own grid.
-fn waves_note(used: &mkernel::FusedConfig, s: GemmShape) -> String {
+pub(crate) fn waves_note(used: &mkernel::FusedConfig, s: GemmShape) -> String {
     let ctas = used.grid.saturating_sub(used.comm_ctas);
     if used.path == CommPath::Local || ctas == 0 {
         return String::new();
