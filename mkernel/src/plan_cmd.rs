@@ -25,20 +25,27 @@ pub enum PlanCmd {
 /// Options both plans take.
 #[derive(Args, Clone, Debug)]
 pub struct PlanCommon {
-    /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536. With --gpu-shared, the CTAs
-    /// of each rank's share.
+    /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536 (plan gemm-allreduce
+    /// --gpu-shared: the CTAs of each rank's share of its GPU).
     #[arg(long, default_value_t = 132, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: u32,
-    /// Plan only the shapes whose label contains this text.
+    /// Plan only the shapes whose label (as printed, before the dimensions) contains this
+    /// text, case-sensitive; a --shape's label is "shape MxNxK".
     #[arg(long)]
     pub filter: Option<String>,
-    /// Print one JSON array (a record per shape) instead of a line per shape.
+    /// Print one JSON object instead of the text: "context" (the machine, world size and
+    /// overrides planned for) and "plans" (a record per shape; a refused shape has "refused").
     #[arg(long)]
     pub json: bool,
-    /// Force a tile (catalog names, as the benches' --tile; not bench gemm's fitted names).
+    /// Force a tile: a catalog name, as the benches' --tile takes (listed by `mkernel bench
+    /// gemm --help` and `mkernel bench gemm-allreduce --help`); not bench gemm's fitted
+    /// names (swap-ab, cols-fit, ...). Default: the rules' tile per shape.
     #[arg(long)]
     pub tile: Option<String>,
-    /// K-slices for the last wave: off, auto (the default) or a count.
+    /// K-slices per tile of the last wave: auto (the default: the split rules), off (the
+    /// default tile, unsplit) or a count, 1 or more (the default's unclustered twin, since
+    /// clusters never split: so 1 may differ from off; plan gemm: 2 or more needs
+    /// --workspace-bytes, as only mkernel::gemm_with_workspace takes a count).
     #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]
     pub split_last_wave: Option<LastWaveSplit>,
 }
@@ -82,13 +89,16 @@ pub struct PlanArArgs {
     /// default CommConfig's, 16384 x 8192). Its split scratch bounds the last-wave split.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
     pub max_output_elems: Option<u64>,
-    /// Force the communication path (epilogue, one-shot, reduce, push, tma, vec16, scalar, local).
+    /// Force the communication path: epilogue, one-shot, reduce, push, tma, vec16, scalar
+    /// or local (one rank). Default: as the calls choose (bench gemm-allreduce --help).
     #[arg(long)]
     pub comm_path: Option<String>,
-    /// Force the number of communication CTAs (a path that has them).
+    /// Force the number of communication CTAs, 1 to --sms - 1. Without --comm-path, the
+    /// path is then one that has them (one-shot for 2 ranks), never epilogue.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub sm_comm: Option<u32>,
-    /// Force the number of tail CTAs (one-shot, reduce and push paths).
+    /// Force the number of tail CTAs (one-shot, reduce and push paths), 0 to --sms.
+    /// Without --comm-path, the path is then one that has them, as with --sm-comm.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub tail_ctas: Option<u32>,
     /// The epilogue path's pacing: clock (default) or sleep.
@@ -100,19 +110,48 @@ fn parse_split_last_wave(v: &str) -> Result<LastWaveSplit, String> {
     LastWaveSplit::parse(v).map_err(|e| e.to_string())
 }
 
-/// One shape's plan, as printed and as written with --json.
+/// What was planned for: printed first, and the JSON's "context", so that a saved plan
+/// says what it is a plan of.
+#[derive(Serialize, Debug)]
+struct PlanContextRow {
+    op: &'static str,
+    sms: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    world_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gpu_shared: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_elems: Option<u64>,
+    /// plan gemm: the workspace's bytes (`None`: mkernel::gemm's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workspace_bytes: Option<u64>,
+    /// The overriding flags given, as given ("" for none).
+    overrides: String,
+}
+
+/// One shape's plan, or its refusal, as printed and as written with --json.
 #[derive(Serialize, Debug, PartialEq)]
 struct PlanRow {
     label: String,
     m: u32,
     n: u32,
     k: u32,
+    #[serde(flatten)]
+    planned: Option<Planned>,
+    /// Why the call would be refused (an argument error naming the argument and rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused: Option<String>,
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+struct Planned {
     tile: String,
     /// K-slices per tile left over after the full waves (1: no split).
     split_slices: u32,
     /// Tiles of the output (with the padding of whole clusters).
     tiles: u64,
-    /// CTAs of the launch (fused: compute plus communication, without tail CTAs).
+    /// CTAs of the GEMM's launch: plan gemm and the one-rank local path, the plain GEMM's
+    /// (one per tile up to the SMs); fused, compute plus communication CTAs, without tail CTAs.
     grid: u32,
     /// Fused only: the communication path, its CTAs and tail CTAs.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,69 +164,135 @@ struct PlanRow {
     config: String,
 }
 
+#[derive(Serialize, Debug)]
+struct PlanOutput {
+    context: PlanContextRow,
+    plans: Vec<PlanRow>,
+}
+
 pub fn run(cmd: PlanCmd) -> BenchResult<()> {
-    let (rows, json) = match cmd {
+    let (out, json) = match cmd {
         PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.json),
         PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a)?, a.common.json),
     };
-    if json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        for r in &rows {
-            // (a listed shape's label is its dimensions already)
-            let dims = format!("{}x{}x{}", r.m, r.n, r.k);
-            let label = if r.label.ends_with(&dims) { r.label.clone() } else { format!("{} ({dims})", r.label) };
-            println!("{label}: {}; {}", r.tile, r.config);
+    let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
+    // (a reader that stops early, `| head`, is not an error)
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    refusals(&out.plans)
+}
+
+/// The text output: a context line, then a line per shape.
+fn render(out: &PlanOutput) -> String {
+    let c = &out.context;
+    let mut s = format!("# plan {}: {} SMs", c.op, c.sms);
+    if let Some(w) = c.world_size {
+        s += &format!(", world size {w}, {}", if c.gpu_shared == Some(true) { "ranks sharing a GPU (--sms: a rank's share)" } else { "a GPU per rank" });
+    }
+    if let Some(e) = c.max_output_elems {
+        s += &format!(", max_output_elems {e}");
+    }
+    if c.op == "gemm" {
+        s += &match c.workspace_bytes {
+            Some(b) => format!(", gemm_with_workspace with {b} bytes"),
+            None => ", mkernel::gemm's own workspace".to_string(),
+        };
+    }
+    s += &format!("; overrides: {}\n", if c.overrides.is_empty() { "none" } else { &c.overrides });
+    for r in &out.plans {
+        // (a listed shape's label is its dimensions already)
+        let dims = format!("{}x{}x{}", r.m, r.n, r.k);
+        let label = if r.label.ends_with(&dims) { r.label.clone() } else { format!("{} ({dims})", r.label) };
+        match (&r.planned, &r.refused) {
+            (Some(p), _) => s += &format!("{label}: {}; {}\n", p.tile, p.config),
+            (None, reason) => s += &format!("{label}: refused: {}\n", reason.as_deref().unwrap_or("")),
         }
     }
-    Ok(())
+    s
+}
+
+/// An argument error (exit status 2) where a shape was refused, after every plan is printed.
+fn refusals(rows: &[PlanRow]) -> BenchResult<()> {
+    let refused: Vec<&str> = rows.iter().filter(|r| r.refused.is_some()).map(|r| r.label.as_str()).collect();
+    match refused.first() {
+        None => Ok(()),
+        Some(first) => Err(usage(format!("{} of the {} shapes would be refused (above), the first '{first}'", refused.len(), rows.len()))),
+    }
 }
 
 /// The listed shapes (labelled "shape MxNxK"), or `default` where none is, filtered.
 fn shape_list(shapes: &[GemmShape], default: Vec<(String, GemmShape)>, filter: Option<&str>) -> BenchResult<Vec<(String, GemmShape)>> {
-    bench::check_unique_shapes(shapes)?;
+    if let Some(s) = bench::first_repeat(shapes) {
+        return Err(usage(format!("--shape {}x{}x{} is listed twice", s.m, s.n, s.k)));
+    }
     let list = if shapes.is_empty() { default } else { shapes.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect() };
     bench::filter_shapes(list, filter)
 }
 
-/// A plan's refusal of one shape: an argument error naming the shape (exit status 2).
-fn refused(label: &str, e: mkernel::Error) -> Box<dyn std::error::Error> {
-    usage(format!("'{label}': {e}"))
+/// A row for `s`: its plan, or the call's refusal.
+fn row(label: String, s: GemmShape, planned: Result<Planned, mkernel::Error>) -> PlanRow {
+    let (planned, refused) = match planned {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    PlanRow { label, m: s.m, n: s.n, k: s.k, planned, refused }
 }
 
-fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<Vec<PlanRow>> {
+/// The flags given that override the defaults, as given, for the context line.
+fn overrides(pairs: &[(&str, Option<String>)]) -> String {
+    pairs.iter().filter_map(|(flag, v)| v.as_ref().map(|v| format!("{flag} {v}"))).collect::<Vec<_>>().join(" ")
+}
+
+fn split_name(s: LastWaveSplit) -> String {
+    match s {
+        LastWaveSplit::Off => "off".into(),
+        LastWaveSplit::Auto => "auto".into(),
+        LastWaveSplit::Slices(n) => n.to_string(),
+    }
+}
+
+/// The plain GEMM's plan of `s` as a row's fields.
+fn gemm_planned(s: GemmShape, opts: GemmOptions, sms: u32, workspace_bytes: Option<u64>) -> Result<Planned, mkernel::Error> {
+    let run = mkernel::plan_gemm(s, opts, sms, workspace_bytes)?;
+    let tiles = run.tile.tiles(s.m, s.n);
+    let mut config = format!("{}, {tiles} tiles on {} CTAs", run.tile, run.grid);
+    if run.split_slices > 1 {
+        // (the left-over tiles are those past the full waves of the grid: SplitLaunch::check)
+        let rest = tiles % run.grid.max(1) as u64;
+        config += &format!(", the last wave's {rest} in {} K-slices", run.split_slices);
+    } else {
+        config += &format!(": {:.2} waves", tiles as f64 / run.grid.max(1) as f64);
+    }
+    Ok(Planned { tile: run.tile.name(), split_slices: run.split_slices, tiles, grid: run.grid, path: None, comm_ctas: None, tail_ctas: None, config })
+}
+
+fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
     let c = &a.common;
     let tile = bench::parse_tile(c.tile.as_deref(), false)?;
-    let default = if a.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
-    let opts = GemmOptions { tile, split_last_wave: c.split_last_wave.unwrap_or_default(), ..Default::default() };
-    let mut rows = Vec::new();
-    for (label, s) in shape_list(&a.shape, default, c.filter.as_deref())? {
-        let run = mkernel::plan_gemm(s, opts, c.sms, a.workspace_bytes).map_err(|e| refused(&label, e))?;
-        let tiles = run.tile.tiles(s.m, s.n);
-        let mut config = format!("{}, {tiles} tiles on {} CTAs", run.tile, run.grid);
-        if run.split_slices > 1 {
-            // (the left-over tiles are those past the full waves of the SMs' CTAs: SplitLaunch::check)
-            let rest = tiles % run.grid as u64;
-            config += &format!(", the last wave's {rest} in {} K-slices", run.split_slices);
-        } else {
-            config += &format!(": {:.2} waves", tiles as f64 / run.grid.max(1) as f64);
-        }
-        rows.push(PlanRow {
-            label,
-            m: s.m,
-            n: s.n,
-            k: s.k,
-            tile: run.tile.name(),
-            split_slices: run.split_slices,
-            tiles,
-            grid: run.grid,
-            path: None,
-            comm_ctas: None,
-            tail_ctas: None,
-            config,
-        });
+    let split = c.split_last_wave.unwrap_or_default();
+    if let (LastWaveSplit::Slices(n @ 2..), None) = (split, a.workspace_bytes) {
+        return Err(usage(format!(
+            "--split-last-wave {n}: a count of 2 or more plans mkernel::gemm_with_workspace, which takes the caller's workspace: give --workspace-bytes (mkernel::gemm takes no count)"
+        )));
     }
-    Ok(rows)
+    let default = if a.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
+    let opts = GemmOptions { tile, split_last_wave: split, ..Default::default() };
+    let plans = shape_list(&a.shape, default, c.filter.as_deref())?
+        .into_iter()
+        .map(|(label, s)| row(label, s, gemm_planned(s, opts, c.sms, a.workspace_bytes)))
+        .collect();
+    let context = PlanContextRow {
+        op: "gemm",
+        sms: c.sms,
+        world_size: None,
+        gpu_shared: None,
+        max_output_elems: None,
+        workspace_bytes: a.workspace_bytes,
+        overrides: overrides(&[("--tile", c.tile.clone()), ("--split-last-wave", c.split_last_wave.map(split_name))]),
+    };
+    Ok(PlanOutput { context, plans })
 }
 
 /// `--models` of the fused plan: `bench gemm --models`'s o and down projections at
@@ -203,7 +308,7 @@ fn fused_model_shapes(world: u32) -> BenchResult<Vec<(String, GemmShape)>> {
         .collect())
 }
 
-fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<Vec<PlanRow>> {
+fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
     let c = &a.common;
     let tile = bench::parse_tile(c.tile.as_deref(), false)?;
     let comm_path = match a.comm_path.as_deref() {
@@ -214,6 +319,9 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<Vec<PlanRow>> {
         None => None,
         Some(name) => Some(EpiloguePace::by_name(name).ok_or_else(|| usage(format!("--epilogue-pace: unknown pace '{name}' (sleep, clock)")))?),
     };
+    if a.gpu_shared && a.world_size < 2 {
+        return Err(usage("--gpu-shared: ranks sharing a GPU are 2 or more (--world-size 2..8); got --world-size 1"));
+    }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
     let ctx = PlanContext::new(a.world_size, c.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
     let default = if a.models { fused_model_shapes(a.world_size)? } else { bench::gemm_allreduce_shapes() };
@@ -226,25 +334,47 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<Vec<PlanRow>> {
         epilogue_pace,
         ..Default::default()
     };
-    let mut rows = Vec::new();
-    for (label, s) in shape_list(&a.shape, default, c.filter.as_deref())? {
-        let cfg = mkernel::plan_gemm_allreduce(s, opts, ctx).map_err(|e| refused(&label, e))?;
-        rows.push(PlanRow {
-            label,
-            m: s.m,
-            n: s.n,
-            k: s.k,
+    let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
+        let cfg = mkernel::plan_gemm_allreduce(s, opts, ctx)?;
+        let tiles = cfg.tile.tiles(s.m, s.n);
+        let (grid, config) = if cfg.path == CommPath::Local {
+            // One rank: the plain GEMM's launch for the tile and split, in the workspace's
+            // split slots (`gemm_allreduce::launch`'s local path), with its own grid.
+            let split = if cfg.split_slices > 1 { LastWaveSplit::Slices(cfg.split_slices) } else { LastWaveSplit::Off };
+            let local = gemm_planned(s, GemmOptions { tile: Some(cfg.tile), split_last_wave: split, ..Default::default() }, ctx.grid, Some(ctx.split_scratch_bytes))?;
+            (local.grid, format!("{cfg}; {tiles} tiles on {} CTAs", local.grid))
+        } else {
+            (cfg.grid, format!("{cfg}{}", bench::waves_note(&cfg, s)))
+        };
+        Ok(Planned {
             tile: cfg.tile.name(),
             split_slices: cfg.split_slices,
-            tiles: cfg.tile.tiles(s.m, s.n),
-            grid: cfg.grid,
+            tiles,
+            grid,
             path: Some(cfg.path.name()),
             comm_ctas: Some(cfg.comm_ctas),
             tail_ctas: Some(cfg.tail_ctas),
-            config: format!("{cfg}{}", bench::waves_note(&cfg, s)),
-        });
-    }
-    Ok(rows)
+            config,
+        })
+    };
+    let plans = shape_list(&a.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    let context = PlanContextRow {
+        op: "gemm-allreduce",
+        sms: c.sms,
+        world_size: Some(a.world_size),
+        gpu_shared: Some(a.gpu_shared),
+        max_output_elems: Some(max_output_elems),
+        workspace_bytes: None,
+        overrides: overrides(&[
+            ("--tile", c.tile.clone()),
+            ("--split-last-wave", c.split_last_wave.map(split_name)),
+            ("--comm-path", a.comm_path.clone()),
+            ("--sm-comm", a.sm_comm.map(|v| v.to_string())),
+            ("--tail-ctas", a.tail_ctas.map(|v| v.to_string())),
+            ("--epilogue-pace", a.epilogue_pace.clone()),
+        ]),
+    };
+    Ok(PlanOutput { context, plans })
 }
 
 #[cfg(test)]
@@ -258,12 +388,22 @@ mod tests {
         cmd: PlanCmd,
     }
 
-    fn rows(args: &[&str]) -> BenchResult<Vec<PlanRow>> {
+    fn output(args: &[&str]) -> BenchResult<PlanOutput> {
         let cli = Cli::try_parse_from(std::iter::once("plan").chain(args.iter().copied()))?;
         match cli.cmd {
             PlanCmd::Gemm(a) => plan_gemm_rows(&a),
             PlanCmd::GemmAllreduce(a) => plan_fused_rows(&a),
         }
+    }
+
+    /// The rows of a plan where every shape is planned (an error naming the first refusal).
+    fn rows(args: &[&str]) -> BenchResult<Vec<(PlanRow, Planned)>> {
+        let out = output(args)?;
+        refusals(&out.plans)?;
+        Ok(out.plans.into_iter().map(|mut r| {
+            let p = r.planned.take().expect("planned");
+            (r, p)
+        }).collect())
     }
 
     #[test]
@@ -272,10 +412,10 @@ mod tests {
             let got = rows(&args).unwrap();
             let list = if args.contains(&"--models") { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
             assert_eq!(got.len(), list.len());
-            for (r, (label, s)) in got.iter().zip(&list) {
+            for ((r, p), (label, s)) in got.iter().zip(&list) {
                 let run = mkernel::plan_gemm(*s, GemmOptions::default(), 132, ws).unwrap();
-                assert_eq!((&r.label, r.tile.clone(), r.split_slices, r.grid), (label, run.tile.name(), run.split_slices, run.grid));
-                assert_eq!(r.tiles, run.tile.tiles(s.m, s.n));
+                assert_eq!((&r.label, p.tile.clone(), p.split_slices, p.grid), (label, run.tile.name(), run.split_slices, run.grid));
+                assert_eq!(p.tiles, run.tile.tiles(s.m, s.n));
             }
         }
     }
@@ -286,46 +426,74 @@ mod tests {
             let w = world.to_string();
             let got = rows(&["gemm-allreduce", "--world-size", &w]).unwrap();
             let ctx = PlanContext::new(world, 132, false, CommConfig::default().max_output_elems).unwrap();
-            for (r, (label, s)) in got.iter().zip(bench::gemm_allreduce_shapes()) {
+            for ((r, p), (label, s)) in got.iter().zip(bench::gemm_allreduce_shapes()) {
                 let cfg = mkernel::plan_gemm_allreduce(s, GemmAllReduceOptions::default(), ctx).unwrap();
-                assert_eq!((&r.label, r.path, r.comm_ctas, r.split_slices), (&label, Some(cfg.path.name()), Some(cfg.comm_ctas), cfg.split_slices));
-                assert!(r.config.starts_with(&cfg.to_string()), "{}", r.config);
+                assert_eq!((&r.label, p.path, p.comm_ctas, p.split_slices), (&label, Some(cfg.path.name()), Some(cfg.comm_ctas), cfg.split_slices));
+                assert!(p.config.starts_with(&cfg.to_string()), "{}", p.config);
+                if world == 1 {
+                    // (the local path's grid is the plain GEMM's launch, not the communicator's)
+                    let split = if cfg.split_slices > 1 { LastWaveSplit::Slices(cfg.split_slices) } else { LastWaveSplit::Off };
+                    let run = mkernel::plan_gemm(s, GemmOptions { tile: Some(cfg.tile), split_last_wave: split, ..Default::default() }, 132, Some(ctx.split_scratch_bytes)).unwrap();
+                    assert_eq!(p.grid, run.grid, "{label}");
+                } else {
+                    assert_eq!(p.grid, cfg.grid, "{label}");
+                }
             }
         }
+        // One rank, one tile: the plain GEMM launches one CTA, not the communicator's grid.
+        let one = rows(&["gemm-allreduce", "--world-size", "1", "--shape", "8x8x8"]).unwrap();
+        assert_eq!((one[0].1.path, one[0].1.grid), (Some("local"), 1));
         // The row-parallel layers at TP 2: the o and down projections only, K sharded.
         let got = rows(&["gemm-allreduce", "--models", "--filter", "llama3-70b"]).unwrap();
         assert_eq!(got.len(), 12, "{got:?}");
-        assert!(got.iter().all(|r| r.n == 8192 && (r.k == 4096 || r.k == 14336)), "{got:?}");
+        assert!(got.iter().all(|(r, _)| r.n == 8192 && (r.k == 4096 || r.k == 14336)), "{got:?}");
     }
 
     #[test]
     fn overrides_reach_the_plan_and_refusals_name_the_shape_and_rule() {
         let r = rows(&["gemm-allreduce", "--shape", "1024x8192x4096", "--comm-path", "one-shot", "--sm-comm", "16", "--tail-ctas", "0"]).unwrap();
-        assert_eq!((r[0].path, r[0].comm_ctas, r[0].tail_ctas, r[0].grid), (Some("one-shot"), Some(16), Some(0), 132));
+        assert_eq!((r[0].1.path, r[0].1.comm_ctas, r[0].1.tail_ctas, r[0].1.grid), (Some("one-shot"), Some(16), Some(0), 132));
         let r = rows(&["gemm", "--shape", "4096x4096x4096", "--tile", "narrow-tma-store", "--sms", "114"]).unwrap();
-        assert_eq!((r[0].tile.as_str(), r[0].grid), ("narrow-tma-store", 114));
-        // (the epilogue path needs N % 8 == 0; a forced split needs gemm's workspace size)
-        let e = rows(&["gemm-allreduce", "--shape", "1024x8191x4096", "--comm-path", "epilogue"]).unwrap_err().to_string();
-        assert!(e.contains("'shape 1024x8191x4096'") && e.contains("comm_path"), "{e}");
-        assert!(bench::exit_status(rows(&["gemm-allreduce", "--shape", "1024x8191x4096", "--comm-path", "epilogue"]).unwrap_err().as_ref()) == 2);
-        let e = rows(&["gemm", "--shape", "2049x8192x4096", "--split-last-wave", "4"]).unwrap_err().to_string();
-        assert!(e.contains("split_last_wave") && e.contains("workspace"), "{e}");
-        let e = rows(&["gemm-allreduce", "--shape", "16384x16384x64", "--max-output-elems", "1000"]).unwrap_err().to_string();
-        assert!(e.contains("max_output_elems"), "{e}");
-        let e = rows(&["gemm-allreduce", "--models", "--world-size", "3"]).unwrap_err().to_string();
-        assert!(e.contains("--world-size 3"), "{e}");
-        assert!(rows(&["gemm", "--sms", "1"]).is_err());
-        assert!(rows(&["gemm", "--tile", "widest"]).unwrap_err().to_string().contains("--tile widest"));
+        assert_eq!((r[0].1.tile.as_str(), r[0].1.grid), ("narrow-tma-store", 114));
+        // A refused shape is a row with the call's reason, the others still planned, and
+        // the command an argument error (exit status 2) naming the first.
+        let out = output(&["gemm-allreduce", "--shape", "1024x8192x4096,1024x8191x4096", "--comm-path", "epilogue"]).unwrap();
+        assert!(out.plans[0].planned.is_some() && out.plans[0].refused.is_none());
+        let why = out.plans[1].refused.as_deref().unwrap();
+        assert!(why.contains("comm_path") && why.contains("N % 8 == 0"), "{why}");
+        assert!(render(&out).contains("shape 1024x8191x4096: refused: "), "{}", render(&out));
+        let e = refusals(&out.plans).unwrap_err();
+        assert!(e.to_string().contains("1 of the 2 shapes") && e.to_string().contains("'shape 1024x8191x4096'"), "{e}");
+        assert_eq!(bench::exit_status(e.as_ref()), 2);
+        // A count on plan gemm needs --workspace-bytes, said by flag.
+        let e = output(&["gemm", "--shape", "2049x8192x4096", "--split-last-wave", "4"]).unwrap_err().to_string();
+        assert!(e.contains("--split-last-wave 4") && e.contains("--workspace-bytes"), "{e}");
+        let out = output(&["gemm-allreduce", "--shape", "16384x16384x64", "--max-output-elems", "1000"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().unwrap().contains("max_output_elems"));
+        for (args, flag) in [
+            (vec!["gemm-allreduce", "--models", "--world-size", "3"], "--world-size 3"),
+            (vec!["gemm-allreduce", "--gpu-shared", "--world-size", "1"], "--gpu-shared"),
+            (vec!["gemm", "--shape", "8x8x8,8x8x8"], "listed twice"),
+            (vec!["gemm", "--tile", "widest"], "--tile widest"),
+        ] {
+            let e = output(&args).unwrap_err();
+            assert!(e.to_string().contains(flag), "{args:?}: {e}");
+        }
+        assert!(output(&["gemm", "--sms", "1"]).is_err());
     }
 
     #[test]
-    fn json_rows_carry_the_plan() {
-        let r = rows(&["gemm-allreduce", "--filter", "odd M=129"]).unwrap();
-        let v: serde_json::Value = serde_json::to_value(&r).unwrap();
-        assert_eq!(v[0]["m"], 129);
-        assert_eq!(v[0]["tile"], r[0].tile.as_str());
-        assert!(v[0]["path"].is_string());
-        let g: serde_json::Value = serde_json::to_value(rows(&["gemm", "--filter", "square 4096"]).unwrap()).unwrap();
-        assert!(g[0].get("path").is_none(), "{g}");
+    fn the_output_says_what_it_is_a_plan_of() {
+        let out = output(&["gemm-allreduce", "--filter", "odd M=129", "--sms", "114", "--tile", "wide-tma-store"]).unwrap();
+        let text = render(&out);
+        assert!(text.starts_with("# plan gemm-allreduce: 114 SMs, world size 2, a GPU per rank, max_output_elems 134217728; overrides: --tile wide-tma-store\n"), "{text}");
+        let v: serde_json::Value = serde_json::to_value(&out).unwrap();
+        assert_eq!((v["context"]["sms"].as_u64(), v["context"]["world_size"].as_u64()), (Some(114), Some(2)));
+        assert_eq!(v["plans"][0]["m"], 129);
+        assert_eq!(v["plans"][0]["tile"], "wide-tma-store");
+        assert!(v["plans"][0]["path"].is_string() && v["plans"][0].get("refused").is_none(), "{v}");
+        let g: serde_json::Value = serde_json::to_value(output(&["gemm", "--filter", "square 4096"]).unwrap()).unwrap();
+        assert!(g["plans"][0].get("path").is_none() && g["context"].get("world_size").is_none(), "{g}");
+        assert!(render(&output(&["gemm", "--filter", "square 4096"]).unwrap()).contains("mkernel::gemm's own workspace; overrides: none"));
     }
 }
