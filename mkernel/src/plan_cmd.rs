@@ -29,8 +29,18 @@ pub struct PlanCommon {
     /// --gpu-shared: the CTAs of each rank's share of its GPU).
     #[arg(long, default_value_t = 132, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: u32,
-    /// Plan only the shapes whose label (as printed, before the dimensions) contains this
-    /// text, case-sensitive; a --shape's label is "shape MxNxK".
+    /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
+    /// gemm-allreduce) instead of the bench's list (bench gemm's, bench gemm-allreduce's).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
+    pub shape: Vec<GemmShape>,
+    /// Plan the linear layers of `bench gemm --models` instead (Llama-3-8B/70B and
+    /// Qwen2.5-32B; plan gemm: every projection at TP 1-8, and DeepSeek-V3's experts and
+    /// router; plan gemm-allreduce: the row-parallel o and down projections at TP =
+    /// --world-size, 2, 4 or 8).
+    #[arg(long, conflicts_with = "shape")]
+    pub models: bool,
+    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
+    /// this text, case-sensitive.
     #[arg(long)]
     pub filter: Option<String>,
     /// Print one JSON object instead of the text: "context" (the machine, world size and
@@ -54,13 +64,6 @@ pub struct PlanCommon {
 pub struct PlanGemmArgs {
     #[command(flatten)]
     pub common: PlanCommon,
-    /// Plan these shapes (MxNxK, comma-separated or repeated) instead of `bench gemm`'s list.
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
-    pub shape: Vec<GemmShape>,
-    /// Plan `bench gemm --models`'s shapes (the linear layers of Llama-3-8B/70B and
-    /// Qwen2.5-32B at TP 1-8, DeepSeek-V3's experts and router) instead.
-    #[arg(long, conflicts_with = "shape")]
-    pub models: bool,
     /// Plan `mkernel::gemm_with_workspace` with a workspace of this many bytes of slots (at
     /// least 4) instead of `mkernel::gemm`, which sizes its own as the split rules need.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(4..))]
@@ -71,13 +74,6 @@ pub struct PlanGemmArgs {
 pub struct PlanArArgs {
     #[command(flatten)]
     pub common: PlanCommon,
-    /// Plan these shapes (MxNxK, K each rank's shard) instead of `bench gemm-allreduce`'s list.
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
-    pub shape: Vec<GemmShape>,
-    /// Plan the row-parallel layers (o and down projections) of `bench gemm --models`'s
-    /// dense models sharded for --world-size ranks, instead (--world-size 2, 4 or 8).
-    #[arg(long, conflicts_with = "shape")]
-    pub models: bool,
     /// Ranks of the communicator, 1 to 8.
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub world_size: u32,
@@ -277,9 +273,9 @@ fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
             "--split-last-wave {n}: a count of 2 or more plans mkernel::gemm_with_workspace, which takes the caller's workspace: give --workspace-bytes (mkernel::gemm takes no count)"
         )));
     }
-    let default = if a.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
+    let default = if c.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
     let opts = GemmOptions { tile, split_last_wave: split, ..Default::default() };
-    let plans = shape_list(&a.shape, default, c.filter.as_deref())?
+    let plans = shape_list(&c.shape, default, c.filter.as_deref())?
         .into_iter()
         .map(|(label, s)| row(label, s, gemm_planned(s, opts, c.sms, a.workspace_bytes)))
         .collect();
@@ -324,7 +320,7 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
     }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
     let ctx = PlanContext::new(a.world_size, c.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
-    let default = if a.models { fused_model_shapes(a.world_size)? } else { bench::gemm_allreduce_shapes() };
+    let default = if c.models { fused_model_shapes(a.world_size)? } else { bench::gemm_allreduce_shapes() };
     let opts = GemmAllReduceOptions {
         tile,
         comm_path,
@@ -357,7 +353,7 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
             config,
         })
     };
-    let plans = shape_list(&a.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    let plans = shape_list(&c.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: "gemm-allreduce",
         sms: c.sms,
@@ -445,6 +441,8 @@ mod tests {
         assert_eq!((one[0].1.path, one[0].1.grid), (Some("local"), 1));
         // The row-parallel layers at TP 2: the o and down projections only, K sharded.
         let got = rows(&["gemm-allreduce", "--models", "--filter", "llama3-70b"]).unwrap();
+        // (--filter matches the dimensions too)
+        assert_eq!(rows(&["gemm-allreduce", "--models", "--filter", "x8192x14336"]).unwrap().len(), 6);
         assert_eq!(got.len(), 12, "{got:?}");
         assert!(got.iter().all(|(r, _)| r.n == 8192 && (r.k == 4096 || r.k == 14336)), "{got:?}");
     }

@@ -71,7 +71,8 @@ pub struct Common {
     /// Verify results against an fp32 reference (fails loudly on a mismatch).
     #[arg(long)]
     pub check: bool,
-    /// Only shapes whose label contains this text.
+    /// Only shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain this text
+    /// (case-sensitive).
     #[arg(long)]
     pub filter: Option<String>,
     /// Directory for the JSON result.
@@ -208,15 +209,16 @@ pub fn check_unique_shapes(shapes: &[mkernel::GemmShape]) -> BenchResult<()> {
     }
 }
 
-/// The shapes whose label contains `filter` (all without one); an error naming the
-/// labels when none does, so that a typo does not run nothing and write an empty JSON.
+/// The shapes whose label or dimensions ("MxNxK") contain `filter` (all without one); an
+/// error naming the labels when none does, so that a typo does not run nothing and write
+/// an empty JSON.
 pub fn filter_shapes(
     shapes: Vec<(String, mkernel::GemmShape)>,
     filter: Option<&str>,
 ) -> BenchResult<Vec<(String, mkernel::GemmShape)>> {
     let Some(f) = filter else { return Ok(shapes) };
     let labels: Vec<String> = shapes.iter().map(|(l, _)| l.clone()).collect();
-    let kept: Vec<_> = shapes.into_iter().filter(|(l, _)| l.contains(f)).collect();
+    let kept: Vec<_> = shapes.into_iter().filter(|(l, s)| l.contains(f) || format!("{}x{}x{}", s.m, s.n, s.k).contains(f)).collect();
     if kept.is_empty() {
         return Err(usage(format!("--filter {f:?} matches no shape; the labels are: {}", labels.join(", "))));
     }
@@ -817,6 +819,9 @@ mod tests {
         let all = shapes.len();
         assert_eq!(filter_shapes(shapes.clone(), None).unwrap().len(), all);
         assert!(filter_shapes(shapes.clone(), Some("M=129")).unwrap().iter().all(|(l, _)| l.contains("M=129")));
+        // (the dimensions match too: the down projections, K = 14336)
+        let down = filter_shapes(shapes.clone(), Some("x8192x14336")).unwrap();
+        assert!(down.len() == 5 && down.iter().all(|(l, s)| l.contains("down") && s.k == 14336), "{down:?}");
         let e = filter_shapes(shapes, Some("nomatch")).unwrap_err().to_string();
         assert!(e.contains("--filter") && e.contains("nomatch") && e.contains("odd M=129"), "{e}");
     }

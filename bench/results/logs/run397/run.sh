@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run397 (prepared in session 49, one H200; .gpu = main from 5dd3f21 (the rule as of d1b9645): ../shared/tools/gpu-pack
-# --bin mkernel -- -p mkernel-tests --test gpu_barrier; carry [".gpu"]; ~2 min).
+# run397 (prepared in session 49, one H200; .gpu = main from 5dd3f21 (the rule as of d1b9645) or later:
+# ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_barrier --test gpu_gemm; carry [".gpu"]; ~3 min).
 # The fused column rule's other kinds of change (NOTES 52.6), old pair default against new, forced, on per-rank
 # stand-ins with the pair's tiles per CTA (M halved for 128-row tiles, N halved for the swapped one), both ranks on
 # GPU 0, two passes (the second reversed). Pair shape: old -> new:
@@ -26,3 +26,7 @@ for pass in 1 2; do
 1024x3456x4096 swap-ab-128x152-tma-store cols-128x216-tma-store
 LIST
 done
+# Session 50's host changes on the GPU (NOTES 53.2): the GemmRun a call ran is mkernel::plan_gemm's, grid included,
+# and gemm's default tile is plan_gemm(.., None)'s (two tests of gpu_gemm, ~40 s).
+echo "== plan_gemm against the launch"
+TEST_TIMEOUT=200 bash bench/device-run.sh tests gpu_gemm split_rule_default_matches_reference cluster_n_default_matches_reference
