@@ -2,8 +2,8 @@
 //! (`TileConfig::choose_for` and the steps it takes) and where the K loop is cut into slices
 //! (`TileConfig::split_rule_for` and its rules), with the constants those rules were
 //! measured at. Each rule's doc states the shapes, the measurements (one H200 unless named)
-//! and the bench/NOTES.md section they come from; the README's "default tile, by shape"
-//! section lists them in the order `choose_for` applies them.
+//! and the bench/NOTES.md section they come from; docs/gemm-defaults.md lists them in the
+//! order `choose_for` applies them, and `mkernel plan gemm` prints a shape's pick.
 
 use super::*;
 
