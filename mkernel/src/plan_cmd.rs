@@ -33,10 +33,10 @@ pub struct PlanCommon {
     /// gemm-allreduce) instead of the bench's list (bench gemm's, bench gemm-allreduce's).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
     pub shape: Vec<GemmShape>,
-    /// Plan the linear layers of `bench gemm --models` instead (Llama-3-8B/70B and
-    /// Qwen2.5-32B; plan gemm: every projection at TP 1-8, and DeepSeek-V3's experts and
-    /// router; plan gemm-allreduce: the row-parallel o and down projections at TP =
-    /// --world-size, 2, 4 or 8).
+    /// Plan the linear layers of `bench gemm --models`'s models instead (Llama-3-8B/70B and
+    /// Qwen2.5-32B; plan gemm: every projection at TP 1-8 and M = 1-4096, and DeepSeek-V3's
+    /// experts and router; plan gemm-allreduce: the row-parallel o and down projections at
+    /// TP = --world-size, 2, 4 or 8, and M = 1-16384).
     #[arg(long, conflicts_with = "shape")]
     pub models: bool,
     /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
@@ -291,17 +291,23 @@ fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
     Ok(PlanOutput { context, plans })
 }
 
-/// `--models` of the fused plan: `bench gemm --models`'s o and down projections at
-/// tensor parallelism `world` (K the rank's shard, N the hidden size).
+/// `--models` of the fused plan: the row-parallel layers of `bench gemm --models`'s dense
+/// models ([`bench::DENSE_MODELS`]) at tensor parallelism `world`, the all-reduce after
+/// each: the o projection (N = hidden, K = query heads x head dim / world) and the down
+/// projection (N = hidden, K = FFN / world), at M = 1 to 16384 tokens (decode to prefill).
 fn fused_model_shapes(world: u32) -> BenchResult<Vec<(String, GemmShape)>> {
     if ![2, 4, 8].contains(&world) {
         return Err(usage(format!("--models: the models' layers are sharded for 2, 4 or 8 ranks, got --world-size {world}")));
     }
-    let tp = format!(" tp{world} ");
-    Ok(bench::gemm_model_shapes()
-        .into_iter()
-        .filter(|(l, _)| l.contains(&tp) && (l.ends_with(" o") || l.ends_with(" down")))
-        .collect())
+    let mut v = Vec::new();
+    for (name, hidden, ffn, q, _kv, hd) in bench::DENSE_MODELS {
+        for (layer, k) in [("o", q * hd / world), ("down", ffn / world)] {
+            for m in [1u32, 16, 64, 256, 1024, 2048, 4096, 8192, 16384] {
+                v.push((format!("M={m} {name} tp{world} {layer}"), GemmShape { m, n: hidden, k }));
+            }
+        }
+    }
+    Ok(v)
 }
 
 fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
@@ -439,12 +445,18 @@ mod tests {
         // One rank, one tile: the plain GEMM launches one CTA, not the communicator's grid.
         let one = rows(&["gemm-allreduce", "--world-size", "1", "--shape", "8x8x8"]).unwrap();
         assert_eq!((one[0].1.path, one[0].1.grid), (Some("local"), 1));
-        // The row-parallel layers at TP 2: the o and down projections only, K sharded.
+        // The row-parallel layers at TP 2: the o and down projections only, K sharded, the
+        // same shapes as bench gemm --models's at its M.
         let got = rows(&["gemm-allreduce", "--models", "--filter", "llama3-70b"]).unwrap();
-        // (--filter matches the dimensions too)
-        assert_eq!(rows(&["gemm-allreduce", "--models", "--filter", "x8192x14336"]).unwrap().len(), 6);
-        assert_eq!(got.len(), 12, "{got:?}");
+        assert_eq!(got.len(), 18, "{got:?}");
         assert!(got.iter().all(|(r, _)| r.n == 8192 && (r.k == 4096 || r.k == 14336)), "{got:?}");
+        let plain = bench::gemm_model_shapes();
+        for (r, _) in got.iter().filter(|(r, _)| [1, 16, 64, 256, 1024, 4096].contains(&r.m)) {
+            assert!(plain.iter().any(|(l, s)| *l == r.label && (s.m, s.n, s.k) == (r.m, r.n, r.k)), "{}", r.label);
+        }
+        assert!(got.iter().any(|(r, _)| r.m == 16384));
+        // (--filter matches the dimensions too)
+        assert_eq!(rows(&["gemm-allreduce", "--models", "--filter", "x8192x14336"]).unwrap().len(), 9);
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub fn shapes() -> Vec<(String, GemmShape)> {
 
 /// The dense models of `--models`: name, hidden size, FFN intermediate size, query heads,
 /// key-value heads, head dimension (from the models' published configurations).
-const DENSE_MODELS: [(&str, u32, u32, u32, u32, u32); 3] = [
+pub(crate) const DENSE_MODELS: [(&str, u32, u32, u32, u32, u32); 3] = [
     ("llama3-8b", 4096, 14336, 32, 8, 128),
     ("llama3-70b", 8192, 28672, 64, 8, 128),
     ("qwen2.5-32b", 5120, 27648, 40, 8, 128),
