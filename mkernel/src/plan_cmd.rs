@@ -158,6 +158,26 @@ struct Planned {
     tail_ctas: Option<u32>,
     /// The whole configuration as the benchmarks print it.
     config: String,
+    /// The two numbers to write down before a run (`bench::floors`): 2 M N K at the
+    /// measured matrix rate, us; and the bytes over the measured bandwidth, us: plan gemm,
+    /// A, B and C once over HBM; plan gemm-allreduce, one rank's all-reduce bytes over NVLink.
+    floor_compute_us: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor_hbm_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor_link_us: Option<f64>,
+}
+
+/// The floors as the text output ends a row.
+fn floors_note(p: &Planned) -> String {
+    let mut s = format!("; floors: compute {:.1} us", p.floor_compute_us);
+    if let Some(h) = p.floor_hbm_us {
+        s += &format!(", HBM {h:.1} us");
+    }
+    if let Some(l) = p.floor_link_us {
+        s += &format!(", link {l:.1} us");
+    }
+    s
 }
 
 #[derive(Serialize, Debug)]
@@ -202,7 +222,7 @@ fn render(out: &PlanOutput) -> String {
         let dims = format!("{}x{}x{}", r.m, r.n, r.k);
         let label = if r.label.ends_with(&dims) { r.label.clone() } else { format!("{} ({dims})", r.label) };
         match (&r.planned, &r.refused) {
-            (Some(p), _) => s += &format!("{label}: {}; {}\n", p.tile, p.config),
+            (Some(p), _) => s += &format!("{label}: {}; {}{}\n", p.tile, p.config, floors_note(p)),
             (None, reason) => s += &format!("{label}: refused: {}\n", reason.as_deref().unwrap_or("")),
         }
     }
@@ -261,7 +281,19 @@ fn gemm_planned(s: GemmShape, opts: GemmOptions, sms: u32, workspace_bytes: Opti
     } else {
         config += &format!(": {:.2} waves", tiles as f64 / run.grid.max(1) as f64);
     }
-    Ok(Planned { tile: run.tile.name(), split_slices: run.split_slices, tiles, grid: run.grid, path: None, comm_ctas: None, tail_ctas: None, config })
+    Ok(Planned {
+        tile: run.tile.name(),
+        split_slices: run.split_slices,
+        tiles,
+        grid: run.grid,
+        path: None,
+        comm_ctas: None,
+        tail_ctas: None,
+        config,
+        floor_compute_us: bench::floors::compute_us(s),
+        floor_hbm_us: Some(bench::floors::hbm_us(s)),
+        floor_link_us: None,
+    })
 }
 
 fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
@@ -357,6 +389,9 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
             comm_ctas: Some(cfg.comm_ctas),
             tail_ctas: Some(cfg.tail_ctas),
             config,
+            floor_compute_us: bench::floors::compute_us(s),
+            floor_hbm_us: None,
+            floor_link_us: Some(bench::floors::allreduce_link_us(s, ctx.world_size)),
         })
     };
     let plans = shape_list(&c.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
@@ -502,7 +537,13 @@ mod tests {
         assert_eq!(v["plans"][0]["m"], 129);
         assert_eq!(v["plans"][0]["tile"], "wide-tma-store");
         assert!(v["plans"][0]["path"].is_string() && v["plans"][0].get("refused").is_none(), "{v}");
+        // The two numbers: o-proj M=129 x 8192 x 4096 at 790 TFLOP/s and its 2 MiB over 394 GB/s.
+        let f = |k: &str| v["plans"][0][k].as_f64().unwrap();
+        assert!((f("floor_compute_us") - 2.0 * 129.0 * 8192.0 * 4096.0 / 790e6).abs() < 1e-6);
+        assert!((f("floor_link_us") - 129.0 * 8192.0 * 2.0 / 394e3).abs() < 1e-6);
+        assert!(text.contains("; floors: compute 11.0 us, link 5.4 us\n"), "{text}");
         let g: serde_json::Value = serde_json::to_value(output(&["gemm", "--filter", "square 4096"]).unwrap()).unwrap();
+        assert!(g["plans"][0]["floor_hbm_us"].as_f64().unwrap() > 0.0 && g["plans"][0].get("floor_link_us").is_none(), "{g}");
         assert!(g["plans"][0].get("path").is_none() && g["context"].get("world_size").is_none(), "{g}");
         assert!(render(&output(&["gemm", "--filter", "square 4096"]).unwrap()).contains("mkernel::gemm's own workspace; overrides: none"));
     }

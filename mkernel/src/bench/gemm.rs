@@ -216,11 +216,6 @@ struct Row {
     floor_bytes_ms: f64,
 }
 
-/// Measured ceilings of one H200 (../shared/DESIGN.md section 6): bf16 matrix rate through
-/// cuBLAS and HBM bandwidth, used for the two floors printed per shape.
-const MATRIX_TFLOPS: f64 = 790.0;
-const HBM_TBPS: f64 = 4.0;
-
 pub fn run(args: GemmArgs) -> BenchResult<()> {
     // "swap-ab" / "swap-ab-c2": the swapped-operand tile fitted to each shape's M
     // (cluster size 1 or 2); "swap-ab-128-fit": the 128-row one fitted to M > 256 (0);
@@ -439,8 +434,8 @@ pub fn run(args: GemmArgs) -> BenchResult<()> {
             back_to_back: args.back_to_back,
             ours_serial_ms: ours_serial,
             check: verdict.clone(),
-            floor_flop_ms: s.flops() / (MATRIX_TFLOPS * 1e12) * 1e3,
-            floor_bytes_ms: ((m * k + n * k + m * n) * 2) as f64 / (HBM_TBPS * 1e12) * 1e3,
+            floor_flop_ms: super::floors::compute_us(s) / 1e3,
+            floor_bytes_ms: super::floors::hbm_us(s) / 1e3,
         };
         let split_note = if used.split_slices > 1 { format!("  [last wave split {}]", used.split_slices) } else { String::new() };
         let serial_note = ours_serial.map(|t| format!("  [serial {t:.4} ms: PDL saves {:.2} us a call]", (t - ours) * 1e3)).unwrap_or_default();

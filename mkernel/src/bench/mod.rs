@@ -3,6 +3,7 @@
 //! iteration a new epoch, so it really waits for its data), rotates input sets larger
 //! than L2, prints a table and writes JSON with device, driver, commit and date.
 
+pub(crate) mod floors;
 mod gemm;
 mod gemm_allreduce;
 mod proxy_stream;

@@ -1,0 +1,53 @@
+//! The two numbers written down before a GPU run (the developers' guide): a shape's time
+//! at the measured matrix rate, and its bytes over the measured bandwidth, HBM for the
+//! plain GEMM, NVLink for the all-reduce. Ceilings measured on the lent machines
+//! (../shared/DESIGN.md section 6); a floor, not a prediction: the gap to a measured time
+//! is what bench/NOTES.md explains.
+
+use mkernel::GemmShape;
+
+/// bf16 matrix rate of one H200 through cuBLAS, TFLOP/s (8192^3 measured at ~790-800).
+pub const MATRIX_TFLOPS: f64 = 790.0;
+/// HBM bandwidth of one H200 reached by copies, TB/s.
+pub const HBM_TBPS: f64 = 4.0;
+/// One GPU's NVLink rate to its peer on the 2x H200 machine, GB/s (GPU0 -> GPU1 copy, ~394;
+/// taken as each direction's rate with both directions busy).
+pub const LINK_GBPS: f64 = 394.0;
+
+/// 2 M N K flops at [`MATRIX_TFLOPS`], microseconds.
+pub fn compute_us(s: GemmShape) -> f64 {
+    s.flops() / (MATRIX_TFLOPS * 1e12) * 1e6
+}
+
+/// A, B and C (bf16) read or written once at [`HBM_TBPS`], microseconds.
+pub fn hbm_us(s: GemmShape) -> f64 {
+    let (m, n, k) = (s.m as f64, s.n as f64, s.k as f64);
+    (m * k + n * k + m * n) * 2.0 / (HBM_TBPS * 1e12) * 1e6
+}
+
+/// The bytes one rank sends in an all-reduce of the bf16 M x N output over `world` ranks,
+/// 2 (world - 1) / world of the output (a ring's reduce-scatter and all-gather; two ranks
+/// exchanging whole partials send the same), at [`LINK_GBPS`], microseconds; 0 for one rank.
+pub fn allreduce_link_us(s: GemmShape, world: u32) -> f64 {
+    if world < 2 {
+        return 0.0;
+    }
+    let bytes = s.m as f64 * s.n as f64 * 2.0 * 2.0 * (world - 1) as f64 / world as f64;
+    bytes / (LINK_GBPS * 1e9) * 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floors_of_the_issue_shapes() {
+        // o-proj M=1024 on two ranks: 68.7 GFLOP at 790 TFLOP/s, 16 MiB over 394 GB/s.
+        let s = GemmShape { m: 1024, n: 8192, k: 4096 };
+        assert!((compute_us(s) - 2.0 * 1024.0 * 8192.0 * 4096.0 / 790e12 * 1e6).abs() < 1e-9);
+        assert!((allreduce_link_us(s, 2) - 16_777_216.0 / 394e9 * 1e6).abs() < 1e-9, "{}", allreduce_link_us(s, 2));
+        assert!((allreduce_link_us(s, 8) / allreduce_link_us(s, 2) - 1.75).abs() < 1e-12);
+        assert_eq!(allreduce_link_us(s, 1), 0.0);
+        assert!((hbm_us(s) - (1024.0 * 4096.0 + 8192.0 * 4096.0 + 1024.0 * 8192.0) * 2.0 / 4e12 * 1e6).abs() < 1e-9);
+    }
+}
