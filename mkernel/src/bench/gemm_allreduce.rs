@@ -299,6 +299,11 @@ struct Row {
     overlap_efficiency: f64,
     overlap_vs_cublas: f64,
     comm_share_of_baseline: f64,
+    /// The shape's two floors for one rank on its own GPU (`super::floors`; with
+    /// --share-gpu, as for the pair it stands for): 2 M N K at the matrix rate, and its
+    /// all-reduce bytes over NVLink, ms.
+    floor_compute_ms: f64,
+    floor_link_ms: f64,
     sweep: Vec<(u32, f64)>,
     /// --sweep-paths, --sweep-same, --sweep-split and --sweep-tiles:
     /// (what was swept, config, median fused ms).
@@ -1249,6 +1254,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             overlap_efficiency: ours_gemm.max(nccl_ms) / fused,
             overlap_vs_cublas: cublas.max(nccl_ms) / fused,
             comm_share_of_baseline: nccl_ms / (cublas + nccl_ms),
+            floor_compute_ms: super::floors::compute_us(s) / 1e3,
+            floor_link_ms: super::floors::allreduce_link_us(s, world as u32) / 1e3,
             sweep: sweep.clone(),
             path_sweep: path_sweep.clone(),
             diagnostic_sweep: diagnostic_sweep.clone(),
