@@ -7,7 +7,9 @@
 //! launched by torchrun/srun/mpirun), and its fused operators
 //! ([`Communicator::gemm_allreduce`]), and [`internode`]: GPU-driven streaming to a rank on
 //! another node through the host proxy. It also ships the baselines (cuBLAS, NCCL) and
-//! the numerical checks the benchmark binary `mkernel` and the tests use.
+//! the numerical checks the benchmark binary `mkernel` and the tests use. What a call
+//! would run (tile, split, path, SM partition) can be asked without a GPU:
+//! [`plan_gemm`], [`plan_gemm_allreduce`] (`mkernel plan` prints them per shape).
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
 //! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).
