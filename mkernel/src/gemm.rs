@@ -284,12 +284,9 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
     if mkernel_kernels::driver::require_hopper(&info).is_err() {
         return Ok(None);
     }
-    let Some((bytes, counts)) = TileConfig::split_rule_workspace(shape, info.sm_count) else {
+    let Some(rounded) = kept_workspace_bytes(shape, info.sm_count) else {
         return Ok(None);
     };
-    if counts > GemmWorkspace::COUNTS as u64 {
-        return Ok(None);
-    }
     let capture = stream.capture_status().call("cuStreamIsCapturing")?;
     if capture != cudarc::driver::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Ok(None);
@@ -299,14 +296,13 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
         let mut kept = WORKSPACES.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = kept.iter().position(|w| same_stream(&w.stream, stream)) {
             let w = kept.remove(i);
-            if w.bytes() as u64 >= bytes {
+            if w.bytes() as u64 >= rounded {
                 return Ok(Some(w));
             }
             stale = Some(w); // too small: replaced below (freed in stream order)
         }
     }
     drop(stale);
-    let rounded = bytes.div_ceil(1 << 20).saturating_mul(1 << 20);
     match usize::try_from(rounded).map_err(|_| invalid("shape", "split workspace beyond the address space")).and_then(|b| GemmWorkspace::with_bytes(stream, b)) {
         Ok(w) => Ok(Some(w)),
         Err(e) => {
@@ -316,6 +312,14 @@ fn cached_workspace(stream: &Arc<CudaStream>, shape: GemmShape) -> Result<Option
             Ok(None)
         }
     }
+}
+
+/// Slot bytes of the workspace [`gemm`] keeps for `shape`'s split on `sm_count` SMs: what the
+/// split rules' pick needs ([`TileConfig::split_rule_workspace`]), rounded up to 1 MiB;
+/// `None` where no rule splits or the pick needs more counts than a workspace has.
+fn kept_workspace_bytes(shape: GemmShape, sm_count: u32) -> Option<u64> {
+    let (bytes, counts) = TileConfig::split_rule_workspace(shape, sm_count)?;
+    (counts <= GemmWorkspace::COUNTS as u64).then(|| bytes.div_ceil(1 << 20).saturating_mul(1 << 20))
 }
 
 /// Puts a workspace [`cached_workspace`] gave back, most recent last, and frees the least
@@ -382,15 +386,15 @@ pub fn plan_gemm(shape: GemmShape, opts: GemmOptions, sm_count: u32, workspace_b
     if !(1..=crate::MAX_PLAN_GRID).contains(&sm_count) {
         return Err(invalid("sm_count", format!("must be 1..={} SMs, got {sm_count}", crate::MAX_PLAN_GRID)));
     }
-    check_options(shape, opts)?;
+    // (the shape first: the split rules below size the workspace from it)
+    shape.validate_dims()?;
+    check_options(opts)?;
     let sized = |bytes: u64| SplitWorkspace { scratch: 0, scratch_bytes: bytes, counts: 0, counts_len: GemmWorkspace::COUNTS as u64 };
     let workspace = match workspace_bytes {
         Some(b) if b < 4 => return Err(invalid("workspace_bytes", format!("a GEMM workspace needs at least 4 bytes (one fp32), got {b}"))),
         // (as GemmWorkspace::with_bytes: whole fp32 slots)
         Some(b) => Some(sized(b / 4 * 4)),
-        None if opts.tile.is_none() && opts.split_last_wave == LastWaveSplit::Auto => TileConfig::split_rule_workspace(shape, sm_count)
-            .filter(|&(_, counts)| counts <= GemmWorkspace::COUNTS as u64)
-            .map(|(bytes, _)| sized(bytes.div_ceil(1 << 20).saturating_mul(1 << 20))),
+        None if opts.tile.is_none() && opts.split_last_wave == LastWaveSplit::Auto => kept_workspace_bytes(shape, sm_count).map(sized),
         None => None,
     };
     Ok(mkernel_kernels::gemm::plan(shape, opts.tile, opts.split_last_wave, sm_count, workspace)?.into())
@@ -401,16 +405,15 @@ pub fn plan_gemm(shape: GemmShape, opts: GemmOptions, sm_count: u32, workspace_b
 /// the stream's GPU.
 fn check_call(stream: &Arc<CudaStream>, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &CudaSlice<bf16>, shape: GemmShape, opts: GemmOptions) -> Result<()> {
     shape.validate(a.len(), b.len(), c.len())?;
-    check_options(shape, opts)?;
+    check_options(opts)?;
     for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("c", c.ordinal())] {
         check_same_device(stream, ord, arg)?;
     }
     Ok(())
 }
 
-/// The checks of `opts` (for [`check_call`] and [`plan_gemm`]) after the shape's.
-fn check_options(shape: GemmShape, opts: GemmOptions) -> Result<()> {
-    shape.validate_dims()?;
+/// The checks of `opts` (for [`check_call`] and [`plan_gemm`], after the shape's).
+fn check_options(opts: GemmOptions) -> Result<()> {
     if let Some(t) = opts.tile {
         t.validate_for_gemm()?;
     }

@@ -240,9 +240,7 @@ fn refusals(rows: &[PlanRow]) -> BenchResult<()> {
 
 /// The listed shapes (labelled "shape MxNxK"), or `default` where none is, filtered.
 fn shape_list(shapes: &[GemmShape], default: Vec<(String, GemmShape)>, filter: Option<&str>) -> BenchResult<Vec<(String, GemmShape)>> {
-    if let Some(s) = bench::first_repeat(shapes) {
-        return Err(usage(format!("--shape {}x{}x{} is listed twice", s.m, s.n, s.k)));
-    }
+    bench::check_unique_shapes(shapes)?;
     let list = if shapes.is_empty() { default } else { shapes.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect() };
     bench::filter_shapes(list, filter)
 }

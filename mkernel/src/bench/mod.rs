@@ -202,10 +202,11 @@ pub fn first_repeat<T: PartialEq>(values: &[T]) -> Option<&T> {
     values.iter().enumerate().find(|&(i, v)| values[..i].contains(v)).map(|(_, v)| v)
 }
 
-/// --shape: each shape once (a repeated one would be timed, and written to the JSON, twice).
+/// --shape: each shape once (a repeated one would be timed, or planned, and written to the
+/// JSON, twice).
 pub fn check_unique_shapes(shapes: &[mkernel::GemmShape]) -> BenchResult<()> {
     match first_repeat(shapes) {
-        Some(s) => Err(usage(format!("--shape {}x{}x{} is listed twice (each shape is timed once)", s.m, s.n, s.k))),
+        Some(s) => Err(usage(format!("--shape {}x{}x{} is listed twice (each shape is run once)", s.m, s.n, s.k))),
         None => Ok(()),
     }
 }
@@ -454,10 +455,6 @@ pub fn run_info(ctx: &Arc<CudaContext>) -> BenchResult<RunInfo> {
     })
 }
 
-/// Unless --no-json: checks that --out-dir can be created and a file created in it (a
-/// probe file, removed again, and the directories it had to create, so that a run that
-/// fails later leaves nothing behind; [`write_json`] creates them again), so that an
-/// unwritable directory fails before any GPU work rather than after all of it.
 /// `stream.alloc_zeros(len)`, whose failure (out of GPU memory, most likely) is the
 /// library's [`mkernel::Error::Allocation`] naming the buffer, the shape and the size
 /// instead of the driver's bare error code (helper-89: a shape no GPU can hold passes the
@@ -477,6 +474,10 @@ fn alloc_what(label: &str, what: &str) -> String {
     format!("{what} for {label}")
 }
 
+/// Unless --no-json: checks that --out-dir can be created and a file created in it (a
+/// probe file, removed again, and the directories it had to create, so that a run that
+/// fails later leaves nothing behind; [`write_json`] creates them again), so that an
+/// unwritable directory fails before any GPU work rather than after all of it.
 pub fn check_out_dir(c: &Common) -> BenchResult<()> {
     if c.no_json {
         return Ok(());
@@ -552,8 +553,6 @@ mod tests {
         common: Common,
     }
 
-    /// A malformed name of a parameterised tile family gets that family's rule, naming the
-    /// argument; a valid one parses; anything else gets the list of names.
     #[test]
     fn failed_allocations_name_the_shape_buffer_and_size() {
         // (helper-89: 65536 x 2097152 passes the argument checks; its C is 256 GiB)
@@ -561,6 +560,8 @@ mod tests {
         assert_eq!(alloc_what("shape 65536x2097152x8, rank 1", "C [M, N] bf16 (fused)"), "C [M, N] bf16 (fused) for shape 65536x2097152x8, rank 1");
     }
 
+    /// A malformed name of a parameterised tile family gets that family's rule, naming the
+    /// argument; a valid one parses; anything else gets the list of names.
     #[test]
     fn tile_names_of_a_family_report_its_rule() {
         let err = |n: &str| parse_tile(Some(n), true).err().map(|e| e.to_string()).unwrap_or_default();
