@@ -7,6 +7,8 @@
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
 #   bash bench/pair-first.sh 3   # the column-fitted tiles on the epilogue path against the defaults (NOTES 48)
 #   bash bench/pair-first.sh 2   # `measure`: the issue-3 table in both communicator modes (--check-reps 100)
+#   bash bench/pair-first.sh 4   # branch gemm-rs (NOTES 54): the reduce-scatter tests and its table in both modes
+#                                # (pack with --test gpu_gemm_reduce_scatter too)
 set -u
 phase=${1:-1}
 case $phase in
@@ -34,5 +36,12 @@ case $phase in
       bash bench/device-run.sh bench gemm-allreduce --check --iters 30 --warmup-ms 1500 --filter "$f" \
         --sweep-tiles wide-tma-store,cols-128x136-tma-store,cols-128x144-tma-store,cols-128x144-tma-store-c2,cols-128x152-tma-store,cols-128x168-tma-store,cols-128x176-tma-store-c2
     done ;;
-  *) echo "pair-first.sh: phase 1, 2 or 3, got '$phase'" >&2; exit 2 ;;
+  4)
+    # The fused GEMM + reduce-scatter (NOTES 54): each rank's rows against the reference, then its table against
+    # cuBLAS + ncclReduceScatter. Floors (`mkernel plan gemm-reduce-scatter`): the link's half of the all-reduce's,
+    # e.g. o-proj M=1024 21.3 us against 87.0 us of compute, so the copies hide more easily than the all-reduce's.
+    TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm_reduce_scatter
+    bash bench/device-run.sh bench gemm-reduce-scatter --check --check-reps 20 --iters 30 --warmup-ms 1500
+    bash bench/device-run.sh bench gemm-reduce-scatter --procs 2 --check --check-reps 20 --iters 30 --warmup-ms 1500 ;;
+  *) echo "pair-first.sh: phase 1, 2, 3 or 4, got '$phase'" >&2; exit 2 ;;
 esac

@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::gemm::TileConfig;
+use crate::gemm_allreduce::Collective;
 use crate::jit::{Compiler, KernelSource};
 use crate::params::MAX_RANKS;
 
@@ -40,11 +41,17 @@ pub fn all() -> Result<Vec<KernelSource>> {
             // Push runs TmaReduce's kernel (same name): one entry per distinct kernel.
             let mut names = Vec::new();
             // (not the local path: it launches the plain GEMM's kernel, compiled above)
-            for path in crate::gemm_allreduce::CommPath::fused_for(cfg, world) {
-                let name = crate::gemm_allreduce::kernel_name(cfg, world, path);
-                if !names.contains(&name) {
-                    v.push(crate::gemm_allreduce::source(cfg, world, path)?);
-                    names.push(name);
+            // (a reduce-scatter's kernels, `_rs`, where one exists: crate::gemm_allreduce::has_kernel)
+            for collective in [Collective::AllReduce, Collective::ReduceScatter] {
+                for path in crate::gemm_allreduce::CommPath::fused_for(cfg, world) {
+                    if !crate::gemm_allreduce::has_kernel(cfg, world, path, collective) {
+                        continue;
+                    }
+                    let name = crate::gemm_allreduce::kernel_name_for(cfg, world, path, collective);
+                    if !names.contains(&name) {
+                        v.push(crate::gemm_allreduce::source_for(cfg, world, path, collective)?);
+                        names.push(name);
+                    }
                 }
             }
         }

@@ -2,7 +2,8 @@
 //! `src/cuda/ops/gemm_allreduce.cuh`, whose header comment draws the schedule).
 //!
 //! Per rank: `a` \[M, K_local\] and `b` \[N, K_local\] bf16 (K-major, as in [`crate::gemm`]),
-//! `out` \[M, N\] bf16 receiving sum over ranks of a_r * b_r^T. The kernel needs a
+//! `out` \[M, N\] bf16 receiving sum over ranks of a_r * b_r^T (a reduce-scatter: rank r's
+//! `out` is rows \[r M / world, (r + 1) M / world) of it, [`Collective`]). The kernel needs a
 //! symmetric workspace per rank ([`WorkspaceLayout`]) that every peer can address.
 
 use std::sync::Arc;
@@ -867,6 +868,73 @@ impl CommPath {
     }
 }
 
+/// The collective a fused call ends with: every rank gets the whole sum, or a block of its
+/// rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Collective {
+    /// Every rank's `out` is the sum over ranks, \[M, N\].
+    #[default]
+    AllReduce,
+    /// Rank r's `out` is rows \[r M / world, (r + 1) M / world) of the sum, \[M / world, N\]
+    /// (as `torch.distributed.reduce_scatter_tensor` splits dim 0); M % world == 0. Runs on
+    /// [`CommPath::Epilogue`] (each rank copies only the tiles that meet the peer's rows,
+    /// and adds only those that meet its own: half the all-reduce's bytes each way),
+    /// [`CommPath::Vec16`] and [`CommPath::Scalar`] (each rank sums its rows from every
+    /// rank's partial; no gather), and [`CommPath::Local`] (one rank: the plain GEMM).
+    ReduceScatter,
+}
+
+impl Collective {
+    /// `all-reduce` or `reduce-scatter`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AllReduce => "all-reduce",
+            Self::ReduceScatter => "reduce-scatter",
+        }
+    }
+
+    /// Whether `path` can end with this collective.
+    pub fn runs_on(self, path: CommPath) -> bool {
+        match self {
+            Self::AllReduce => true,
+            Self::ReduceScatter => matches!(path, CommPath::Epilogue | CommPath::Vec16 | CommPath::Scalar | CommPath::Local),
+        }
+    }
+
+    /// Rows of `out` per rank: M, or M / world for a reduce-scatter ([`Self::check`] first).
+    pub fn out_rows(self, m: u32, world: u32) -> u32 {
+        match self {
+            Self::AllReduce => m,
+            Self::ReduceScatter => m / world.max(1),
+        }
+    }
+
+    /// [`Self::check`]'s rule on the shape alone: a reduce-scatter needs M % world == 0
+    /// (`shape`).
+    pub fn check_m(self, shape: GemmShape, world: u32) -> Result<()> {
+        if self == Self::ReduceScatter && (world == 0 || shape.m % world != 0) {
+            return Err(invalid(
+                "shape",
+                format!("a reduce-scatter gives each of the {world} ranks M / world rows, so M must be a multiple of the world size; got M={}", shape.m),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks the rules this collective adds: a reduce-scatter needs M % world == 0
+    /// (`shape`) and a path that [`Self::runs_on`] (`comm_path`).
+    pub fn check(self, shape: GemmShape, path: CommPath, world: u32) -> Result<()> {
+        self.check_m(shape, world)?;
+        if !self.runs_on(path) {
+            return Err(invalid(
+                "comm_path",
+                format!("a reduce-scatter runs on the epilogue, vec16 or scalar paths (local with one rank), not {}", path.name()),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Row blocks per tile in the one-shot path: its TMA boxes are [BM / this, BN]
 /// (`mk::OneShotSmem::kItemsPerTile`, checked when the kernel compiles).
 pub const ONE_SHOT_ITEMS_PER_TILE: u32 = 4;
@@ -886,13 +954,33 @@ pub fn smem_bytes(tile: TileConfig, path: CommPath) -> u32 {
     tile.smem_bytes() + if path == CommPath::Epilogue { EPILOGUE_EXTRA_SMEM_BYTES } else { 0 }
 }
 
-/// Name of the fused kernel for a tile config, world size and communication path.
+/// Name of the fused all-reduce kernel for a tile config, world size and communication path.
 pub fn kernel_name(tile: TileConfig, world: u32, path: CommPath) -> String {
-    format!("mkernel_gemm_allreduce_{}_w{}_{}", tile.tag(), world, path.tag())
+    kernel_name_for(tile, world, path, Collective::AllReduce)
 }
 
-/// Source of the fused kernel for a tile config, world size and communication path.
+/// Name of the fused kernel for a tile config, world size, communication path and
+/// collective (a reduce-scatter's kernels end in `_rs`).
+pub fn kernel_name_for(tile: TileConfig, world: u32, path: CommPath, collective: Collective) -> String {
+    let rs = if collective == Collective::ReduceScatter { "_rs" } else { "" };
+    format!("mkernel_gemm_allreduce_{}_w{}_{}{rs}", tile.tag(), world, path.tag())
+}
+
+/// Source of the fused all-reduce kernel for a tile config, world size and communication path.
 pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSource> {
+    source_for(tile, world, path, Collective::AllReduce)
+}
+
+/// Whether a fused kernel ending with `collective` exists for the tile, world size and
+/// path (what the catalog compiles): every path [`CommPath::fused_for`] gives for an
+/// all-reduce; for a reduce-scatter those that [`Collective::runs_on`], from 2 ranks.
+pub fn has_kernel(tile: TileConfig, world: u32, path: CommPath, collective: Collective) -> bool {
+    CommPath::fused_for(tile, world).contains(&path) && collective.runs_on(path) && (collective == Collective::AllReduce || world >= 2)
+}
+
+/// Source of the fused kernel for a tile config, world size, communication path and
+/// collective (a reduce-scatter's: the same code with `kScatter`, [`has_kernel`]).
+pub fn source_for(tile: TileConfig, world: u32, path: CommPath, collective: Collective) -> Result<KernelSource> {
     if !path.runs_fused_kernel() {
         return Err(invalid("comm_path", format!("the {} path runs the plain GEMM's kernel (gemm::source), no fused one", path.name())));
     }
@@ -913,11 +1001,17 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
     if path.adds_into_out() && (world != 2 || tile.epilogue != crate::gemm::Epilogue::TmaStore) {
         return Err(invalid("comm_path", format!("the {} path needs world size 2 and a TMA-store tile, got {world} and {tile}", path.name())));
     }
-    let name = kernel_name(tile, world, path);
+    if collective == Collective::ReduceScatter && !has_kernel(tile, world, path, collective) {
+        return Err(invalid(
+            "comm_path",
+            format!("a reduce-scatter has a fused kernel on the epilogue, vec16 and scalar paths from 2 ranks, not {} with world size {world}", path.name()),
+        ));
+    }
+    let name = kernel_name_for(tile, world, path, collective);
     let entry = format!(
         "#include \"ops/gemm_allreduce.cuh\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ AllReduceParams p) {{\n\
-         \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}>(p);\n}}\n\
+         \x20 mk::gemm_allreduce_kernel<{cfg_ty}, {world}, {path_ty}, {scatter}>(p);\n}}\n\
          static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n{check}",
         wrapper = crate::gemm::wgmma_wrapper_for(tile),
         smem = tile.smem_bytes(),
@@ -925,6 +1019,7 @@ pub fn source(tile: TileConfig, world: u32, path: CommPath) -> Result<KernelSour
         cluster = tile.cluster_attribute(),
         cfg_ty = tile.cpp_type(),
         path_ty = path.cpp(),
+        scatter = collective == Collective::ReduceScatter,
         check = if path.claims_tiles() {
             format!(
                 "static_assert(mk::OneShotSmem<{}, {world}>::kItemsPerTile == {ONE_SHOT_ITEMS_PER_TILE}, \"one-shot box rows differ from the host's\");\n\
@@ -1067,12 +1162,16 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
 /// plain GEMM's kernel for `cfg.tile` instead: [`crate::gemm::launch`], split in
 /// `cfg.split_slices` in [`RankBuffers::local_split_workspace`]).
 ///
+/// `collective` says what `out` receives: the sum \[M, N\], or this rank's rows of it
+/// \[M / world, N\] ([`Collective::check`]: M % world == 0 and a path that can).
+///
 /// # Safety
-/// `a`, `b`, `out` must be valid device buffers of the shape's sizes in `stream`'s
-/// context, and every `bufs.workspace[q]` (q < world) must be mapped in it, with all
+/// `a`, `b`, `out` must be valid device buffers of the shape's sizes (`out`: the
+/// collective's) in `stream`'s context, and every `bufs.workspace[q]` (q < world) must be mapped in it, with all
 /// ranks launching the same shape and config (a collective call).
 /// `trace`, when given, must point to a zeroed buffer of [`TraceTarget::bytes`] bytes
 /// in that context.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn launch(
     rt: &Runtime,
     stream: &Arc<CudaStream>,
@@ -1081,11 +1180,13 @@ pub unsafe fn launch(
     out: u64,
     shape: GemmShape,
     cfg: FusedConfig,
+    collective: Collective,
     bufs: &RankBuffers,
     timeout: Duration,
     trace: Option<TraceTarget>,
 ) -> Result<()> {
     validate(shape, &cfg, bufs)?;
+    collective.check(shape, cfg.path, bufs.world)?;
     if cfg.path == CommPath::Local {
         // World size 1: the plain GEMM's kernel for the tile, straight into `out`, its last
         // wave split as planned in the layout's split slots and counts (no flags; a trace
@@ -1102,7 +1203,7 @@ pub unsafe fn launch(
         tma_b,
         // (the epilogue path's storer stores to `out` through tma_c_out instead)
         tma_c: if cfg.path == CommPath::Epilogue { Default::default() } else { crate::gemm::output_map(own_partial, shape, cfg.tile)? },
-        ..scalar_params(out, shape, &cfg, bufs, timeout, trace)
+        ..scalar_params(out, shape, &cfg, collective, bufs, timeout, trace)
     };
     let path = cfg.path;
     let box_rows = match path {
@@ -1112,7 +1213,9 @@ pub unsafe fn launch(
     // Box maps of the communication CTAs (none on the epilogue path).
     let tma = path != CommPath::Vec16 && path != CommPath::Scalar && path.has_comm_ctas();
     if path.adds_into_out() {
-        p.tma_c_out = crate::gemm::output_map(out, shape, cfg.tile)?;
+        // (a reduce-scatter's `out` is this rank's rows alone; the kernel shifts the rows)
+        let out_shape = GemmShape { m: collective.out_rows(shape.m, bufs.world), ..shape };
+        p.tma_c_out = crate::gemm::output_map(out, out_shape, cfg.tile)?;
     }
     let matrix = |ptr: u64| Tensor2d { ptr, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
     for q in 0..bufs.world as usize {
@@ -1145,7 +1248,9 @@ pub unsafe fn launch(
         let me = bufs.rank as usize;
         p.tma_partial[me] = crate::gemm::output_map(p.partial[me], shape, cfg.tile)?;
     }
-    let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, bufs.world, path), || source(cfg.tile, bufs.world, path))?;
+    let f = rt.function_named(stream.context(), &kernel_name_for(cfg.tile, bufs.world, path, collective), || {
+        source_for(cfg.tile, bufs.world, path, collective)
+    })?;
     // (check_tail_ctas, through validate: the sum fits MAX_LAUNCH_CTAS)
     driver::launch(&f, LaunchDims { grid: cfg.grid.saturating_add(cfg.tail_ctas), block: cfg.tile.threads(), smem_bytes: smem_bytes(cfg.tile, path) }, stream, &p)
 }
@@ -1153,7 +1258,15 @@ pub unsafe fn launch(
 /// The fields of [`AllReduceParams`] that need no driver call (no TMA maps, no workspace
 /// addresses of the peers): what `launch` passes from `cfg`, the shape, this rank's
 /// buffers, the timeout and the trace. Separate so a test can check them without a GPU.
-fn scalar_params(out: u64, shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers, timeout: Duration, trace: Option<TraceTarget>) -> AllReduceParams {
+fn scalar_params(
+    out: u64,
+    shape: GemmShape,
+    cfg: &FusedConfig,
+    collective: Collective,
+    bufs: &RankBuffers,
+    timeout: Duration,
+    trace: Option<TraceTarget>,
+) -> AllReduceParams {
     let l = bufs.layout;
     AllReduceParams {
         out,
@@ -1173,6 +1286,10 @@ fn scalar_params(out: u64, shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffe
         split_slices: cfg.split_slices,
         split_scratch: bufs.workspace[bufs.rank as usize] + l.split_offset(),
         diag_skip: cfg.diag_skip,
+        scatter_rows: match collective {
+            Collective::AllReduce => 0,
+            Collective::ReduceScatter => collective.out_rows(shape.m, bufs.world),
+        },
         ..Default::default()
     }
 }
@@ -1207,17 +1324,69 @@ mod tests {
         let base = FusedConfig { tile: TileConfig::WIDE_TMA_STORE, comm_ctas: 0, grid: 132, path: CommPath::Epilogue, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 3, diag_skip: 0 };
         let shape = GemmShape { m: 129, n: 1024, k: 640 };
         let trace = Some(TraceTarget { ptr: 0x4000, capacity: 77 });
-        let p = scalar_params(0x5000, shape, &base, &bufs, Duration::from_millis(1500), trace);
+        let p = scalar_params(0x5000, shape, &base, Collective::AllReduce, &bufs, Duration::from_millis(1500), trace);
         assert_eq!((p.out, p.status, p.m, p.n, p.k, p.rank), (0x5000, 0x3000, 129, 1024, 640, 1));
         assert_eq!((p.control, p.split_scratch), (0x2000_0000 + l.control_offset(), 0x2000_0000 + l.split_offset()));
         assert_eq!((p.timeout_ns, p.trace, p.trace_capacity, p.split_slices, p.flag_stride), (1_500_000_000, 0x4000, 77, 3, l.max_tiles as u32));
         assert_eq!((p.epilogue_pace, p.diag_skip), (EpiloguePace::Clock as u32, 0));
         let on = FusedConfig { pace: EpiloguePace::Sleep, diag_skip: 3, ..base };
-        let p = scalar_params(0x5000, shape, &on, &bufs, Duration::from_secs(1), None);
+        let p = scalar_params(0x5000, shape, &on, Collective::AllReduce, &bufs, Duration::from_secs(1), None);
         assert_eq!((p.epilogue_pace, p.diag_skip, p.trace), (EpiloguePace::Sleep as u32, 3, 0));
         let dedicated = FusedConfig { path: CommPath::TmaOneShot, comm_ctas: 8, tail_ctas: 5, ..base };
-        let p = scalar_params(0, shape, &dedicated, &bufs, Duration::from_secs(1), None);
+        let p = scalar_params(0, shape, &dedicated, Collective::AllReduce, &bufs, Duration::from_secs(1), None);
         assert_eq!((p.num_comm_ctas, p.num_tail_ctas), (8, 5));
+    }
+
+    /// A reduce-scatter reaches the kernel as the rows each rank keeps (M / world; 0 for
+    /// an all-reduce), and is refused by name where M % world != 0 or the path has none.
+    #[test]
+    fn reduce_scatter_rows_reach_the_kernel_and_its_rules_are_named() {
+        let l = WorkspaceLayout::new(1 << 20, 4).unwrap();
+        let bufs = RankBuffers { rank: 3, world: 4, workspace: [0x1000, 0x2000, 0x3000, 0x4000, 0, 0, 0, 0], layout: l, status: 0 };
+        let cfg = FusedConfig { tile: TileConfig::WIDE, comm_ctas: 8, grid: 132, path: CommPath::Vec16, tail_ctas: 0, pace: EpiloguePace::Clock, split_slices: 1, diag_skip: 0 };
+        let shape = GemmShape { m: 1000, n: 1024, k: 640 };
+        let rs = scalar_params(0x5000, shape, &cfg, Collective::ReduceScatter, &bufs, Duration::from_secs(1), None);
+        assert_eq!((rs.scatter_rows, rs.out), (250, 0x5000));
+        let ar = scalar_params(0x5000, shape, &cfg, Collective::AllReduce, &bufs, Duration::from_secs(1), None);
+        assert_eq!(ar.scatter_rows, 0);
+        assert_eq!((Collective::ReduceScatter.out_rows(1000, 4), Collective::AllReduce.out_rows(1000, 4)), (250, 1000));
+        for path in CommPath::ALL {
+            let ok = Collective::ReduceScatter.check(shape, path, 4);
+            assert_eq!(ok.is_ok(), matches!(path, CommPath::Epilogue | CommPath::Vec16 | CommPath::Scalar | CommPath::Local), "{path:?}");
+            if let Err(e) = ok {
+                assert!(e.to_string().contains("`comm_path`") && e.to_string().contains(path.name()), "{e}");
+            }
+            assert!(Collective::AllReduce.check(GemmShape { m: 1001, ..shape }, path, 4).is_ok());
+        }
+        let e = Collective::ReduceScatter.check(GemmShape { m: 1001, ..shape }, CommPath::Vec16, 4).unwrap_err().to_string();
+        assert!(e.contains("`shape`") && e.contains("M=1001") && e.contains("4 ranks"), "{e}");
+        assert!(Collective::ReduceScatter.check(shape, CommPath::Vec16, 0).is_err());
+    }
+
+    /// A reduce-scatter's kernels are their own (`_rs`, compiled with kScatter), so the
+    /// all-reduce's kernels keep their code; they exist for the epilogue, vec16 and
+    /// scalar paths from 2 ranks, and nowhere else.
+    #[test]
+    fn reduce_scatter_kernels_are_their_own() {
+        let t = TileConfig::WIDE_TMA_STORE;
+        let (ar, rs) = (Collective::AllReduce, Collective::ReduceScatter);
+        assert_eq!(kernel_name_for(t, 2, CommPath::Epilogue, ar), kernel_name(t, 2, CommPath::Epilogue));
+        assert_eq!(kernel_name_for(t, 2, CommPath::Epilogue, rs), format!("{}_rs", kernel_name(t, 2, CommPath::Epilogue)));
+        let src = source_for(t, 2, CommPath::Epilogue, rs).unwrap();
+        assert!(src.source.contains("CommPath::Epilogue, true>(p)"), "the entry instantiates kScatter");
+        assert!(source(t, 2, CommPath::Epilogue).unwrap().source.contains("CommPath::Epilogue, false>(p)"));
+        for world in 1..=MAX_RANKS as u32 {
+            for path in CommPath::ALL {
+                let has = has_kernel(t, world, path, rs);
+                let want = world >= 2 && CommPath::fused_for(t, world).contains(&path) && matches!(path, CommPath::Epilogue | CommPath::Vec16 | CommPath::Scalar);
+                assert_eq!(has, want, "world {world} {path:?}");
+                if path.runs_fused_kernel() && !has {
+                    let e = source_for(t, world, path, rs).unwrap_err().to_string();
+                    assert!(e.contains("`comm_path`") || e.contains("`world_size`"), "world {world} {path:?}: {e}");
+                }
+                assert_eq!(has_kernel(t, world, path, ar), CommPath::fused_for(t, world).contains(&path));
+            }
+        }
     }
 
     #[test]

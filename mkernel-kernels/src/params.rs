@@ -141,7 +141,10 @@ pub struct AllReduceParams {
     pub split_scratch: u64,
     /// Epilogue path, diagnostic (`FusedConfig::diag_skip`).
     pub diag_skip: u32,
-    pub pad1: u32,
+    /// Reduce-scatter ([`crate::gemm_allreduce::Collective::ReduceScatter`]): rows of the
+    /// sum each rank keeps, M / world; rank r's `out` is rows [r * scatter_rows, (r + 1) *
+    /// scatter_rows) of it, an [scatter_rows, N] matrix. 0: an all-reduce (`out` [M, N]).
+    pub scatter_rows: u32,
 }
 
 /// Header of the optional event trace of one fused call (`FusedTraceHeader`); the
@@ -361,7 +364,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns, split_scratch, split_counts, split_slices, pad0));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
-        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, pad1));
+        status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, scatter_rows));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));

@@ -147,13 +147,54 @@ impl Nccl {
         if bufs.len() != self.comms.len() {
             return Err(crate::error::invalid("bufs", format!("expected {} buffers (one per local rank), got {}", self.comms.len(), bufs.len())));
         }
+        let mut bufs = bufs.iter_mut();
+        self.grouped("ncclAllReduce", |comm| match bufs.next() {
+            Some(buf) => comm.all_reduce_in_place(*buf, &ReduceOp::Sum).map(|_| ()),
+            None => Ok(()),
+        })
+    }
+
+    /// Sum reduce-scatter on the i-th local communicator: `sends[i]` \[world x count\]
+    /// into `recvs[i]` \[count\] = block r of the sum on rank r (`ncclReduceScatter`,
+    /// count = `recvs[i].len()`; grouped when one process drives several GPUs).
+    ///
+    /// Errors: not one buffer pair per local rank (`bufs`), a send buffer shorter than
+    /// world x count (`sends`), NCCL's errors.
+    pub fn reduce_scatter_sum(&self, sends: &[&CudaSlice<bf16>], recvs: &mut [&mut CudaSlice<bf16>]) -> Result<()> {
+        if sends.len() != self.comms.len() || recvs.len() != self.comms.len() {
+            return Err(crate::error::invalid(
+                "bufs",
+                format!("expected {} send and receive buffers (one each per local rank), got {} and {}", self.comms.len(), sends.len(), recvs.len()),
+            ));
+        }
+        for (comm, (send, recv)) in self.comms.iter().zip(sends.iter().zip(recvs.iter())) {
+            let world = comm.world_size();
+            if send.len() < world * recv.len() {
+                return Err(crate::error::invalid(
+                    "sends",
+                    format!("a send buffer holds world x count = {world} x {} elements, got {}", recv.len(), send.len()),
+                ));
+            }
+        }
+        let mut pairs = sends.iter().zip(recvs.iter_mut());
+        self.grouped("ncclReduceScatter", |comm| match pairs.next() {
+            Some((send, recv)) => comm.reduce_scatter(*send, *recv, &ReduceOp::Sum).map(|_| ()),
+            None => Ok(()),
+        })
+    }
+
+    /// Calls `each` on every local communicator in order, inside one NCCL group when this
+    /// process drives several GPUs (else NCCL would wait for the first rank's peers before
+    /// the second rank's call is made); the first error is returned as `call`'s, after the
+    /// group is closed.
+    fn grouped(&self, call: &'static str, mut each: impl FnMut(&Comm) -> std::result::Result<(), cudarc::nccl::result::NcclError>) -> Result<()> {
         let grouped = self.comms.len() > 1;
         if grouped {
             cudarc::nccl::result::group_start().map_err(nccl_err("ncclGroupStart"))?;
         }
         let mut first_err = None;
-        for (comm, buf) in self.comms.iter().zip(bufs.iter_mut()) {
-            if let Err(e) = comm.all_reduce_in_place(*buf, &ReduceOp::Sum) {
+        for comm in &self.comms {
+            if let Err(e) = each(comm) {
                 first_err.get_or_insert(e);
             }
         }
@@ -161,7 +202,7 @@ impl Nccl {
             cudarc::nccl::result::group_end().map_err(nccl_err("ncclGroupEnd"))?;
         }
         match first_err {
-            Some(e) => Err(nccl_err("ncclAllReduce")(e)),
+            Some(e) => Err(nccl_err(call)(e)),
             None => Ok(()),
         }
     }

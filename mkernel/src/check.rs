@@ -332,11 +332,21 @@ impl AllReduceCase {
         blas: &mut crate::baseline::Cublas,
         out: &cudarc::driver::CudaSlice<bf16>,
     ) -> crate::Result<Comparison> {
+        self.verify_rows(stream, blas, out, 0..self.shape.m)
+    }
+
+    /// As [`AllReduceCase::verify`] for an `out` that holds rows `rows` of the sum alone,
+    /// \[rows.len(), N\] (a reduce-scatter's rank). Rows past M are refused (`rows`).
+    pub fn verify_rows(
+        &self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        blas: &mut crate::baseline::Cublas,
+        out: &cudarc::driver::CudaSlice<bf16>,
+        rows: std::ops::Range<u32>,
+    ) -> crate::Result<Comparison> {
         let s = self.shape;
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
-        if out.len() < m * n {
-            return Err(crate::error::invalid("out", format!("expected [M={m}, N={n}] = {} elements, got {}", m * n, out.len())));
-        }
+        let (r0, r1) = self.check_rows(&rows, out.len())?;
         let dev = |e| crate::Error::Driver { call: "cuMemAlloc/cuMemcpy", source: e };
         let mut a = stream.alloc_zeros::<bf16>(m * k).map_err(dev)?;
         let mut b = stream.alloc_zeros::<bf16>(n * k).map_err(dev)?;
@@ -355,8 +365,29 @@ impl AllReduceCase {
         for (sc, x) in scale.iter_mut().zip(&sum) {
             *sc += x.abs();
         }
-        let got = stream.clone_dtoh(&out.slice(0..m * n)).map_err(dev)?;
-        Ok(compare(&got, &sum, Some(&scale), n, k))
+        let got = stream.clone_dtoh(&out.slice(0..(r1 - r0) * n)).map_err(dev)?;
+        let mut cmp = compare(&got, &sum[r0 * n..r1 * n], Some(&scale[r0 * n..r1 * n]), n, k);
+        // (rows of the whole sum, not of `out`)
+        if let Some(f) = cmp.first_bad.as_mut() {
+            f.0 += r0;
+        }
+        Ok(cmp)
+    }
+
+    /// `rows` within M, and `out` long enough for them: (first row, end row).
+    fn check_rows(&self, rows: &std::ops::Range<u32>, out_len: usize) -> crate::Result<(usize, usize)> {
+        let (m, n) = (self.shape.m as usize, self.shape.n as usize);
+        let (r0, r1) = (rows.start as usize, rows.end as usize);
+        if r0 > r1 || r1 > m {
+            return Err(crate::error::invalid("rows", format!("must be a range within [0, M={m}), got {r0}..{r1}")));
+        }
+        if out_len < (r1 - r0) * n {
+            return Err(crate::error::invalid(
+                "out",
+                format!("expected [{} rows, N={n}] = {} elements, got {out_len}", r1 - r0, (r1 - r0) * n),
+            ));
+        }
+        Ok((r0, r1))
     }
 }
 
@@ -370,20 +401,31 @@ impl AllReduceCase {
         blas: &mut crate::baseline::Cublas,
         out: &cudarc::driver::CudaSlice<bf16>,
     ) -> crate::Result<Comparison> {
+        self.verify_rows_on_device(stream, blas, out, 0..self.shape.m)
+    }
+
+    /// As [`AllReduceCase::verify_on_device`] for an `out` that holds rows `rows` of the
+    /// sum alone ([`AllReduceCase::verify_rows`]).
+    pub fn verify_rows_on_device(
+        &self,
+        stream: &std::sync::Arc<cudarc::driver::CudaStream>,
+        blas: &mut crate::baseline::Cublas,
+        out: &cudarc::driver::CudaSlice<bf16>,
+        rows: std::ops::Range<u32>,
+    ) -> crate::Result<Comparison> {
         use cudarc::driver::{DevicePtr, DevicePtrMut};
         use mkernel_kernels::driver::Runtime;
         let s = self.shape;
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
-        let len = m * n;
-        if out.len() < len {
-            return Err(crate::error::invalid("out", format!("expected [M={m}, N={n}] = {len} elements, got {}", out.len())));
-        }
+        let (r0, r1) = self.check_rows(&rows, out.len())?;
+        // (the reference is all M rows; `len` elements of it, from row r0, are compared)
+        let (full, off, len) = (m * n, r0 * n, (r1 - r0) * n);
         let dev = |e| crate::Error::Driver { call: "cuMemAlloc/cuMemcpy", source: e };
         let mut a = stream.alloc_zeros::<bf16>(m * k).map_err(dev)?;
         let mut b = stream.alloc_zeros::<bf16>(n * k).map_err(dev)?;
-        let mut p = stream.alloc_zeros::<f32>(len).map_err(dev)?;
-        let mut sum = stream.alloc_zeros::<f32>(len).map_err(dev)?;
-        let mut abs_sum = stream.alloc_zeros::<f32>(len).map_err(dev)?;
+        let mut p = stream.alloc_zeros::<f32>(full).map_err(dev)?;
+        let mut sum = stream.alloc_zeros::<f32>(full).map_err(dev)?;
+        let mut abs_sum = stream.alloc_zeros::<f32>(full).map_err(dev)?;
         let rt = Runtime::global();
         for q in 0..self.world {
             self.fill_inputs(stream, q, &mut a, &mut b)?;
@@ -391,16 +433,18 @@ impl AllReduceCase {
             let (pp, _g1) = p.device_ptr(stream);
             let (ps, _g2) = sum.device_ptr_mut(stream);
             let (pa, _g3) = abs_sum.device_ptr_mut(stream);
-            // SAFETY: the three buffers hold `len` f32 on this stream's GPU.
-            unsafe { mkernel_kernels::check::accumulate(rt, stream, ps, pa, pp, len as u64, q == 0)? };
+            // SAFETY: the three buffers hold `full` f32 on this stream's GPU.
+            unsafe { mkernel_kernels::check::accumulate(rt, stream, ps, pa, pp, full as u64, q == 0)? };
         }
         // CompareStats as 5 words: err2, ref2 (f64 bits), bad, first_bad, max |err| bits.
         let run = |floor: f32| -> crate::Result<[u64; 5]> {
             let mut stats = stream.clone_htod(&[0u64, 0, 0, u64::MAX, 0]).map_err(dev)?;
             {
                 let (pg, _g1) = out.device_ptr(stream);
-                let (pr, _g2) = sum.device_ptr(stream);
-                let (psc, _g3) = abs_sum.device_ptr(stream);
+                let ref_rows = sum.slice(off..off + len);
+                let scale_rows = abs_sum.slice(off..off + len);
+                let (pr, _g2) = ref_rows.device_ptr(stream);
+                let (psc, _g3) = scale_rows.device_ptr(stream);
                 let (pst, _g4) = stats.device_ptr_mut(stream);
                 // SAFETY: sizes checked above; `stats` holds one CompareStats.
                 unsafe { mkernel_kernels::check::compare(rt, stream, pg, pr, psc, pst, len as u64, REL_TOL as f32, floor)? };
@@ -423,9 +467,10 @@ impl AllReduceCase {
         } else {
             let i = w[3] as usize;
             let g = stream.clone_dtoh(&out.slice(i..i + 1)).map_err(dev)?[0].to_f32();
-            let r = stream.clone_dtoh(&sum.slice(i..i + 1)).map_err(dev)?[0];
-            let sc = stream.clone_dtoh(&abs_sum.slice(i..i + 1)).map_err(dev)?[0];
-            Some((i / n, i % n, g, r, (r.abs() + sc) / 128.0))
+            let r = stream.clone_dtoh(&sum.slice(off + i..off + i + 1)).map_err(dev)?[0];
+            let sc = stream.clone_dtoh(&abs_sum.slice(off + i..off + i + 1)).map_err(dev)?[0];
+            // (rows of the whole sum, not of `out`)
+            Some((r0 + i / n, i % n, g, r, (r.abs() + sc) / 128.0))
         };
         Ok(Comparison {
             rel_fro_err: if rel.is_nan() { f64::INFINITY } else { rel },

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::gemm::{GemmShape, TileConfig};
-use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
+use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 use mkernel_sm::{balance, PartitionModel, Workload};
 
 use crate::comm::Communicator;
@@ -88,16 +88,20 @@ impl Communicator {
     /// Errors: shape rules ([`GemmShape::validate_dims`]), M x N above the
     /// communicator's `CommConfig::max_output_elems`, an override a shape cannot use.
     pub fn plan_gemm_allreduce(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
-        let ctx = PlanContext {
+        let cfg = plan_gemm_allreduce(shape, opts, self.plan_context())?;
+        tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
+        Ok(cfg)
+    }
+
+    /// What this communicator's plans depend on ([`PlanContext`]).
+    pub(crate) fn plan_context(&self) -> PlanContext {
+        PlanContext {
             world_size: self.world_size(),
             grid: self.grid(),
             gpu_shared: self.gpu_shared(),
             max_output_elems: self.config().max_output_elems,
             split_scratch_bytes: self.rank_buffers().layout.split_bytes(),
-        };
-        let cfg = plan_gemm_allreduce(shape, opts, ctx)?;
-        tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_allreduce plan");
-        Ok(cfg)
+        }
     }
 
     /// out\[M,N\] = sum over ranks r of a_r\[M,K\] * b_r\[N,K\]^T, enqueued on `stream`.
@@ -131,7 +135,7 @@ impl Communicator {
         shape: GemmShape,
         opts: GemmAllReduceOptions,
     ) -> Result<FusedConfig> {
-        self.gemm_allreduce_inner(stream, a, b, out, shape, opts, None)
+        self.fused_call(stream, a, b, out, shape, opts, Collective::AllReduce, None)
     }
 
     /// [`Communicator::gemm_allreduce`], recording this rank's events into `trace`
@@ -152,11 +156,13 @@ impl Communicator {
         opts: GemmAllReduceOptions,
         trace: &mut crate::trace::TraceBuffer,
     ) -> Result<FusedConfig> {
-        self.gemm_allreduce_inner(stream, a, b, out, shape, opts, Some(trace))
+        self.fused_call(stream, a, b, out, shape, opts, Collective::AllReduce, Some(trace))
     }
 
+    /// One rank's fused call ending with `collective` (`out`: \[M, N\], or this rank's
+    /// \[M / world, N\] rows of a reduce-scatter), planned by the collective's plan.
     #[allow(clippy::too_many_arguments)]
-    fn gemm_allreduce_inner(
+    pub(crate) fn fused_call(
         &self,
         stream: &Arc<CudaStream>,
         a: &CudaSlice<bf16>,
@@ -164,10 +170,30 @@ impl Communicator {
         out: &mut CudaSlice<bf16>,
         shape: GemmShape,
         opts: GemmAllReduceOptions,
+        collective: Collective,
         trace: Option<&mut crate::trace::TraceBuffer>,
     ) -> Result<FusedConfig> {
         self.check_usable()?;
-        shape.validate(a.len(), b.len(), out.len())?;
+        match collective {
+            Collective::AllReduce => shape.validate(a.len(), b.len(), out.len())?,
+            Collective::ReduceScatter => {
+                // (the operands as for an all-reduce; `out` holds this rank's rows alone)
+                shape.validate(a.len(), b.len(), shape.m as usize * shape.n as usize)?;
+                Collective::ReduceScatter.check_m(shape, self.world_size())?;
+                let rows = Collective::ReduceScatter.out_rows(shape.m, self.world_size()) as usize;
+                if out.len() < rows * shape.n as usize {
+                    return Err(invalid(
+                        "out",
+                        format!(
+                            "a reduce-scatter's out is this rank's rows of the sum, [M / world = {rows}, N = {}] = {} elements; got {}",
+                            shape.n,
+                            rows * shape.n as usize,
+                            out.len()
+                        ),
+                    ));
+                }
+            }
+        }
         let ordinal = self.device_info().ordinal;
         check_same_device(stream, ordinal, "stream")?;
         for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())] {
@@ -180,7 +206,10 @@ impl Communicator {
                 return Err(invalid("trace", format!("is on GPU {}, but rank {} runs on GPU {ordinal}", t.ordinal(), self.rank())));
             }
         }
-        let cfg = self.plan_gemm_allreduce(shape, opts)?;
+        let cfg = match collective {
+            Collective::AllReduce => self.plan_gemm_allreduce(shape, opts)?,
+            Collective::ReduceScatter => self.plan_gemm_reduce_scatter(shape, opts)?,
+        };
         if trace.is_some() && cfg.path == CommPath::Local {
             return Err(invalid(
                 "trace",
@@ -207,6 +236,7 @@ impl Communicator {
                 po,
                 shape,
                 cfg,
+                collective,
                 &bufs,
                 self.config().timeout,
                 trace,

@@ -5,11 +5,12 @@
 //! This facade owns the public API: [`gemm`] on one GPU, [`Communicator`] for the
 //! ranks of a node (one process driving all local GPUs, or one process per GPU
 //! launched by torchrun/srun/mpirun), and its fused operators
-//! ([`Communicator::gemm_allreduce`]), and [`internode`]: GPU-driven streaming to a rank on
+//! ([`Communicator::gemm_allreduce`], [`Communicator::gemm_reduce_scatter`]), and [`internode`]: GPU-driven streaming to a rank on
 //! another node through the host proxy. It also ships the baselines (cuBLAS, NCCL) and
 //! the numerical checks the benchmark binary `mkernel` and the tests use. What a call
 //! would run (tile, split, path, SM partition) can be asked without a GPU:
-//! [`plan_gemm`], [`plan_gemm_allreduce`] (`mkernel plan` prints them per shape).
+//! [`plan_gemm`], [`plan_gemm_allreduce`], [`plan_gemm_reduce_scatter`] (`mkernel plan`
+//! prints them per shape).
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
 //! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).
@@ -25,6 +26,7 @@ mod comm;
 mod error;
 mod gemm;
 mod gemm_allreduce;
+mod gemm_reduce_scatter;
 mod host_gate;
 mod host_mapped;
 pub mod internode;
@@ -34,9 +36,10 @@ pub use comm::{CommConfig, Communicator};
 pub use error::{Error, Result};
 pub use gemm::{gemm, gemm_with_workspace, plan_gemm, release_gemm_workspaces, GemmOptions, GemmRun, GemmWorkspace, CACHED_WORKSPACES};
 pub use gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext, MAX_PLAN_GRID};
+pub use gemm_reduce_scatter::plan_gemm_reduce_scatter;
 pub use host_gate::HostGate;
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
-pub use mkernel_kernels::gemm_allreduce::{CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
+pub use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 pub use mkernel_sm::Partition;
 
 /// Number of CUDA devices; an error when no driver is installed.

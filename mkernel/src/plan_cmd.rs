@@ -7,7 +7,7 @@
 //! change to the rules: the output of two commits, diffed, is every plan it changes.
 
 use clap::{Args, Subcommand};
-use mkernel::{CommConfig, CommPath, EpiloguePace, GemmAllReduceOptions, GemmOptions, GemmShape, LastWaveSplit, PlanContext};
+use mkernel::{Collective, CommConfig, CommPath, EpiloguePace, GemmAllReduceOptions, GemmOptions, GemmShape, LastWaveSplit, PlanContext};
 use serde::Serialize;
 
 use crate::bench::{self, usage, BenchResult};
@@ -20,6 +20,9 @@ pub enum PlanCmd {
     /// The fused GEMM + all-reduce (`Communicator::gemm_allreduce`): tile, communication
     /// path, SM partition, last-wave split.
     GemmAllreduce(PlanArArgs),
+    /// The fused GEMM + reduce-scatter (`Communicator::gemm_reduce_scatter`), as
+    /// gemm-allreduce (bench gemm-reduce-scatter's list; --models leaves out M = 1).
+    GemmReduceScatter(PlanArArgs),
 }
 
 /// Options both plans take.
@@ -189,7 +192,8 @@ struct PlanOutput {
 pub fn run(cmd: PlanCmd) -> BenchResult<()> {
     let (out, json) = match cmd {
         PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.json),
-        PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a)?, a.common.json),
+        PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.json),
+        PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
     // (a reader that stops early, `| head`, is not an error)
@@ -340,7 +344,7 @@ fn fused_model_shapes(world: u32) -> BenchResult<Vec<(String, GemmShape)>> {
     Ok(v)
 }
 
-fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
+fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOutput> {
     let c = &a.common;
     let tile = bench::parse_tile(c.tile.as_deref(), false)?;
     let comm_path = match a.comm_path.as_deref() {
@@ -356,7 +360,13 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
     }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
     let ctx = PlanContext::new(a.world_size, c.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
-    let default = if c.models { fused_model_shapes(a.world_size)? } else { bench::gemm_allreduce_shapes() };
+    let default = match (c.models, collective) {
+        // (a reduce-scatter splits M over the ranks: M = 1 has no rows to give each)
+        (true, Collective::ReduceScatter) => fused_model_shapes(a.world_size)?.into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect(),
+        (true, Collective::AllReduce) => fused_model_shapes(a.world_size)?,
+        (false, Collective::ReduceScatter) => bench::reduce_scatter_shapes(),
+        (false, Collective::AllReduce) => bench::gemm_allreduce_shapes(),
+    };
     let opts = GemmAllReduceOptions {
         tile,
         comm_path,
@@ -367,7 +377,10 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
         ..Default::default()
     };
     let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
-        let cfg = mkernel::plan_gemm_allreduce(s, opts, ctx)?;
+        let cfg = match collective {
+            Collective::AllReduce => mkernel::plan_gemm_allreduce(s, opts, ctx)?,
+            Collective::ReduceScatter => mkernel::plan_gemm_reduce_scatter(s, opts, ctx)?,
+        };
         let tiles = cfg.tile.tiles(s.m, s.n);
         let (grid, config) = if cfg.path == CommPath::Local {
             // One rank: the plain GEMM's launch for the tile and split, in the workspace's
@@ -389,12 +402,15 @@ fn plan_fused_rows(a: &PlanArArgs) -> BenchResult<PlanOutput> {
             config,
             floor_compute_us: bench::floors::compute_us(s),
             floor_hbm_us: None,
-            floor_link_us: Some(bench::floors::allreduce_link_us(s, ctx.world_size)),
+            floor_link_us: Some(bench::floors::link_us(s, ctx.world_size, collective)),
         })
     };
     let plans = shape_list(&c.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
-        op: "gemm-allreduce",
+        op: match collective {
+            Collective::AllReduce => "gemm-allreduce",
+            Collective::ReduceScatter => "gemm-reduce-scatter",
+        },
         sms: c.sms,
         world_size: Some(a.world_size),
         gpu_shared: Some(a.gpu_shared),
@@ -427,7 +443,8 @@ mod tests {
         let cli = Cli::try_parse_from(std::iter::once("plan").chain(args.iter().copied()))?;
         match cli.cmd {
             PlanCmd::Gemm(a) => plan_gemm_rows(&a),
-            PlanCmd::GemmAllreduce(a) => plan_fused_rows(&a),
+            PlanCmd::GemmAllreduce(a) => plan_fused_rows(&a, Collective::AllReduce),
+            PlanCmd::GemmReduceScatter(a) => plan_fused_rows(&a, Collective::ReduceScatter),
         }
     }
 

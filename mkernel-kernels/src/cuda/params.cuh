@@ -47,7 +47,8 @@ struct AllReduceParams {
                                        // epilogue also stores the own partial into out)
   TmaDescriptor tma_out;               // out [M, N], box [BM / world, BN] (TMA comm path)
   TmaDescriptor tma_partial[MKERNEL_MAX_RANKS];  // every rank's partial [M, N], same box
-  u64 out;                             // C [M, N] bf16, this rank's output (any device buffer)
+  u64 out;                             // C [M, N] bf16, this rank's output (any device buffer);
+                                       // a reduce-scatter: its [scatter_rows, N] rows
   u64 partial[MKERNEL_MAX_RANKS];      // symmetric [M, N] bf16 partial products, per rank
   u64 ready[MKERNEL_MAX_RANKS];        // per rank: inbox u32[world][flag_stride], [from][tile] = epoch
   u64 reduced[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride], [from][tile] = epoch
@@ -73,7 +74,9 @@ struct AllReduceParams {
   u32 diag_skip;                       // Epilogue path, diagnostic (out is wrong): bit 0 = the
                                        // copies store nothing (pacing, fences, flags kept), bit 1
                                        // = no load or add of the peer's copy (its flag awaited)
-  u32 pad1;
+  u32 scatter_rows;                    // reduce-scatter: rows of the sum each rank keeps (M / world);
+                                       // rank r's `out` is rows [r * scatter_rows, +scatter_rows),
+                                       // [scatter_rows, N]. 0: all-reduce (`out` [M, N])
 };
 
 // Optional event trace of one fused call (bench --trace): a header, then events.

@@ -36,6 +36,21 @@ pub fn allreduce_link_us(s: GemmShape, world: u32) -> f64 {
     bytes / (LINK_GBPS * 1e9) * 1e6
 }
 
+/// The bytes one rank sends in a reduce-scatter of the bf16 M x N output over `world`
+/// ranks, (world - 1) / world of it (every rank's partial of each other rank's rows), at
+/// [`LINK_GBPS`], microseconds: half of [`allreduce_link_us`]; 0 for one rank.
+pub fn reduce_scatter_link_us(s: GemmShape, world: u32) -> f64 {
+    allreduce_link_us(s, world) / 2.0
+}
+
+/// The link floor of a fused call ending with `collective`.
+pub fn link_us(s: GemmShape, world: u32, collective: mkernel::Collective) -> f64 {
+    match collective {
+        mkernel::Collective::AllReduce => allreduce_link_us(s, world),
+        mkernel::Collective::ReduceScatter => reduce_scatter_link_us(s, world),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,6 +63,10 @@ mod tests {
         assert!((allreduce_link_us(s, 2) - 16_777_216.0 / 394e9 * 1e6).abs() < 1e-9, "{}", allreduce_link_us(s, 2));
         assert!((allreduce_link_us(s, 8) / allreduce_link_us(s, 2) - 1.75).abs() < 1e-12);
         assert_eq!(allreduce_link_us(s, 1), 0.0);
+        // A reduce-scatter sends each rank's partial of the other's rows once: 8 MiB.
+        assert!((reduce_scatter_link_us(s, 2) - 8_388_608.0 / 394e9 * 1e6).abs() < 1e-9);
+        assert_eq!(link_us(s, 4, mkernel::Collective::ReduceScatter), reduce_scatter_link_us(s, 4));
+        assert_eq!(reduce_scatter_link_us(s, 1), 0.0);
         assert!((hbm_us(s) - (1024.0 * 4096.0 + 8192.0 * 4096.0 + 1024.0 * 8192.0) * 2.0 / 4e12 * 1e6).abs() < 1e-9);
     }
 }

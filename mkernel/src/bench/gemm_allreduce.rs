@@ -1,5 +1,8 @@
 //! `mkernel bench gemm-allreduce`: the fused GEMM + all-reduce against cuBLAS + NCCL
-//! on the GPUs of this machine. Two modes, as the communicator has:
+//! on the GPUs of this machine; `mkernel bench gemm-reduce-scatter` the same with the
+//! fused GEMM + reduce-scatter against cuBLAS + NCCL's reduce-scatter ([`Op`]: the same
+//! options, steps and checks; each rank's output is its M / world rows of the sum).
+//! Two modes, as the communicator has:
 //! - default: one process drives every GPU (rank i on GPU i);
 //! - `--procs N`: this process starts N copies of itself, one per GPU, with the
 //!   launcher variables set (`--launched` is what they run; it also works directly
@@ -26,7 +29,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::{Cublas, Nccl};
 use mkernel::trace::TraceBuffer;
-use mkernel::{check, CommConfig, CommPath, Communicator, GemmAllReduceOptions, GemmOptions, GemmShape};
+use mkernel::{check, Collective, CommConfig, CommPath, Communicator, FusedConfig, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
 use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup, GATE_TIMEOUT};
@@ -282,9 +285,73 @@ pub fn shapes() -> Vec<(String, GemmShape)> {
     v
 }
 
+/// The reduce-scatter bench's list: the all-reduce's LLM shapes, and for the odd M two
+/// ragged ones (M = 136, 2056: not multiples of the 128-row tiles, but of 8 ranks and
+/// fewer, so that the two ranks' rows meet inside a tile). Shapes whose M the world size
+/// does not divide are left out of a run, saying so.
+pub fn reduce_scatter_shapes() -> Vec<(String, GemmShape)> {
+    let mut v: Vec<_> = shapes().into_iter().filter(|(label, _)| !label.starts_with("odd")).collect();
+    for m in [136u32, 2056] {
+        v.push((format!("ragged M={m}"), GemmShape { m, n: 8192, k: 4096 }));
+    }
+    v
+}
+
+/// The fused call a run times, planned and called the same way by every step, check,
+/// sweep and trace: `Communicator::gemm_allreduce` or `gemm_reduce_scatter` (whose
+/// output is rank r's rows, [`Op::rows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op(pub Collective);
+
+impl Op {
+    /// The bench's name (JSON `bench`, file names): `gemm-allreduce` or `gemm-reduce-scatter`.
+    pub fn bench(self) -> &'static str {
+        match self.0 {
+            Collective::AllReduce => "gemm-allreduce",
+            Collective::ReduceScatter => "gemm-reduce-scatter",
+        }
+    }
+    fn plan(self, comm: &Communicator, s: GemmShape, opts: GemmAllReduceOptions) -> mkernel::Result<FusedConfig> {
+        match self.0 {
+            Collective::AllReduce => comm.plan_gemm_allreduce(s, opts),
+            Collective::ReduceScatter => comm.plan_gemm_reduce_scatter(s, opts),
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        self,
+        comm: &Communicator,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        out: &mut CudaSlice<bf16>,
+        s: GemmShape,
+        opts: GemmAllReduceOptions,
+        trace: Option<&mut TraceBuffer>,
+    ) -> mkernel::Result<FusedConfig> {
+        match (self.0, trace) {
+            (Collective::AllReduce, None) => comm.gemm_allreduce(stream, a, b, out, s, opts),
+            (Collective::AllReduce, Some(t)) => comm.gemm_allreduce_traced(stream, a, b, out, s, opts, t),
+            (Collective::ReduceScatter, None) => comm.gemm_reduce_scatter(stream, a, b, out, s, opts),
+            (Collective::ReduceScatter, Some(t)) => comm.gemm_reduce_scatter_traced(stream, a, b, out, s, opts, t),
+        }
+    }
+    /// Rows of the sum rank `rank` of `world` ends with.
+    fn rows(self, s: GemmShape, world: u32, rank: u32) -> std::ops::Range<u32> {
+        let rows = self.0.out_rows(s.m, world);
+        match self.0 {
+            Collective::AllReduce => 0..s.m,
+            Collective::ReduceScatter => rank * rows..(rank + 1) * rows,
+        }
+    }
+}
+
 #[derive(Serialize, Clone)]
 struct Row {
     label: String,
+    /// `all-reduce` or `reduce-scatter` (NCCL's collective in the baseline, and what the
+    /// fused call ends with).
+    collective: &'static str,
     m: u32,
     n: u32,
     k: u32,
@@ -301,7 +368,7 @@ struct Row {
     comm_share_of_baseline: f64,
     /// The shape's two floors for one rank on its own GPU (`super::floors`; with
     /// --share-gpu, as for the pair it stands for): 2 M N K at the matrix rate, and its
-    /// all-reduce bytes over NVLink, ms.
+    /// all-reduce (reduce-scatter) bytes over NVLink, ms.
     floor_compute_ms: f64,
     floor_link_ms: f64,
     sweep: Vec<(u32, f64)>,
@@ -317,11 +384,16 @@ struct Row {
 struct RankData {
     a: Vec<CudaSlice<bf16>>,
     b: Vec<CudaSlice<bf16>>,
+    /// The fused call's output, [M, N] (a reduce-scatter writes its first M / world rows).
     out_fused: CudaSlice<bf16>,
+    /// cuBLAS's [M, N] (NCCL's all-reduce sums it in place).
     out_base: CudaSlice<bf16>,
+    /// NCCL's reduce-scatter of `out_base`: this rank's [M / world, N] rows (none for an
+    /// all-reduce).
+    out_rows: Option<CudaSlice<bf16>>,
 }
 
-fn alloc_rank(stream: &Arc<CudaStream>, s: GemmShape, label: &str, sets: usize, seed: u64) -> BenchResult<RankData> {
+fn alloc_rank(stream: &Arc<CudaStream>, s: GemmShape, label: &str, sets: usize, seed: u64, op: Op, world: u32) -> BenchResult<RankData> {
     let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
     let mut a = Vec::new();
     let mut b = Vec::new();
@@ -334,12 +406,22 @@ fn alloc_rank(stream: &Arc<CudaStream>, s: GemmShape, label: &str, sets: usize, 
         b.push(y);
     }
     let out_fused = super::alloc::<bf16>(stream, m * n, label, "C [M, N] bf16 (fused)")?;
-    Ok(RankData { a, b, out_fused, out_base: super::alloc::<bf16>(stream, m * n, label, "C [M, N] bf16 (baseline)")? })
+    let out_base = super::alloc::<bf16>(stream, m * n, label, "C [M, N] bf16 (baseline)")?;
+    let out_rows = match op.0 {
+        Collective::AllReduce => None,
+        Collective::ReduceScatter => {
+            Some(super::alloc::<bf16>(stream, op.0.out_rows(s.m, world) as usize * n, label, "C rows [M / world, N] bf16 (NCCL's reduce-scatter)")?)
+        }
+    };
+    Ok(RankData { a, b, out_fused, out_base, out_rows })
 }
 
 /// Fresh inputs, poisoned outputs, one fused call on every rank, and every rank's
-/// output compared with the fp32 sum of all ranks' cuBLAS fp32 products.
+/// output compared with the fp32 sum of all ranks' cuBLAS fp32 products (its rows of it,
+/// for a reduce-scatter).
+#[allow(clippy::too_many_arguments)]
 fn check_once(
+    op: Op,
     comms: &[Communicator],
     streams: &[Arc<CudaStream>],
     blas: &mut [Cublas],
@@ -355,7 +437,7 @@ fn check_once(
         check::poison(&streams[r], &mut d.out_fused)?;
     }
     for (r, d) in data.iter_mut().enumerate() {
-        comms[r].gemm_allreduce(&streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts)?;
+        op.call(&comms[r], &streams[r], &d.a[0], &d.b[0], &mut d.out_fused, s, opts, None)?;
     }
     for (r, c) in comms.iter().enumerate() {
         c.synchronize(&streams[r])?;
@@ -364,10 +446,11 @@ fn check_once(
     for (r, d) in data.iter().enumerate() {
         // The first repetition compares on the host; later ones on the device (the test
         // `device_and_host_verification_agree` ties the two together).
+        let rows = op.rows(s, comms[r].world_size(), comms[r].rank());
         let cmp = if on_device {
-            case.verify_on_device(&streams[r], &mut blas[r], &d.out_fused)?
+            case.verify_rows_on_device(&streams[r], &mut blas[r], &d.out_fused, rows)?
         } else {
-            case.verify(&streams[r], &mut blas[r], &d.out_fused)?
+            case.verify_rows(&streams[r], &mut blas[r], &d.out_fused, rows)?
         };
         if !cmp.passed() {
             return Err(format!("rank {}: fused output wrong ({cmp}; seed {seed:#x})", comms[r].rank()).into());
@@ -377,6 +460,45 @@ fn check_once(
         }
     }
     worst.ok_or_else(|| "no ranks".into())
+}
+
+/// A reduce-scatter runs on the epilogue, vec16, scalar and local paths, none of which
+/// takes tail CTAs: a --comm-path or --sweep-paths entry outside them, or --tail-ctas
+/// above 0, is refused before any GPU is opened.
+fn check_collective_args(op: Op, comm_path: Option<CommPath>, sweep_paths: &[CommPath], tail_ctas: Option<u32>) -> Result<(), String> {
+    if op.0 == Collective::AllReduce {
+        return Ok(());
+    }
+    let runs = CommPath::ALL.into_iter().filter(|&p| op.0.runs_on(p)).map(|p| p.name()).collect::<Vec<_>>().join(", ");
+    if let Some(p) = comm_path.filter(|&p| !op.0.runs_on(p)) {
+        return Err(format!("--comm-path {}: a reduce-scatter runs on {runs}", p.name()));
+    }
+    if let Some(p) = sweep_paths.iter().find(|&&p| !op.0.runs_on(p)) {
+        return Err(format!("--sweep-paths {}: a reduce-scatter runs on {runs}", p.name()));
+    }
+    if let Some(t) = tail_ctas.filter(|&t| t > 0) {
+        return Err(format!("--tail-ctas {t}: a reduce-scatter's paths ({runs}) take no tail CTAs"));
+    }
+    Ok(())
+}
+
+/// NCCL's collective on every local rank's cuBLAS output: the all-reduce of `out_base` in
+/// place, or its reduce-scatter into `out_rows`.
+fn nccl_collective(nccl: &mut Nccl, data: &mut [RankData]) -> BenchResult<()> {
+    if data.iter().all(|d| d.out_rows.is_some()) {
+        let (mut sends, mut recvs): (Vec<&CudaSlice<bf16>>, Vec<&mut CudaSlice<bf16>>) = (Vec::new(), Vec::new());
+        for d in data.iter_mut() {
+            if let Some(rows) = d.out_rows.as_mut() {
+                sends.push(&d.out_base);
+                recvs.push(rows);
+            }
+        }
+        nccl.reduce_scatter_sum(&sends, &mut recvs)?;
+    } else {
+        let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
+        nccl.all_reduce_sum(&mut outs)?;
+    }
+    Ok(())
 }
 
 /// Untraced calls queued right before the traced one: the traced call then starts when
@@ -392,6 +514,7 @@ const DIAGNOSTIC_PREFIX: &str = "DIAGNOSTIC";
 /// --no-json).
 #[allow(clippy::too_many_arguments)]
 fn trace_call(
+    op: Op,
     comms: &[Communicator],
     streams: &[Arc<CudaStream>],
     data: &mut [RankData],
@@ -404,7 +527,7 @@ fn trace_call(
     bar: &indicatif::ProgressBar,
 ) -> BenchResult<()> {
     // One rank's default is the plain GEMM alone (the local path): no events to record.
-    if comms[0].plan_gemm_allreduce(s, opts)?.path == CommPath::Local {
+    if op.plan(&comms[0], s, opts)?.path == CommPath::Local {
         bar.suspend(|| println!("{:<26} trace: none, the local path (one rank: the plain GEMM alone) has no events; --comm-path one-shot traces the fused kernel", label));
         return Ok(());
     }
@@ -426,12 +549,12 @@ fn trace_call(
     for i in 0..TRACE_LEAD_CALLS {
         for (r, d) in data.iter_mut().enumerate() {
             let set = i % d.a.len().max(1);
-            comms[r].gemm_allreduce(&streams[r], &d.a[set], &d.b[set], &mut d.out_fused, s, opts)?;
+            op.call(&comms[r], &streams[r], &d.a[set], &d.b[set], &mut d.out_fused, s, opts, None)?;
         }
     }
     for (r, d) in data.iter_mut().enumerate() {
         let set = TRACE_LEAD_CALLS % d.a.len().max(1);
-        comms[r].gemm_allreduce_traced(&streams[r], &d.a[set], &d.b[set], &mut d.out_fused, s, opts, &mut bufs[r])?;
+        op.call(&comms[r], &streams[r], &d.a[set], &d.b[set], &mut d.out_fused, s, opts, Some(&mut bufs[r]))?;
     }
     for (r, c) in comms.iter().enumerate() {
         c.synchronize(&streams[r])?;
@@ -791,7 +914,7 @@ fn parse_sweep_paths(names: &[String], world: Option<usize>) -> Result<Vec<CommP
     Ok(paths)
 }
 
-pub fn run(args: ArArgs) -> BenchResult<()> {
+pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
     // Argument errors before any rank is started or device touched.
     let c = &args.common;
     let tile = super::parse_tile(args.tile.as_deref(), false)?;
@@ -827,6 +950,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     }
     check_unique("--sm-comm", &args.sm_comm).map_err(super::usage)?;
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked).map_err(super::usage)?;
+    check_collective_args(op, comm_path, &sweep_paths, args.tail_ctas).map_err(super::usage)?;
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths).map_err(super::usage)?;
     let flags = PathFlags { comm_path, sweep_paths: &sweep_paths, tile, tail_ctas: args.tail_ctas, world: world_asked, shared };
     // The diagnostic and the split sweep vary the shape's own configuration: --sweep-paths
@@ -902,10 +1026,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     // once the GPUs present decide the world size)
     check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, world_asked).map_err(super::usage)?;
     super::check_unique_shapes(&args.shape)?;
-    let list = if args.shape.is_empty() {
-        shapes()
-    } else {
+    let list = if !args.shape.is_empty() {
         args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect()
+    } else if op.0 == Collective::ReduceScatter {
+        reduce_scatter_shapes()
+    } else {
+        shapes()
     };
     let list = super::filter_shapes(list, c.filter.as_deref())?;
     // A forced TMA-store tile must be able to write every listed shape (N % 8 == 0).
@@ -1003,7 +1129,8 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let printer = local.is_printer();
     if printer {
         println!(
-            "# mkernel bench gemm-allreduce: {world} x {} ({} SMs), {mode}, {}, commit {}",
+            "# mkernel bench {}: {world} x {} ({} SMs), {mode}, {}, commit {}",
+            op.bench(),
             info.device, info.sm_count, info.driver, info.commit
         );
         println!(
@@ -1014,18 +1141,30 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
     let bar = if printer { indicatif::ProgressBar::new(list.len() as u64) } else { indicatif::ProgressBar::hidden() };
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
     let mut rows = Vec::new();
+    let listed = list.len();
+    let mut skipped = 0usize;
     for (label, s) in list {
         // This shape's options: the pace goes along where the plan takes the epilogue path.
-        let planned = local.comms[0].plan_gemm_allreduce(s, base_opts)?.path;
+        // (a reduce-scatter gives each rank M / world rows: a shape whose M the world size
+        // does not divide is left out, saying so)
+        if let Err(e) = op.0.check_m(s, world as u32) {
+            if printer {
+                bar.suspend(|| println!("{label:<26} left out: {e}"));
+            }
+            skipped += 1;
+            bar.inc(1);
+            continue;
+        }
+        let planned = op.plan(&local.comms[0], s, base_opts)?.path;
         let shape_opts = with_pace(base_opts, planned);
         // A forced split that this shape cannot take stops the run here, before any timing,
         // on the swept paths too (a path that cannot take the shape at all, N % 8 or the
         // world size, is left out of the sweep below instead).
-        local.comms[0].plan_gemm_allreduce(s, shape_opts).map_err(|e| format!("{label}: {e}"))?;
+        op.plan(&local.comms[0], s, shape_opts).map_err(|e| format!("{label}: {e}"))?;
         for &p in &sweep_paths {
             let plain = GemmAllReduceOptions { comm_path: Some(p), ..Default::default() };
-            if local.comms[0].plan_gemm_allreduce(s, plain).is_ok() {
-                local.comms[0].plan_gemm_allreduce(s, with_pace(plain, p)).map_err(|e| format!("{label}: --sweep-paths {}: {e}", p.name()))?;
+            if op.plan(&local.comms[0], s, plain).is_ok() {
+                op.plan(&local.comms[0], s, with_pace(plain, p)).map_err(|e| format!("{label}: --sweep-paths {}: {e}", p.name()))?;
             }
         }
         bar.set_message(label.clone());
@@ -1036,12 +1175,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let mut data: Vec<RankData> = streams
             .iter()
             .zip(comms.iter())
-            .map(|(st, cm)| alloc_rank(st, s, &format!("{label}, rank {}", cm.rank()), sets, seed.wrapping_add(100 * cm.rank() as u64)))
+            .map(|(st, cm)| alloc_rank(st, s, &format!("{label}, rank {}", cm.rank()), sets, seed.wrapping_add(100 * cm.rank() as u64), op, world as u32))
             .collect::<Result<_, _>>()?;
         let verdict = if c.check {
             let mut worst = 0f64;
             for rep in 0..args.check_reps {
-                let outcome = check_once(comms, streams, blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), shape_opts, rep > 0)
+                let outcome = check_once(op, comms, streams, blas, &mut data, s, seed.wrapping_add(7919 * rep as u64), shape_opts, rep > 0)
                     .map(|cmp| cmp.rel_fro_err)
                     .map_err(|e| e.to_string());
                 let w = agree_check(comms[0].bootstrap(), outcome).map_err(|e| format!("{label}: repetition {rep}: {e}"))?;
@@ -1058,7 +1197,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let mut sweep_path = "";
         for &cc in &args.sm_comm {
             let opts = GemmAllReduceOptions { comm_ctas: Some(cc), ..base_opts };
-            sweep_path = comms[0].plan_gemm_allreduce(s, opts)?.path.name();
+            sweep_path = op.plan(&comms[0], s, opts)?.path.name();
             fused_opts.push(opts);
         }
         let mut swept = Vec::new();
@@ -1069,7 +1208,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         // A swept configuration this shape cannot take is left out of its row, saying why.
         let mut left_out: Vec<String> = Vec::new();
         {
-            let mut sweep_one = |what: String, opts: GemmAllReduceOptions| match comms[0].plan_gemm_allreduce(s, opts) {
+            let mut sweep_one = |what: String, opts: GemmAllReduceOptions| match op.plan(&comms[0], s, opts) {
                 Ok(_) => {
                     fused_opts.push(opts);
                     swept.push(what);
@@ -1080,7 +1219,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 // (planned afresh for the tile: its own path, split and pace; a tile the shape
                 // refuses is refused again by sweep_one, which says why)
                 let opts = GemmAllReduceOptions { tile: t, ..base_opts };
-                let path = comms[0].plan_gemm_allreduce(s, opts).map(|plan| plan.path).unwrap_or(CommPath::Epilogue);
+                let path = op.plan(&comms[0], s, opts).map(|plan| plan.path).unwrap_or(CommPath::Epilogue);
                 sweep_one(format!("tile {name}"), with_pace(opts, path));
             }
             for &n in &args.sweep_split {
@@ -1170,8 +1309,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                         blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
                     }
                     if let (0, Some(nccl)) = (v, nccl.as_mut()) {
-                        let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
-                        nccl.all_reduce_sum(&mut outs)?;
+                        nccl_collective(nccl, &mut data)?;
                     }
                 }
                 2 => {
@@ -1184,13 +1322,12 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
                 NCCL_ALONE => {
                     // (--share-gpu: nothing; its column is reported as NaN)
                     if let Some(nccl) = nccl.as_mut() {
-                        let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
-                        nccl.all_reduce_sum(&mut outs)?;
+                        nccl_collective(nccl, &mut data)?;
                     }
                 }
                 _ => {
                     for (r, d) in data.iter_mut().enumerate() {
-                        let used = comms[r].gemm_allreduce(&streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, fused_opts[v - FUSED])?;
+                        let used = op.call(&comms[r], &streams[r], &d.a[i % sets], &d.b[i % sets], &mut d.out_fused, s, fused_opts[v - FUSED], None)?;
                         used_cfgs[v - FUSED] = Some(used);
                     }
                 }
@@ -1220,7 +1357,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         let path_sweep_local: Vec<(String, String, Vec<f64>)> =
             swept.into_iter().zip(cfgs.into_iter().skip(1 + args.sm_comm.len())).zip(fused_times).map(|((p, c), t)| (p, c, t)).collect();
         if args.trace {
-            trace_call(comms, streams, &mut data, s, shape_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
+            trace_call(op, comms, streams, &mut data, s, shape_opts, &label, &info.date, &c.out_dir, c.no_json, &bar)?;
         }
         // (--share-gpu: no NCCL, so no baseline or all-reduce time)
         let no_baseline = local.nccl.is_none();
@@ -1240,6 +1377,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         }
         let row = Row {
             label: label.clone(),
+            collective: op.0.name(),
             m: s.m,
             n: s.n,
             k: s.k,
@@ -1255,7 +1393,7 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             overlap_vs_cublas: cublas.max(nccl_ms) / fused,
             comm_share_of_baseline: nccl_ms / (cublas + nccl_ms),
             floor_compute_ms: super::floors::compute_us(s) / 1e3,
-            floor_link_ms: super::floors::allreduce_link_us(s, world as u32) / 1e3,
+            floor_link_ms: super::floors::link_us(s, world as u32, op.0) / 1e3,
             sweep: sweep.clone(),
             path_sweep: path_sweep.clone(),
             diagnostic_sweep: diagnostic_sweep.clone(),
@@ -1299,6 +1437,9 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
+    if skipped == listed {
+        return Err(super::usage(format!("no listed shape has an M that the world size ({world}) divides, which a reduce-scatter needs")));
+    }
     if !c.no_json && printer {
         #[derive(Serialize)]
         struct Out<'a> {
@@ -1317,13 +1458,14 @@ pub fn run(args: ArArgs) -> BenchResult<()> {
             rows: Vec<Row>,
         }
         let date = info.date.clone();
-        let out = Out { bench: "gemm-allreduce", mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, align_ranks: align, l2_flush: !args.no_l2_flush, rows };
+        let out = Out { bench: op.bench(), mode, info, iters: c.iters, warmup: c.warmup, warmup_ms: c.warmup_ms, align_ranks: align, l2_flush: !args.no_l2_flush, rows };
+        let bench = op.bench();
         let stem = if args.launched {
-            format!("gemm-allreduce-w{world}-mp")
+            format!("{bench}-w{world}-mp")
         } else if args.share_gpu {
-            format!("gemm-allreduce-w{world}-shared")
+            format!("{bench}-w{world}-shared")
         } else {
-            format!("gemm-allreduce-w{world}")
+            format!("{bench}-w{world}")
         };
         let p = super::write_json(&c.out_dir, &stem, &date, &out)?;
         println!("# wrote {}", p.display());
@@ -1348,6 +1490,44 @@ pub(crate) fn waves_note(used: &mkernel::FusedConfig, s: GemmShape) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `bench gemm-allreduce` (the tests below check its argument rules).
+    fn run(args: ArArgs) -> BenchResult<()> {
+        super::run(args, Op(Collective::AllReduce))
+    }
+
+    /// `bench gemm-reduce-scatter` refuses, before any GPU is opened, the paths without a
+    /// reduce-scatter (forced or swept) and tail CTAs; its list leaves out the odd M (the
+    /// world size must divide M) for ragged ones that 2, 4 and 8 ranks divide.
+    #[test]
+    fn reduce_scatter_refuses_paths_without_one() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            ar: ArArgs,
+        }
+        use clap::Parser;
+        let rs = |args: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+            super::run(cli.ar, Op(Collective::ReduceScatter)).unwrap_err().to_string()
+        };
+        for (args, want) in [
+            (&["--comm-path", "one-shot"][..], "--comm-path one-shot: a reduce-scatter runs on epilogue, vec16, scalar, local"),
+            (&["--comm-path", "tma"][..], "--comm-path tma: a reduce-scatter"),
+            (&["--sweep-paths", "epilogue,push"][..], "--sweep-paths push: a reduce-scatter"),
+            (&["--tail-ctas", "4"][..], "--tail-ctas 4: a reduce-scatter's paths"),
+        ] {
+            let e = rs(args);
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        let list = reduce_scatter_shapes();
+        assert!(list.iter().all(|(_, s)| s.m % 8 == 0), "{:?}", list.iter().map(|(l, _)| l).collect::<Vec<_>>());
+        assert_eq!(list.len(), shapes().len(), "the odd M replaced one for one");
+        assert!(list.iter().any(|(_, s)| s.m % 128 != 0), "a ragged M stays");
+        assert_eq!(Op(Collective::ReduceScatter).rows(GemmShape { m: 2056, n: 8, k: 8 }, 4, 3), 1542..2056);
+        assert_eq!(Op(Collective::AllReduce).rows(GemmShape { m: 2056, n: 8, k: 8 }, 4, 3), 0..2056);
+        assert_eq!((Op(Collective::AllReduce).bench(), Op(Collective::ReduceScatter).bench()), ("gemm-allreduce", "gemm-reduce-scatter"));
+    }
 
     #[test]
     fn cta_counts_state_their_rule() {

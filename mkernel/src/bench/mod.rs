@@ -10,7 +10,7 @@ mod proxy_stream;
 
 // (for `mkernel plan`: the benches' shape lists and parsers, so that it plans what they time)
 pub(crate) use gemm::{model_shapes as gemm_model_shapes, parse_shape as parse_gemm_shape, shapes as gemm_shapes, DENSE_MODELS};
-pub(crate) use gemm_allreduce::{shapes as gemm_allreduce_shapes, waves_note};
+pub(crate) use gemm_allreduce::{reduce_scatter_shapes, shapes as gemm_allreduce_shapes, waves_note};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +46,10 @@ pub enum BenchCmd {
     Gemm(gemm::GemmArgs),
     /// Fused GEMM + all-reduce vs cuBLAS + NCCL on the GPUs present.
     GemmAllreduce(gemm_allreduce::ArArgs),
+    /// Fused GEMM + reduce-scatter vs cuBLAS + NCCL's reduce-scatter on the GPUs present
+    /// (gemm-allreduce's options; each rank keeps its M / world rows of the sum; shapes
+    /// whose M the world size does not divide are left out; paths: epilogue, vec16, scalar).
+    GemmReduceScatter(gemm_allreduce::ArArgs),
     /// GPU-driven inter-node stream through the host proxy (two GPUs as two nodes, libfabric
     /// shm/tcp) vs pinned-copy bandwidth and NCCL with P2P disabled (needs `--features fabric`).
     ProxyStream(proxy_stream::ProxyStreamArgs),
@@ -87,7 +91,8 @@ pub struct Common {
 pub fn run(cmd: BenchCmd) -> BenchResult<()> {
     match cmd {
         BenchCmd::Gemm(a) => gemm::run(a),
-        BenchCmd::GemmAllreduce(a) => gemm_allreduce::run(a),
+        BenchCmd::GemmAllreduce(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::AllReduce)),
+        BenchCmd::GemmReduceScatter(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::ReduceScatter)),
         BenchCmd::ProxyStream(a) => proxy_stream::run(a),
     }
 }

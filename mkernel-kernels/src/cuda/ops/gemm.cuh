@@ -13,6 +13,7 @@ struct NoTileHook {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = false;
+  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const { row = (i32)row0; return true; }
   __device__ __forceinline__ void operator()(u32) const {}
 };
 
@@ -53,6 +54,7 @@ struct SplitLastWave {
     return last;
   }
   __device__ __forceinline__ void split_event(u32, u32) const {}
+  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const { row = (i32)row0; return true; }
   __device__ __forceinline__ void operator()(u32) const {}
 };
 

@@ -41,6 +41,13 @@
 // it. All remote data traffic is loads (but on the host's Push path, where the epilogue
 // TMA-stores each partial tile into the peer's workspace); `out` can be any device buffer.
 //
+// Reduce-scatter (kScatter, its own kernels; p.scatter_rows = S; host: Collective::ReduceScatter): rank r keeps rows
+// [r S, (r + 1) S) of the sum, and `out` is just those rows. On the epilogue path a tile goes
+// to the peer only where it meets the peer's rows and is added only where it meets this
+// rank's (EpilogueAllReduce); on the two-phase load/store paths each rank sums its rows of
+// every tile straight into `out` and nothing is gathered (reduce_own_slice). Other paths
+// are refused by the host.
+//
 // Epochs: ControlBlock.epoch holds the last completed call; this call runs at epoch+1
 // and the last CTA to finish advances it, so calls need no host-side reset and the
 // kernel can be captured in a CUDA graph. Every inter-GPU wait is bounded; after a
@@ -141,6 +148,8 @@ struct PublishTileReady {
   static constexpr bool kSplitsLastWave = false;
   const AllReduceParams* p;
   u32 epoch;
+  // (the epilogue stores the partial tile whole: tma_c maps this rank's [M, N] partial)
+  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const { row = (i32)row0; return true; }
   __device__ __forceinline__ void operator()(u32 tile) const {
     publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
     trace_event(*p, TraceKind::TileStored, tile);
@@ -168,6 +177,13 @@ struct PublishTileReady {
 //                      sum of two terms, the same on both ranks); returns once TMA has
 //                      read the staging tile. After a timeout (or a peer's) it adds
 //                      nothing: the host reports the failure, `out` is not a result.
+// Reduce-scatter (kScatter; p->scatter_rows = S): rank r keeps rows [r S, (r + 1) S) of the sum,
+// and `out` (tma_c_out: [S, N]) holds just those, so a tile's rows land at row0 - r S
+// (TMA clips rows outside [0, S)). A tile goes to the peer only where it meets the peer's
+// rows (copy_out copies those rows alone, and publishes), and is added here only where it
+// meets this rank's (reuse_staging waits for the peer's copy of it); a tile within the
+// peer's rows is not stored into `out` at all (c_store_row). So each rank's partial crosses
+// the link once, half of it each way (an all-reduce: all of it both ways).
 // `w_full` is an mbarrier of its own (one arrival + the tile's bytes per use).
 // Split last wave (WorkUnits): a slice's fp32 fragment goes to slot v of p->split_scratch
 // (BM * BN floats each, v < p->split_slices * remaining tiles); the count of a remaining
@@ -196,7 +212,7 @@ __device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
   return sm.stage_empty + Cfg::STAGES;
 }
 
-template <class Cfg>
+template <class Cfg, bool kScatter>
 struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
   static constexpr bool kUsesStaging = true;
@@ -223,8 +239,26 @@ struct EpilogueAllReduce {
   // consumers, and the tile time the window derives from (~0u: none yet).
   u32 freed_lo;
   u32 basis_ns;
+  // kScatter: whether the last tile copy_out saw went to the peer (lane 0's copy:
+  // operator() publishes it only then). Unused (and optimised away) on an all-reduce.
+  bool sent;
+  // kScatter: whether a tile whose first row of C is row0 has rows that rank q keeps.
+  // (row0 < M <= 2^31 - 256 and kCRows <= 256: no overflow.)
+  __device__ __forceinline__ bool meets_rows_of(u32 row0, u32 q) const {
+    const u32 s = p->scatter_rows;
+    return row0 < (q + 1) * s && row0 + Cfg::kCRows > q * s;
+  }
+  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const {
+    if constexpr (!kScatter) {
+      row = (i32)row0;
+      return true;
+    } else {
+      row = (i32)row0 - (i32)(p->rank * p->scatter_rows);
+      return meets_rows_of(row0, p->rank);
+    }
+  }
   __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more, u32 pace_div) {
-    u8* const dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
+    u8* dst = reinterpret_cast<u8*>(p->partial[1 - p->rank]);
     const u32 row0 = Cfg::c_row0(mb, nb), col0 = Cfg::c_col0(mb, nb);
     const u32 lane = lane_id();
     // Pace (one clock for the whole warp, from lane 0):
@@ -265,6 +299,17 @@ struct EpilogueAllReduce {
     round_ns = __shfl_sync(0xffffffffu, round_ns, 0);
     sleep_ns = __shfl_sync(0xffffffffu, sleep_ns, 0);
     last_staged_ns = now;
+    // The peer's rows: all M, or on a reduce-scatter its S from peer * S, counted from
+    // the first so that one unsigned compare per chunk bounds them (a tile that starts
+    // above them wraps); a tile with none of them goes nowhere.
+    u32 rel_row0 = row0;
+    if constexpr (kScatter) {
+      const u32 peer = 1 - p->rank;
+      sent = meets_rows_of(row0, peer);
+      if (!sent) return;  // (warp-uniform; nothing stored, nothing to fence)
+      dst += (u64)peer * p->scatter_rows * p->n * 2;
+      rel_row0 = row0 - peer * p->scatter_rows;
+    }
     u32 round = 0;
     for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
       if (sleep_ns != 0 && base != 0) __nanosleep(sleep_ns);
@@ -281,9 +326,11 @@ struct EpilogueAllReduce {
         const u32 i = base + u * 32 + lane;
         const u32 b = i / (Cfg::kCRows * kBoxRowChunks), r = (i / kBoxRowChunks) % Cfg::kCRows, j = i % kBoxRowChunks;
         // (swizzled: chunk j of row r holds columns ((j ^ (r % 8)) * 8 ..) of its box)
-        const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (Cfg::kCSwizzled ? (j ^ (r % 8)) : j) * 8;
-        // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding.
-        if (row < p->m && col < p->n && (p->diag_skip & 1u) == 0) st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
+        const u32 row = rel_row0 + r, col = col0 + b * Cfg::kCBoxCols + (Cfg::kCSwizzled ? (j ^ (r % 8)) : j) * 8;
+        // Rows past M and columns past N (N % 8 == 0: whole chunks) are padding; on a
+        // reduce-scatter the peer needs its own rows alone.
+        if (row < (kScatter ? p->scatter_rows : p->m) && col < p->n && (p->diag_skip & 1u) == 0)
+          st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
       }
     }
     if (p->trace != 0) {  // (uniform across the warp)
@@ -324,11 +371,19 @@ struct EpilogueAllReduce {
     trace_event(*p, what == 0 ? TraceKind::SliceComputed : what == 1 ? TraceKind::SliceCounted : TraceKind::SliceLast, tile);
   }
   __device__ __forceinline__ void operator()(u32 tile) const {
-    st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);
+    if (!kScatter || sent) st_release_sys(inbox(p->ready[1 - p->rank], p->flag_stride, p->rank, tile), ctx->epoch);
     trace_event(*p, TraceKind::TileStored, tile);
   }
   __device__ __forceinline__ void reuse_staging(u32 tile, u8* staging, u32 mb, u32 nb) {
     const u32 peer = 1 - p->rank;
+    // Reduce-scatter: a tile within the peer's rows has nothing to add here (the peer
+    // sends, and publishes, only tiles that meet this rank's rows).
+    if constexpr (kScatter) {
+      if (!meets_rows_of(Cfg::c_row0(mb, nb), p->rank)) {
+        freed_lo = (u32)globaltimer_ns();
+        return;
+      }
+    }
     // Polled with sleeps: the CTA's consumer warps are computing the next tile.
     if (!wait_flag_eq(inbox(p->ready[p->rank], p->flag_stride, peer, tile), ctx->epoch, *ctx, WaitOp::PeerTileReady,
                       peer, tile, kEpilogueBackoffNs)) {
@@ -342,7 +397,11 @@ struct EpilogueAllReduce {
       freed_lo = (u32)globaltimer_ns();
       return;
     }
+    // (the workspace is [M, N]; `out` holds this rank's rows alone on a reduce-scatter,
+    // and rows of the tile outside them, which the peer did not copy, are clipped)
     const i32 row = (i32)Cfg::c_row0(mb, nb);
+    i32 out_row;
+    c_store_row(Cfg::c_row0(mb, nb), out_row);
     const u32 col0 = Cfg::c_col0(mb, nb);
     mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
 #pragma unroll
@@ -352,7 +411,7 @@ struct EpilogueAllReduce {
     phase ^= 1;
 #pragma unroll
     for (u32 b = 0; b < Cfg::kCBoxes; ++b)
-      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols), row);
+      tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols), out_row);
     bulk_commit_group();
     bulk_wait_group_read<0>();
     trace_event(*p, TraceKind::PeerAdded, tile);
@@ -758,9 +817,28 @@ __device__ void comm_role_tma(const AllReduceParams& p, const WaitContext& ctx, 
 // =========================================================================================
 // Two-phase load/store paths (any N)
 // =========================================================================================
-template <class Cfg, u32 WORLD, bool kVec>
+// Reduce-scatter (kScatter; p.scatter_rows = S): rank r sums the rows of `tile` in [r S, (r + 1) S)
+// from every rank's partial straight into `out` (its [S, N] rows, so at row - r S), and a
+// tile that has none of them is skipped; nothing is written back or gathered (the phase-2
+// flags stay unused). An all-reduce: slice r of the tile, also written back into partial_r
+// for the peers' gather, then published.
+template <class Cfg, u32 WORLD, bool kVec, bool kScatter>
 __device__ bool reduce_own_slice(const AllReduceParams& p, const WaitContext& ctx, const TileScheduler& sched, u32 tile,
                                  u32* s_verdict) {
+  // (kScatter: this rank's rows of the tile, and `out` shifted so that rows of [M, N] index it)
+  Region g{0, 0, 0, 0};
+  u16* out = nullptr;
+  if constexpr (kScatter) {
+    g = slice_region<Cfg, WORLD>(sched, tile, p.rank, p.m, p.n);
+    u32 mb, nb;
+    sched.coords(tile, mb, nb);
+    const u32 lo = p.rank * p.scatter_rows, hi = lo + p.scatter_rows;
+    g.row_begin = max(mb * Cfg::BM, lo);
+    g.row_end = min(min(mb * Cfg::BM + Cfg::BM, hi), p.m);
+    if (g.empty()) return true;  // (the same in every thread: no barrier skipped unevenly)
+    // `out` is rows [lo, hi) alone: sum_region's offsets count from row 0 of [M, N].
+    out = reinterpret_cast<u16*>(p.out - (u64)lo * p.n * 2);
+  }
   if (threadIdx.x == 0)
     *s_verdict = wait_inbox<WORLD>(p.ready[p.rank], p.flag_stride, ~0u, tile, ctx, WaitOp::PeerTileReady) ? 1u : 0u;
   __syncthreads();
@@ -770,8 +848,13 @@ __device__ bool reduce_own_slice(const AllReduceParams& p, const WaitContext& ct
   const u16* src[WORLD];
 #pragma unroll
   for (u32 q = 0; q < WORLD; ++q) src[q] = reinterpret_cast<const u16*>(p.partial[(p.rank + q) % WORLD]);
-  const Region g = slice_region<Cfg, WORLD>(sched, tile, p.rank, p.m, p.n);
-  sum_region<WORLD, kVec>(src, reinterpret_cast<u16*>(p.out), reinterpret_cast<u16*>(p.partial[p.rank]), g, p.n);
+  if constexpr (kScatter) {
+    sum_region<WORLD, kVec>(src, out, nullptr, g, p.n);
+    __syncthreads();  // (this CTA's reads of the sources done before its next wait's verdict)
+    return true;
+  }
+  const Region slice = slice_region<Cfg, WORLD>(sched, tile, p.rank, p.m, p.n);
+  sum_region<WORLD, kVec>(src, reinterpret_cast<u16*>(p.out), reinterpret_cast<u16*>(p.partial[p.rank]), slice, p.n);
   __syncthreads();
   if (threadIdx.x == 0) publish_to_all<WORLD>(p.reduced, p.flag_stride, p.rank, tile, ctx.epoch);
   return true;
@@ -796,14 +879,14 @@ __device__ bool gather_peer_slices(const AllReduceParams& p, const WaitContext& 
   return true;
 }
 
-template <class Cfg, u32 WORLD, bool kVec>
+template <class Cfg, u32 WORLD, bool kVec, bool kScatter>
 __device__ void comm_role_lsu(const AllReduceParams& p, const WaitContext& ctx, u32 comm_idx, u32 n_comm) {
   __shared__ u32 s_verdict;
   const TileScheduler sched(p.m, p.n, Cfg::BM, Cfg::BN);
   for (u32 i = 0;; ++i) {
     const u32 t = comm_idx + i * n_comm;
-    if (t < sched.total && !reduce_own_slice<Cfg, WORLD, kVec>(p, ctx, sched, t, &s_verdict)) break;
-    if (WORLD > 1 && i > 0 && t - n_comm < sched.total &&
+    if (t < sched.total && !reduce_own_slice<Cfg, WORLD, kVec, kScatter>(p, ctx, sched, t, &s_verdict)) break;
+    if (WORLD > 1 && !kScatter && i > 0 && t - n_comm < sched.total &&
         !gather_peer_slices<Cfg, WORLD, kVec>(p, ctx, sched, t - n_comm, &s_verdict))
       break;
     if (t >= sched.total) break;
@@ -839,8 +922,11 @@ __device__ void comm_finish(const AllReduceParams& p, const WaitContext& ctx, u3
   }
 }
 
-template <class Cfg, u32 WORLD, CommPath PATH>
+// kScatter: a reduce-scatter (p.scatter_rows rows per rank; epilogue, vec16 and scalar paths).
+template <class Cfg, u32 WORLD, CommPath PATH, bool kScatter = false>
 __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) {
+  static_assert(!kScatter || PATH == CommPath::Epilogue || PATH == CommPath::Vec16 || PATH == CommPath::Scalar,
+                "a reduce-scatter runs on the epilogue, vec16 and scalar paths");
   static_assert(!Cfg::kSwapAB || PATH == CommPath::Epilogue, "swapped-operand tiles take the epilogue path only");
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "world size must be 1..MKERNEL_MAX_RANKS");
   static_assert(Cfg::BM >= WORLD, "every rank owns at least one row of each tile");
@@ -906,8 +992,8 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
     if (!skip) {
       const u64 start_ns = globaltimer_ns();
       // (freed_lo long before the first staging: the first interval counts as it is)
-      EpilogueAllReduce<Cfg> hook{&p, &ctx, w_full, reinterpret_cast<u32*>(w_full + 1), 0, start_ns,
-                                  (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u};
+      EpilogueAllReduce<Cfg, kScatter> hook{&p, &ctx, w_full, reinterpret_cast<u32*>(w_full + 1), 0, start_ns,
+                                  (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u, false};
       // The producer's and consumers' mbarrier waits trap on expiry ("only a bug"), but
       // here they wait behind the storer: the consumers block on kBarrierCFree while the
       // storer waits up to timeout_ns for the peer's flag (and notices its expiry a few
@@ -916,7 +1002,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       // kRounds sleeps of up to twice kEpilogueMaxSleepNs; clock pace: one window of at
       // most kEpilogueMaxWindowNs) and a margin, so a missing peer is reported as
       // PeerTimeout instead of trapping (review finding, 1edc06f).
-      const u64 slack_ns = 2ull * EpilogueAllReduce<Cfg>::kRounds * kEpilogueMaxSleepNs + kEpilogueMaxWindowNs + 10000000ull;
+      const u64 slack_ns = 2ull * EpilogueAllReduce<Cfg, kScatter>::kRounds * kEpilogueMaxSleepNs + kEpilogueMaxWindowNs + 10000000ull;
       const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
       // The epilogue's TMA store goes to `out` only; the hook copies each tile to the peer.
       // Every CTA computes: tile stride and exit count are the launch's CTAs (the host
@@ -940,7 +1026,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
         if constexpr (PATH == CommPath::Tma) {
           comm_role_tma<Cfg, WORLD>(p, ctx, comm_idx, p.num_comm_ctas);
         } else {
-          comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16>(p, ctx, comm_idx, p.num_comm_ctas);
+          comm_role_lsu<Cfg, WORLD, PATH == CommPath::Vec16, kScatter>(p, ctx, comm_idx, p.num_comm_ctas);
         }
       }
     }

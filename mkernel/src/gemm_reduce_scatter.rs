@@ -1,0 +1,195 @@
+//! `Communicator::gemm_reduce_scatter`: the row-parallel layer of sequence-parallel
+//! tensor parallelism, where each rank keeps a block of rows of out = sum over ranks of
+//! A_r * B_r^T, in the fused GEMM + all-reduce's kernel ([`Collective::ReduceScatter`]:
+//! each rank's partial crosses the link once, half of it each way, where the all-reduce
+//! moves all of it both ways).
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::bf16;
+use mkernel_kernels::gemm::GemmShape;
+use mkernel_kernels::gemm_allreduce::{Collective, CommPath, FusedConfig};
+
+use crate::comm::Communicator;
+use crate::error::Result;
+use crate::gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext};
+
+impl Communicator {
+    /// The configuration a [`Communicator::gemm_reduce_scatter`] call of this shape would
+    /// use ([`plan_gemm_reduce_scatter`] on this communicator).
+    ///
+    /// Errors: as [`Communicator::plan_gemm_allreduce`], and M not a multiple of the world
+    /// size (`shape`), a `comm_path` without a reduce-scatter (`comm_path`).
+    pub fn plan_gemm_reduce_scatter(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
+        let cfg = plan_gemm_reduce_scatter(shape, opts, self.plan_context())?;
+        tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_reduce_scatter plan");
+        Ok(cfg)
+    }
+
+    /// out\[M / world, N\] = rows \[r M / world, (r + 1) M / world) of the sum over ranks q
+    /// of a_q\[M, K\] * b_q\[N, K\]^T, on rank r, enqueued on `stream` (the split of
+    /// `torch.distributed.reduce_scatter_tensor` along dim 0, after a row-parallel layer's
+    /// GEMM).
+    ///
+    /// A collective, as [`Communicator::gemm_allreduce`] (the same operands, options,
+    /// ordering, CUDA-graph capture and failure reporting); only `out` differs: this
+    /// rank's M / world rows, \[M / world, N\] bf16 row-major (M % world == 0). The sum
+    /// is the all-reduce's: the same elements, rounded the same way.
+    ///
+    /// Paths ([`plan_gemm_reduce_scatter`]): the epilogue path on 2 ranks with GPUs of
+    /// their own (each tile's rows of the peer's block go to it as the tile finishes, and
+    /// the peer's copy of this rank's rows is added into `out`); vec16 or scalar elsewhere
+    /// (communication CTAs sum this rank's rows from every rank's partial); the plain GEMM
+    /// with one rank.
+    ///
+    /// Errors: as `gemm_allreduce`, and M not a multiple of the world size (`shape`),
+    /// `out` shorter than \[M / world, N\] (`out`), a `comm_path` without a reduce-scatter
+    /// (`comm_path`: one-shot, reduce, push, tma).
+    pub fn gemm_reduce_scatter(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        out: &mut CudaSlice<bf16>,
+        shape: GemmShape,
+        opts: GemmAllReduceOptions,
+    ) -> Result<FusedConfig> {
+        self.fused_call(stream, a, b, out, shape, opts, Collective::ReduceScatter, None)
+    }
+
+    /// [`Communicator::gemm_reduce_scatter`], recording this rank's events into `trace`
+    /// (as [`Communicator::gemm_allreduce_traced`]; a tile that meets only the peer's rows
+    /// has no `PeerAdded` event, one that meets only this rank's no copy events).
+    ///
+    /// Errors: as `gemm_reduce_scatter`, `trace` on another GPU, and a call on the local
+    /// path (one rank: the plain GEMM, which records no events).
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_reduce_scatter_traced(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        out: &mut CudaSlice<bf16>,
+        shape: GemmShape,
+        opts: GemmAllReduceOptions,
+        trace: &mut crate::trace::TraceBuffer,
+    ) -> Result<FusedConfig> {
+        self.fused_call(stream, a, b, out, shape, opts, Collective::ReduceScatter, Some(trace))
+    }
+}
+
+/// The configuration a [`Communicator::gemm_reduce_scatter`] call of this shape would use
+/// on a communicator described by `ctx`, without one.
+///
+/// [`plan_gemm_allreduce`]'s plan where its path has a reduce-scatter
+/// ([`Collective::runs_on`]: epilogue, vec16, scalar, local); where the default took one
+/// without (the one-shot path of 2 ranks sharing a GPU, or asked for by `comm_ctas` or
+/// `tail_ctas`), the same call with `comm_path` vec16 (scalar where N % 8 != 0), whose
+/// split of the SMs is the all-reduce's heuristic (`mkernel_sm::balance`; a
+/// reduce-scatter moves about half the bytes, so it may give communication more CTAs than
+/// it needs).
+///
+/// Errors: as [`plan_gemm_allreduce`], and M not a multiple of the world size (`shape`),
+/// a `comm_path` given without a reduce-scatter (`comm_path`).
+pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
+    let rs = Collective::ReduceScatter;
+    // (the context's own rules first: plan_gemm_allreduce names a world size it refuses)
+    let cfg = plan_gemm_allreduce(shape, opts, ctx)?;
+    rs.check_m(shape, ctx.world_size)?;
+    if rs.runs_on(cfg.path) {
+        return Ok(cfg);
+    }
+    if opts.comm_path.is_some() {
+        rs.check(shape, cfg.path, ctx.world_size)?;
+    }
+    let path = if shape.n % 8 == 0 { CommPath::Vec16 } else { CommPath::Scalar };
+    let cfg = plan_gemm_allreduce(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx)?;
+    rs.check(shape, cfg.path, ctx.world_size)?;
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+    use mkernel_kernels::gemm::TileConfig;
+
+    fn ctx(world: u32, gpu_shared: bool) -> PlanContext {
+        PlanContext::new(world, 132, gpu_shared, 16384 * 8192).unwrap()
+    }
+
+    fn arg_of(e: &Error) -> String {
+        match e {
+            Error::InvalidArgument { arg, .. } => arg.to_string(),
+            other => panic!("expected an argument error, got {other}"),
+        }
+    }
+
+    /// Two ranks with GPUs of their own take the all-reduce's plan (the epilogue path) for
+    /// every shape of the list whose M is even; the reduce-scatter changes no tile.
+    #[test]
+    fn two_ranks_of_their_own_plan_as_the_all_reduce() {
+        for (m, n, k) in [(1024, 8192, 4096), (2048, 7168, 9216), (4096, 8192, 14336), (16384, 8192, 4096), (2050, 8192, 4096)] {
+            let shape = GemmShape { m, n, k };
+            let rs = plan_gemm_reduce_scatter(shape, GemmAllReduceOptions::default(), ctx(2, false)).unwrap();
+            let ar = plan_gemm_allreduce(shape, GemmAllReduceOptions::default(), ctx(2, false)).unwrap();
+            assert_eq!(rs, ar, "{m}x{n}x{k}");
+            assert_eq!(rs.path, CommPath::Epilogue, "{m}x{n}x{k}");
+        }
+    }
+
+    /// Where the all-reduce's default path has no reduce-scatter (ranks sharing a GPU: one-
+    /// shot; more than 2 ranks: tma), the reduce-scatter takes vec16, or scalar for N % 8
+    /// != 0; every plan it gives runs on a path with a reduce-scatter.
+    #[test]
+    fn paths_without_a_reduce_scatter_become_the_two_phase_ones() {
+        let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
+        let ar = plan_gemm_allreduce(shape, GemmAllReduceOptions::default(), ctx(2, true)).unwrap();
+        assert_eq!(ar.path, CommPath::TmaOneShot);
+        let rs = plan_gemm_reduce_scatter(shape, GemmAllReduceOptions::default(), ctx(2, true)).unwrap();
+        assert_eq!(rs.path, CommPath::Vec16);
+        assert!(rs.comm_ctas >= 1 && rs.comm_ctas < rs.grid && rs.tail_ctas == 0, "{rs}");
+        for world in [3, 4, 8] {
+            let shape = GemmShape { m: 1024 * world, n: 8192, k: 4096 };
+            let rs = plan_gemm_reduce_scatter(shape, GemmAllReduceOptions::default(), ctx(world, false)).unwrap();
+            assert_eq!(rs.path, CommPath::Vec16, "world {world}");
+            let ragged = GemmShape { n: 8190, ..shape };
+            let rs = plan_gemm_reduce_scatter(ragged, GemmAllReduceOptions::default(), ctx(world, false)).unwrap();
+            assert_eq!(rs.path, CommPath::Scalar, "world {world}");
+        }
+        // (communication CTAs asked for: the all-reduce would take one-shot with them)
+        let opts = GemmAllReduceOptions { comm_ctas: Some(16), ..Default::default() };
+        let rs = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap();
+        assert_eq!((rs.path, rs.comm_ctas), (CommPath::Vec16, 16));
+        // One rank: the plain GEMM (its out is all M rows).
+        let rs = plan_gemm_reduce_scatter(shape, GemmAllReduceOptions::default(), ctx(1, false)).unwrap();
+        assert_eq!(rs.path, CommPath::Local);
+    }
+
+    /// M not a multiple of the world size, and a path asked for that has no reduce-scatter,
+    /// are refused by name; tail CTAs (which only one-shot, reduce and push take) too.
+    #[test]
+    fn refusals_name_the_argument() {
+        let odd = GemmShape { m: 2049, n: 8192, k: 4096 };
+        let e = plan_gemm_reduce_scatter(odd, GemmAllReduceOptions::default(), ctx(2, false)).unwrap_err();
+        assert!(e.to_string().contains("multiple of the world size") && e.to_string().contains("M=2049"), "{e}");
+        assert_eq!(arg_of(&e), "shape");
+        let e = plan_gemm_reduce_scatter(GemmShape { m: 1026, n: 8192, k: 4096 }, GemmAllReduceOptions::default(), ctx(4, false)).unwrap_err();
+        assert_eq!(arg_of(&e), "shape");
+        let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
+        for path in [CommPath::TmaOneShot, CommPath::TmaReduce, CommPath::Push, CommPath::Tma] {
+            let opts = GemmAllReduceOptions { comm_path: Some(path), ..Default::default() };
+            let e = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap_err();
+            assert!(e.to_string().contains("reduce-scatter runs on"), "{path:?}: {e}");
+            assert_eq!(arg_of(&e), "comm_path", "{path:?}");
+        }
+        let opts = GemmAllReduceOptions { tail_ctas: Some(8), ..Default::default() };
+        let e = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap_err();
+        assert_eq!(arg_of(&e), "tail_ctas", "{e}");
+        // A tile asked for keeps its rules: a clustered one has the epilogue path alone.
+        let opts = GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), ..Default::default() };
+        let rs = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap();
+        assert_eq!((rs.path, rs.tile), (CommPath::Epilogue, TileConfig::NARROW_TMA_STORE_C2));
+    }
+}
