@@ -213,7 +213,10 @@ impl Communicator {
         if trace.is_some() && cfg.path == CommPath::Local {
             return Err(invalid(
                 "trace",
-                "one rank's call runs the plain GEMM (the local path), which records no events; to trace the fused kernel on one rank, set comm_path (e.g. one-shot)",
+                match collective {
+                    Collective::AllReduce => "one rank's call runs the plain GEMM (the local path), which records no events; to trace the fused kernel on one rank, set comm_path (e.g. one-shot)",
+                    Collective::ReduceScatter => "one rank's reduce-scatter runs the plain GEMM (the local path), which records no events; its fused kernels need 2 ranks or more",
+                },
             ));
         }
         self.order_after_last(stream)?;

@@ -12,7 +12,7 @@ use mkernel_kernels::gemm::GemmShape;
 use mkernel_kernels::gemm_allreduce::{Collective, CommPath, FusedConfig};
 
 use crate::comm::Communicator;
-use crate::error::Result;
+use crate::error::{invalid, Result};
 use crate::gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext};
 
 impl Communicator {
@@ -34,8 +34,12 @@ impl Communicator {
     ///
     /// A collective, as [`Communicator::gemm_allreduce`] (the same operands, options,
     /// ordering, CUDA-graph capture and failure reporting); only `out` differs: this
-    /// rank's M / world rows, \[M / world, N\] bf16 row-major (M % world == 0). The sum
-    /// is the all-reduce's: the same elements, rounded the same way.
+    /// rank's M / world rows, \[M / world, N\] bf16 row-major (M % world == 0), of which
+    /// only the first M / world rows are written. On 2 ranks the rows have the bits of the
+    /// all-reduce's on the same path (a sum of two terms, rounded once); from 3 ranks the
+    /// vec16 and scalar paths sum the ranks' partials in another order (starting at the
+    /// row's rank rather than its slice's), so a row may differ from the all-reduce's in
+    /// the last bit.
     ///
     /// Paths ([`plan_gemm_reduce_scatter`]): the epilogue path on 2 ranks with GPUs of
     /// their own (each tile's rows of the peer's block go to it as the tile finishes, and
@@ -82,31 +86,50 @@ impl Communicator {
 /// The configuration a [`Communicator::gemm_reduce_scatter`] call of this shape would use
 /// on a communicator described by `ctx`, without one.
 ///
-/// [`plan_gemm_allreduce`]'s plan where its path has a reduce-scatter
-/// ([`Collective::runs_on`]: epilogue, vec16, scalar, local); where the default took one
-/// without (the one-shot path of 2 ranks sharing a GPU, or asked for by `comm_ctas` or
-/// `tail_ctas`), the same call with `comm_path` vec16 (scalar where N % 8 != 0), whose
-/// split of the SMs is the all-reduce's heuristic (`mkernel_sm::balance`; a
-/// reduce-scatter moves about half the bytes, so it may give communication more CTAs than
-/// it needs).
+/// The path: `comm_path` where given (one that [`Collective::runs_on`]: epilogue, vec16,
+/// scalar, local), else the all-reduce's default for the call where it has a
+/// reduce-scatter (the epilogue path on 2 ranks with GPUs of their own), else vec16
+/// (scalar where N % 8 != 0: 2 ranks sharing a GPU, more than 2 ranks, or `comm_ctas`
+/// asked for); then [`plan_gemm_allreduce`]'s plan on that path, so that where the
+/// all-reduce takes the same path the two plans are equal. The SM split of vec16 and
+/// scalar is the all-reduce's heuristic (`mkernel_sm::balance`; a reduce-scatter moves
+/// about half the bytes, so it may give communication more CTAs than it needs). With one
+/// rank, the plain GEMM into all M rows (the local path).
 ///
-/// Errors: as [`plan_gemm_allreduce`], and M not a multiple of the world size (`shape`),
-/// a `comm_path` given without a reduce-scatter (`comm_path`).
+/// Errors: as [`plan_gemm_allreduce`] (on the path so chosen), and M not a multiple of the
+/// world size (`shape`), a `comm_path` without a reduce-scatter (`comm_path`), tail CTAs
+/// (`tail_ctas`: none of these paths take any; 0 is accepted), a fused kernel asked of one
+/// rank (`comm_path` or `comm_ctas`: a reduce-scatter has them from 2 ranks).
 pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
     let rs = Collective::ReduceScatter;
-    // (the context's own rules first: plan_gemm_allreduce names a world size it refuses)
-    let cfg = plan_gemm_allreduce(shape, opts, ctx)?;
+    if let Some(t) = opts.tail_ctas.filter(|&t| t > 0) {
+        return Err(invalid(
+            "tail_ctas",
+            format!("a reduce-scatter runs on the epilogue, vec16, scalar or local path, none of which takes tail CTAs; got {t}"),
+        ));
+    }
+    let opts = GemmAllReduceOptions { tail_ctas: None, ..opts };
+    // (the context's and the shape's own rules first, as the all-reduce names them)
+    let probe = GemmAllReduceOptions { split_last_wave: None, epilogue_pace: None, diagnostic_skip: None, ..opts };
+    let default = plan_gemm_allreduce(shape, probe, ctx)?;
     rs.check_m(shape, ctx.world_size)?;
-    if rs.runs_on(cfg.path) {
-        return Ok(cfg);
+    if ctx.world_size == 1 && default.path != CommPath::Local {
+        let arg = if opts.comm_path.is_some() { "comm_path" } else { "comm_ctas" };
+        return Err(invalid(
+            arg,
+            "with one rank a reduce-scatter is the plain GEMM into all M rows (the local path): its fused kernels need 2 ranks or more",
+        ));
     }
-    if opts.comm_path.is_some() {
-        rs.check(shape, cfg.path, ctx.world_size)?;
-    }
-    let path = if shape.n % 8 == 0 { CommPath::Vec16 } else { CommPath::Scalar };
-    let cfg = plan_gemm_allreduce(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx)?;
-    rs.check(shape, cfg.path, ctx.world_size)?;
-    Ok(cfg)
+    let path = match opts.comm_path {
+        Some(p) => {
+            rs.check(shape, p, ctx.world_size)?;
+            p
+        }
+        None if rs.runs_on(default.path) => default.path,
+        None if shape.n % 8 == 0 => CommPath::Vec16,
+        None => CommPath::Scalar,
+    };
+    plan_gemm_allreduce(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx)
 }
 
 #[cfg(test)]
@@ -187,6 +210,23 @@ mod tests {
         let opts = GemmAllReduceOptions { tail_ctas: Some(8), ..Default::default() };
         let e = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap_err();
         assert_eq!(arg_of(&e), "tail_ctas", "{e}");
+        assert!(e.to_string().contains("none of which takes tail CTAs"), "{e}");
+        // 0 tail CTAs is no tail CTAs: the default plan stays (the epilogue path).
+        let opts = GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() };
+        assert_eq!(plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap().path, CommPath::Epilogue);
+        // One rank asked for a fused kernel: named by the option given.
+        for (opts, arg) in [
+            (GemmAllReduceOptions { comm_path: Some(CommPath::Vec16), ..Default::default() }, "comm_path"),
+            (GemmAllReduceOptions { comm_ctas: Some(8), ..Default::default() }, "comm_ctas"),
+        ] {
+            let e = plan_gemm_reduce_scatter(shape, opts, ctx(1, false)).unwrap_err();
+            assert_eq!(arg_of(&e), arg, "{e}");
+        }
+        // An epilogue-only option where the reduce-scatter runs vec16 (ranks sharing a GPU)
+        // is refused naming vec16, the path it would run, not one-shot.
+        let opts = GemmAllReduceOptions { split_last_wave: Some(mkernel_kernels::gemm_allreduce::LastWaveSplit::Slices(2)), ..Default::default() };
+        let e = plan_gemm_reduce_scatter(shape, opts, ctx(2, true)).unwrap_err();
+        assert!(e.to_string().contains("vec16") && !e.to_string().contains("one-shot"), "{e}");
         // A tile asked for keeps its rules: a clustered one has the epilogue path alone.
         let opts = GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), ..Default::default() };
         let rs = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap();

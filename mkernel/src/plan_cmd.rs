@@ -364,7 +364,9 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
         // (a reduce-scatter splits M over the ranks: M = 1 has no rows to give each)
         (true, Collective::ReduceScatter) => fused_model_shapes(a.world_size)?.into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect(),
         (true, Collective::AllReduce) => fused_model_shapes(a.world_size)?,
-        (false, Collective::ReduceScatter) => bench::reduce_scatter_shapes(),
+        // (as the bench, the listed shapes whose M the world size divides; --shape's are
+        // planned, or refused, as given)
+        (false, Collective::ReduceScatter) => bench::reduce_scatter_shapes().into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect(),
         (false, Collective::AllReduce) => bench::gemm_allreduce_shapes(),
     };
     let opts = GemmAllReduceOptions {
@@ -405,6 +407,9 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
             floor_link_us: Some(bench::floors::link_us(s, ctx.world_size, collective)),
         })
     };
+    if default.is_empty() && c.shape.is_empty() {
+        return Err(usage(format!("no listed shape has an M that the world size ({}) divides, which a reduce-scatter needs; give --shape", a.world_size)));
+    }
     let plans = shape_list(&c.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: match collective {
@@ -470,6 +475,37 @@ mod tests {
                 assert_eq!(p.tiles, run.tile.tiles(s.m, s.n));
             }
         }
+    }
+
+    /// `plan gemm-reduce-scatter` prints `plan_gemm_reduce_scatter`'s plan for every shape
+    /// of its list at world sizes 2, 4 and 8 (and ranks sharing a GPU), with the
+    /// reduce-scatter's link floor (half the all-reduce's); `--models` leaves out M = 1.
+    #[test]
+    fn reduce_scatter_plan_is_the_communicators_plan_for_every_listed_shape() {
+        for (world, shared) in [(2u32, false), (2, true), (4, false), (8, false)] {
+            let w = world.to_string();
+            let mut args = vec!["gemm-reduce-scatter", "--world-size", &w];
+            if shared {
+                args.push("--gpu-shared");
+            }
+            let out = output(&args).unwrap();
+            assert_eq!(out.context.op, "gemm-reduce-scatter");
+            let ctx = PlanContext::new(world, 132, shared, CommConfig::default().max_output_elems).unwrap();
+            let list = bench::reduce_scatter_shapes();
+            assert_eq!(out.plans.len(), list.len());
+            for (r, (label, s)) in out.plans.iter().zip(list) {
+                let p = r.planned.as_ref().unwrap_or_else(|| panic!("{label} refused at world {world}"));
+                let cfg = mkernel::plan_gemm_reduce_scatter(s, GemmAllReduceOptions::default(), ctx).unwrap();
+                assert_eq!((&r.label, p.path, p.comm_ctas, p.grid), (&label, Some(cfg.path.name()), Some(cfg.comm_ctas), cfg.grid));
+                assert!(mkernel::Collective::ReduceScatter.runs_on(cfg.path), "{label}: {cfg}");
+                let ar_link = bench::floors::allreduce_link_us(s, world);
+                assert!((p.floor_link_us.unwrap() - ar_link / 2.0).abs() < 1e-9, "{label}");
+            }
+        }
+        let got = rows(&["gemm-reduce-scatter", "--models", "--filter", "llama3-70b"]).unwrap();
+        assert!(!got.is_empty() && got.iter().all(|(r, _)| !r.label.starts_with("M=1 ")), "M = 1 is left out");
+        let e = output(&["gemm-reduce-scatter", "--shape", "129x8192x4096"]).unwrap();
+        assert!(refusals(&e.plans).unwrap_err().to_string().contains("1 of the 1 shapes would be refused"));
     }
 
     #[test]

@@ -200,7 +200,8 @@ pub struct TraceSummary {
     /// Epilogue path: the last tile staged (the GEMM's end on this rank).
     pub last_staged_us: f64,
     /// Epilogue path: median time from a tile being staged to its publication (the
-    /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence).
+    /// paced or, for a CTA's last tile, full-speed copy to the peer and its fence), over
+    /// the tiles copied (a reduce-scatter copies those that meet the peer's rows).
     pub copy_us: f64,
     /// Epilogue path, the tiles copied at full speed (each CTA's last tile, or with a
     /// split last wave the tiles its last slices staged, since every whole tile is then
@@ -317,7 +318,14 @@ impl FusedTrace {
             full_speed.iter().filter_map(|t| Some(to.get(t)? - from.get(t)?)).collect()
         };
         let (mut issue, mut fence, mut publish) = (last_gaps(&staged, &issued), last_gaps(&issued, &fenced), last_gaps(&fenced, &stored));
-        let mut copies = self.per_tile_gaps(TraceKind::TileStaged, TraceKind::TileStored);
+        // (the tiles copied to the peer, where the kernel records copy events: all on an
+        // all-reduce, those that meet the peer's rows on a reduce-scatter, whose other tiles
+        // are published with nothing copied)
+        let mut copies = if issued.is_empty() {
+            self.per_tile_gaps(TraceKind::TileStaged, TraceKind::TileStored)
+        } else {
+            issued.keys().filter_map(|t| Some(stored.get(t)? - staged.get(t)?)).collect()
+        };
         TraceSummary {
             last_staged_us: self.events.iter().filter(|e| e.kind == TraceKind::TileStaged).map(|e| e.t_us).fold(0.0, f64::max),
             copy_us: median(&mut copies),
@@ -475,6 +483,11 @@ mod tests {
         // (no copy events: no split of the last copy)
         assert_eq!((s.last_copy_issue_us, s.last_copy_fence_us, s.last_copy_publish_us), (0.0, 0.0, 0.0));
         assert!(!text.contains("last copy"), "{text}");
+        // A reduce-scatter copies only the tiles that meet the peer's rows (copy events):
+        // the copy median is theirs, not the published-at-once tiles'.
+        let mut rs = t.clone();
+        rs.events.push(ev(11.5, 1, 1, TraceKind::CopyIssued));
+        assert_eq!(rs.summary().copy_us, 1.0); // tile 1's {1}, not the upper median 3 of {3, 1}
     }
 
     #[test]

@@ -41,7 +41,8 @@ fn two_ranks(test: &str) -> Option<Vec<usize>> {
 struct Bufs {
     a: CudaSlice<bf16>,
     b: CudaSlice<bf16>,
-    /// This rank's rows: [M / world, N].
+    /// This rank's rows, [M / world, N], then a guard band of the other M - M / world rows
+    /// that no call may write (checked poisoned after every call).
     out: CudaSlice<bf16>,
     /// An all-reduce's output, [M, N].
     full: CudaSlice<bf16>,
@@ -55,7 +56,7 @@ fn bufs(g: &Group, s: GemmShape) -> Vec<Bufs> {
         .map(|st| Bufs {
             a: st.alloc_zeros(m * k).unwrap(),
             b: st.alloc_zeros(n * k).unwrap(),
-            out: st.alloc_zeros(rows * n).unwrap(),
+            out: st.alloc_zeros(rows * n + (m - rows) * n).unwrap(),
             full: st.alloc_zeros(m * n).unwrap(),
         })
         .collect()
@@ -100,6 +101,12 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
             case.verify_rows(&g.streams[r], &mut g.blas[r], &b.out, rows_of(s, w, r)).unwrap()
         };
         assert!(cmp.passed(), "rank {r} {what}: {cmp}");
+        // Nothing past this rank's rows (the guard band stays poisoned).
+        let rows = s.m as usize / w * s.n as usize;
+        let guard = g.streams[r].clone_dtoh(&b.out.slice(rows..)).unwrap();
+        if let Some(i) = guard.iter().position(|x| x.to_bits() != check::POISON.to_bits()) {
+            panic!("rank {r} {what}: element {} past its {} rows was written ({})", rows + i, s.m as usize / w, guard[i]);
+        }
     }
     if same_as_all_reduce {
         for (r, b) in bs.iter_mut().enumerate() {
@@ -229,7 +236,7 @@ fn missing_peer_times_out_naming_it() {
         let st = comms[0].context().new_stream().unwrap();
         let a = st.alloc_zeros::<bf16>(512 * 256).unwrap();
         let b = st.alloc_zeros::<bf16>(1024 * 256).unwrap();
-        let mut out = st.alloc_zeros::<bf16>(256 * 1024).unwrap();
+        let mut out = st.alloc_zeros::<bf16>(256 * 1024).unwrap(); // (exactly this rank's rows)
         let start = Instant::now();
         comms[0].gemm_reduce_scatter(&st, &a, &b, &mut out, s, opts).unwrap();
         let err = comms[0].synchronize(&st).unwrap_err();

@@ -100,7 +100,9 @@ pub struct ArArgs {
     pub tile: Option<String>,
     /// Force how the all-reduce moves data: epilogue (every SM computes, each CTA
     /// all-reduces its own tiles), reduce or push (2 ranks, TMA-store tiles), one-shot,
-    /// tma, vec16, scalar, local (one rank: the plain GEMM alone). Default: local with one
+    /// tma, vec16, scalar, local (one rank: the plain GEMM alone); gemm-reduce-scatter:
+    /// epilogue, vec16, scalar or local only (its default: epilogue on 2 ranks with a GPU
+    /// each, else vec16, or scalar for N % 8 != 0). Default: local with one
     /// rank (unless --tail-ctas; --sm-comm adds one-shot rows); epilogue on 2 ranks with a GPU each, a TMA-store tile
     /// (a *-tma-store --tile, or the default tile, which is one on most shapes with
     /// N % 8 == 0) and N % 8 == 0; else one-shot (1-2 ranks), tma/vec16 (more ranks) or
@@ -1106,6 +1108,14 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
             (Communicator::local_group(&devices, config).map_err(sized_by)?, "one process, all GPUs")
         }
     };
+    // A reduce-scatter gives each rank M / world rows: a shape whose M the world size does not
+    // divide is left out (said below), before NCCL or any buffer is set up.
+    let world_size = comms[0].world_size();
+    let (list, left_out): (Vec<_>, Vec<_>) = list.into_iter().partition(|(_, s)| op.0.check_m(*s, world_size).is_ok());
+    if list.is_empty() {
+        let first = left_out.first().map(|(label, _)| format!(", '{label}' the first")).unwrap_or_default();
+        return Err(super::usage(format!("no listed shape has an M that the world size ({world_size}) divides, which a reduce-scatter needs ({} listed{first})", left_out.len())));
+    }
     let grid = comms[0].grid();
     if let Some(bad) = args.sm_comm.iter().find(|&&cc| cc >= grid) {
         return Err(super::usage(format!("--sm-comm {bad}: must be in 1..{grid} (this rank's fused kernels have {grid} CTAs)")));
@@ -1138,23 +1148,16 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
             "shape", "base ms", "cuBLAS", "our gemm", "NCCL", "fused ms", "speedup", "overlap", "ovl/cuBLAS", "comm", "config / check"
         );
     }
+    if printer {
+        for (label, s) in &left_out {
+            println!("{label:<26} left out: a reduce-scatter gives each of the {world} ranks M / world rows, and M={} is not a multiple of {world}", s.m);
+        }
+    }
     let bar = if printer { indicatif::ProgressBar::new(list.len() as u64) } else { indicatif::ProgressBar::hidden() };
     bar.set_style(indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()));
     let mut rows = Vec::new();
-    let listed = list.len();
-    let mut skipped = 0usize;
     for (label, s) in list {
         // This shape's options: the pace goes along where the plan takes the epilogue path.
-        // (a reduce-scatter gives each rank M / world rows: a shape whose M the world size
-        // does not divide is left out, saying so)
-        if let Err(e) = op.0.check_m(s, world as u32) {
-            if printer {
-                bar.suspend(|| println!("{label:<26} left out: {e}"));
-            }
-            skipped += 1;
-            bar.inc(1);
-            continue;
-        }
         let planned = op.plan(&local.comms[0], s, base_opts)?.path;
         let shape_opts = with_pace(base_opts, planned);
         // A forced split that this shape cannot take stops the run here, before any timing,
@@ -1437,9 +1440,6 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if skipped == listed {
-        return Err(super::usage(format!("no listed shape has an M that the world size ({world}) divides, which a reduce-scatter needs")));
-    }
     if !c.no_json && printer {
         #[derive(Serialize)]
         struct Out<'a> {

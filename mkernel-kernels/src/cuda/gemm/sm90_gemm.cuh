@@ -498,9 +498,10 @@ __device__ __forceinline__ void stage_fragment_bf16_transposed(const float (&acc
 // staging, mb, nb)` (lane 0) may use it as a TMA buffer, and must return only once TMA
 // no longer reads it; the consumers get it back after that (they wait only if their
 // next tile is done before it).
-// `on_tile_stored.c_store_row(row0, row)` (lane 0) gives the row coordinate in `tma_c` (and
-// `tma_c_copy`) of the tile whose first row of C is row0, or false: nothing of the tile is
-// stored (a reduce-scatter keeps some rows of C: EpilogueAllReduce); the plain hooks give row0.
+// A hook with kKeepsSomeRows (a reduce-scatter's: EpilogueAllReduce) maps rows of C to rows
+// of `tma_c` (and `tma_c_copy`): `on_tile_stored.c_store_row(row0, row)` (lane 0) gives the
+// row coordinate of the tile whose first row of C is row0, or false: nothing of it is stored.
+// The others store at row0 (the same code as before kKeepsSomeRows existed).
 // A slice that did not arrive last stages nothing: the consumers say so in the hook's
 // shared split-skip word of the unit before c_staged, and the storer skips the unit,
 // handing the (unused) staging tile straight back if the CTA has more units.
@@ -537,14 +538,23 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     const bool more = units.splits > 1 ? !units.is_slice(u) : u + stride < units.total;
     const u32 pace_div = (units.splits > 1 && u + stride < units.total && units.is_slice(u + stride)) ? units.splits : 1;
     if (leader) {
-      // (the hook says where the tile's first row lands in tma_c, or that nothing of it does)
-      i32 row;
-      if (on_tile_stored.c_store_row(Cfg::c_row0(mb, nb), row)) {
+      if constexpr (!OnTileStored::kKeepsSomeRows) {
 #pragma unroll
         for (u32 b = 0; b < Cfg::kCBoxes; ++b) {
-          const i32 col = (i32)(Cfg::c_col0(mb, nb) + b * Cfg::kCBoxCols);
+          const i32 col = (i32)(Cfg::c_col0(mb, nb) + b * Cfg::kCBoxCols), row = (i32)Cfg::c_row0(mb, nb);
           tma_store_2d(tma_c, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
           if (tma_c_copy != nullptr) tma_store_2d(tma_c_copy, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
+        }
+      } else {
+        // (the hook says where the tile's first row lands in tma_c, or that nothing of it does)
+        i32 row;
+        if (on_tile_stored.c_store_row(Cfg::c_row0(mb, nb), row)) {
+#pragma unroll
+          for (u32 b = 0; b < Cfg::kCBoxes; ++b) {
+            const i32 col = (i32)(Cfg::c_col0(mb, nb) + b * Cfg::kCBoxCols);
+            tma_store_2d(tma_c, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
+            if (tma_c_copy != nullptr) tma_store_2d(tma_c_copy, sm.c_staging + b * Cfg::kCBoxBytes, col, row);
+          }
         }
       }
       bulk_commit_group();

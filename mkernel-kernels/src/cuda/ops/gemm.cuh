@@ -13,7 +13,7 @@ struct NoTileHook {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = false;
-  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const { row = (i32)row0; return true; }
+  static constexpr bool kKeepsSomeRows = false;  // (gemm_storer: every row of C is stored)
   __device__ __forceinline__ void operator()(u32) const {}
 };
 
@@ -33,6 +33,7 @@ struct SplitLastWave {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = true;
+  static constexpr bool kKeepsSomeRows = false;  // (gemm_storer: every row of C is stored)
   static_assert(Cfg::kTmaEpilogue && Cfg::kClusterSize == 1, "the split last wave needs the TMA-store epilogue, no cluster");
   static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kSplitExtraSmem,
                 "the two split-skip words lie inside the launch's shared memory");
@@ -54,7 +55,6 @@ struct SplitLastWave {
     return last;
   }
   __device__ __forceinline__ void split_event(u32, u32) const {}
-  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const { row = (i32)row0; return true; }
   __device__ __forceinline__ void operator()(u32) const {}
 };
 

@@ -146,10 +146,9 @@ struct PublishTileReady {
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kKeepsSomeRows = false;  // (the epilogue stores the whole partial tile)
   const AllReduceParams* p;
   u32 epoch;
-  // (the epilogue stores the partial tile whole: tma_c maps this rank's [M, N] partial)
-  __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const { row = (i32)row0; return true; }
   __device__ __forceinline__ void operator()(u32 tile) const {
     publish_to_all<WORLD>(p->ready, p->flag_stride, p->rank, tile, epoch);
     trace_event(*p, TraceKind::TileStored, tile);
@@ -215,6 +214,8 @@ __device__ __forceinline__ u64* epilogue_mbarrier(const GemmSmem<Cfg>& sm) {
 template <class Cfg, bool kScatter>
 struct EpilogueAllReduce {
   static constexpr bool kPublishes = true;
+  // A reduce-scatter's `out` holds this rank's rows alone (gemm_storer asks c_store_row).
+  static constexpr bool kKeepsSomeRows = kScatter;
   static constexpr bool kUsesStaging = true;
   static constexpr bool kEqualGroupsInOneWave = false;  // TileScheduler::use_equal_groups
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
@@ -400,8 +401,8 @@ struct EpilogueAllReduce {
     // (the workspace is [M, N]; `out` holds this rank's rows alone on a reduce-scatter,
     // and rows of the tile outside them, which the peer did not copy, are clipped)
     const i32 row = (i32)Cfg::c_row0(mb, nb);
-    i32 out_row;
-    c_store_row(Cfg::c_row0(mb, nb), out_row);
+    i32 out_row = row;
+    if constexpr (kScatter) c_store_row(Cfg::c_row0(mb, nb), out_row);
     const u32 col0 = Cfg::c_col0(mb, nb);
     mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
 #pragma unroll
