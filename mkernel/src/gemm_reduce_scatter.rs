@@ -3,6 +3,10 @@
 //! A_r * B_r^T, in the fused GEMM + all-reduce's kernel ([`Collective::ReduceScatter`]:
 //! each rank's partial crosses the link once, half of it each way, where the all-reduce
 //! moves all of it both ways).
+//!
+//! Status: built and checked on the CPU (plans, arguments, NVRTC compilation of its
+//! kernels); its GPU tests (`tests/tests/gpu_gemm_reduce_scatter.rs`) are written and have
+//! not yet run on a GPU, and it has no measured time yet.
 
 use std::sync::Arc;
 
@@ -19,8 +23,7 @@ impl Communicator {
     /// The configuration a [`Communicator::gemm_reduce_scatter`] call of this shape would
     /// use ([`plan_gemm_reduce_scatter`] on this communicator).
     ///
-    /// Errors: as [`Communicator::plan_gemm_allreduce`], and M not a multiple of the world
-    /// size (`shape`), a `comm_path` without a reduce-scatter (`comm_path`).
+    /// Errors: as [`plan_gemm_reduce_scatter`].
     pub fn plan_gemm_reduce_scatter(&self, shape: GemmShape, opts: GemmAllReduceOptions) -> Result<FusedConfig> {
         let cfg = plan_gemm_reduce_scatter(shape, opts, self.plan_context())?;
         tracing::debug!(rank = self.rank(), m = shape.m, n = shape.n, k = shape.k, %cfg, "gemm_reduce_scatter plan");
@@ -32,24 +35,33 @@ impl Communicator {
     /// `torch.distributed.reduce_scatter_tensor` along dim 0, after a row-parallel layer's
     /// GEMM).
     ///
-    /// A collective, as [`Communicator::gemm_allreduce`] (the same operands, options,
-    /// ordering, CUDA-graph capture and failure reporting); only `out` differs: this
-    /// rank's M / world rows, \[M / world, N\] bf16 row-major (M % world == 0), of which
-    /// only the first M / world rows are written. On 2 ranks the rows have the bits of the
-    /// all-reduce's on the same path (a sum of two terms, rounded once); from 3 ranks the
-    /// vec16 and scalar paths sum the ranks' partials in another order (starting at the
-    /// row's rank rather than its slice's), so a row may differ from the all-reduce's in
-    /// the last bit.
+    /// A collective, as [`Communicator::gemm_allreduce`] (the same operands, ordering,
+    /// CUDA-graph capture and failure reporting). M is the rows of the activations (the
+    /// flattened tokens): each rank gets a contiguous block of M / world of them, so with
+    /// Megatron's sequence parallelism the rows must be in sequence-major order for a rank
+    /// to get its own sequence chunk. `out` is this rank's rows, \[M / world, N\] bf16
+    /// row-major (M % world == 0; pad M otherwise), of which only the first M / world rows
+    /// are written. On 2 ranks the rows are meant to have the bits of the all-reduce's on
+    /// the same path (a sum of two terms, rounded once; the GPU tests check it); from 3
+    /// ranks the vec16 and scalar paths sum the ranks' partials in another order (starting
+    /// at the row's rank rather than its slice's), so a row may differ in the last bit.
     ///
     /// Paths ([`plan_gemm_reduce_scatter`]): the epilogue path on 2 ranks with GPUs of
     /// their own (each tile's rows of the peer's block go to it as the tile finishes, and
     /// the peer's copy of this rank's rows is added into `out`); vec16 or scalar elsewhere
     /// (communication CTAs sum this rank's rows from every rank's partial); the plain GEMM
-    /// with one rank.
+    /// with one rank. The options are [`GemmAllReduceOptions`], with these differences:
+    /// `comm_path` takes epilogue, vec16, scalar or local only; `comm_ctas` (above 0) asks
+    /// for vec16 (scalar where N % 8 != 0), not one-shot; `tail_ctas` above 0 is refused
+    /// and 0 means none (no path here takes tail CTAs); with one rank `comm_path` (but
+    /// local) and `comm_ctas` are refused (its fused kernels need 2 ranks). The tile rules
+    /// of the epilogue path and the SM split of vec16 and scalar are the all-reduce's,
+    /// tuned for twice the bytes.
     ///
-    /// Errors: as `gemm_allreduce`, and M not a multiple of the world size (`shape`),
-    /// `out` shorter than \[M / world, N\] (`out`), a `comm_path` without a reduce-scatter
-    /// (`comm_path`: one-shot, reduce, push, tma).
+    /// Status: not yet run on a GPU (the module doc).
+    ///
+    /// Errors: as `gemm_allreduce`, and those of [`plan_gemm_reduce_scatter`], and `out`
+    /// shorter than \[M / world, N\] (`out`).
     pub fn gemm_reduce_scatter(
         &self,
         stream: &Arc<CudaStream>,
@@ -86,48 +98,74 @@ impl Communicator {
 /// The configuration a [`Communicator::gemm_reduce_scatter`] call of this shape would use
 /// on a communicator described by `ctx`, without one.
 ///
-/// The path: `comm_path` where given (one that [`Collective::runs_on`]: epilogue, vec16,
-/// scalar, local), else the all-reduce's default for the call where it has a
-/// reduce-scatter (the epilogue path on 2 ranks with GPUs of their own), else vec16
-/// (scalar where N % 8 != 0: 2 ranks sharing a GPU, more than 2 ranks, or `comm_ctas`
-/// asked for); then [`plan_gemm_allreduce`]'s plan on that path, so that where the
-/// all-reduce takes the same path the two plans are equal. The SM split of vec16 and
-/// scalar is the all-reduce's heuristic (`mkernel_sm::balance`; a reduce-scatter moves
-/// about half the bytes, so it may give communication more CTAs than it needs). With one
-/// rank, the plain GEMM into all M rows (the local path).
+/// The path: `comm_path` where given (epilogue, vec16, scalar or local:
+/// [`Collective::runs_on`]); else vec16 (scalar where N % 8 != 0) where `comm_ctas` asks for
+/// communication CTAs; else the all-reduce's default path for the call where the
+/// reduce-scatter has it (the epilogue path on 2 ranks with GPUs of their own, a TMA-store
+/// tile and N % 8 == 0, or a clustered, swapped-operand or column-fitted tile asked for;
+/// local with one rank), else vec16 or scalar as above (e.g. 2 ranks sharing a GPU, more
+/// than 2 ranks, a Registers tile asked for). Then [`plan_gemm_allreduce`]'s plan on that
+/// path, so that where the all-reduce takes the same path the two plans are equal. The SM
+/// split of vec16 and scalar is the all-reduce's heuristic (`mkernel_sm::balance`; a
+/// reduce-scatter moves about half the bytes, so it may give communication more CTAs than
+/// it needs). With one rank, the plain GEMM into all M rows (the local path).
 ///
-/// Errors: as [`plan_gemm_allreduce`] (on the path so chosen), and M not a multiple of the
-/// world size (`shape`), a `comm_path` without a reduce-scatter (`comm_path`), tail CTAs
-/// (`tail_ctas`: none of these paths take any; 0 is accepted), a fused kernel asked of one
-/// rank (`comm_path` or `comm_ctas`: a reduce-scatter has them from 2 ranks).
+/// Errors: as [`plan_gemm_allreduce`] (on the path so chosen), and, checked first: tail
+/// CTAs above 0 (`tail_ctas`: none of these paths takes any), a fused kernel asked of one
+/// rank (`comm_path` other than local, or `comm_ctas` above 0: a reduce-scatter's fused
+/// kernels need 2 ranks), a `comm_path` without a reduce-scatter or not available for the
+/// world size (`comm_path`, naming the reduce-scatter's paths there), M not a multiple of
+/// the world size (`shape`).
 pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
     let rs = Collective::ReduceScatter;
+    let world = ctx.world_size;
     if let Some(t) = opts.tail_ctas.filter(|&t| t > 0) {
         return Err(invalid(
             "tail_ctas",
             format!("a reduce-scatter runs on the epilogue, vec16, scalar or local path, none of which takes tail CTAs; got {t}"),
         ));
     }
-    let opts = GemmAllReduceOptions { tail_ctas: None, ..opts };
-    // (the context's and the shape's own rules first, as the all-reduce names them)
-    let probe = GemmAllReduceOptions { split_last_wave: None, epilogue_pace: None, diagnostic_skip: None, ..opts };
-    let default = plan_gemm_allreduce(shape, probe, ctx)?;
-    rs.check_m(shape, ctx.world_size)?;
-    if ctx.world_size == 1 && default.path != CommPath::Local {
-        let arg = if opts.comm_path.is_some() { "comm_path" } else { "comm_ctas" };
-        return Err(invalid(
-            arg,
-            "with one rank a reduce-scatter is the plain GEMM into all M rows (the local path): its fused kernels need 2 ranks or more",
-        ));
-    }
-    let path = match opts.comm_path {
-        Some(p) => {
-            rs.check(shape, p, ctx.world_size)?;
-            p
+    // (0 tail or communication CTAs: none)
+    let comm_ctas = opts.comm_ctas.filter(|&c| c > 0);
+    let opts = GemmAllReduceOptions { tail_ctas: None, comm_ctas, ..opts };
+    if world == 1 {
+        let asked = match (opts.comm_path, comm_ctas) {
+            (Some(p), _) if p != CommPath::Local => Some("comm_path"),
+            (_, Some(_)) => Some("comm_ctas"),
+            _ => None,
+        };
+        if let Some(arg) = asked {
+            return Err(invalid(
+                arg,
+                "with one rank a reduce-scatter is the plain GEMM into all M rows (the local path): its fused kernels need 2 ranks or more",
+            ));
         }
-        None if rs.runs_on(default.path) => default.path,
-        None if shape.n % 8 == 0 => CommPath::Vec16,
-        None => CommPath::Scalar,
+    }
+    if let Some(p) = opts.comm_path {
+        let here: Vec<&str> = [CommPath::Epilogue, CommPath::Vec16, CommPath::Scalar, CommPath::Local]
+            .into_iter()
+            .filter(|&q| if world == 1 { q == CommPath::Local } else { q != CommPath::Local && (q != CommPath::Epilogue || world == 2) })
+            .map(CommPath::name)
+            .collect();
+        if !here.contains(&p.name()) {
+            return Err(invalid(
+                "comm_path",
+                format!("a reduce-scatter of {world} rank(s) runs on {}; got {}", here.join(", "), p.name()),
+            ));
+        }
+    }
+    rs.check_m(shape, world)?;
+    let two_phase = if shape.n % 8 == 0 { CommPath::Vec16 } else { CommPath::Scalar };
+    let path = match (opts.comm_path, comm_ctas) {
+        (Some(p), _) => p,
+        (None, Some(_)) => two_phase,
+        (None, None) => {
+            // (the all-reduce's default path for the call: the path choice does not depend on
+            // the split, the pace or the diagnostic, which are checked on the path chosen)
+            let probe = GemmAllReduceOptions { split_last_wave: None, epilogue_pace: None, diagnostic_skip: None, ..opts };
+            let default = plan_gemm_allreduce(shape, probe, ctx)?.path;
+            if rs.runs_on(default) { default } else { two_phase }
+        }
     };
     plan_gemm_allreduce(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx)
 }
@@ -204,7 +242,7 @@ mod tests {
         for path in [CommPath::TmaOneShot, CommPath::TmaReduce, CommPath::Push, CommPath::Tma] {
             let opts = GemmAllReduceOptions { comm_path: Some(path), ..Default::default() };
             let e = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap_err();
-            assert!(e.to_string().contains("reduce-scatter runs on"), "{path:?}: {e}");
+            assert!(e.to_string().contains("a reduce-scatter of 2 rank(s) runs on epilogue, vec16, scalar"), "{path:?}: {e}");
             assert_eq!(arg_of(&e), "comm_path", "{path:?}");
         }
         let opts = GemmAllReduceOptions { tail_ctas: Some(8), ..Default::default() };
@@ -222,6 +260,22 @@ mod tests {
             let e = plan_gemm_reduce_scatter(shape, opts, ctx(1, false)).unwrap_err();
             assert_eq!(arg_of(&e), arg, "{e}");
         }
+        // Refusals name the reduce-scatter's paths, never one it does not run.
+        for (world, path, want) in [
+            (4u32, CommPath::Epilogue, "a reduce-scatter of 4 rank(s) runs on vec16, scalar; got epilogue"),
+            (2, CommPath::TmaOneShot, "runs on epilogue, vec16, scalar; got one-shot"),
+            (1, CommPath::Epilogue, "with one rank a reduce-scatter is the plain GEMM"),
+        ] {
+            let opts = GemmAllReduceOptions { comm_path: Some(path), ..Default::default() };
+            let e = plan_gemm_reduce_scatter(GemmShape { m: 4096, ..shape }, opts, ctx(world, false)).unwrap_err();
+            assert!(e.to_string().contains(want) && !e.to_string().contains("available"), "world {world} {path:?}: {e}");
+        }
+        let opts = GemmAllReduceOptions { comm_ctas: Some(132), ..Default::default() };
+        let e = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap_err();
+        assert!(e.to_string().contains("vec16") && !e.to_string().contains("one-shot"), "{e}");
+        // 0 communication CTAs is none, as 0 tail CTAs.
+        let opts = GemmAllReduceOptions { comm_ctas: Some(0), ..Default::default() };
+        assert_eq!(plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap().path, CommPath::Epilogue);
         // An epilogue-only option where the reduce-scatter runs vec16 (ranks sharing a GPU)
         // is refused naming vec16, the path it would run, not one-shot.
         let opts = GemmAllReduceOptions { split_last_wave: Some(mkernel_kernels::gemm_allreduce::LastWaveSplit::Slices(2)), ..Default::default() };

@@ -358,6 +358,9 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
     if a.gpu_shared && a.world_size < 2 {
         return Err(usage("--gpu-shared: ranks sharing a GPU are 2 or more (--world-size 2..8); got --world-size 1"));
     }
+    if let (Collective::ReduceScatter, Some(t)) = (collective, a.tail_ctas) {
+        return Err(usage(format!("--tail-ctas {t}: a reduce-scatter's paths (epilogue, vec16, scalar, local) take no tail CTAs")));
+    }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
     let ctx = PlanContext::new(a.world_size, c.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
     let default = match (c.models, collective) {

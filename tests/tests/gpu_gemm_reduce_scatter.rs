@@ -3,9 +3,9 @@
 //! cuBLAS product that each rank keeps, with poisoned outputs and fresh random data, on
 //! the epilogue path (tiles across the boundary between two ranks' rows, swapped-operand,
 //! clustered, column-fitted and split tiles), the two-phase paths (2-8 ranks), calls
-//! interleaved with all-reduces, a missing peer and argument errors. Two ranks run on
-//! GPUs 0 and 1, or both on GPU 0 (each kernel on its half of the SMs). Skips without a
-//! GPU (see mkernel-tests).
+//! interleaved with all-reduces, 100 epochs, CUDA-graph replays, a missing peer and
+//! argument errors. Two ranks run on GPUs 0 and 1, or both on GPU 0 (each kernel on its
+//! half of the SMs). Skips without a GPU (see mkernel-tests).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -280,4 +280,86 @@ fn bad_arguments_are_named() {
     let s = GemmShape { m: 128, n: 256, k: 64 };
     let mut bs = bufs(&g, s);
     round(&mut g, &mut bs, s, check::fresh_seed(), GemmAllReduceOptions::default(), false);
+}
+
+/// 100 reduce-scatters with fresh data each (every rank's rows checked each time), then
+/// 100 enqueued back to back with no host synchronisation, the last checked: the epochs
+/// advance with no reset, on the default path and on vec16. Two ranks.
+#[test]
+fn hundred_back_to_back_epochs_with_fresh_data() {
+    let Some(devices) = two_ranks("hundred_back_to_back_epochs_with_fresh_data") else { return };
+    let s = GemmShape { m: 2050, n: 8192, k: 1024 };
+    let mut g = group_on(&devices, s.m as u64 * s.n as u64);
+    let mut bs = bufs(&g, s);
+    let shared = devices[0] == devices[1];
+    let default = if shared { GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() } } else { GemmAllReduceOptions::default() };
+    for opts in [default, GemmAllReduceOptions { comm_path: Some(CommPath::Vec16), ..Default::default() }] {
+        let seed = check::fresh_seed();
+        for rep in 0..100 {
+            round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts, false);
+        }
+        for _ in 0..100 {
+            for (r, b) in bs.iter_mut().enumerate() {
+                g.comms[r].gemm_reduce_scatter(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap();
+            }
+        }
+        sync_all(&g, &format!("{opts:?} after 100 queued calls"));
+        let case = AllReduceCase { shape: s, world: 2, seed: seed.wrapping_add(99) };
+        for (r, b) in bs.iter().enumerate() {
+            let cmp = case.verify_rows_on_device(&g.streams[r], &mut g.blas[r], &b.out, rows_of(s, 2, r)).unwrap();
+            assert!(cmp.passed(), "rank {r} {opts:?} after 100 queued calls: {cmp}");
+        }
+        eprintln!("ok {s:?} {opts:?}: 100 checked calls, 100 queued");
+    }
+}
+
+/// A reduce-scatter captured in a CUDA graph on a side stream, replayed 5 times with
+/// fresh inputs: each replay advances the epoch and leaves each rank's rows right.
+#[test]
+fn cuda_graph_replays_advance_epochs() {
+    let Some(devices) = two_ranks("cuda_graph_replays_advance_epochs") else { return };
+    let s = GemmShape { m: 1024, n: 8192, k: 1024 };
+    let mut g = group_on(&devices, s.m as u64 * s.n as u64);
+    let mut bs = bufs(&g, s);
+    let opts = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
+    // Warm up (JIT compile + module load outside the capture).
+    round(&mut g, &mut bs, s, 1, opts, false);
+    for c in &g.comms {
+        // SAFETY: every buffer of this test is used on its rank's one stream (or its
+        // capture stream, after a synchronisation) only.
+        unsafe { c.context().disable_event_tracking() };
+    }
+    let capture: Vec<_> = g.comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+    for st in &g.streams {
+        st.synchronize().unwrap();
+    }
+    let mut graphs = Vec::new();
+    for (r, b) in bs.iter_mut().enumerate() {
+        let st = &capture[r];
+        st.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).unwrap();
+        g.comms[r].gemm_reduce_scatter(st, &b.a, &b.b, &mut b.out, s, opts).unwrap();
+        let graph = st.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH).unwrap().unwrap();
+        graphs.push(graph);
+    }
+    let seed = check::fresh_seed();
+    for rep in 0..5u64 {
+        let case = AllReduceCase { shape: s, world: 2, seed: seed + rep };
+        for (r, b) in bs.iter_mut().enumerate() {
+            case.fill_inputs(&g.streams[r], r as u32, &mut b.a, &mut b.b).unwrap();
+            check::poison(&g.streams[r], &mut b.out).unwrap();
+        }
+        for st in &g.streams {
+            st.synchronize().unwrap();
+        }
+        for gr in &graphs {
+            gr.launch().unwrap();
+        }
+        for (r, c) in g.comms.iter().enumerate() {
+            c.synchronize(&capture[r]).unwrap();
+        }
+        for (r, b) in bs.iter().enumerate() {
+            let cmp = case.verify_rows(&g.streams[r], &mut g.blas[r], &b.out, rows_of(s, 2, r)).unwrap();
+            assert!(cmp.passed(), "rank {r}, graph replay {rep}: {cmp}");
+        }
+    }
 }

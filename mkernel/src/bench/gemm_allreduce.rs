@@ -50,7 +50,8 @@ pub struct ArArgs {
     pub gpus: Option<usize>,
     /// Static numbers of communication CTAs to sweep, e.g. 4,8,16,32 (each 1 to the
     /// grid size - 1), on the --comm-path given or else the default path with
-    /// communication CTAs (one-shot for 2 ranks; not the epilogue path, which has none).
+    /// communication CTAs (one-shot for 2 ranks; gemm-reduce-scatter: vec16, or scalar
+    /// for N % 8 != 0; not the epilogue path, which has none).
     /// Each count once.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_sm_comm)]
     pub sm_comm: Vec<u32>,
@@ -67,14 +68,14 @@ pub struct ArArgs {
     /// DIAGNOSTIC, for a machine with one GPU: put every rank (--gpus N, default 2) on
     /// GPU 0, each rank's kernels on its share of the SMs. NCCL refuses two ranks on one
     /// GPU, so there is no baseline: the base, NCCL, speedup and comm columns are NaN (null
-    /// in the JSON, written as gemm-allreduce-wN-shared-*); "cuBLAS" and "our gemm" time
+    /// in the JSON, written as gemm-allreduce-wN-shared-* or gemm-reduce-scatter-wN-shared-*); "cuBLAS" and "our gemm" time
     /// every rank's GEMM on the one GPU, and "overlap" is our GEMMs' time over the fused
     /// call's. The ranks' "link" is
     /// the GPU's own memory, far faster than NVLink, so the copies after the GEMM cost
     /// little: the fused times compare configurations (--sweep-*) on their GEMM side,
     /// they are not the numbers of two GPUs over NVLink. Ranks sharing a GPU take no tail
     /// CTAs and, by default, not the epilogue path (2 ranks: one-shot; more: tma or vec16;
-    /// N % 8 != 0: scalar): --comm-path epilogue for the epilogue path, which the
+    /// N % 8 != 0: scalar; gemm-reduce-scatter: vec16 or scalar): --comm-path epilogue for the epilogue path, which the
     /// epilogue-only options (--split-last-wave N, --sweep-split, --sweep-diag,
     /// --epilogue-pace) need here, and which makes the default row and a --sweep-tiles row
     /// of an epilogue-only tile (clustered, swapped-operand, column-fitted) compare on one
@@ -129,7 +130,8 @@ pub struct ArArgs {
     /// shape and split_last_wave.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_split_last_wave)]
     pub split_last_wave: Option<mkernel::LastWaveSplit>,
-    /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size):
+    /// Force the number of tail CTAs (one-shot, reduce and push paths; 0 to the grid size;
+    /// refused by gemm-reduce-scatter, whose paths take none):
     /// CTAs that join the communication once compute CTAs finish. Default: one per
     /// compute CTA on those paths, none on the others. Given without --comm-path, the
     /// path is one with communication CTAs (one-shot for 2 ranks), never epilogue, unless
@@ -288,8 +290,8 @@ pub fn shapes() -> Vec<(String, GemmShape)> {
 }
 
 /// The reduce-scatter bench's list: the all-reduce's LLM shapes, and for the odd M two
-/// ragged ones (M = 136, 2056: not multiples of the 128-row tiles, but of 8 ranks and
-/// fewer, so that the two ranks' rows meet inside a tile). Shapes whose M the world size
+/// ragged ones (M = 136, 2056: not multiples of the 128-row tiles, but of 1, 2, 4 and 8
+/// ranks, so that the two ranks' rows meet inside a tile). Shapes whose M the world size
 /// does not divide are left out of a run, saying so.
 pub fn reduce_scatter_shapes() -> Vec<(String, GemmShape)> {
     let mut v: Vec<_> = shapes().into_iter().filter(|(label, _)| !label.starts_with("odd")).collect();
@@ -465,8 +467,8 @@ fn check_once(
 }
 
 /// A reduce-scatter runs on the epilogue, vec16, scalar and local paths, none of which
-/// takes tail CTAs: a --comm-path or --sweep-paths entry outside them, or --tail-ctas
-/// above 0, is refused before any GPU is opened.
+/// takes tail CTAs: a --comm-path or --sweep-paths entry outside them, or --tail-ctas (any
+/// count: 0 is what it runs anyway), is refused before any GPU is opened.
 fn check_collective_args(op: Op, comm_path: Option<CommPath>, sweep_paths: &[CommPath], tail_ctas: Option<u32>) -> Result<(), String> {
     if op.0 == Collective::AllReduce {
         return Ok(());
@@ -478,8 +480,42 @@ fn check_collective_args(op: Op, comm_path: Option<CommPath>, sweep_paths: &[Com
     if let Some(p) = sweep_paths.iter().find(|&&p| !op.0.runs_on(p)) {
         return Err(format!("--sweep-paths {}: a reduce-scatter runs on {runs}", p.name()));
     }
-    if let Some(t) = tail_ctas.filter(|&t| t > 0) {
+    if let Some(t) = tail_ctas {
         return Err(format!("--tail-ctas {t}: a reduce-scatter's paths ({runs}) take no tail CTAs"));
+    }
+    Ok(())
+}
+
+/// The reduce-scatter's rules that need the world size, checked as soon as it is known
+/// (from --gpus, --procs or --share-gpu before any GPU is opened, else once the GPUs are
+/// counted): one rank runs the plain GEMM (no fused kernel to force or sweep), the
+/// epilogue path needs 2 ranks, and every --shape's M must be a multiple of the world size
+/// (the default list's others are left out, saying so).
+fn check_reduce_scatter_world(op: Op, world: usize, comm_path: Option<CommPath>, sm_comm: &[u32], sweep_paths: &[CommPath], shapes: &[GemmShape]) -> Result<(), String> {
+    if op.0 == Collective::AllReduce {
+        return Ok(());
+    }
+    let fused = |p: &CommPath| *p != CommPath::Local;
+    if world == 1 {
+        let one = "with one rank a reduce-scatter is the plain GEMM into all M rows (the local path): its fused kernels need 2 ranks or more";
+        if let Some(p) = comm_path.filter(fused) {
+            return Err(format!("--comm-path {}: {one}", p.name()));
+        }
+        if !sm_comm.is_empty() {
+            return Err(format!("--sm-comm: {one}"));
+        }
+        if let Some(p) = sweep_paths.iter().find(|p| fused(p)) {
+            return Err(format!("--sweep-paths {}: {one}", p.name()));
+        }
+    }
+    if world != 2 && comm_path == Some(CommPath::Epilogue) {
+        return Err(format!("--comm-path epilogue: the epilogue path needs 2 ranks, and this run has {world}"));
+    }
+    if let Some(s) = shapes.iter().find(|s| s.m as usize % world != 0) {
+        return Err(format!(
+            "--shape {}x{}x{}: a reduce-scatter gives each of the {world} ranks M / world rows, and M={} is not a multiple of {world}",
+            s.m, s.n, s.k, s.m
+        ));
     }
     Ok(())
 }
@@ -530,7 +566,8 @@ fn trace_call(
 ) -> BenchResult<()> {
     // One rank's default is the plain GEMM alone (the local path): no events to record.
     if op.plan(&comms[0], s, opts)?.path == CommPath::Local {
-        bar.suspend(|| println!("{:<26} trace: none, the local path (one rank: the plain GEMM alone) has no events; --comm-path one-shot traces the fused kernel", label));
+        let fused = if op.0 == Collective::AllReduce { "--comm-path one-shot traces the fused kernel" } else { "a reduce-scatter's fused kernels need 2 ranks" };
+        bar.suspend(|| println!("{:<26} trace: none, the local path (one rank: the plain GEMM alone) has no events; {fused}", label));
         return Ok(());
     }
     // Events (see TraceBuffer::new): up to 3 per CTA, plus 2 per slice of a split last
@@ -870,7 +907,7 @@ impl PathFlags<'_> {
             return Err(format!("{flag}: the epilogue path needs a TMA-store tile (a *-tma-store --tile), not --tile {} ({t})", t.name()));
         }
         if self.shared && self.comm_path.is_none() && !forced_by_tile {
-            return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) take the one-shot path by default; add --comm-path epilogue"));
+            return Err(format!("{flag}: ranks sharing a GPU (--share-gpu) do not take the epilogue path by default; add --comm-path epilogue"));
         }
         Ok(())
     }
@@ -953,6 +990,9 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
     check_unique("--sm-comm", &args.sm_comm).map_err(super::usage)?;
     let sweep_paths = parse_sweep_paths(&args.sweep_paths, world_asked).map_err(super::usage)?;
     check_collective_args(op, comm_path, &sweep_paths, args.tail_ctas).map_err(super::usage)?;
+    if let Some(w) = world_asked {
+        check_reduce_scatter_world(op, w, comm_path, &args.sm_comm, &sweep_paths, &args.shape).map_err(super::usage)?;
+    }
     let epilogue_pace = parse_epilogue_pace(args.epilogue_pace.as_deref(), comm_path, &sweep_paths).map_err(super::usage)?;
     let flags = PathFlags { comm_path, sweep_paths: &sweep_paths, tile, tail_ctas: args.tail_ctas, world: world_asked, shared };
     // The diagnostic and the split sweep vary the shape's own configuration: --sweep-paths
@@ -1036,6 +1076,12 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
         shapes()
     };
     let list = super::filter_shapes(list, c.filter.as_deref())?;
+    // (a reduce-scatter with the world size known: some listed shape must have an M it divides)
+    if let (Collective::ReduceScatter, Some(w)) = (op.0, world_asked) {
+        if !list.iter().any(|(_, s)| s.m as usize % w == 0) {
+            return Err(super::usage(format!("no listed shape has an M that the world size ({w}) divides, which a reduce-scatter needs; give --shape")));
+        }
+    }
     // A forced TMA-store tile must be able to write every listed shape (N % 8 == 0).
     if let Some(t) = tile {
         if let Some((label, s)) = list.iter().find(|(_, s)| t.check_output(s.n).is_err()) {
@@ -1097,6 +1143,7 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
     } else {
         let present = mkernel::device_count()?;
         let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
+        check_reduce_scatter_world(op, world, comm_path, &args.sm_comm, &sweep_paths, &args.shape).map_err(super::usage)?;
         check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, Some(world)).map_err(super::usage)?;
         if args.share_gpu {
             (Communicator::local_group(&vec![0; world], config).map_err(sized_by)?, "one process, every rank on GPU 0 (--share-gpu: no baseline)")
@@ -1516,6 +1563,13 @@ mod tests {
             (&["--comm-path", "tma"][..], "--comm-path tma: a reduce-scatter"),
             (&["--sweep-paths", "epilogue,push"][..], "--sweep-paths push: a reduce-scatter"),
             (&["--tail-ctas", "4"][..], "--tail-ctas 4: a reduce-scatter's paths"),
+            (&["--tail-ctas", "0"][..], "--tail-ctas 0: a reduce-scatter's paths"),
+            // (the world size known from the arguments: refused before any GPU is opened)
+            (&["--gpus", "1", "--comm-path", "vec16"][..], "--comm-path vec16: with one rank a reduce-scatter is the plain GEMM"),
+            (&["--gpus", "1", "--sm-comm", "8"][..], "--sm-comm: with one rank"),
+            (&["--procs", "1", "--sweep-paths", "scalar"][..], "--sweep-paths scalar: with one rank"),
+            (&["--gpus", "2", "--shape", "129x8192x4096"][..], "--shape 129x8192x4096: a reduce-scatter gives each of the 2 ranks"),
+            (&["--share-gpu", "--gpus", "3"][..], "no listed shape has an M that the world size (3) divides"),
         ] {
             let e = rs(args);
             assert!(e.contains(want), "{args:?}: {e}");
