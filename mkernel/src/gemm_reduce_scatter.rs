@@ -142,9 +142,10 @@ pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ct
         }
     }
     if let Some(p) = opts.comm_path {
-        let here: Vec<&str> = [CommPath::Epilogue, CommPath::Vec16, CommPath::Scalar, CommPath::Local]
+        // (its paths at this world size: local alone with one rank, the epilogue path with 2)
+        let here: Vec<&str> = CommPath::ALL
             .into_iter()
-            .filter(|&q| if world == 1 { q == CommPath::Local } else { q != CommPath::Local && (q != CommPath::Epilogue || world == 2) })
+            .filter(|&q| rs.runs_on(q) && (q == CommPath::Local) == (world == 1) && (q != CommPath::Epilogue || world == 2))
             .map(CommPath::name)
             .collect();
         if !here.contains(&p.name()) {

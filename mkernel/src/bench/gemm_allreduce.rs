@@ -520,21 +520,22 @@ fn check_reduce_scatter_world(op: Op, world: usize, comm_path: Option<CommPath>,
     Ok(())
 }
 
-/// NCCL's collective on every local rank's cuBLAS output: the all-reduce of `out_base` in
-/// place, or its reduce-scatter into `out_rows`.
-fn nccl_collective(nccl: &mut Nccl, data: &mut [RankData]) -> BenchResult<()> {
-    if data.iter().all(|d| d.out_rows.is_some()) {
-        let (mut sends, mut recvs): (Vec<&CudaSlice<bf16>>, Vec<&mut CudaSlice<bf16>>) = (Vec::new(), Vec::new());
-        for d in data.iter_mut() {
-            if let Some(rows) = d.out_rows.as_mut() {
-                sends.push(&d.out_base);
-                recvs.push(rows);
-            }
+/// NCCL's collective of `op` on every local rank's cuBLAS output: the all-reduce of
+/// `out_base` in place, or its reduce-scatter into `out_rows` (which `alloc_rank` made for it).
+fn nccl_collective(op: Op, nccl: &mut Nccl, data: &mut [RankData]) -> BenchResult<()> {
+    match op.0 {
+        Collective::AllReduce => {
+            let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
+            nccl.all_reduce_sum(&mut outs)?;
         }
-        nccl.reduce_scatter_sum(&sends, &mut recvs)?;
-    } else {
-        let mut outs: Vec<&mut CudaSlice<bf16>> = data.iter_mut().map(|d| &mut d.out_base).collect();
-        nccl.all_reduce_sum(&mut outs)?;
+        Collective::ReduceScatter => {
+            let (mut sends, mut recvs): (Vec<&CudaSlice<bf16>>, Vec<&mut CudaSlice<bf16>>) = (Vec::new(), Vec::new());
+            for d in data.iter_mut() {
+                recvs.push(d.out_rows.as_mut().ok_or("a reduce-scatter's rank data has no rows buffer (alloc_rank)")?);
+                sends.push(&d.out_base);
+            }
+            nccl.reduce_scatter_sum(&sends, &mut recvs)?;
+        }
     }
     Ok(())
 }
@@ -1359,7 +1360,7 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
                         blas[r].gemm_bf16(&d.a[i % sets], &d.b[i % sets], &mut d.out_base, s)?;
                     }
                     if let (0, Some(nccl)) = (v, nccl.as_mut()) {
-                        nccl_collective(nccl, &mut data)?;
+                        nccl_collective(op, nccl, &mut data)?;
                     }
                 }
                 2 => {
@@ -1372,7 +1373,7 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
                 NCCL_ALONE => {
                     // (--share-gpu: nothing; its column is reported as NaN)
                     if let Some(nccl) = nccl.as_mut() {
-                        nccl_collective(nccl, &mut data)?;
+                        nccl_collective(op, nccl, &mut data)?;
                     }
                 }
                 _ => {
@@ -1544,15 +1545,11 @@ mod tests {
     }
 
     /// `bench gemm-reduce-scatter` refuses, before any GPU is opened, the paths without a
-    /// reduce-scatter (forced or swept) and tail CTAs; its list leaves out the odd M (the
-    /// world size must divide M) for ragged ones that 2, 4 and 8 ranks divide.
+    /// reduce-scatter (forced or swept), tail CTAs, and, with the world size known from the
+    /// arguments, one rank's fused options and an M it does not divide; its list replaces
+    /// the odd M by ragged ones that 1, 2, 4 and 8 ranks divide.
     #[test]
     fn reduce_scatter_refuses_paths_without_one() {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            ar: ArArgs,
-        }
         use clap::Parser;
         let rs = |args: &[&str]| {
             let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
