@@ -13,6 +13,10 @@ for t in bad_arguments_are_named cuda_graph_replays_advance_epochs epilogue_path
   OUT=$base/t-$t TEST_TIMEOUT=150 bash bench/device-run.sh tests gpu_gemm_reduce_scatter --exact "$t" --nocapture > /dev/null 2>&1
   grep -hE "^ok |panicked|Error|error|test result" $base/t-$t/test-logs/*.log | cut -c1-700 | tail -12
 done
+echo "=== single shapes, each in a process of its own (rank 1's first tile straddles the ranks' rows where M / 2 % 128 != 0)"
+for shape in 1024x8192x512 2048x8192x512 130x8192x512 400x1000x200 2x512x64 512x8192x512 520x8192x512; do
+  timeout 60 bash bench/device-run.sh bench gemm-reduce-scatter --share-gpu --comm-path epilogue --check --iters 3 --warmup-ms 50 --no-json --shape $shape 2>&1 | grep -E "^shape|rror" | cut -c1-300
+done
 cs=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 echo "=== compute-sanitizer: ${cs:-none}"
 if [[ -n $cs ]] && grep -q "panicked" $base/t-epilogue_path_keeps_each_ranks_rows/test-logs/*.log; then
