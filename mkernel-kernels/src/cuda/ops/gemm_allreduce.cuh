@@ -178,7 +178,9 @@ struct PublishTileReady {
 //                      nothing: the host reports the failure, `out` is not a result.
 // Reduce-scatter (kScatter; p->scatter_rows = S): rank r keeps rows [r S, (r + 1) S) of the sum,
 // and `out` (tma_c_out: [S, N]) holds just those, so a tile's rows land at row0 - r S
-// (TMA clips rows outside [0, S)). A tile goes to the peer only where it meets the peer's
+// (TMA clips rows past S; the one tile that starts above row r S while meeting it, the head
+// tile, would land at a negative row, which TMA faults on: its rows are stored by hand,
+// store_head_rows). A tile goes to the peer only where it meets the peer's
 // rows (copy_out copies those rows alone, and publishes), and is added here only where it
 // meets this rank's (reuse_staging waits for the peer's copy of it); a tile within the
 // peer's rows is not stored into `out` at all (c_store_row). So each rank's partial crosses
@@ -243,11 +245,21 @@ struct EpilogueAllReduce {
   // kScatter: whether the last tile copy_out saw went to the peer (lane 0's copy:
   // operator() publishes it only then). Unused (and optimised away) on an all-reduce.
   bool sent;
+  // kScatter, lane 0's: reuse_staging found the peer's copy of the head tile's rows
+  // (store_head_rows adds it). Unused on an all-reduce.
+  bool head_peer_ready;
   // kScatter: whether a tile whose first row of C is row0 has rows that rank q keeps.
   // (row0 < M <= 2^31 - 256 and kCRows <= 256: no overflow.)
   __device__ __forceinline__ bool meets_rows_of(u32 row0, u32 q) const {
     const u32 s = p->scatter_rows;
     return row0 < (q + 1) * s && row0 + Cfg::kCRows > q * s;
+  }
+  // kScatter: whether a tile whose first row of C is row0 starts above this rank's rows and
+  // meets them (the head tile: its rows would land at a negative row of `out`, which TMA
+  // refuses with an illegal-instruction fault, run 399). Its rows are stored by hand
+  // (store_head_rows) instead of by TMA.
+  __device__ __forceinline__ bool head_tile(u32 row0) const {
+    return row0 < p->rank * p->scatter_rows && meets_rows_of(row0, p->rank);
   }
   __device__ __forceinline__ bool c_store_row(u32 row0, i32& row) const {
     if constexpr (!kScatter) {
@@ -255,7 +267,7 @@ struct EpilogueAllReduce {
       return true;
     } else {
       row = (i32)row0 - (i32)(p->rank * p->scatter_rows);
-      return meets_rows_of(row0, p->rank);
+      return row >= 0 && meets_rows_of(row0, p->rank);
     }
   }
   __device__ __forceinline__ void copy_out(u32 tile, const u8* staging, u32 mb, u32 nb, bool more, u32 pace_div) {
@@ -380,6 +392,7 @@ struct EpilogueAllReduce {
     // Reduce-scatter: a tile within the peer's rows has nothing to add here (the peer
     // sends, and publishes, only tiles that meet this rank's rows).
     if constexpr (kScatter) {
+      head_peer_ready = false;
       if (!meets_rows_of(Cfg::c_row0(mb, nb), p->rank)) {
         freed_lo = (u32)globaltimer_ns();
         return;
@@ -397,6 +410,14 @@ struct EpilogueAllReduce {
       trace_event(*p, TraceKind::PeerAdded, tile);
       freed_lo = (u32)globaltimer_ns();
       return;
+    }
+    if constexpr (kScatter) {
+      if (head_tile(Cfg::c_row0(mb, nb))) {
+        // (the staging tile keeps this rank's partial: store_head_rows adds the peer's
+        // copy to it by hand, the whole warp, once this returns)
+        head_peer_ready = true;
+        return;
+      }
     }
     // (the workspace is [M, N]; `out` holds this rank's rows alone on a reduce-scatter,
     // and rows of the tile outside them, which the peer did not copy, are clipped)
@@ -417,6 +438,39 @@ struct EpilogueAllReduce {
     bulk_wait_group_read<0>();
     trace_event(*p, TraceKind::PeerAdded, tile);
     freed_lo = (u32)globaltimer_ns();  // the storer hands the staging tile back next
+  }
+  // kScatter, every lane, after reuse_staging (gemm_storer): the head tile's rows of this
+  // rank (c_store_row stored none of them) from the staging tile, which still holds this
+  // rank's partial, plus the peer's copy of them in this rank's partial region (where it
+  // landed before the flag reuse_staging waited for), summed in fp32 and rounded to bf16
+  // (round to nearest even: the bits of TMA's bf16 reduce-add of the same two terms),
+  // stored into `out` at row - r S. Without the peer's copy (a timeout, or the
+  // no-add diagnostic) this rank's partial alone, as the TMA path leaves it.
+  __device__ __forceinline__ void store_head_rows(u32 tile, const u8* staging, u32 mb, u32 nb) {
+    if constexpr (kScatter) {
+      const u32 row0 = Cfg::c_row0(mb, nb), col0 = Cfg::c_col0(mb, nb);
+      if (!head_tile(row0)) return;  // (warp-uniform)
+      const bool add = __shfl_sync(0xffffffffu, head_peer_ready, 0);
+      const u32 lo = p->rank * p->scatter_rows, hi = lo + p->scatter_rows;
+      const u8* peer = reinterpret_cast<const u8*>(p->partial[p->rank]);
+      u8* out = reinterpret_cast<u8*>(p->out);
+      for (u32 i = lane_id(); i < kChunks; i += 32) {
+        // chunk j of row r of box b, as stored (see copy_out)
+        const u32 b = i / (Cfg::kCRows * kBoxRowChunks), r = (i / kBoxRowChunks) % Cfg::kCRows, j = i % kBoxRowChunks;
+        const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (Cfg::kCSwizzled ? (j ^ (r % 8)) : j) * 8;
+        if (row < lo || row >= hi || col >= p->n) continue;
+        uint4 v = *reinterpret_cast<const uint4*>(staging + b * Cfg::kCBoxBytes + r * (Cfg::kCBoxCols * 2) + j * 16);
+        if (add) {
+          const uint4 w = ld_cg_v4(peer + ((u64)row * p->n + col) * 2);
+          v.x = pack_bf16x2(bf16_lo(v.x) + bf16_lo(w.x), bf16_hi(v.x) + bf16_hi(w.x));
+          v.y = pack_bf16x2(bf16_lo(v.y) + bf16_lo(w.y), bf16_hi(v.y) + bf16_hi(w.y));
+          v.z = pack_bf16x2(bf16_lo(v.z) + bf16_lo(w.z), bf16_hi(v.z) + bf16_hi(w.z));
+          v.w = pack_bf16x2(bf16_lo(v.w) + bf16_lo(w.w), bf16_hi(v.w) + bf16_hi(w.w));
+        }
+        st_v4(out + ((u64)(row - lo) * p->n + col) * 2, v);
+      }
+      if (add && lane_id() == 0) trace_event(*p, TraceKind::PeerAdded, tile);
+    }
   }
 };
 
@@ -994,7 +1048,7 @@ __device__ __forceinline__ void gemm_allreduce_kernel(const AllReduceParams& p) 
       const u64 start_ns = globaltimer_ns();
       // (freed_lo long before the first staging: the first interval counts as it is)
       EpilogueAllReduce<Cfg, kScatter> hook{&p, &ctx, w_full, reinterpret_cast<u32*>(w_full + 1), 0, start_ns,
-                                  (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u, false};
+                                  (u32)start_ns - 2 * kEpilogueFreedSlackNs, ~0u, false, false};
       // The producer's and consumers' mbarrier waits trap on expiry ("only a bug"), but
       // here they wait behind the storer: the consumers block on kBarrierCFree while the
       // storer waits up to timeout_ns for the peer's flag (and notices its expiry a few
