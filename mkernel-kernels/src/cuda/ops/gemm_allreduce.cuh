@@ -254,6 +254,17 @@ struct EpilogueAllReduce {
     const u32 s = p->scatter_rows;
     return row0 < (q + 1) * s && row0 + Cfg::kCRows > q * s;
   }
+  // Chunk i (i < kChunks) of the staging tile whose first row and column of C are row0 and
+  // col0: chunk j of row r of box b, as stored (a swizzled box row holds columns
+  // ((j ^ (r % 8)) * 8 ..) of its box). Its row and column of C, and its byte offset.
+  struct StagingChunk {
+    u32 row, col, offset;
+  };
+  __device__ __forceinline__ static StagingChunk staging_chunk(u32 i, u32 row0, u32 col0) {
+    const u32 b = i / (Cfg::kCRows * kBoxRowChunks), r = (i / kBoxRowChunks) % Cfg::kCRows, j = i % kBoxRowChunks;
+    return {row0 + r, col0 + b * Cfg::kCBoxCols + (Cfg::kCSwizzled ? (j ^ (r % 8)) : j) * 8,
+            b * Cfg::kCBoxBytes + r * (Cfg::kCBoxCols * 2) + j * 16};
+  }
   // kScatter: whether a tile whose first row of C is row0 starts above this rank's rows and
   // meets them (the head tile: its rows would land at a negative row of `out`, which TMA
   // refuses with an illegal-instruction fault, run 399). Its rows are stored by hand
@@ -454,20 +465,31 @@ struct EpilogueAllReduce {
       const u32 lo = p->rank * p->scatter_rows, hi = lo + p->scatter_rows;
       const u8* peer = reinterpret_cast<const u8*>(p->partial[p->rank]);
       u8* out = reinterpret_cast<u8*>(p->out);
-      for (u32 i = lane_id(); i < kChunks; i += 32) {
-        // chunk j of row r of box b, as stored (see copy_out)
-        const u32 b = i / (Cfg::kCRows * kBoxRowChunks), r = (i / kBoxRowChunks) % Cfg::kCRows, j = i % kBoxRowChunks;
-        const u32 row = row0 + r, col = col0 + b * Cfg::kCBoxCols + (Cfg::kCSwizzled ? (j ^ (r % 8)) : j) * 8;
-        if (row < lo || row >= hi || col >= p->n) continue;
-        uint4 v = *reinterpret_cast<const uint4*>(staging + b * Cfg::kCBoxBytes + r * (Cfg::kCBoxCols * 2) + j * 16);
-        if (add) {
-          const uint4 w = ld_cg_v4(peer + ((u64)row * p->n + col) * 2);
-          v.x = pack_bf16x2(bf16_lo(v.x) + bf16_lo(w.x), bf16_hi(v.x) + bf16_hi(w.x));
-          v.y = pack_bf16x2(bf16_lo(v.y) + bf16_lo(w.y), bf16_hi(v.y) + bf16_hi(w.y));
-          v.z = pack_bf16x2(bf16_lo(v.z) + bf16_lo(w.z), bf16_hi(v.z) + bf16_hi(w.z));
-          v.w = pack_bf16x2(bf16_lo(v.w) + bf16_lo(w.w), bf16_hi(v.w) + bf16_hi(w.w));
+      // (kGroup chunks per lane at a time: their loads of the peer's copy in flight together)
+      constexpr u32 kGroup = 2;
+      for (u32 base = 0; base < kChunks; base += 32 * kGroup) {
+        uint4 w[kGroup];
+#pragma unroll
+        for (u32 g = 0; g < kGroup; ++g) {
+          const u32 i = base + g * 32 + lane_id();
+          const StagingChunk c = staging_chunk(i, row0, col0);
+          if (add && i < kChunks && c.row >= lo && c.row < hi && c.col < p->n)
+            w[g] = ld_cg_v4(peer + ((u64)c.row * p->n + c.col) * 2);
         }
-        st_v4(out + ((u64)(row - lo) * p->n + col) * 2, v);
+#pragma unroll
+        for (u32 g = 0; g < kGroup; ++g) {
+          const u32 i = base + g * 32 + lane_id();
+          const StagingChunk c = staging_chunk(i, row0, col0);
+          if (i >= kChunks || c.row < lo || c.row >= hi || c.col >= p->n) continue;
+          uint4 v = *reinterpret_cast<const uint4*>(staging + c.offset);
+          if (add) {
+            v.x = pack_bf16x2(bf16_lo(v.x) + bf16_lo(w[g].x), bf16_hi(v.x) + bf16_hi(w[g].x));
+            v.y = pack_bf16x2(bf16_lo(v.y) + bf16_lo(w[g].y), bf16_hi(v.y) + bf16_hi(w[g].y));
+            v.z = pack_bf16x2(bf16_lo(v.z) + bf16_lo(w[g].z), bf16_hi(v.z) + bf16_hi(w[g].z));
+            v.w = pack_bf16x2(bf16_lo(v.w) + bf16_lo(w[g].w), bf16_hi(v.w) + bf16_hi(w[g].w));
+          }
+          st_v4(out + ((u64)(c.row - lo) * p->n + c.col) * 2, v);
+        }
       }
       if (add && lane_id() == 0) trace_event(*p, TraceKind::PeerAdded, tile);
     }
