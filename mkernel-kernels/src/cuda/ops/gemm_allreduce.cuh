@@ -267,7 +267,7 @@ struct EpilogueAllReduce {
   }
   // kScatter: whether a tile whose first row of C is row0 starts above this rank's rows and
   // meets them (the head tile: its rows would land at a negative row of `out`, which TMA
-  // refuses with an illegal-instruction fault, run 399). Its rows are stored by hand
+  // refuses with an illegal-instruction fault: runs 399 and 401). Its rows are stored by hand
   // (store_head_rows) instead of by TMA.
   __device__ __forceinline__ bool head_tile(u32 row0) const {
     return row0 < p->rank * p->scatter_rows && meets_rows_of(row0, p->rank);
