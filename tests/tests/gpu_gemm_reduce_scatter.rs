@@ -222,32 +222,40 @@ fn one_rank_keeps_every_row() {
     assert_eq!(plan.path, CommPath::Local, "{plan}");
 }
 
-/// Rank 1 never launches: rank 0's reduce-scatter (epilogue and vec16 paths) reports a
-/// PeerTimeout naming rank 1 within the timeout plus a margin, and the communicator then
-/// refuses work.
+/// One rank never launches: the other's reduce-scatter (epilogue and vec16 paths) reports
+/// a PeerTimeout naming it within the timeout plus a margin, and the communicator then
+/// refuses work. Rank 0 alone, and rank 1 alone on a shape whose row block at M / 2 is
+/// split between the ranks (rank 1's head tiles, stored by hand, wait for the peer too).
 #[test]
 fn missing_peer_times_out_naming_it() {
     let Some(devices) = two_ranks("missing_peer_times_out_naming_it") else { return };
-    let s = GemmShape { m: 512, n: 1024, k: 256 };
-    for opts in [epilogue(TileConfig::WIDE_TMA_STORE), GemmAllReduceOptions { comm_path: Some(CommPath::Vec16), ..Default::default() }] {
+    let vec16 = GemmAllReduceOptions { comm_path: Some(CommPath::Vec16), ..Default::default() };
+    let cases = [
+        (0usize, GemmShape { m: 512, n: 1024, k: 256 }, epilogue(TileConfig::WIDE_TMA_STORE)),
+        (0, GemmShape { m: 512, n: 1024, k: 256 }, vec16),
+        // (S = 260: the row block of rows 256-383 holds both ranks' rows)
+        (1, GemmShape { m: 520, n: 1024, k: 256 }, epilogue(TileConfig::WIDE_TMA_STORE)),
+    ];
+    for (me, s, opts) in cases {
         let timeout = Duration::from_secs(2);
         let config = CommConfig { max_output_elems: s.m as u64 * s.n as u64, timeout, ..Default::default() };
         let comms = Communicator::local_group(&devices, config).unwrap();
-        let st = comms[0].context().new_stream().unwrap();
-        let a = st.alloc_zeros::<bf16>(512 * 256).unwrap();
-        let b = st.alloc_zeros::<bf16>(1024 * 256).unwrap();
-        let mut out = st.alloc_zeros::<bf16>(256 * 1024).unwrap(); // (exactly this rank's rows)
+        let st = comms[me].context().new_stream().unwrap();
+        let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+        let a = st.alloc_zeros::<bf16>(m * k).unwrap();
+        let b = st.alloc_zeros::<bf16>(n * k).unwrap();
+        let mut out = st.alloc_zeros::<bf16>(m / 2 * n).unwrap(); // (exactly this rank's rows)
         let start = Instant::now();
-        comms[0].gemm_reduce_scatter(&st, &a, &b, &mut out, s, opts).unwrap();
-        let err = comms[0].synchronize(&st).unwrap_err();
+        comms[me].gemm_reduce_scatter(&st, &a, &b, &mut out, s, opts).unwrap();
+        let err = comms[me].synchronize(&st).unwrap_err();
         let elapsed = start.elapsed();
         match &err {
-            Error::PeerTimeout { rank, peer, .. } => assert_eq!((*rank, *peer), (0, 1), "{err}"),
-            other => panic!("expected PeerTimeout naming rank 1, got {other}"),
+            Error::PeerTimeout { rank, peer, .. } => assert_eq!((*rank, *peer), (me as u32, 1 - me as u32), "{err}"),
+            other => panic!("expected PeerTimeout naming rank {}, got {other}", 1 - me),
         }
         assert!(elapsed < timeout + Duration::from_secs(3), "took {elapsed:?}");
-        eprintln!("missing peer reported after {elapsed:?} ({opts:?}): {err}");
-        let again = comms[0].gemm_reduce_scatter(&st, &a, &b, &mut out, s, opts).unwrap_err();
+        eprintln!("missing peer reported to rank {me} after {elapsed:?} ({s:?}, {opts:?}): {err}");
+        let again = comms[me].gemm_reduce_scatter(&st, &a, &b, &mut out, s, opts).unwrap_err();
         assert!(matches!(again, Error::Poisoned { .. }), "{again}");
     }
 }

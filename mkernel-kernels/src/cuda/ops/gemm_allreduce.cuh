@@ -178,9 +178,9 @@ struct PublishTileReady {
 //                      nothing: the host reports the failure, `out` is not a result.
 // Reduce-scatter (kScatter; p->scatter_rows = S): rank r keeps rows [r S, (r + 1) S) of the sum,
 // and `out` (tma_c_out: [S, N]) holds just those, so a tile's rows land at row0 - r S
-// (TMA clips rows past S; the one tile that starts above row r S while meeting it, the head
-// tile, would land at a negative row, which TMA faults on: its rows are stored by hand,
-// store_head_rows). A tile goes to the peer only where it meets the peer's
+// (TMA clips rows past S; the tiles that start above row r S while meeting it, the head
+// row block's, would land at a negative row, which TMA faults on: their rows are stored by
+// hand, store_head_rows). A tile goes to the peer only where it meets the peer's
 // rows (copy_out copies those rows alone, and publishes), and is added here only where it
 // meets this rank's (reuse_staging waits for the peer's copy of it); a tile within the
 // peer's rows is not stored into `out` at all (c_store_row). So each rank's partial crosses
@@ -266,7 +266,8 @@ struct EpilogueAllReduce {
             b * Cfg::kCBoxBytes + r * (Cfg::kCBoxCols * 2) + j * 16};
   }
   // kScatter: whether a tile whose first row of C is row0 starts above this rank's rows and
-  // meets them (the head tile: its rows would land at a negative row of `out`, which TMA
+  // meets them (a head tile: every tile of the row block holding row r S where S is not a
+  // multiple of the tile's rows; its rows would land at a negative row of `out`, which TMA
   // refuses with an illegal-instruction fault: runs 399 and 401). Its rows are stored by hand
   // (store_head_rows) instead of by TMA.
   __device__ __forceinline__ bool head_tile(u32 row0) const {
@@ -465,22 +466,24 @@ struct EpilogueAllReduce {
       const u32 lo = p->rank * p->scatter_rows, hi = lo + p->scatter_rows;
       const u8* peer = reinterpret_cast<const u8*>(p->partial[p->rank]);
       u8* out = reinterpret_cast<u8*>(p->out);
-      // (kGroup chunks per lane at a time: their loads of the peer's copy in flight together)
+      // (kGroup chunks per lane at a time: their loads of the peer's copy in flight together;
+      // more spill in the storer's 40 registers, bench/NOTES.md 55.2)
       constexpr u32 kGroup = 2;
+      static_assert(kChunks % (32 * kGroup) == 0, "whole rounds of the storer warp");
       for (u32 base = 0; base < kChunks; base += 32 * kGroup) {
         uint4 w[kGroup];
 #pragma unroll
         for (u32 g = 0; g < kGroup; ++g) {
           const u32 i = base + g * 32 + lane_id();
           const StagingChunk c = staging_chunk(i, row0, col0);
-          if (add && i < kChunks && c.row >= lo && c.row < hi && c.col < p->n)
+          if (add && c.row >= lo && c.row < hi && c.col < p->n)
             w[g] = ld_cg_v4(peer + ((u64)c.row * p->n + c.col) * 2);
         }
 #pragma unroll
         for (u32 g = 0; g < kGroup; ++g) {
           const u32 i = base + g * 32 + lane_id();
           const StagingChunk c = staging_chunk(i, row0, col0);
-          if (i >= kChunks || c.row < lo || c.row >= hi || c.col >= p->n) continue;
+          if (c.row < lo || c.row >= hi || c.col >= p->n) continue;
           uint4 v = *reinterpret_cast<const uint4*>(staging + c.offset);
           if (add) {
             v.x = pack_bf16x2(bf16_lo(v.x) + bf16_lo(w[g].x), bf16_hi(v.x) + bf16_hi(w[g].x));
@@ -491,7 +494,10 @@ struct EpilogueAllReduce {
           st_v4(out + ((u64)(c.row - lo) * p->n + c.col) * 2, v);
         }
       }
-      if (add && lane_id() == 0) trace_event(*p, TraceKind::PeerAdded, tile);
+      if (lane_id() == 0) {
+        if (add) trace_event(*p, TraceKind::PeerAdded, tile);
+        freed_lo = (u32)globaltimer_ns();  // (the clock pace's: the storer hands the staging tile back next)
+      }
     }
   }
 };
