@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run403 (session 52, one GPU; .gpu = branch rs-head-review: store_head_rows sets freed_lo, missing-peer test with
+# run403 (prepared in session 52, not yet run; one GPU; .gpu = branch rs-head-review: store_head_rows sets freed_lo, missing-peer test with
 # rank 1 alone at M = 520). Expected: the three reduce-scatter tests named pass (rank 1 alone: PeerTimeout naming
 # rank 0 after ~2 s, no trap); then the head row block's cost on a shared GPU: reduce-scatter against all-reduce at
 # M = 1040 (S = 520: rank 1's row block 4 is split, 32 head tiles of 128 x 256) and at M = 1024 (none). On a shared GPU
