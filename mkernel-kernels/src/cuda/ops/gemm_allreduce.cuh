@@ -425,8 +425,8 @@ struct EpilogueAllReduce {
     }
     if constexpr (kScatter) {
       if (head_tile(Cfg::c_row0(mb, nb))) {
-        // (the staging tile keeps this rank's partial: store_head_rows adds the peer's
-        // copy to it by hand, the whole warp, once this returns)
+        // (the staging tile keeps this rank's partial: store_head_rows stores it, then loads
+        // and adds the peer's copy, the whole warp, once this returns)
         head_peer_ready = true;
         return;
       }
@@ -452,46 +452,49 @@ struct EpilogueAllReduce {
     freed_lo = (u32)globaltimer_ns();  // the storer hands the staging tile back next
   }
   // kScatter, every lane, after reuse_staging (gemm_storer): the head tile's rows of this
-  // rank (c_store_row stored none of them) from the staging tile, which still holds this
-  // rank's partial, plus the peer's copy of them in this rank's partial region (where it
-  // landed before the flag reuse_staging waited for), summed in fp32 and rounded to bf16
-  // (round to nearest even: the bits of TMA's bf16 reduce-add of the same two terms),
-  // stored into `out` at row - r S. Without the peer's copy (a timeout, or the
-  // no-add diagnostic) this rank's partial alone, as the TMA path leaves it.
-  __device__ __forceinline__ void store_head_rows(u32 tile, const u8* staging, u32 mb, u32 nb) {
+  // rank (c_store_row gave them no TMA row), stored into `out` at row - r S by hand in two
+  // posted passes, each lane over the same chunks: first this rank's partial (the staging
+  // tile); then, with the peer's copy found (reuse_staging), lane 0 TMA-loads that copy (this
+  // rank's partial region, where it landed before the flag) into the staging tile, as
+  // reuse_staging does for the other tiles, and each lane adds its chunks of it to `out` with
+  // a bf16 reduction (red_add_bf16x8: rounded to nearest even at L2, the bits of TMA's
+  // reduce-add of the same two terms). A lane's store and its add to one address are
+  // ordered (same thread, same location). Without the peer's copy (a timeout, or the no-add
+  // diagnostic) this rank's partial alone, as the TMA path leaves it. (Loading the peer's
+  // copy into the storer warp's registers instead, two chunks a lane in flight, took ~54 us
+  // a 128 x 208 tile on one H200: run 403, bench/NOTES.md 56.)
+  __device__ __forceinline__ void store_head_rows(u32 tile, u8* staging, u32 mb, u32 nb) {
     if constexpr (kScatter) {
       const u32 row0 = Cfg::c_row0(mb, nb), col0 = Cfg::c_col0(mb, nb);
       if (!head_tile(row0)) return;  // (warp-uniform)
       const bool add = __shfl_sync(0xffffffffu, head_peer_ready, 0);
       const u32 lo = p->rank * p->scatter_rows, hi = lo + p->scatter_rows;
-      const u8* peer = reinterpret_cast<const u8*>(p->partial[p->rank]);
       u8* out = reinterpret_cast<u8*>(p->out);
-      // (kGroup chunks per lane at a time: their loads of the peer's copy in flight together;
-      // more spill in the storer's 40 registers, bench/NOTES.md 55.2)
-      constexpr u32 kGroup = 2;
-      static_assert(kChunks % (32 * kGroup) == 0, "whole rounds of the storer warp");
-      for (u32 base = 0; base < kChunks; base += 32 * kGroup) {
-        uint4 w[kGroup];
+#pragma unroll 4
+      for (u32 i = lane_id(); i < kChunks; i += 32) {
+        const StagingChunk c = staging_chunk(i, row0, col0);
+        if (c.row >= lo && c.row < hi && c.col < p->n)
+          st_v4(out + ((u64)(c.row - lo) * p->n + c.col) * 2, *reinterpret_cast<const uint4*>(staging + c.offset));
+      }
+      if (add) {
+        fence_proxy_async_shared();  // this lane's generic reads of the staging tile -> the TMA load into it
+        __syncwarp();
+        if (lane_id() == 0) {
+          mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
 #pragma unroll
-        for (u32 g = 0; g < kGroup; ++g) {
-          const u32 i = base + g * 32 + lane_id();
-          const StagingChunk c = staging_chunk(i, row0, col0);
-          if (add && c.row >= lo && c.row < hi && c.col < p->n)
-            w[g] = ld_cg_v4(peer + ((u64)c.row * p->n + c.col) * 2);
+          for (u32 b = 0; b < Cfg::kCBoxes; ++b)
+            tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols),
+                        (i32)row0);
         }
-#pragma unroll
-        for (u32 g = 0; g < kGroup; ++g) {
-          const u32 i = base + g * 32 + lane_id();
+        // (every lane waits for the load: lane 0's phase, which reuse_staging keeps)
+        const u32 parity = __shfl_sync(0xffffffffu, phase, 0);
+        mbar_wait(w_full, parity, p->timeout_ns);
+        phase = parity ^ 1;
+#pragma unroll 4
+        for (u32 i = lane_id(); i < kChunks; i += 32) {
           const StagingChunk c = staging_chunk(i, row0, col0);
-          if (c.row < lo || c.row >= hi || c.col >= p->n) continue;
-          uint4 v = *reinterpret_cast<const uint4*>(staging + c.offset);
-          if (add) {
-            v.x = pack_bf16x2(bf16_lo(v.x) + bf16_lo(w[g].x), bf16_hi(v.x) + bf16_hi(w[g].x));
-            v.y = pack_bf16x2(bf16_lo(v.y) + bf16_lo(w[g].y), bf16_hi(v.y) + bf16_hi(w[g].y));
-            v.z = pack_bf16x2(bf16_lo(v.z) + bf16_lo(w[g].z), bf16_hi(v.z) + bf16_hi(w[g].z));
-            v.w = pack_bf16x2(bf16_lo(v.w) + bf16_lo(w[g].w), bf16_hi(v.w) + bf16_hi(w[g].w));
-          }
-          st_v4(out + ((u64)(c.row - lo) * p->n + c.col) * 2, v);
+          if (c.row >= lo && c.row < hi && c.col < p->n)
+            red_add_bf16x8(out + ((u64)(c.row - lo) * p->n + c.col) * 2, *reinterpret_cast<const uint4*>(staging + c.offset));
         }
       }
       if (lane_id() == 0) {

@@ -234,3 +234,10 @@ __device__ __forceinline__ u16 ld_cg_u16(const void* p) {
 __device__ __forceinline__ void st_v4(void* p, uint4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+// 16-byte bf16 reduction into global memory: 8 bf16 values (4 bf16x2 words) added to the
+// 8 at p, each sum rounded to nearest even where it is performed (L2); posted (nothing
+// returns). sm_90 (PTX ISA: red, vector forms).
+__device__ __forceinline__ void red_add_bf16x8(void* p, uint4 v) {
+  asm volatile("red.relaxed.gpu.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};"
+               :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
