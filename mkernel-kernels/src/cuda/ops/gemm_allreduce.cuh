@@ -327,13 +327,20 @@ struct EpilogueAllReduce {
     // The peer's rows: all M, or on a reduce-scatter its S from peer * S, counted from
     // the first so that one unsigned compare per chunk bounds them (a tile that starts
     // above them wraps); a tile with none of them goes nowhere.
+    // A head tile (reduce-scatter) also meets this rank's rows, which TMA could not store:
+    // they go to `out` (own_out) here, at row - r S, and store_head_rows adds the peer's
+    // copy to them.
     u32 rel_row0 = row0;
+    bool head = false;
+    u8* own_out = nullptr;
     if constexpr (kScatter) {
       const u32 peer = 1 - p->rank;
       sent = meets_rows_of(row0, peer);
       if (!sent) return;  // (warp-uniform; nothing stored, nothing to fence)
       dst += (u64)peer * p->scatter_rows * p->n * 2;
       rel_row0 = row0 - peer * p->scatter_rows;
+      head = head_tile(row0);
+      own_out = reinterpret_cast<u8*>(p->out);
     }
     u32 round = 0;
     for (u32 base = 0; base < kChunks; base += 32 * kUnroll, ++round) {
@@ -356,6 +363,11 @@ struct EpilogueAllReduce {
         // reduce-scatter the peer needs its own rows alone.
         if (row < (kScatter ? p->scatter_rows : p->m) && col < p->n && (p->diag_skip & 1u) == 0)
           st_v4(dst + ((u64)row * p->n + col) * 2, v[u]);
+        if constexpr (kScatter) {
+          // (this rank's rows of a head tile: row0 + r - r S < S, and not the peer's)
+          const u32 own = row0 + r - p->rank * p->scatter_rows;
+          if (head && own < p->scatter_rows && col < p->n) st_v4(own_out + ((u64)own * p->n + col) * 2, v[u]);
+        }
       }
     }
     if (p->trace != 0) {  // (uniform across the warp)
@@ -423,14 +435,6 @@ struct EpilogueAllReduce {
       freed_lo = (u32)globaltimer_ns();
       return;
     }
-    if constexpr (kScatter) {
-      if (head_tile(Cfg::c_row0(mb, nb))) {
-        // (the staging tile keeps this rank's partial: store_head_rows stores it, then loads
-        // and adds the peer's copy, the whole warp, once this returns)
-        head_peer_ready = true;
-        return;
-      }
-    }
     // (the workspace is [M, N]; `out` holds this rank's rows alone on a reduce-scatter,
     // and rows of the tile outside them, which the peer did not copy, are clipped)
     const i32 row = (i32)Cfg::c_row0(mb, nb);
@@ -443,6 +447,14 @@ struct EpilogueAllReduce {
       tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols), row);
     mbar_wait(w_full, phase, p->timeout_ns);
     phase ^= 1;
+    if constexpr (kScatter) {
+      if (head_tile(Cfg::c_row0(mb, nb))) {
+        // (no row of `out` for TMA: store_head_rows adds the peer's copy, now in the staging
+        // tile, to this rank's rows, which copy_out stored, the whole warp, once this returns)
+        head_peer_ready = true;
+        return;
+      }
+    }
 #pragma unroll
     for (u32 b = 0; b < Cfg::kCBoxes; ++b)
       tma_reduce_add_2d(&p->tma_c_out, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols), out_row);
@@ -451,56 +463,40 @@ struct EpilogueAllReduce {
     trace_event(*p, TraceKind::PeerAdded, tile);
     freed_lo = (u32)globaltimer_ns();  // the storer hands the staging tile back next
   }
-  // kScatter, every lane, after reuse_staging (gemm_storer): the head tile's rows of this
-  // rank (c_store_row gave them no TMA row), stored into `out` at row - r S by hand in two
-  // posted passes, each lane over the same chunks: first this rank's partial (the staging
-  // tile); then, with the peer's copy found (reuse_staging), lane 0 TMA-loads that copy (this
-  // rank's partial region, where it landed before the flag) into the staging tile, as
-  // reuse_staging does for the other tiles, and each lane adds its chunks of it to `out` with
-  // a bf16 reduction (red_add_bf16x8: rounded to nearest even at L2, the bits of TMA's
-  // reduce-add of the same two terms). A lane's store and its add to one address are
-  // ordered (same thread, same location). Without the peer's copy (a timeout, or the no-add
-  // diagnostic) this rank's partial alone, as the TMA path leaves it. (Loading the peer's
-  // copy into the storer warp's registers instead, two chunks a lane in flight, took ~54 us
-  // a 128 x 208 tile on one H200: run 403, bench/NOTES.md 56.)
-  __device__ __forceinline__ void store_head_rows(u32 tile, u8* staging, u32 mb, u32 nb) {
+  // kScatter, every lane, after reuse_staging (gemm_storer): a head tile's rows of this rank
+  // (c_store_row gave them no TMA row; copy_out stored this rank's partial of them into
+  // `out`, at row - r S) get the peer's copy added, which reuse_staging TMA-loaded into the
+  // staging tile (from this rank's partial region, where it landed before the flag): each
+  // lane adds its chunks to `out` with a bf16 reduction (red_add_bf16x8: rounded to nearest
+  // even at L2, the bits of TMA's reduce-add of the same two terms on the other tiles). A
+  // chunk's store (copy_out) and its add are the same lane's, to one address: ordered.
+  // Without the peer's copy (a timeout, or the no-add diagnostic) this rank's partial alone
+  // stays, as on the TMA path. (Loading the peer's copy into the storer warp's registers
+  // instead, two chunks a lane in flight, took ~54 us a tile on one H200: run 403,
+  // bench/NOTES.md 56.)
+  __device__ __forceinline__ void store_head_rows(u32 tile, const u8* staging, u32 mb, u32 nb) {
     if constexpr (kScatter) {
       const u32 row0 = Cfg::c_row0(mb, nb), col0 = Cfg::c_col0(mb, nb);
       if (!head_tile(row0)) return;  // (warp-uniform)
-      const bool add = __shfl_sync(0xffffffffu, head_peer_ready, 0);
-      const u32 lo = p->rank * p->scatter_rows, hi = lo + p->scatter_rows;
-      u8* out = reinterpret_cast<u8*>(p->out);
-#pragma unroll 4
-      for (u32 i = lane_id(); i < kChunks; i += 32) {
-        const StagingChunk c = staging_chunk(i, row0, col0);
-        if (c.row >= lo && c.row < hi && c.col < p->n)
-          st_v4(out + ((u64)(c.row - lo) * p->n + c.col) * 2, *reinterpret_cast<const uint4*>(staging + c.offset));
-      }
-      if (add) {
-        fence_proxy_async_shared();  // this lane's generic reads of the staging tile -> the TMA load into it
-        __syncwarp();
-        if (lane_id() == 0) {
-          mbar_arrive_expect_tx(w_full, Cfg::kCBytes);
+      if (__shfl_sync(0xffffffffu, head_peer_ready, 0)) {
+        // (every lane sees the TMA load complete: the phase lane 0 waited for, now past)
+        mbar_wait(w_full, __shfl_sync(0xffffffffu, phase, 0) ^ 1u, p->timeout_ns);
+        const u32 lo = p->rank * p->scatter_rows, hi = lo + p->scatter_rows;
+        u8* out = reinterpret_cast<u8*>(p->out);
+        // (kUnroll chunks a lane: their shared-memory loads in flight together)
+        for (u32 base = 0; base < kChunks; base += 32 * kUnroll) {
+          uint4 v[kUnroll];
 #pragma unroll
-          for (u32 b = 0; b < Cfg::kCBoxes; ++b)
-            tma_load_2d(&p->tma_partial[p->rank], w_full, staging + b * Cfg::kCBoxBytes, (i32)(col0 + b * Cfg::kCBoxCols),
-                        (i32)row0);
+          for (u32 u = 0; u < kUnroll; ++u) v[u] = ld_shared_v4(staging + staging_chunk(base + u * 32 + lane_id(), row0, col0).offset);
+#pragma unroll
+          for (u32 u = 0; u < kUnroll; ++u) {
+            const StagingChunk c = staging_chunk(base + u * 32 + lane_id(), row0, col0);
+            if (c.row >= lo && c.row < hi && c.col < p->n) red_add_bf16x8(out + ((u64)(c.row - lo) * p->n + c.col) * 2, v[u]);
+          }
         }
-        // (every lane waits for the load: lane 0's phase, which reuse_staging keeps)
-        const u32 parity = __shfl_sync(0xffffffffu, phase, 0);
-        mbar_wait(w_full, parity, p->timeout_ns);
-        phase = parity ^ 1;
-#pragma unroll 4
-        for (u32 i = lane_id(); i < kChunks; i += 32) {
-          const StagingChunk c = staging_chunk(i, row0, col0);
-          if (c.row >= lo && c.row < hi && c.col < p->n)
-            red_add_bf16x8(out + ((u64)(c.row - lo) * p->n + c.col) * 2, *reinterpret_cast<const uint4*>(staging + c.offset));
-        }
+        if (lane_id() == 0) trace_event(*p, TraceKind::PeerAdded, tile);
       }
-      if (lane_id() == 0) {
-        if (add) trace_event(*p, TraceKind::PeerAdded, tile);
-        freed_lo = (u32)globaltimer_ns();  // (the clock pace's: the storer hands the staging tile back next)
-      }
+      if (lane_id() == 0) freed_lo = (u32)globaltimer_ns();  // (the clock pace's: the storer hands the staging tile back next)
     }
   }
 };

@@ -234,6 +234,13 @@ __device__ __forceinline__ u16 ld_cg_u16(const void* p) {
 __device__ __forceinline__ void st_v4(void* p, uint4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+// 16-byte load from shared memory (a generic pointer into it).
+__device__ __forceinline__ uint4 ld_shared_v4(const void* p) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(smem_u32(p)) : "memory");
+  return v;
+}
 // 16-byte bf16 reduction into global memory: 8 bf16 values (4 bf16x2 words) added to the
 // 8 at p, each sum rounded to nearest even where it is performed (L2); posted (nothing
 // returns). sm_90 (PTX ISA: red, vector forms).
