@@ -4,10 +4,14 @@
 //! each rank's partial crosses the link once, half of it each way, where the all-reduce
 //! moves all of it both ways).
 //!
-//! Status: its GPU tests (`tests/tests/gpu_gemm_reduce_scatter.rs`) pass on one H100 with
-//! every rank on that GPU (bench/NOTES.md 55: the epilogue path with 2 ranks, vec16 and
-//! scalar with 2-8); not yet run with ranks on GPUs of their own (the pair), and no time
-//! is measured against cuBLAS + NCCL yet.
+//! Status: its GPU tests (`tests/tests/gpu_gemm_reduce_scatter.rs`) pass on one H100 and
+//! on one H200 with every rank on that GPU (bench/NOTES.md 55, 56: the epilogue path with
+//! 2 ranks, vec16 and scalar with 2-8); not yet run with ranks on GPUs of their own (the
+//! pair), and no time is measured against cuBLAS + NCCL yet. Where M / 2 is not a multiple
+//! of the tile's rows, the tiles of the row block holding rank 1's first row cannot be
+//! stored by TMA and the storer warp adds them by hand: with both ranks on one H200 the
+//! call is then ~8% slower than the all-reduce of the same shape (M = 130 and 1040; at
+//! M = 1024 as fast or faster, NOTES 56).
 
 use std::sync::Arc;
 
