@@ -159,6 +159,10 @@ fn epilogue_path_keeps_each_ranks_rows() {
         ((1100, 1000, 192), epilogue(TileConfig::cols_tma_store(136))),
         ((300, 1064, 200), epilogue(TileConfig::cols_tma_store_c2(176))),
         ((2050, 8192, 1024), GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..epilogue(TileConfig::WIDE_TMA_STORE) }),
+        // One row block, every tile of it a head tile of rank 1 (S = 1); 162 tiles, so the
+        // last wave's 30 (132 CTAs, or 66 a rank on a shared GPU) are split: a head tile as
+        // the tile a slice stages.
+        ((2, 41472, 512), GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..epilogue(TileConfig::WIDE_TMA_STORE) }),
     ];
     let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).max().unwrap();
     let mut g = group_on(&devices, max);
@@ -174,9 +178,10 @@ fn epilogue_path_keeps_each_ranks_rows() {
         }
         eprintln!("ok {s:?} {plan}");
     }
-    let s = GemmShape { m: 1024, n: 8192, k: 1024 };
+    // (S = 520 on 128-row tiles: rank 1's head tiles in every call)
+    let s = GemmShape { m: 1040, n: 8192, k: 1024 };
     let mut bs = bufs(&g, s);
-    let opts = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
+    let opts = epilogue(TileConfig::WIDE_TMA_STORE);
     let seed = check::fresh_seed();
     for rep in 0..30 {
         round(&mut g, &mut bs, s, seed.wrapping_add(rep), opts, rep % 2 == 0);
@@ -326,10 +331,11 @@ fn hundred_back_to_back_epochs_with_fresh_data() {
 #[test]
 fn cuda_graph_replays_advance_epochs() {
     let Some(devices) = two_ranks("cuda_graph_replays_advance_epochs") else { return };
-    let s = GemmShape { m: 1024, n: 8192, k: 1024 };
+    // (S = 520 on 128-row tiles: the replays include rank 1's head tiles)
+    let s = GemmShape { m: 1040, n: 8192, k: 1024 };
     let mut g = group_on(&devices, s.m as u64 * s.n as u64);
     let mut bs = bufs(&g, s);
-    let opts = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
+    let opts = epilogue(TileConfig::WIDE_TMA_STORE);
     // Warm up (JIT compile + module load outside the capture).
     round(&mut g, &mut bs, s, 1, opts, false);
     for c in &g.comms {

@@ -501,10 +501,10 @@ __device__ __forceinline__ void stage_fragment_bf16_transposed(const float (&acc
 // A hook with kKeepsSomeRows (a reduce-scatter's: EpilogueAllReduce) maps rows of C to rows
 // of `tma_c` (and `tma_c_copy`): `on_tile_stored.c_store_row(row0, row)` (lane 0) gives the
 // row coordinate of the tile whose first row of C is row0, or false: nothing of it is stored
-// by TMA; after reuse_staging, `on_tile_stored.store_head_rows(t, staging, mb, nb)` (every
-// lane) stores what such a tile has of `tma_c`'s rows by hand (a row coordinate below 0,
-// which TMA does not take). The others store at row0 (the same code as before
-// kKeepsSomeRows existed).
+// by TMA; the hook stores what such a tile has of `tma_c`'s rows by hand (a row coordinate
+// below 0, which TMA does not take), finishing in `on_tile_stored.store_head_rows(t,
+// staging, mb, nb)` (every lane, after reuse_staging). The others store at row0 (the same
+// code as before kKeepsSomeRows existed).
 // A slice that did not arrive last stages nothing: the consumers say so in the hook's
 // shared split-skip word of the unit before c_staged, and the storer skips the unit,
 // handing the (unused) staging tile straight back if the CTA has more units.

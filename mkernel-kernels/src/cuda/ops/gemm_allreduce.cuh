@@ -167,20 +167,24 @@ struct PublishTileReady {
 //                      loads of the next tile (bench/NOTES.md 6); a CTA's last tile goes
 //                      at full speed (nothing left to slow down), unless the last wave
 //                      is split: then every whole tile is paced (NOTES 7.5), a tile
-//                      before a slice over the slice's time (pace_div = slices);
+//                      before a slice over the slice's time (pace_div = slices). A
+//                      reduce-scatter's head tile: this rank's rows go to `out` here too;
 //   operator()(t):     (lane 0, once the store into `out` is performed) publish ready[t]
 //                      in the peer's inbox: the tile is in its workspace;
 //   reuse_staging(t):  (lane 0) wait for the peer's ready[t] (its copy of tile t is in
 //                      this rank's workspace), TMA-load that copy into the staging tile
 //                      and TMA-reduce-add it into `out` (the add happens at L2: the bf16
 //                      sum of two terms, the same on both ranks); returns once TMA has
-//                      read the staging tile. After a timeout (or a peer's) it adds
-//                      nothing: the host reports the failure, `out` is not a result.
+//                      read the staging tile (a reduce-scatter's head tile: once the copy
+//                      is in the staging tile, unadded; store_head_rows adds it). After a
+//                      timeout (or a peer's) it adds nothing: the host reports the failure,
+//                      `out` is not a result.
 // Reduce-scatter (kScatter; p->scatter_rows = S): rank r keeps rows [r S, (r + 1) S) of the sum,
 // and `out` (tma_c_out: [S, N]) holds just those, so a tile's rows land at row0 - r S
 // (TMA clips rows past S; the tiles that start above row r S while meeting it, the head
 // row block's, would land at a negative row, which TMA faults on: their rows are stored by
-// hand, store_head_rows). A tile goes to the peer only where it meets the peer's
+// hand: copy_out stores this rank's partial of them, reuse_staging loads the peer's copy,
+// store_head_rows adds it). A tile goes to the peer only where it meets the peer's
 // rows (copy_out copies those rows alone, and publishes), and is added here only where it
 // meets this rank's (reuse_staging waits for the peer's copy of it); a tile within the
 // peer's rows is not stored into `out` at all (c_store_row). So each rank's partial crosses
@@ -269,7 +273,7 @@ struct EpilogueAllReduce {
   // meets them (a head tile: every tile of the row block holding row r S where S is not a
   // multiple of the tile's rows; its rows would land at a negative row of `out`, which TMA
   // refuses with an illegal-instruction fault: runs 399 and 401). Its rows are stored by hand
-  // (store_head_rows) instead of by TMA.
+  // (copy_out, store_head_rows) instead of by TMA.
   __device__ __forceinline__ bool head_tile(u32 row0) const {
     return row0 < p->rank * p->scatter_rows && meets_rows_of(row0, p->rank);
   }
@@ -472,8 +476,8 @@ struct EpilogueAllReduce {
   // chunk's store (copy_out) and its add are the same lane's, to one address: ordered.
   // Without the peer's copy (a timeout, or the no-add diagnostic) this rank's partial alone
   // stays, as on the TMA path. (Loading the peer's copy into the storer warp's registers
-  // instead, two chunks a lane in flight, took ~54 us a tile on one H200: run 403,
-  // bench/NOTES.md 56.)
+  // instead, two chunks a lane in flight, made a call 54 us longer than the all-reduce's at
+  // M = 1040 on one H200 shared by both ranks, this way 21 us: runs 403, 405, bench/NOTES.md 56.)
   __device__ __forceinline__ void store_head_rows(u32 tile, const u8* staging, u32 mb, u32 nb) {
     if constexpr (kScatter) {
       const u32 row0 = Cfg::c_row0(mb, nb), col0 = Cfg::c_col0(mb, nb);
