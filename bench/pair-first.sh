@@ -7,7 +7,7 @@
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
 #   bash bench/pair-first.sh 3   # the column-fitted tiles on the epilogue path against the defaults (NOTES 48)
 #   bash bench/pair-first.sh 2   # `measure`: the issue-3 table in both communicator modes (--check-reps 100)
-#   bash bench/pair-first.sh 4   # branch gemm-rs (NOTES 54): the reduce-scatter tests and its table in both modes
+#   bash bench/pair-first.sh 4   # the reduce-scatter (NOTES 54-56): its tests and its table in both modes
 #                                # (pack with --test gpu_gemm_reduce_scatter too)
 set -u
 phase=${1:-1}
@@ -37,8 +37,9 @@ case $phase in
         --sweep-tiles wide-tma-store,cols-128x136-tma-store,cols-128x144-tma-store,cols-128x144-tma-store-c2,cols-128x152-tma-store,cols-128x168-tma-store,cols-128x176-tma-store-c2
     done ;;
   4)
-    # The fused GEMM + reduce-scatter (NOTES 54): each rank's rows against the reference, then its table against
-    # cuBLAS + ncclReduceScatter. Floors (`mkernel plan gemm-reduce-scatter`): the link's half of the all-reduce's,
+    # The fused GEMM + reduce-scatter (NOTES 54-56): each rank's rows against the reference, then its table against
+    # cuBLAS + ncclReduceScatter. Its ragged M (136, 2056) have head tiles (NOTES 56: ~8% slower than the all-reduce
+    # with both ranks on one GPU); the table says what they cost over NVLink. Floors (`mkernel plan gemm-reduce-scatter`): the link's half of the all-reduce's,
     # e.g. o-proj M=1024 21.3 us against 87.0 us of compute, so the copies hide more easily than the all-reduce's.
     TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm_reduce_scatter
     bash bench/device-run.sh bench gemm-reduce-scatter --check --check-reps 20 --iters 30 --warmup-ms 1500
