@@ -12,7 +12,7 @@ use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedC
 use mkernel_sm::{balance, PartitionModel, Workload};
 
 use crate::comm::Communicator;
-use crate::error::{invalid, Result};
+use crate::error::{invalid, Error, Result};
 use crate::gemm::check_same_device;
 
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
@@ -292,6 +292,50 @@ impl PlanContext {
     }
 }
 
+impl PlanContext {
+    /// Errors: a context no communicator has (`ctx`: world size outside 1..=MAX_RANKS, a
+    /// grid outside 2..=[`MAX_PLAN_GRID`] CTAs); the fields are public, so the plans check.
+    pub(crate) fn check(&self) -> Result<()> {
+        if !(1..=mkernel_kernels::params::MAX_RANKS as u32).contains(&self.world_size) || !(2..=MAX_PLAN_GRID).contains(&self.grid) {
+            return Err(invalid(
+                "ctx",
+                format!(
+                    "world size must be 1..={} and the grid 2..={MAX_PLAN_GRID} CTAs (as every communicator's), got world size {} and grid {}",
+                    mkernel_kernels::params::MAX_RANKS,
+                    self.world_size,
+                    self.grid
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A refusal of the path ([`CommPath::check`], `comm_path`) where the caller gave no
+/// `comm_path`: named by what chose the path instead (helper-97): `comm_ctas` or
+/// `tail_ctas` (which ask for a path with such CTAs), else `tile` (a tile asked for: the
+/// path was its default; a clustered, swapped-operand or column-fitted one's always).
+/// Other errors as they are.
+fn path_asked_by(e: Error, opts: &GemmAllReduceOptions, tunes_comm_ctas: bool) -> Error {
+    match e {
+        Error::InvalidArgument { arg: "comm_path", rule } if opts.comm_path.is_none() => {
+            // (a clustered, swapped-operand or column-fitted tile asked for chose the epilogue
+            // path whatever else was asked)
+            let by_tile = opts.tile.is_some_and(|t| t.fused_epilogue_only());
+            let (arg, why) = if tunes_comm_ctas && !by_tile {
+                let arg = if opts.comm_ctas.is_some() { "comm_ctas" } else { "tail_ctas" };
+                (arg, format!("{arg} asks for a path with communication or tail CTAs"))
+            } else if opts.tile.is_some() {
+                ("tile", "the path was the tile's default".to_string())
+            } else {
+                return Error::InvalidArgument { arg: "comm_path", rule };
+            };
+            Error::InvalidArgument { arg, rule: format!("{rule} (no comm_path given: {why})") }
+        }
+        other => other,
+    }
+}
+
 /// The largest [`PlanContext::grid`] a plan takes: a communicator's grid is its GPUs' SM
 /// count (132 on the H100/H200), and the partition search is linear in the grid.
 pub const MAX_PLAN_GRID: u32 = 1 << 16;
@@ -304,17 +348,7 @@ pub const MAX_PLAN_GRID: u32 = 1 << 16;
 /// grid outside 2..=[`MAX_PLAN_GRID`] CTAs), shape rules ([`GemmShape::validate_dims`]), M x N above
 /// `max_output_elems`, an override a shape cannot use (named).
 pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
-    if !(1..=mkernel_kernels::params::MAX_RANKS as u32).contains(&ctx.world_size) || !(2..=MAX_PLAN_GRID).contains(&ctx.grid) {
-        return Err(invalid(
-            "ctx",
-            format!(
-                "world size must be 1..={} and the grid 2..={MAX_PLAN_GRID} CTAs (as every communicator's), got world size {} and grid {}",
-                mkernel_kernels::params::MAX_RANKS,
-                ctx.world_size,
-                ctx.grid
-            ),
-        ));
-    }
+    ctx.check()?;
     shape.validate_dims()?;
     let elems = shape.m as u64 * shape.n as u64;
     if elems > ctx.max_output_elems {
@@ -377,8 +411,9 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // paths that do not add into `out` keep the Registers tile they were measured with)
     let tile = if opts.tile.is_none() && tile == TileConfig::NARROW_TMA_STORE && !path.adds_into_out() { TileConfig::NARROW } else { tile };
     // (the path is checked against the tile it was chosen for first, so that a refusal
-    // names that tile rather than a refinement the caller never saw)
-    path.check(shape.n, tile, ctx.world_size)?;
+    // names that tile rather than a refinement the caller never saw; and what asked for
+    // the path, where comm_path did not: path_asked_by)
+    path.check(shape.n, tile, ctx.world_size).map_err(|e| path_asked_by(e.into(), &opts, tunes_comm_ctas))?;
     // The local path (one rank) runs the plain GEMM's kernel as `mkernel::gemm` would on
     // this rank's grid: where a split rule applies (no tile forced, the split left to
     // Auto), its tile and slices in the workspace's split slots and counts

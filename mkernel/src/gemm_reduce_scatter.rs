@@ -120,10 +120,16 @@ impl Communicator {
 /// rank (`comm_path` other than local, or `comm_ctas` above 0: a reduce-scatter's fused
 /// kernels need 2 ranks), a `comm_path` without a reduce-scatter or not available for the
 /// world size (`comm_path`, naming the reduce-scatter's paths there), M not a multiple of
-/// the world size (`shape`).
+/// the world size (`shape`); before all of them a context no communicator has (`ctx`).
+/// Then, with a tile asked for: no reduce-scatter path for it at this world size (`tile`),
+/// or a path it does not have, named by what asked for the path (`comm_path`; else
+/// `comm_ctas`; else `tile`, whose default path it was), listing the reduce-scatter's
+/// paths for the tile.
 pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
     let rs = Collective::ReduceScatter;
     let world = ctx.world_size;
+    // (the context first: its world size is what every rule below divides by)
+    ctx.check()?;
     if let Some(t) = opts.tail_ctas.filter(|&t| t > 0) {
         return Err(invalid(
             "tail_ctas",
@@ -161,6 +167,20 @@ pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ct
         }
     }
     rs.check_m(shape, world)?;
+    // A tile asked for: the reduce-scatter's paths for it (the all-reduce's would name
+    // paths this collective does not run, helper-97), none at all refused on `tile`.
+    let tile_paths: Option<Vec<CommPath>> = match opts.tile {
+        Some(t) if world > 1 => Some(CommPath::all_for(t, world).into_iter().filter(|&q| rs.runs_on(q)).collect()),
+        _ => None,
+    };
+    if let (Some(t), Some(v)) = (opts.tile, &tile_paths) {
+        if v.is_empty() && t.validate().is_ok() {
+            return Err(invalid(
+                "tile",
+                format!("a reduce-scatter of {world} ranks has no path for {t} (clustered, swapped-operand and column-fitted tiles run the epilogue path, with 2 ranks only)"),
+            ));
+        }
+    }
     let two_phase = if shape.n % 8 == 0 { CommPath::Vec16 } else { CommPath::Scalar };
     let path = match (opts.comm_path, comm_ctas) {
         (Some(p), _) => p,
@@ -173,6 +193,21 @@ pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ct
             if rs.runs_on(default) { default } else { two_phase }
         }
     };
+    // The path against the tile asked for, named by what asked for the path.
+    if let (Some(t), Some(v)) = (opts.tile, &tile_paths) {
+        if !v.is_empty() && !v.contains(&path) {
+            let (arg, why) = match (opts.comm_path, comm_ctas) {
+                (Some(_), _) => ("comm_path", "asked for"),
+                (None, Some(_)) => ("comm_ctas", "chosen for the communication CTAs asked for"),
+                (None, None) => ("tile", "its default"),
+            };
+            let names: Vec<&str> = v.iter().map(|q| q.name()).collect();
+            return Err(invalid(
+                arg,
+                format!("a reduce-scatter of {world} ranks runs this tile on {} only ({t}); the {} path is {why}", names.join(", "), path.name()),
+            ));
+        }
+    }
     plan_gemm_allreduce(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx)
 }
 
@@ -291,5 +326,35 @@ mod tests {
         let opts = GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), ..Default::default() };
         let rs = plan_gemm_reduce_scatter(shape, opts, ctx(2, false)).unwrap();
         assert_eq!((rs.path, rs.tile), (CommPath::Epilogue, TileConfig::NARROW_TMA_STORE_C2));
+    }
+
+    /// A path the tile asked for does not have is refused naming what asked for the path
+    /// (comm_path, else comm_ctas, else the tile) and the reduce-scatter's own paths for the
+    /// tile, never one it does not run; a tile with no reduce-scatter path at the world size
+    /// is refused on `tile`; a context no communicator has on `ctx`, whatever M (helper-97).
+    #[test]
+    fn tile_path_refusals_name_what_asked() {
+        let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
+        let cases = [
+            // (a Registers tile has no epilogue path)
+            (GemmAllReduceOptions { tile: Some(TileConfig::WIDE), comm_path: Some(CommPath::Epilogue), ..Default::default() }, 2, "comm_path", "vec16, scalar only"),
+            // (communication CTAs choose vec16, which a clustered tile does not have)
+            (GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), comm_ctas: Some(16), ..Default::default() }, 2, "comm_ctas", "epilogue only"),
+            (GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), comm_path: Some(CommPath::Vec16), ..Default::default() }, 2, "comm_path", "epilogue only"),
+            (GemmAllReduceOptions { tile: Some(TileConfig::swapped_tma_store(136)), ..Default::default() }, 4, "tile", "has no path"),
+        ];
+        for (opts, world, arg, want) in cases {
+            let e = plan_gemm_reduce_scatter(shape, opts, ctx(world, false)).unwrap_err();
+            let text = e.to_string();
+            assert_eq!(arg_of(&e), arg, "{opts:?} world {world}: {e}");
+            assert!(text.contains(want) && !text.contains("one-shot") && !text.contains("tma,"), "{opts:?} world {world}: {e}");
+        }
+        for world in [0, 9, 16] {
+            let bad = PlanContext { world_size: world, ..ctx(2, false) };
+            for m in [10, 144] {
+                let e = plan_gemm_reduce_scatter(GemmShape { m, ..shape }, GemmAllReduceOptions::default(), bad).unwrap_err();
+                assert_eq!(arg_of(&e), "ctx", "world {world} M={m}: {e}");
+            }
+        }
     }
 }

@@ -89,15 +89,18 @@ pub struct PlanArArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
     pub max_output_elems: Option<u64>,
     /// Force the communication path: epilogue, one-shot, reduce, push, tma, vec16, scalar
-    /// or local (one rank). Default: as the calls choose (bench gemm-allreduce --help).
+    /// or local (one rank); gemm-reduce-scatter: epilogue, vec16, scalar or local only.
+    /// Default: as the calls choose (bench gemm-allreduce --help).
     #[arg(long)]
     pub comm_path: Option<String>,
     /// Force the number of communication CTAs, 1 to --sms - 1. Without --comm-path, the
-    /// path is then one that has them (one-shot for 2 ranks), never epilogue.
+    /// path is then one that has them (one-shot for 2 ranks; gemm-reduce-scatter: vec16,
+    /// or scalar for N % 8 != 0), never epilogue.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub sm_comm: Option<u32>,
     /// Force the number of tail CTAs (one-shot, reduce and push paths), 0 to --sms.
     /// Without --comm-path, the path is then one that has them, as with --sm-comm.
+    /// gemm-reduce-scatter: refused (none of its paths takes tail CTAs).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub tail_ctas: Option<u32>,
     /// The epilogue path's pacing: clock (default) or sleep.

@@ -257,6 +257,31 @@ fn one_rank_local_path_and_fused_requests() {
     }
 }
 
+/// A tile asked for whose path does not exist at the world size, with no comm_path given,
+/// is refused naming `tile` (its default path), also when communication CTAs are asked for
+/// (a clustered, swapped-operand or column-fitted tile chose the path); a comm_path given
+/// is still named (helper-97).
+#[test]
+fn a_tiles_own_path_refusal_names_the_tile() {
+    let s = GemmShape { m: 1024, n: 8192, k: 4096 };
+    let swapped = TileConfig::swapped_tma_store(136);
+    for opts in [
+        GemmAllReduceOptions { tile: Some(swapped), ..Default::default() },
+        GemmAllReduceOptions { tile: Some(swapped), comm_ctas: Some(8), ..Default::default() },
+        GemmAllReduceOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), ..Default::default() },
+    ] {
+        match plan_gemm_allreduce(s, opts, context(4, 132, false)) {
+            Err(Error::InvalidArgument { arg, rule }) => assert!(arg == "tile" && rule.contains("no comm_path given"), "{opts:?}: {arg}: {rule}"),
+            other => panic!("{opts:?}: {other:?}"),
+        }
+    }
+    let asked = GemmAllReduceOptions { tile: Some(swapped), comm_path: Some(CommPath::Epilogue), ..Default::default() };
+    match plan_gemm_allreduce(s, asked, context(4, 132, false)) {
+        Err(Error::InvalidArgument { arg, .. }) => assert_eq!(arg, "comm_path"),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// One rank takes the plain GEMM's split rules (the local path in the workspace's split
 /// slots and counts): 8 x 9216 x 7168 (M <= 64 spilling past a wave) and 256 x 2048 x 8192
 /// (few tiles, K >= 4096) split as `TileConfig::split_rule_for` says; `Off` and a forced

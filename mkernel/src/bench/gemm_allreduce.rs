@@ -1144,6 +1144,9 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
     } else {
         let present = mkernel::device_count()?;
         let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
+        // (the rules on the world size again, now that it is known: before any NCCL or cuBLAS
+        // setup, a usage error naming the flag; helper-97)
+        check_path_args(tile, comm_path, args.tail_ctas, Some(world)).map_err(super::usage)?;
         check_reduce_scatter_world(op, world, comm_path, &args.sm_comm, &sweep_paths, &args.shape).map_err(super::usage)?;
         check_fused_cols_split(&args, tile, &sweep_tiles, comm_path, Some(world)).map_err(super::usage)?;
         if args.share_gpu {
