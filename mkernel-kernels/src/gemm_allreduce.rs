@@ -322,10 +322,14 @@ impl FusedConfig {
         // (saturating: huge grids and counts must be refused, not wrap)
         let slots = rest.saturating_mul(s);
         if slots.saturating_mul(slot) > scratch_bytes {
-            return Err(invalid(
-                "split_slices",
-                format!("{slots} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch (a larger max_output_elems gives more, up to 32 MiB)"),
-            ));
+            // (a hint only where a larger workspace has more scratch; helper-97)
+            let cap = align256(SPLIT_SLOTS * SPLIT_SLOT_MAX_BYTES);
+            let hint = if scratch_bytes < cap {
+                format!("a larger max_output_elems gives more, up to {} MiB", cap >> 20)
+            } else {
+                "the largest a workspace has: fewer slices fit".to_string()
+            };
+            return Err(invalid("split_slices", format!("{slots} slots of {slot} bytes exceed the workspace's {scratch_bytes}-byte split scratch ({hint})")));
         }
         Ok(())
     }
@@ -1883,6 +1887,8 @@ mod tests {
         // o-proj M=1024 on 128 x 256 tiles: 124 left over x 4 slots of 128 KiB > 32 MiB.
         let e = FusedConfig { split_slices: 4, ..cfg }.check_split(GemmShape { m: 1024, n: 8192, k: 4096 }, big).unwrap_err().to_string();
         assert!(e.contains("`split_slices`") && e.contains("496 slots"), "{e}");
+        // (at the largest scratch a workspace has, no hint of a larger max_output_elems)
+        assert!(e.contains("fewer slices fit") && !e.contains("max_output_elems"), "{e}");
         // Swapped-operand tiles split too (M=129: 128 tiles of 64 x 136 on 132 CTAs, one
         // partial wave, 2 slices each in two waves); clustered ones do not.
         let sw = FusedConfig { tile: TileConfig::swapped_tma_store(136), split_slices: 2, ..cfg };
