@@ -328,6 +328,27 @@ mod tests {
         assert_eq!((rs.path, rs.tile), (CommPath::Epilogue, TileConfig::NARROW_TMA_STORE_C2));
     }
 
+    /// The path rules helper-97 found without a test of their own: local refused from 2
+    /// ranks (naming the reduce-scatter's paths), communication CTAs on N % 8 != 0 taking
+    /// scalar, the epilogue path asked for on 2 ranks sharing a GPU taken, and 0
+    /// communication or tail CTAs on one rank still the local path.
+    #[test]
+    fn path_rules_by_world_and_n() {
+        let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
+        let local = GemmAllReduceOptions { comm_path: Some(CommPath::Local), ..Default::default() };
+        let e = plan_gemm_reduce_scatter(shape, local, ctx(2, false)).unwrap_err();
+        assert_eq!(arg_of(&e), "comm_path", "{e}");
+        assert!(e.to_string().contains("runs on epilogue, vec16, scalar; got local"), "{e}");
+        let ragged = GemmAllReduceOptions { comm_ctas: Some(16), ..Default::default() };
+        let rs = plan_gemm_reduce_scatter(GemmShape { n: 8190, ..shape }, ragged, ctx(2, false)).unwrap();
+        assert_eq!((rs.path, rs.comm_ctas), (CommPath::Scalar, 16));
+        let epilogue = GemmAllReduceOptions { comm_path: Some(CommPath::Epilogue), ..Default::default() };
+        assert_eq!(plan_gemm_reduce_scatter(shape, epilogue, ctx(2, true)).unwrap().path, CommPath::Epilogue);
+        for opts in [GemmAllReduceOptions { comm_ctas: Some(0), ..Default::default() }, GemmAllReduceOptions { tail_ctas: Some(0), ..Default::default() }] {
+            assert_eq!(plan_gemm_reduce_scatter(shape, opts, ctx(1, false)).unwrap().path, CommPath::Local, "{opts:?}");
+        }
+    }
+
     /// A path the tile asked for does not have is refused naming what asked for the path
     /// (comm_path, else comm_ctas, else the tile) and the reduce-scatter's own paths for the
     /// tile, never one it does not run; a tile with no reduce-scatter path at the world size
