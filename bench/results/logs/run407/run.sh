@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run407 (session 53; one GPU; .gpu = main 792c7e8): the README's command 1 as a new user runs it on a one-GPU machine
+# run407 (prepared in session 53, NOT yet run: the device could not be started; one GPU; .gpu = main 792c7e8): the README's command 1 as a new user runs it on a one-GPU machine
 # (bench gemm-allreduce --check: one rank, the local path, every listed shape) after this session's change to the
 # bench's flag checks (the path flags checked again once the GPUs are counted), and the reduce-scatter's and the
 # all-reduce's benches on a shared GPU with a refused flag (exit 2 before any kernel). Expected: PASS on every shape;
