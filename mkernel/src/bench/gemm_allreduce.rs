@@ -948,7 +948,8 @@ fn parse_sweep_paths(names: &[String], world: Option<usize>) -> Result<Vec<CommP
         if paths.contains(&p) {
             return Err(format!("--sweep-paths: {name} is listed twice"));
         }
-        check_path_args(None, Some(p), None, world).map_err(|e| format!("--sweep-paths: {e}"))?;
+        // (the rules are --comm-path's, whose name its messages start with: this flag's instead)
+        check_path_args(None, Some(p), None, world).map_err(|e| format!("--sweep-paths: {}", e.strip_prefix("--comm-path ").unwrap_or(&e)))?;
         paths.push(p);
     }
     Ok(paths)
@@ -1678,9 +1679,9 @@ mod tests {
         let e = parse_sweep_paths(&names(&["epilogue", "epilogue"]), None).unwrap_err();
         assert!(e.contains("twice"), "{e}");
         let e = parse_sweep_paths(&names(&["epilogue"]), Some(3)).unwrap_err();
-        assert!(e.contains("--sweep-paths") && e.contains("2 ranks"), "{e}");
+        assert!(e.contains("--sweep-paths") && e.contains("2 ranks") && !e.contains("--comm-path"), "{e}");
         let e = parse_sweep_paths(&names(&["one-shot"]), Some(4)).unwrap_err();
-        assert!(e.contains("--sweep-paths") && e.contains("1 or 2 ranks"), "{e}");
+        assert!(e.contains("--sweep-paths") && e.contains("1 or 2 ranks") && !e.contains("--comm-path"), "{e}");
         assert!(parse_sweep_paths(&[], Some(8)).unwrap().is_empty());
     }
     use clap::Parser;
