@@ -769,16 +769,23 @@ impl CommPath {
     }
 
     /// Checks that this path exists for the tile and world size and can move an
-    /// N-column output.
+    /// N-column output (for an all-reduce: [`Self::check_for`]).
     pub fn check(self, n: u32, tile: TileConfig, world: u32) -> Result<()> {
+        self.check_for(n, tile, world, Collective::AllReduce)
+    }
+
+    /// [`Self::check`] for a call ending with `collective`: the paths a refusal lists are
+    /// those of the tile and world size that [`Collective::runs_on`].
+    pub fn check_for(self, n: u32, tile: TileConfig, world: u32, collective: Collective) -> Result<()> {
         if self == Self::Local && world != 1 {
             return Err(invalid("comm_path", format!("local is the one-rank path (the plain GEMM alone), and this group has {world} ranks")));
         }
-        if !Self::all_for(tile, world).contains(&self) {
+        let available: Vec<Self> = Self::all_for(tile, world).into_iter().filter(|&p| collective.runs_on(p)).collect();
+        if !available.contains(&self) {
             return Err(invalid(
                 "comm_path",
                 format!("{} is not available for {tile} with world size {world} (available: {})", self.name(), {
-                    let v = Self::all_for(tile, world).iter().map(|p| p.name()).collect::<Vec<_>>();
+                    let v = available.iter().map(|p| p.name()).collect::<Vec<_>>();
                     if v.is_empty() { "none: clustered, swapped-operand and column-fitted tiles take the epilogue path with world size 2 only, or local with one rank".to_string() } else { v.join(", ") }
                 }),
             ));

@@ -311,28 +311,18 @@ impl PlanContext {
     }
 }
 
-/// A refusal of the path ([`CommPath::check`], `comm_path`) where the caller gave no
-/// `comm_path`: named by what chose the path instead (helper-97): `comm_ctas` or
-/// `tail_ctas` (which ask for a path with such CTAs), else `tile` (a tile asked for: the
-/// path was its default; a clustered, swapped-operand or column-fitted one's always).
-/// Other errors as they are.
-fn path_asked_by(e: Error, opts: &GemmAllReduceOptions, tunes_comm_ctas: bool) -> Error {
-    match e {
-        Error::InvalidArgument { arg: "comm_path", rule } if opts.comm_path.is_none() => {
-            // (a clustered, swapped-operand or column-fitted tile asked for chose the epilogue
-            // path whatever else was asked)
-            let by_tile = opts.tile.is_some_and(|t| t.fused_epilogue_only());
-            let (arg, why) = if tunes_comm_ctas && !by_tile {
-                let arg = if opts.comm_ctas.is_some() { "comm_ctas" } else { "tail_ctas" };
-                (arg, format!("{arg} asks for a path with communication or tail CTAs"))
-            } else if opts.tile.is_some() {
-                ("tile", "the path was the tile's default".to_string())
-            } else {
-                return Error::InvalidArgument { arg: "comm_path", rule };
-            };
+/// A refusal of the path ([`CommPath::check_for`], `comm_path`) where the caller gave no
+/// `comm_path`: named by `chooser`, the option that chose the path instead (helper-97):
+/// `comm_ctas` or `tail_ctas` (which ask for a path with such CTAs) or `tile` (the path was
+/// the tile's default); each plan knows its own order of choice. Other errors, and any
+/// where `chooser` is `None`, as they are.
+pub(crate) fn path_asked_by(e: Error, opts: &GemmAllReduceOptions, chooser: Option<&'static str>) -> Error {
+    match (e, chooser) {
+        (Error::InvalidArgument { arg: "comm_path", rule }, Some(arg)) if opts.comm_path.is_none() => {
+            let why = if arg == "tile" { "the path was the tile's default".to_string() } else { format!("{arg} asks for a path with such CTAs") };
             Error::InvalidArgument { arg, rule: format!("{rule} (no comm_path given: {why})") }
         }
-        other => other,
+        (other, _) => other,
     }
 }
 
@@ -348,6 +338,12 @@ pub const MAX_PLAN_GRID: u32 = 1 << 16;
 /// grid outside 2..=[`MAX_PLAN_GRID`] CTAs), shape rules ([`GemmShape::validate_dims`]), M x N above
 /// `max_output_elems`, an override a shape cannot use (named).
 pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
+    plan_fused(shape, opts, ctx, Collective::AllReduce)
+}
+
+/// [`plan_gemm_allreduce`] for a call ending with `collective`: the same plan, whose path
+/// refusals list only the paths that collective runs ([`CommPath::check_for`]).
+pub(crate) fn plan_fused(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext, collective: Collective) -> Result<FusedConfig> {
     ctx.check()?;
     shape.validate_dims()?;
     let elems = shape.m as u64 * shape.n as u64;
@@ -413,7 +409,15 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     // (the path is checked against the tile it was chosen for first, so that a refusal
     // names that tile rather than a refinement the caller never saw; and what asked for
     // the path, where comm_path did not: path_asked_by)
-    path.check(shape.n, tile, ctx.world_size).map_err(|e| path_asked_by(e.into(), &opts, tunes_comm_ctas))?;
+    // (what chose the path, in the order above: a clustered, swapped-operand or column-
+    // fitted tile whatever else was asked, then communication or tail CTAs, then the tile)
+    let chooser = match opts.tile {
+        Some(t) if t.fused_epilogue_only() => Some("tile"),
+        _ if tunes_comm_ctas => Some(if opts.comm_ctas.is_some() { "comm_ctas" } else { "tail_ctas" }),
+        Some(_) => Some("tile"),
+        None => None,
+    };
+    path.check_for(shape.n, tile, ctx.world_size, collective).map_err(|e| path_asked_by(e.into(), &opts, chooser))?;
     // The local path (one rank) runs the plain GEMM's kernel as `mkernel::gemm` would on
     // this rank's grid: where a split rule applies (no tile forced, the split left to
     // Auto), its tile and slices in the workspace's split slots and counts
@@ -439,7 +443,7 @@ pub fn plan_gemm_allreduce(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Pl
     } else {
         tile
     };
-    path.check(shape.n, tile, ctx.world_size)?;
+    path.check_for(shape.n, tile, ctx.world_size, collective)?;
     // (the local path's plain GEMM launch rounds its own grid down to whole clusters)
     if grid % tile.cluster_size() != 0 && path != CommPath::Local {
         return Err(invalid(

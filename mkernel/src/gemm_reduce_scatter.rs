@@ -22,7 +22,7 @@ use mkernel_kernels::gemm_allreduce::{Collective, CommPath, FusedConfig};
 
 use crate::comm::Communicator;
 use crate::error::{invalid, Result};
-use crate::gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext};
+use crate::gemm_allreduce::{path_asked_by, plan_fused, plan_gemm_allreduce, GemmAllReduceOptions, PlanContext};
 
 impl Communicator {
     /// The configuration a [`Communicator::gemm_reduce_scatter`] call of this shape would
@@ -121,10 +121,9 @@ impl Communicator {
 /// kernels need 2 ranks), a `comm_path` without a reduce-scatter or not available for the
 /// world size (`comm_path`, naming the reduce-scatter's paths there), M not a multiple of
 /// the world size (`shape`); before all of them a context no communicator has (`ctx`).
-/// Then, with a tile asked for: no reduce-scatter path for it at this world size (`tile`),
-/// or a path it does not have, named by what asked for the path (`comm_path`; else
-/// `comm_ctas`; else `tile`, whose default path it was), listing the reduce-scatter's
-/// paths for the tile.
+/// A path the tile does not have lists the reduce-scatter's paths for the tile and names
+/// what asked for the path (`comm_path`; else `comm_ctas`; else `tile`, whose default path
+/// it was).
 pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ctx: PlanContext) -> Result<FusedConfig> {
     let rs = Collective::ReduceScatter;
     let world = ctx.world_size;
@@ -167,20 +166,6 @@ pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ct
         }
     }
     rs.check_m(shape, world)?;
-    // A tile asked for: the reduce-scatter's paths for it (the all-reduce's would name
-    // paths this collective does not run, helper-97), none at all refused on `tile`.
-    let tile_paths: Option<Vec<CommPath>> = match opts.tile {
-        Some(t) if world > 1 => Some(CommPath::all_for(t, world).into_iter().filter(|&q| rs.runs_on(q)).collect()),
-        _ => None,
-    };
-    if let (Some(t), Some(v)) = (opts.tile, &tile_paths) {
-        if v.is_empty() && t.validate().is_ok() {
-            return Err(invalid(
-                "tile",
-                format!("a reduce-scatter of {world} ranks has no path for {t} (clustered, swapped-operand and column-fitted tiles run the epilogue path, with 2 ranks only)"),
-            ));
-        }
-    }
     let two_phase = if shape.n % 8 == 0 { CommPath::Vec16 } else { CommPath::Scalar };
     let path = match (opts.comm_path, comm_ctas) {
         (Some(p), _) => p,
@@ -193,22 +178,10 @@ pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ct
             if rs.runs_on(default) { default } else { two_phase }
         }
     };
-    // The path against the tile asked for, named by what asked for the path.
-    if let (Some(t), Some(v)) = (opts.tile, &tile_paths) {
-        if !v.is_empty() && !v.contains(&path) {
-            let (arg, why) = match (opts.comm_path, comm_ctas) {
-                (Some(_), _) => ("comm_path", "asked for"),
-                (None, Some(_)) => ("comm_ctas", "chosen for the communication CTAs asked for"),
-                (None, None) => ("tile", "its default"),
-            };
-            let names: Vec<&str> = v.iter().map(|q| q.name()).collect();
-            return Err(invalid(
-                arg,
-                format!("a reduce-scatter of {world} ranks runs this tile on {} only ({t}); the {} path is {why}", names.join(", "), path.name()),
-            ));
-        }
-    }
-    plan_gemm_allreduce(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx)
+    // (the all-reduce's plan on that path, its refusals listing the reduce-scatter's paths
+    // and naming what chose the path where the caller gave no comm_path, in the order above)
+    let chooser = if comm_ctas.is_some() { Some("comm_ctas") } else { opts.tile.map(|_| "tile") };
+    plan_fused(shape, GemmAllReduceOptions { comm_path: Some(path), ..opts }, ctx, rs).map_err(|e| path_asked_by(e, &opts, chooser))
 }
 
 #[cfg(test)]
@@ -358,11 +331,11 @@ mod tests {
         let shape = GemmShape { m: 1024, n: 8192, k: 4096 };
         let cases = [
             // (a Registers tile has no epilogue path)
-            (GemmAllReduceOptions { tile: Some(TileConfig::WIDE), comm_path: Some(CommPath::Epilogue), ..Default::default() }, 2, "comm_path", "vec16, scalar only"),
+            (GemmAllReduceOptions { tile: Some(TileConfig::WIDE), comm_path: Some(CommPath::Epilogue), ..Default::default() }, 2, "comm_path", "available: vec16, scalar)"),
             // (communication CTAs choose vec16, which a clustered tile does not have)
-            (GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), comm_ctas: Some(16), ..Default::default() }, 2, "comm_ctas", "epilogue only"),
-            (GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), comm_path: Some(CommPath::Vec16), ..Default::default() }, 2, "comm_path", "epilogue only"),
-            (GemmAllReduceOptions { tile: Some(TileConfig::swapped_tma_store(136)), ..Default::default() }, 4, "tile", "has no path"),
+            (GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), comm_ctas: Some(16), ..Default::default() }, 2, "comm_ctas", "available: epilogue)"),
+            (GemmAllReduceOptions { tile: Some(TileConfig::NARROW_TMA_STORE_C2), comm_path: Some(CommPath::Vec16), ..Default::default() }, 2, "comm_path", "available: epilogue)"),
+            (GemmAllReduceOptions { tile: Some(TileConfig::swapped_tma_store(136)), ..Default::default() }, 4, "tile", "available: none"),
         ];
         for (opts, world, arg, want) in cases {
             let e = plan_gemm_reduce_scatter(shape, opts, ctx(world, false)).unwrap_err();
