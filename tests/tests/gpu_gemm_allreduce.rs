@@ -291,6 +291,59 @@ fn two_ranks(test: &str) -> Option<Vec<usize>> {
     Some(if n >= 2 { vec![0, 1] } else { vec![0, 0] })
 }
 
+/// IEEE special values on every path of two ranks: rows whose two partials overflow to
+/// ±Inf, cancel, hold a NaN or an Inf minus Inf, or are subnormal
+/// ([`mkernel_tests::special`]), among rows of random data, on the epilogue path (wide,
+/// clustered, swapped-operand and split tiles), the one-shot, TMA reduce-add, push, TMA,
+/// 16-byte and scalar paths: every rank's special rows are the IEEE bf16 sum of the two
+/// cuBLAS partials (NaN not masked, no saturation, no flush to zero), the other rows
+/// within the tolerance; poisoned outputs, fresh data for every call.
+#[test]
+fn special_values_sum_as_ieee_bf16_on_every_path() {
+    let Some(devices) = two_ranks("special_values_sum_as_ieee_bf16_on_every_path") else { return };
+    let wide = mkernel::TileConfig::WIDE_TMA_STORE;
+    let path = |p| GemmAllReduceOptions { comm_path: Some(p), ..Default::default() };
+    let cases: Vec<((u32, u32, u32), GemmAllReduceOptions)> = vec![
+        ((1040, 8192, 512), GemmAllReduceOptions::default()),
+        ((1040, 8192, 512), epilogue_path(wide)),
+        ((1040, 8192, 512), epilogue_path(mkernel::TileConfig::WIDE_TMA_STORE_C2)),
+        ((1040, 8192, 512), GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..epilogue_path(wide) }),
+        ((130, 8192, 512), epilogue_path(mkernel::TileConfig::swapped_tma_store(136))),
+        ((1040, 8192, 512), one_shot()),
+        ((1040, 8192, 512), reduce_path(wide, None)),
+        ((1040, 8192, 512), push_path(wide, None)),
+        ((1040, 8192, 512), path(CommPath::Tma)),
+        ((1040, 8192, 512), path(CommPath::Vec16)),
+        ((130, 1001, 64), path(CommPath::Scalar)),
+    ];
+    let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).max().unwrap();
+    let mut g = group_on(&devices, CommConfig { max_output_elems: max, timeout: Duration::from_secs(20), ..Default::default() });
+    for ((m, n, k), opts) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let seed = check::fresh_seed();
+        let mut partials = [Vec::new(), Vec::new()];
+        for (r, b) in bs.iter_mut().enumerate() {
+            partials[r] = mkernel_tests::special::fill(&g.streams[r], &mut g.blas[r], r, s, seed, &mut b.a, &mut b.b).unwrap();
+            check::poison(&g.streams[r], &mut b.out).unwrap();
+        }
+        let plan = g.comms[0].plan_gemm_allreduce(s, opts).unwrap();
+        for (r, b) in bs.iter_mut().enumerate() {
+            g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap();
+        }
+        for (r, c) in g.comms.iter().enumerate() {
+            c.synchronize(&g.streams[r]).unwrap_or_else(|e| panic!("{s:?} {plan} rank {r}: {e}"));
+        }
+        let mut said = String::new();
+        for (r, b) in bs.iter().enumerate() {
+            let got = g.streams[r].clone_dtoh(&b.out).unwrap();
+            said = mkernel_tests::special::check(&got, 0, n as usize, k as usize, &partials)
+                .unwrap_or_else(|e| panic!("rank {r} {s:?} {plan} (seed {seed:#x}): {e}"));
+        }
+        eprintln!("ok {s:?} {plan}: {said}");
+    }
+}
+
 /// Each case's tile forced on the epilogue path (the plan must take it whole), three
 /// calls with fresh data, each against the fp32 reference on every rank ([`round`]).
 fn forced_on_the_epilogue_path(g: &mut Group, cases: &[((u32, u32, u32), mkernel::TileConfig)]) {

@@ -265,6 +265,61 @@ fn missing_peer_times_out_naming_it() {
     }
 }
 
+/// IEEE special values through the reduce-scatter's paths: rows whose two partials
+/// overflow to ±Inf, cancel, hold a NaN or an Inf minus Inf, or are subnormal
+/// ([`mkernel_tests::special`]), placed on each side of M / 2 (in head tiles where M / 2
+/// is not a multiple of the tile's rows, whose rows are added by `red.global.add`; the
+/// others by TMA reduce-add) and inside each rank's rows, among rows of random data: each
+/// rank's special rows are the IEEE bf16 sum of the two cuBLAS partials (NaN not masked,
+/// no saturation, no flush to zero), the other rows within the tolerance, nothing past
+/// its rows written. The epilogue path (wide, split, swapped, clustered swapped tiles),
+/// vec16 and scalar; poisoned outputs, fresh data for every call.
+#[test]
+fn special_values_sum_as_ieee_bf16() {
+    let Some(devices) = two_ranks("special_values_sum_as_ieee_bf16") else { return };
+    let wide = TileConfig::WIDE_TMA_STORE;
+    let path = |p| GemmAllReduceOptions { comm_path: Some(p), ..Default::default() };
+    let cases: Vec<((u32, u32, u32), GemmAllReduceOptions)> = vec![
+        ((1040, 8192, 512), GemmAllReduceOptions::default()),
+        ((1040, 8192, 512), epilogue(wide)),
+        ((1040, 8192, 512), GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..epilogue(wide) }),
+        ((130, 8192, 512), epilogue(TileConfig::swapped_tma_store(136))),
+        ((1040, 8192, 512), epilogue(TileConfig::swapped_wide_c2(208, mkernel::Epilogue::TmaStore))),
+        ((1040, 8192, 512), path(CommPath::Vec16)),
+        ((130, 1001, 64), path(CommPath::Scalar)),
+    ];
+    let max = cases.iter().map(|&((m, n, _), _)| m as u64 * n as u64).max().unwrap();
+    let mut g = group_on(&devices, max);
+    for ((m, n, k), opts) in cases {
+        let s = GemmShape { m, n, k };
+        let mut bs = bufs(&g, s);
+        let seed = check::fresh_seed();
+        let mut partials = [Vec::new(), Vec::new()];
+        for (r, b) in bs.iter_mut().enumerate() {
+            partials[r] = mkernel_tests::special::fill(&g.streams[r], &mut g.blas[r], r, s, seed, &mut b.a, &mut b.b).unwrap();
+            check::poison(&g.streams[r], &mut b.out).unwrap();
+        }
+        let mut plan = None;
+        for (r, b) in bs.iter_mut().enumerate() {
+            plan.get_or_insert(g.comms[r].gemm_reduce_scatter(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap());
+        }
+        let what = format!("{s:?} {} (seed {seed:#x})", plan.unwrap());
+        sync_all(&g, &what);
+        let mut said = String::new();
+        for (r, b) in bs.iter().enumerate() {
+            let out = g.streams[r].clone_dtoh(&b.out).unwrap();
+            let rows = rows_of(s, 2, r);
+            let (mine, guard) = out.split_at(rows.len() * n as usize);
+            said = mkernel_tests::special::check(mine, rows.start as usize, n as usize, k as usize, &partials)
+                .unwrap_or_else(|e| panic!("rank {r} {what}: {e}"));
+            if let Some(i) = guard.iter().position(|x| x.to_bits() != check::POISON.to_bits()) {
+                panic!("rank {r} {what}: element {} past its rows was written ({})", mine.len() + i, guard[i]);
+            }
+        }
+        eprintln!("ok {what}: {said}");
+    }
+}
+
 /// Bad arguments are refused by name before anything is launched: M not a multiple of
 /// the world size, an `out` shorter than this rank's rows, a path without a
 /// reduce-scatter; an `out` of all M rows is accepted (only the first M / world are
