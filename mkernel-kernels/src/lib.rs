@@ -12,11 +12,12 @@
 //! Layout: `source` (header embedding and `#include` resolution), `jit` (NVRTC + disk
 //! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
 //! their layout check), `driver` (module cache, tensor maps, launches), and one module
-//! per operator: `gemm`, `gemm_allreduce`, `proxy_stream` (and `fill` / `check`: test data and
+//! per operator: `gemm`, `gemm_allreduce`, `allgather_gemm`, `proxy_stream` (and `fill` / `check`: test data and
 //! device-side verification).
 
 #![warn(missing_docs)]
 
+pub mod allgather_gemm;
 pub mod barrier;
 pub mod catalog;
 pub mod check;

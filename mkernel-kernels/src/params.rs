@@ -39,6 +39,7 @@ pub enum WaitOp {
     PeerSliceReduced = 2,
     PeerExit = 3,
     PeerBarrier = 4,
+    PeerChunkArrived = 5,
 }
 
 impl WaitOp {
@@ -50,6 +51,7 @@ impl WaitOp {
             2 => Self::PeerSliceReduced,
             3 => Self::PeerExit,
             4 => Self::PeerBarrier,
+            5 => Self::PeerChunkArrived,
             _ => return None,
         })
     }
@@ -62,6 +64,7 @@ impl WaitOp {
             Self::PeerSliceReduced => "the peer's reduced slice of a tile",
             Self::PeerExit => "the peer to finish reading this rank's buffers (exit flag)",
             Self::PeerBarrier => "the peer to reach the device-side barrier (barrier flag)",
+            Self::PeerChunkArrived => "the peer's chunk of A rows (all-gather arrival flag)",
         }
     }
 }
@@ -145,6 +148,32 @@ pub struct AllReduceParams {
     /// sum each rank keeps, M / world; rank r's `out` is rows [r * scatter_rows, (r + 1) *
     /// scatter_rows) of it, an [scatter_rows, N] matrix. 0: an all-reduce (`out` [M, N]).
     pub scatter_rows: u32,
+}
+
+/// Parameters of the fused all-gather + GEMM kernel (`AllGatherParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllGatherParams {
+    pub tma_a_local: TmaDescriptor,
+    pub tma_a_gathered: TmaDescriptor,
+    pub tma_b: TmaDescriptor,
+    pub tma_c: TmaDescriptor,
+    pub a_local: u64,
+    pub out: u64,
+    pub gathered: [u64; MAX_RANKS],
+    pub arrived: [u64; MAX_RANKS],
+    pub exit_flags: [u64; MAX_RANKS],
+    pub control: u64,
+    pub status: u64,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub rank: u32,
+    pub shard_rows: u32,
+    pub chunk_rows: u32,
+    pub num_comm_ctas: u32,
+    pub flag_stride: u32,
+    pub timeout_ns: u64,
 }
 
 /// Header of the optional event trace of one fused call (`FusedTraceHeader`); the
@@ -365,6 +394,8 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns, split_scratch, split_counts, split_slices, pad0));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, scatter_rows));
+    lines.extend(crate::layout_asserts!(AllGatherParams; tma_a_local, tma_a_gathered, tma_b, tma_c, a_local, out, gathered, arrived, exit_flags,
+        control, status, m, n, k, rank, shard_rows, chunk_rows, num_comm_ctas, flag_stride, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
@@ -403,11 +434,12 @@ mod tests {
         // 4 KiB is the portable limit for __global__ parameters.
         assert!(size_of::<AllReduceParams>() <= 4096);
         assert!(size_of::<GemmParams>() <= 4096);
+        assert!(size_of::<AllGatherParams>() <= 4096);
     }
 
     #[test]
     fn wait_op_codes_round_trip() {
-        for op in [WaitOp::None, WaitOp::PeerTileReady, WaitOp::PeerSliceReduced, WaitOp::PeerExit, WaitOp::PeerBarrier] {
+        for op in [WaitOp::None, WaitOp::PeerTileReady, WaitOp::PeerSliceReduced, WaitOp::PeerExit, WaitOp::PeerBarrier, WaitOp::PeerChunkArrived] {
             assert_eq!(WaitOp::from_code(op as u32), Some(op));
         }
         assert_eq!(WaitOp::from_code(99), None);

@@ -16,6 +16,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("gemm/sm90_gemm.cuh", include_str!("cuda/gemm/sm90_gemm.cuh")),
     ("ops/gemm.cuh", include_str!("cuda/ops/gemm.cuh")),
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
+    ("ops/allgather_gemm.cuh", include_str!("cuda/ops/allgather_gemm.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
     ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),
     ("ops/gate.cuh", include_str!("cuda/ops/gate.cuh")),

@@ -183,6 +183,35 @@ impl Nccl {
         })
     }
 
+    /// All-gather on the i-th local communicator: `sends[i]` \[count\] into `recvs[i]`
+    /// \[world x count\], block q from rank q (`ncclAllGather`, count = `sends[i].len()`;
+    /// grouped when one process drives several GPUs).
+    ///
+    /// Errors: not one buffer pair per local rank (`bufs`), a receive buffer shorter than
+    /// world x count (`recvs`), NCCL's errors.
+    pub fn all_gather(&self, sends: &[&CudaSlice<bf16>], recvs: &mut [&mut CudaSlice<bf16>]) -> Result<()> {
+        if sends.len() != self.comms.len() || recvs.len() != self.comms.len() {
+            return Err(crate::error::invalid(
+                "bufs",
+                format!("expected {} send and receive buffers (one each per local rank), got {} and {}", self.comms.len(), sends.len(), recvs.len()),
+            ));
+        }
+        for (comm, (send, recv)) in self.comms.iter().zip(sends.iter().zip(recvs.iter())) {
+            let world = comm.world_size();
+            if recv.len() < world * send.len() {
+                return Err(crate::error::invalid(
+                    "recvs",
+                    format!("a receive buffer holds world x count = {world} x {} elements, got {}", send.len(), recv.len()),
+                ));
+            }
+        }
+        let mut pairs = sends.iter().zip(recvs.iter_mut());
+        self.grouped("ncclAllGather", |comm| match pairs.next() {
+            Some((send, recv)) => comm.all_gather(*send, *recv).map(|_| ()),
+            None => Ok(()),
+        })
+    }
+
     /// Calls `each` on every local communicator in order, inside one NCCL group when this
     /// process drives several GPUs (else NCCL would wait for the first rank's peers before
     /// the second rank's call is made); the first error is returned as `call`'s, after the

@@ -513,7 +513,11 @@ impl Communicator {
             rank: s.rank,
             peer: s.peer,
             what,
-            tile: if s.tile == u32::MAX { "-".into() } else { s.tile.to_string() },
+            tile: match (s.tile, WaitOp::from_code(s.code)) {
+                (u32::MAX, _) => "no tile".into(),
+                (c, Some(WaitOp::PeerChunkArrived)) => format!("chunk {c}"),
+                (t, _) => format!("tile {t}"),
+            },
             epoch: s.epoch,
             expected: s.expected,
             observed: s.observed,

@@ -64,7 +64,7 @@ pub enum Error {
         to: usize,
     },
     /// A device-side wait gave up: the peer's flag never showed this call's epoch.
-    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} (tile {tile}, epoch {epoch}, expected flag {expected}, observed {observed}); is rank {peer} running the same call?")]
+    #[error("rank {rank} timed out after {waited:?} waiting for rank {peer}: {what} ({tile}, epoch {epoch}, expected flag {expected}, observed {observed}); is rank {peer} running the same call?")]
     PeerTimeout {
         /// The rank whose kernel gave up.
         rank: u32,
@@ -72,7 +72,8 @@ pub enum Error {
         peer: u32,
         /// What it waited for (a peer's tile, a reduced slice, a peer's exit).
         what: &'static str,
-        /// The output tile index (or "-" when the wait was not for a tile).
+        /// Which tile or chunk: "tile 5" (an output tile), "chunk 3" (an all-gather's chunk
+        /// of the peer's rows), or "no tile" when the wait was for neither.
         tile: String,
         /// The call's epoch.
         epoch: u32,

@@ -20,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+mod allgather_gemm;
 pub mod baseline;
 pub mod check;
 mod comm;
@@ -32,7 +33,9 @@ mod host_mapped;
 pub mod internode;
 pub mod trace;
 
+pub use allgather_gemm::{plan_allgather_gemm, AllGatherGemmOptions};
 pub use comm::{CommConfig, Communicator};
+pub use mkernel_kernels::allgather_gemm::AllGatherConfig;
 pub use error::{Error, Result};
 pub use gemm::{gemm, gemm_with_workspace, plan_gemm, release_gemm_workspaces, GemmOptions, GemmRun, GemmWorkspace, CACHED_WORKSPACES};
 pub use gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext, MAX_PLAN_GRID};

@@ -79,6 +79,31 @@ struct AllReduceParams {
                                        // [scatter_rows, N]. 0: all-reduce (`out` [M, N])
 };
 
+// Fused all-gather + GEMM over the ranks of one node (see ops/allgather_gemm.cuh): rank r
+// holds rows [r S, (r + 1) S) of A (S = shard_rows = M / world) and its own B; every rank
+// computes out = A B^T over all M rows. Addresses per rank (index = rank; entries >= world
+// are zero).
+struct AllGatherParams {
+  TmaDescriptor tma_a_local;           // this rank's shard A_r [S, K] (the caller's buffer), box [BK, BM / CN]
+  TmaDescriptor tma_a_gathered;        // this rank's gathered A [M, K] (its workspace), same box
+  TmaDescriptor tma_b;                 // B [N, K], as the plain GEMM's
+  TmaDescriptor tma_c;                 // out [M, N] for the TMA-store epilogue
+  u64 a_local;                         // A_r [S, K] bf16, row-major (rows K * 2 bytes apart)
+  u64 out;                             // C [M, N] bf16, row-major
+  u64 gathered[MKERNEL_MAX_RANKS];     // per rank: gathered A [M, K] bf16 (symmetric workspace)
+  u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride], [from][chunk] = epoch
+  u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
+  u64 control;                         // local ControlBlock
+  u64 status;                          // host-mapped KernelStatus
+  u32 m, n, k;
+  u32 rank;
+  u32 shard_rows;                      // S = M / world
+  u32 chunk_rows;                      // rows of a shard per arrival flag (the last chunk may be shorter)
+  u32 num_comm_ctas;                   // the last num_comm_ctas CTAs push this rank's shard
+  u32 flag_stride;                     // chunks per inbox row (>= chunks of a shard)
+  u64 timeout_ns;
+};
+
 // Optional event trace of one fused call (bench --trace): a header, then events.
 struct FusedTraceHeader {
   u32 count;    // events recorded (may exceed the capacity: the rest were dropped)

@@ -4,6 +4,7 @@
 //! than L2, prints a table and writes JSON with device, driver, commit and date.
 
 pub(crate) mod floors;
+mod allgather_gemm;
 mod gemm;
 mod gemm_allreduce;
 mod proxy_stream;
@@ -50,6 +51,9 @@ pub enum BenchCmd {
     /// (gemm-allreduce's options; each rank keeps its M / world rows of the sum; shapes
     /// whose M the world size does not divide are left out; paths: epilogue, vec16, scalar).
     GemmReduceScatter(gemm_allreduce::ArArgs),
+    /// Fused all-gather + GEMM (each rank holds M / world rows of A) vs NCCL's all-gather then
+    /// cuBLAS on the GPUs present (--share-gpu: ranks on GPU 0, no NCCL).
+    AllgatherGemm(allgather_gemm::AgArgs),
     /// GPU-driven inter-node stream through the host proxy (two GPUs as two nodes, libfabric
     /// shm/tcp) vs pinned-copy bandwidth and NCCL with P2P disabled (needs `--features fabric`).
     ProxyStream(proxy_stream::ProxyStreamArgs),
@@ -93,6 +97,7 @@ pub fn run(cmd: BenchCmd) -> BenchResult<()> {
         BenchCmd::Gemm(a) => gemm::run(a),
         BenchCmd::GemmAllreduce(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::AllReduce)),
         BenchCmd::GemmReduceScatter(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::ReduceScatter)),
+        BenchCmd::AllgatherGemm(a) => allgather_gemm::run(a),
         BenchCmd::ProxyStream(a) => proxy_stream::run(a),
     }
 }

@@ -157,11 +157,15 @@ struct GemmConfig {
 // past the last column block.
 struct TileScheduler {
   u32 num_m, num_n, cm, cn, num_pm, num_pn, total, group_m;
+  // Row-block pairs the order is rotated by (0: none): pair p of the order is pair
+  // (p + rot_pm) % num_pm of C, so the first tiles are those of a chosen row block (a hook
+  // with kGathersA: this rank's own rows of A first, set by gemm_run).
+  u32 rot_pm;
   // Row blocks (pairs) per raster group: 8, or fewer with use_equal_groups.
   static constexpr u32 kMaxGroup = 8;
   __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
       : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),
-        num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_), group_m(kMaxGroup) {}
+        num_pn((num_n + cn_ - 1) / cn_), total(num_pm * cm_ * num_pn * cn_), group_m(kMaxGroup), rot_pm(0) {}
   // The fewest raster groups of at most kMaxGroup row blocks, each ceil(row blocks / groups)
   // but the last, which takes what is left (9 row blocks: 5 + 4, not 8 + 1; 12: 6 + 6; 17:
   // 6 + 6 + 5; 19: 7 + 7 + 5; from 57 a short last group again: 8 x 7 + 1; a split into sizes
@@ -187,7 +191,9 @@ struct TileScheduler {
     const u32 first_m = g * group_m;
     const u32 gm = min(num_pm - first_m, group_m);
     const u32 r = pair - g * per_group;
-    mb = (first_m + r % gm) * cm + member % cm;
+    u32 pm = first_m + r % gm;
+    if (rot_pm != 0) pm = pm + rot_pm < num_pm ? pm + rot_pm : pm + rot_pm - num_pm;
+    mb = pm * cm + member % cm;
     nb = (r / gm) * cn + member % cn;
   }
 };
@@ -339,16 +345,22 @@ __device__ __forceinline__ void load_operand_tile(const TmaDescriptor* tma, u64*
 // Every lane runs the loop and waits on the empty barrier; one elected lane arms the full
 // barrier and issues the loads. (One thread alone issued them from per-thread registers:
 // ~70 dependent instructions a K block, the bound of the narrow tiles: bench/NOTES.md 36.3.)
-template <class Cfg, bool kShift>
+// A hook with kGathersA picks, per unit, where its A rows come from: `hook.a_operand(a_row,
+// map)` (every lane of the producer warp; it may wait, bounded, until the rows have
+// arrived) returns the row coordinate in the map it sets (an all-gather's: the caller's
+// own shard, or the gathered A the peers push into).
+template <class Cfg, bool kShift, class Hook>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
                               const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
-                              u32 k_blocks, u32 m, u64 timeout_ns) {
+                              u32 k_blocks, u32 m, u64 timeout_ns, Hook& hook) {
   u32 stage = 0, phase = 0;
   for (u32 u = first_unit; u < units.total; u += stride) {
     u32 t, slice, kb0, kb1, mb, nb;
     units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
-    const u32 a_row = a_row0<Cfg, kShift>(mb, m);
+    const TmaDescriptor* map_a = tma_a;
+    u32 a_row = a_row0<Cfg, kShift>(mb, m);
+    if constexpr (Hook::kGathersA) a_row = hook.a_operand(a_row, map_a);
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       if (elect_one_sync()) {
@@ -356,7 +368,7 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
         // CTA's share sent by it, the shares overlapping by 8 rows where BN / CM is not whole
         // swizzle atoms: kStageTxBytes counts both)
         mbar_arrive_expect_tx(&sm.stage_full[stage], Cfg::kStageTxBytes);
-        load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta, Cfg::BM>(tma_a, &sm.stage_full[stage], sm.a(stage),
+        load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta, Cfg::BM>(map_a, &sm.stage_full[stage], sm.a(stage),
                                                                                    kb * Cfg::BK, a_row);
         load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta, Cfg::BN>(tma_b, &sm.stage_full[stage], sm.b(stage),
                                                                                    kb * Cfg::BK, nb * Cfg::BN);
@@ -829,6 +841,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
   if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1 && !Cfg::kSwapAB && Cfg::BM == 128) {
     if (sched.total <= tile_stride && k >= TileScheduler::kEqualGroupsMinK) sched.use_equal_groups();
   }
+  // (an all-gather's: the row blocks of this rank's own rows first, see TileScheduler)
+  if constexpr (OnTileStored::kGathersA) sched.rot_pm = on_tile_stored.first_pair(sched.num_pm, Cfg::BM * Cfg::CM);
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);
@@ -843,7 +857,7 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
       }
       __syncwarp();
       gemm_producer<Cfg, OnTileStored::kShiftsLastRowBlock>(tma_a, tma_b, sm, sched, units, first_tile, tile_stride,
-                                                            k_blocks, m, timeout_ns);
+                                                            k_blocks, m, timeout_ns, on_tile_stored);
     } else if (Cfg::kTmaEpilogue && threadIdx.x / 32 == 1) {
       gemm_storer<Cfg>(tma_c, tma_c_copy, sm, sched, units, first_tile, tile_stride, on_tile_stored);
     }

@@ -13,6 +13,7 @@ struct NoTileHook {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kKeepsSomeRows = false;  // (gemm_storer: every row of C is stored)
   __device__ __forceinline__ void operator()(u32) const {}
 };
@@ -33,6 +34,7 @@ struct SplitLastWave {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = true;
+  static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kKeepsSomeRows = false;  // (gemm_storer: every row of C is stored)
   static_assert(Cfg::kTmaEpilogue && Cfg::kClusterSize == 1, "the split last wave needs the TMA-store epilogue, no cluster");
   static_assert(1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 8 <= Cfg::kSmemBytes + kSplitExtraSmem,

@@ -146,6 +146,7 @@ struct PublishTileReady {
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kKeepsSomeRows = false;  // (the epilogue stores the whole partial tile)
   const AllReduceParams* p;
   u32 epoch;
@@ -227,6 +228,7 @@ struct EpilogueAllReduce {
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = true;
+  static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of kBoxRowChunks
   // chunks (8 in a 64-column swizzled box; BN / 8 in a column-fitted tile's one box).
   static constexpr u32 kBoxRowChunks = Cfg::kCBoxCols / 8;

@@ -11,6 +11,7 @@ enum class WaitOp : u32 {
   PeerSliceReduced = 2,  // a peer's reduced slice of a tile
   PeerExit = 3,          // a peer finishing its reads of this rank's buffers
   PeerBarrier = 4,       // a peer reaching a device-side barrier (ops/barrier.cuh)
+  PeerChunkArrived = 5,  // a peer's chunk of A rows in this rank's gathered A (ops/allgather_gemm.cuh)
 };
 
 // Intra-CTA mbarrier wait. Only a bug (a faulted TMA, a miscounted arrival) can make
@@ -79,5 +80,67 @@ __device__ __forceinline__ bool wait_flag_eq(const u32* flag, u32 expected, cons
         return false;
       }
     }
+  }
+}
+
+// ---- a collective call's start and end (the all-gather + GEMM) -------------------------
+// The same steps as gemm_allreduce_kernel's own (which keeps its inline copy: calling these
+// instead changed the SASS of all 430 fused all-reduce and reduce-scatter kernels, whose
+// timings on the H200 pair are for the code as it is; session 54, bench/NOTES.md 57).
+// Epoch 0 is never used (after 2^32 calls it wraps to 1): 0 means "no abort" in
+// abort_epoch and "never published" in the zeroed flags, so a call at epoch 0 would see
+// itself aborted (aborted(): abort_epoch == epoch) and skip its exit handshake.
+__device__ __forceinline__ WaitContext begin_call(ControlBlock* control, u64 status, u64 timeout_ns, u32 rank) {
+  const u32 last_epoch = ld_acquire_gpu(&control->epoch);
+  return WaitContext{control, reinterpret_cast<KernelStatus*>(status), timeout_ns, rank,
+                     last_epoch + 1 != 0 ? last_epoch + 1 : 1u};
+}
+
+// Whether this call is queued behind one that gave up (abort_epoch holds that call's
+// epoch): it then does no work and says nothing to its peers; it only advances the epoch,
+// leaving `out` unwritten (the host poisons the communicator once it sees the error, so
+// such a call's output is never used), while rewriting a buffer a peer reads could hand
+// a late peer, still in the aborted call, data half-rewritten after it saw the flag; its
+// exit flags would in turn release that peer early. Nothing writes abort_epoch during a
+// skipped call, so every CTA of the call sees the same value.
+__device__ __forceinline__ bool skipped_call(const WaitContext& ctx) {
+  const u32 abort_seen = ld_acquire_gpu(&ctx.control->abort_epoch);
+  return abort_seen != 0 && abort_seen != ctx.epoch;
+}
+
+// Exit handshake, thread 0 of each of the n_ctas CTAs that touch peers' buffers: the last
+// of them tells every peer "done with your buffers" (exit_q[rank] = epoch) and waits for
+// every peer's exit flag, so no rank rewrites a buffer a peer still reads in the next
+// call. `exit_flags[q]`: rank q's symmetric u32[world]. skipped: see skipped_call.
+template <u32 WORLD>
+__device__ __forceinline__ void exit_handshake(const u64 (&exit_flags)[MKERNEL_MAX_RANKS], u32 rank, const WaitContext& ctx,
+                                               u32 n_ctas, bool skipped) {
+  const u32 finished = atom_add_acq_rel_gpu(&ctx.control->comm_done, 1) + 1;
+  if (finished == n_ctas) {
+    ctx.control->comm_done = 0;
+    if (skipped) return;
+    for (u32 i = 1; i < WORLD; ++i) {
+      const u32 q = (rank + i) % WORLD;
+      st_release_sys(reinterpret_cast<u32*>(exit_flags[q]) + rank, ctx.epoch);
+    }
+    if (!aborted(ctx)) {
+      for (u32 i = 1; i < WORLD; ++i) {
+        const u32 q = (rank + i) % WORLD;
+        if (!wait_flag_eq(reinterpret_cast<const u32*>(exit_flags[rank]) + q, ctx.epoch, ctx, WaitOp::PeerExit, q, ~0u))
+          break;
+      }
+    }
+  }
+}
+
+// Epoch hand-over, thread 0 of every CTA after its last access of this call: the last CTA
+// of the grid advances the epoch (so the next call needs no host-side reset).
+__device__ __forceinline__ void end_call(const WaitContext& ctx) {
+  const u32 finished = atom_add_acq_rel_gpu(&ctx.control->ctas_done, 1) + 1;
+  if (finished == gridDim.x) {
+    ctx.control->ctas_done = 0;
+    ctx.control->comm_next = 0;
+    ctx.control->epoch = ctx.epoch;
+    fence_acq_rel_gpu();
   }
 }

@@ -1,0 +1,272 @@
+//! The fused all-gather + GEMM kernel (`ops/allgather_gemm.cuh`): rank r holds rows
+//! \[r S, (r + 1) S) of A (its shard, S = M / world) and computes out\[M, N\] = A B^T over
+//! all M rows while its push CTAs copy its shard into every peer's gathered A, chunk by
+//! chunk, each chunk announced by an epoch-tagged arrival flag the peer's producer warps
+//! wait on (bounded) before loading rows that are not their own.
+//!
+//! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): the gathered A \[M, K\]
+//! lives in the partial region (so M x K must fit `capacity_elems`), the arrival flags in
+//! the ready inboxes (one per chunk: at most `max_tiles` chunks a shard), and the exit flags,
+//! control block and status are shared with every other fused call (epochs are
+//! per-communicator, flags are compared for equality, so calls of either kernel may follow
+//! each other).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cudarc::driver::CudaStream;
+
+use crate::driver::{self, LaunchDims, Runtime, Swizzle, Tensor2d};
+use crate::error::{invalid, Result};
+use crate::gemm::{Epilogue, GemmShape, TileConfig};
+use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
+use crate::jit::KernelSource;
+use crate::params::{AllGatherParams, MAX_RANKS};
+
+/// Rows of a shard per arrival flag by default: the chunk of DESIGN.md's table (128 rows),
+/// or the whole shard where it is shorter.
+pub const DEFAULT_CHUNK_ROWS: u32 = 128;
+
+/// Push CTAs by default (rounded up to whole clusters). A first guess, not tuned: ~8 SMs
+/// of 16-byte stores are expected to fill one NVLink direction (~390 GB/s on the H200 pair,
+/// DESIGN.md 6) at ~50 GB/s each.
+pub const DEFAULT_PUSH_CTAS: u32 = 8;
+
+/// What one rank's all-gather + GEMM launch runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllGatherConfig {
+    /// The GEMM's tile ([`tiles`]: not swapped-operand, not column-fitted).
+    pub tile: TileConfig,
+    /// CTAs that push this rank's shard to the peers (the first ones of the grid).
+    pub push_ctas: u32,
+    /// CTAs of the launch: push CTAs, then compute CTAs.
+    pub grid: u32,
+    /// Rows of a shard per arrival flag.
+    pub chunk_rows: u32,
+}
+
+impl std::fmt::Display for AllGatherConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tile {}, {} push + {} compute CTAs, chunks of {} rows",
+            self.tile,
+            self.push_ctas,
+            self.grid.saturating_sub(self.push_ctas),
+            self.chunk_rows
+        )
+    }
+}
+
+/// The tiles the all-gather + GEMM has kernels for: [`TileConfig::ALL`] (128- and 64-row
+/// tiles, Registers and TMA-store epilogues, 2-CTA clusters along M). Not the
+/// swapped-operand tiles (their A rows are the engine's columns, not gathered by row
+/// block) nor the column-fitted ones.
+pub fn tiles() -> impl Iterator<Item = TileConfig> {
+    TileConfig::ALL.into_iter()
+}
+
+/// Name of the kernel for a tile and world size.
+pub fn kernel_name(tile: TileConfig, world: u32) -> String {
+    format!("mkernel_allgather_gemm_{}_w{}", tile.tag(), world)
+}
+
+/// Source of the kernel for a tile and world size (2..=[`MAX_RANKS`]).
+///
+/// Errors: a tile outside [`tiles`] (`tile`), a world size outside 2..=MAX_RANKS
+/// (`world_size`).
+pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
+    tile.validate()?;
+    if !tiles().any(|t| t == tile) {
+        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile} (not swapped-operand or column-fitted tiles)")));
+    }
+    if world < 2 || world as usize > MAX_RANKS {
+        return Err(invalid("world_size", format!("an all-gather + GEMM kernel needs 2..={MAX_RANKS} ranks, got {world}")));
+    }
+    let name = kernel_name(tile, world);
+    let entry = format!(
+        "#include \"ops/allgather_gemm.cuh\"\n{wrapper}\
+         extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ AllGatherParams p) {{\n\
+         \x20 mk::allgather_gemm_kernel<{cfg_ty}, {world}>(p);\n}}\n\
+         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
+        wrapper = crate::gemm::wgmma_wrapper_for(tile),
+        smem = tile.smem_bytes(),
+        threads = tile.threads(),
+        cluster = tile.cluster_attribute(),
+        cfg_ty = tile.cpp_type(),
+    );
+    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+}
+
+/// Every kernel of the catalog: each tile of [`tiles`] at world sizes 2..=[`MAX_RANKS`].
+pub fn catalog() -> Result<Vec<KernelSource>> {
+    let mut v = Vec::new();
+    for tile in tiles() {
+        for world in 2..=MAX_RANKS as u32 {
+            v.push(source(tile, world)?);
+        }
+    }
+    Ok(v)
+}
+
+/// Checks a launch: the tile and world size have a kernel, M = world x S, K % 8 == 0 (16-byte
+/// rows for the pushes and TMA), N % 8 == 0 for a TMA-store tile, the gathered A within the
+/// workspace (M x K <= `capacity_elems`), the chunks within the inbox, and the CTA split.
+///
+/// Errors name the argument: `tile`, `world_size`, `shape`, `cfg`, `rank`, `layout`.
+pub fn validate(shape: GemmShape, cfg: &AllGatherConfig, bufs: &RankBuffers) -> Result<()> {
+    let world = bufs.world;
+    if world < 2 || world as usize > MAX_RANKS {
+        return Err(invalid("world_size", format!("an all-gather + GEMM needs 2..={MAX_RANKS} ranks, got {world}")));
+    }
+    if bufs.rank >= world || world as u64 != bufs.layout.world {
+        return Err(invalid("rank", format!("rank {} of world {world} does not fit a workspace laid out for {} ranks", bufs.rank, bufs.layout.world)));
+    }
+    let l = bufs.layout;
+    if WorkspaceLayout::new(l.capacity_elems, world).ok() != Some(l) {
+        return Err(invalid("layout", format!("must be what WorkspaceLayout::new makes for its capacity and world size, got {l:?}")));
+    }
+    if !tiles().any(|t| t == cfg.tile) {
+        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {} (not swapped-operand or column-fitted tiles)", cfg.tile)));
+    }
+    if shape.m == 0 || shape.m % world != 0 {
+        return Err(invalid("shape", format!("M (all ranks' rows) must be a positive multiple of the world size {world}, got M={}", shape.m)));
+    }
+    if shape.n == 0 || shape.k == 0 || shape.k % 8 != 0 {
+        return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", shape.n, shape.k)));
+    }
+    cfg.tile.check_output(shape.n)?;
+    let gathered = shape.m as u64 * shape.k as u64;
+    if gathered > l.capacity_elems {
+        return Err(invalid(
+            "shape",
+            format!("the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({} elements); create it with max_output_elems >= M x K", l.capacity_elems),
+        ));
+    }
+    let s = shape.m / world;
+    if cfg.chunk_rows == 0 {
+        return Err(invalid("cfg", "chunk_rows must be at least 1"));
+    }
+    let chunks = s.div_ceil(cfg.chunk_rows) as u64;
+    if chunks > l.max_tiles {
+        return Err(invalid("cfg", format!("{chunks} chunks of {} rows exceed the workspace's {} arrival flags a rank; use longer chunks", cfg.chunk_rows, l.max_tiles)));
+    }
+    let cs = cfg.tile.cluster_size();
+    if cfg.push_ctas == 0 || cfg.push_ctas % cs != 0 || cfg.push_ctas >= cfg.grid || cfg.grid % cs != 0 {
+        return Err(invalid(
+            "cfg",
+            format!(
+                "push_ctas must be a positive multiple of the tile's cluster size ({cs}) below the grid, itself a multiple of it; got {} of {}",
+                cfg.push_ctas, cfg.grid
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Launches one rank's all-gather + GEMM on `stream`: `a_local` is this rank's shard
+/// \[M / world, K\] bf16 row-major, `b` \[N, K\], `out` \[M, N\].
+///
+/// # Safety
+/// `a_local`, `b`, `out` must be valid device buffers of those sizes in `stream`'s context,
+/// and every `bufs.workspace[q]` (q < world) must be mapped in it, with all ranks launching
+/// the same shape and config (a collective call).
+pub unsafe fn launch(
+    rt: &Runtime,
+    stream: &Arc<CudaStream>,
+    a_local: u64,
+    b: u64,
+    out: u64,
+    shape: GemmShape,
+    cfg: AllGatherConfig,
+    bufs: &RankBuffers,
+    timeout: Duration,
+) -> Result<()> {
+    validate(shape, &cfg, bufs)?;
+    let l = bufs.layout;
+    let world = bufs.world;
+    let s = shape.m / world;
+    let me = bufs.rank as usize;
+    let own_gathered = bufs.workspace[me] + l.partial_offset();
+    // (A's maps as the plain GEMM's: box [BK, BM / cluster_n], 128B swizzle)
+    let (tma_a_local, tma_b) = crate::gemm::operand_maps(a_local, b, GemmShape { m: s, ..shape }, cfg.tile)?;
+    let k = shape.k as u64;
+    let gathered = Tensor2d { ptr: own_gathered, rows: shape.m as u64, cols: k, row_stride_bytes: 2 * k };
+    let tma_a_gathered = driver::tma_2d_bf16(gathered, cfg.tile.bm / cfg.tile.cluster_n.max(1), cfg.tile.bk, Swizzle::B128, "workspace")?;
+    let mut p = AllGatherParams {
+        tma_a_local,
+        tma_a_gathered,
+        tma_b,
+        tma_c: if cfg.tile.epilogue == Epilogue::TmaStore { crate::gemm::output_map(out, shape, cfg.tile)? } else { Default::default() },
+        a_local,
+        out,
+        control: bufs.workspace[me] + l.control_offset(),
+        status: bufs.status,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        rank: bufs.rank,
+        shard_rows: s,
+        chunk_rows: cfg.chunk_rows,
+        num_comm_ctas: cfg.push_ctas,
+        flag_stride: l.max_tiles as u32,
+        timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
+        ..Default::default()
+    };
+    for q in 0..world as usize {
+        let base = bufs.workspace[q];
+        p.gathered[q] = base + l.partial_offset();
+        p.arrived[q] = base + l.ready_offset();
+        p.exit_flags[q] = base + l.exit_offset();
+    }
+    let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, world), || source(cfg.tile, world))?;
+    driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bufs(world: u32, capacity: u64) -> RankBuffers {
+        RankBuffers { rank: world - 1, world, workspace: [0x1000_0000; MAX_RANKS], layout: WorkspaceLayout::new(capacity, world).unwrap(), status: 0x3000 }
+    }
+
+    /// Bad configurations are refused by name, and a good one passes.
+    #[test]
+    fn validate_names_what_is_wrong() {
+        let shape = GemmShape { m: 2048, n: 8192, k: 4096 };
+        let good = AllGatherConfig { tile: TileConfig::WIDE_TMA_STORE, push_ctas: 8, grid: 132, chunk_rows: 128 };
+        let b = bufs(2, 1 << 24);
+        validate(shape, &good, &b).unwrap();
+        let err = |shape, cfg: AllGatherConfig, b: &RankBuffers| validate(shape, &cfg, b).unwrap_err().to_string();
+        let e = err(GemmShape { m: 2049, ..shape }, good, &b);
+        assert!(e.contains("`shape`") && e.contains("multiple of the world size"), "{e}");
+        let e = err(GemmShape { k: 4092, ..shape }, good, &b);
+        assert!(e.contains("`shape`") && e.contains("multiple of 8"), "{e}");
+        let e = err(shape, good, &bufs(2, 1 << 20));
+        assert!(e.contains("gathered A") && e.contains("max_output_elems"), "{e}");
+        let e = err(shape, AllGatherConfig { tile: TileConfig::swapped_tma_store(136), ..good }, &b);
+        assert!(e.contains("`tile`"), "{e}");
+        let e = err(shape, AllGatherConfig { push_ctas: 0, ..good }, &b);
+        assert!(e.contains("push_ctas"), "{e}");
+        let e = err(shape, AllGatherConfig { tile: TileConfig::WIDE_TMA_STORE_C2, push_ctas: 7, ..good }, &b);
+        assert!(e.contains("cluster size (2)"), "{e}");
+        let e = err(shape, AllGatherConfig { chunk_rows: 0, ..good }, &b);
+        assert!(e.contains("chunk_rows"), "{e}");
+        let e = err(shape, good, &bufs(1, 1 << 24));
+        assert!(e.contains("`world_size`"), "{e}");
+        let e = err(GemmShape { n: 8191, ..shape }, good, &b);
+        assert!(e.contains("N % 8") || e.contains("`n`") || e.contains("multiple of 8"), "{e}");
+    }
+
+    #[test]
+    fn catalog_names_are_unique_and_cover_every_world_size() {
+        let c = catalog().unwrap();
+        assert_eq!(c.len(), TileConfig::ALL.len() * (MAX_RANKS - 1));
+        let mut names: Vec<_> = c.iter().map(|k| k.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), c.len());
+        assert!(source(TileConfig::WIDE, 1).is_err() && source(TileConfig::WIDE, MAX_RANKS as u32 + 1).is_err());
+    }
+}

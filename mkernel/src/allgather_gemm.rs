@@ -1,0 +1,244 @@
+//! `Communicator::allgather_gemm`: the column-parallel layer of sequence-parallel tensor
+//! parallelism, out = all_gather(A) * B^T, where rank r holds rows \[r M / world, (r + 1)
+//! M / world) of A and its own B, in one persistent kernel per GPU that pushes the shard to
+//! the peers while it computes (`mkernel_kernels::allgather_gemm`).
+//!
+//! Status: new; its GPU tests (`tests/tests/gpu_allgather_gemm.rs`) run with every rank on
+//! one GPU; not yet run with ranks on GPUs of their own (the pair), no benchmark against
+//! NCCL + cuBLAS yet, and the number of push CTAs is a first guess
+//! ([`mkernel_kernels::allgather_gemm::DEFAULT_PUSH_CTAS`]), not tuned.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+use mkernel_kernels::allgather_gemm::{AllGatherConfig, DEFAULT_CHUNK_ROWS, DEFAULT_PUSH_CTAS};
+use mkernel_kernels::driver::Runtime;
+use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
+use mkernel_kernels::gemm_allreduce::FusedConfig;
+
+use crate::comm::Communicator;
+use crate::error::{invalid, Result};
+use crate::gemm::check_same_device;
+use crate::gemm_allreduce::PlanContext;
+
+/// Overrides of an all-gather + GEMM call's choices (all `None`: the defaults).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllGatherGemmOptions {
+    /// The GEMM's tile, one of [`mkernel_kernels::allgather_gemm::tiles`]
+    /// ([`TileConfig::ALL`]). None: the fused all-reduce's choice for the full shape on the
+    /// compute CTAs (`FusedConfig::choose_tile`), its TMA-store twin where N % 8 == 0.
+    pub tile: Option<TileConfig>,
+    /// CTAs that push this rank's shard to the peers (a multiple of the tile's cluster size,
+    /// below the grid). None: [`DEFAULT_PUSH_CTAS`] rounded up to whole clusters.
+    pub push_ctas: Option<u32>,
+    /// Rows of a shard per arrival flag (>= 1). None: [`DEFAULT_CHUNK_ROWS`], or the shard
+    /// where it is shorter.
+    pub chunk_rows: Option<u32>,
+}
+
+/// The configuration an all-gather + GEMM call of `shape` (M: all ranks' rows) would use on
+/// a communicator described by `ctx`.
+///
+/// Errors: a context no communicator has (`ctx`), one rank (`world_size`: there is nothing
+/// to gather; call [`crate::gemm`]), M not a positive multiple of the world size, K not a
+/// multiple of 8, or the gathered A (M x K) larger than the workspace (`shape`), a tile
+/// without a kernel or a TMA-store tile with N % 8 != 0 (`tile`), push CTAs that are 0,
+/// not whole clusters or leave no compute CTA (`push_ctas`), 0 chunk rows or more chunks
+/// than the workspace has flags (`chunk_rows`).
+pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: PlanContext) -> Result<AllGatherConfig> {
+    ctx.check()?;
+    let world = ctx.world_size;
+    if world < 2 {
+        return Err(invalid("world_size", "an all-gather + GEMM needs 2 ranks or more; with one rank A is whole: call mkernel::gemm"));
+    }
+    if shape.m == 0 || shape.m % world != 0 {
+        return Err(invalid("shape", format!("M (all ranks' rows of A) must be a positive multiple of the world size {world}, got M={}", shape.m)));
+    }
+    if shape.n == 0 || shape.k == 0 || shape.k % 8 != 0 {
+        return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", shape.n, shape.k)));
+    }
+    let gathered = shape.m as u64 * shape.k as u64;
+    if gathered > ctx.max_output_elems {
+        return Err(invalid(
+            "shape",
+            format!("the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({} elements); create it with max_output_elems >= M x K", ctx.max_output_elems),
+        ));
+    }
+    let tile = match opts.tile {
+        Some(t) => {
+            if !mkernel_kernels::allgather_gemm::tiles().any(|x| x == t) {
+                return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {t}: take one of TileConfig::ALL (not swapped-operand or column-fitted tiles)")));
+            }
+            t.check_output(shape.n)?;
+            t
+        }
+        None => default_tile(shape, ctx.grid.saturating_sub(DEFAULT_PUSH_CTAS).max(1)),
+    };
+    let cs = tile.cluster_size();
+    let push_ctas = match opts.push_ctas {
+        Some(c) if c == 0 || c % cs != 0 || c >= ctx.grid / cs * cs => {
+            return Err(invalid(
+                "push_ctas",
+                format!("must be a positive multiple of the tile's cluster size ({cs}) that leaves compute CTAs of the {} the rank has; got {c}", ctx.grid / cs * cs),
+            ));
+        }
+        Some(c) => c,
+        None => DEFAULT_PUSH_CTAS.div_ceil(cs) * cs,
+    };
+    let s = shape.m / world;
+    let chunk_rows = match opts.chunk_rows {
+        Some(0) => return Err(invalid("chunk_rows", "must be at least 1")),
+        Some(c) => c,
+        None => DEFAULT_CHUNK_ROWS.min(s),
+    };
+    let max_chunks = mkernel_kernels::gemm_allreduce::WorkspaceLayout::new(ctx.max_output_elems, world)?.max_tiles;
+    if s.div_ceil(chunk_rows) as u64 > max_chunks {
+        return Err(invalid("chunk_rows", format!("{} chunks of {chunk_rows} rows exceed the workspace's {max_chunks} arrival flags a rank; use longer chunks", s.div_ceil(chunk_rows))));
+    }
+    // (compute CTAs: one per tile up to the rest of the grid, whole clusters)
+    let compute = tile.grid_for(tile.tiles(shape.m, shape.n), ctx.grid - push_ctas);
+    Ok(AllGatherConfig { tile, push_ctas, grid: push_ctas + compute, chunk_rows })
+}
+
+/// The default tile: the fused all-reduce's rule for the full shape on `grid` compute CTAs
+/// (`FusedConfig::choose_tile`, a tile of [`TileConfig::ALL`]), with the TMA-store epilogue
+/// where N % 8 == 0.
+fn default_tile(shape: GemmShape, grid: u32) -> TileConfig {
+    let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
+    let t = if mkernel_kernels::allgather_gemm::tiles().any(|x| x == t) { t } else { TileConfig::WIDE };
+    if shape.n % 8 == 0 && t.epilogue != Epilogue::TmaStore { t.with_tma_store() } else if shape.n % 8 != 0 && t.epilogue == Epilogue::TmaStore { TileConfig::WIDE } else { t }
+}
+
+impl Communicator {
+    /// The configuration a [`Communicator::allgather_gemm`] call of this shape would use
+    /// ([`plan_allgather_gemm`] on this communicator).
+    ///
+    /// Errors: as [`plan_allgather_gemm`].
+    pub fn plan_allgather_gemm(&self, shape: GemmShape, opts: AllGatherGemmOptions) -> Result<AllGatherConfig> {
+        plan_allgather_gemm(shape, opts, self.plan_context())
+    }
+
+    /// out\[M, N\] = A\[M, K\] * b\[N, K\]^T on every rank, where this rank's `a` is its rows
+    /// \[r M / world, (r + 1) M / world) of A (`torch.distributed.all_gather_into_tensor`'s
+    /// split along dim 0, then a column-parallel layer's GEMM), enqueued on `stream`.
+    ///
+    /// A collective: every rank calls it with the same shape and options, in the same order
+    /// relative to the communicator's other calls; `a` is \[M / world, K\], `b` \[N, K\] (this
+    /// rank's weights), `out` \[M, N\], bf16 row-major on this rank's GPU. The call is
+    /// stream-ordered and needs no host synchronisation between calls; consecutive calls
+    /// (of this or the communicator's other fused kernels) are told apart by epochs. A peer
+    /// that never calls makes this rank's wait for its rows time out after
+    /// `CommConfig::timeout`: [`Communicator::synchronize`] then returns an error naming the
+    /// peer and the chunk, and the communicator refuses further calls.
+    ///
+    /// The gathered A lives in the communicator's workspace: M x K must not exceed
+    /// `CommConfig::max_output_elems`.
+    ///
+    /// Status: see the module documentation.
+    ///
+    /// Errors: as [`plan_allgather_gemm`]; a buffer too short for the shape (`a`, `b`,
+    /// `out`) or on another GPU (`stream`, `a`, `b`, `out`); a communicator that failed
+    /// before (see [`Communicator::synchronize`]).
+    pub fn allgather_gemm(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &CudaSlice<bf16>,
+        b: &CudaSlice<bf16>,
+        out: &mut CudaSlice<bf16>,
+        shape: GemmShape,
+        opts: AllGatherGemmOptions,
+    ) -> Result<AllGatherConfig> {
+        self.check_usable()?;
+        let cfg = self.plan_allgather_gemm(shape, opts)?;
+        let (s, n, k) = ((shape.m / self.world_size()) as usize, shape.n as usize, shape.k as usize);
+        for (arg, len, want, what) in [
+            ("a", a.len(), s * k, "this rank's rows of A, [M / world, K]"),
+            ("b", b.len(), n * k, "[N, K]"),
+            ("out", out.len(), shape.m as usize * n, "[M, N]"),
+        ] {
+            if len < want {
+                return Err(invalid(arg, format!("must hold {what} = {want} elements, got {len}")));
+            }
+        }
+        let ordinal = self.device_info().ordinal;
+        check_same_device(stream, ordinal, "stream")?;
+        for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())] {
+            if ord != ordinal {
+                return Err(invalid(arg, format!("is on GPU {ord}, but rank {} runs on GPU {ordinal}", self.rank())));
+            }
+        }
+        self.order_after_last(stream)?;
+        let (pa, _ga) = a.device_ptr(stream);
+        let (pb, _gb) = b.device_ptr(stream);
+        let (po, _go) = out.device_ptr_mut(stream);
+        let bufs = self.rank_buffers();
+        // SAFETY: buffers checked for `shape` on this rank's GPU; the workspace and peer
+        // mappings live as long as `self`.
+        let launched = unsafe {
+            mkernel_kernels::allgather_gemm::launch(Runtime::global(), stream, pa, pb, po, shape, cfg, &bufs, self.config().timeout)
+        };
+        if let Err(e) = launched {
+            // A rank that failed to launch leaves its peers waiting: they time out.
+            if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
+                self.poison(e.to_string());
+            }
+            return Err(e.into());
+        }
+        self.record_launch(stream)?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(world: u32, grid: u32) -> PlanContext {
+        PlanContext::new(world, grid, false, 16384 * 8192).unwrap()
+    }
+
+    /// The default plan: a tile of the catalog, whole clusters per role, every compute CTA
+    /// with a tile, chunks of 128 rows (or the shard).
+    #[test]
+    fn default_plans_are_launchable() {
+        for world in [2, 3, 4, 8] {
+            for (m, n, k) in [(2048 * world, 8192, 8192), (1024 * world, 28672, 8192), (1000 * world, 1000, 200), (2 * world, 512, 64), (129 * world, 8192, 4096)] {
+                let shape = GemmShape { m, n, k };
+                let p = plan_allgather_gemm(shape, AllGatherGemmOptions::default(), ctx(world, 132)).unwrap();
+                assert!(mkernel_kernels::allgather_gemm::tiles().any(|t| t == p.tile), "{shape:?}: {p}");
+                assert!(p.tile.check_output(n).is_ok(), "{shape:?}: {p}");
+                let cs = p.tile.cluster_size();
+                assert!(p.push_ctas > 0 && p.push_ctas % cs == 0 && p.grid % cs == 0 && p.grid > p.push_ctas && p.grid <= 132, "{shape:?}: {p}");
+                assert!((p.grid - p.push_ctas) as u64 <= p.tile.tiles(m, n).max(cs as u64), "{shape:?}: {p}");
+                assert_eq!(p.chunk_rows, 128.min(m / world), "{shape:?}: {p}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_calls_are_refused_by_name() {
+        let s = GemmShape { m: 4096, n: 8192, k: 8192 };
+        let err = |s, o, c| plan_allgather_gemm(s, o, c).unwrap_err().to_string();
+        let d = AllGatherGemmOptions::default();
+        assert!(err(s, d, ctx(1, 132)).contains("`world_size`"));
+        assert!(err(GemmShape { m: 4097, ..s }, d, ctx(2, 132)).contains("`shape`"));
+        assert!(err(GemmShape { k: 8190, ..s }, d, ctx(2, 132)).contains("multiple of 8"));
+        let e = err(GemmShape { m: 32768, ..s }, d, ctx(2, 132));
+        assert!(e.contains("gathered A") && e.contains("max_output_elems"), "{e}");
+        let e = err(s, AllGatherGemmOptions { tile: Some(TileConfig::swapped_tma_store(136)), ..d }, ctx(2, 132));
+        assert!(e.contains("`tile`"), "{e}");
+        let e = err(GemmShape { n: 8191, ..s }, AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE), ..d }, ctx(2, 132));
+        assert!(e.contains("`tile`") && e.contains("N % 8"), "{e}");
+        for c in [0, 132, 200] {
+            assert!(err(s, AllGatherGemmOptions { push_ctas: Some(c), ..d }, ctx(2, 132)).contains("`push_ctas`"), "{c}");
+        }
+        let e = err(s, AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), push_ctas: Some(3), ..d }, ctx(2, 132));
+        assert!(e.contains("`push_ctas`") && e.contains("cluster size (2)"), "{e}");
+        assert!(err(s, AllGatherGemmOptions { chunk_rows: Some(0), ..d }, ctx(2, 132)).contains("`chunk_rows`"));
+        assert!(err(s, d, PlanContext { grid: 1, ..ctx(2, 132) }).contains("`ctx`"));
+        // A default N % 8 != 0 shape takes a Registers tile.
+        let p = plan_allgather_gemm(GemmShape { n: 1001, ..s }, d, ctx(2, 132)).unwrap();
+        assert_eq!(p.tile.epilogue, Epilogue::Registers, "{p}");
+    }
+}

@@ -1,0 +1,233 @@
+//! `mkernel bench allgather-gemm`: the fused all-gather + GEMM against NCCL's all-gather
+//! then cuBLAS on the GPUs of this machine (one process driving every GPU, rank i on GPU i;
+//! `--share-gpu`: several ranks on GPU 0, where NCCL cannot run, so only the fused call and
+//! cuBLAS are timed).
+//!
+//! Per shape (M: all ranks' rows; each rank holds M / world of them and its own B [N, K]),
+//! on the same inputs and streams, side by side (one iteration of each per round, in a
+//! random order per round: [`super::time_rounds_ms`]): (a) NCCL all-gather then cuBLAS
+//! GEMM (the unfused baseline), (a_gemm) cuBLAS alone on the gathered A, (c) NCCL's
+//! all-gather alone, (d) the fused kernel. Speedup = a / d; overlap efficiency =
+//! max(a_gemm, c) / d. No L2 flush or rank barrier between steps (unlike gemm-allreduce).
+//! `--check` first verifies every rank's output against cuBLAS's fp32 product of the
+//! concatenated shards.
+
+use std::sync::Arc;
+
+use clap::Args;
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::bf16;
+use mkernel::baseline::{Cublas, Nccl};
+use mkernel::{check, AllGatherGemmOptions, CommConfig, Communicator, GemmShape};
+use serde::Serialize;
+
+use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Warmup};
+
+#[derive(Args, Clone, Debug)]
+pub struct AgArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Time these shapes instead of the default list: MxNxK with M all ranks' rows (a
+    /// multiple of the world size) and N this rank's columns, comma-separated or repeated.
+    #[arg(long, value_delimiter = ',', value_parser = super::gemm::parse_shape)]
+    pub shape: Vec<GemmShape>,
+    /// Number of GPUs (ranks), 2 to 8; default: all visible. With --share-gpu, the number
+    /// of ranks on GPU 0 (default 2).
+    #[arg(long, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(2..=8))]
+    pub gpus: Option<usize>,
+    /// Put every rank on GPU 0 (each kernel on its share of the SMs): checks the protocol on
+    /// one GPU; no NCCL baseline (NCCL takes one rank per GPU).
+    #[arg(long)]
+    pub share_gpu: bool,
+    /// Force the GEMM tile (a catalog name, as `bench gemm-allreduce --tile`; one of the
+    /// 10 unswapped tiles).
+    #[arg(long)]
+    pub tile: Option<String>,
+    /// Push CTAs per rank (default: AllGatherGemmOptions's).
+    #[arg(long)]
+    pub push_ctas: Option<u32>,
+    /// Rows of a shard per arrival flag (default: 128, or the shard).
+    #[arg(long)]
+    pub chunk_rows: Option<u32>,
+}
+
+/// The default shapes: Llama-3-70B's column-parallel projections at TP 2 (hidden 8192;
+/// QKV 10240 / 2 = 5120 columns a rank, gate + up 2 x 28672 / 2 = 28672), M = 1024-8192
+/// tokens.
+pub fn shapes() -> Vec<(String, GemmShape)> {
+    let mut v = Vec::new();
+    for m in [1024u32, 4096, 8192] {
+        v.push((format!("llama70b-tp2 qkv M={m}"), GemmShape { m, n: 5120, k: 8192 }));
+        v.push((format!("llama70b-tp2 gate-up M={m}"), GemmShape { m, n: 28672, k: 8192 }));
+    }
+    v
+}
+
+#[derive(Serialize)]
+struct Row {
+    label: String,
+    m: u32,
+    n: u32,
+    k: u32,
+    world: usize,
+    config: String,
+    baseline_ms: f64,
+    cublas_ms: f64,
+    nccl_ms: f64,
+    fused_ms: f64,
+    speedup: f64,
+    overlap: f64,
+    check: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    info: super::RunInfo,
+    shared_gpu: bool,
+    rows: Vec<Row>,
+}
+
+pub fn run(args: AgArgs) -> BenchResult<()> {
+    super::check_out_dir(&args.common)?;
+    let tile = super::parse_tile(args.tile.as_deref(), false)?;
+    let present = mkernel::device_count()?;
+    let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
+    if !args.share_gpu && (world < 2 || world > present) {
+        return Err(usage(format!("--gpus: an all-gather needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
+    }
+    let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
+    let mut list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect() };
+    list = super::filter_shapes(list, args.common.filter.as_deref())?;
+    list.retain(|(_, s)| s.m % world as u32 == 0);
+    if list.is_empty() {
+        return Err(usage("no shape left to time (--filter, or M not a multiple of the world size)"));
+    }
+    let max = list.iter().map(|(_, s)| (s.m as u64 * s.n as u64).max(s.m as u64 * s.k as u64)).max().unwrap_or(1);
+    let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
+    let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
+    let mut blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
+    let nccl = if args.share_gpu { None } else { Some(Nccl::local_group(&streams)?) };
+    let opts = AllGatherGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows };
+    let info = run_info(streams[0].context())?;
+    println!("# mkernel bench allgather-gemm: {world} ranks on {} ({}), commit {}", if args.share_gpu { "GPU 0".to_string() } else { format!("{world} GPUs") }, info.device, info.commit);
+    println!("{:<28} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}  config / check", "shape", "base ms", "cuBLAS", "NCCL", "fused ms", "speedup", "overlap");
+    let mut rows = Vec::new();
+    for (label, s) in list {
+        let plan = comms[0].plan_allgather_gemm(s, opts)?;
+        let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+        let rows_per = m / world;
+        // Per rank: its shard, its weights, the fused output, the baseline's gathered A
+        // and cuBLAS's output (separate vectors: NCCL borrows the shards and the gathered
+        // buffers at once).
+        let (mut a, mut b, mut out, mut full, mut cout) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut full_host = Vec::with_capacity(m * k);
+        let mut b_host = Vec::new();
+        let seed = check::fresh_seed();
+        for (r, st) in streams.iter().enumerate() {
+            let ha = check::random_bf16(rows_per * k, seed.wrapping_add(2 * r as u64));
+            let hb = check::random_bf16(n * k, seed.wrapping_add(2 * r as u64 + 1));
+            a.push(st.clone_htod(&ha)?);
+            b.push(st.clone_htod(&hb)?);
+            out.push(super::alloc::<bf16>(st, m * n, &label, "out")?);
+            full.push(super::alloc::<bf16>(st, m * k, &label, "gathered A (baseline)")?);
+            cout.push(super::alloc::<bf16>(st, m * n, &label, "cuBLAS out")?);
+            full_host.extend_from_slice(&ha);
+            b_host.push(hb);
+        }
+        let mut checked = None;
+        if args.common.check {
+            for (r, o) in out.iter_mut().enumerate() {
+                check::poison(&streams[r], o)?;
+            }
+            for (r, o) in out.iter_mut().enumerate() {
+                comms[r].allgather_gemm(&streams[r], &a[r], &b[r], o, s, opts)?;
+            }
+            for (r, c) in comms.iter().enumerate() {
+                c.synchronize(&streams[r])?;
+            }
+            let mut worst = 0f64;
+            for (r, st) in streams.iter().enumerate() {
+                let whole = st.clone_htod(&full_host)?;
+                let w = st.clone_htod(&b_host[r])?;
+                let mut want = st.alloc_zeros::<f32>(m * n)?;
+                blas[r].gemm_f32_out(&whole, &w, &mut want, s)?;
+                let cmp = check::compare(&st.clone_dtoh(&out[r])?, &st.clone_dtoh(&want)?, None, n, k);
+                if !cmp.passed() {
+                    return Err(format!("{label}: rank {r} FAIL: {cmp}").into());
+                }
+                worst = worst.max(cmp.rel_fro_err);
+            }
+            checked = Some(format!("PASS (worst rel_fro_err {worst:.2e})"));
+        }
+        let gather = |full: &mut Vec<CudaSlice<bf16>>| -> BenchResult<()> {
+            if let Some(nc) = &nccl {
+                let sends: Vec<&CudaSlice<bf16>> = a.iter().collect();
+                let mut recvs: Vec<&mut CudaSlice<bf16>> = full.iter_mut().collect();
+                nc.all_gather(&sends, &mut recvs)?;
+            }
+            Ok(())
+        };
+        // (the baseline's gathered A once, so cuBLAS alone multiplies the same A)
+        gather(&mut full)?;
+        // Variants: 0 fused, 1 cuBLAS alone, 2 NCCL then cuBLAS, 3 NCCL alone (2 and 3 only
+        // where NCCL runs).
+        let variants = if nccl.is_some() { 4 } else { 2 };
+        let times = time_rounds_ms(
+            &streams,
+            Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
+            Ok,
+            |_| Ok(()),
+            args.common.iters,
+            variants,
+            |v, _| -> BenchResult<()> {
+                if v == 0 {
+                    for (r, o) in out.iter_mut().enumerate() {
+                        comms[r].allgather_gemm(&streams[r], &a[r], &b[r], o, s, opts)?;
+                    }
+                    return Ok(());
+                }
+                if v >= 2 {
+                    gather(&mut full)?;
+                }
+                if v <= 2 {
+                    for (r, c) in cout.iter_mut().enumerate() {
+                        blas[r].gemm_bf16(&full[r], &b[r], c, s)?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        for (r, c) in comms.iter().enumerate() {
+            c.synchronize(&streams[r])?;
+        }
+        let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
+        let (fused, cublas, baseline, nccl_ms) = (med(0), med(1), med(2), med(3));
+        let speedup = baseline / fused;
+        let overlap = cublas.max(nccl_ms) / fused;
+        println!(
+            "{label:<28} {baseline:>9.4} {cublas:>9.4} {nccl_ms:>9.4} {fused:>9.4} {speedup:>7.3} {overlap:>7.3}  {plan}{}",
+            checked.as_ref().map_or(String::new(), |c| format!(" | {c}"))
+        );
+        rows.push(Row {
+            label,
+            m: s.m,
+            n: s.n,
+            k: s.k,
+            world,
+            config: plan.to_string(),
+            baseline_ms: baseline,
+            cublas_ms: cublas,
+            nccl_ms,
+            fused_ms: fused,
+            speedup,
+            overlap,
+            check: checked,
+        });
+    }
+    if !args.common.no_json {
+        let date = info.date.clone();
+        let path = super::write_json(&args.common.out_dir, "allgather_gemm", &date, &Report { info, shared_gpu: args.share_gpu, rows })?;
+        println!("# wrote {}", path.display());
+    }
+    Ok(())
+}
