@@ -8,7 +8,10 @@
 //! random order per round: [`super::time_rounds_ms`]): (a) NCCL all-gather then cuBLAS
 //! GEMM (the unfused baseline), (a_gemm) cuBLAS alone on the gathered A, (c) NCCL's
 //! all-gather alone, (d) the fused kernel. Speedup = a / d; overlap efficiency =
-//! max(a_gemm, c) / d. No L2 flush or rank barrier between steps (unlike gemm-allreduce).
+//! max(a_gemm, c) / d. As in gemm-allreduce, each round is held behind a host gate per GPU
+//! while it is enqueued, and each step starts after an L2 flush and a device barrier of the
+//! ranks (a fused step must not be charged for the skew the steps before it left: a rank
+//! whose previous step ran late makes the other wait for its chunks).
 //! `--check` first verifies every rank's output against cuBLAS's fp32 product of the
 //! concatenated shards.
 
@@ -21,7 +24,7 @@ use mkernel::baseline::{Cublas, Nccl};
 use mkernel::{check, AllGatherGemmOptions, CommConfig, Communicator, GemmShape};
 use serde::Serialize;
 
-use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Warmup};
+use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup, GATE_TIMEOUT};
 
 #[derive(Args, Clone, Debug)]
 pub struct AgArgs {
@@ -172,11 +175,32 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
         // Variants: 0 fused, 1 cuBLAS alone, 2 NCCL then cuBLAS, 3 NCCL alone (2 and 3 only
         // where NCCL runs).
         let variants = if nccl.is_some() { 4 } else { 2 };
+        let mut gates: Vec<mkernel::HostGate> = comms.iter().map(|c| mkernel::HostGate::new(c.context())).collect::<Result<_, _>>()?;
+        let mut flushes: Vec<super::L2Flush> = streams.iter().map(super::L2Flush::new).collect::<Result<_, _>>()?;
+        let pace = |at: Pace| -> BenchResult<()> {
+            match at {
+                Pace::RoundStart => {
+                    for (g, st) in gates.iter_mut().zip(streams.iter()) {
+                        g.hold(st, GATE_TIMEOUT)?;
+                    }
+                }
+                Pace::Step => {
+                    for (f, st) in flushes.iter_mut().zip(streams.iter()) {
+                        f.run(st)?;
+                    }
+                    for (r, c) in comms.iter().enumerate() {
+                        c.device_barrier(&streams[r])?;
+                    }
+                }
+                Pace::RoundEnd => gates.iter_mut().for_each(|g| g.open()),
+            }
+            Ok(())
+        };
         let times = time_rounds_ms(
             &streams,
             Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
             Ok,
-            |_| Ok(()),
+            pace,
             args.common.iters,
             variants,
             |v, _| -> BenchResult<()> {
