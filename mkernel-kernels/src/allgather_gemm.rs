@@ -144,8 +144,8 @@ pub fn validate(shape: GemmShape, cfg: &AllGatherConfig, bufs: &RankBuffers) -> 
         ));
     }
     let s = shape.m / world;
-    if cfg.chunk_rows == 0 {
-        return Err(invalid("cfg", "chunk_rows must be at least 1"));
+    if cfg.chunk_rows == 0 || cfg.chunk_rows > s {
+        return Err(invalid("cfg", format!("chunk_rows must be 1..=M / world = {s} (a chunk is at most a shard), got {}", cfg.chunk_rows)));
     }
     let chunks = s.div_ceil(cfg.chunk_rows) as u64;
     if chunks > l.max_tiles {
@@ -251,8 +251,10 @@ mod tests {
         assert!(e.contains("push_ctas"), "{e}");
         let e = err(shape, AllGatherConfig { tile: TileConfig::WIDE_TMA_STORE_C2, push_ctas: 7, ..good }, &b);
         assert!(e.contains("cluster size (2)"), "{e}");
-        let e = err(shape, AllGatherConfig { chunk_rows: 0, ..good }, &b);
-        assert!(e.contains("chunk_rows"), "{e}");
+        for c in [0, 1025, u32::MAX] {
+            let e = err(shape, AllGatherConfig { chunk_rows: c, ..good }, &b);
+            assert!(e.contains("chunk_rows") && e.contains("1..=M / world = 1024"), "{e}");
+        }
         let e = err(shape, good, &bufs(1, 1 << 24));
         assert!(e.contains("`world_size`"), "{e}");
         let e = err(GemmShape { n: 8191, ..shape }, good, &b);

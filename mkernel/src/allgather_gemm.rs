@@ -30,10 +30,11 @@ pub struct AllGatherGemmOptions {
     /// compute CTAs (`FusedConfig::choose_tile`), its TMA-store twin where N % 8 == 0.
     pub tile: Option<TileConfig>,
     /// CTAs that push this rank's shard to the peers (a multiple of the tile's cluster size,
-    /// below the grid). None: [`DEFAULT_PUSH_CTAS`] rounded up to whole clusters.
+    /// below the grid). None: [`DEFAULT_PUSH_CTAS`] rounded up to whole clusters, at most half
+    /// the rank's CTAs (at least one cluster).
     pub push_ctas: Option<u32>,
-    /// Rows of a shard per arrival flag (>= 1). None: [`DEFAULT_CHUNK_ROWS`], or the shard
-    /// where it is shorter.
+    /// Rows of a shard per arrival flag (>= 1; more than the shard's M / world rows means one
+    /// chunk a shard). None: [`DEFAULT_CHUNK_ROWS`], or the shard where it is shorter.
     pub chunk_rows: Option<u32>,
 }
 
@@ -76,20 +77,30 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
         None => default_tile(shape, ctx.grid.saturating_sub(DEFAULT_PUSH_CTAS).max(1)),
     };
     let cs = tile.cluster_size();
+    // (whole clusters of the rank's CTAs: at least one to push and one to compute)
+    let usable = ctx.grid / cs * cs;
+    if usable < 2 * cs {
+        return Err(invalid(
+            if opts.tile.is_some() { "tile" } else { "ctx" },
+            format!("the all-gather + GEMM needs at least 2 CTAs ({} with {tile}: a cluster to push, one to compute); the rank has {}", 2 * cs, ctx.grid),
+        ));
+    }
     let push_ctas = match opts.push_ctas {
-        Some(c) if c == 0 || c % cs != 0 || c >= ctx.grid / cs * cs => {
+        Some(c) if c == 0 || c % cs != 0 || c >= usable => {
             return Err(invalid(
                 "push_ctas",
-                format!("must be a positive multiple of the tile's cluster size ({cs}) that leaves compute CTAs of the {} the rank has; got {c}", ctx.grid / cs * cs),
+                format!("must be a positive multiple of the tile's cluster size ({cs}) that leaves compute CTAs of the {usable} the rank has; got {c}"),
             ));
         }
         Some(c) => c,
-        None => DEFAULT_PUSH_CTAS.div_ceil(cs) * cs,
+        // (at most half the rank's CTAs)
+        None => (DEFAULT_PUSH_CTAS.div_ceil(cs) * cs).min(usable / 2 / cs * cs).max(cs),
     };
     let s = shape.m / world;
     let chunk_rows = match opts.chunk_rows {
         Some(0) => return Err(invalid("chunk_rows", "must be at least 1")),
-        Some(c) => c,
+        // (a chunk is at most a shard: asking for more is asking for one chunk)
+        Some(c) => c.min(s),
         None => DEFAULT_CHUNK_ROWS.min(s),
     };
     let max_chunks = mkernel_kernels::gemm_allreduce::WorkspaceLayout::new(ctx.max_output_elems, world)?.max_tiles;
@@ -97,7 +108,7 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
         return Err(invalid("chunk_rows", format!("{} chunks of {chunk_rows} rows exceed the workspace's {max_chunks} arrival flags a rank; use longer chunks", s.div_ceil(chunk_rows))));
     }
     // (compute CTAs: one per tile up to the rest of the grid, whole clusters)
-    let compute = tile.grid_for(tile.tiles(shape.m, shape.n), ctx.grid - push_ctas);
+    let compute = tile.grid_for(tile.tiles(shape.m, shape.n), usable - push_ctas);
     Ok(AllGatherConfig { tile, push_ctas, grid: push_ctas + compute, chunk_rows })
 }
 
@@ -236,6 +247,20 @@ mod tests {
         let e = err(s, AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), push_ctas: Some(3), ..d }, ctx(2, 132));
         assert!(e.contains("`push_ctas`") && e.contains("cluster size (2)"), "{e}");
         assert!(err(s, AllGatherGemmOptions { chunk_rows: Some(0), ..d }, ctx(2, 132)).contains("`chunk_rows`"));
+        // More rows than a shard: one chunk a shard (helper-98: u32::MAX wrapped the kernel's count to 0).
+        for c in [2049, u32::MAX] {
+            assert_eq!(plan_allgather_gemm(s, AllGatherGemmOptions { chunk_rows: Some(c), ..d }, ctx(2, 132)).unwrap().chunk_rows, 2048);
+        }
+        // Grids too small for the default push CTAs (helper-98: 8 push CTAs underflowed a
+        // 5-CTA grid): at most half of them push; a clustered tile needs 4.
+        for grid in 2..=17 {
+            let p = plan_allgather_gemm(s, d, ctx(2, grid)).unwrap();
+            assert!(p.push_ctas >= 1 && p.push_ctas <= grid / 2 && p.grid <= grid && p.grid > p.push_ctas, "grid {grid}: {p}");
+        }
+        let c2 = AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), ..d };
+        assert!(err(s, c2, ctx(2, 3)).contains("`tile`"));
+        let p = plan_allgather_gemm(s, c2, ctx(2, 5)).unwrap();
+        assert_eq!((p.push_ctas, p.grid), (2, 4), "{p}");
         assert!(err(s, d, PlanContext { grid: 1, ..ctx(2, 132) }).contains("`ctx`"));
         // A default N % 8 != 0 shape takes a Registers tile.
         let p = plan_allgather_gemm(GemmShape { n: 1001, ..s }, d, ctx(2, 132)).unwrap();

@@ -50,44 +50,61 @@ fn bufs(g: &Group, s: GemmShape) -> Vec<Bufs> {
         .collect()
 }
 
-/// Fresh shards and weights from `seed` on every rank, poisoned outputs, one call per rank,
-/// then every rank's `out` against cuBLAS's fp32 product of the concatenated shards with its
-/// own B. Returns rank 0's plan.
-fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: AllGatherGemmOptions) -> mkernel::AllGatherConfig {
-    let w = g.comms.len();
+/// One call's inputs: every rank's shard [M / world, K] and weights [N, K] (host copies,
+/// for the reference).
+struct Inputs {
+    shards: Vec<Vec<bf16>>,
+    weights: Vec<Vec<bf16>>,
+}
+
+fn inputs(world: usize, s: GemmShape, seed: u64) -> Inputs {
+    let (rows, n, k) = (s.m as usize / world, s.n as usize, s.k as usize);
+    Inputs {
+        shards: (0..world).map(|r| check::random_bf16(rows * k, seed.wrapping_add(2 * r as u64))).collect(),
+        weights: (0..world).map(|r| check::random_bf16(n * k, seed.wrapping_add(2 * r as u64 + 1))).collect(),
+    }
+}
+
+/// Every rank's `out` against cuBLAS's fp32 product of the concatenated shards with its own
+/// weights.
+fn verify(g: &mut Group, outs: &[&CudaSlice<bf16>], s: GemmShape, x: &Inputs, what: &str) {
     let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
-    let rows = m / w;
-    let mut full_a = Vec::with_capacity(m * k);
-    let mut host_b = Vec::new();
+    let full_a: Vec<bf16> = x.shards.concat();
+    for (r, out) in outs.iter().enumerate() {
+        let st = &g.streams[r];
+        let a = st.clone_htod(&full_a).unwrap();
+        let b = st.clone_htod(&x.weights[r]).unwrap();
+        let mut want = st.alloc_zeros::<f32>(m * n).unwrap();
+        g.blas[r].gemm_f32_out(&a, &b, &mut want, s).unwrap();
+        let cmp = check::compare(&st.clone_dtoh(*out).unwrap(), &st.clone_dtoh(&want).unwrap(), None, n, k);
+        assert!(cmp.passed(), "rank {r} {what}: {cmp}");
+    }
+}
+
+fn sync_all(g: &Group, what: &str) {
+    let errors: Vec<String> =
+        g.comms.iter().enumerate().filter_map(|(r, c)| c.synchronize(&g.streams[r]).err().map(|e| format!("rank {r}: {e}"))).collect();
+    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
+}
+
+/// Fresh shards and weights from `seed` on every rank, poisoned outputs, one call per rank,
+/// then every rank's `out` against the reference ([`verify`]). Returns rank 0's plan.
+fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: AllGatherGemmOptions) -> mkernel::AllGatherConfig {
+    let x = inputs(g.comms.len(), s, seed);
     for (r, b) in bs.iter_mut().enumerate() {
-        let a = check::random_bf16(rows * k, seed.wrapping_add(2 * r as u64));
-        let wb = check::random_bf16(n * k, seed.wrapping_add(2 * r as u64 + 1));
-        g.streams[r].memcpy_htod(&a, &mut b.a).unwrap();
-        g.streams[r].memcpy_htod(&wb, &mut b.b).unwrap();
+        g.streams[r].memcpy_htod(&x.shards[r], &mut b.a).unwrap();
+        g.streams[r].memcpy_htod(&x.weights[r], &mut b.b).unwrap();
         check::poison(&g.streams[r], &mut b.out).unwrap();
-        full_a.extend_from_slice(&a);
-        host_b.push(wb);
     }
     let mut plan = None;
     for (r, b) in bs.iter_mut().enumerate() {
         plan.get_or_insert(g.comms[r].allgather_gemm(&g.streams[r], &b.a, &b.b, &mut b.out, s, opts).unwrap());
     }
     let plan = plan.unwrap();
-    let what = format!("{s:?} world {w} {plan} (seed {seed:#x})");
-    let errors: Vec<String> =
-        g.comms.iter().enumerate().filter_map(|(r, c)| c.synchronize(&g.streams[r]).err().map(|e| format!("rank {r}: {e}"))).collect();
-    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
-    for r in 0..w {
-        let st = &g.streams[r];
-        let a = st.clone_htod(&full_a).unwrap();
-        let b = st.clone_htod(&host_b[r]).unwrap();
-        let mut want = st.alloc_zeros::<f32>(m * n).unwrap();
-        g.blas[r].gemm_f32_out(&a, &b, &mut want, s).unwrap();
-        let want = st.clone_dtoh(&want).unwrap();
-        let got = st.clone_dtoh(&bs[r].out).unwrap();
-        let cmp = check::compare(&got, &want, None, n, k);
-        assert!(cmp.passed(), "rank {r} {what}: {cmp}");
-    }
+    let what = format!("{s:?} world {} {plan} (seed {seed:#x})", g.comms.len());
+    sync_all(g, &what);
+    let outs: Vec<&CudaSlice<bf16>> = bs.iter().map(|b| &b.out).collect();
+    verify(g, &outs, s, &x, &what);
     plan
 }
 
@@ -110,6 +127,7 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
             ((300 * wu, 1024, 128), AllGatherGemmOptions { tile: Some(TileConfig::NARROW), push_ctas: Some(1), ..d }),
             ((700 * wu, 2048, 256), AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), push_ctas: Some(4), chunk_rows: Some(700), ..d }),
             ((260 * wu, 1000, 192), AllGatherGemmOptions { tile: Some(TileConfig::WIDE), chunk_rows: Some(1), push_ctas: Some(16), ..d }),
+            ((200 * wu, 1024, 128), AllGatherGemmOptions { tile: Some(TileConfig::M64_WIDE_TMA_STORE_C2), chunk_rows: Some(u32::MAX), push_ctas: Some(2), ..d }),
         ];
         let max = cases.iter().map(|&((m, n, k), _)| (m as u64 * n as u64).max(m as u64 * k as u64)).max().unwrap();
         let Some(mut g) = group("matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
@@ -122,37 +140,86 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
             if let Some(t) = opts.tile {
                 assert_eq!(plan.tile, t, "{s:?}: {plan}");
             }
+            assert_eq!(plan.chunk_rows, opts.chunk_rows.unwrap_or(128).min(m / wu), "{s:?}: {plan}");
             eprintln!("ok world {w} {s:?} {plan}");
         }
     }
 }
 
-/// 100 calls back to back with fresh data each, every one checked, alternating every tenth
-/// with a GEMM + all-reduce on the same communicator (its epochs and flags are shared), then
-/// 50 calls enqueued with no host synchronisation, the last one checked. Two ranks.
+/// 100 calls with fresh data each, every one checked, every tenth followed by a checked
+/// GEMM + all-reduce on the same communicator (its epochs, flags and the workspace region
+/// that holds the gathered A are shared). Then 16 calls enqueued with no host
+/// synchronisation, alternating two input sets (so a call whose pushes overwrote a peer's
+/// gathered A while the peer still read the call before would change that call's result),
+/// each into its own poisoned output, with an all-reduce after the eighth, all checked at
+/// the end. Two ranks.
 #[test]
-fn hundred_epochs_interleaved_with_all_reduces() {
+fn epochs_back_to_back_and_interleaved_with_all_reduces() {
     let s = GemmShape { m: 1040, n: 2048, k: 256 };
-    let Some(mut g) = group("hundred_epochs_interleaved_with_all_reduces", 2, s.m as u64 * s.n as u64, Duration::from_secs(20)) else { return };
+    let Some(mut g) = group("epochs_back_to_back_and_interleaved_with_all_reduces", 2, s.m as u64 * s.n as u64, Duration::from_secs(20)) else { return };
     let mut bs = bufs(&g, s);
     let seed = check::fresh_seed();
-    let full: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(s.m as usize * s.k as usize).unwrap()).collect();
-    let mut ar_out: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(s.m as usize * s.n as usize).unwrap()).collect();
+    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+    // The all-reduce's operands: A [M, K] per rank (K its shard), B [N, K], out [M, N].
+    let mut ar_a: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(m * k).unwrap()).collect();
+    let mut ar_b: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(n * k).unwrap()).collect();
+    let mut ar_out: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(m * n).unwrap()).collect();
+    let all_reduce = |g: &mut Group, ar_a: &mut [CudaSlice<bf16>], ar_b: &mut [CudaSlice<bf16>], ar_out: &mut [CudaSlice<bf16>], seed: u64| {
+        let case = check::AllReduceCase { shape: s, world: 2, seed };
+        for r in 0..2 {
+            case.fill_inputs(&g.streams[r], r as u32, &mut ar_a[r], &mut ar_b[r]).unwrap();
+            check::poison(&g.streams[r], &mut ar_out[r]).unwrap();
+        }
+        for r in 0..2 {
+            g.comms[r].gemm_allreduce(&g.streams[r], &ar_a[r], &ar_b[r], &mut ar_out[r], s, GemmAllReduceOptions::default()).unwrap();
+        }
+        case
+    };
+    let check_all_reduce = |g: &mut Group, ar_out: &[CudaSlice<bf16>], case: check::AllReduceCase, what: &str| {
+        for r in 0..2 {
+            let cmp = case.verify_on_device(&g.streams[r], &mut g.blas[r], &ar_out[r]).unwrap();
+            assert!(cmp.passed(), "rank {r} all-reduce {what}: {cmp}");
+        }
+    };
     for i in 0..100u64 {
         round(&mut g, &mut bs, s, seed.wrapping_add(i), AllGatherGemmOptions::default());
         if i % 10 == 9 {
-            for r in 0..2 {
-                g.comms[r].gemm_allreduce(&g.streams[r], &full[r], &bs[r].b, &mut ar_out[r], s, GemmAllReduceOptions::default()).unwrap();
-            }
+            let case = all_reduce(&mut g, &mut ar_a, &mut ar_b, &mut ar_out, seed.wrapping_add(1000 + i));
+            sync_all(&g, "all-reduce");
+            check_all_reduce(&mut g, &ar_out, case, &format!("after call {i}"));
         }
     }
-    for _ in 0..49 {
-        for (r, b) in bs.iter_mut().enumerate() {
-            g.comms[r].allgather_gemm(&g.streams[r], &b.a, &b.b, &mut b.out, s, AllGatherGemmOptions::default()).unwrap();
+    // Two input sets on the GPUs at once, 16 outputs.
+    let sets = [inputs(2, s, seed.wrapping_add(5000)), inputs(2, s, seed.wrapping_add(6000))];
+    let mut dev: Vec<Vec<(CudaSlice<bf16>, CudaSlice<bf16>)>> = Vec::new();
+    for x in &sets {
+        dev.push((0..2).map(|r| (g.streams[r].clone_htod(&x.shards[r]).unwrap(), g.streams[r].clone_htod(&x.weights[r]).unwrap())).collect());
+    }
+    let mut outs: Vec<Vec<CudaSlice<bf16>>> = (0..16).map(|_| g.streams.iter().map(|st| st.alloc_zeros(m * n).unwrap()).collect()).collect();
+    for o in outs.iter_mut() {
+        for (r, buf) in o.iter_mut().enumerate() {
+            check::poison(&g.streams[r], buf).unwrap();
         }
     }
-    round(&mut g, &mut bs, s, seed.wrapping_add(1000), AllGatherGemmOptions::default());
-    eprintln!("ok {s:?}: 150 all-gather + GEMM calls, 10 all-reduces between them");
+    let mut case = None;
+    for (i, o) in outs.iter_mut().enumerate() {
+        for (r, buf) in o.iter_mut().enumerate() {
+            let (a, b) = &dev[i % 2][r];
+            g.comms[r].allgather_gemm(&g.streams[r], a, b, buf, s, AllGatherGemmOptions::default()).unwrap();
+        }
+        if i == 7 {
+            case = Some(all_reduce(&mut g, &mut ar_a, &mut ar_b, &mut ar_out, seed.wrapping_add(7000)));
+        }
+    }
+    sync_all(&g, "16 calls without host synchronisation");
+    for (i, o) in outs.iter().enumerate() {
+        let refs: Vec<&CudaSlice<bf16>> = o.iter().collect();
+        verify(&mut g, &refs, s, &sets[i % 2], &format!("call {i} of 16 enqueued back to back"));
+    }
+    if let Some(case) = case {
+        check_all_reduce(&mut g, &ar_out, case, "between the back-to-back calls");
+    }
+    eprintln!("ok {s:?}: 116 all-gather + GEMM calls, 11 all-reduces between them");
 }
 
 /// One rank never launches: the other's call reports a PeerTimeout naming it (its wait for

@@ -69,7 +69,7 @@ struct OwnGatheredRows {
 template <class Cfg, u32 WORLD>
 __device__ void push_shard(const AllGatherParams& p, const WaitContext& ctx, u32 idx, u32 n_push) {
   const u32 s = p.shard_rows, ch = p.chunk_rows;
-  const u32 chunks = (s + ch - 1) / ch;
+  const u32 chunks = (s - 1) / ch + 1;  // (s >= 1; no overflow for any ch >= 1)
   const u64 row_vecs = (u64)p.k / 8;  // 16-byte vectors per row (K % 8 == 0: the host's rule)
   const u32 lo = p.rank * s;
   const OwnGatheredRows own(lo, lo + s, Cfg::BM);
@@ -128,6 +128,8 @@ struct GatherA {
   // shard is read from the caller's A_r; any other from the gathered A, once lane 0 has seen
   // the arrival flag of every chunk of every rank the rows meet (after a timeout, or
   // another CTA's, it stops waiting: the host reports the error, `out` is not a result).
+  // Its waits together take at most one timeout (each gets what the ones before it left),
+  // so the consumers' mbarrier waits (two timeouts and a margin) never trap first.
   __device__ __forceinline__ u32 a_operand(u32 a_row, const TmaDescriptor*& map) {
     const u32 s = p->shard_rows, lo = p->rank * s;
     if (a_row >= lo && a_row + Cfg::BM <= lo + s) {
@@ -136,10 +138,14 @@ struct GatherA {
     }
     if (lane_id() == 0 && !failed) {
       const u32 end = min(a_row + Cfg::BM, p->m), ch = p->chunk_rows;
+      const u64 start = globaltimer_ns();
+      WaitContext left = *ctx;
       for (u32 q = a_row / s; q < WORLD && q * s < end && !failed; ++q) {
         const u32 r0 = max(a_row, q * s) - q * s, r1 = min(end, (q + 1) * s) - q * s;
         for (u32 c = r0 / ch; c * ch < r1; ++c) {
-          if (!wait_flag_eq(arrival_flag(p->arrived[p->rank], p->flag_stride, q, c), ctx->epoch, *ctx,
+          const u64 spent = globaltimer_ns() - start;
+          left.timeout_ns = spent < ctx->timeout_ns ? ctx->timeout_ns - spent : 1;
+          if (!wait_flag_eq(arrival_flag(p->arrived[p->rank], p->flag_stride, q, c), ctx->epoch, left,
                             WaitOp::PeerChunkArrived, q, c, kGatherBackoffNs)) {
             failed = true;
             break;
