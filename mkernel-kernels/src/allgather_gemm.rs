@@ -49,7 +49,7 @@ impl std::fmt::Display for AllGatherConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "tile {}, {} push + {} compute CTAs, chunks of {} rows",
+            "{}, {} push + {} compute CTAs, chunks of {} rows",
             self.tile,
             self.push_ctas,
             self.grid.saturating_sub(self.push_ctas),
