@@ -23,6 +23,47 @@ pub enum PlanCmd {
     /// The fused GEMM + reduce-scatter (`Communicator::gemm_reduce_scatter`), as
     /// gemm-allreduce (bench gemm-reduce-scatter's list; --models leaves out M = 1).
     GemmReduceScatter(PlanArArgs),
+    /// The fused all-gather + GEMM (`Communicator::allgather_gemm`; M all ranks' rows): tile,
+    /// push and compute CTAs, chunk rows (bench allgather-gemm's list).
+    AllgatherGemm(PlanAgArgs),
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct PlanAgArgs {
+    /// SMs per GPU, 2 to 65536 (--gpu-shared: the CTAs of each rank's share of its GPU).
+    #[arg(long, default_value_t = 132, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
+    pub sms: u32,
+    /// Plan these shapes (MxNxK, M all ranks' rows, comma-separated or repeated) instead of
+    /// bench allgather-gemm's list.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
+    pub shape: Vec<GemmShape>,
+    /// Plan only the shapes whose label or dimensions contain this text, case-sensitive.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Print one JSON object instead of the text (as plan gemm-allreduce --json).
+    #[arg(long)]
+    pub json: bool,
+    /// Force a tile: one of the 10 unswapped catalog tiles (wide, narrow, m64-wide, each also
+    /// -tma-store, m64-narrow-tma-store, wide-tma-store-c2, narrow-tma-store-c2,
+    /// m64-wide-tma-store-c2).
+    #[arg(long)]
+    pub tile: Option<String>,
+    /// Ranks of the communicator, 2 to 8.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=8))]
+    pub world_size: u32,
+    /// Some GPU holds more than one rank (--sms is then each rank's share).
+    #[arg(long)]
+    pub gpu_shared: bool,
+    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): bounds M x N and
+    /// the gathered A's M x K.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
+    pub max_output_elems: Option<u64>,
+    /// Force the push CTAs per rank.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub push_ctas: Option<u32>,
+    /// Force the rows of a shard per arrival flag.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub chunk_rows: Option<u32>,
 }
 
 /// Options both plans take.
@@ -197,6 +238,7 @@ pub fn run(cmd: PlanCmd) -> BenchResult<()> {
         PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.json),
         PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.json),
         PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.json),
+        PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
     // (a reader that stops early, `| head`, is not an error)
@@ -439,6 +481,46 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
     Ok(PlanOutput { context, plans })
 }
 
+fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
+    let tile = bench::parse_tile(a.tile.as_deref(), false)?;
+    let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
+    let ctx = PlanContext::new(a.world_size, a.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+    let opts = mkernel::AllGatherGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows };
+    let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
+        let cfg = mkernel::plan_allgather_gemm(s, opts, ctx)?;
+        let tiles = cfg.tile.tiles(s.m, s.n);
+        let compute = cfg.grid - cfg.push_ctas;
+        Ok(Planned {
+            tile: cfg.tile.name(),
+            split_slices: 1,
+            tiles,
+            grid: cfg.grid,
+            path: None,
+            comm_ctas: Some(cfg.push_ctas),
+            tail_ctas: None,
+            config: format!("{cfg}, {tiles} tiles on {compute} CTAs: {:.2} waves", tiles as f64 / compute.max(1) as f64),
+            floor_compute_us: bench::floors::compute_us(s),
+            floor_hbm_us: None,
+            floor_link_us: Some(bench::floors::allgather_link_us(s, a.world_size)),
+        })
+    };
+    let plans = shape_list(&a.shape, bench::allgather_shapes(), a.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    let context = PlanContextRow {
+        op: "allgather-gemm",
+        sms: a.sms,
+        world_size: Some(a.world_size),
+        gpu_shared: Some(a.gpu_shared),
+        max_output_elems: Some(max_output_elems),
+        workspace_bytes: None,
+        overrides: overrides(&[
+            ("--tile", a.tile.clone()),
+            ("--push-ctas", a.push_ctas.map(|v| v.to_string())),
+            ("--chunk-rows", a.chunk_rows.map(|v| v.to_string())),
+        ]),
+    };
+    Ok(PlanOutput { context, plans })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,7 +538,29 @@ mod tests {
             PlanCmd::Gemm(a) => plan_gemm_rows(&a),
             PlanCmd::GemmAllreduce(a) => plan_fused_rows(&a, Collective::AllReduce),
             PlanCmd::GemmReduceScatter(a) => plan_fused_rows(&a, Collective::ReduceScatter),
+            PlanCmd::AllgatherGemm(a) => plan_allgather_rows(&a),
         }
+    }
+
+    /// plan allgather-gemm: the bench's list planned as the call would, the link floor one
+    /// rank's rows to each other rank, and a call's refusal (M not a multiple of the world
+    /// size, a swapped tile) a row naming the argument and an exit-2 error after the table.
+    #[test]
+    fn allgather_plans_and_refusals() {
+        let planned = rows(&["allgather-gemm"]).unwrap();
+        assert_eq!(planned.len(), bench::allgather_shapes().len());
+        for (r, p) in &planned {
+            let s = GemmShape { m: r.m, n: r.n, k: r.k };
+            assert!(p.config.contains("push") && p.comm_ctas.is_some_and(|c| c > 0) && p.grid <= 132, "{}: {}", r.label, p.config);
+            assert_eq!(p.floor_link_us, Some(bench::floors::allgather_link_us(s, 2)));
+        }
+        let out = output(&["allgather-gemm", "--world-size", "4", "--shape", "4096x8192x8192,2049x512x64"]).unwrap();
+        assert!(out.plans[0].refused.is_none() && out.plans[1].refused.as_deref().is_some_and(|e| e.contains("`shape`")), "{:?}", out.plans);
+        let e = refusals(&out.plans).unwrap_err();
+        assert_eq!(bench::exit_status(e.as_ref()), 2);
+        let out = output(&["allgather-gemm", "--tile", "swap-ab-64x136-tma-store", "--shape", "1024x5120x8192"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`tile`")), "{:?}", out.plans);
+        assert!(output(&["allgather-gemm", "--world-size", "1"]).is_err());
     }
 
     /// The rows of a plan where every shape is planned (an error naming the first refusal).

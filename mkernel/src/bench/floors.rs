@@ -43,6 +43,17 @@ pub fn reduce_scatter_link_us(s: GemmShape, world: u32) -> f64 {
     allreduce_link_us(s, world) / 2.0
 }
 
+/// The bytes one rank sends in an all-gather of the bf16 M x K operand A over `world` ranks,
+/// its M / world rows to each of the world - 1 others, at [`LINK_GBPS`], microseconds; 0 for
+/// one rank.
+pub fn allgather_link_us(s: GemmShape, world: u32) -> f64 {
+    if world < 2 {
+        return 0.0;
+    }
+    let bytes = s.m as f64 / world as f64 * s.k as f64 * 2.0 * (world - 1) as f64;
+    bytes / (LINK_GBPS * 1e9) * 1e6
+}
+
 /// The link floor of a fused call ending with `collective`.
 pub fn link_us(s: GemmShape, world: u32, collective: mkernel::Collective) -> f64 {
     match collective {
@@ -54,6 +65,15 @@ pub fn link_us(s: GemmShape, world: u32, collective: mkernel::Collective) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allgather_bytes_are_the_other_ranks_rows() {
+        // Llama-70B TP-2 gate + up at M = 8192: 4096 x 8192 x 2 bytes = 64 MiB to the peer.
+        let s = GemmShape { m: 8192, n: 28672, k: 8192 };
+        assert!((allgather_link_us(s, 2) - 67_108_864.0 / 394e9 * 1e6).abs() < 1e-6);
+        assert!((allgather_link_us(s, 4) - 3.0 * 2048.0 * 8192.0 * 2.0 / 394e9 * 1e6).abs() < 1e-6);
+        assert_eq!(allgather_link_us(s, 1), 0.0);
+    }
 
     #[test]
     fn floors_of_the_issue_shapes() {
