@@ -23,13 +23,14 @@ use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
 use crate::jit::KernelSource;
 use crate::params::{AllGatherParams, MAX_RANKS};
 
-/// Rows of a shard per arrival flag by default: the chunk of DESIGN.md's table (128 rows),
+/// Rows of a shard per arrival flag by default: the chunk of the design notes' table
+/// (`../shared/DESIGN.md` section 3, outside the repository: 128 rows),
 /// or the whole shard where it is shorter.
 pub const DEFAULT_CHUNK_ROWS: u32 = 128;
 
 /// Push CTAs by default (rounded up to whole clusters). A first guess, not tuned: ~8 SMs
 /// of 16-byte stores are expected to fill one NVLink direction (~390 GB/s on the H200 pair,
-/// DESIGN.md 6) at ~50 GB/s each.
+/// measured by `../shared/DESIGN.md` section 6) at ~50 GB/s each.
 pub const DEFAULT_PUSH_CTAS: u32 = 8;
 
 /// What one rank's all-gather + GEMM launch runs.

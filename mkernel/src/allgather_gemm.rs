@@ -3,9 +3,10 @@
 //! M / world) of A and its own B, in one persistent kernel per GPU that pushes the shard to
 //! the peers while it computes (`mkernel_kernels::allgather_gemm`).
 //!
-//! Status: new; its GPU tests (`tests/tests/gpu_allgather_gemm.rs`) run with every rank on
-//! one GPU; not yet run with ranks on GPUs of their own (the pair), no benchmark against
-//! NCCL + cuBLAS yet, and the number of push CTAs is a first guess
+//! Status: new; its GPU tests (`tests/tests/gpu_allgather_gemm.rs`) pass with 2-4 ranks on
+//! one GPU (bench/NOTES.md 57); not yet run with ranks on GPUs of their own (the pair), so
+//! `mkernel bench allgather-gemm` has not yet timed it against NCCL's all-gather + cuBLAS
+//! (only on a shared GPU, without NCCL), and the number of push CTAs is a first guess
 //! ([`mkernel_kernels::allgather_gemm::DEFAULT_PUSH_CTAS`]), not tuned.
 
 use std::sync::Arc;
@@ -26,8 +27,10 @@ use crate::gemm_allreduce::PlanContext;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AllGatherGemmOptions {
     /// The GEMM's tile, one of [`mkernel_kernels::allgather_gemm::tiles`]
-    /// ([`TileConfig::ALL`]). None: the fused all-reduce's choice for the full shape on the
-    /// compute CTAs (`FusedConfig::choose_tile`), its TMA-store twin where N % 8 == 0.
+    /// ([`TileConfig::ALL`]). None: the fused all-reduce's choice for the full shape
+    /// (`FusedConfig::choose_tile`) on the rank's CTAs less [`DEFAULT_PUSH_CTAS`] (whatever
+    /// `push_ctas` says), its TMA-store twin where N % 8 == 0, and 128 x 256 with the
+    /// Registers epilogue where N % 8 != 0 and the rule gave a TMA-store tile.
     pub tile: Option<TileConfig>,
     /// CTAs that push this rank's shard to the peers (a multiple of the tile's cluster size,
     /// below the grid). None: [`DEFAULT_PUSH_CTAS`] rounded up to whole clusters, at most half
@@ -89,7 +92,10 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
         Some(c) if c == 0 || c % cs != 0 || c >= usable => {
             return Err(invalid(
                 "push_ctas",
-                format!("must be a positive multiple of the tile's cluster size ({cs}) that leaves compute CTAs of the {usable} the rank has; got {c}"),
+                format!(
+                    "must be a positive multiple of the tile's cluster size ({cs}) that leaves compute CTAs of the rank's {} ({usable} in whole clusters); got {c}",
+                    ctx.grid
+                ),
             ));
         }
         Some(c) => c,
@@ -262,6 +268,10 @@ mod tests {
         let p = plan_allgather_gemm(s, c2, ctx(2, 5)).unwrap();
         assert_eq!((p.push_ctas, p.grid), (2, 4), "{p}");
         assert!(err(s, d, PlanContext { grid: 1, ..ctx(2, 132) }).contains("`ctx`"));
+        // (helper-99: a hand-built context without a workspace was blamed on the shape)
+        assert!(err(s, d, PlanContext { max_output_elems: 0, ..ctx(2, 132) }).contains("`ctx`"));
+        let e = err(s, AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), push_ctas: Some(132), ..d }, PlanContext { grid: 133, ..ctx(2, 132) });
+        assert!(e.contains("rank's 133 (132 in whole clusters)"), "{e}");
         // A default N % 8 != 0 shape takes a Registers tile.
         let p = plan_allgather_gemm(GemmShape { n: 1001, ..s }, d, ctx(2, 132)).unwrap();
         assert_eq!(p.tile.epilogue, Epilogue::Registers, "{p}");

@@ -294,8 +294,19 @@ impl PlanContext {
 
 impl PlanContext {
     /// Errors: a context no communicator has (`ctx`: world size outside 1..=MAX_RANKS, a
-    /// grid outside 2..=[`MAX_PLAN_GRID`] CTAs); the fields are public, so the plans check.
+    /// grid outside 2..=[`MAX_PLAN_GRID`] CTAs, a workspace capacity outside 1..=2^37
+    /// elements); the fields are public, so the plans check.
     pub(crate) fn check(&self) -> Result<()> {
+        if !(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS).contains(&self.max_output_elems) {
+            return Err(invalid(
+                "ctx",
+                format!(
+                    "max_output_elems must be 1..={} (as every communicator's workspace), got {}",
+                    mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS,
+                    self.max_output_elems
+                ),
+            ));
+        }
         if !(1..=mkernel_kernels::params::MAX_RANKS as u32).contains(&self.world_size) || !(2..=MAX_PLAN_GRID).contains(&self.grid) {
             return Err(invalid(
                 "ctx",

@@ -46,11 +46,12 @@ pub struct AgArgs {
     /// 10 unswapped tiles).
     #[arg(long)]
     pub tile: Option<String>,
-    /// Push CTAs per rank (default: AllGatherGemmOptions's).
-    #[arg(long)]
+    /// Push CTAs per rank, at least 1 (default: AllGatherGemmOptions's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub push_ctas: Option<u32>,
-    /// Rows of a shard per arrival flag (default: 128, or the shard).
-    #[arg(long)]
+    /// Rows of a shard per arrival flag, at least 1 (more than a shard: one chunk a shard;
+    /// default: AllGatherGemmOptions's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub chunk_rows: Option<u32>,
 }
 
@@ -90,9 +91,26 @@ struct Report {
     rows: Vec<Row>,
 }
 
+/// `--shape`'s shapes all have an M that `world` ranks divide (usage error naming the first
+/// that has not).
+fn check_listed_shapes(shapes: &[GemmShape], world: usize) -> BenchResult<()> {
+    match shapes.iter().find(|s| s.m % world as u32 != 0) {
+        Some(s) => Err(usage(format!("--shape {}x{}x{}: M is all ranks' rows of A, so it must be a multiple of the {world} ranks", s.m, s.n, s.k))),
+        None => Ok(()),
+    }
+}
+
 pub fn run(args: AgArgs) -> BenchResult<()> {
     super::check_out_dir(&args.common)?;
     let tile = super::parse_tile(args.tile.as_deref(), false)?;
+    if let Some(t) = tile.filter(|t| !mkernel_kernels::allgather_gemm::tiles().any(|x| x == *t)) {
+        let names: Vec<String> = mkernel_kernels::allgather_gemm::tiles().map(|x| x.name()).collect();
+        return Err(usage(format!("--tile {}: the all-gather + GEMM has kernels for {} only (no swapped-operand or column-fitted tiles)", t.name(), names.join(", "))));
+    }
+    // (with --share-gpu the world size is known before any GPU is touched)
+    if args.share_gpu {
+        check_listed_shapes(&args.shape, args.gpus.unwrap_or(2))?;
+    }
     let present = mkernel::device_count()?;
     let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
     if !args.share_gpu && (world < 2 || world > present) {
@@ -100,23 +118,29 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
     let mut list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect() };
+    check_listed_shapes(&args.shape, world)?;
     list = super::filter_shapes(list, args.common.filter.as_deref())?;
+    // (the default list's shapes whose M the world size does not divide are left out)
     list.retain(|(_, s)| s.m % world as u32 == 0);
     if list.is_empty() {
-        return Err(usage("no shape left to time (--filter, or M not a multiple of the world size)"));
+        return Err(usage(format!("no shape left to time (--filter, or no listed M that {world} ranks divide)")));
     }
     let max = list.iter().map(|(_, s)| (s.m as u64 * s.n as u64).max(s.m as u64 * s.k as u64)).max().unwrap_or(1);
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
+    let opts = AllGatherGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows };
+    // Every shape planned before cuBLAS, NCCL or any kernel: a refusal is a usage error.
+    let mut plans = Vec::new();
+    for (label, s) in &list {
+        plans.push(comms[0].plan_allgather_gemm(*s, opts).map_err(|e| usage(format!("{label}: {e}")))?);
+    }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
     let mut blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
     let nccl = if args.share_gpu { None } else { Some(Nccl::local_group(&streams)?) };
-    let opts = AllGatherGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows };
     let info = run_info(streams[0].context())?;
     println!("# mkernel bench allgather-gemm: {world} ranks on {} ({}), commit {}", if args.share_gpu { "GPU 0".to_string() } else { format!("{world} GPUs") }, info.device, info.commit);
     println!("{:<28} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}  config / check", "shape", "base ms", "cuBLAS", "NCCL", "fused ms", "speedup", "overlap");
     let mut rows = Vec::new();
-    for (label, s) in list {
-        let plan = comms[0].plan_allgather_gemm(s, opts)?;
+    for ((label, s), plan) in list.into_iter().zip(plans) {
         let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
         let rows_per = m / world;
         // Per rank: its shard, its weights, the fused output, the baseline's gathered A
@@ -254,4 +278,45 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
         println!("# wrote {}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ag: AgArgs,
+    }
+
+    /// Runs the bench with `args` (after the program name) and returns the error's exit
+    /// status and text; on a machine without a GPU, anything refused before the GPUs are
+    /// counted (exit 2) is told apart from the missing driver (exit 1).
+    fn refused(args: &[&str]) -> (u8, String) {
+        let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+        let e = run(cli.ag).unwrap_err();
+        (super::super::exit_status(e.as_ref()), e.to_string())
+    }
+
+    /// Bad options are usage errors (exit 2) before any GPU is touched (helper-99: they came
+    /// after the communicators, cuBLAS and NCCL, exit 1): a tile without a kernel here,
+    /// --shape with M not a multiple of the --share-gpu ranks; 0 push CTAs or chunk rows are
+    /// refused by the parser.
+    #[test]
+    fn bad_options_are_usage_errors_before_any_gpu() {
+        let (code, e) = refused(&["--tile", "swap-ab-64x136-tma-store", "--no-json"]);
+        assert_eq!(code, 2, "{e}");
+        assert!(e.contains("--tile") && e.contains("wide-tma-store") && !e.contains("swap-ab-128"), "{e}");
+        let (code, e) = refused(&["--share-gpu", "--shape", "4x8x8,3x8x8", "--no-json"]);
+        assert_eq!(code, 2, "{e}");
+        assert!(e.contains("--shape 3x8x8") && e.contains("multiple of the 2 ranks"), "{e}");
+        let (code, e) = refused(&["--share-gpu", "--gpus", "3", "--shape", "4x8x8", "--no-json"]);
+        assert_eq!(code, 2, "{e}");
+        for flag in ["--push-ctas", "--chunk-rows"] {
+            assert!(Cli::try_parse_from(["x", flag, "0"]).is_err(), "{flag} 0");
+            assert!(Cli::try_parse_from(["x", flag, "1"]).is_ok(), "{flag} 1");
+        }
+    }
 }

@@ -26,7 +26,7 @@
 // End: every CTA counts itself out; the last tells every peer "done reading my gathered
 // A" and waits for theirs (exit_handshake), so no rank pushes into a peer still reading
 // the previous call's rows. Epochs, skipped calls after a timeout and the epoch hand-over
-// are the all-reduce's (sync/wait.cuh). See also DESIGN.md 3 (AllGather+GEMM, 128-row
+// are the all-reduce's (sync/wait.cuh). See also the design notes (../shared/DESIGN.md section 3: AllGather+GEMM, 128-row
 // chunks).
 #pragma once
 #include "../params.cuh"
