@@ -161,12 +161,7 @@ impl Nccl {
     /// Errors: not one buffer pair per local rank (`bufs`), a send buffer shorter than
     /// world x count (`sends`), NCCL's errors.
     pub fn reduce_scatter_sum(&self, sends: &[&CudaSlice<bf16>], recvs: &mut [&mut CudaSlice<bf16>]) -> Result<()> {
-        if sends.len() != self.comms.len() || recvs.len() != self.comms.len() {
-            return Err(crate::error::invalid(
-                "bufs",
-                format!("expected {} send and receive buffers (one each per local rank), got {} and {}", self.comms.len(), sends.len(), recvs.len()),
-            ));
-        }
+        self.check_pairs(sends.len(), recvs.len())?;
         for (comm, (send, recv)) in self.comms.iter().zip(sends.iter().zip(recvs.iter())) {
             let world = comm.world_size();
             if send.len() < world * recv.len() {
@@ -190,12 +185,7 @@ impl Nccl {
     /// Errors: not one buffer pair per local rank (`bufs`), a receive buffer shorter than
     /// world x count (`recvs`), NCCL's errors.
     pub fn all_gather(&self, sends: &[&CudaSlice<bf16>], recvs: &mut [&mut CudaSlice<bf16>]) -> Result<()> {
-        if sends.len() != self.comms.len() || recvs.len() != self.comms.len() {
-            return Err(crate::error::invalid(
-                "bufs",
-                format!("expected {} send and receive buffers (one each per local rank), got {} and {}", self.comms.len(), sends.len(), recvs.len()),
-            ));
-        }
+        self.check_pairs(sends.len(), recvs.len())?;
         for (comm, (send, recv)) in self.comms.iter().zip(sends.iter().zip(recvs.iter())) {
             let world = comm.world_size();
             if recv.len() < world * send.len() {
@@ -210,6 +200,17 @@ impl Nccl {
             Some((send, recv)) => comm.all_gather(*send, *recv).map(|_| ()),
             None => Ok(()),
         })
+    }
+
+    /// One send and one receive buffer per local rank (`bufs`).
+    fn check_pairs(&self, sends: usize, recvs: usize) -> Result<()> {
+        if sends != self.comms.len() || recvs != self.comms.len() {
+            return Err(crate::error::invalid(
+                "bufs",
+                format!("expected {} send and receive buffers (one each per local rank), got {sends} and {recvs}", self.comms.len()),
+            ));
+        }
+        Ok(())
     }
 
     /// Calls `each` on every local communicator in order, inside one NCCL group when this

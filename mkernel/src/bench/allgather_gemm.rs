@@ -24,7 +24,7 @@ use mkernel::baseline::{Cublas, Nccl};
 use mkernel::{check, AllGatherGemmOptions, CommConfig, Communicator, GemmShape};
 use serde::Serialize;
 
-use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup, GATE_TIMEOUT};
+use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup};
 
 #[derive(Args, Clone, Debug)]
 pub struct AgArgs {
@@ -199,27 +199,8 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
         // Variants: 0 fused, 1 cuBLAS alone, 2 NCCL then cuBLAS, 3 NCCL alone (2 and 3 only
         // where NCCL runs).
         let variants = if nccl.is_some() { 4 } else { 2 };
-        let mut gates: Vec<mkernel::HostGate> = comms.iter().map(|c| mkernel::HostGate::new(c.context())).collect::<Result<_, _>>()?;
-        let mut flushes: Vec<super::L2Flush> = streams.iter().map(super::L2Flush::new).collect::<Result<_, _>>()?;
-        let pace = |at: Pace| -> BenchResult<()> {
-            match at {
-                Pace::RoundStart => {
-                    for (g, st) in gates.iter_mut().zip(streams.iter()) {
-                        g.hold(st, GATE_TIMEOUT)?;
-                    }
-                }
-                Pace::Step => {
-                    for (f, st) in flushes.iter_mut().zip(streams.iter()) {
-                        f.run(st)?;
-                    }
-                    for (r, c) in comms.iter().enumerate() {
-                        c.device_barrier(&streams[r])?;
-                    }
-                }
-                Pace::RoundEnd => gates.iter_mut().for_each(|g| g.open()),
-            }
-            Ok(())
-        };
+        let mut align = super::StepAlignment::new(&comms, &streams, true, true)?;
+        let pace = |at: Pace| align.pace(at, &comms, &streams);
         let times = time_rounds_ms(
             &streams,
             Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
@@ -248,6 +229,7 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
         for (r, c) in comms.iter().enumerate() {
             c.synchronize(&streams[r])?;
         }
+        align.check_gates().map_err(|e| format!("{label}: aligned timing: {e}"))?;
         let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
         let (fused, cublas, baseline, nccl_ms) = (med(0), med(1), med(2), med(3));
         let speedup = baseline / fused;

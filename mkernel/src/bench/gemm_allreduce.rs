@@ -32,7 +32,7 @@ use mkernel::trace::TraceBuffer;
 use mkernel::{check, Collective, CommConfig, CommPath, Communicator, FusedConfig, GemmAllReduceOptions, GemmOptions, GemmShape};
 use serde::Serialize;
 
-use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup, GATE_TIMEOUT};
+use super::{rotation_sets, run_info, time_rounds_ms, BenchResult, Common, Pace, Warmup};
 
 #[derive(Args, Clone, Debug)]
 pub struct ArArgs {
@@ -1321,40 +1321,9 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
         let agree = |mine: bool| agree_u64(boot, u64::from(mine)).map(|v| v != 0);
         // Aligned timing (unless --no-align-ranks): every round is held behind a host gate
         // per GPU while it is enqueued, and every step starts with the ranks aligned by a
-        // device barrier (see time_rounds_ms).
-        let mut gates = Vec::new();
-        if align {
-            for cm in comms.iter() {
-                gates.push(mkernel::HostGate::new(cm.context())?);
-            }
-        }
-        let mut flushes = Vec::new();
-        if !args.no_l2_flush {
-            for st in streams.iter() {
-                flushes.push(super::L2Flush::new(st)?);
-            }
-        }
-        let pace = |at: Pace| -> BenchResult<()> {
-            match at {
-                Pace::RoundStart => {
-                    for (g, st) in gates.iter_mut().zip(streams.iter()) {
-                        g.hold(st, GATE_TIMEOUT)?;
-                    }
-                }
-                Pace::Step => {
-                    for (f, st) in flushes.iter_mut().zip(streams.iter()) {
-                        f.run(st)?;
-                    }
-                    if !gates.is_empty() {
-                        for (r, cm) in comms.iter().enumerate() {
-                            cm.device_barrier(&streams[r])?;
-                        }
-                    }
-                }
-                Pace::RoundEnd => gates.iter_mut().for_each(|g| g.open()),
-            }
-            Ok(())
-        };
+        // device barrier (see time_rounds_ms), after an L2 flush (unless --no-l2-flush).
+        let mut alignment = super::StepAlignment::new(comms, streams, align, !args.no_l2_flush)?;
+        let pace = |at: Pace| alignment.pace(at, comms, streams);
         let mut reads = InputRotation::default();
         let times = time_rounds_ms(streams, warmup, agree, pace, c.iters, variants, |v, _| {
             let i = reads.next(v != NCCL_ALONE);
@@ -1396,7 +1365,7 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
         // (with one process per GPU the verdict is shared, so no rank waits for a peer
         // that stopped).
         if align {
-            let local = gates.iter().try_for_each(|g| g.check()).map(|()| 0.0).map_err(|e| format!("{label}: aligned timing: {e}"));
+            let local = alignment.check_gates().map(|()| 0.0).map_err(|e| format!("{label}: aligned timing: {e}"));
             agree_check(comms[0].bootstrap(), local)?;
         }
         if times.len() != variants {

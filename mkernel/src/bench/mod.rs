@@ -313,6 +313,53 @@ impl L2Flush {
     }
 }
 
+/// The pacing of a fused benchmark's rounds ([`time_rounds_ms`]'s `pace`): each round held
+/// behind a host gate per GPU while it is enqueued (none without gates), and each step
+/// started after an L2 flush per stream (none without flushes) and, with gates, a device
+/// barrier of the ranks (so a step is not charged for the skew the steps before it left).
+pub struct StepAlignment {
+    pub gates: Vec<mkernel::HostGate>,
+    pub flushes: Vec<L2Flush>,
+}
+
+impl StepAlignment {
+    /// Gates (`align`) and L2 flushes (`flush`) for the ranks of `comms` on `streams`.
+    pub fn new(comms: &[mkernel::Communicator], streams: &[Arc<CudaStream>], align: bool, flush: bool) -> BenchResult<Self> {
+        let gates = if align { comms.iter().map(|c| mkernel::HostGate::new(c.context())).collect::<Result<_, _>>()? } else { Vec::new() };
+        let flushes = if flush { streams.iter().map(L2Flush::new).collect::<BenchResult<_>>()? } else { Vec::new() };
+        Ok(Self { gates, flushes })
+    }
+
+    /// Whether every gate released its round in time (an expired gate let its round run as
+    /// the host enqueued it: the round's times are not aligned).
+    pub fn check_gates(&self) -> Result<(), String> {
+        self.gates.iter().try_for_each(|g| g.check().map_err(|e| e.to_string()))
+    }
+
+    /// What happens at `at` of a round.
+    pub fn pace(&mut self, at: Pace, comms: &[mkernel::Communicator], streams: &[Arc<CudaStream>]) -> BenchResult<()> {
+        match at {
+            Pace::RoundStart => {
+                for (g, st) in self.gates.iter_mut().zip(streams.iter()) {
+                    g.hold(st, GATE_TIMEOUT)?;
+                }
+            }
+            Pace::Step => {
+                for (f, st) in self.flushes.iter_mut().zip(streams.iter()) {
+                    f.run(st)?;
+                }
+                if !self.gates.is_empty() {
+                    for (r, cm) in comms.iter().enumerate() {
+                        cm.device_barrier(&streams[r])?;
+                    }
+                }
+            }
+            Pace::RoundEnd => self.gates.iter_mut().for_each(|g| g.open()),
+        }
+        Ok(())
+    }
+}
+
 /// The order in which round `round` runs its `variants` steps: a permutation drawn from a
 /// generator seeded with the round's index alone, so every process of a multi-process run
 /// draws the same one (their collective steps must match). ChaCha8, whose output rand
