@@ -3,7 +3,8 @@
 //! MASTER_PORT), each rank builds `Communicator::from_env`, and
 //! - `ranks_agree_over_shapes_and_100_epochs`: checks odd and LLM shapes and 100
 //!   back-to-back calls with fresh data against the fp32 reference (each rank
-//!   regenerates every rank's inputs from the shared seed);
+//!   regenerates every rank's inputs from the shared seed), then 20 all-gather + GEMM
+//!   calls the same way (each rank's reference: every rank's shard times its own B);
 //! - `stopped_peer_is_named_within_the_timeout`: rank 1 joins but never launches;
 //!   rank 0 must report a timeout naming rank 1 instead of hanging.
 //! Children are stopped by PID if they overrun. Skips without 2 GPUs.
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 use half::bf16;
 use mkernel::baseline::Cublas;
 use mkernel::check::{self, AllReduceCase};
-use mkernel::{CommConfig, Communicator, Error, GemmAllReduceOptions, GemmShape};
+use mkernel::{AllGatherGemmOptions, CommConfig, Communicator, Error, GemmAllReduceOptions, GemmShape};
 use mkernel_tests::gpu_or_skip;
 
 const ROLE: &str = "MKERNEL_TEST_MP_ROLE";
@@ -123,6 +124,30 @@ fn agree_child() {
         }
         eprintln!("rank {rank}: ok {s:?} x{reps}");
     }
+    // The all-gather + GEMM in this mode (its workspace and flags through the exported
+    // handles): every rank draws every rank's shard from the shared seed, uploads its own,
+    // and checks the product of all of them with its own weights; 20 calls, fresh data each.
+    let s = GemmShape { m: 2050, n: 4096, k: 1024 };
+    let (m, n, k) = (s.m as usize, s.n as usize, s.k as usize);
+    let w = comm.world_size() as usize;
+    let rows = m / w;
+    let mut a = stream.alloc_zeros::<bf16>(rows * k).unwrap();
+    let mut out = stream.alloc_zeros::<bf16>(m * n).unwrap();
+    for rep in 0..20u64 {
+        let base = seed.wrapping_add(7_000_000 + 100 * rep);
+        let shards: Vec<Vec<bf16>> = (0..w).map(|q| check::random_bf16(rows * k, base + q as u64)).collect();
+        let b = stream.clone_htod(&check::random_bf16(n * k, base + 50 + rank as u64)).unwrap();
+        stream.memcpy_htod(&shards[rank as usize], &mut a).unwrap();
+        check::poison(&stream, &mut out).unwrap();
+        let plan = comm.allgather_gemm(&stream, &a, &b, &mut out, s, AllGatherGemmOptions::default()).unwrap();
+        comm.synchronize(&stream).unwrap();
+        let full = stream.clone_htod(&shards.concat()).unwrap();
+        let mut want = stream.alloc_zeros::<f32>(m * n).unwrap();
+        blas.gemm_f32_out(&full, &b, &mut want, s).unwrap();
+        let cmp = check::compare(&stream.clone_dtoh(&out).unwrap(), &stream.clone_dtoh(&want).unwrap(), None, n, k);
+        assert!(cmp.passed(), "rank {rank} all-gather + GEMM {s:?} {plan} rep {rep}: {cmp}");
+    }
+    eprintln!("rank {rank}: ok all-gather + GEMM {s:?} x20");
 }
 
 #[test]
