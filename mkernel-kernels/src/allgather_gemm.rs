@@ -67,6 +67,45 @@ pub fn tiles() -> impl Iterator<Item = TileConfig> {
     TileConfig::ALL.into_iter()
 }
 
+/// Whether the all-gather + GEMM has kernels for `tile` ([`tiles`]).
+pub fn has_kernel(tile: TileConfig) -> bool {
+    tiles().any(|t| t == tile)
+}
+
+/// The tile rules of a call with N columns: a tile of [`tiles`] (`tile`), N % 8 == 0 for a
+/// TMA-store one ([`TileConfig::check_output`]).
+pub fn check_tile(tile: TileConfig, n: u32) -> Result<()> {
+    if !has_kernel(tile) {
+        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile}: take one of TileConfig::ALL (not swapped-operand or column-fitted tiles)")));
+    }
+    tile.check_output(n)
+}
+
+/// The shape rules of a call on `world` ranks with a workspace of `capacity_elems`
+/// elements: 2..=[`MAX_RANKS`] ranks (`world_size`; with one rank A is whole: the plain
+/// GEMM), M a positive multiple of the world size, N positive, K a positive multiple of 8
+/// (16-byte rows for the pushes and TMA), and the gathered A, M x K, within the workspace
+/// (`shape`).
+pub fn check_shape(shape: GemmShape, world: u32, capacity_elems: u64) -> Result<()> {
+    if world < 2 || world as usize > MAX_RANKS {
+        return Err(invalid("world_size", format!("an all-gather + GEMM needs 2..={MAX_RANKS} ranks (with one, A is whole: call mkernel::gemm), got {world}")));
+    }
+    if shape.m == 0 || shape.m % world != 0 {
+        return Err(invalid("shape", format!("M (all ranks' rows of A) must be a positive multiple of the world size {world}, got M={}", shape.m)));
+    }
+    if shape.n == 0 || shape.k == 0 || shape.k % 8 != 0 {
+        return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", shape.n, shape.k)));
+    }
+    let gathered = shape.m as u64 * shape.k as u64;
+    if gathered > capacity_elems {
+        return Err(invalid(
+            "shape",
+            format!("the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({capacity_elems} elements); create it with max_output_elems >= M x K"),
+        ));
+    }
+    Ok(())
+}
+
 /// Name of the kernel for a tile and world size.
 pub fn kernel_name(tile: TileConfig, world: u32) -> String {
     format!("mkernel_allgather_gemm_{}_w{}", tile.tag(), world)
@@ -78,7 +117,7 @@ pub fn kernel_name(tile: TileConfig, world: u32) -> String {
 /// (`world_size`).
 pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
     tile.validate()?;
-    if !tiles().any(|t| t == tile) {
+    if !has_kernel(tile) {
         return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile} (not swapped-operand or column-fitted tiles)")));
     }
     if world < 2 || world as usize > MAX_RANKS {
@@ -117,33 +156,15 @@ pub fn catalog() -> Result<Vec<KernelSource>> {
 /// Errors name the argument: `tile`, `world_size`, `shape`, `cfg`, `rank`, `layout`.
 pub fn validate(shape: GemmShape, cfg: &AllGatherConfig, bufs: &RankBuffers) -> Result<()> {
     let world = bufs.world;
-    if world < 2 || world as usize > MAX_RANKS {
-        return Err(invalid("world_size", format!("an all-gather + GEMM needs 2..={MAX_RANKS} ranks, got {world}")));
-    }
+    let l = bufs.layout;
+    check_shape(shape, world, l.capacity_elems)?;
     if bufs.rank >= world || world as u64 != bufs.layout.world {
         return Err(invalid("rank", format!("rank {} of world {world} does not fit a workspace laid out for {} ranks", bufs.rank, bufs.layout.world)));
     }
-    let l = bufs.layout;
     if WorkspaceLayout::new(l.capacity_elems, world).ok() != Some(l) {
         return Err(invalid("layout", format!("must be what WorkspaceLayout::new makes for its capacity and world size, got {l:?}")));
     }
-    if !tiles().any(|t| t == cfg.tile) {
-        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {} (not swapped-operand or column-fitted tiles)", cfg.tile)));
-    }
-    if shape.m == 0 || shape.m % world != 0 {
-        return Err(invalid("shape", format!("M (all ranks' rows) must be a positive multiple of the world size {world}, got M={}", shape.m)));
-    }
-    if shape.n == 0 || shape.k == 0 || shape.k % 8 != 0 {
-        return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", shape.n, shape.k)));
-    }
-    cfg.tile.check_output(shape.n)?;
-    let gathered = shape.m as u64 * shape.k as u64;
-    if gathered > l.capacity_elems {
-        return Err(invalid(
-            "shape",
-            format!("the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({} elements); create it with max_output_elems >= M x K", l.capacity_elems),
-        ));
-    }
+    check_tile(cfg.tile, shape.n)?;
     let s = shape.m / world;
     if cfg.chunk_rows == 0 || cfg.chunk_rows > s {
         return Err(invalid("cfg", format!("chunk_rows must be 1..=M / world = {s} (a chunk is at most a shard), got {}", cfg.chunk_rows)));

@@ -20,7 +20,6 @@ use mkernel_kernels::gemm_allreduce::FusedConfig;
 
 use crate::comm::Communicator;
 use crate::error::{invalid, Result};
-use crate::gemm::check_same_device;
 use crate::gemm_allreduce::PlanContext;
 
 /// Overrides of an all-gather + GEMM call's choices (all `None`: the defaults).
@@ -53,28 +52,10 @@ pub struct AllGatherGemmOptions {
 pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: PlanContext) -> Result<AllGatherConfig> {
     ctx.check()?;
     let world = ctx.world_size;
-    if world < 2 {
-        return Err(invalid("world_size", "an all-gather + GEMM needs 2 ranks or more; with one rank A is whole: call mkernel::gemm"));
-    }
-    if shape.m == 0 || shape.m % world != 0 {
-        return Err(invalid("shape", format!("M (all ranks' rows of A) must be a positive multiple of the world size {world}, got M={}", shape.m)));
-    }
-    if shape.n == 0 || shape.k == 0 || shape.k % 8 != 0 {
-        return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", shape.n, shape.k)));
-    }
-    let gathered = shape.m as u64 * shape.k as u64;
-    if gathered > ctx.max_output_elems {
-        return Err(invalid(
-            "shape",
-            format!("the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({} elements); create it with max_output_elems >= M x K", ctx.max_output_elems),
-        ));
-    }
+    mkernel_kernels::allgather_gemm::check_shape(shape, world, ctx.max_output_elems)?;
     let tile = match opts.tile {
         Some(t) => {
-            if !mkernel_kernels::allgather_gemm::tiles().any(|x| x == t) {
-                return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {t}: take one of TileConfig::ALL (not swapped-operand or column-fitted tiles)")));
-            }
-            t.check_output(shape.n)?;
+            mkernel_kernels::allgather_gemm::check_tile(t, shape.n)?;
             t
         }
         None => default_tile(shape, ctx.grid.saturating_sub(DEFAULT_PUSH_CTAS).max(1)),
@@ -123,7 +104,7 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
 /// where N % 8 == 0.
 fn default_tile(shape: GemmShape, grid: u32) -> TileConfig {
     let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
-    let t = if mkernel_kernels::allgather_gemm::tiles().any(|x| x == t) { t } else { TileConfig::WIDE };
+    let t = if mkernel_kernels::allgather_gemm::has_kernel(t) { t } else { TileConfig::WIDE };
     if shape.n % 8 == 0 && t.epilogue != Epilogue::TmaStore { t.with_tma_store() } else if shape.n % 8 != 0 && t.epilogue == Epilogue::TmaStore { TileConfig::WIDE } else { t }
 }
 
@@ -178,13 +159,7 @@ impl Communicator {
                 return Err(invalid(arg, format!("must hold {what} = {want} elements, got {len}")));
             }
         }
-        let ordinal = self.device_info().ordinal;
-        check_same_device(stream, ordinal, "stream")?;
-        for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())] {
-            if ord != ordinal {
-                return Err(invalid(arg, format!("is on GPU {ord}, but rank {} runs on GPU {ordinal}", self.rank())));
-            }
-        }
+        self.check_on_own_gpu(stream, &[("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())])?;
         self.order_after_last(stream)?;
         let (pa, _ga) = a.device_ptr(stream);
         let (pb, _gb) = b.device_ptr(stream);
@@ -195,14 +170,7 @@ impl Communicator {
         let launched = unsafe {
             mkernel_kernels::allgather_gemm::launch(Runtime::global(), stream, pa, pb, po, shape, cfg, &bufs, self.config().timeout)
         };
-        if let Err(e) = launched {
-            // A rank that failed to launch leaves its peers waiting: they time out.
-            if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
-                self.poison(e.to_string());
-            }
-            return Err(e.into());
-        }
-        self.record_launch(stream)?;
+        self.finish_launch(launched, stream)?;
         Ok(cfg)
     }
 }

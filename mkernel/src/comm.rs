@@ -563,6 +563,32 @@ impl Communicator {
         Ok(())
     }
 
+    /// A fused call's device rule: `stream` and every operand (`(argument, GPU ordinal)`)
+    /// on this rank's GPU (named by the argument otherwise).
+    pub(crate) fn check_on_own_gpu(&self, stream: &CudaStream, operands: &[(&'static str, usize)]) -> Result<()> {
+        let ordinal = self.device_info().ordinal;
+        crate::gemm::check_same_device(stream, ordinal, "stream")?;
+        for &(arg, ord) in operands {
+            if ord != ordinal {
+                return Err(crate::error::invalid(arg, format!("is on GPU {ord}, but rank {} runs on GPU {ordinal}", self.rank())));
+            }
+        }
+        Ok(())
+    }
+
+    /// After a fused kernel's launch on `stream`: a failure other than an argument error
+    /// poisons the communicator (a rank that failed to launch leaves its peers waiting: they
+    /// time out) and is returned; a launch is recorded ([`Self::record_launch`]).
+    pub(crate) fn finish_launch(&self, launched: mkernel_kernels::Result<()>, stream: &CudaStream) -> Result<()> {
+        if let Err(e) = launched {
+            if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
+                self.poison(e.to_string());
+            }
+            return Err(e.into());
+        }
+        self.record_launch(stream)
+    }
+
     /// Records the end of a fused call just enqueued on `stream` (eager calls only; a
     /// captured call marks the communicator so drop synchronises the context instead).
     pub(crate) fn record_launch(&self, stream: &CudaStream) -> Result<()> {

@@ -13,7 +13,6 @@ use mkernel_sm::{balance, PartitionModel, Workload};
 
 use crate::comm::Communicator;
 use crate::error::{invalid, Error, Result};
-use crate::gemm::check_same_device;
 
 /// Overrides of the per-call choices (all `None`: the heuristics decide).
 #[derive(Debug, Clone, Copy, Default)]
@@ -194,13 +193,8 @@ impl Communicator {
                 }
             }
         }
+        self.check_on_own_gpu(stream, &[("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())])?;
         let ordinal = self.device_info().ordinal;
-        check_same_device(stream, ordinal, "stream")?;
-        for (arg, ord) in [("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())] {
-            if ord != ordinal {
-                return Err(invalid(arg, format!("is on GPU {ord}, but rank {} runs on GPU {ordinal}", self.rank())));
-            }
-        }
         if let Some(t) = &trace {
             if t.ordinal() != ordinal {
                 return Err(invalid("trace", format!("is on GPU {}, but rank {} runs on GPU {ordinal}", t.ordinal(), self.rank())));
@@ -245,14 +239,7 @@ impl Communicator {
                 trace,
             )
         };
-        if let Err(e) = launched {
-            // A rank that failed to launch leaves its peers waiting: they time out.
-            if !matches!(e, mkernel_kernels::Error::InvalidArgument { .. }) {
-                self.poison(e.to_string());
-            }
-            return Err(e.into());
-        }
-        self.record_launch(stream)?;
+        self.finish_launch(launched, stream)?;
         Ok(cfg)
     }
 }

@@ -103,7 +103,7 @@ fn check_listed_shapes(shapes: &[GemmShape], world: usize) -> BenchResult<()> {
 pub fn run(args: AgArgs) -> BenchResult<()> {
     super::check_out_dir(&args.common)?;
     let tile = super::parse_tile(args.tile.as_deref(), false)?;
-    if let Some(t) = tile.filter(|t| !mkernel_kernels::allgather_gemm::tiles().any(|x| x == *t)) {
+    if let Some(t) = tile.filter(|t| !mkernel_kernels::allgather_gemm::has_kernel(*t)) {
         let names: Vec<String> = mkernel_kernels::allgather_gemm::tiles().map(|x| x.name()).collect();
         return Err(usage(format!("--tile {}: the all-gather + GEMM has kernels for {} only (no swapped-operand or column-fitted tiles)", t.name(), names.join(", "))));
     }
