@@ -23,10 +23,21 @@ use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
 use crate::jit::KernelSource;
 use crate::params::{AllGatherParams, MAX_RANKS};
 
-/// Rows of a shard per arrival flag by default: the chunk of the design notes' table
-/// (`../shared/DESIGN.md` section 3, outside the repository: 128 rows),
-/// or the whole shard where it is shorter.
-pub const DEFAULT_CHUNK_ROWS: u32 = 128;
+/// Bytes of a chunk (rows of a shard per arrival flag) by default: a chunk is one push CTA's
+/// item, so a row block's rows arrive as fast as several CTAs can push them only where its
+/// chunks are short. Run 410 (one H100, ranks sharing it, 1024 x 5120 x 8192): chunks of 128
+/// rows (2 MiB at K = 8192) 0.344 ms, of 512 rows 0.503 ms. 256 KiB: 16 rows at K = 8192, 128
+/// at K = 1024.
+pub const DEFAULT_CHUNK_BYTES: u64 = 256 << 10;
+
+/// The default rows per chunk for a shard of `shard_rows` rows of K columns with
+/// `max_chunks` arrival flags a rank: [`DEFAULT_CHUNK_BYTES`] of rows, at least one row and at
+/// most the shard, and enough that the chunks fit the flags.
+pub fn default_chunk_rows(shard_rows: u32, k: u32, max_chunks: u64) -> u32 {
+    let by_bytes = (DEFAULT_CHUNK_BYTES / (2 * k.max(1) as u64)).clamp(1, shard_rows.max(1) as u64) as u32;
+    let to_fit = (shard_rows as u64).div_ceil(max_chunks.max(1)).min(u32::MAX as u64) as u32;
+    by_bytes.max(to_fit).min(shard_rows.max(1))
+}
 
 /// Push CTAs by default (rounded up to whole clusters). A first guess, not tuned: ~8 SMs
 /// of 16-byte stores are expected to fill one NVLink direction (~390 GB/s on the H200 pair,
@@ -281,6 +292,16 @@ mod tests {
         assert!(e.contains("`world_size`"), "{e}");
         let e = err(GemmShape { n: 8191, ..shape }, good, &b);
         assert!(e.contains("N % 8") || e.contains("`n`") || e.contains("multiple of 8"), "{e}");
+    }
+
+    #[test]
+    fn default_chunks_are_short_and_fit_the_flags() {
+        assert_eq!(default_chunk_rows(4096, 8192, 16384), 16);
+        assert_eq!(default_chunk_rows(4096, 1024, 16384), 128);
+        assert_eq!(default_chunk_rows(10, 8192, 16384), 10);
+        assert_eq!(default_chunk_rows(100, 8, 16384), 100); // (capped at the shard)
+        assert_eq!(default_chunk_rows(100_000, 8192, 1000), 100); // (the flags bound the count)
+        assert_eq!(default_chunk_rows(1, 1 << 30, 1), 1);
     }
 
     #[test]

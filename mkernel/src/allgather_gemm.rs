@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
-use mkernel_kernels::allgather_gemm::{AllGatherConfig, DEFAULT_CHUNK_ROWS, DEFAULT_PUSH_CTAS};
+use mkernel_kernels::allgather_gemm::{default_chunk_rows, AllGatherConfig, DEFAULT_PUSH_CTAS};
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
 use mkernel_kernels::gemm_allreduce::FusedConfig;
@@ -36,7 +36,8 @@ pub struct AllGatherGemmOptions {
     /// the rank's CTAs (at least one cluster).
     pub push_ctas: Option<u32>,
     /// Rows of a shard per arrival flag (>= 1; more than the shard's M / world rows means one
-    /// chunk a shard). None: [`DEFAULT_CHUNK_ROWS`], or the shard where it is shorter.
+    /// chunk a shard). None: [`default_chunk_rows`] (~256 KiB of rows, fitting the workspace's
+    /// flags).
     pub chunk_rows: Option<u32>,
 }
 
@@ -84,13 +85,13 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
         None => (DEFAULT_PUSH_CTAS.div_ceil(cs) * cs).min(usable / 2 / cs * cs).max(cs),
     };
     let s = shape.m / world;
+    let max_chunks = mkernel_kernels::gemm_allreduce::WorkspaceLayout::new(ctx.max_output_elems, world)?.max_tiles;
     let chunk_rows = match opts.chunk_rows {
         Some(0) => return Err(invalid("chunk_rows", "must be at least 1")),
         // (a chunk is at most a shard: asking for more is asking for one chunk)
         Some(c) => c.min(s),
-        None => DEFAULT_CHUNK_ROWS.min(s),
+        None => default_chunk_rows(s, shape.k, max_chunks),
     };
-    let max_chunks = mkernel_kernels::gemm_allreduce::WorkspaceLayout::new(ctx.max_output_elems, world)?.max_tiles;
     if s.div_ceil(chunk_rows) as u64 > max_chunks {
         return Err(invalid("chunk_rows", format!("{} chunks of {chunk_rows} rows exceed the workspace's {max_chunks} arrival flags a rank; use longer chunks", s.div_ceil(chunk_rows))));
     }
@@ -184,7 +185,7 @@ mod tests {
     }
 
     /// The default plan: a tile of the catalog, whole clusters per role, every compute CTA
-    /// with a tile, chunks of 128 rows (or the shard).
+    /// with a tile, chunks of ~256 KiB (or the shard).
     #[test]
     fn default_plans_are_launchable() {
         for world in [2, 3, 4, 8] {
@@ -196,7 +197,7 @@ mod tests {
                 let cs = p.tile.cluster_size();
                 assert!(p.push_ctas > 0 && p.push_ctas % cs == 0 && p.grid % cs == 0 && p.grid > p.push_ctas && p.grid <= 132, "{shape:?}: {p}");
                 assert!((p.grid - p.push_ctas) as u64 <= p.tile.tiles(m, n).max(cs as u64), "{shape:?}: {p}");
-                assert_eq!(p.chunk_rows, 128.min(m / world), "{shape:?}: {p}");
+                assert_eq!(p.chunk_rows, default_chunk_rows(m / world, k, 1 << 20), "{shape:?}: {p}");
             }
         }
     }

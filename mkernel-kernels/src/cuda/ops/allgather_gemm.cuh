@@ -8,7 +8,9 @@
 //   push CTAs (the first num_comm_ctas):  A_r, chunk by chunk (chunk_rows rows), into
 //       rank q's gathered A [M, K] at rows r S + .. (16-byte stores over NVLink), then
 //       arrived_q[r][chunk] = epoch (a release store into q's inbox); the peers first, a
-//       chunk at a time for all of them, so every peer gets chunk 0 before anyone gets 1.
+//       chunk at a time for all of them, so every peer gets chunk 0 before anyone gets 1;
+//       a chunk is one CTA's item, so chunks are short (the host's default: ~256 KiB) and a
+//       row block's chunks travel in parallel.
 //   compute CTAs (the others):  the GEMM engine over all M rows, this rank's own row
 //       blocks first (TileScheduler::rot_pm), where the caller's A_r is read directly
 //       (no wait, no copy); a row block that meets other ranks' rows is read from the
@@ -64,38 +66,52 @@ struct OwnGatheredRows {
   }
 };
 
-// Push role: this CTA's share of the (chunk, destination) items, chunk-major, peers first
-// and this rank last (its own gathered A gets only the chunks OwnGatheredRows needs).
+// One chunk (rows r0.. of this rank's shard, `rows` of them) into rank q's gathered A, then
+// its arrival flag in q's inbox. Every thread of the CTA.
+template <u32 WORLD>
+__device__ __forceinline__ void push_chunk(const AllGatherParams& p, const WaitContext& ctx, u32 c, u32 q) {
+  const u32 s = p.shard_rows, r0 = c * p.chunk_rows, rows = min(p.chunk_rows, s - r0);
+  const u64 row_vecs = (u64)p.k / 8;  // 16-byte vectors per row (K % 8 == 0: the host's rule)
+  const uint4* src = reinterpret_cast<const uint4*>(p.a_local) + (u64)r0 * row_vecs;
+  uint4* dst = reinterpret_cast<uint4*>(p.gathered[q]) + ((u64)p.rank * s + r0) * row_vecs;
+  const u64 n = (u64)rows * row_vecs;
+  for (u64 j = threadIdx.x; j < n; j += (u64)blockDim.x * kPushUnroll) {
+    uint4 v[kPushUnroll];
+#pragma unroll
+    for (u32 e = 0; e < kPushUnroll; ++e) {
+      const u64 i = j + (u64)e * blockDim.x;
+      if (i < n) v[e] = __ldg(src + i);
+    }
+#pragma unroll
+    for (u32 e = 0; e < kPushUnroll; ++e) {
+      const u64 i = j + (u64)e * blockDim.x;
+      if (i < n) dst[i] = v[e];
+    }
+  }
+  fence_acq_rel_sys();  // this thread's stores, before the barrier and thread 0's release
+  __syncthreads();
+  if (threadIdx.x == 0) st_release_sys(arrival_flag(p.arrived[q], p.flag_stride, p.rank, c), ctx.epoch);
+}
+
+// Push role: this CTA's share of the items, dealt round-robin over the push CTAs: first every
+// (chunk, peer), chunk-major (every peer gets chunk 0 before anyone gets chunk 1), then the
+// chunks this rank's own gathered A needs (OwnGatheredRows), continuing the deal where the
+// peers' items ended (so no CTA is dealt only items it skips: run 410).
 template <class Cfg, u32 WORLD>
 __device__ void push_shard(const AllGatherParams& p, const WaitContext& ctx, u32 idx, u32 n_push) {
   const u32 s = p.shard_rows, ch = p.chunk_rows;
   const u32 chunks = (s - 1) / ch + 1;  // (s >= 1; no overflow for any ch >= 1)
-  const u64 row_vecs = (u64)p.k / 8;  // 16-byte vectors per row (K % 8 == 0: the host's rule)
+  const u32 peer_items = chunks * (WORLD - 1);
+  for (u32 item = idx; item < peer_items; item += n_push) {
+    push_chunk<WORLD>(p, ctx, item / (WORLD - 1), (p.rank + 1 + item % (WORLD - 1)) % WORLD);
+  }
   const u32 lo = p.rank * s;
   const OwnGatheredRows own(lo, lo + s, Cfg::BM);
-  for (u32 item = idx; item < chunks * WORLD; item += n_push) {
-    const u32 c = item / WORLD, q = (p.rank + 1 + item % WORLD) % WORLD;
+  u32 dealt = peer_items;  // items dealt so far: the next goes to CTA dealt % n_push
+  for (u32 c = 0; c < chunks; ++c) {
     const u32 r0 = c * ch, rows = min(ch, s - r0);
-    if (q == p.rank && !own.meets(lo + r0, lo + r0 + rows)) continue;
-    const uint4* src = reinterpret_cast<const uint4*>(p.a_local) + (u64)r0 * row_vecs;
-    uint4* dst = reinterpret_cast<uint4*>(p.gathered[q]) + (u64)(lo + r0) * row_vecs;
-    const u64 n = (u64)rows * row_vecs;
-    for (u64 j = threadIdx.x; j < n; j += (u64)blockDim.x * kPushUnroll) {
-      uint4 v[kPushUnroll];
-#pragma unroll
-      for (u32 e = 0; e < kPushUnroll; ++e) {
-        const u64 i = j + (u64)e * blockDim.x;
-        if (i < n) v[e] = __ldg(src + i);
-      }
-#pragma unroll
-      for (u32 e = 0; e < kPushUnroll; ++e) {
-        const u64 i = j + (u64)e * blockDim.x;
-        if (i < n) dst[i] = v[e];
-      }
-    }
-    fence_acq_rel_sys();  // this thread's stores, before the barrier and thread 0's release
-    __syncthreads();
-    if (threadIdx.x == 0) st_release_sys(arrival_flag(p.arrived[q], p.flag_stride, p.rank, c), ctx.epoch);
+    if (!own.meets(lo + r0, lo + r0 + rows)) continue;
+    if (dealt++ % n_push == idx) push_chunk<WORLD>(p, ctx, c, p.rank);
   }
 }
 
