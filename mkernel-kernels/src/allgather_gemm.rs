@@ -47,7 +47,7 @@ pub const DEFAULT_PUSH_CTAS: u32 = 8;
 /// What one rank's all-gather + GEMM launch runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllGatherConfig {
-    /// The GEMM's tile ([`tiles`]: not swapped-operand, not column-fitted).
+    /// The GEMM's tile ([`tiles`]: not swapped-operand).
     pub tile: TileConfig,
     /// CTAs that push this rank's shard to the peers (the first ones of the grid).
     pub push_ctas: u32,
@@ -71,11 +71,13 @@ impl std::fmt::Display for AllGatherConfig {
 }
 
 /// The tiles the all-gather + GEMM has kernels for: [`TileConfig::ALL`] (128- and 64-row
-/// tiles, Registers and TMA-store epilogues, 2-CTA clusters along M). Not the
-/// swapped-operand tiles (their A rows are the engine's columns, not gathered by row
-/// block) nor the column-fitted ones.
+/// tiles, Registers and TMA-store epilogues, 2-CTA clusters along M) and the fused
+/// kernels' column-fitted TMA-store tiles (128 rows by 136-248 columns, some in 2-CTA
+/// clusters: [`TileConfig::is_fused_column_fitted`]), whose widths fit N's column blocks
+/// to the grid's waves. Not the swapped-operand tiles (their A rows are the engine's
+/// columns, not gathered by row block).
 pub fn tiles() -> impl Iterator<Item = TileConfig> {
-    TileConfig::ALL.into_iter()
+    TileConfig::ALL.into_iter().chain(TileConfig::fused_catalog().filter(TileConfig::is_fused_column_fitted))
 }
 
 /// Whether the all-gather + GEMM has kernels for `tile` ([`tiles`]).
@@ -87,7 +89,7 @@ pub fn has_kernel(tile: TileConfig) -> bool {
 /// TMA-store one ([`TileConfig::check_output`]).
 pub fn check_tile(tile: TileConfig, n: u32) -> Result<()> {
     if !has_kernel(tile) {
-        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile}: take one of TileConfig::ALL (not swapped-operand or column-fitted tiles)")));
+        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile}: take one of allgather_gemm::tiles (not swapped-operand tiles)")));
     }
     tile.check_output(n)
 }
@@ -129,7 +131,7 @@ pub fn kernel_name(tile: TileConfig, world: u32) -> String {
 pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
     tile.validate()?;
     if !has_kernel(tile) {
-        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile} (not swapped-operand or column-fitted tiles)")));
+        return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile} (not swapped-operand tiles)")));
     }
     if world < 2 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("an all-gather + GEMM kernel needs 2..={MAX_RANKS} ranks, got {world}")));
@@ -307,7 +309,8 @@ mod tests {
     #[test]
     fn catalog_names_are_unique_and_cover_every_world_size() {
         let c = catalog().unwrap();
-        assert_eq!(c.len(), TileConfig::ALL.len() * (MAX_RANKS - 1));
+        assert_eq!(c.len(), tiles().count() * (MAX_RANKS - 1));
+        assert!(tiles().count() > TileConfig::ALL.len() && tiles().all(|t| !t.swap_ab));
         let mut names: Vec<_> = c.iter().map(|k| k.name.clone()).collect();
         names.sort();
         names.dedup();

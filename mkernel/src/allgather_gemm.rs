@@ -25,11 +25,9 @@ use crate::gemm_allreduce::PlanContext;
 /// Overrides of an all-gather + GEMM call's choices (all `None`: the defaults).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AllGatherGemmOptions {
-    /// The GEMM's tile, one of [`mkernel_kernels::allgather_gemm::tiles`]
-    /// ([`TileConfig::ALL`]). None: the fused all-reduce's choice for the full shape
-    /// (`FusedConfig::choose_tile`) on the rank's CTAs less [`DEFAULT_PUSH_CTAS`] (whatever
-    /// `push_ctas` says), its TMA-store twin where N % 8 == 0, and 128 x 256 with the
-    /// Registers epilogue where N % 8 != 0 and the rule gave a TMA-store tile.
+    /// The GEMM's tile, one of [`mkernel_kernels::allgather_gemm::tiles`] ([`TileConfig::ALL`]
+    /// and the column-fitted TMA-store tiles). None: `default_tile`'s choice for the full
+    /// shape on the rank's CTAs less [`DEFAULT_PUSH_CTAS`] (whatever `push_ctas` says).
     pub tile: Option<TileConfig>,
     /// CTAs that push this rank's shard to the peers (a multiple of the tile's cluster size,
     /// below the grid). None: [`DEFAULT_PUSH_CTAS`] rounded up to whole clusters, at most half
@@ -100,13 +98,34 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
     Ok(AllGatherConfig { tile, push_ctas, grid: push_ctas + compute, chunk_rows })
 }
 
-/// The default tile: the fused all-reduce's rule for the full shape on `grid` compute CTAs
-/// (`FusedConfig::choose_tile`, a tile of [`TileConfig::ALL`]), with the TMA-store epilogue
-/// where N % 8 == 0.
+/// The default tile for `grid` compute CTAs. With N % 8 == 0: the plain GEMM's rule for the
+/// full shape (`TileConfig::choose_for`) where it takes a tile this kernel has (128 x 256,
+/// or a column-fitted width that fits the waves); else (a swapped-operand tile, for small
+/// M) the TMA-store tile of [`mkernel_kernels::allgather_gemm::tiles`] with the fewest
+/// tile-waves weighted by the plain rules' rate per column (`TileConfig::relative_rate`:
+/// waves x BM x BN / rate; e.g. Llama-70B TP-2 QKV at M = 1024 on 124 CTAs: 128 x 128, 3
+/// waves of half tiles, instead of 128 x 256, 1.29 waves taking two). With N % 8 != 0: the
+/// fused all-reduce's rule (`FusedConfig::choose_tile`) where it gives a Registers tile,
+/// else 128 x 256 Registers. Not yet measured against the others (bench/NOTES.md 57).
 fn default_tile(shape: GemmShape, grid: u32) -> TileConfig {
-    let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
-    let t = if mkernel_kernels::allgather_gemm::has_kernel(t) { t } else { TileConfig::WIDE };
-    if shape.n % 8 == 0 && t.epilogue != Epilogue::TmaStore { t.with_tma_store() } else if shape.n % 8 != 0 && t.epilogue == Epilogue::TmaStore { TileConfig::WIDE } else { t }
+    let has = mkernel_kernels::allgather_gemm::has_kernel;
+    if shape.n % 8 != 0 {
+        let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
+        return if has(t) && t.epilogue == Epilogue::Registers { t } else { TileConfig::WIDE };
+    }
+    let plain = TileConfig::choose_for(shape, grid);
+    // (a clustered tile only where whole clusters remain for both roles)
+    if has(plain) && 2 * plain.cluster_size() <= grid {
+        return plain;
+    }
+    let cost = |t: &TileConfig| {
+        let g = t.grid_for(t.tiles(shape.m, shape.n), grid).max(1) as u64;
+        t.tiles(shape.m, shape.n).div_ceil(g) * t.bm as u64 * t.bn as u64 * 1000 / t.relative_rate().max(1)
+    };
+    mkernel_kernels::allgather_gemm::tiles()
+        .filter(|t| t.epilogue == Epilogue::TmaStore && t.cluster_size() == 1)
+        .min_by_key(cost)
+        .unwrap_or(TileConfig::WIDE_TMA_STORE)
 }
 
 impl Communicator {
