@@ -111,7 +111,7 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: AllGathe
 /// Two to four ranks: default plans on LLM-like and ragged shapes, shards that split a row
 /// block between two ranks (M / world not a multiple of the tile's rows: the block is read
 /// from the gathered A, including this rank's own rows), N % 8 != 0 (a Registers tile),
-/// forced 64-row, narrow and clustered tiles, chunks of 16 rows (several flags a row block)
+/// forced 64-row, narrow, clustered and column-fitted tiles, chunks of 16 rows (several flags a row block)
 /// and of a whole shard, one and many push CTAs; each with fresh data twice.
 #[test]
 fn matches_the_reference_at_world_sizes_2_3_4() {
@@ -128,6 +128,9 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
             ((700 * wu, 2048, 256), AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), push_ctas: Some(4), chunk_rows: Some(700), ..d }),
             ((260 * wu, 1000, 192), AllGatherGemmOptions { tile: Some(TileConfig::WIDE), chunk_rows: Some(1), push_ctas: Some(16), ..d }),
             ((200 * wu, 1024, 128), AllGatherGemmOptions { tile: Some(TileConfig::M64_WIDE_TMA_STORE_C2), chunk_rows: Some(u32::MAX), push_ctas: Some(2), ..d }),
+            // (column-fitted tiles: one unswizzled staging box, N not a multiple of the width)
+            ((520 * wu, 2000, 256), AllGatherGemmOptions { tile: Some(TileConfig::cols_tma_store(168)), ..d }),
+            ((300 * wu, 1064, 200), AllGatherGemmOptions { tile: Some(TileConfig::cols_tma_store_c2(176)), push_ctas: Some(2), ..d }),
         ];
         let max = cases.iter().map(|&((m, n, k), _)| (m as u64 * n as u64).max(m as u64 * k as u64)).max().unwrap();
         let Some(mut g) = group("matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
