@@ -105,7 +105,7 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
     let tile = super::parse_tile(args.tile.as_deref(), false)?;
     if let Some(t) = tile.filter(|t| !mkernel_kernels::allgather_gemm::has_kernel(*t)) {
         let names: Vec<String> = mkernel_kernels::allgather_gemm::tiles().map(|x| x.name()).collect();
-        return Err(usage(format!("--tile {}: the all-gather + GEMM has kernels for {} only (no swapped-operand or column-fitted tiles)", t.name(), names.join(", "))));
+        return Err(usage(format!("--tile {}: the all-gather + GEMM has kernels for {} only (no swapped-operand tiles)", t.name(), names.join(", "))));
     }
     // (with --share-gpu the world size is known before any GPU is touched)
     if args.share_gpu {
