@@ -57,7 +57,7 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
             mkernel_kernels::allgather_gemm::check_tile(t, shape.n)?;
             t
         }
-        None => default_tile(shape, ctx.grid.saturating_sub(DEFAULT_PUSH_CTAS).max(1)),
+        None => default_tile(shape, ctx.grid.saturating_sub(DEFAULT_PUSH_CTAS).max(1), ctx.gpu_shared),
     };
     let cs = tile.cluster_size();
     // (whole clusters of the rank's CTAs: at least one to push and one to compute)
@@ -106,16 +106,20 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
 /// waves x BM x BN / rate; e.g. Llama-70B TP-2 QKV at M = 1024 on 124 CTAs: 128 x 128, 3
 /// waves of half tiles, instead of 128 x 256, 1.29 waves taking two). With N % 8 != 0: the
 /// fused all-reduce's rule (`FusedConfig::choose_tile`) where it gives a Registers tile,
-/// else 128 x 256 Registers. Not yet measured against the others (bench/NOTES.md 57).
-fn default_tile(shape: GemmShape, grid: u32) -> TileConfig {
+/// else 128 x 256 Registers. With `gpu_shared` (ranks sharing a GPU), no clustered tile:
+/// there 2-CTA clusters ran 1.2-1.35x slower than the same tile unclustered (run 413, one
+/// H100, 2 ranks: 2048 x 8192 x 8192 0.955 against 0.770 ms; not every cluster of two
+/// co-running kernels finds two free SMs of one GPC at once, the likely cause). Not yet
+/// measured against the others on a GPU per rank (bench/NOTES.md 57-58).
+fn default_tile(shape: GemmShape, grid: u32, gpu_shared: bool) -> TileConfig {
     let has = mkernel_kernels::allgather_gemm::has_kernel;
     if shape.n % 8 != 0 {
         let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
         return if has(t) && t.epilogue == Epilogue::Registers { t } else { TileConfig::WIDE };
     }
     let plain = TileConfig::choose_for(shape, grid);
-    // (a clustered tile only where whole clusters remain for both roles)
-    if has(plain) && 2 * plain.cluster_size() <= grid {
+    // (a clustered tile only on a GPU of its own, where whole clusters remain for both roles)
+    if has(plain) && (plain.cluster_size() == 1 || (!gpu_shared && 2 * plain.cluster_size() <= grid)) {
         return plain;
     }
     let cost = |t: &TileConfig| {
@@ -219,6 +223,23 @@ mod tests {
                 assert_eq!(p.chunk_rows, default_chunk_rows(m / world, k, 1 << 20), "{shape:?}: {p}");
             }
         }
+    }
+
+    /// Ranks sharing a GPU get no clustered default tile (run 413), ranks on GPUs of their
+    /// own still do where the plain GEMM's rule takes one.
+    #[test]
+    fn shared_gpus_get_unclustered_default_tiles() {
+        let mut own_clustered = 0;
+        for (m, n, k) in [(2048, 8192, 8192), (2048, 3584, 8192), (1024, 5120, 8192), (4096, 8192, 4096), (16384, 28672, 8192)] {
+            let shape = GemmShape { m, n, k };
+            let own = plan_allgather_gemm(shape, AllGatherGemmOptions::default(), ctx(2, 132)).unwrap();
+            own_clustered += (own.tile.cluster_size() > 1) as u32;
+            let shared = PlanContext { gpu_shared: true, ..ctx(2, 66) };
+            let p = plan_allgather_gemm(shape, AllGatherGemmOptions::default(), shared).unwrap();
+            assert_eq!(p.tile.cluster_size(), 1, "{shape:?}: {p}");
+            assert!(mkernel_kernels::allgather_gemm::tiles().any(|t| t == p.tile), "{shape:?}: {p}");
+        }
+        assert!(own_clustered > 0, "no shape took a clustered tile on its own GPU: the rule is not exercised");
     }
 
     #[test]

@@ -128,7 +128,8 @@ struct GatherA {
   static constexpr bool kGathersA = true;
   const AllGatherParams* p;
   const WaitContext* ctx;
-  bool failed;  // lane 0 of the producer warp: a wait timed out or the call aborted
+  bool failed;       // (warp-uniform) a wait timed out or the call aborted
+  u32 seen_blocks;   // lane L, bit b: row block 32 L + b of the gathered A has been seen whole
 
   __device__ __forceinline__ void operator()(u32) const {}
 
@@ -141,37 +142,43 @@ struct GatherA {
 
   // Every lane of the producer warp, per unit: the row coordinate of the unit's A rows
   // (a_row.. of the gathered order) in the map it sets. A row block wholly within this rank's
-  // shard is read from the caller's A_r; any other from the gathered A, once lane 0 has seen
-  // the arrival flag of every chunk of every rank the rows meet (after a timeout, or
+  // shard is read from the caller's A_r; any other from the gathered A, once the warp has
+  // seen the arrival flag of every chunk of every rank the rows meet (after a timeout, or
   // another CTA's, it stops waiting: the host reports the error, `out` is not a result).
-  // Its waits together take at most one timeout (each gets what the ones before it left),
-  // so the consumers' mbarrier waits (two timeouts and a margin) never trap first.
+  // The lanes poll the chunks in parallel (a row block of 16-row chunks: one round trip,
+  // not 8 in a row: run 412), and a row block seen whole is not waited for again in this
+  // call (the first 1024 row blocks; a CTA meets a row block once per column tile it takes
+  // there, each wait an exposed stall of the pipeline). Each lane's waits together take at
+  // most one timeout, so the consumers' mbarrier waits (two timeouts and a margin) never
+  // trap first.
   __device__ __forceinline__ u32 a_operand(u32 a_row, const TmaDescriptor*& map) {
     const u32 s = p->shard_rows, lo = p->rank * s;
     if (a_row >= lo && a_row + Cfg::BM <= lo + s) {
       map = &p->tma_a_local;
       return a_row - lo;
     }
-    if (lane_id() == 0 && !failed) {
-      const u32 end = min(a_row + Cfg::BM, p->m), ch = p->chunk_rows;
-      const u64 start = globaltimer_ns();
-      WaitContext left = *ctx;
-      for (u32 q = a_row / s; q < WORLD && q * s < end && !failed; ++q) {
-        const u32 r0 = max(a_row, q * s) - q * s, r1 = min(end, (q + 1) * s) - q * s;
-        for (u32 c = r0 / ch; c * ch < r1; ++c) {
-          const u64 spent = globaltimer_ns() - start;
-          left.timeout_ns = spent < ctx->timeout_ns ? ctx->timeout_ns - spent : 1;
-          if (!wait_flag_eq(arrival_flag(p->arrived[p->rank], p->flag_stride, q, c), ctx->epoch, left,
-                            WaitOp::PeerChunkArrived, q, c, kGatherBackoffNs)) {
-            failed = true;
-            break;
-          }
-        }
+    map = &p->tma_a_gathered;
+    if (failed) return a_row;
+    const u32 block = a_row / Cfg::BM, lane = lane_id();
+    const bool recorded = block < 32 * 32;
+    const u32 word = __shfl_sync(0xffffffffu, seen_blocks, recorded ? block / 32 : 0);
+    if (recorded && ((word >> (block % 32)) & 1u)) return a_row;  // (fenced at its first visit)
+    const u32 end = min(a_row + Cfg::BM, p->m), ch = p->chunk_rows;
+    const u64 start = globaltimer_ns();
+    WaitContext left = *ctx;
+    bool ok = true;
+    for (u32 q = a_row / s; ok && q < WORLD && q * s < end; ++q) {
+      const u32 r0 = max(a_row, q * s) - q * s, r1 = min(end, (q + 1) * s) - q * s;
+      for (u32 c = r0 / ch + lane; ok && (u64)c * ch < r1; c += 32) {
+        const u64 spent = globaltimer_ns() - start;
+        left.timeout_ns = spent < ctx->timeout_ns ? ctx->timeout_ns - spent : 1;
+        ok = wait_flag_eq(arrival_flag(p->arrived[p->rank], p->flag_stride, q, c), ctx->epoch, left,
+                          WaitOp::PeerChunkArrived, q, c, kGatherBackoffNs);
       }
     }
-    __syncwarp();
-    fence_proxy_async_global();  // the rows' generic stores (acquired by lane 0) -> this warp's TMA loads
-    map = &p->tma_a_gathered;
+    failed = !__all_sync(0xffffffffu, ok);  // (also the lanes' barrier: each one's acquire, then the TMA lane's loads)
+    fence_proxy_async_global();  // the rows' generic stores (acquired by the lanes) -> this warp's TMA loads
+    if (!failed && recorded && lane == block / 32) seen_blocks |= 1u << (block % 32);
     return a_row;
   }
 };
@@ -190,7 +197,7 @@ __device__ __forceinline__ void allgather_gemm_kernel(const AllGatherParams& p) 
     if (threadIdx.x == 0) sm.init();
     gemm_sync<Cfg>();
     if (!skipped) {
-      GatherA<Cfg, WORLD> hook{&p, &ctx, false};
+      GatherA<Cfg, WORLD> hook{&p, &ctx, false, 0u};
       // The consumers' and the storer's mbarrier waits trap on expiry ("only a bug"), but
       // here they wait behind the producer's arrival waits (up to timeout_ns, then noticed a
       // few tens of us late): their bound is two inter-GPU timeouts and a margin, so a
