@@ -841,8 +841,12 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
   if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1 && !Cfg::kSwapAB && Cfg::BM == 128) {
     if (sched.total <= tile_stride && k >= TileScheduler::kEqualGroupsMinK) sched.use_equal_groups();
   }
-  // (an all-gather's: the row blocks of this rank's own rows first, see TileScheduler)
-  if constexpr (OnTileStored::kGathersA) sched.rot_pm = on_tile_stored.first_pair(sched.num_pm, Cfg::BM * Cfg::CM);
+  // (an all-gather's: the row blocks of this rank's own rows first, see TileScheduler, in a
+  // raster group of their own where a shard is 4-7 pairs: run 415)
+  if constexpr (OnTileStored::kGathersA) {
+    sched.rot_pm = on_tile_stored.first_pair(sched.num_pm, Cfg::BM * Cfg::CM);
+    sched.group_m = on_tile_stored.raster_group(Cfg::BM * Cfg::CM, TileScheduler::kMaxGroup);
+  }
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);

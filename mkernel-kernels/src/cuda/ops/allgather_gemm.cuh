@@ -140,6 +140,17 @@ struct GatherA {
     return r < num_pm ? r : 0;
   }
 
+  // Row-block pairs per raster group: the pairs of a shard, within [4, max_group]. The order
+  // goes down a group's row blocks column by column, so with groups of 8 and a shard of 4
+  // pairs (M = 1024 at 2 ranks) half of the first wave was other ranks' rows, waited for
+  // from the start (run 415: 1024 x 28672 x 8192 1.66 ms with 16-row chunks, 1.47 with
+  // 128-row ones); a group of the own pairs puts them first. Not below 4: each group reads
+  // all of B once, so groups of 1-2 pairs would read it 4-8 times at small M.
+  __device__ __forceinline__ u32 raster_group(u32 pair_rows, u32 max_group) const {
+    const u32 g = p->shard_rows / pair_rows;
+    return g < 4 ? 4 : g > max_group ? max_group : g;
+  }
+
   // Every lane of the producer warp, per unit: the row coordinate of the unit's A rows
   // (a_row.. of the gathered order) in the map it sets. A row block wholly within this rank's
   // shard is read from the caller's A_r; any other from the gathered A, once the warp has
