@@ -12,7 +12,8 @@
 //       a chunk is one CTA's item, so chunks are short (the host's default: ~256 KiB) and a
 //       row block's chunks travel in parallel.
 //   compute CTAs (the others):  the GEMM engine over all M rows, this rank's own row
-//       blocks first (TileScheduler::rot_pm), where the caller's A_r is read directly
+//       blocks first (TileScheduler::rot_pm, in a raster group of their own:
+//       GatherA::raster_group), where the caller's A_r is read directly
 //       (no wait, no copy); a row block that meets other ranks' rows is read from the
 //       gathered A once its producer warp has seen every chunk it needs arrive (a bounded
 //       wait per chunk: GatherA::a_operand).
