@@ -2,13 +2,15 @@
 # The first device calls of a session that gets the pair (nvidia-h200-x2), NOTES 18.5 / 19.6, as two phases
 # that each fit one device call (600 s). Pack first, here:
 #   ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm --test gpu_gemm_allreduce \
-#       --test gpu_multiprocess && bash bench/pack-libs.sh
+#       --test gpu_multiprocess --test gpu_gemm_reduce_scatter --test gpu_allgather_gemm && bash bench/pack-libs.sh
 # then run (carry [".gpu"], kind nvidia-h200-x2):
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
 #   bash bench/pair-first.sh 3   # the column-fitted tiles on the epilogue path against the defaults (NOTES 48)
 #   bash bench/pair-first.sh 2   # `measure`: the issue-3 table in both communicator modes (--check-reps 100)
 #   bash bench/pair-first.sh 4   # the reduce-scatter (NOTES 54-56): its tests and its table in both modes
 #                                # (pack with --test gpu_gemm_reduce_scatter too)
+#   bash bench/pair-first.sh 5   # the all-gather + GEMM (NOTES 57-58): its tests, its table against NCCL's
+#                                # all-gather + cuBLAS, push CTAs and chunk length (pack --test gpu_allgather_gemm)
 set -u
 phase=${1:-1}
 case $phase in
@@ -44,5 +46,16 @@ case $phase in
     TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm_reduce_scatter
     bash bench/device-run.sh bench gemm-reduce-scatter --check --check-reps 20 --iters 30 --warmup-ms 1500
     bash bench/device-run.sh bench gemm-reduce-scatter --procs 2 --check --check-reps 20 --iters 30 --warmup-ms 1500 ;;
-  *) echo "pair-first.sh: phase 1, 2, 3 or 4, got '$phase'" >&2; exit 2 ;;
+  5)
+    # The all-gather + GEMM with a GPU per rank (NOTES 57-58; only ranks sharing one GPU so far). Floors (`mkernel
+    # plan allgather-gemm`): QKV M=1024 compute 108.7 us, link 21.3 us (8 MiB at 394 GB/s); gate-up M=8192 4.9 ms
+    # against 0.17 ms: the push hides if it keeps up with the own rows' wave. Then the push CTAs (8 is a guess:
+    # one CTA stores ~22 GB/s to a peer, NOTES 8.1, so 8 move ~180 GB/s) and 128-row chunks against ~256 KiB ones.
+    TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_allgather_gemm
+    bash bench/device-run.sh bench allgather-gemm --check --iters 30 --warmup-ms 1500
+    for flags in "--push-ctas 4" "--push-ctas 16" "--chunk-rows 128"; do
+      # shellcheck disable=SC2086
+      bash bench/device-run.sh bench allgather-gemm --iters 30 --warmup-ms 1500 --filter "M=1024" $flags
+    done ;;
+  *) echo "pair-first.sh: phase 1, 2, 3, 4 or 5, got '$phase'" >&2; exit 2 ;;
 esac

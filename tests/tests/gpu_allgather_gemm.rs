@@ -228,7 +228,7 @@ fn epochs_back_to_back_and_interleaved_with_all_reduces() {
 }
 
 /// One rank never launches: the other's call reports a PeerTimeout naming it (its wait for
-/// the missing rank's first chunk) within the timeout plus a margin, and the communicator
+/// a chunk of the missing rank: the lanes poll several at once) within the timeout plus a margin, and the communicator
 /// then refuses work. Each rank alone in turn.
 #[test]
 fn missing_peer_times_out_naming_it() {

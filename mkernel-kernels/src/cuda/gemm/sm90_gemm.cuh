@@ -161,7 +161,8 @@ struct TileScheduler {
   // (p + rot_pm) % num_pm of C, so the first tiles are those of a chosen row block (a hook
   // with kGathersA: this rank's own rows of A first, set by gemm_run).
   u32 rot_pm;
-  // Row blocks (pairs) per raster group: 8, or fewer with use_equal_groups.
+  // Row blocks (pairs) per raster group: 8, or fewer with use_equal_groups or an all-gather's
+  // shard of 4-7 pairs (GatherA::raster_group).
   static constexpr u32 kMaxGroup = 8;
   __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
       : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),

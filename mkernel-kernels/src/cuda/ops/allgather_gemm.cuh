@@ -15,8 +15,8 @@
 //       blocks first (TileScheduler::rot_pm, in a raster group of their own:
 //       GatherA::raster_group), where the caller's A_r is read directly
 //       (no wait, no copy); a row block that meets other ranks' rows is read from the
-//       gathered A once its producer warp has seen every chunk it needs arrive (a bounded
-//       wait per chunk: GatherA::a_operand).
+//       gathered A once its producer warp has seen every chunk it needs arrive (the lanes
+//       poll the chunks at once, one timeout in all: GatherA::a_operand).
 //
 //   rank 0:  [push A_0 -> gathered_1, own head rows -> gathered_0]   [GEMM: own rows | rank 1's rows]
 //   rank 1:  [push A_1 -> gathered_0, own head rows -> gathered_1]   [GEMM: own rows | rank 0's rows]
@@ -29,8 +29,8 @@
 // End: every CTA counts itself out; the last tells every peer "done reading my gathered
 // A" and waits for theirs (exit_handshake), so no rank pushes into a peer still reading
 // the previous call's rows. Epochs, skipped calls after a timeout and the epoch hand-over
-// are the all-reduce's (sync/wait.cuh). See also the design notes (../shared/DESIGN.md section 3: AllGather+GEMM, 128-row
-// chunks).
+// are the all-reduce's (sync/wait.cuh). See also the design notes (../shared/DESIGN.md section 3: AllGather+GEMM; its
+// 128-row chunks are ~256 KiB here by default: mkernel_kernels::allgather_gemm::default_chunk_rows).
 #pragma once
 #include "../params.cuh"
 #include "../sync/wait.cuh"
@@ -141,15 +141,17 @@ struct GatherA {
     return r < num_pm ? r : 0;
   }
 
-  // Row-block pairs per raster group: the pairs of a shard, within [4, max_group]. The order
+  // Row-block pairs per raster group: the pairs of a shard where they are 4 to max_group, else
+  // max_group (as the plain GEMM; measured at 2 ranks only, M = 1024-2048: run 416). The order
   // goes down a group's row blocks column by column, so with groups of 8 and a shard of 4
   // pairs (M = 1024 at 2 ranks) half of the first wave was other ranks' rows, waited for
   // from the start (run 415: 1024 x 28672 x 8192 1.66 ms with 16-row chunks, 1.47 with
-  // 128-row ones); a group of the own pairs puts them first. Not below 4: each group reads
-  // all of B once, so groups of 1-2 pairs would read it 4-8 times at small M.
+  // 128-row ones); a group of the own pairs puts them first. Not for shards of 1-3 pairs:
+  // each group reads all of B once, so such groups would read it 3-8 times at small M
+  // (4 or 8 ranks), where the own rows then share the first group with the next ranks'.
   __device__ __forceinline__ u32 raster_group(u32 pair_rows, u32 max_group) const {
     const u32 g = p->shard_rows / pair_rows;
-    return g < 4 ? 4 : g > max_group ? max_group : g;
+    return g < 4 || g > max_group ? max_group : g;
   }
 
   // Every lane of the producer warp, per unit: the row coordinate of the unit's A rows
@@ -171,6 +173,7 @@ struct GatherA {
     }
     map = &p->tma_a_gathered;
     if (failed) return a_row;
+    static_assert(!kShiftsLastRowBlock, "seen_blocks keys a unit by a_row / BM: row blocks must not be shifted");
     const u32 block = a_row / Cfg::BM, lane = lane_id();
     const bool recorded = block < 32 * 32;
     const u32 word = __shfl_sync(0xffffffffu, seen_blocks, recorded ? block / 32 : 0);
@@ -188,7 +191,9 @@ struct GatherA {
                           WaitOp::PeerChunkArrived, q, c, kGatherBackoffNs);
       }
     }
-    failed = !__all_sync(0xffffffffu, ok);  // (also the lanes' barrier: each one's acquire, then the TMA lane's loads)
+    failed = !__all_sync(0xffffffffu, ok);
+    __syncwarp();                // (the memory-ordering barrier: each lane's acquire, then the TMA lane's loads;
+                                 // vote.sync promises no ordering: helper-100)
     fence_proxy_async_global();  // the rows' generic stores (acquired by the lanes) -> this warp's TMA loads
     if (!failed && recorded && lane == block / 32) seen_blocks |= 1u << (block % 32);
     return a_row;
