@@ -159,10 +159,10 @@ struct TileScheduler {
   u32 num_m, num_n, cm, cn, num_pm, num_pn, total, group_m;
   // Row-block pairs the order is rotated by (0: none): pair p of the order is pair
   // (p + rot_pm) % num_pm of C, so the first tiles are those of a chosen row block (a hook
-  // with kGathersA: this rank's own rows of A first, set by gemm_run).
+  // with kRankOrder: order_by_shards, set by gemm_run).
   u32 rot_pm;
-  // Row blocks (pairs) per raster group: 8, or fewer with use_equal_groups or an all-gather's
-  // shard of 4-7 pairs (GatherA::raster_group).
+  // Row blocks (pairs) per raster group: 8, or fewer with use_equal_groups or a rank-ordered
+  // schedule's shard of 4-7 pairs (order_by_shards).
   static constexpr u32 kMaxGroup = 8;
   __device__ TileScheduler(u32 m, u32 n, u32 bm, u32 bn, u32 cm_ = 1, u32 cn_ = 1)
       : num_m((m + bm - 1) / bm), num_n((n + bn - 1) / bn), cm(cm_), cn(cn_), num_pm((num_m + cm_ - 1) / cm_),
@@ -184,6 +184,25 @@ struct TileScheduler {
     const u32 groups = (num_pm + kMaxGroup - 1) / kMaxGroup;
     group_m = groups == 0 ? kMaxGroup : (num_pm + groups - 1) / groups;
   }
+  // A rank-ordered schedule (hooks with kRankOrder: an all-gather's, a reduce-scatter's):
+  // the order starts at the first pair (of pair_rows rows) wholly at or after row
+  // `first_row` (none: pair 0) and wraps, in raster groups of a shard's pairs where they
+  // are 4 to kMaxGroup, else kMaxGroup. The order goes down a group's row blocks column by
+  // column, so with groups of 8 and a shard of 4 pairs (M = 1024 at 2 ranks) every wave
+  // held every rank's rows (an all-gather's first wave waited for the peers' rows: run
+  // 415); a group of a shard's pairs keeps the ranks apart. Not for shards of 1-3 pairs:
+  // each group reads all of B once, so such groups would read it 3-8 times at small M (4 or
+  // 8 ranks). (first_row <= M < 2^31, pair_rows <= 512: no overflow.)
+  __device__ __forceinline__ void order_by_shards(u32 first_row, u32 shard_rows, u32 pair_rows) {
+    const u32 r = (first_row + pair_rows - 1) / pair_rows;
+    rot_pm = r < num_pm ? r : 0;
+    const u32 g = shard_rows / pair_rows;
+    group_m = g < 4 || g > kMaxGroup ? kMaxGroup : g;
+  }
+  // A tile's id that every rank's order agrees on (row-major over the padded grid of
+  // tiles, below `total`): the flags of a rank-ordered reduce-scatter are indexed by it,
+  // where the ranks' orders differ.
+  __device__ __forceinline__ u32 tile_id(u32 mb, u32 nb) const { return mb * (num_pn * cn) + nb; }
   __device__ __forceinline__ void coords(u32 t, u32& mb, u32& nb) const {
     const u32 size = cm * cn;
     const u32 member = t % size, pair = t / size;
@@ -534,9 +553,11 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
   // The staging tile starts free (a CTA without tiles has no consumer to release).
   if (first_unit < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
   for (u32 u = first_unit; u < units.total; u += stride) {
-    const u32 t = units.tile_of(u);
+    const u32 order_t = units.tile_of(u);
     u32 mb, nb;
-    sched.coords(t, mb, nb);
+    sched.coords(order_t, mb, nb);
+    // (the tile as the hook names it to peers: with kRankOrder the ranks' orders differ)
+    const u32 t = OnTileStored::kRankOrder ? sched.tile_id(mb, nb) : order_t;
     named_barrier_sync(kBarrierCStaged, kThreads);
     if constexpr (OnTileStored::kSplitsLastWave) {
       if (units.is_slice(u) &&
@@ -842,11 +863,11 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
   if constexpr (OnTileStored::kEqualGroupsInOneWave && Cfg::kClusterSize == 1 && !Cfg::kSwapAB && Cfg::BM == 128) {
     if (sched.total <= tile_stride && k >= TileScheduler::kEqualGroupsMinK) sched.use_equal_groups();
   }
-  // (an all-gather's: the row blocks of this rank's own rows first, see TileScheduler, in a
-  // raster group of their own where a shard is 4-7 pairs: run 415)
-  if constexpr (OnTileStored::kGathersA) {
-    sched.rot_pm = on_tile_stored.first_pair(sched.num_pm, Cfg::BM * Cfg::CM);
-    sched.group_m = on_tile_stored.raster_group(Cfg::BM * Cfg::CM, TileScheduler::kMaxGroup);
+  // (an all-gather's: this rank's own row blocks first; a reduce-scatter's: last; see
+  // TileScheduler::order_by_shards)
+  if constexpr (OnTileStored::kRankOrder) {
+    static_assert(!Cfg::kSwapAB, "a rank-ordered schedule orders row blocks of C (a swapped tile's are N's)");
+    sched.order_by_shards(on_tile_stored.order_first_row(), on_tile_stored.order_shard_rows(), Cfg::BM * Cfg::CM);
   }
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;

@@ -12,8 +12,8 @@
 //       a chunk is one CTA's item, so chunks are short (the host's default: ~256 KiB) and a
 //       row block's chunks travel in parallel.
 //   compute CTAs (the others):  the GEMM engine over all M rows, this rank's own row
-//       blocks first (TileScheduler::rot_pm, in a raster group of their own:
-//       GatherA::raster_group), where the caller's A_r is read directly
+//       blocks first (TileScheduler::order_by_shards, in a raster group of their own
+//       where a shard is 4-8 row blocks), where the caller's A_r is read directly
 //       (no wait, no copy); a row block that meets other ranks' rows is read from the
 //       gathered A once its producer warp has seen every chunk it needs arrive (the lanes
 //       poll the chunks at once, one timeout in all: GatherA::a_operand).
@@ -127,6 +127,7 @@ struct GatherA {
   static constexpr bool kSplitsLastWave = false;
   static constexpr bool kKeepsSomeRows = false;
   static constexpr bool kGathersA = true;
+  static constexpr bool kRankOrder = true;  // (this rank's own rows first: order_first_row)
   const AllGatherParams* p;
   const WaitContext* ctx;
   bool failed;       // (warp-uniform) a wait timed out or the call aborted
@@ -134,25 +135,11 @@ struct GatherA {
 
   __device__ __forceinline__ void operator()(u32) const {}
 
-  // The pair (of pair_rows rows) the order starts at: the first one wholly at or after this
-  // rank's first row (the block that also holds the rank before's rows comes last).
-  __device__ __forceinline__ u32 first_pair(u32 num_pm, u32 pair_rows) const {
-    const u32 r = (p->rank * p->shard_rows + pair_rows - 1) / pair_rows;
-    return r < num_pm ? r : 0;
-  }
-
-  // Row-block pairs per raster group: the pairs of a shard where they are 4 to max_group, else
-  // max_group (as the plain GEMM; measured at 2 ranks only, M = 1024-2048: run 416). The order
-  // goes down a group's row blocks column by column, so with groups of 8 and a shard of 4
-  // pairs (M = 1024 at 2 ranks) half of the first wave was other ranks' rows, waited for
-  // from the start (run 415: 1024 x 28672 x 8192 1.66 ms with 16-row chunks, 1.47 with
-  // 128-row ones); a group of the own pairs puts them first. Not for shards of 1-3 pairs:
-  // each group reads all of B once, so such groups would read it 3-8 times at small M
-  // (4 or 8 ranks), where the own rows then share the first group with the next ranks'.
-  __device__ __forceinline__ u32 raster_group(u32 pair_rows, u32 max_group) const {
-    const u32 g = p->shard_rows / pair_rows;
-    return g < 4 || g > max_group ? max_group : g;
-  }
+  // The order (gemm_run, TileScheduler::order_by_shards) starts at this rank's own rows, in
+  // raster groups of a shard's pairs (run 416: at M = 1024 on 2 ranks, groups of 8 held the
+  // peer's rows in every wave, the first one waiting for them from the start).
+  __device__ __forceinline__ u32 order_first_row() const { return p->rank * p->shard_rows; }
+  __device__ __forceinline__ u32 order_shard_rows() const { return p->shard_rows; }
 
   // Every lane of the producer warp, per unit: the row coordinate of the unit's A rows
   // (a_row.. of the gathered order) in the map it sets. A row block wholly within this rank's

@@ -147,6 +147,7 @@ struct PublishTileReady {
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
+  static constexpr bool kRankOrder = false;  // (gemm_run: the plain order; the communication CTAs walk it too)
   static constexpr bool kKeepsSomeRows = false;  // (the epilogue stores the whole partial tile)
   const AllReduceParams* p;
   u32 epoch;
@@ -229,6 +230,12 @@ struct EpilogueAllReduce {
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = true;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
+  // A reduce-scatter's order (gemm_run, TileScheduler::order_by_shards): the next rank's
+  // rows first, this rank's own last, so the tiles whose copies cross the link are computed
+  // first and the last wave's tiles (this rank's rows) have nothing to send, their peer
+  // copies long arrived. Its flags and `tile` arguments are then TileScheduler::tile_id's
+  // (the ranks' orders differ). Not with swapped tiles (their row blocks are N's).
+  static constexpr bool kRankOrder = kScatter && !Cfg::kSwapAB;
   // 16-byte chunks of the staging tile: kCBoxes boxes of kCRows rows of kBoxRowChunks
   // chunks (8 in a 64-column swizzled box; BN / 8 in a column-fitted tile's one box).
   static constexpr u32 kBoxRowChunks = Cfg::kCBoxCols / 8;
@@ -254,6 +261,10 @@ struct EpilogueAllReduce {
   // kScatter, lane 0's: reuse_staging found the peer's copy of the head tile's rows
   // (store_head_rows adds it). Unused on an all-reduce.
   bool head_peer_ready;
+  // kRankOrder: where the order starts (the next rank's first row; past M: row 0) and how
+  // long a rank's rows are.
+  __device__ __forceinline__ u32 order_first_row() const { return (p->rank + 1) * p->scatter_rows; }
+  __device__ __forceinline__ u32 order_shard_rows() const { return p->scatter_rows; }
   // kScatter: whether a tile whose first row of C is row0 has rows that rank q keeps.
   // (row0 < M <= 2^31 - 256 and kCRows <= 256: no overflow.)
   __device__ __forceinline__ bool meets_rows_of(u32 row0, u32 q) const {
