@@ -77,7 +77,11 @@ fn sync_all(g: &Group, what: &str) {
 /// Fresh data, poisoned outputs, one reduce-scatter on every rank, each rank's rows
 /// against the fp32 reference; then (`same_as_all_reduce`) an all-reduce with the same
 /// options, whose rows must be the reduce-scatter's bits (the same path sums the same two
-/// bf16 partials the same way). Returns the plan rank 0 ran.
+/// bf16 partials the same way), unless the last wave is split on an unswapped tile: there
+/// the reduce-scatter's order (the next rank's rows first, its own last, where a rank's
+/// rows are whole pairs of row blocks) may split other tiles than the all-reduce's, whose
+/// fp32 slice sums can round a partial 1 ulp apart (run 418, before ragged shapes kept the
+/// common order), and the reference check alone holds. Returns the plan rank 0 ran.
 fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllReduceOptions, same_as_all_reduce: bool) -> mkernel::FusedConfig {
     let w = g.comms.len();
     let case = AllReduceCase { shape: s, world: w as u32, seed };
@@ -108,7 +112,7 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
             panic!("rank {r} {what}: element {} past its {} rows was written ({})", rows + i, s.m as usize / w, guard[i]);
         }
     }
-    if same_as_all_reduce {
+    if same_as_all_reduce && (plan.split_slices <= 1 || plan.tile.swap_ab) {
         for (r, b) in bs.iter_mut().enumerate() {
             let p = g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.full, s, opts).unwrap();
             assert_eq!(p, plan, "the all-reduce's plan for the same options, {what}");

@@ -867,7 +867,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
   // TileScheduler::order_by_shards)
   if constexpr (OnTileStored::kRankOrder) {
     static_assert(!Cfg::kSwapAB, "a rank-ordered schedule orders row blocks of C (a swapped tile's are N's)");
-    sched.order_by_shards(on_tile_stored.order_first_row(), on_tile_stored.order_shard_rows(), Cfg::BM * Cfg::CM);
+    if (on_tile_stored.orders_by_rank(Cfg::BM * Cfg::CM))
+      sched.order_by_shards(on_tile_stored.order_first_row(), on_tile_stored.order_shard_rows(), Cfg::BM * Cfg::CM);
   }
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;

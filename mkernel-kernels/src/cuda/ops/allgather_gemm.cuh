@@ -138,6 +138,7 @@ struct GatherA {
   // The order (gemm_run, TileScheduler::order_by_shards) starts at this rank's own rows, in
   // raster groups of a shard's pairs (run 416: at M = 1024 on 2 ranks, groups of 8 held the
   // peer's rows in every wave, the first one waiting for them from the start).
+  __device__ __forceinline__ bool orders_by_rank(u32) const { return true; }
   __device__ __forceinline__ u32 order_first_row() const { return p->rank * p->shard_rows; }
   __device__ __forceinline__ u32 order_shard_rows() const { return p->shard_rows; }
 

@@ -261,8 +261,14 @@ struct EpilogueAllReduce {
   // kScatter, lane 0's: reuse_staging found the peer's copy of the head tile's rows
   // (store_head_rows adds it). Unused on an all-reduce.
   bool head_peer_ready;
-  // kRankOrder: where the order starts (the next rank's first row; past M: row 0) and how
-  // long a rank's rows are.
+  // kRankOrder: whether to order by rank at all: only where a rank's rows are whole pairs
+  // of row blocks. A ragged M has a block that holds both ranks' rows, which each rank adds
+  // the other's copy of; the orders would put it first on one rank and in the middle on the
+  // other (a rotation cannot put it at the same place on both), so one rank's storer would
+  // wait there for most of the other's call. Such shapes keep the common order, where both
+  // ranks compute it at once. Then where the order starts (the next rank's first row; past
+  // M: row 0) and how long a rank's rows are.
+  __device__ __forceinline__ bool orders_by_rank(u32 pair_rows) const { return p->scatter_rows % pair_rows == 0; }
   __device__ __forceinline__ u32 order_first_row() const { return (p->rank + 1) * p->scatter_rows; }
   __device__ __forceinline__ u32 order_shard_rows() const { return p->scatter_rows; }
   // kScatter: whether a tile whose first row of C is row0 has rows that rank q keeps.

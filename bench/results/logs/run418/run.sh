@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# run418 (session 55; one GPU, 2 ranks sharing it): branch rs-own-last: the reduce-scatter's epilogue path computes the
+# next rank's rows first and its own last (flags by tile id); the all-gather's order through the same scheduler
+# call. Tests of both; then the reduce-scatter, main 7dff6d1 (.gpu-main, its RS kernels as main's) against the
+# branch, twice, and --check.
+set -u
+nvidia-smi -L
+export OUT=${OUT:-/tmp}
+TEST_TIMEOUT=240 bash bench/device-run.sh tests gpu_ --nocapture 2>&1 | grep -E "^ok|^FAIL|panicked|test result|passed" | cut -c1-300
+shapes=1024x8192x4096,2048x8192x4096,4096x8192x4096,1040x8192x4096,2048x8192x14336,1024x7168x9216
+run() { local g=$1; shift; echo "== $g $*"; GPU_DIR=$g timeout 150 bash bench/device-run.sh bench gemm-reduce-scatter --share-gpu --comm-path epilogue --iters 20 --no-json --shape $shapes "$@" 2>&1 | grep -E "^shape [0-9]|rror" | cut -c1-230; }
+for rep in 1 2; do run .gpu-main; run .gpu; done
+run .gpu --check --check-reps 3
