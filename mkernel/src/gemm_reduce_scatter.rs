@@ -47,9 +47,13 @@ impl Communicator {
     /// to get its own sequence chunk. `out` is this rank's rows, \[M / world, N\] bf16
     /// row-major (M % world == 0; pad M otherwise), of which only the first M / world rows
     /// are written. On 2 ranks the rows are meant to have the bits of the all-reduce's on
-    /// the same path (a sum of two terms, rounded once; the GPU tests check it); from 3
-    /// ranks the vec16 and scalar paths sum the ranks' partials in another order (starting
-    /// at the row's rank rather than its slice's), so a row may differ in the last bit.
+    /// the same path (a sum of two terms, rounded once; the GPU tests check it), but where
+    /// the epilogue path splits its last wave along K on an unswapped tile: there its order
+    /// (the next rank's rows first, this rank's own last, where a rank's rows are whole
+    /// pairs of row blocks) may split other tiles than the all-reduce's, and a split tile's
+    /// partial may differ in the last bit. From 3 ranks the vec16 and scalar paths sum the
+    /// ranks' partials in another order (starting at the row's rank rather than its
+    /// slice's), so a row may differ in the last bit.
     ///
     /// Paths ([`plan_gemm_reduce_scatter`]): the epilogue path on 2 ranks with GPUs of
     /// their own (each tile's rows of the peer's block go to it as the tile finishes, and

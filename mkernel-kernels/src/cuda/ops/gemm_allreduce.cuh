@@ -46,7 +46,11 @@
 // to the peer only where it meets the peer's rows and is added only where it meets this
 // rank's (EpilogueAllReduce); on the two-phase load/store paths each rank sums its rows of
 // every tile straight into `out` and nothing is gathered (reduce_own_slice). Other paths
-// are refused by the host.
+// are refused by the host. On the epilogue path, where a rank's rows are whole pairs of
+// row blocks, each rank computes the next rank's rows first and its own last
+// (EpilogueAllReduce::kRankOrder): the copies cross the link while the own rows are still
+// to come, and the last wave has nothing to send (run 419: 2-6% faster with both ranks on
+// one H100 at M = 2048-4096).
 //
 // Epochs: ControlBlock.epoch holds the last completed call; this call runs at epoch+1
 // and the last CTA to finish advances it, so calls need no host-side reset and the
