@@ -80,8 +80,9 @@ fn sync_all(g: &Group, what: &str) {
 /// bf16 partials the same way), unless the last wave is split on an unswapped tile: there
 /// the reduce-scatter's order (the next rank's rows first, its own last, where a rank's
 /// rows are whole pairs of row blocks) may split other tiles than the all-reduce's, whose
-/// fp32 slice sums can round a partial 1 ulp apart (run 418, before ragged shapes kept the
-/// common order), and the reference check alone holds. Returns the plan rank 0 ran.
+/// fp32 slice sums can round a partial 1 ulp apart (run 418, on a ragged shape's order
+/// since reverted to the common one), and the reference check alone holds. Returns the
+/// plan rank 0 ran.
 fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllReduceOptions, same_as_all_reduce: bool) -> mkernel::FusedConfig {
     let w = g.comms.len();
     let case = AllReduceCase { shape: s, world: w as u32, seed };
@@ -112,7 +113,9 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
             panic!("rank {r} {what}: element {} past its {} rows was written ({})", rows + i, s.m as usize / w, guard[i]);
         }
     }
-    if same_as_all_reduce && (plan.split_slices <= 1 || plan.tile.swap_ab) {
+    // (rank-ordered: unswapped, and a rank's rows whole pairs of row blocks)
+    let ordered = !plan.tile.swap_ab && (s.m / w as u32) % (plan.tile.bm * plan.tile.cluster_m.max(1)) == 0;
+    if same_as_all_reduce && (plan.split_slices <= 1 || !ordered) {
         for (r, b) in bs.iter_mut().enumerate() {
             let p = g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.full, s, opts).unwrap();
             assert_eq!(p, plan, "the all-reduce's plan for the same options, {what}");
@@ -163,6 +166,8 @@ fn epilogue_path_keeps_each_ranks_rows() {
         ((1100, 1000, 192), epilogue(TileConfig::cols_tma_store(136))),
         ((300, 1064, 200), epilogue(TileConfig::cols_tma_store_c2(176))),
         ((2050, 8192, 1024), GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..epilogue(TileConfig::WIDE_TMA_STORE) }),
+        // Rank-ordered (S = 8 row blocks) with a split last wave (helper-101).
+        ((2048, 8192, 1024), GemmAllReduceOptions { split_last_wave: Some(LastWaveSplit::Slices(2)), ..epilogue(TileConfig::WIDE_TMA_STORE) }),
         // One row block, every tile of it a head tile of rank 1 (S = 1); 162 tiles, so the
         // last wave's 30 (132 CTAs, or 66 a rank on a shared GPU) are split: a head tile as
         // the tile a slice stages.

@@ -187,17 +187,30 @@ struct TileScheduler {
   // A rank-ordered schedule (hooks with kRankOrder: an all-gather's, a reduce-scatter's):
   // the order starts at the first pair (of pair_rows rows) wholly at or after row
   // `first_row` (none: pair 0) and wraps, in raster groups of a shard's pairs where they
-  // are 4 to kMaxGroup, else kMaxGroup. The order goes down a group's row blocks column by
+  // are 4 to kMaxGroup (see below for more), else kMaxGroup. The order goes down a group's row blocks column by
   // column, so with groups of 8 and a shard of 4 pairs (M = 1024 at 2 ranks) every wave
   // held every rank's rows (an all-gather's first wave waited for the peers' rows: run
   // 415); a group of a shard's pairs keeps the ranks apart. Not for shards of 1-3 pairs:
   // each group reads all of B once, so such groups would read it 3-8 times at small M (4 or
   // 8 ranks). (first_row <= M < 2^31, pair_rows <= 512: no overflow.)
+  // A shard of more than kMaxGroup pairs gets the largest group of 4 to kMaxGroup pairs
+  // that divides it (12: 6, 10: 5), so no group holds two ranks' rows; where none does
+  // (9, 11, 13 pairs) groups of kMaxGroup, of which some do (helper-101).
   __device__ __forceinline__ void order_by_shards(u32 first_row, u32 shard_rows, u32 pair_rows) {
     const u32 r = (first_row + pair_rows - 1) / pair_rows;
     rot_pm = r < num_pm ? r : 0;
     const u32 g = shard_rows / pair_rows;
-    group_m = g < 4 || g > kMaxGroup ? kMaxGroup : g;
+    group_m = kMaxGroup;
+    if (g >= 4 && g <= kMaxGroup) {
+      group_m = g;
+    } else if (g > kMaxGroup) {
+      for (u32 d = kMaxGroup; d >= 4; --d) {
+        if (g % d == 0) {
+          group_m = d;
+          break;
+        }
+      }
+    }
   }
   // A tile's id that every rank's order agrees on (row-major over the padded grid of
   // tiles, below `total`): the flags of a rank-ordered reduce-scatter are indexed by it,
@@ -813,8 +826,9 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
       bool stages = true;
       if constexpr (OnTileStored::kSplitsLastWave) {
         if (units.is_slice(u))
-          stages = split_fixup<Cfg>(acc, t, t - units.full, units.splits, slice, WorkUnits::skip_word(u, first_unit, stride),
-                                    wg * 128 + tid_in_wg, on_tile_stored);
+          // (the tile as the hook names it, for its trace: with kRankOrder, tile_id as the storer's)
+          stages = split_fixup<Cfg>(acc, OnTileStored::kRankOrder ? sched.tile_id(mb, nb) : t, t - units.full, units.splits,
+                                    slice, WorkUnits::skip_word(u, first_unit, stride), wg * 128 + tid_in_wg, on_tile_stored);
       }
       named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
       if (stages) {

@@ -50,7 +50,9 @@
 // row blocks, each rank computes the next rank's rows first and its own last
 // (EpilogueAllReduce::kRankOrder): the copies cross the link while the own rows are still
 // to come, and the last wave has nothing to send (run 419: 2-6% faster with both ranks on
-// one H100 at M = 2048-4096).
+// one H100 at M = 2048-4096). Strictly so where a rank's rows are 4-8 pairs or a multiple
+// of 4-8 (TileScheduler::order_by_shards: every LLM M from 1024 to 16384); with 1-3 or 9,
+// 11, 13 pairs a raster group holds both ranks' rows, and some own tiles come earlier.
 //
 // Epochs: ControlBlock.epoch holds the last completed call; this call runs at epoch+1
 // and the last CTA to finish advances it, so calls need no host-side reset and the
