@@ -74,7 +74,9 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
             return Err(invalid(
                 "push_ctas",
                 format!(
-                    "must be a positive multiple of the tile's cluster size ({cs}) that leaves compute CTAs of the rank's {} ({usable} in whole clusters); got {c}",
+                    "must be a positive multiple of the cluster size ({cs}) of the tile {}{} that leaves compute CTAs of the rank's {} ({usable} in whole clusters); got {c}",
+                    tile.name(),
+                    if opts.tile.is_none() && cs > 1 { " (the default for this shape: give an unclustered tile for other counts)" } else { "" },
                     ctx.grid
                 ),
             ));
@@ -104,8 +106,8 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
 /// or a column-fitted width that fits the waves); else (a swapped-operand tile, for small
 /// M) the TMA-store tile of [`mkernel_kernels::allgather_gemm::tiles`] with the fewest
 /// tile-waves weighted by the plain rules' rate per column (`TileConfig::relative_rate`:
-/// waves x BM x BN / rate; e.g. Llama-70B TP-2 QKV at M = 1024 on 124 CTAs: 128 x 128, 3
-/// waves of half tiles, instead of 128 x 256, 1.29 waves taking two). With N % 8 != 0: the
+/// waves x BM x BN / rate; e.g. 1024 x 5120 x 8192 on a shared GPU's 58 compute CTAs:
+/// 128 x 248, 2.90 waves, where the plain rule took a clustered tile). With N % 8 != 0: the
 /// fused all-reduce's rule (`FusedConfig::choose_tile`) where it gives a Registers tile,
 /// else 128 x 256 Registers. With `gpu_shared` (ranks sharing a GPU), no clustered tile:
 /// there 2-CTA clusters ran 1.2-1.35x slower than the same tile unclustered (run 413, one

@@ -43,9 +43,10 @@ pub struct PlanAgArgs {
     /// Print one JSON object instead of the text (as plan gemm-allreduce --json).
     #[arg(long)]
     pub json: bool,
-    /// Force a tile: one of the 10 unswapped catalog tiles (wide, narrow, m64-wide, each also
-    /// -tma-store, m64-narrow-tma-store, wide-tma-store-c2, narrow-tma-store-c2,
-    /// m64-wide-tma-store-c2).
+    /// Force a tile of the all-gather's catalog: one of the 10 unswapped catalog tiles (wide,
+    /// narrow, m64-wide, each also -tma-store, m64-narrow-tma-store, wide-tma-store-c2,
+    /// narrow-tma-store-c2, m64-wide-tma-store-c2) or a column-fitted TMA-store tile
+    /// (cols-128xC-tma-store, cols-128xC-tma-store-c2); no swapped-operand tile.
     #[arg(long)]
     pub tile: Option<String>,
     /// Ranks of the communicator, 2 to 8.
@@ -54,14 +55,17 @@ pub struct PlanAgArgs {
     /// Some GPU holds more than one rank (--sms is then each rank's share).
     #[arg(long)]
     pub gpu_shared: bool,
-    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): bounds M x N and
-    /// the gathered A's M x K.
+    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): bounds the gathered
+    /// A's M x K (the workspace holds it; `out` is the caller's).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
     pub max_output_elems: Option<u64>,
-    /// Force the push CTAs per rank.
+    /// Force the push CTAs per rank: a positive multiple of the tile's cluster size (2 for
+    /// the -c2 tiles, which the default may be; force an unclustered --tile for odd counts)
+    /// below the rank's CTAs.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub push_ctas: Option<u32>,
-    /// Force the rows of a shard per arrival flag.
+    /// Force the rows of a shard per arrival flag (at least 1; more than a rank's M / world
+    /// rows: one chunk a shard).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub chunk_rows: Option<u32>,
 }
@@ -74,13 +78,15 @@ pub struct PlanCommon {
     #[arg(long, default_value_t = 132, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: u32,
     /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
-    /// gemm-allreduce) instead of the bench's list (bench gemm's, bench gemm-allreduce's).
+    /// gemm-allreduce and gemm-reduce-scatter) instead of the bench's list (bench gemm's,
+    /// bench gemm-allreduce's, bench gemm-reduce-scatter's).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
     pub shape: Vec<GemmShape>,
     /// Plan the linear layers of `bench gemm --models`'s models instead (Llama-3-8B/70B and
     /// Qwen2.5-32B; plan gemm: every projection at TP 1-8 and M = 1-4096, and DeepSeek-V3's
-    /// experts and router; plan gemm-allreduce: the row-parallel o and down projections at
-    /// TP = --world-size, 2, 4 or 8, and M = 1-16384).
+    /// experts and router; plan gemm-allreduce and gemm-reduce-scatter: the row-parallel o
+    /// and down projections at TP = --world-size, 2, 4 or 8, and M = 1-16384, the
+    /// reduce-scatter's those whose M the world size divides).
     #[arg(long, conflicts_with = "shape")]
     pub models: bool,
     /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
@@ -504,7 +510,13 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
             floor_link_us: Some(bench::floors::allgather_link_us(s, a.world_size)),
         })
     };
-    let plans = shape_list(&a.shape, bench::allgather_shapes(), a.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    // (as the bench, the listed shapes whose M the world size divides; --shape's are planned,
+    // or refused, as given: helper-102)
+    let default: Vec<_> = bench::allgather_shapes().into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect();
+    if default.is_empty() && a.shape.is_empty() {
+        return Err(usage(format!("no listed shape has an M that the world size ({}) divides, which an all-gather needs; give --shape", a.world_size)));
+    }
+    let plans = shape_list(&a.shape, default, a.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: "allgather-gemm",
         sms: a.sms,

@@ -42,11 +42,13 @@ pub struct AgArgs {
     /// one GPU; no NCCL baseline (NCCL takes one rank per GPU).
     #[arg(long)]
     pub share_gpu: bool,
-    /// Force the GEMM tile (a catalog name, as `bench gemm-allreduce --tile`; one of the
-    /// 10 unswapped tiles).
+    /// Force the GEMM tile (a catalog name, as `bench gemm-allreduce --tile`): one of the 10
+    /// unswapped tiles or a column-fitted TMA-store tile (cols-128xC-tma-store[-c2]); no
+    /// swapped-operand tile.
     #[arg(long)]
     pub tile: Option<String>,
-    /// Push CTAs per rank, at least 1 (default: AllGatherGemmOptions's).
+    /// Push CTAs per rank: a positive multiple of the tile's cluster size (2 for the -c2
+    /// tiles) below the rank's CTAs (default: AllGatherGemmOptions's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub push_ctas: Option<u32>,
     /// Rows of a shard per arrival flag, at least 1 (more than a shard: one chunk a shard;
