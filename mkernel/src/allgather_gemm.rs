@@ -158,7 +158,15 @@ impl Communicator {
     /// peer and the chunk, and the communicator refuses further calls.
     ///
     /// The gathered A lives in the communicator's workspace: M x K must not exceed
-    /// `CommConfig::max_output_elems`.
+    /// `CommConfig::max_output_elems`. N is this rank's columns of the layer (its shard of
+    /// a column-parallel weight), K the full hidden size.
+    ///
+    /// As [`Communicator::gemm_allreduce`]: a call on a different stream than the
+    /// communicator's previous call first waits for that one (the calls share the
+    /// workspace), and the calls already queued behind one that timed out do nothing (they
+    /// leave `out` unwritten; `synchronize` reports the first failure). Capture in a CUDA
+    /// graph takes the same epochs (no host-side reset) under the all-reduce's rules, but is
+    /// not yet tested for this call.
     ///
     /// Status: see the module documentation.
     ///

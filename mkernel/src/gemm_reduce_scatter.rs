@@ -45,8 +45,9 @@ impl Communicator {
     /// flattened tokens): each rank gets a contiguous block of M / world of them, so with
     /// Megatron's sequence parallelism the rows must be in sequence-major order for a rank
     /// to get its own sequence chunk. `out` is this rank's rows, \[M / world, N\] bf16
-    /// row-major (M % world == 0; pad M otherwise), of which only the first M / world rows
-    /// are written. On 2 ranks the rows are meant to have the bits of the all-reduce's on
+    /// row-major (M % world == 0; pad M otherwise); a longer buffer has only its first
+    /// M / world rows written. The workspace holds every rank's partial, so the full M x N
+    /// must not exceed `CommConfig::max_output_elems` (not M / world x N). On 2 ranks the rows are meant to have the bits of the all-reduce's on
     /// the same path (a sum of two terms, rounded once; the GPU tests check it), but where
     /// the epilogue path splits its last wave along K on an unswapped tile: there its order
     /// (the next rank's rows first, this rank's own last, where a rank's rows are whole
