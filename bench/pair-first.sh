@@ -43,7 +43,14 @@ case $phase in
     # cuBLAS + ncclReduceScatter. Its ragged M (136, 2056) have head tiles (NOTES 56: ~8% slower than the all-reduce
     # with both ranks on one GPU); the table says what they cost over NVLink. Floors (`mkernel plan gemm-reduce-scatter`): the link's half of the all-reduce's,
     # e.g. o-proj M=1024 21.3 us against 87.0 us of compute, so the copies hide more easily than the all-reduce's.
+    # Since session 55 the epilogue path computes the next rank's rows first and its own last (NOTES 58.8: +2-3
+    # points of overlap on a shared H100, expected more where the last wave's copies are link-bound). With the
+    # order before it packed too (`bash bench/pack-rev.sh efcf3f8 .gpu-rsold`, carry [".gpu", ".gpu-rsold"]), its
+    # table runs first, in the same call, as the baseline.
     TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_gemm_reduce_scatter
+    if [[ -x .gpu-rsold/bin/mkernel ]]; then
+      GPU_DIR=.gpu-rsold bash bench/device-run.sh bench gemm-reduce-scatter --iters 30 --warmup-ms 1500 --no-json
+    fi
     bash bench/device-run.sh bench gemm-reduce-scatter --check --check-reps 20 --iters 30 --warmup-ms 1500
     bash bench/device-run.sh bench gemm-reduce-scatter --procs 2 --check --check-reps 20 --iters 30 --warmup-ms 1500 ;;
   5)
