@@ -30,9 +30,11 @@ pub enum PlanCmd {
 
 #[derive(Args, Clone, Debug)]
 pub struct PlanAgArgs {
-    /// SMs per GPU, 2 to 65536 (--gpu-shared: the CTAs of each rank's share of its GPU).
-    #[arg(long, default_value_t = 132, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
-    pub sms: u32,
+    /// SMs per GPU, 2 to 65536 (--gpu-shared: the CTAs of each rank's share of its GPU);
+    /// default 132, or with --gpu-shared 132 / --world-size (every rank on one GPU, as
+    /// `bench --share-gpu` runs them).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
+    pub sms: Option<u32>,
     /// Plan these shapes (MxNxK, M all ranks' rows, comma-separated or repeated) instead of
     /// bench allgather-gemm's list.
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
@@ -73,10 +75,12 @@ pub struct PlanAgArgs {
 /// Options both plans take.
 #[derive(Args, Clone, Debug)]
 pub struct PlanCommon {
-    /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536 (plan gemm-allreduce
-    /// --gpu-shared: the CTAs of each rank's share of its GPU).
-    #[arg(long, default_value_t = 132, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
-    pub sms: u32,
+    /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536 (plan gemm-allreduce and
+    /// gemm-reduce-scatter --gpu-shared: the CTAs of each rank's share of its GPU); default
+    /// 132, or with --gpu-shared 132 / --world-size (every rank on one GPU, as `bench
+    /// --share-gpu` runs them).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
+    pub sms: Option<u32>,
     /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
     /// gemm-allreduce and gemm-reduce-scatter) instead of the bench's list (bench gemm's,
     /// bench gemm-allreduce's, bench gemm-reduce-scatter's).
@@ -323,6 +327,13 @@ fn split_name(s: LastWaveSplit) -> String {
 }
 
 /// The plain GEMM's plan of `s` as a row's fields.
+/// SMs (CTAs) a rank plans for: --sms, else the H100 / H200's 132, or with ranks sharing a
+/// GPU 132 / world (all on one GPU: a communicator gives each rank sm_count / ranks there).
+fn plan_sms(sms: Option<u32>, gpu_shared: bool, world_size: u32) -> u32 {
+    const WHOLE_GPU: u32 = 132;
+    sms.unwrap_or(if gpu_shared { (WHOLE_GPU / world_size.max(1)).max(2) } else { WHOLE_GPU })
+}
+
 fn gemm_planned(s: GemmShape, opts: GemmOptions, sms: u32, workspace_bytes: Option<u64>) -> Result<Planned, mkernel::Error> {
     let run = mkernel::plan_gemm(s, opts, sms, workspace_bytes)?;
     let tiles = run.tile.tiles(s.m, s.n);
@@ -358,15 +369,16 @@ fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
             "--split-last-wave {n}: a count of 2 or more plans mkernel::gemm_with_workspace, which takes the caller's workspace: give --workspace-bytes (mkernel::gemm takes no count)"
         )));
     }
+    let sms = plan_sms(c.sms, false, 1);
     let default = if c.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
     let opts = GemmOptions { tile, split_last_wave: split, ..Default::default() };
     let plans = shape_list(&c.shape, default, c.filter.as_deref())?
         .into_iter()
-        .map(|(label, s)| row(label, s, gemm_planned(s, opts, c.sms, a.workspace_bytes)))
+        .map(|(label, s)| row(label, s, gemm_planned(s, opts, sms, a.workspace_bytes)))
         .collect();
     let context = PlanContextRow {
         op: "gemm",
-        sms: c.sms,
+        sms,
         world_size: None,
         gpu_shared: None,
         max_output_elems: None,
@@ -413,7 +425,8 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
         return Err(usage(format!("--tail-ctas {t}: a reduce-scatter's paths (epilogue, vec16, scalar, local) take no tail CTAs")));
     }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let ctx = PlanContext::new(a.world_size, c.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+    let sms = plan_sms(c.sms, a.gpu_shared, a.world_size);
+    let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
     let default = match (c.models, collective) {
         // (a reduce-scatter splits M over the ranks: M = 1 has no rows to give each)
         (true, Collective::ReduceScatter) => fused_model_shapes(a.world_size)?.into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect(),
@@ -470,7 +483,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
             Collective::AllReduce => "gemm-allreduce",
             Collective::ReduceScatter => "gemm-reduce-scatter",
         },
-        sms: c.sms,
+        sms,
         world_size: Some(a.world_size),
         gpu_shared: Some(a.gpu_shared),
         max_output_elems: Some(max_output_elems),
@@ -490,7 +503,8 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
 fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     let tile = bench::parse_tile(a.tile.as_deref(), false)?;
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let ctx = PlanContext::new(a.world_size, a.sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+    let sms = plan_sms(a.sms, a.gpu_shared, a.world_size);
+    let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
     let opts = mkernel::AllGatherGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows };
     let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_allgather_gemm(s, opts, ctx)?;
@@ -519,7 +533,7 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     let plans = shape_list(&a.shape, default, a.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: "allgather-gemm",
-        sms: a.sms,
+        sms,
         world_size: Some(a.world_size),
         gpu_shared: Some(a.gpu_shared),
         max_output_elems: Some(max_output_elems),
@@ -612,7 +626,8 @@ mod tests {
             }
             let out = output(&args).unwrap();
             assert_eq!(out.context.op, "gemm-reduce-scatter");
-            let ctx = PlanContext::new(world, 132, shared, CommConfig::default().max_output_elems).unwrap();
+            // (ranks sharing a GPU plan on their share of it: 132 / world)
+            let ctx = PlanContext::new(world, if shared { 132 / world } else { 132 }, shared, CommConfig::default().max_output_elems).unwrap();
             let list = bench::reduce_scatter_shapes();
             assert_eq!(out.plans.len(), list.len());
             for (r, (label, s)) in out.plans.iter().zip(list) {
@@ -698,6 +713,23 @@ mod tests {
             assert!(e.to_string().contains(flag), "{args:?}: {e}");
         }
         assert!(output(&["gemm", "--sms", "1"]).is_err());
+    }
+
+    /// Ranks sharing a GPU plan on their share of it by default, as a communicator with
+    /// every rank on one GPU gives them (helper-102: the default planned a whole GPU each);
+    /// --sms still says it outright.
+    #[test]
+    fn shared_gpus_plan_each_ranks_share() {
+        for (op, world, want) in [("allgather-gemm", "2", 66), ("gemm-allreduce", "2", 66), ("gemm-reduce-scatter", "4", 33), ("allgather-gemm", "8", 16)] {
+            let shared = output(&[op, "--gpu-shared", "--world-size", world, "--shape", "1024x4096x4096"]).unwrap();
+            assert_eq!(shared.context.sms, want, "{op} --world-size {world}");
+            let grid = shared.plans[0].planned.as_ref().map(|p| p.grid);
+            assert!(grid.is_some_and(|g| g <= want), "{op}: {:?}", shared.plans[0].refused);
+            let own = output(&[op, "--world-size", world, "--shape", "1024x4096x4096"]).unwrap();
+            assert_eq!(own.context.sms, 132, "{op}");
+            let given = output(&[op, "--gpu-shared", "--world-size", world, "--sms", "100", "--shape", "1024x4096x4096"]).unwrap();
+            assert_eq!(given.context.sms, 100, "{op}");
+        }
     }
 
     #[test]
