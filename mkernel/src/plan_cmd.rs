@@ -28,23 +28,34 @@ pub enum PlanCmd {
     AllgatherGemm(PlanAgArgs),
 }
 
+/// The flags every plan takes: the machine's SMs and which shapes, printed how.
 #[derive(Args, Clone, Debug)]
-pub struct PlanAgArgs {
-    /// SMs per GPU, 2 to 65536 (--gpu-shared: the CTAs of each rank's share of its GPU);
-    /// default 132, or with --gpu-shared 132 / --world-size (every rank on one GPU, as
-    /// `bench --share-gpu` runs them).
+pub struct PlanInputs {
+    /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536; with --gpu-shared (the fused
+    /// plans) the CTAs of each rank's share of its GPU, by default 132 / --world-size (every
+    /// rank on one GPU, as `bench --share-gpu` runs them); else 132 by default.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: Option<u32>,
-    /// Plan these shapes (MxNxK, M all ranks' rows, comma-separated or repeated) instead of
-    /// bench allgather-gemm's list.
+    /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
+    /// gemm-allreduce and gemm-reduce-scatter, M all ranks' rows for allgather-gemm) instead
+    /// of the bench's list (bench gemm's, gemm-allreduce's, gemm-reduce-scatter's or
+    /// allgather-gemm's).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
     pub shape: Vec<GemmShape>,
-    /// Plan only the shapes whose label or dimensions contain this text, case-sensitive.
+    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
+    /// this text, case-sensitive.
     #[arg(long)]
     pub filter: Option<String>,
-    /// Print one JSON object instead of the text (as plan gemm-allreduce --json).
+    /// Print one JSON object instead of the text: "context" (the machine, world size and
+    /// overrides planned for) and "plans" (a record per shape; a refused shape has "refused").
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct PlanAgArgs {
+    #[command(flatten)]
+    pub inputs: PlanInputs,
     /// Force a tile of the all-gather's catalog: one of the 10 unswapped catalog tiles (wide,
     /// narrow, m64-wide, each also -tma-store, m64-narrow-tma-store, wide-tma-store-c2,
     /// narrow-tma-store-c2, m64-wide-tma-store-c2) or a column-fitted TMA-store tile
@@ -72,20 +83,11 @@ pub struct PlanAgArgs {
     pub chunk_rows: Option<u32>,
 }
 
-/// Options both plans take.
+/// Options plan gemm, gemm-allreduce and gemm-reduce-scatter take.
 #[derive(Args, Clone, Debug)]
 pub struct PlanCommon {
-    /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536 (plan gemm-allreduce and
-    /// gemm-reduce-scatter --gpu-shared: the CTAs of each rank's share of its GPU); default
-    /// 132, or with --gpu-shared 132 / --world-size (every rank on one GPU, as `bench
-    /// --share-gpu` runs them).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
-    pub sms: Option<u32>,
-    /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
-    /// gemm-allreduce and gemm-reduce-scatter) instead of the bench's list (bench gemm's,
-    /// bench gemm-allreduce's, bench gemm-reduce-scatter's).
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
-    pub shape: Vec<GemmShape>,
+    #[command(flatten)]
+    pub inputs: PlanInputs,
     /// Plan the linear layers of `bench gemm --models`'s models instead (Llama-3-8B/70B and
     /// Qwen2.5-32B; plan gemm: every projection at TP 1-8 and M = 1-4096, and DeepSeek-V3's
     /// experts and router; plan gemm-allreduce and gemm-reduce-scatter: the row-parallel o
@@ -93,14 +95,6 @@ pub struct PlanCommon {
     /// reduce-scatter's those whose M the world size divides).
     #[arg(long, conflicts_with = "shape")]
     pub models: bool,
-    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
-    /// this text, case-sensitive.
-    #[arg(long)]
-    pub filter: Option<String>,
-    /// Print one JSON object instead of the text: "context" (the machine, world size and
-    /// overrides planned for) and "plans" (a record per shape; a refused shape has "refused").
-    #[arg(long)]
-    pub json: bool,
     /// Force a tile: a catalog name, as the benches' --tile takes (listed by `mkernel bench
     /// gemm --help` and `mkernel bench gemm-allreduce --help`); not bench gemm's fitted
     /// names (swap-ab, cols-fit, ...). Default: the rules' tile per shape.
@@ -245,10 +239,10 @@ struct PlanOutput {
 
 pub fn run(cmd: PlanCmd) -> BenchResult<()> {
     let (out, json) = match cmd {
-        PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.json),
-        PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.json),
-        PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.json),
-        PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.json),
+        PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.inputs.json),
+        PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.inputs.json),
+        PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.inputs.json),
+        PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.inputs.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
     // (a reader that stops early, `| head`, is not an error)
@@ -326,7 +320,6 @@ fn split_name(s: LastWaveSplit) -> String {
     }
 }
 
-/// The plain GEMM's plan of `s` as a row's fields.
 /// SMs (CTAs) a rank plans for: --sms, else the H100 / H200's 132, or with ranks sharing a
 /// GPU 132 / world (all on one GPU: a communicator gives each rank sm_count / ranks there).
 fn plan_sms(sms: Option<u32>, gpu_shared: bool, world_size: u32) -> u32 {
@@ -334,6 +327,18 @@ fn plan_sms(sms: Option<u32>, gpu_shared: bool, world_size: u32) -> u32 {
     sms.unwrap_or(if gpu_shared { (WHOLE_GPU / world_size.max(1)).max(2) } else { WHOLE_GPU })
 }
 
+/// The listed shapes whose M the world size divides (a reduce-scatter and an all-gather
+/// split M over the ranks; as their benches, which leave the others out); with none left and
+/// no --shape (`given`), a usage error naming the rule and `needs` ("a reduce-scatter").
+fn shapes_split_by_ranks(list: Vec<(String, GemmShape)>, world: u32, given: &[GemmShape], needs: &str) -> BenchResult<Vec<(String, GemmShape)>> {
+    let kept: Vec<_> = list.into_iter().filter(|(_, s)| s.m % world == 0).collect();
+    if kept.is_empty() && given.is_empty() {
+        return Err(usage(format!("no listed shape has an M that the world size ({world}) divides, which {needs} needs; give --shape")));
+    }
+    Ok(kept)
+}
+
+/// The plain GEMM's plan of `s` as a row's fields.
 fn gemm_planned(s: GemmShape, opts: GemmOptions, sms: u32, workspace_bytes: Option<u64>) -> Result<Planned, mkernel::Error> {
     let run = mkernel::plan_gemm(s, opts, sms, workspace_bytes)?;
     let tiles = run.tile.tiles(s.m, s.n);
@@ -369,10 +374,10 @@ fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
             "--split-last-wave {n}: a count of 2 or more plans mkernel::gemm_with_workspace, which takes the caller's workspace: give --workspace-bytes (mkernel::gemm takes no count)"
         )));
     }
-    let sms = plan_sms(c.sms, false, 1);
+    let sms = plan_sms(c.inputs.sms, false, 1);
     let default = if c.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
     let opts = GemmOptions { tile, split_last_wave: split, ..Default::default() };
-    let plans = shape_list(&c.shape, default, c.filter.as_deref())?
+    let plans = shape_list(&c.inputs.shape, default, c.inputs.filter.as_deref())?
         .into_iter()
         .map(|(label, s)| row(label, s, gemm_planned(s, opts, sms, a.workspace_bytes)))
         .collect();
@@ -425,16 +430,18 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
         return Err(usage(format!("--tail-ctas {t}: a reduce-scatter's paths (epilogue, vec16, scalar, local) take no tail CTAs")));
     }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let sms = plan_sms(c.sms, a.gpu_shared, a.world_size);
+    let sms = plan_sms(c.inputs.sms, a.gpu_shared, a.world_size);
     let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
-    let default = match (c.models, collective) {
-        // (a reduce-scatter splits M over the ranks: M = 1 has no rows to give each)
-        (true, Collective::ReduceScatter) => fused_model_shapes(a.world_size)?.into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect(),
-        (true, Collective::AllReduce) => fused_model_shapes(a.world_size)?,
-        // (as the bench, the listed shapes whose M the world size divides; --shape's are
-        // planned, or refused, as given)
-        (false, Collective::ReduceScatter) => bench::reduce_scatter_shapes().into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect(),
+    let listed = match (c.models, collective) {
+        (true, _) => fused_model_shapes(a.world_size)?,
+        (false, Collective::ReduceScatter) => bench::reduce_scatter_shapes(),
         (false, Collective::AllReduce) => bench::gemm_allreduce_shapes(),
+    };
+    // (a reduce-scatter splits M over the ranks: M = 1 has no rows to give each; --shape's
+    // are planned, or refused, as given)
+    let default = match collective {
+        Collective::ReduceScatter => shapes_split_by_ranks(listed, a.world_size, &c.inputs.shape, "a reduce-scatter")?,
+        Collective::AllReduce => listed,
     };
     let opts = GemmAllReduceOptions {
         tile,
@@ -474,10 +481,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
             floor_link_us: Some(bench::floors::link_us(s, ctx.world_size, collective)),
         })
     };
-    if default.is_empty() && c.shape.is_empty() {
-        return Err(usage(format!("no listed shape has an M that the world size ({}) divides, which a reduce-scatter needs; give --shape", a.world_size)));
-    }
-    let plans = shape_list(&c.shape, default, c.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    let plans = shape_list(&c.inputs.shape, default, c.inputs.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: match collective {
             Collective::AllReduce => "gemm-allreduce",
@@ -503,7 +507,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
 fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     let tile = bench::parse_tile(a.tile.as_deref(), false)?;
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let sms = plan_sms(a.sms, a.gpu_shared, a.world_size);
+    let sms = plan_sms(a.inputs.sms, a.gpu_shared, a.world_size);
     let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
     let opts = mkernel::AllGatherGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows };
     let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
@@ -524,13 +528,9 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
             floor_link_us: Some(bench::floors::allgather_link_us(s, a.world_size)),
         })
     };
-    // (as the bench, the listed shapes whose M the world size divides; --shape's are planned,
-    // or refused, as given: helper-102)
-    let default: Vec<_> = bench::allgather_shapes().into_iter().filter(|(_, s)| s.m % a.world_size == 0).collect();
-    if default.is_empty() && a.shape.is_empty() {
-        return Err(usage(format!("no listed shape has an M that the world size ({}) divides, which an all-gather needs; give --shape", a.world_size)));
-    }
-    let plans = shape_list(&a.shape, default, a.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    // (as the bench: helper-102)
+    let default = shapes_split_by_ranks(bench::allgather_shapes(), a.world_size, &a.inputs.shape, "an all-gather")?;
+    let plans = shape_list(&a.inputs.shape, default, a.inputs.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: "allgather-gemm",
         sms,
