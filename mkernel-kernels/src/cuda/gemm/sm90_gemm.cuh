@@ -186,16 +186,15 @@ struct TileScheduler {
   }
   // A rank-ordered schedule (hooks with kRankOrder: an all-gather's, a reduce-scatter's):
   // the order starts at the first pair (of pair_rows rows) wholly at or after row
-  // `first_row` (none: pair 0) and wraps, in raster groups of a shard's pairs where they
-  // are 4 to kMaxGroup (see below for more), else kMaxGroup. The order goes down a group's row blocks column by
-  // column, so with groups of 8 and a shard of 4 pairs (M = 1024 at 2 ranks) every wave
+  // `first_row` (none: pair 0) and wraps. The order goes down a group's row blocks column
+  // by column, so with groups of 8 and a shard of 4 pairs (M = 1024 at 2 ranks) every wave
   // held every rank's rows (an all-gather's first wave waited for the peers' rows: run
-  // 415); a group of a shard's pairs keeps the ranks apart. Not for shards of 1-3 pairs:
-  // each group reads all of B once, so such groups would read it 3-8 times at small M (4 or
-  // 8 ranks). (first_row <= M < 2^31, pair_rows <= 512: no overflow.)
-  // A shard of more than kMaxGroup pairs gets the largest group of 4 to kMaxGroup pairs
-  // that divides it (12: 6, 10: 5), so no group holds two ranks' rows; where none does
-  // (9, 11, 13 pairs) groups of kMaxGroup, of which some do (helper-101).
+  // 415). So the raster groups are a shard's pairs where they are 4 to kMaxGroup, or the
+  // largest group of 4 to kMaxGroup pairs that divides a longer shard (12: 6, 10: 5;
+  // helper-101): no group holds two ranks' rows. Else (shards of 1-3 pairs, or 9, 11, 13)
+  // groups of kMaxGroup as the plain GEMM's: each group reads all of B once, so groups of
+  // 1-3 pairs would read it 3-8 times at small M (4 or 8 ranks). (first_row <= M < 2^31,
+  // pair_rows <= 512: no overflow.)
   __device__ __forceinline__ void order_by_shards(u32 first_row, u32 shard_rows, u32 pair_rows) {
     const u32 r = (first_row + pair_rows - 1) / pair_rows;
     rot_pm = r < num_pm ? r : 0;
