@@ -40,6 +40,11 @@ pub enum WaitOp {
     PeerExit = 3,
     PeerBarrier = 4,
     PeerChunkArrived = 5,
+    PeerCountsArrived = 6,
+    PeerTokensArrived = 7,
+    LocalRoutingStep = 8,
+    InvalidExpertId = 9,
+    RecvCapacityExceeded = 10,
 }
 
 impl WaitOp {
@@ -52,6 +57,11 @@ impl WaitOp {
             3 => Self::PeerExit,
             4 => Self::PeerBarrier,
             5 => Self::PeerChunkArrived,
+            6 => Self::PeerCountsArrived,
+            7 => Self::PeerTokensArrived,
+            8 => Self::LocalRoutingStep,
+            9 => Self::InvalidExpertId,
+            10 => Self::RecvCapacityExceeded,
             _ => return None,
         })
     }
@@ -65,7 +75,18 @@ impl WaitOp {
             Self::PeerExit => "the peer to finish reading this rank's buffers (exit flag)",
             Self::PeerBarrier => "the peer to reach the device-side barrier (barrier flag)",
             Self::PeerChunkArrived => "the peer's chunk of A rows (all-gather arrival flag)",
+            Self::PeerCountsArrived => "the peer's token counts per expert (MoE dispatch counts flag)",
+            Self::PeerTokensArrived => "the peer's chunk of tokens for a local expert (MoE dispatch arrival flag)",
+            Self::LocalRoutingStep => "another push CTA of this rank's MoE routing (histogram or send-list flag)",
+            Self::InvalidExpertId => "an expert id outside -1..experts, or repeated within a token's top-k (MoE dispatch input)",
+            Self::RecvCapacityExceeded => "a rank's receive buffer rows (MoE dispatch: the routed tokens do not fit recv_capacity)",
         }
+    }
+
+    /// Whether the code reports bad device-side input (not a wait that gave up): the
+    /// kernel recorded it and went on without the offending entries or work.
+    pub fn is_input_error(self) -> bool {
+        matches!(self, Self::InvalidExpertId | Self::RecvCapacityExceeded)
     }
 }
 
@@ -173,6 +194,42 @@ pub struct AllGatherParams {
     pub chunk_rows: u32,
     pub num_comm_ctas: u32,
     pub flag_stride: u32,
+    pub timeout_ns: u64,
+}
+
+/// Parameters of the fused MoE dispatch + grouped GEMM kernel (`MoeDispatchParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MoeDispatchParams {
+    pub tma_a: TmaDescriptor,
+    pub tma_b: TmaDescriptor,
+    pub tma_c: TmaDescriptor,
+    pub x: u64,
+    pub expert_ids: u64,
+    pub out: u64,
+    pub dest_rows: u64,
+    pub layout: u64,
+    pub recv: [u64; MAX_RANKS],
+    pub arrived: [u64; MAX_RANKS],
+    pub counts: [u64; MAX_RANKS],
+    pub flags: [u64; MAX_RANKS],
+    pub exit_flags: [u64; MAX_RANKS],
+    pub scratch: u64,
+    pub control: u64,
+    pub status: u64,
+    pub tokens: u32,
+    pub topk: u32,
+    pub experts: u32,
+    pub local_experts: u32,
+    pub n: u32,
+    pub k: u32,
+    pub rank: u32,
+    pub recv_capacity: u32,
+    pub chunk_rows: u32,
+    pub seg_chunks: u32,
+    pub num_comm_ctas: u32,
+    pub flag_stride: u32,
+    pub pad0: u32,
     pub timeout_ns: u64,
 }
 
@@ -289,7 +346,7 @@ pub struct ControlBlock {
     pub ctas_done: u32,
     pub comm_done: u32,
     pub comm_next: u32,
-    pub pad0: u32,
+    pub input_error_epoch: u32,
 }
 
 /// Where a kernel finds the command ring (`RingView` in `comm/ring.cuh`): the proxy
@@ -396,9 +453,12 @@ pub fn layout_check_source() -> String {
         status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, scatter_rows));
     lines.extend(crate::layout_asserts!(AllGatherParams; tma_a_local, tma_a_gathered, tma_b, tma_c, a_local, out, gathered, arrived, exit_flags,
         control, status, m, n, k, rank, shard_rows, chunk_rows, num_comm_ctas, flag_stride, timeout_ns));
+    lines.extend(crate::layout_asserts!(MoeDispatchParams; tma_a, tma_b, tma_c, x, expert_ids, out, dest_rows, layout, recv, arrived,
+        counts, flags, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
+        chunk_rows, seg_chunks, num_comm_ctas, flag_stride, pad0, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
-    lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, pad0));
+    lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, input_error_epoch));
     lines.extend(crate::layout_asserts!(BarrierParams; flags, control, status, timeout_ns, rank, world, epoch, pad0));
     lines.extend(crate::layout_asserts!(GateParams; flag, timed_out, timeout_ns, at, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
@@ -439,7 +499,19 @@ mod tests {
 
     #[test]
     fn wait_op_codes_round_trip() {
-        for op in [WaitOp::None, WaitOp::PeerTileReady, WaitOp::PeerSliceReduced, WaitOp::PeerExit, WaitOp::PeerBarrier, WaitOp::PeerChunkArrived] {
+        for op in [
+            WaitOp::None,
+            WaitOp::PeerTileReady,
+            WaitOp::PeerSliceReduced,
+            WaitOp::PeerExit,
+            WaitOp::PeerBarrier,
+            WaitOp::PeerChunkArrived,
+            WaitOp::PeerCountsArrived,
+            WaitOp::PeerTokensArrived,
+            WaitOp::LocalRoutingStep,
+            WaitOp::InvalidExpertId,
+            WaitOp::RecvCapacityExceeded,
+        ] {
             assert_eq!(WaitOp::from_code(op as u32), Some(op));
         }
         assert_eq!(WaitOp::from_code(99), None);

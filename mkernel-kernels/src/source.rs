@@ -17,6 +17,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/gemm.cuh", include_str!("cuda/ops/gemm.cuh")),
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
     ("ops/allgather_gemm.cuh", include_str!("cuda/ops/allgather_gemm.cuh")),
+    ("ops/moe_dispatch_gemm.cuh", include_str!("cuda/ops/moe_dispatch_gemm.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
     ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),
     ("ops/gate.cuh", include_str!("cuda/ops/gate.cuh")),

@@ -508,6 +508,23 @@ impl Communicator {
         if s.code == 0 {
             return None;
         }
+        if let Some(op) = WaitOp::from_code(s.code).filter(|op| op.is_input_error()) {
+            let detail = match op {
+                WaitOp::InvalidExpertId => format!(
+                    "expert_ids entry {} holds {}: an id must be -1 (none) or 0..{} and appear once in its token's top-k; the entry was dropped",
+                    s.tile, s.observed as i32, s.expected
+                ),
+                _ => format!(
+                    "rank {} would receive {} rows (its experts' segments, each padded to {} rows) but recv_capacity is {}; no rank pushed or computed",
+                    s.peer,
+                    s.observed,
+                    mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN,
+                    s.expected
+                ),
+            };
+            self.status.write(KernelStatus::default());
+            return Some(Error::DeviceInput { rank: s.rank, epoch: s.epoch, detail });
+        }
         let what = WaitOp::from_code(s.code).map_or("an unknown wait", WaitOp::describe);
         let err = Error::PeerTimeout {
             rank: s.rank,

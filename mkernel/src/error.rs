@@ -84,6 +84,18 @@ pub enum Error {
         /// How long the device waited.
         waited: Duration,
     },
+    /// A kernel found bad input in device memory (an MoE dispatch's expert ids, or more
+    /// routed tokens than a receive buffer holds) and went on without it: the call's
+    /// outputs are not a result. The communicator stays usable.
+    #[error("rank {rank}: bad device-side input in the call of epoch {epoch}: {detail}")]
+    DeviceInput {
+        /// The rank whose kernel found it.
+        rank: u32,
+        /// The call's epoch.
+        epoch: u32,
+        /// What was wrong, with the values.
+        detail: String,
+    },
     /// A host-side wait on GPU work expired.
     #[error("rank {rank}: {what} did not finish within {waited:?}")]
     HostTimeout {

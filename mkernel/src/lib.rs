@@ -30,6 +30,7 @@ mod gemm_allreduce;
 mod gemm_reduce_scatter;
 mod host_gate;
 mod host_mapped;
+mod moe_dispatch_gemm;
 pub mod internode;
 pub mod trace;
 
@@ -41,6 +42,8 @@ pub use gemm::{gemm, gemm_with_workspace, plan_gemm, release_gemm_workspaces, Ge
 pub use gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext, MAX_PLAN_GRID};
 pub use gemm_reduce_scatter::plan_gemm_reduce_scatter;
 pub use host_gate::HostGate;
+pub use mkernel_kernels::moe_dispatch_gemm::{MoeDispatchConfig, MoeShape};
+pub use moe_dispatch_gemm::{layout_words as moe_layout_words, plan_moe_dispatch_gemm, MoeDispatchGemmOptions};
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
 pub use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedConfig, LastWaveSplit};
 pub use mkernel_sm::Partition;

@@ -104,6 +104,52 @@ struct AllGatherParams {
   u64 timeout_ns;
 };
 
+// Fused MoE dispatch + grouped GEMM over the ranks of one node (ops/moe_dispatch_gemm.cuh).
+// Experts g = 0..experts-1 live on rank g / local_experts (local expert e = g % local_experts).
+// Rank r routes its tokens x [tokens, K] by expert_ids [tokens, topk] (i32; -1: none) and
+// pushes each routed token row into the owner's receive buffer, where local expert e's rows
+// are one segment (its first row a multiple of 128), ordered by source rank, then token;
+// every rank computes out[row] = recv[row] * W_e^T over its segments. Addresses per rank
+// (index = rank; entries >= world are zero).
+struct MoeDispatchParams {
+  TmaDescriptor tma_a;                 // this rank's receive buffer [recv_capacity, K], box [BK, BM]
+  TmaDescriptor tma_b;                 // this rank's experts' weights [local_experts * N, K] (W_e: rows e N..)
+  TmaDescriptor tma_c;                 // out [recv_capacity, N] for the TMA-store epilogue
+  u64 x;                               // tokens [tokens, K] bf16, row-major
+  u64 expert_ids;                      // i32 [tokens, topk]: global expert of each (token, k), -1 none
+  u64 out;                             // [recv_capacity, N] bf16, row-major
+  u64 dest_rows;                       // u32 [tokens, topk] (out): the row of out on the expert's rank
+                                       // that holds each (token, k); ~0u where expert_ids is -1 or invalid
+  u64 layout;                          // u32 (out): [local_experts + 1] first rows of the segments (the
+                                       // last: rows used), then [local_experts][world] tokens received
+  u64 recv[MKERNEL_MAX_RANKS];         // per rank: receive buffer [recv_capacity, K] (symmetric workspace)
+  u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride], [from][e * seg_chunks + c] = epoch
+  u64 counts[MKERNEL_MAX_RANKS];       // per rank: u32[world][experts], [from][g] = from's tokens for g (data,
+                                       // after the receive buffer)
+  u64 flags[MKERNEL_MAX_RANKS];        // per rank: inbox u32[world][flag_stride] of epochs: [from][0] = from's
+                                       // counts are written; own row [rank][1 + b], [rank][1 + P + b]: push
+                                       // CTA b's histogram, send list (local)
+  u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
+  u64 scratch;                         // local u32 data: [push_ctas][experts] histograms, then
+                                       // [experts][tokens] send lists
+  u64 control;                         // local ControlBlock
+  u64 status;                          // host-mapped KernelStatus
+  u32 tokens;                          // this rank's tokens (may differ between ranks; <= max_tokens)
+  u32 topk;
+  u32 experts;                         // all ranks' experts (world * local_experts)
+  u32 local_experts;
+  u32 n, k;
+  u32 rank;
+  u32 recv_capacity;                   // rows of each rank's receive buffer and out
+  u32 chunk_rows;                      // tokens of a (source, expert) segment per arrival flag
+  u32 seg_chunks;                      // arrival flags per (source, expert): ceil(max_tokens / chunk_rows)
+  u32 num_comm_ctas;                   // the first num_comm_ctas CTAs route and push, the rest compute
+  u32 flag_stride;                     // u32 per inbox row (arrived: >= local_experts * seg_chunks; flags:
+                                       // >= 1 + 2 num_comm_ctas)
+  u32 pad0;
+  u64 timeout_ns;
+};
+
 // Optional event trace of one fused call (bench --trace): a header, then events.
 struct FusedTraceHeader {
   u32 count;    // events recorded (may exceed the capacity: the rest were dropped)
@@ -147,7 +193,8 @@ struct ControlBlock {
   u32 ctas_done;      // CTAs finished in this call (the last one advances `epoch`)
   u32 comm_done;      // communication CTAs finished in this call
   u32 comm_next;      // next tile a communication CTA claims (one-shot, reduce and push paths)
-  u32 pad0;
+  u32 input_error_epoch;  // epoch of the call that recorded an input error (an MoE dispatch's
+                          // expert id or receive capacity: KernelStatus), so it is recorded once
 };
 
 // Random fill of a bf16 buffer (ops/fill.cuh).

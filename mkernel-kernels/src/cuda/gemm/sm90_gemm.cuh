@@ -380,7 +380,9 @@ __device__ __forceinline__ void load_operand_tile(const TmaDescriptor* tma, u64*
 // A hook with kGathersA picks, per unit, where its A rows come from: `hook.a_operand(a_row,
 // map)` (every lane of the producer warp; it may wait, bounded, until the rows have
 // arrived) returns the row coordinate in the map it sets (an all-gather's: the caller's
-// own shard, or the gathered A the peers push into).
+// own shard, or the gathered A the peers push into). A hook with kGroupsB (a grouped GEMM:
+// each row block has its own B, stacked along B's rows) gives, after a_operand, the first
+// row of the unit's B in tma_b: `hook.b_row_base()` (an MoE dispatch's expert times N).
 template <class Cfg, bool kShift, class Hook>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
                               const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
@@ -393,6 +395,11 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     const TmaDescriptor* map_a = tma_a;
     u32 a_row = a_row0<Cfg, kShift>(mb, m);
     if constexpr (Hook::kGathersA) a_row = hook.a_operand(a_row, map_a);
+    u32 b_row0 = 0;
+    if constexpr (Hook::kGroupsB) {
+      static_assert(Hook::kGathersA && Cfg::CM == 1 && !Cfg::kSwapAB, "a grouped B: no cluster sharing B along M, unswapped");
+      b_row0 = hook.b_row_base();
+    }
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       if (elect_one_sync()) {
@@ -403,7 +410,7 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
         load_operand_tile<Cfg::CN, Cfg::kARowsPerCta, Cfg::kABytesPerCta, Cfg::BM>(map_a, &sm.stage_full[stage], sm.a(stage),
                                                                                    kb * Cfg::BK, a_row);
         load_operand_tile<Cfg::CM, Cfg::kBRowsPerCta, Cfg::kBBytesPerCta, Cfg::BN>(tma_b, &sm.stage_full[stage], sm.b(stage),
-                                                                                   kb * Cfg::BK, nb * Cfg::BN);
+                                                                                   kb * Cfg::BK, b_row0 + nb * Cfg::BN);
       }
       __syncwarp();
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }

@@ -127,6 +127,7 @@ struct GatherA {
   static constexpr bool kSplitsLastWave = false;
   static constexpr bool kKeepsSomeRows = false;
   static constexpr bool kGathersA = true;
+  static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = true;  // (this rank's own rows first: order_first_row)
   const AllGatherParams* p;
   const WaitContext* ctx;

@@ -14,6 +14,7 @@ struct NoTileHook {
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
+  static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = false;  // (gemm_run: the plain order)
   static constexpr bool kKeepsSomeRows = false;  // (gemm_storer: every row of C is stored)
   __device__ __forceinline__ void operator()(u32) const {}
@@ -36,6 +37,7 @@ struct SplitLastWave {
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = true;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
+  static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = false;  // (gemm_run: the plain order)
   static constexpr bool kKeepsSomeRows = false;  // (gemm_storer: every row of C is stored)
   static_assert(Cfg::kTmaEpilogue && Cfg::kClusterSize == 1, "the split last wave needs the TMA-store epilogue, no cluster");

@@ -153,6 +153,7 @@ struct PublishTileReady {
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
+  static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = false;  // (gemm_run: the plain order; the communication CTAs walk it too)
   static constexpr bool kKeepsSomeRows = false;  // (the epilogue stores the whole partial tile)
   const AllReduceParams* p;
@@ -236,6 +237,7 @@ struct EpilogueAllReduce {
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = true;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
+  static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   // A reduce-scatter's order (gemm_run, TileScheduler::order_by_shards): the next rank's
   // rows first, this rank's own last, so the tiles whose copies cross the link are computed
   // first and the last wave's tiles (this rank's rows) have nothing to send, their peer

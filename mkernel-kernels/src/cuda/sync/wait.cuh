@@ -12,6 +12,12 @@ enum class WaitOp : u32 {
   PeerExit = 3,          // a peer finishing its reads of this rank's buffers
   PeerBarrier = 4,       // a peer reaching a device-side barrier (ops/barrier.cuh)
   PeerChunkArrived = 5,  // a peer's chunk of A rows in this rank's gathered A (ops/allgather_gemm.cuh)
+  PeerCountsArrived = 6,     // a peer's tokens per expert (ops/moe_dispatch_gemm.cuh)
+  PeerTokensArrived = 7,     // a peer's chunk of tokens for a local expert (ops/moe_dispatch_gemm.cuh)
+  LocalRoutingStep = 8,      // another push CTA of this rank's routing (ops/moe_dispatch_gemm.cuh)
+  // Not waits: bad input the kernel found and went on without (record_input_error)
+  InvalidExpertId = 9,       // tile = the (token, k) entry, observed = its id
+  RecvCapacityExceeded = 10, // peer = the receiving rank, expected = capacity, observed = rows needed
 };
 
 // Intra-CTA mbarrier wait. Only a bug (a faulted TMA, a miscounted arrival) can make
@@ -50,6 +56,16 @@ __device__ __forceinline__ void record_wait_timeout(KernelStatus* status, WaitOp
   fence_acq_rel_sys();
   s->code = (u32)op;
   fence_acq_rel_sys();
+}
+
+// Records bad input found by the kernel (an InvalidExpertId or RecvCapacityExceeded code),
+// once per call (ControlBlock.input_error_epoch claims it), without aborting: the call goes
+// on without the offending entries (or, for the capacity, without its pushes and GEMM, which
+// every rank skips alike), its peers are not left waiting, and the host reports the error.
+__device__ __forceinline__ void record_input_error(const WaitContext& ctx, WaitOp op, u32 peer, u32 entry, u32 expected,
+                                                   u32 observed) {
+  if (atomicExch(&ctx.control->input_error_epoch, ctx.epoch) != ctx.epoch)
+    record_wait_timeout(ctx.status, op, ctx.rank, peer, entry, ctx.epoch, expected, observed, 0);
 }
 
 // Waits until *flag == expected (the epoch of this call). Returns false when the wait
