@@ -8,11 +8,12 @@
 //!
 //! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): the receive buffer
 //! \[recv_capacity, K\] and after it every rank's token counts per expert live in the partial
-//! region (data), the arrival flags in the ready inboxes, the counts' and the routing's flags
-//! in the reduced inboxes (epochs only: other kernels compare their flags there with their
-//! own epochs, so no count may sit in them), the routing's histograms and send lists in the
-//! split scratch (local data), and the exit flags, control block and status are shared with
-//! every other fused call.
+//! region (data); the arrival flags, the counts' flags and the routing's flags in the ready
+//! inboxes (which hold epochs only: other kernels compare their flags there with their own
+//! epochs, so no count may sit in them; the reduced inboxes are no place for them either, the
+//! epilogue path keeps split counters there: helper-103); the routing's histograms and send
+//! lists in the split scratch (local data); the exit flags, control block and status are
+//! shared with every other fused call.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -173,18 +174,27 @@ pub fn scratch_bytes(s: MoeShape, push_ctas: u32) -> u64 {
     4 * (push_ctas as u64 * s.experts as u64 + s.experts as u64 * s.tokens as u64)
 }
 
-/// Offset of the token counts (u32 \[world\]\[experts\]) in a rank's workspace, bytes: right
-/// after its receive buffer of `recv_capacity` rows of K, 256-byte aligned.
+/// Words after each rank's counts that every rank must agree on (`kMoeAgreeWords`: the
+/// chunk length, chunks per segment, receive capacity, K and experts of the call), sent with
+/// the counts and compared on the device ([`crate::params::WaitOp::RanksDisagree`]).
+pub const AGREE_WORDS: u32 = 5;
+
+/// Offset of the token counts in a rank's workspace, bytes: right after its receive buffer
+/// of `recv_capacity` rows of K, 256-byte aligned; u32 \[MAX_RANKS\]\[[`AGREE_WORDS`]\] (each
+/// rank's arguments, at offsets no argument moves), then \[world\]\[experts\].
 pub fn counts_offset(recv_capacity: u32, k: u32) -> u64 {
     (recv_capacity as u64 * k as u64 * 2).div_ceil(256) * 256
 }
 
 /// The workspace rules of a call: the receive buffer (recv_capacity x K bf16) and the token
-/// counts (world x experts u32) within the workspace's partial region; a rank's arrival flags
-/// (local experts x chunks of max_tokens) and routing flags (1 + 2 push CTAs) within an inbox
-/// row; the routing's scratch within the split scratch.
+/// counts ([`counts_offset`]) within the workspace's partial region; a rank's counts flag,
+/// arrival flags (local experts x chunks of max_tokens) and routing flags (2 per push CTA)
+/// within a ready-inbox row; the routing's scratch within the split scratch.
+///
+/// Errors: `recv_capacity`, `chunk_rows`, `push_ctas`, `shape` (the scratch), naming the
+/// workspace's size and how to grow it.
 pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout, world: u32) -> Result<()> {
-    let end = counts_offset(cfg.recv_capacity, s.k) + 4 * world as u64 * s.experts as u64;
+    let end = counts_offset(cfg.recv_capacity, s.k) + 4 * (MAX_RANKS as u64 * AGREE_WORDS as u64 + world as u64 * s.experts as u64);
     if end > 2 * l.capacity_elems {
         return Err(invalid(
             "recv_capacity",
@@ -198,12 +208,15 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout,
             ),
         ));
     }
-    let flags = s.local_experts(world) as u64 * s.max_tokens.div_ceil(cfg.chunk_rows.max(1)).max(1) as u64;
-    if flags > l.max_tiles {
+    let flags = arrival_flags(s, cfg.chunk_rows, world);
+    if 1 + flags > l.max_tiles {
         return Err(invalid("chunk_rows", format!("{flags} arrival flags a rank (local experts x chunks of max_tokens) exceed the workspace's {}; use longer chunks", l.max_tiles)));
     }
-    if 1 + 2 * cfg.push_ctas as u64 > l.max_tiles {
-        return Err(invalid("push_ctas", format!("{} push CTAs need {} routing flags, more than the workspace's {} a rank", cfg.push_ctas, 1 + 2 * cfg.push_ctas as u64, l.max_tiles)));
+    if 1 + flags + 2 * cfg.push_ctas as u64 > l.max_tiles {
+        return Err(invalid(
+            "push_ctas",
+            format!("{flags} arrival flags, a counts flag and {} routing flags for {} push CTAs exceed the workspace's {} flags a rank", 2 * cfg.push_ctas as u64, cfg.push_ctas, l.max_tiles),
+        ));
     }
     let need = scratch_bytes(s, cfg.push_ctas);
     if need > l.split_bytes() {
@@ -218,6 +231,12 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout,
         ));
     }
     Ok(())
+}
+
+/// Arrival flags of a (source rank) row of the ready inbox: local experts x chunks of
+/// `chunk_rows` tokens in max_tokens (at least one a segment), after the row's counts flag.
+pub fn arrival_flags(s: MoeShape, chunk_rows: u32, world: u32) -> u64 {
+    s.local_experts(world) as u64 * s.max_tokens.div_ceil(chunk_rows.max(1)).max(1) as u64
 }
 
 /// Name of the kernel for a tile and world size.
@@ -270,7 +289,7 @@ pub fn catalog() -> Result<Vec<KernelSource>> {
 /// split (at least one of each role), the chunk length (>= 1) and the receive capacity (a
 /// positive multiple of [`SEGMENT_ALIGN`], within the workspace: [`check_workspace`]).
 ///
-/// Errors name the argument: `world_size`, `shape`, `tile`, `rank`, `layout`, `cfg`,
+/// Errors name the argument: `world_size`, `shape`, `tile`, `rank`, `layout`, `push_ctas`,
 /// `chunk_rows`, `recv_capacity`.
 pub fn validate(s: MoeShape, cfg: &MoeDispatchConfig, bufs: &RankBuffers) -> Result<()> {
     let world = bufs.world;
@@ -284,7 +303,7 @@ pub fn validate(s: MoeShape, cfg: &MoeDispatchConfig, bufs: &RankBuffers) -> Res
     }
     check_tile(cfg.tile, s.n)?;
     if cfg.push_ctas == 0 || cfg.push_ctas >= cfg.grid {
-        return Err(invalid("cfg", format!("push_ctas must be 1..grid (a compute CTA left), got {} of {}", cfg.push_ctas, cfg.grid)));
+        return Err(invalid("push_ctas", format!("must be 1..grid (a compute CTA left), got {} of {}", cfg.push_ctas, cfg.grid)));
     }
     if cfg.chunk_rows == 0 {
         return Err(invalid("chunk_rows", "must be at least 1"));
@@ -355,6 +374,7 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: MoeBuffers, s: M
         seg_chunks: s.max_tokens.div_ceil(cfg.chunk_rows).max(1),
         num_comm_ctas: cfg.push_ctas,
         flag_stride: l.max_tiles as u32,
+        routing_flags_at: 1 + arrival_flags(s, cfg.chunk_rows, world) as u32,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
         ..Default::default()
     };
@@ -363,7 +383,6 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: MoeBuffers, s: M
         p.recv[q] = base + l.partial_offset();
         p.counts[q] = base + l.partial_offset() + counts_offset(cfg.recv_capacity, s.k);
         p.arrived[q] = base + l.ready_offset();
-        p.flags[q] = base + l.reduced_offset();
         p.exit_flags[q] = base + l.exit_offset();
     }
     let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, world), || source(cfg.tile, world))?;
@@ -408,7 +427,7 @@ mod tests {
         assert!(err(s, MoeDispatchConfig { tile: TileConfig::swapped_tma_store(136), ..good }, &b).contains("`tile`"));
         assert!(err(MoeShape { n: 4095, ..s }, good, &b).contains("`tile`") || err(MoeShape { n: 4095, ..s }, good, &b).contains("N % 8"));
         for (pc, g) in [(0, 132), (132, 132)] {
-            assert!(err(s, MoeDispatchConfig { push_ctas: pc, grid: g, ..good }, &b).contains("push_ctas"), "{pc}");
+            assert!(err(s, MoeDispatchConfig { push_ctas: pc, grid: g, ..good }, &b).contains("`push_ctas`"), "{pc}");
         }
         assert!(err(s, MoeDispatchConfig { chunk_rows: 0, ..good }, &b).contains("`chunk_rows`"));
         for c in [0, 100] {

@@ -45,6 +45,7 @@ pub enum WaitOp {
     LocalRoutingStep = 8,
     InvalidExpertId = 9,
     RecvCapacityExceeded = 10,
+    RanksDisagree = 11,
 }
 
 impl WaitOp {
@@ -62,6 +63,7 @@ impl WaitOp {
             8 => Self::LocalRoutingStep,
             9 => Self::InvalidExpertId,
             10 => Self::RecvCapacityExceeded,
+            11 => Self::RanksDisagree,
             _ => return None,
         })
     }
@@ -80,13 +82,14 @@ impl WaitOp {
             Self::LocalRoutingStep => "another push CTA of this rank's MoE routing (histogram or send-list flag)",
             Self::InvalidExpertId => "an expert id outside -1..experts, or repeated within a token's top-k (MoE dispatch input)",
             Self::RecvCapacityExceeded => "a rank's receive buffer rows (MoE dispatch: the routed tokens do not fit recv_capacity)",
+            Self::RanksDisagree => "the ranks' collective arguments (MoE dispatch: chunk_rows, max_tokens, recv_capacity, K or experts differ)",
         }
     }
 
     /// Whether the code reports bad device-side input (not a wait that gave up): the
     /// kernel recorded it and went on without the offending entries or work.
     pub fn is_input_error(self) -> bool {
-        matches!(self, Self::InvalidExpertId | Self::RecvCapacityExceeded)
+        matches!(self, Self::InvalidExpertId | Self::RecvCapacityExceeded | Self::RanksDisagree)
     }
 }
 
@@ -103,6 +106,12 @@ pub struct KernelStatus {
     pub observed: u32,
     pub cta: u32,
     pub waited_ns: u64,
+    pub input_code: u32,
+    pub input_peer: u32,
+    pub input_entry: u32,
+    pub input_epoch: u32,
+    pub input_expected: u32,
+    pub input_observed: u32,
 }
 
 /// Parameters of the plain GEMM kernel (`GemmParams`). `tma_a` maps A and `tma_b` B,
@@ -212,7 +221,6 @@ pub struct MoeDispatchParams {
     pub recv: [u64; MAX_RANKS],
     pub arrived: [u64; MAX_RANKS],
     pub counts: [u64; MAX_RANKS],
-    pub flags: [u64; MAX_RANKS],
     pub exit_flags: [u64; MAX_RANKS],
     pub scratch: u64,
     pub control: u64,
@@ -229,7 +237,7 @@ pub struct MoeDispatchParams {
     pub seg_chunks: u32,
     pub num_comm_ctas: u32,
     pub flag_stride: u32,
-    pub pad0: u32,
+    pub routing_flags_at: u32,
     pub timeout_ns: u64,
 }
 
@@ -447,15 +455,16 @@ pub const OFFSETOF_DEFINE: &str = "#define MK_OFFSETOF(T, f) __INTADDR__(&((T*)0
 pub fn layout_check_source() -> String {
     let mut lines = vec!["#include \"params.cuh\"".to_string(), OFFSETOF_DEFINE.to_string()];
     lines.extend(crate::layout_asserts!(TmaDescriptor; opaque));
-    lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns));
+    lines.extend(crate::layout_asserts!(KernelStatus; code, rank, peer, tile, epoch, expected, observed, cta, waited_ns, input_code, input_peer,
+        input_entry, input_epoch, input_expected, input_observed));
     lines.extend(crate::layout_asserts!(GemmParams; tma_a, tma_b, tma_c, c, m, n, k, ldc, timeout_ns, split_scratch, split_counts, split_slices, pad0));
     lines.extend(crate::layout_asserts!(AllReduceParams; tma_a, tma_b, tma_c, tma_c_out, tma_out, tma_partial, out, partial, ready, reduced, exit_flags, control,
         status, m, n, k, rank, num_comm_ctas, flag_stride, num_tail_ctas, epilogue_pace, timeout_ns, trace, trace_capacity, split_slices, split_scratch, diag_skip, scatter_rows));
     lines.extend(crate::layout_asserts!(AllGatherParams; tma_a_local, tma_a_gathered, tma_b, tma_c, a_local, out, gathered, arrived, exit_flags,
         control, status, m, n, k, rank, shard_rows, chunk_rows, num_comm_ctas, flag_stride, timeout_ns));
     lines.extend(crate::layout_asserts!(MoeDispatchParams; tma_a, tma_b, tma_c, x, expert_ids, out, dest_rows, layout, recv, arrived,
-        counts, flags, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
-        chunk_rows, seg_chunks, num_comm_ctas, flag_stride, pad0, timeout_ns));
+        counts, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
+        chunk_rows, seg_chunks, num_comm_ctas, flag_stride, routing_flags_at, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, input_error_epoch));
@@ -511,6 +520,7 @@ mod tests {
             WaitOp::LocalRoutingStep,
             WaitOp::InvalidExpertId,
             WaitOp::RecvCapacityExceeded,
+            WaitOp::RanksDisagree,
         ] {
             assert_eq!(WaitOp::from_code(op as u32), Some(op));
         }

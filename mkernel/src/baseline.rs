@@ -77,6 +77,31 @@ impl Cublas {
         self.gemm_raw(pa, pb, pc, cublas_sys::cudaDataType::CUDA_R_16BF, s)
     }
 
+    /// A grouped GEMM as one cuBLAS call per group (the unfused experts' GEMMs): for each
+    /// `(first_row, rows, b_first_row)`, C rows \[first_row, first_row + rows) = A's same
+    /// rows times B's rows \[b_first_row, b_first_row + n)^T. A is \[., k\], B \[., k\], C
+    /// \[., n\], bf16 row-major; groups of 0 rows are skipped.
+    ///
+    /// Errors: a group outside a buffer (`groups`), or a shape error from cuBLAS.
+    pub fn gemm_bf16_groups(&mut self, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &mut CudaSlice<bf16>, n: u32, k: u32, groups: &[(u32, u32, u32)]) -> Result<()> {
+        let (n64, k64) = (n as u64, k as u64);
+        for &(r0, rows, b0) in groups {
+            let (r0, rows64, b0) = (r0 as u64, rows as u64, b0 as u64);
+            if (r0 + rows64) * k64 > a.len() as u64 || (b0 + n64) * k64 > b.len() as u64 || (r0 + rows64) * n64 > c.len() as u64 {
+                return Err(crate::error::invalid("groups", format!("group ({r0}, {rows}, {b0}) with N={n} K={k} lies outside a ({}), b ({}) or c ({})", a.len(), b.len(), c.len())));
+            }
+        }
+        let stream = self.stream.clone();
+        let (pa, _ga) = a.device_ptr(&stream);
+        let (pb, _gb) = b.device_ptr(&stream);
+        let (pc, _gc) = c.device_ptr_mut(&stream);
+        for &(r0, rows, b0) in groups.iter().filter(|g| g.1 > 0) {
+            let (r0, b0) = (r0 as u64, b0 as u64);
+            self.gemm_raw(pa + 2 * r0 * k64, pb + 2 * b0 * k64, pc + 2 * r0 * n64, cublas_sys::cudaDataType::CUDA_R_16BF, GemmShape { m: rows, n, k })?;
+        }
+        Ok(())
+    }
+
     /// C = A * B^T with an fp32 output: the higher-precision reference of the checks.
     pub fn gemm_f32_out(&mut self, a: &CudaSlice<bf16>, b: &CudaSlice<bf16>, c: &mut CudaSlice<f32>, s: GemmShape) -> Result<()> {
         s.validate(a.len(), b.len(), c.len())?;

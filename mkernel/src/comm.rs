@@ -491,7 +491,7 @@ impl Communicator {
     /// Refuses work after a failure, and turns a status a kernel left behind into the
     /// error it stands for.
     pub(crate) fn check_usable(&self) -> Result<()> {
-        if let Some(e) = self.status_error() {
+        if let Some(e) = self.status_error(false) {
             return Err(e);
         }
         match self.poisoned.lock() {
@@ -503,36 +503,56 @@ impl Communicator {
         }
     }
 
-    fn status_error(&self) -> Option<Error> {
+    /// The error a kernel of this rank recorded in its status, if any: a wait that timed out
+    /// (the communicator is poisoned), else, with `report_input` (after the stream's work is
+    /// done: [`Communicator::synchronize`]), bad input the kernel found and went on without
+    /// ([`Error::DeviceInput`]; the communicator stays usable). Input errors are not reported
+    /// at the start of a call: another rank may not see its own until later, and refusing one
+    /// rank's next collective alone would leave its peers waiting (helper-103).
+    fn status_error(&self, report_input: bool) -> Option<Error> {
         let s = self.status.read();
         if s.code == 0 {
-            return None;
-        }
-        if let Some(op) = WaitOp::from_code(s.code).filter(|op| op.is_input_error()) {
-            let detail = match op {
-                WaitOp::InvalidExpertId => format!(
+            if !report_input || s.input_code == 0 {
+                return None;
+            }
+            let detail = match WaitOp::from_code(s.input_code) {
+                Some(WaitOp::InvalidExpertId) => format!(
                     "expert_ids entry {} holds {}: an id must be -1 (none) or 0..{} and appear once in its token's top-k; the entry was dropped",
-                    s.tile, s.observed as i32, s.expected
+                    s.input_entry, s.input_observed as i32, s.input_expected
                 ),
-                _ => format!(
+                Some(WaitOp::RecvCapacityExceeded) => format!(
                     "rank {} would receive {} rows (its experts' segments, each padded to {} rows) but recv_capacity is {}; no rank pushed or computed",
-                    s.peer,
-                    s.observed,
+                    s.input_peer,
+                    s.input_observed,
                     mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN,
-                    s.expected
+                    s.input_expected
                 ),
+                Some(WaitOp::RanksDisagree) => {
+                    let what = ["chunk_rows", "chunks per segment (max_tokens / chunk_rows)", "recv_capacity", "K", "experts"];
+                    format!(
+                        "rank {} called with {} = {}, this rank with {}: every rank must pass the same chunk_rows, max_tokens, recv_capacity, K and experts; no rank pushed or computed",
+                        s.input_peer,
+                        what.get(s.input_entry as usize).copied().unwrap_or("an argument"),
+                        s.input_observed,
+                        s.input_expected
+                    )
+                }
+                _ => format!("input error code {} (entry {}, peer {})", s.input_code, s.input_entry, s.input_peer),
             };
-            self.status.write(KernelStatus::default());
-            return Some(Error::DeviceInput { rank: s.rank, epoch: s.epoch, detail });
+            self.status.write(KernelStatus { input_code: 0, input_peer: 0, input_entry: 0, input_epoch: 0, input_expected: 0, input_observed: 0, ..s });
+            return Some(Error::DeviceInput { rank: self.rank, epoch: s.input_epoch, detail });
         }
-        let what = WaitOp::from_code(s.code).map_or("an unknown wait", WaitOp::describe);
+        let op = WaitOp::from_code(s.code);
+        let what = op.map_or("an unknown wait", WaitOp::describe);
         let err = Error::PeerTimeout {
             rank: s.rank,
             peer: s.peer,
             what,
-            tile: match (s.tile, WaitOp::from_code(s.code)) {
+            tile: match (s.tile, op) {
                 (u32::MAX, _) => "no tile".into(),
                 (c, Some(WaitOp::PeerChunkArrived)) => format!("chunk {c}"),
+                (c, Some(WaitOp::PeerTokensArrived)) => format!("arrival flag {c}: local expert x chunks per segment + chunk"),
+                (c, Some(WaitOp::LocalRoutingStep)) => format!("push CTA {c}"),
                 (t, _) => format!("tile {t}"),
             },
             epoch: s.epoch,
@@ -690,6 +710,9 @@ impl Communicator {
                     return Err(err);
                 }
             }
+        }
+        if let Some(e) = self.status_error(true) {
+            return Err(e);
         }
         self.check_usable()
     }

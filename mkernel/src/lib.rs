@@ -5,17 +5,18 @@
 //! This facade owns the public API: [`gemm`] on one GPU, [`Communicator`] for the
 //! ranks of a node (one process driving all local GPUs, or one process per GPU
 //! launched by torchrun/srun/mpirun), and its fused operators
-//! ([`Communicator::gemm_allreduce`], [`Communicator::gemm_reduce_scatter`]), and [`internode`]: GPU-driven streaming to a rank on
+//! ([`Communicator::gemm_allreduce`], [`Communicator::gemm_reduce_scatter`], [`Communicator::allgather_gemm`],
+//! [`Communicator::moe_dispatch_gemm`]), and [`internode`]: GPU-driven streaming to a rank on
 //! another node through the host proxy. It also ships the baselines (cuBLAS, NCCL) and
 //! the numerical checks the benchmark binary `mkernel` and the tests use. What a call
 //! would run (tile, split, path, SM partition) can be asked without a GPU:
-//! [`plan_gemm`], [`plan_gemm_allreduce`], [`plan_gemm_reduce_scatter`] (`mkernel plan`
-//! prints them per shape).
+//! [`plan_gemm`], [`plan_gemm_allreduce`], [`plan_gemm_reduce_scatter`], [`plan_allgather_gemm`],
+//! [`plan_moe_dispatch_gemm`] (`mkernel plan` prints the first four per shape).
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
 //! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).
 //! Calls are stream-ordered and return once the work is enqueued; errors found on the
-//! device (a peer that never arrived) are returned by [`Communicator::synchronize`] and
+//! device (a peer that never arrived, an MoE dispatch's bad expert id) are returned by [`Communicator::synchronize`] and
 //! by the next call.
 
 #![warn(missing_docs)]

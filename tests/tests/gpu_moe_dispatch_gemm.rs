@@ -291,8 +291,10 @@ fn epochs_back_to_back() {
 }
 
 /// A bad expert id on one rank: its synchronize reports DeviceInput naming the entry, the
-/// other rank's call completes; both communicators stay usable (a checked call follows).
-/// Then a receive capacity too small for the routing: every rank reports it.
+/// other rank's call completes; both communicators stay usable (a checked call follows),
+/// also with a second call enqueued behind the bad one before any synchronisation. Then
+/// ranks passing different chunk lengths, and a receive capacity too small for the routing:
+/// every rank reports them.
 #[test]
 fn bad_device_input_is_reported_and_the_group_goes_on() {
     let s = MoeShape { tokens: 0, max_tokens: 200, topk: 2, experts: 4, n: 256, k: 64 };
@@ -317,6 +319,37 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
         verify(&g, &bs, s, &x, &format!("after bad id {bad}"));
         round(&g, s, &[200, 199], Routing::Uniform, check::fresh_seed(), d);
     }
+    // A bad id, then a second call enqueued behind it on both ranks with no synchronisation
+    // between: the input error waits for synchronize (helper-103: refusing rank 1's next call
+    // at its start, alone, would leave rank 0 waiting), and the second call is correct.
+    let mut x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
+    x.ids[1][11] = 77;
+    let plan = g.comms[0].plan_moe_dispatch_gemm(s, d).unwrap();
+    let mut bs = upload(&g, s, &x, plan.recv_capacity);
+    for res in launch_all(&g, &mut bs, s, &x, d) {
+        res.unwrap();
+    }
+    let x2 = inputs(2, s, &[150, 200], Routing::Uniform, check::fresh_seed());
+    let mut bs2 = upload(&g, s, &x2, plan.recv_capacity);
+    for res in launch_all(&g, &mut bs2, s, &x2, d) {
+        res.unwrap();
+    }
+    assert!(g.comms[0].synchronize(&g.streams[0]).is_ok());
+    let e = g.comms[1].synchronize(&g.streams[1]).unwrap_err();
+    assert!(e.to_string().contains("entry 11") && e.to_string().contains("holds 77"), "{e}");
+    verify(&g, &bs2, s, &x2, "the call enqueued behind a bad id");
+    // Ranks that disagree on chunk_rows: both report it, nothing is pushed or computed.
+    let x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
+    let mut bs = upload(&g, s, &x, plan.recv_capacity);
+    for (r, b) in bs.iter_mut().enumerate() {
+        let o = MoeDispatchGemmOptions { chunk_rows: Some(16 + r as u32), ..d };
+        g.comms[r].moe_dispatch_gemm(&g.streams[r], &b.x, &b.ids, &b.w, &mut b.out, &mut b.dest, &mut b.layout, s, o).unwrap();
+    }
+    for r in 0..2 {
+        let e = g.comms[r].synchronize(&g.streams[r]).unwrap_err();
+        assert!(matches!(e, Error::DeviceInput { .. }) && e.to_string().contains(&format!("rank {} called with chunk_rows = {}", 1 - r, 17 - r)), "{e}");
+    }
+    round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), d);
     // All 400 tokens x 2 to rank 0's two experts need 2 x 512 rows; capacity 256.
     let x = inputs(2, s, &[200, 200], Routing::AllToRankZero, check::fresh_seed());
     let small = MoeDispatchGemmOptions { recv_capacity: Some(256), ..d };

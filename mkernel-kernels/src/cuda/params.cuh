@@ -18,6 +18,13 @@ struct KernelStatus {
   u32 observed;    // last value seen
   u32 cta;         // blockIdx.x of the waiting CTA
   u64 waited_ns;   // time spent waiting before giving up
+  // Bad input found on the device (record_input_error; not a wait: the call went on):
+  u32 input_code;      // 0 = none, otherwise a WaitOp of the input kind
+  u32 input_peer;      // the rank it concerns
+  u32 input_entry;     // the entry (an expert id's index) or argument
+  u32 input_epoch;     // epoch of the call
+  u32 input_expected;
+  u32 input_observed;
 };
 
 // Plain GEMM: C[M,N] = A[M,K] * B[N,K]^T, bf16 in/out, fp32 accumulation.
@@ -123,12 +130,13 @@ struct MoeDispatchParams {
   u64 layout;                          // u32 (out): [local_experts + 1] first rows of the segments (the
                                        // last: rows used), then [local_experts][world] tokens received
   u64 recv[MKERNEL_MAX_RANKS];         // per rank: receive buffer [recv_capacity, K] (symmetric workspace)
-  u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride], [from][e * seg_chunks + c] = epoch
-  u64 counts[MKERNEL_MAX_RANKS];       // per rank: u32[world][experts], [from][g] = from's tokens for g (data,
-                                       // after the receive buffer)
-  u64 flags[MKERNEL_MAX_RANKS];        // per rank: inbox u32[world][flag_stride] of epochs: [from][0] = from's
-                                       // counts are written; own row [rank][1 + b], [rank][1 + P + b]: push
-                                       // CTA b's histogram, send list (local)
+  u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride] of epochs: [from][0] from's
+                                       // counts written, [from][1 + e * seg_chunks + c] chunk arrived; own
+                                       // row [rank][routing_flags_at + b], [.. + P + b]: push CTA b's
+                                       // histogram, send list (local)
+  u64 counts[MKERNEL_MAX_RANKS];       // per rank (data, after the receive buffer): u32 [MKERNEL_MAX_RANKS]
+                                       // [kMoeAgreeWords] each rank's collective arguments, then [world]
+                                       // [experts]: [from][g] = from's tokens for g
   u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
   u64 scratch;                         // local u32 data: [push_ctas][experts] histograms, then
                                        // [experts][tokens] send lists
@@ -144,9 +152,8 @@ struct MoeDispatchParams {
   u32 chunk_rows;                      // tokens of a (source, expert) segment per arrival flag
   u32 seg_chunks;                      // arrival flags per (source, expert): ceil(max_tokens / chunk_rows)
   u32 num_comm_ctas;                   // the first num_comm_ctas CTAs route and push, the rest compute
-  u32 flag_stride;                     // u32 per inbox row (arrived: >= local_experts * seg_chunks; flags:
-                                       // >= 1 + 2 num_comm_ctas)
-  u32 pad0;
+  u32 flag_stride;                     // u32 per inbox row (>= routing_flags_at + 2 num_comm_ctas)
+  u32 routing_flags_at;                // 1 + local_experts * seg_chunks
   u64 timeout_ns;
 };
 

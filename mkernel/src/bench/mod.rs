@@ -5,6 +5,7 @@
 
 pub(crate) mod floors;
 mod allgather_gemm;
+mod moe_dispatch_gemm;
 mod gemm;
 mod gemm_allreduce;
 mod proxy_stream;
@@ -55,6 +56,10 @@ pub enum BenchCmd {
     /// Fused all-gather + GEMM (each rank holds M / world rows of A) vs NCCL's all-gather then
     /// cuBLAS on the GPUs present (--share-gpu: ranks on GPU 0, no NCCL).
     AllgatherGemm(allgather_gemm::AgArgs),
+    /// Fused MoE dispatch + grouped GEMM (uniform top-k routing) vs cuBLAS per expert over the
+    /// received tokens (the experts' GEMMs alone, not yet with an all-to-all); --share-gpu:
+    /// ranks on GPU 0.
+    MoeDispatchGemm(moe_dispatch_gemm::MoeArgs),
     /// GPU-driven inter-node stream through the host proxy (two GPUs as two nodes, libfabric
     /// shm/tcp) vs pinned-copy bandwidth and NCCL with P2P disabled (needs `--features fabric`).
     ProxyStream(proxy_stream::ProxyStreamArgs),
@@ -99,6 +104,7 @@ pub fn run(cmd: BenchCmd) -> BenchResult<()> {
         BenchCmd::GemmAllreduce(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::AllReduce)),
         BenchCmd::GemmReduceScatter(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::ReduceScatter)),
         BenchCmd::AllgatherGemm(a) => allgather_gemm::run(a),
+        BenchCmd::MoeDispatchGemm(a) => moe_dispatch_gemm::run(a),
         BenchCmd::ProxyStream(a) => proxy_stream::run(a),
     }
 }

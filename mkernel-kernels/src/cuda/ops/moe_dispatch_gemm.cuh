@@ -15,7 +15,7 @@
 //        is one item, dealt round-robin over the push CTAs, expert-major with the ranks
 //        interleaved (every rank's expert 0 first): its token rows go to the expert's rank,
 //        into the receive buffer at the rows every rank computes alike from the counts,
-//        then arrived_q[r][e * seg_chunks + c] = epoch.
+//        then arrived_q[r][1 + e * seg_chunks + c] = epoch.
 //   compute CTAs (the others): the GEMM engine over the receive buffer's rows in use, each
 //     row block's B the W_e of the segment it lies in (kGroupsB), its producer warp waiting
 //     for the chunks the block's rows meet before loading them (MoeGatherA::a_operand).
@@ -29,9 +29,10 @@
 //
 // Bad input: an id outside -1..E-1, or one repeated within a token's top-k, is recorded in
 // the status (record_input_error: InvalidExpertId) and dropped; routed tokens that would not
-// fit a rank's recv_capacity are recorded (RecvCapacityExceeded) by every rank, each of
-// which then skips its pushes and GEMM (all ranks see the same counts, so none waits for
-// another). End: the all-gather's exit handshake and epoch hand-over (sync/wait.cuh).
+// fit a rank's recv_capacity (RecvCapacityExceeded), or ranks that passed different chunk
+// lengths, capacities, K or expert counts (RanksDisagree: sent with the counts), are recorded
+// by every rank, each of which then skips its pushes and GEMM (all ranks see the same
+// counts, so none waits for another). End: the all-gather's exit handshake and epoch hand-over (sync/wait.cuh).
 // See the design notes (../shared/DESIGN.md section 3: MoE Dispatch+GEMM; chunks of 16
 // tokens by default: mkernel_kernels::moe_dispatch_gemm::DEFAULT_CHUNK_ROWS).
 #pragma once
@@ -55,9 +56,13 @@ constexpr u32 kMoeEndsPerLane = kMoeMaxLocalExperts / 32;
 __device__ __forceinline__ u32 moe_align(u32 rows) { return (rows + kMoeSegmentAlign - 1) / kMoeSegmentAlign * kMoeSegmentAlign; }
 
 // The local scratch (u32 data, no flags: it is the split slots' region): histograms
-// [P][E], then send lists [E][tokens] (entry index t * topk + k, in token order). The
-// routing's flags are epochs in this rank's own row of its flag inbox (where no other kernel
-// keeps data): [rank][1 + b] histogram b published, [rank][1 + P + b] list b written.
+// [P][E], then send lists [E][tokens] (entry index t * topk + k, in token order). Every flag
+// is an epoch in the ready inbox (`arrived`, which holds nothing but epochs: other kernels
+// compare their flags there with their own epochs, so no count may sit in it, nor in the
+// reduced inbox, where the epilogue path keeps split counters): row `from`'s word 0 is from's
+// counts flag (at a place no argument moves, so ranks that disagree still see each other's
+// counts: moe_can_go_on), words 1.. its arrival flags; in this rank's own row after those, at
+// routing_flags_at, push CTA b's histogram flag (+ b) and list flag (+ P + b).
 struct MoeScratch {
   u32* hist;
   u32* send_list;
@@ -66,19 +71,36 @@ struct MoeScratch {
   __device__ __forceinline__ MoeScratch(const MoeDispatchParams& p) {
     hist = reinterpret_cast<u32*>(p.scratch);
     send_list = hist + (u64)p.num_comm_ctas * p.experts;
-    hist_flag = reinterpret_cast<u32*>(p.flags[p.rank]) + (u64)p.rank * p.flag_stride + 1;
+    hist_flag = reinterpret_cast<u32*>(p.arrived[p.rank]) + (u64)p.rank * p.flag_stride + p.routing_flags_at;
     list_flag = hist_flag + p.num_comm_ctas;
   }
 };
 
+// Words every rank sends before its counts, which every rank must agree on (a collective's
+// arguments, which the host cannot compare across ranks): chunk_rows, seg_chunks,
+// recv_capacity, K, E. Rank q's counts region: [MKERNEL_MAX_RANKS][kMoeAgreeWords] of these
+// (fixed offsets: a rank with another E still finds them), then [world][E] counts.
+constexpr u32 kMoeAgreeWords = 5;
+__device__ __forceinline__ u32 moe_agree_word(const MoeDispatchParams& p, u32 i) {
+  const u32 w[kMoeAgreeWords] = {p.chunk_rows, p.seg_chunks, p.recv_capacity, p.k, p.experts};
+  return w[i];
+}
+
 // Rank `from`'s tokens for expert g, as rank q's counts inbox holds them.
 __device__ __forceinline__ const u32* moe_counts_row(const MoeDispatchParams& p, u32 q, u32 from) {
-  return reinterpret_cast<const u32*>(p.counts[q]) + (u64)from * p.experts;
+  return reinterpret_cast<const u32*>(p.counts[q]) + MKERNEL_MAX_RANKS * kMoeAgreeWords + (u64)from * p.experts;
 }
-// Rank `from`'s counts flag in rank q's flag inbox (an epoch, in a flag region: counts are
-// data, which must not sit where other kernels' flags are compared with their epochs).
+// Rank `from`'s collective arguments as rank q's counts region holds them.
+__device__ __forceinline__ u32* moe_agree_row(const MoeDispatchParams& p, u32 q, u32 from) {
+  return reinterpret_cast<u32*>(p.counts[q]) + from * kMoeAgreeWords;
+}
+// Rank `from`'s counts flag in rank q's ready inbox (an epoch).
 __device__ __forceinline__ u32* moe_counts_flag(const MoeDispatchParams& p, u32 q, u32 from) {
-  return reinterpret_cast<u32*>(p.flags[q]) + (u64)from * p.flag_stride;
+  return reinterpret_cast<u32*>(p.arrived[q]) + (u64)from * p.flag_stride;
+}
+// Rank `from`'s arrival flag of chunk c of its tokens for local expert e, in rank q's inbox.
+__device__ __forceinline__ u32* moe_arrival_flag(const MoeDispatchParams& p, u32 q, u32 from, u32 e, u32 c) {
+  return reinterpret_cast<u32*>(p.arrived[q]) + (u64)from * p.flag_stride + 1 + (u64)e * p.seg_chunks + c;
 }
 
 // The expert of entry i, checked: -1 (none) and bad ids give ~0u; a bad id (outside
@@ -91,7 +113,7 @@ __device__ __forceinline__ u32 moe_expert_of(const MoeDispatchParams& p, const W
   const u32 t0 = i / p.topk * p.topk;
   for (u32 j = t0; !bad && j < i; ++j) bad = ids[j] == g;
   if (bad) {
-    if (record) record_input_error(ctx, WaitOp::InvalidExpertId, ctx.rank, i, p.experts, (u32)g);
+    if (record) record_input_error(ctx, WaitOp::InvalidExpertId, ctx.rank, i, p.experts, (u32)g, true);
     return ~0u;
   }
   return (u32)g;
@@ -134,8 +156,9 @@ __device__ bool moe_route(const MoeDispatchParams& p, const WaitContext& ctx, co
   // The last CTA has every histogram before its own: the totals go to every rank.
   if (b + 1 == P) {
     for (u32 q = 0; q < WORLD; ++q) {
-      u32* row = reinterpret_cast<u32*>(p.counts[q]) + (u64)p.rank * E;
+      u32* row = const_cast<u32*>(moe_counts_row(p, q, p.rank));
       for (u32 g = threadIdx.x; g < E; g += blockDim.x) row[g] = base[g] + hist[g];
+      if (threadIdx.x < kMoeAgreeWords) moe_agree_row(p, q, p.rank)[threadIdx.x] = moe_agree_word(p, threadIdx.x);
     }
     fence_acq_rel_sys();
     __syncthreads();
@@ -208,16 +231,27 @@ __device__ __forceinline__ u32 moe_segment_ends(const MoeDispatchParams& p, u32 
   return carry;
 }
 
-// Whether every rank's receive buffer holds its routed tokens (every rank computes the same
-// answer from the same counts); if not and `record`, records it (each rank for its own
-// call). Every lane of a warp.
+// Whether the call can go on: every rank passed the same collective arguments (the words
+// after its counts) and every rank's receive buffer holds its routed tokens. Every rank
+// decides alike from the same counts (a disagreement is seen by both sides); if not and
+// `record` (one thread of the rank, after every expert-id record of the call: it holds the
+// rank's own counts flag, released after them), records why for the host. Every lane of a warp.
 template <u32 WORLD>
-__device__ bool moe_fits(const MoeDispatchParams& p, const WaitContext& ctx, bool record) {
+__device__ bool moe_can_go_on(const MoeDispatchParams& p, const WaitContext& ctx, bool record) {
+  for (u32 q = 0; q < WORLD; ++q) {
+    for (u32 i = 0; i < kMoeAgreeWords; ++i) {
+      const u32 theirs = moe_agree_row(p, p.rank, q)[i], mine = moe_agree_word(p, i);
+      if (theirs != mine) {
+        if (record) record_input_error(ctx, WaitOp::RanksDisagree, q, i, mine, theirs, false);
+        return false;
+      }
+    }
+  }
   u32 ends[kMoeEndsPerLane];
   for (u32 q = 0; q < WORLD; ++q) {
     const u32 rows = moe_segment_ends<WORLD>(p, q, ends);
     if (rows > p.recv_capacity) {
-      if (record) record_input_error(ctx, WaitOp::RecvCapacityExceeded, q, ~0u, p.recv_capacity, rows);
+      if (record) record_input_error(ctx, WaitOp::RecvCapacityExceeded, q, ~0u, p.recv_capacity, rows, false);
       return false;
     }
   }
@@ -327,7 +361,7 @@ __device__ void moe_push(const MoeDispatchParams& p, const WaitContext& ctx, con
     fence_acq_rel_sys();  // this thread's stores, before the barrier and thread 0's release
     __syncthreads();
     if (threadIdx.x == 0)
-      st_release_sys(reinterpret_cast<u32*>(p.arrived[q]) + (u64)p.rank * p.flag_stride + (u64)e * p.seg_chunks + c, ctx.epoch);
+      st_release_sys(moe_arrival_flag(p, q, p.rank, e, c), ctx.epoch);
   }
 }
 
@@ -347,7 +381,7 @@ __device__ void moe_push_role(const MoeDispatchParams& p, const WaitContext& ctx
     ok = ok && wait_flag_eq(sc.list_flag + c, ctx.epoch, ctx, WaitOp::LocalRoutingStep, ctx.rank, c, kMoeBackoffNs);
   if (!__syncthreads_and(ok)) return;
   if (!moe_wait_counts<WORLD>(p, ctx)) return;
-  if (!moe_fits<WORLD>(p, ctx, false)) return;  // (recorded by the compute CTAs)
+  if (!moe_can_go_on<WORLD>(p, ctx, false)) return;  // (recorded by the compute CTAs)
   __syncthreads();                               // (the routing's shared arrays, reused)
   moe_push<WORLD>(p, ctx, sc, b, smem);
 }
@@ -421,8 +455,8 @@ struct MoeGatherA {
       for (u32 c = (r0 - lo) / ch + lane; ok && r0 < r1 && c * ch < r1 - lo; c += 32) {
         const u64 spent = globaltimer_ns() - start;
         left.timeout_ns = spent < ctx->timeout_ns ? ctx->timeout_ns - spent : 1;
-        const u32* flag = reinterpret_cast<const u32*>(p->arrived[p->rank]) + (u64)s * p->flag_stride + (u64)e * p->seg_chunks + c;
-        ok = wait_flag_eq(flag, ctx->epoch, left, WaitOp::PeerTokensArrived, s, e * p->seg_chunks + c, kMoeBackoffNs);
+        ok = wait_flag_eq(moe_arrival_flag(*p, p->rank, s, e, c), ctx->epoch, left, WaitOp::PeerTokensArrived, s, e * p->seg_chunks + c,
+                          kMoeBackoffNs);
       }
       lo += cnt;
     }
@@ -475,7 +509,7 @@ __device__ __forceinline__ void moe_dispatch_gemm_kernel(const MoeDispatchParams
     gemm_sync<Cfg>();
     const bool counted = !skipped && moe_wait_counts<WORLD>(p, ctx);
     // (every warp: whether every rank's tokens fit, the first compute CTA's lane 0 recording it if not)
-    const bool fits = counted && moe_fits<WORLD>(p, ctx, blockIdx.x == p.num_comm_ctas && threadIdx.x == 0);
+    const bool fits = counted && moe_can_go_on<WORLD>(p, ctx, blockIdx.x == p.num_comm_ctas && threadIdx.x == 0);
     if (counted && blockIdx.x == p.num_comm_ctas && threadIdx.x < 32) moe_write_layout<WORLD>(p);
     if (fits) {
       MoeGatherA<Cfg, WORLD> hook{&p, &ctx, false, false, 0u, 0u, {}};

@@ -18,6 +18,8 @@ enum class WaitOp : u32 {
   // Not waits: bad input the kernel found and went on without (record_input_error)
   InvalidExpertId = 9,       // tile = the (token, k) entry, observed = its id
   RecvCapacityExceeded = 10, // peer = the receiving rank, expected = capacity, observed = rows needed
+  RanksDisagree = 11,        // peer = the rank whose argument differs, entry = which (kMoeAgreeWords),
+                             // expected = this rank's value, observed = the peer's
 };
 
 // Intra-CTA mbarrier wait. Only a bug (a faulted TMA, a miscounted arrival) can make
@@ -58,14 +60,23 @@ __device__ __forceinline__ void record_wait_timeout(KernelStatus* status, WaitOp
   fence_acq_rel_sys();
 }
 
-// Records bad input found by the kernel (an InvalidExpertId or RecvCapacityExceeded code),
-// once per call (ControlBlock.input_error_epoch claims it), without aborting: the call goes
-// on without the offending entries (or, for the capacity, without its pushes and GEMM, which
-// every rank skips alike), its peers are not left waiting, and the host reports the error.
+// Records bad input found by the kernel (an InvalidExpertId, RecvCapacityExceeded or
+// RanksDisagree code) in KernelStatus's input_* fields (its own: a timeout's record is never
+// mixed with it), without aborting: the call goes on without the offending entries (or,
+// for the capacity and a disagreement, without its pushes and GEMM, which every rank skips
+// alike), its peers are not left waiting, and the host reports it after the call
+// (Communicator::synchronize). `claim`: once per call (ControlBlock.input_error_epoch; the
+// expert ids, found by many threads); else one thread that writes after every claimed
+// record of the call (and so overwrites it: the capacity and a disagreement skip the call).
 __device__ __forceinline__ void record_input_error(const WaitContext& ctx, WaitOp op, u32 peer, u32 entry, u32 expected,
-                                                   u32 observed) {
-  if (atomicExch(&ctx.control->input_error_epoch, ctx.epoch) != ctx.epoch)
-    record_wait_timeout(ctx.status, op, ctx.rank, peer, entry, ctx.epoch, expected, observed, 0);
+                                                   u32 observed, bool claim) {
+  if (claim && atomicExch(&ctx.control->input_error_epoch, ctx.epoch) == ctx.epoch) return;
+  volatile KernelStatus* s = ctx.status;
+  s->input_peer = peer; s->input_entry = entry; s->input_epoch = ctx.epoch;
+  s->input_expected = expected; s->input_observed = observed;
+  fence_acq_rel_sys();
+  s->input_code = (u32)op;
+  fence_acq_rel_sys();
 }
 
 // Waits until *flag == expected (the epoch of this call). Returns false when the wait

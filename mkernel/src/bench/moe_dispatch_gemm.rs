@@ -1,0 +1,245 @@
+//! `mkernel bench moe-dispatch-gemm`: the fused MoE dispatch + grouped GEMM
+//! (`Communicator::moe_dispatch_gemm`) on the GPUs of this machine (one process driving every
+//! GPU, rank i on GPU i; `--share-gpu`: every rank on GPU 0), with a uniform random top-k
+//! routing of every rank's tokens.
+//!
+//! Side by side in one process (one iteration of each per round, in a random order per round:
+//! [`super::time_rounds_ms`], after an L2 flush and a device barrier of the ranks): (d) the
+//! fused call, and (g) cuBLAS per local expert over the tokens each rank received (one call
+//! per expert on its segment's rows, no padding), the unfused grouped GEMM without any
+//! dispatch. Reported: both medians and g / d (the share of the fused call the experts'
+//! GEMMs alone account for). Not yet the whole unfused baseline (an NCCL all-to-all of the
+//! counts and the tokens before those GEMMs): bench/NOTES.md 59.3.
+//! Correctness is the GPU tests' (`tests/tests/gpu_moe_dispatch_gemm.rs`); `--check` here
+//! checks the call's layout against the host's model of the routing (every rank's counts).
+
+use std::sync::Arc;
+
+use clap::Args;
+use cudarc::driver::CudaStream;
+use half::bf16;
+use mkernel::baseline::Cublas;
+use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeShape};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup};
+
+#[derive(Args, Clone, Debug)]
+pub struct MoeArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Number of GPUs (ranks), 2 to 8; default: all visible. With --share-gpu, the number
+    /// of ranks on GPU 0 (default 2).
+    #[arg(long, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(2..=8))]
+    pub gpus: Option<usize>,
+    /// Put every rank on GPU 0 (each kernel on its share of the SMs).
+    #[arg(long)]
+    pub share_gpu: bool,
+    /// Tokens per rank (default: each shape's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub tokens: Option<u32>,
+    /// Push CTAs per rank (default: MoeDispatchGemmOptions's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub push_ctas: Option<u32>,
+    /// Tokens per arrival flag (default: MoeDispatchGemmOptions's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_rows: Option<u32>,
+}
+
+/// The default shapes, per rank: Mixtral-8x7B-like (8 experts, top-2, the gate + up
+/// projection 2 x 14336 by hidden 4096) and DeepSeek-V3-like (256 routed experts, top-8, gate +
+/// up 2 x 2048 by hidden 7168), 4096 tokens a rank.
+pub fn shapes(tokens: u32) -> Vec<(String, MoeShape)> {
+    vec![
+        ("mixtral-like E8 top2".into(), MoeShape { tokens, max_tokens: tokens, topk: 2, experts: 8, n: 28672, k: 4096 }),
+        ("deepseek-v3-like E256 top8".into(), MoeShape { tokens, max_tokens: tokens, topk: 8, experts: 256, n: 4096, k: 7168 }),
+    ]
+}
+
+#[derive(Serialize)]
+struct Row {
+    label: String,
+    tokens: u32,
+    topk: u32,
+    experts: u32,
+    n: u32,
+    k: u32,
+    world: usize,
+    config: String,
+    /// Rows each rank's GEMM covered (its segments, padding included).
+    rows: Vec<u32>,
+    fused_ms: f64,
+    cublas_per_expert_ms: f64,
+    gemm_share: f64,
+    check: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    info: super::RunInfo,
+    shared_gpu: bool,
+    rows: Vec<Row>,
+}
+
+/// Distinct experts per token drawn uniformly (a fresh routing from `seed`).
+fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut ids = Vec::with_capacity(tokens as usize * s.topk as usize);
+    for _ in 0..tokens {
+        let mut pick: Vec<i32> = Vec::with_capacity(s.topk as usize);
+        while pick.len() < s.topk as usize {
+            let g = rng.random_range(0..s.experts as i32);
+            if !pick.contains(&g) {
+                pick.push(g);
+            }
+        }
+        ids.extend(pick);
+    }
+    ids
+}
+
+pub fn run(args: MoeArgs) -> BenchResult<()> {
+    super::check_out_dir(&args.common)?;
+    let present = mkernel::device_count()?;
+    let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
+    if !args.share_gpu && (world < 2 || world > present) {
+        return Err(usage(format!("--gpus: an MoE dispatch needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
+    }
+    let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
+    // (--filter: a label substring)
+    let list: Vec<(String, MoeShape)> =
+        shapes(args.tokens.unwrap_or(4096)).into_iter().filter(|(l, _)| args.common.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
+    if list.is_empty() {
+        return Err(usage("no shape left to time (--filter)".to_string()));
+    }
+    let opts = MoeDispatchGemmOptions { push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, ..Default::default() };
+    // The workspace: the largest worst-case receive buffer (rows x K) of the list, and its counts.
+    let mut max = 1u64;
+    for (label, s) in &list {
+        let rows = s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
+        max = max.max(rows as u64 * s.k as u64 + 4096);
+    }
+    let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
+    let mut plans = Vec::new();
+    for (label, s) in &list {
+        plans.push(comms[0].plan_moe_dispatch_gemm(*s, opts).map_err(|e| usage(format!("{label}: {e}")))?);
+    }
+    let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
+    let mut blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
+    let info = run_info(streams[0].context())?;
+    println!("# mkernel bench moe-dispatch-gemm: {world} ranks on {} ({}), commit {}", if args.share_gpu { "GPU 0".to_string() } else { format!("{world} GPUs") }, info.device, info.commit);
+    println!("{:<28} {:>9} {:>12} {:>7}  rows a rank / config / check", "shape", "fused ms", "cuBLAS/exp", "share");
+    let mut rows_out = Vec::new();
+    for ((label, s), plan) in list.into_iter().zip(plans) {
+        let (t, k, n, topk) = (s.tokens as usize, s.k as usize, s.n as usize, s.topk as usize);
+        let el = (s.experts as usize) / world;
+        let seed = check::fresh_seed();
+        let (mut x, mut ids, mut w, mut out, mut dest, mut layout) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut host_ids = Vec::new();
+        for (r, st) in streams.iter().enumerate() {
+            x.push(st.clone_htod(&check::random_bf16(t * k, seed.wrapping_add(3 * r as u64)))?);
+            let hid = routing(s.tokens, s, seed.wrapping_add(3 * r as u64 + 1));
+            ids.push(st.clone_htod(&hid)?);
+            host_ids.push(hid);
+            w.push(st.clone_htod(&check::random_bf16(el * n * k, seed.wrapping_add(3 * r as u64 + 2)))?);
+            out.push(super::alloc::<bf16>(st, plan.recv_capacity as usize * n, &label, "out")?);
+            dest.push(super::alloc::<u32>(st, t * topk, &label, "dest_rows")?);
+            layout.push(super::alloc::<u32>(st, mkernel::moe_layout_words(el as u32, world as u32), &label, "layout")?);
+        }
+        // One call first: its layout gives each rank's rows for the cuBLAS floor.
+        for r in 0..world {
+            comms[r].moe_dispatch_gemm(&streams[r], &x[r], &ids[r], &w[r], &mut out[r], &mut dest[r], &mut layout[r], s, opts)?;
+        }
+        for (r, c) in comms.iter().enumerate() {
+            c.synchronize(&streams[r])?;
+        }
+        let mut rows = Vec::new();
+        let mut checked = None;
+        let mut bad = Vec::new();
+        for (r, st) in streams.iter().enumerate() {
+            let l = st.clone_dtoh(&layout[r])?;
+            rows.push(l[el]);
+            // The model: tokens rank `src` routed to rank r's expert e.
+            for e in 0..el {
+                for (src, hid) in host_ids.iter().enumerate() {
+                    let want = hid.iter().filter(|&&g| g as usize == r * el + e).count() as u32;
+                    if l[el + 1 + e * world + src] != want {
+                        bad.push(format!("rank {r} expert {e} from {src}: {} tokens, model {want}", l[el + 1 + e * world + src]));
+                    }
+                }
+            }
+        }
+        if args.common.check {
+            if !bad.is_empty() {
+                return Err(format!("{label}: layout FAIL: {}", bad.join("; ")).into());
+            }
+            checked = Some("layout PASS".to_string());
+        }
+        // cuBLAS per local expert over each rank's received rows (the segments' tokens, as
+        // the layout says) by that expert's weights: the unfused grouped GEMM, on the same
+        // buffers' layout (the fused call's receive rows stand in for an all-to-all's).
+        let mut groups = Vec::new();
+        let (mut ga, mut gc) = (Vec::new(), Vec::new());
+        for (r, st) in streams.iter().enumerate() {
+            let l = st.clone_dtoh(&layout[r])?;
+            let g: Vec<(u32, u32, u32)> = (0..el).map(|e| (l[e], (0..world).map(|src| l[el + 1 + e * world + src]).sum(), (e * n) as u32)).collect();
+            groups.push(g);
+            let m = rows[r].max(1) as usize;
+            ga.push(st.clone_htod(&check::random_bf16(m * k, seed.wrapping_add(100 + r as u64)))?);
+            gc.push(super::alloc::<bf16>(st, m * n, &label, "cuBLAS out")?);
+        }
+        let mut align = super::StepAlignment::new(&comms, &streams, true, true)?;
+        let pace = |at: Pace| align.pace(at, &comms, &streams);
+        let times = time_rounds_ms(
+            &streams,
+            Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
+            Ok,
+            pace,
+            args.common.iters,
+            2,
+            |v, _| -> BenchResult<()> {
+                for r in 0..world {
+                    if v == 0 {
+                        comms[r].moe_dispatch_gemm(&streams[r], &x[r], &ids[r], &w[r], &mut out[r], &mut dest[r], &mut layout[r], s, opts)?;
+                    } else {
+                        blas[r].gemm_bf16_groups(&ga[r], &w[r], &mut gc[r], s.n, s.k, &groups[r])?;
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        for (r, c) in comms.iter().enumerate() {
+            c.synchronize(&streams[r])?;
+        }
+        align.check_gates().map_err(|e| format!("{label}: aligned timing: {e}"))?;
+        let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
+        let (fused, cublas) = (med(0), med(1));
+        let share = cublas / fused;
+        println!(
+            "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3}  {rows:?} / {plan}{}",
+            checked.as_ref().map_or(String::new(), |c| format!(" | {c}"))
+        );
+        rows_out.push(Row {
+            label,
+            tokens: s.tokens,
+            topk: s.topk,
+            experts: s.experts,
+            n: s.n,
+            k: s.k,
+            world,
+            config: plan.to_string(),
+            rows,
+            fused_ms: fused,
+            cublas_per_expert_ms: cublas,
+            gemm_share: share,
+            check: checked,
+        });
+    }
+    if !args.common.no_json {
+        let date = info.date.clone();
+        let path = super::write_json(&args.common.out_dir, "moe_dispatch_gemm", &date, &Report { info, shared_gpu: args.share_gpu, rows: rows_out })?;
+        println!("# wrote {}", path.display());
+    }
+    Ok(())
+}
