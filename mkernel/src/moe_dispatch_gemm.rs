@@ -24,7 +24,7 @@ use half::bf16;
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::gemm::TileConfig;
 use mkernel_kernels::gemm_allreduce::WorkspaceLayout;
-use mkernel_kernels::moe_dispatch_gemm::{MoeBuffers, MoeDispatchConfig, MoeShape, DEFAULT_CHUNK_ROWS, DEFAULT_PUSH_CTAS, SEGMENT_ALIGN};
+use mkernel_kernels::moe_dispatch_gemm::{default_chunk_rows, MoeBuffers, MoeDispatchConfig, MoeShape, DEFAULT_PUSH_CTAS, SEGMENT_ALIGN};
 
 use crate::comm::Communicator;
 use crate::error::{invalid, Result};
@@ -41,7 +41,7 @@ pub struct MoeDispatchGemmOptions {
     /// [`DEFAULT_PUSH_CTAS`], at most half the rank's CTAs.
     pub push_ctas: Option<u32>,
     /// Tokens of a (source rank, expert) segment per arrival flag (>= 1). None:
-    /// [`DEFAULT_CHUNK_ROWS`].
+    /// [`default_chunk_rows`] (512 KiB of token rows, at least 16 tokens).
     pub chunk_rows: Option<u32>,
     /// Rows of every rank's receive buffer and `out` (a positive multiple of
     /// [`SEGMENT_ALIGN`]). None: [`MoeShape::worst_case_recv_rows`], which holds any
@@ -91,7 +91,7 @@ pub fn plan_moe_dispatch_gemm(shape: MoeShape, opts: MoeDispatchGemmOptions, ctx
     let chunk_rows = match opts.chunk_rows {
         Some(0) => return Err(invalid("chunk_rows", "must be at least 1")),
         Some(c) => c,
-        None => DEFAULT_CHUNK_ROWS,
+        None => default_chunk_rows(shape.k),
     };
     let recv_capacity = match opts.recv_capacity {
         Some(c) if c == 0 || c % SEGMENT_ALIGN != 0 => {
@@ -237,7 +237,7 @@ mod tests {
     fn default_plans_fit_their_workspace() {
         let d = MoeDispatchGemmOptions::default();
         let p = plan_moe_dispatch_gemm(shape(), d, ctx(2, 132, 1 << 26)).unwrap();
-        assert_eq!((p.tile, p.push_ctas, p.grid, p.chunk_rows, p.recv_capacity), (TileConfig::WIDE_TMA_STORE, 8, 132, 16, 16896), "{p}");
+        assert_eq!((p.tile, p.push_ctas, p.grid, p.chunk_rows, p.recv_capacity), (TileConfig::WIDE_TMA_STORE, 8, 132, 128, 16896), "{p}");
         // Few rows: 128 x 128 tiles; N % 8 != 0: Registers.
         let small = MoeShape { tokens: 64, max_tokens: 64, ..shape() };
         assert_eq!(plan_moe_dispatch_gemm(small, d, ctx(2, 132, 1 << 26)).unwrap().tile, TileConfig::NARROW_TMA_STORE);

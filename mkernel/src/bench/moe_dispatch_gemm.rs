@@ -39,6 +39,21 @@ pub struct MoeArgs {
     /// Tokens per rank (default: each shape's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub tokens: Option<u32>,
+    /// Experts of all ranks, overriding each shape's (a multiple of the ranks).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub experts: Option<u32>,
+    /// Experts per token, overriding each shape's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub topk: Option<u32>,
+    /// Output columns (N), overriding each shape's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub n: Option<u32>,
+    /// Hidden size (K, a multiple of 8), overriding each shape's.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(8..))]
+    pub k: Option<u32>,
+    /// Force the GEMM tile (a catalog name: one of mkernel_kernels::moe_dispatch_gemm::tiles).
+    #[arg(long)]
+    pub tile: Option<String>,
     /// Push CTAs per rank (default: MoeDispatchGemmOptions's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub push_ctas: Option<u32>,
@@ -113,7 +128,21 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
     if list.is_empty() {
         return Err(usage("no shape left to time (--filter)".to_string()));
     }
-    let opts = MoeDispatchGemmOptions { push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, ..Default::default() };
+    let list: Vec<(String, MoeShape)> = list
+        .into_iter()
+        .map(|(l, s)| {
+            let s = MoeShape {
+                experts: args.experts.unwrap_or(s.experts),
+                topk: args.topk.unwrap_or(s.topk),
+                n: args.n.unwrap_or(s.n),
+                k: args.k.unwrap_or(s.k),
+                ..s
+            };
+            (format!("{l} ({}x top{}, {}x{})", s.experts, s.topk, s.n, s.k), s)
+        })
+        .collect();
+    let tile = super::parse_tile(args.tile.as_deref(), false)?;
+    let opts = MoeDispatchGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, ..Default::default() };
     // The workspace: the largest worst-case receive buffer (rows x K) of the list, and its counts.
     let mut max = 1u64;
     for (label, s) in &list {

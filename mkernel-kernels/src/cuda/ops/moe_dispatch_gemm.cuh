@@ -33,8 +33,8 @@
 // lengths, capacities, K or expert counts (RanksDisagree: sent with the counts), are recorded
 // by every rank, each of which then skips its pushes and GEMM (all ranks see the same
 // counts, so none waits for another). End: the all-gather's exit handshake and epoch hand-over (sync/wait.cuh).
-// See the design notes (../shared/DESIGN.md section 3: MoE Dispatch+GEMM; chunks of 16
-// tokens by default: mkernel_kernels::moe_dispatch_gemm::DEFAULT_CHUNK_ROWS).
+// See the design notes (../shared/DESIGN.md section 3: MoE Dispatch+GEMM; chunks of 512 KiB
+// of token rows, at least 16 tokens, by default: mkernel_kernels::moe_dispatch_gemm::default_chunk_rows).
 #pragma once
 #include "../params.cuh"
 #include "../sync/wait.cuh"
@@ -49,7 +49,7 @@ constexpr u32 kMoeMaxLocalExperts = 128;
 // Segments of the receive buffer start at multiples of this many rows.
 constexpr u32 kMoeSegmentAlign = 128;
 constexpr u32 kMoeBackoffNs = 64;
-constexpr u32 kMoePushUnroll = 4;
+constexpr u32 kMoePushUnroll = 8;
 
 constexpr u32 kMoeEndsPerLane = kMoeMaxLocalExperts / 32;
 
@@ -343,25 +343,35 @@ __device__ void moe_push(const MoeDispatchParams& p, const WaitContext& ctx, con
     const u32* list = sc.send_list + (u64)g * p.tokens + r0;
     uint4* dst = reinterpret_cast<uint4*>(p.recv[q]) + (u64)(seg_base[g] + r0) * row_vecs;
     const uint4* src = reinterpret_cast<const uint4*>(p.x);
-    const u64 n = (u64)rows * row_vecs;
-    for (u64 j = threadIdx.x; j < n; j += (u64)blockDim.x * kMoePushUnroll) {
-      uint4 v[kMoePushUnroll];
+    // A warp a token row (no division per vector: run 426's loop divided a 64-bit index by
+    // the row length for every 16 bytes), kMoePushUnroll vectors a lane in flight.
+    for (u32 j = warp; j < rows; j += blockDim.x / 32) {
+      const u32 entry = list[j];
+      if (lane == 0) dest_rows[entry] = seg_base[g] + r0 + j;
+      const uint4* s_row = src + (u64)(entry / p.topk) * row_vecs;
+      uint4* d_row = dst + (u64)j * row_vecs;
+      for (u64 v0 = lane; v0 < row_vecs; v0 += 32 * kMoePushUnroll) {
+        uint4 v[kMoePushUnroll];
 #pragma unroll
-      for (u32 u = 0; u < kMoePushUnroll; ++u) {
-        const u64 jj = j + (u64)u * blockDim.x;
-        if (jj < n) v[u] = __ldg(src + (u64)(list[jj / row_vecs] / p.topk) * row_vecs + jj % row_vecs);
-      }
+        for (u32 u = 0; u < kMoePushUnroll; ++u) {
+          const u64 i = v0 + 32 * u;
+          if (i < row_vecs) v[u] = __ldg(s_row + i);
+        }
 #pragma unroll
-      for (u32 u = 0; u < kMoePushUnroll; ++u) {
-        const u64 jj = j + (u64)u * blockDim.x;
-        if (jj < n) dst[jj] = v[u];
+        for (u32 u = 0; u < kMoePushUnroll; ++u) {
+          const u64 i = v0 + 32 * u;
+          if (i < row_vecs) d_row[i] = v[u];
+        }
       }
     }
-    for (u32 j = threadIdx.x; j < rows; j += blockDim.x) dest_rows[list[j]] = seg_base[g] + r0 + j;
-    fence_acq_rel_sys();  // this thread's stores, before the barrier and thread 0's release
+    // Every thread's stores, then one system-scope fence and the release by thread 0: the
+    // barrier puts the others' stores before its fence, which is cumulative (a fence in every
+    // thread: run 426, bench/NOTES.md 59).
     __syncthreads();
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
+      fence_acq_rel_sys();
       st_release_sys(moe_arrival_flag(p, q, p.rank, e, c), ctx.epoch);
+    }
   }
 }
 
