@@ -116,6 +116,15 @@ fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
 
 pub fn run(args: MoeArgs) -> BenchResult<()> {
     super::check_out_dir(&args.common)?;
+    // (options refused before any GPU is touched)
+    let tile = super::parse_tile(args.tile.as_deref(), false)?;
+    if let Some(t) = tile.filter(|t| !mkernel_kernels::moe_dispatch_gemm::has_kernel(*t)) {
+        let names: Vec<String> = mkernel_kernels::moe_dispatch_gemm::tiles().map(|x| x.name()).collect();
+        return Err(usage(format!("--tile {}: the MoE dispatch + GEMM has kernels for {} only", t.name(), names.join(", "))));
+    }
+    if args.k.is_some_and(|k| k % 8 != 0) {
+        return Err(usage("--k: the hidden size must be a multiple of 8 (16-byte rows)".to_string()));
+    }
     let present = mkernel::device_count()?;
     let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
     if !args.share_gpu && (world < 2 || world > present) {
@@ -141,7 +150,6 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             (format!("{l} ({}x top{}, {}x{})", s.experts, s.topk, s.n, s.k), s)
         })
         .collect();
-    let tile = super::parse_tile(args.tile.as_deref(), false)?;
     let opts = MoeDispatchGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, ..Default::default() };
     // The workspace: the largest worst-case receive buffer (rows x K) of the list, and its counts.
     let mut max = 1u64;
@@ -271,4 +279,38 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         println!("# wrote {}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        moe: MoeArgs,
+    }
+
+    /// Bad options are usage errors (exit 2) before any GPU is touched: a tile without an
+    /// MoE kernel, K not a multiple of 8; 0 tokens, push CTAs or chunk rows are refused by
+    /// the parser.
+    #[test]
+    fn bad_options_are_usage_errors_before_any_gpu() {
+        let refused = |args: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+            let e = run(cli.moe).unwrap_err();
+            (super::super::exit_status(e.as_ref()), e.to_string())
+        };
+        let (code, e) = refused(&["--tile", "wide-tma-store-c2", "--no-json"]);
+        assert_eq!(code, 2, "{e}");
+        assert!(e.contains("--tile") && e.contains("wide-tma-store") && e.contains("m64-wide-tma-store"), "{e}");
+        let (code, e) = refused(&["--k", "1001", "--no-json"]);
+        assert_eq!(code, 2, "{e}");
+        assert!(e.contains("--k"), "{e}");
+        for flag in ["--tokens", "--push-ctas", "--chunk-rows", "--experts", "--topk", "--n"] {
+            assert!(Cli::try_parse_from(["x", flag, "0"]).is_err(), "{flag} 0");
+            assert!(Cli::try_parse_from(["x", flag, "2"]).is_ok(), "{flag} 2");
+        }
+    }
 }
