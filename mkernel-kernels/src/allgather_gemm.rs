@@ -4,7 +4,7 @@
 //! chunk, each chunk announced by an epoch-tagged arrival flag the peer's producer warps
 //! wait on (bounded) before loading rows that are not their own.
 //!
-//! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): the gathered A \[M, K\]
+//! The workspace is the fused all-reduce's ([`crate::gemm_allreduce::WorkspaceLayout`]): the gathered A \[M, K\]
 //! lives in the partial region (so M x K must fit `capacity_elems`), the arrival flags in
 //! the ready inboxes (one per chunk: at most `max_tiles` chunks a shard), and the exit flags,
 //! control block and status are shared with every other fused call (epochs are
@@ -19,7 +19,7 @@ use cudarc::driver::CudaStream;
 use crate::driver::{self, LaunchDims, Runtime, Swizzle, Tensor2d};
 use crate::error::{invalid, Result};
 use crate::gemm::{Epilogue, GemmShape, TileConfig};
-use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
+use crate::gemm_allreduce::RankBuffers;
 use crate::jit::KernelSource;
 use crate::params::{AllGatherParams, MAX_RANKS};
 
@@ -153,13 +153,7 @@ pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
 
 /// Every kernel of the catalog: each tile of [`tiles`] at world sizes 2..=[`MAX_RANKS`].
 pub fn catalog() -> Result<Vec<KernelSource>> {
-    let mut v = Vec::new();
-    for tile in tiles() {
-        for world in 2..=MAX_RANKS as u32 {
-            v.push(source(tile, world)?);
-        }
-    }
-    Ok(v)
+    crate::catalog::at_world_sizes_2_up(tiles(), source)
 }
 
 /// Checks a launch: the tile and world size have a kernel, M = world x S, K % 8 == 0 (16-byte
@@ -171,12 +165,7 @@ pub fn validate(shape: GemmShape, cfg: &AllGatherConfig, bufs: &RankBuffers) -> 
     let world = bufs.world;
     let l = bufs.layout;
     check_shape(shape, world, l.capacity_elems)?;
-    if bufs.rank >= world || world as u64 != bufs.layout.world {
-        return Err(invalid("rank", format!("rank {} of world {world} does not fit a workspace laid out for {} ranks", bufs.rank, bufs.layout.world)));
-    }
-    if WorkspaceLayout::new(l.capacity_elems, world).ok() != Some(l) {
-        return Err(invalid("layout", format!("must be what WorkspaceLayout::new makes for its capacity and world size, got {l:?}")));
-    }
+    bufs.check()?;
     check_tile(cfg.tile, shape.n)?;
     let s = shape.m / world;
     if cfg.chunk_rows == 0 || cfg.chunk_rows > s {
@@ -261,6 +250,7 @@ pub unsafe fn launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemm_allreduce::WorkspaceLayout;
 
     fn bufs(world: u32, capacity: u64) -> RankBuffers {
         RankBuffers { rank: world - 1, world, workspace: [0x1000_0000; MAX_RANKS], layout: WorkspaceLayout::new(capacity, world).unwrap(), status: 0x3000 }

@@ -64,6 +64,18 @@ pub fn all() -> Result<Vec<KernelSource>> {
     Ok(v)
 }
 
+/// The kernel of `source` for each tile of `tiles` at world sizes 2..=[`MAX_RANKS`] (the
+/// all-gather's and the MoE dispatch's catalogs).
+pub(crate) fn at_world_sizes_2_up(tiles: impl Iterator<Item = TileConfig>, source: fn(TileConfig, u32) -> Result<KernelSource>) -> Result<Vec<KernelSource>> {
+    let mut v = Vec::new();
+    for tile in tiles {
+        for world in 2..=MAX_RANKS as u32 {
+            v.push(source(tile, world)?);
+        }
+    }
+    Ok(v)
+}
+
 /// Outcome of compiling one instantiation.
 #[derive(Debug)]
 pub struct CompileReport {

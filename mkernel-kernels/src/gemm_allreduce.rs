@@ -1080,6 +1080,21 @@ pub struct RankBuffers {
 }
 
 impl RankBuffers {
+    /// Checks that the rank lies in the world and the layout is one [`WorkspaceLayout::new`]
+    /// makes for this world size (the fused kernels' own validations start here).
+    ///
+    /// Errors: `rank` (outside the world, or a layout for another world size), `layout`.
+    pub fn check(&self) -> Result<()> {
+        let (world, l) = (self.world, self.layout);
+        if self.rank >= world || world as u64 != l.world {
+            return Err(invalid("rank", format!("rank {} of world {world} does not fit a workspace laid out for {} ranks", self.rank, l.world)));
+        }
+        if WorkspaceLayout::new(l.capacity_elems, world).ok() != Some(l) {
+            return Err(invalid("layout", format!("must be what WorkspaceLayout::new makes for its capacity and world size, got {l:?}")));
+        }
+        Ok(())
+    }
+
     /// This rank's split workspace for the plain GEMM of [`CommPath::Local`]: the split
     /// scratch's fp32 slots and the layout's split counts (zeroed at allocation, left zero
     /// by every call). Only the local path (one rank, calls ordered by the communicator)

@@ -287,13 +287,7 @@ pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
 
 /// Every kernel of the catalog: each tile of [`tiles`] at world sizes 2..=[`MAX_RANKS`].
 pub fn catalog() -> Result<Vec<KernelSource>> {
-    let mut v = Vec::new();
-    for tile in tiles() {
-        for world in 2..=MAX_RANKS as u32 {
-            v.push(source(tile, world)?);
-        }
-    }
-    Ok(v)
+    crate::catalog::at_world_sizes_2_up(tiles(), source)
 }
 
 /// Checks a launch: the shape ([`check_shape`]), the tile, the rank and workspace, the CTA
@@ -306,12 +300,7 @@ pub fn validate(s: MoeShape, cfg: &MoeDispatchConfig, bufs: &RankBuffers) -> Res
     let world = bufs.world;
     let l = bufs.layout;
     check_shape(s, world)?;
-    if bufs.rank >= world || world as u64 != l.world {
-        return Err(invalid("rank", format!("rank {} of world {world} does not fit a workspace laid out for {} ranks", bufs.rank, l.world)));
-    }
-    if WorkspaceLayout::new(l.capacity_elems, world).ok() != Some(l) {
-        return Err(invalid("layout", format!("must be what WorkspaceLayout::new makes for its capacity and world size, got {l:?}")));
-    }
+    bufs.check()?;
     check_tile(cfg.tile, s.n)?;
     if cfg.push_ctas == 0 || cfg.push_ctas >= cfg.grid {
         return Err(invalid("push_ctas", format!("must be 1..grid (a compute CTA left), got {} of {}", cfg.push_ctas, cfg.grid)));
