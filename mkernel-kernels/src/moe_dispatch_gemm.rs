@@ -6,9 +6,9 @@
 //! segments while the tokens still arrive, each row block waiting (bounded) only for the
 //! chunks its rows meet.
 //!
-//! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): the receive buffer
-//! \[recv_capacity, K\] and after it every rank's token counts per expert live in the partial
-//! region (data); the arrival flags, the counts' flags and the routing's flags in the ready
+//! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): every rank's token counts
+//! per expert and then, at [`RECV_OFFSET`], the receive buffer \[recv_capacity, K\] live in the
+//! partial region (data); the arrival flags, the counts' flags and the routing's flags in the ready
 //! inboxes (which hold epochs only: other kernels compare their flags there with their own
 //! epochs, so no count may sit in them; the reduced inboxes are no place for them either, the
 //! epilogue path keeps split counters there: helper-103); the routing's histograms and send
@@ -180,42 +180,56 @@ pub fn check_shape(s: MoeShape, world: u32) -> Result<()> {
 }
 
 /// Bytes of the local scratch a call needs: histograms \[push_ctas\]\[experts\] and send
-/// lists \[experts\]\[tokens\] (u32 each).
+/// lists \[experts\]\[max_tokens\] (u32 each; by max_tokens, not the rank's own tokens, so
+/// that every rank of a collective plans alike: helper-104).
 pub fn scratch_bytes(s: MoeShape, push_ctas: u32) -> u64 {
-    4 * (push_ctas as u64 * s.experts as u64 + s.experts as u64 * s.tokens as u64)
+    4 * (push_ctas as u64 * s.experts as u64 + s.experts as u64 * s.max_tokens as u64)
 }
 
-/// Words after each rank's counts that every rank must agree on (`kMoeAgreeWords`: the
-/// chunk length, chunks per segment, receive capacity, K and experts of the call), sent with
-/// the counts and compared on the device ([`crate::params::WaitOp::RanksDisagree`]).
+/// Words every rank sends before its counts, which every rank must agree on
+/// (`kMoeAgreeWords`: the chunk length, max_tokens, receive capacity, K and experts of the
+/// call), compared on the device ([`crate::params::WaitOp::RanksDisagree`]).
 pub const AGREE_WORDS: u32 = 5;
 
-/// Offset of the token counts in a rank's workspace, bytes: right after its receive buffer
-/// of `recv_capacity` rows of K, 256-byte aligned; u32 \[MAX_RANKS\]\[[`AGREE_WORDS`]\] (each
-/// rank's arguments, at offsets no argument moves), then \[world\]\[experts\].
-pub fn counts_offset(recv_capacity: u32, k: u32) -> u64 {
-    (recv_capacity as u64 * k as u64 * 2).div_ceil(256) * 256
+/// Offset of the receive buffer in a rank's workspace (its partial region), bytes: after the
+/// token counts region, whose size no argument changes (u32 \[MAX_RANKS\]\[[`AGREE_WORDS`]\]
+/// each rank's arguments, then \[MAX_RANKS\]\[[`MAX_EXPERTS`]\] counts at most), so ranks
+/// that disagree on the capacity or K still find each other's words (helper-104).
+pub const RECV_OFFSET: u64 = (4 * (MAX_RANKS as u64 * AGREE_WORDS as u64 + MAX_RANKS as u64 * MAX_EXPERTS as u64)).div_ceil(256) * 256;
+
+/// Largest receive capacity and rows of stacked weights (local experts x N): TMA coordinates
+/// are signed 32-bit.
+pub const MAX_TMA_ROWS: u64 = (1 << 31) - 1;
+
+/// Elements a communicator's workspace (`CommConfig::max_output_elems`) must hold for a call
+/// with `recv_capacity` receive rows of K: the counts region and the receive buffer.
+pub fn workspace_elems_needed(recv_capacity: u32, k: u32) -> u64 {
+    (RECV_OFFSET + 2 * recv_capacity as u64 * k as u64).div_ceil(2)
 }
 
-/// The workspace rules of a call: the receive buffer (recv_capacity x K bf16) and the token
-/// counts ([`counts_offset`]) within the workspace's partial region; a rank's counts flag,
-/// arrival flags (local experts x chunks of max_tokens) and routing flags (2 per push CTA)
-/// within a ready-inbox row; the routing's scratch within the split scratch.
+/// The workspace rules of a call: the counts region and the receive buffer (recv_capacity x
+/// K bf16: [`workspace_elems_needed`]) within the workspace's partial region, the capacity and
+/// the stacked weights' rows (local experts x N) within TMA's signed 32-bit coordinates; a
+/// rank's counts flag, arrival flags (local experts x chunks of max_tokens) and routing flags
+/// (2 per push CTA) within a ready-inbox row; the routing's scratch within the split scratch.
 ///
-/// Errors: `recv_capacity`, `chunk_rows`, `push_ctas`, `shape` (the scratch), naming the
-/// workspace's size and how to grow it.
+/// Errors: `recv_capacity`, `shape` (the weights' rows, the scratch), `chunk_rows`,
+/// `push_ctas`, naming the workspace's size and how to grow it.
 pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout, world: u32) -> Result<()> {
-    let end = counts_offset(cfg.recv_capacity, s.k) + 4 * (MAX_RANKS as u64 * AGREE_WORDS as u64 + world as u64 * s.experts as u64);
-    if end > 2 * l.capacity_elems {
+    if cfg.recv_capacity as u64 > MAX_TMA_ROWS {
+        return Err(invalid("recv_capacity", format!("must be below 2^31 rows (TMA coordinates), got {}", cfg.recv_capacity)));
+    }
+    let w_rows = s.local_experts(world) as u64 * s.n as u64;
+    if w_rows > MAX_TMA_ROWS {
+        return Err(invalid("shape", format!("the stacked weights' rows, local experts x N = {w_rows}, must be below 2^31 (TMA coordinates)")));
+    }
+    let need = workspace_elems_needed(cfg.recv_capacity, s.k);
+    if need > l.capacity_elems {
         return Err(invalid(
             "recv_capacity",
             format!(
-                "the receive buffer, {} rows x K {} bf16, with the token counts takes {end} bytes, more than the communicator workspace ({} elements, {} bytes); create it with max_output_elems >= {}, or lower recv_capacity",
-                cfg.recv_capacity,
-                s.k,
-                l.capacity_elems,
-                2 * l.capacity_elems,
-                end.div_ceil(2)
+                "the receive buffer, {} rows x K {} bf16, with the token counts needs a workspace of {need} elements, more than the communicator's {}; create it with max_output_elems >= {need}, or lower recv_capacity",
+                cfg.recv_capacity, s.k, l.capacity_elems
             ),
         ));
     }
@@ -229,14 +243,14 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout,
             format!("{flags} arrival flags, a counts flag and {} routing flags for {} push CTAs exceed the workspace's {} flags a rank", 2 * cfg.push_ctas as u64, cfg.push_ctas, l.max_tiles),
         ));
     }
-    let need = scratch_bytes(s, cfg.push_ctas);
-    if need > l.split_bytes() {
+    let scratch = scratch_bytes(s, cfg.push_ctas);
+    if scratch > l.split_bytes() {
         return Err(invalid(
             "shape",
             format!(
-                "the routing's send lists, experts x tokens ({} x {}) u32 with the histograms, take {need} bytes, more than the workspace's {} bytes of scratch; split the tokens over more calls",
+                "the routing's send lists, experts x max_tokens ({} x {}) u32 with the histograms, take {scratch} bytes, more than the workspace's {} bytes of scratch; split the tokens over more calls",
                 s.experts,
-                s.tokens,
+                s.max_tokens,
                 l.split_bytes()
             ),
         ));
@@ -345,7 +359,7 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: MoeBuffers, s: M
     let me = bufs.rank as usize;
     let el = s.local_experts(world);
     let k = s.k as u64;
-    let recv = Tensor2d { ptr: bufs.workspace[me] + l.partial_offset(), rows: cfg.recv_capacity as u64, cols: k, row_stride_bytes: 2 * k };
+    let recv = Tensor2d { ptr: bufs.workspace[me] + l.partial_offset() + RECV_OFFSET, rows: cfg.recv_capacity as u64, cols: k, row_stride_bytes: 2 * k };
     let tma_a = driver::tma_2d_bf16(recv, cfg.tile.bm, cfg.tile.bk, Swizzle::B128, "workspace")?;
     let w = Tensor2d { ptr: b.weights, rows: el as u64 * s.n as u64, cols: k, row_stride_bytes: 2 * k };
     let tma_b = driver::tma_2d_bf16(w, cfg.tile.bn, cfg.tile.bk, Swizzle::B128, "weights")?;
@@ -375,13 +389,14 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: MoeBuffers, s: M
         num_comm_ctas: cfg.push_ctas,
         flag_stride: l.max_tiles as u32,
         routing_flags_at: 1 + arrival_flags(s, cfg.chunk_rows, world) as u32,
+        max_tokens: s.max_tokens,
         timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
         ..Default::default()
     };
     for q in 0..world as usize {
         let base = bufs.workspace[q];
-        p.recv[q] = base + l.partial_offset();
-        p.counts[q] = base + l.partial_offset() + counts_offset(cfg.recv_capacity, s.k);
+        p.counts[q] = base + l.partial_offset();
+        p.recv[q] = base + l.partial_offset() + RECV_OFFSET;
         p.arrived[q] = base + l.ready_offset();
         p.exit_flags[q] = base + l.exit_offset();
     }

@@ -238,6 +238,8 @@ pub struct MoeDispatchParams {
     pub num_comm_ctas: u32,
     pub flag_stride: u32,
     pub routing_flags_at: u32,
+    pub max_tokens: u32,
+    pub pad0: u32,
     pub timeout_ns: u64,
 }
 
@@ -464,7 +466,7 @@ pub fn layout_check_source() -> String {
         control, status, m, n, k, rank, shard_rows, chunk_rows, num_comm_ctas, flag_stride, timeout_ns));
     lines.extend(crate::layout_asserts!(MoeDispatchParams; tma_a, tma_b, tma_c, x, expert_ids, out, dest_rows, layout, recv, arrived,
         counts, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
-        chunk_rows, seg_chunks, num_comm_ctas, flag_stride, routing_flags_at, timeout_ns));
+        chunk_rows, seg_chunks, num_comm_ctas, flag_stride, routing_flags_at, max_tokens, pad0, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, input_error_epoch));

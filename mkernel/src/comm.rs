@@ -37,7 +37,10 @@ pub struct CommConfig {
     /// rank: 2 bytes per element plus flags, plus the split last wave's fp32 slots, up to
     /// 32 MiB or 16 bytes per element if less, and 16 KiB of split counts:
     /// `WorkspaceLayout::bytes`); 1..=2^37 elements, default 2^27 (16384 x 8192: 320 MiB
-    /// per rank with 2 ranks). A call with a larger M * N is refused.
+    /// per rank with 2 ranks). A call with a larger M * N is refused. The all-gather + GEMM
+    /// keeps its gathered A (M x K) there, and the MoE dispatch its receive buffer
+    /// (recv_capacity x K, with the token counts:
+    /// `mkernel::moe_workspace_elems_needed`), which must fit too.
     pub max_output_elems: u64,
     /// Bound on each bootstrap step in [`Communicator::from_env`]; 1 ms to 1 day,
     /// default 60 s.
@@ -528,7 +531,7 @@ impl Communicator {
                     s.input_expected
                 ),
                 Some(WaitOp::RanksDisagree) => {
-                    let what = ["chunk_rows", "chunks per segment (max_tokens / chunk_rows)", "recv_capacity", "K", "experts"];
+                    let what = ["chunk_rows", "max_tokens", "recv_capacity", "K", "experts"];
                     format!(
                         "rank {} called with {} = {}, this rank with {}: every rank must pass the same chunk_rows, max_tokens, recv_capacity, K and experts; no rank pushed or computed",
                         s.input_peer,

@@ -15,9 +15,9 @@
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
 //! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).
-//! Calls are stream-ordered and return once the work is enqueued; errors found on the
-//! device (a peer that never arrived, an MoE dispatch's bad expert id) are returned by [`Communicator::synchronize`] and
-//! by the next call.
+//! Calls are stream-ordered and return once the work is enqueued; a wait the device gave up
+//! (a peer that never arrived) is returned by [`Communicator::synchronize`] and by the next
+//! call; bad input found on the device (an MoE dispatch's expert ids) by `synchronize` only.
 
 #![warn(missing_docs)]
 
@@ -43,7 +43,7 @@ pub use gemm::{gemm, gemm_with_workspace, plan_gemm, release_gemm_workspaces, Ge
 pub use gemm_allreduce::{plan_gemm_allreduce, GemmAllReduceOptions, PlanContext, MAX_PLAN_GRID};
 pub use gemm_reduce_scatter::plan_gemm_reduce_scatter;
 pub use host_gate::HostGate;
-pub use mkernel_kernels::moe_dispatch_gemm::{MoeDispatchConfig, MoeShape};
+pub use mkernel_kernels::moe_dispatch_gemm::{workspace_elems_needed as moe_workspace_elems_needed, MoeDispatchConfig, MoeShape};
 pub use moe_dispatch_gemm::{layout_words as moe_layout_words, plan_moe_dispatch_gemm, MoeDispatchGemmOptions};
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
 pub use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedConfig, LastWaveSplit};

@@ -42,8 +42,9 @@ pub struct MoeDispatchGemmOptions {
     /// CTAs that route and push this rank's tokens (below the grid). None:
     /// [`DEFAULT_PUSH_CTAS`], at most half the rank's CTAs.
     pub push_ctas: Option<u32>,
-    /// Tokens of a (source rank, expert) segment per arrival flag (>= 1). None:
-    /// [`default_chunk_rows`] (512 KiB of token rows, at least 16 tokens).
+    /// Tokens of a (source rank, expert) segment per arrival flag (>= 1; more than max_tokens
+    /// means one chunk a segment). None: [`default_chunk_rows`] (512 KiB of token rows, at
+    /// least 16 tokens), at most max_tokens.
     pub chunk_rows: Option<u32>,
     /// Rows of every rank's receive buffer and `out` (a positive multiple of
     /// [`SEGMENT_ALIGN`]). None: [`MoeShape::worst_case_recv_rows`], which holds any
@@ -64,17 +65,19 @@ pub fn layout_words(local_experts: u32, world: u32) -> usize {
 ///
 /// Errors: a context no communicator has (`ctx`); the shape rules of
 /// [`mkernel_kernels::moe_dispatch_gemm::check_shape`] (`world_size`, `shape`); a tile
-/// without a kernel (`tile`); push CTAs that are 0 or leave no compute CTA (`push_ctas`);
-/// 0 chunk rows (`chunk_rows`); a receive capacity that is not a positive multiple of 128
-/// rows, or whose buffer (rows x K) exceeds the workspace (`recv_capacity`); more arrival
-/// flags or scratch than the workspace has (`chunk_rows`, `shape`).
+/// without a kernel (`tile`); push CTAs that are 0 or leave no compute CTA, or whose routing
+/// flags do not fit the inbox (`push_ctas`); 0 chunk rows (`chunk_rows`); a receive capacity
+/// that is not a positive multiple of 128 rows, from 2^31 rows, or whose buffer with the
+/// token counts exceeds the workspace (`recv_capacity`: the communicator needs
+/// `CommConfig::max_output_elems` >=
+/// [`mkernel::moe_workspace_elems_needed`]); more arrival flags or
+/// scratch than the workspace has, or stacked weights (local experts x N) from 2^31 rows
+/// (`chunk_rows`, `shape`). Every rank of a collective gets the same answer (the plan does
+/// not depend on a rank's own token count).
 pub fn plan_moe_dispatch_gemm(shape: MoeShape, opts: MoeDispatchGemmOptions, ctx: PlanContext) -> Result<MoeDispatchConfig> {
     ctx.check()?;
     let world = ctx.world_size;
     mkernel_kernels::moe_dispatch_gemm::check_shape(shape, world)?;
-    if ctx.grid < 2 {
-        return Err(invalid("ctx", format!("the MoE dispatch + GEMM needs at least 2 CTAs (one to push, one to compute); the rank has {}", ctx.grid)));
-    }
     let push_ctas = match opts.push_ctas {
         Some(c) if c == 0 || c >= ctx.grid => {
             return Err(invalid("push_ctas", format!("must be 1..{} (a compute CTA left of the rank's {}), got {c}", ctx.grid, ctx.grid)));
@@ -92,8 +95,9 @@ pub fn plan_moe_dispatch_gemm(shape: MoeShape, opts: MoeDispatchGemmOptions, ctx
     };
     let chunk_rows = match opts.chunk_rows {
         Some(0) => return Err(invalid("chunk_rows", "must be at least 1")),
-        Some(c) => c,
-        None => default_chunk_rows(shape.k),
+        // (a chunk is at most a segment of max_tokens: asking for more is asking for one chunk)
+        Some(c) => c.min(shape.max_tokens.max(1)),
+        None => default_chunk_rows(shape.k).min(shape.max_tokens.max(1)),
     };
     let recv_capacity = match opts.recv_capacity {
         Some(c) if c == 0 || c % SEGMENT_ALIGN != 0 => {
@@ -147,7 +151,9 @@ impl Communicator {
     /// - `out` \[recv_capacity, N\] bf16 (written): the products, in the layout of the module
     ///   documentation;
     /// - `dest_rows` \[tokens, topk\] u32 (written): the row of `out` on the expert's rank
-    ///   that holds each (token, k), u32::MAX where its id was -1 or bad;
+    ///   that holds each (token, k), u32::MAX where its id was -1 or bad (all of them where
+    ///   the call was skipped for a capacity or a disagreement; after a timeout, or behind
+    ///   one, neither this nor `layout` is written);
     /// - `layout` \[[`layout_words`]\] u32 (written): local expert e's first row of `out`
     ///   (\[e\]), the rows in use (\[El\]), then the tokens received from rank s for expert e
     ///   (\[El + 1 + e world + s\]).
@@ -184,10 +190,11 @@ impl Communicator {
         let world = self.world_size();
         let el = shape.local_experts(world) as usize;
         let (t, k, n, topk) = (shape.tokens as usize, shape.k as usize, shape.n as usize, shape.topk as usize);
+        let weights_len = el.checked_mul(n).and_then(|x| x.checked_mul(k)).ok_or_else(|| invalid("weights", "[experts / world, N, K] overflows usize".to_string()))?;
         for (arg, len, want, what) in [
             ("x", x.len(), t * k, "[tokens, K]"),
             ("expert_ids", expert_ids.len(), t * topk, "[tokens, topk]"),
-            ("weights", weights.len(), el * n * k, "[experts / world, N, K]"),
+            ("weights", weights.len(), weights_len, "[experts / world, N, K]"),
             ("out", out.len(), cfg.recv_capacity as usize * n, "[recv_capacity, N]"),
             ("dest_rows", dest_rows.len(), t * topk, "[tokens, topk]"),
             ("layout", layout.len(), layout_words(el as u32, world), "[El + 1 + El x world]"),
@@ -274,6 +281,33 @@ mod tests {
         let e = err(shape(), MoeDispatchGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE_C2), ..d }, c);
         assert!(e.contains("`tile`") && e.contains("128x256"), "{e}");
         assert!(err(shape(), d, PlanContext { grid: 1, ..c }).contains("`ctx`"));
+    }
+
+    /// helper-104's cases: a rank's own token count does not change the plan (a collective);
+    /// chunks longer than max_tokens are one chunk a segment (a device-side u32 wrap); sizes
+    /// past TMA's coordinates or u64 arithmetic are refused, not overflowed.
+    #[test]
+    fn plans_are_collective_and_extremes_are_refused() {
+        let d = MoeDispatchGemmOptions::default();
+        let c = ctx(2, 132, 1 << 28);
+        let s = MoeShape { max_tokens: 40000, experts: 256, topk: 8, n: 512, k: 256, ..shape() };
+        let plans: Vec<_> = [0, 1, 30000, 40000].iter().map(|&t| plan_moe_dispatch_gemm(MoeShape { tokens: t, ..s }, d, c).map_err(|e| e.to_string())).collect();
+        assert!(plans.windows(2).all(|w| w[0] == w[1]), "{plans:?}");
+        for ch in [40000, 40001, u32::MAX] {
+            let p = plan_moe_dispatch_gemm(shape(), MoeDispatchGemmOptions { chunk_rows: Some(ch), ..d }, ctx(2, 132, 1 << 26)).unwrap();
+            assert_eq!(p.chunk_rows, 4096, "{ch}");
+        }
+        let e = plan_moe_dispatch_gemm(MoeShape { k: 4294967288, ..shape() }, d, ctx(2, 132, 1 << 37)).unwrap_err().to_string();
+        assert!(e.contains("`recv_capacity`") || e.contains("`shape`"), "{e}");
+        let e = plan_moe_dispatch_gemm(shape(), MoeDispatchGemmOptions { recv_capacity: Some(1 << 31), ..d }, ctx(2, 132, 1 << 37)).unwrap_err().to_string();
+        assert!(e.contains("`recv_capacity`") && e.contains("2^31"), "{e}");
+        let e = plan_moe_dispatch_gemm(MoeShape { n: 1 << 30, ..shape() }, d, ctx(2, 132, 1 << 37)).unwrap_err().to_string();
+        assert!(e.contains("stacked weights") && e.contains("2^31"), "{e}");
+        // The workspace a plan asks for is what the error names.
+        let need = crate::moe_workspace_elems_needed(16896, 2048);
+        assert!(plan_moe_dispatch_gemm(shape(), d, ctx(2, 132, need)).is_ok());
+        let e = plan_moe_dispatch_gemm(shape(), d, ctx(2, 132, need - 1)).unwrap_err().to_string();
+        assert!(e.contains(&format!("max_output_elems >= {need}")), "{e}");
     }
 
     #[test]

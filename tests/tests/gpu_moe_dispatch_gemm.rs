@@ -350,6 +350,24 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
         assert!(matches!(e, Error::DeviceInput { .. }) && e.to_string().contains(&format!("rank {} called with chunk_rows = {}", 1 - r, 17 - r)), "{e}");
     }
     round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), d);
+    // Ranks that disagree on max_tokens (and so on the default capacity: the counts region
+    // sits where no argument moves it, helper-104), twice so that the second call could
+    // read the first one's words if it were not.
+    for _ in 0..2 {
+        let x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
+        let mut bs = upload(&g, MoeShape { max_tokens: 300, ..s }, &x, g.comms[0].plan_moe_dispatch_gemm(MoeShape { max_tokens: 300, ..s }, d).unwrap().recv_capacity);
+        let o = MoeDispatchGemmOptions { chunk_rows: Some(16), ..d };
+        for (r, b) in bs.iter_mut().enumerate() {
+            let sr = MoeShape { tokens: 200, max_tokens: 200 + 100 * r as u32, ..s };
+            g.comms[r].moe_dispatch_gemm(&g.streams[r], &b.x, &b.ids, &b.w, &mut b.out, &mut b.dest, &mut b.layout, sr, o).unwrap();
+        }
+        for r in 0..2 {
+            let e = g.comms[r].synchronize(&g.streams[r]).unwrap_err();
+            let want = format!("rank {} called with max_tokens = {}", 1 - r, 300 - 100 * r);
+            assert!(matches!(e, Error::DeviceInput { .. }) && e.to_string().contains(&want), "{e}");
+        }
+    }
+    round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), d);
     // All 400 tokens x 2 to rank 0's two experts need 2 x 512 rows; capacity 256.
     let x = inputs(2, s, &[200, 200], Routing::AllToRankZero, check::fresh_seed());
     let small = MoeDispatchGemmOptions { recv_capacity: Some(256), ..d };

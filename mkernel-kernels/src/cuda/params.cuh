@@ -134,12 +134,12 @@ struct MoeDispatchParams {
                                        // counts written, [from][1 + e * seg_chunks + c] chunk arrived; own
                                        // row [rank][routing_flags_at + b], [.. + P + b]: push CTA b's
                                        // histogram, send list (local)
-  u64 counts[MKERNEL_MAX_RANKS];       // per rank (data, after the receive buffer): u32 [MKERNEL_MAX_RANKS]
+  u64 counts[MKERNEL_MAX_RANKS];       // per rank (data, the partial region's start): u32 [MKERNEL_MAX_RANKS]
                                        // [kMoeAgreeWords] each rank's collective arguments, then [world]
                                        // [experts]: [from][g] = from's tokens for g
   u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
   u64 scratch;                         // local u32 data: [push_ctas][experts] histograms, then
-                                       // [experts][tokens] send lists
+                                       // [experts][max_tokens] send lists
   u64 control;                         // local ControlBlock
   u64 status;                          // host-mapped KernelStatus
   u32 tokens;                          // this rank's tokens (may differ between ranks; <= max_tokens)
@@ -154,6 +154,8 @@ struct MoeDispatchParams {
   u32 num_comm_ctas;                   // the first num_comm_ctas CTAs route and push, the rest compute
   u32 flag_stride;                     // u32 per inbox row (>= routing_flags_at + 2 num_comm_ctas)
   u32 routing_flags_at;                // 1 + local_experts * seg_chunks
+  u32 max_tokens;                      // the most tokens any rank has (the same on every rank)
+  u32 pad0;
   u64 timeout_ns;
 };
 

@@ -51,7 +51,8 @@ pub struct MoeArgs {
     /// Hidden size (K, a multiple of 8), overriding each shape's.
     #[arg(long, value_parser = clap::value_parser!(u32).range(8..))]
     pub k: Option<u32>,
-    /// Force the GEMM tile (a catalog name: one of mkernel_kernels::moe_dispatch_gemm::tiles).
+    /// Force the GEMM tile: wide, narrow, wide-tma-store, narrow-tma-store or
+    /// m64-wide-tma-store (mkernel_kernels::moe_dispatch_gemm::tiles).
     #[arg(long)]
     pub tile: Option<String>,
     /// Push CTAs per rank (default: MoeDispatchGemmOptions's).
@@ -151,11 +152,12 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         })
         .collect();
     let opts = MoeDispatchGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, ..Default::default() };
-    // The workspace: the largest worst-case receive buffer (rows x K) of the list, and its counts.
+    // The workspace: the largest worst-case receive buffer (rows x K) of the list, with the counts.
     let mut max = 1u64;
     for (label, s) in &list {
+        mkernel_kernels::moe_dispatch_gemm::check_shape(*s, world as u32).map_err(|e| usage(format!("{label}: {e}")))?;
         let rows = s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
-        max = max.max(rows as u64 * s.k as u64 + 4096);
+        max = max.max(mkernel_kernels::moe_dispatch_gemm::workspace_elems_needed(rows, s.k));
     }
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
     let mut plans = Vec::new();

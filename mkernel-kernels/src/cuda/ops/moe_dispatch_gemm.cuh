@@ -56,7 +56,7 @@ constexpr u32 kMoeEndsPerLane = kMoeMaxLocalExperts / 32;
 __device__ __forceinline__ u32 moe_align(u32 rows) { return (rows + kMoeSegmentAlign - 1) / kMoeSegmentAlign * kMoeSegmentAlign; }
 
 // The local scratch (u32 data, no flags: it is the split slots' region): histograms
-// [P][E], then send lists [E][tokens] (entry index t * topk + k, in token order). Every flag
+// [P][E], then send lists [E][max_tokens] (entry index t * topk + k, in token order). Every flag
 // is an epoch in the ready inbox (`arrived`, which holds nothing but epochs: other kernels
 // compare their flags there with their own epochs, so no count may sit in it, nor in the
 // reduced inbox, where the epilogue path keeps split counters): row `from`'s word 0 is from's
@@ -77,12 +77,14 @@ struct MoeScratch {
 };
 
 // Words every rank sends before its counts, which every rank must agree on (a collective's
-// arguments, which the host cannot compare across ranks): chunk_rows, seg_chunks,
-// recv_capacity, K, E. Rank q's counts region: [MKERNEL_MAX_RANKS][kMoeAgreeWords] of these
-// (fixed offsets: a rank with another E still finds them), then [world][E] counts.
+// arguments, which the host cannot compare across ranks): chunk_rows, max_tokens,
+// recv_capacity, K, E. Rank q's counts region starts its workspace's partial region (an
+// offset no argument moves: helper-104): [MKERNEL_MAX_RANKS][kMoeAgreeWords] of these (a
+// rank with another E still finds them), then [world][E] counts; the receive buffer follows
+// at a fixed offset too (mkernel_kernels::moe_dispatch_gemm::RECV_OFFSET).
 constexpr u32 kMoeAgreeWords = 5;
 __device__ __forceinline__ u32 moe_agree_word(const MoeDispatchParams& p, u32 i) {
-  const u32 w[kMoeAgreeWords] = {p.chunk_rows, p.seg_chunks, p.recv_capacity, p.k, p.experts};
+  const u32 w[kMoeAgreeWords] = {p.chunk_rows, p.max_tokens, p.recv_capacity, p.k, p.experts};
   return w[i];
 }
 
@@ -178,7 +180,7 @@ __device__ bool moe_route(const MoeDispatchParams& p, const WaitContext& ctx, co
     if (g != ~0u) {
       u32 slot = base[g] + before;
       for (u32 w = 0; w < warp; ++w) slot += wcnt[w * E + g];
-      sc.send_list[(u64)g * p.tokens + slot] = i;
+      sc.send_list[(u64)g * p.max_tokens + slot] = i;
     }
     __syncthreads();
     if (g != ~0u && leader) {
@@ -325,7 +327,7 @@ __device__ void moe_push(const MoeDispatchParams& p, const WaitContext& ctx, con
     }
   }
   // The items: this rank's chunks per expert, in push order, then their prefix.
-  for (u32 o = threadIdx.x; o < E; o += blockDim.x) item_start[o] = (mine[(o % WORLD) * El + o / WORLD] + ch - 1) / ch;
+  for (u32 o = threadIdx.x; o < E; o += blockDim.x) item_start[o] = (u32)(((u64)mine[(o % WORLD) * El + o / WORLD] + ch - 1) / ch);
   __syncthreads();
   moe_block_scan(item_start, E, tmp);
   const u32 items = item_start[E];
@@ -340,7 +342,7 @@ __device__ void moe_push(const MoeDispatchParams& p, const WaitContext& ctx, con
     }
     const u32 o = lo, q = o % WORLD, e = o / WORLD, g = q * El + e, c = item - item_start[o];
     const u32 r0 = c * ch, rows = min(ch, mine[g] - r0);
-    const u32* list = sc.send_list + (u64)g * p.tokens + r0;
+    const u32* list = sc.send_list + (u64)g * p.max_tokens + r0;
     uint4* dst = reinterpret_cast<uint4*>(p.recv[q]) + (u64)(seg_base[g] + r0) * row_vecs;
     const uint4* src = reinterpret_cast<const uint4*>(p.x);
     // A warp a token row (no division per vector: run 426's loop divided a 64-bit index by
@@ -462,7 +464,7 @@ struct MoeGatherA {
     for (u32 s = 0; ok && s < WORLD; ++s) {
       const u32 cnt = moe_counts_row(*p, p->rank, s)[g];
       const u32 r0 = max(a_row, lo), r1 = min(a_row + Cfg::BM, lo + cnt);
-      for (u32 c = (r0 - lo) / ch + lane; ok && r0 < r1 && c * ch < r1 - lo; c += 32) {
+      for (u32 c = (r0 - lo) / ch + lane; ok && r0 < r1 && (u64)c * ch < r1 - lo; c += 32) {
         const u64 spent = globaltimer_ns() - start;
         left.timeout_ns = spent < ctx->timeout_ns ? ctx->timeout_ns - spent : 1;
         ok = wait_flag_eq(moe_arrival_flag(*p, p->rank, s, e, c), ctx->epoch, left, WaitOp::PeerTokensArrived, s, e * p->seg_chunks + c,
