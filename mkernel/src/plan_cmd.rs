@@ -26,6 +26,10 @@ pub enum PlanCmd {
     /// The fused all-gather + GEMM (`Communicator::allgather_gemm`; M all ranks' rows): tile,
     /// push and compute CTAs, chunk rows (bench allgather-gemm's list).
     AllgatherGemm(PlanAgArgs),
+    /// The fused MoE dispatch + grouped GEMM (`Communicator::moe_dispatch_gemm`): tile, push and
+    /// compute CTAs, chunk tokens, receive capacity and the workspace it needs (bench
+    /// moe-dispatch-gemm's shapes; M: the rows a rank gets from an even routing, tokens x topk).
+    MoeDispatchGemm(PlanMoeArgs),
 }
 
 /// The flags every plan takes: the machine's SMs and which shapes, printed how.
@@ -81,6 +85,57 @@ pub struct PlanAgArgs {
     /// rows: one chunk a shard).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub chunk_rows: Option<u32>,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct PlanMoeArgs {
+    /// SMs per GPU, 2 to 65536; with --gpu-shared each rank's share (default 132 / --world-size);
+    /// else 132 by default.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
+    pub sms: Option<u32>,
+    /// Plan only the shapes whose label contains this text, case-sensitive.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Print one JSON object instead of the text (as the other plans).
+    #[arg(long)]
+    pub json: bool,
+    /// Ranks of the communicator, 2 to 8.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=8))]
+    pub world_size: u32,
+    /// Some GPU holds more than one rank (--sms is then each rank's share).
+    #[arg(long)]
+    pub gpu_shared: bool,
+    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): holds the receive
+    /// buffer (recv_capacity x K) and the token counts.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
+    pub max_output_elems: Option<u64>,
+    /// Tokens per rank (and max_tokens), overriding the shapes' 4096.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub tokens: Option<u32>,
+    /// Experts of all ranks, overriding each shape's.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub experts: Option<u32>,
+    /// Experts per token, overriding each shape's.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub topk: Option<u32>,
+    /// Output columns (N), overriding each shape's.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub n: Option<u32>,
+    /// Hidden size (K), overriding each shape's.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub k: Option<u32>,
+    /// Force a tile: wide, narrow, wide-tma-store, narrow-tma-store or m64-wide-tma-store.
+    #[arg(long)]
+    pub tile: Option<String>,
+    /// Force the push CTAs per rank (1 to --sms - 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub push_ctas: Option<u32>,
+    /// Force the tokens per arrival flag (at least 1; more than max_tokens: one chunk a segment).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub chunk_rows: Option<u32>,
+    /// Force the receive capacity, rows (a positive multiple of 128; default: the worst case).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub recv_capacity: Option<u32>,
 }
 
 /// Options plan gemm, gemm-allreduce and gemm-reduce-scatter take.
@@ -243,6 +298,7 @@ pub fn run(cmd: PlanCmd) -> BenchResult<()> {
         PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.inputs.json),
         PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.inputs.json),
         PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.inputs.json),
+        PlanCmd::MoeDispatchGemm(a) => (plan_moe_rows(&a)?, a.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
     // (a reader that stops early, `| head`, is not an error)
@@ -547,6 +603,78 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     Ok(PlanOutput { context, plans })
 }
 
+fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
+    let tile = bench::parse_tile(a.tile.as_deref(), false)?;
+    let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
+    let sms = plan_sms(a.sms, a.gpu_shared, a.world_size);
+    let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+    let opts = mkernel::MoeDispatchGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows, recv_capacity: a.recv_capacity };
+    let world = a.world_size;
+    let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
+        let cfg = mkernel::plan_moe_dispatch_gemm(s, opts, ctx)?;
+        let tiles = cfg.tile.tiles(even.m, even.n);
+        let compute = cfg.grid - cfg.push_ctas;
+        Ok(Planned {
+            tile: cfg.tile.name(),
+            split_slices: 1,
+            tiles,
+            grid: cfg.grid,
+            path: None,
+            comm_ctas: Some(cfg.push_ctas),
+            tail_ctas: None,
+            config: format!(
+                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves",
+                mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
+                even.m,
+                tiles as f64 / compute.max(1) as f64
+            ),
+            floor_compute_us: bench::floors::compute_us(even),
+            floor_hbm_us: None,
+            floor_link_us: Some(bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world)),
+        })
+    };
+    let mut plans = Vec::new();
+    for (label, s) in bench::moe_shapes(a.tokens.unwrap_or(4096)) {
+        let s = mkernel::MoeShape {
+            experts: a.experts.unwrap_or(s.experts),
+            topk: a.topk.unwrap_or(s.topk),
+            n: a.n.unwrap_or(s.n),
+            k: a.k.unwrap_or(s.k),
+            ..s
+        };
+        let label = format!("{label} ({} tokens, {} experts, top-{})", s.tokens, s.experts, s.topk);
+        if a.filter.as_deref().is_some_and(|f| !label.contains(f)) {
+            continue;
+        }
+        // (M: the rows a rank receives when every expert gets its share)
+        let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
+        plans.push(row(label, even, plan(s, even)));
+    }
+    if plans.is_empty() {
+        return Err(usage("no shape left to plan (--filter)".to_string()));
+    }
+    let context = PlanContextRow {
+        op: "moe-dispatch-gemm",
+        sms,
+        world_size: Some(world),
+        gpu_shared: Some(a.gpu_shared),
+        max_output_elems: Some(max_output_elems),
+        workspace_bytes: None,
+        overrides: overrides(&[
+            ("--tokens", a.tokens.map(|v| v.to_string())),
+            ("--experts", a.experts.map(|v| v.to_string())),
+            ("--topk", a.topk.map(|v| v.to_string())),
+            ("--n", a.n.map(|v| v.to_string())),
+            ("--k", a.k.map(|v| v.to_string())),
+            ("--tile", a.tile.clone()),
+            ("--push-ctas", a.push_ctas.map(|v| v.to_string())),
+            ("--chunk-rows", a.chunk_rows.map(|v| v.to_string())),
+            ("--recv-capacity", a.recv_capacity.map(|v| v.to_string())),
+        ]),
+    };
+    Ok(PlanOutput { context, plans })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -565,7 +693,38 @@ mod tests {
             PlanCmd::GemmAllreduce(a) => plan_fused_rows(&a, Collective::AllReduce),
             PlanCmd::GemmReduceScatter(a) => plan_fused_rows(&a, Collective::ReduceScatter),
             PlanCmd::AllgatherGemm(a) => plan_allgather_rows(&a),
+            PlanCmd::MoeDispatchGemm(a) => plan_moe_rows(&a),
         }
+    }
+
+    /// plan moe-dispatch-gemm: the bench's shapes planned as the call would (the workspace
+    /// each needs named; the default communicator's is too small for 256 experts at 4096
+    /// tokens, refused naming the size to create it with), the overrides taken or refused by
+    /// name, and an even routing's rows and link floor.
+    #[test]
+    fn moe_plans_and_refusals() {
+        let planned = rows(&["moe-dispatch-gemm", "--max-output-elems", "1000000000"]).unwrap();
+        assert_eq!(planned.len(), bench::moe_shapes(4096).len());
+        for (r, p) in &planned {
+            assert!(p.config.contains("workspace >= ") && p.floor_link_us.is_some_and(|l| l > 0.0), "{r:?} {p:?}");
+        }
+        let (mixtral, p) = &planned[0];
+        assert_eq!((mixtral.m, mixtral.n, mixtral.k), (8192, 28672, 4096));
+        // (8192 rows of 8 KiB, half of them to the other rank, over 394 GB/s: ~85 us)
+        let link = bench::floors::moe_dispatch_link_us(4096, 2, 4096, 2);
+        assert_eq!(p.floor_link_us, Some(link));
+        assert!((link - 4096.0 * 2.0 * 4096.0 * 2.0 / 2.0 / 394e9 * 1e6).abs() < 1e-9, "{link}");
+        let out = output(&["moe-dispatch-gemm"]).unwrap();
+        let refused: Vec<_> = out.plans.iter().filter(|r| r.refused.is_some()).collect();
+        assert!(refused.iter().all(|r| r.refused.as_ref().unwrap().contains("max_output_elems >= ")), "{refused:?}");
+        let out = output(&["moe-dispatch-gemm", "--experts", "7", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().unwrap().contains("experts must be"), "{out:?}");
+        let out = output(&["moe-dispatch-gemm", "--tokens", "64", "--recv-capacity", "100", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().unwrap().contains("`recv_capacity`"), "{out:?}");
+        let out = output(&["moe-dispatch-gemm", "--tokens", "64", "--tile", "wide-tma-store-c2", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().unwrap().contains("`tile`"), "{out:?}");
+        assert!(output(&["moe-dispatch-gemm", "--filter", "nothing"]).is_err());
+        assert!(output(&["moe-dispatch-gemm", "--world-size", "1"]).is_err());
     }
 
     /// plan allgather-gemm: the bench's list planned as the call would, the link floor one

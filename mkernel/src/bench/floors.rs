@@ -54,6 +54,17 @@ pub fn allgather_link_us(s: GemmShape, world: u32) -> f64 {
     bytes / (LINK_GBPS * 1e9) * 1e6
 }
 
+/// The bytes one rank sends in an MoE dispatch of `tokens` tokens of K (bf16) to `topk`
+/// experts each, spread evenly over `world` ranks' experts: the (world - 1) / world of its
+/// routed rows that go to other ranks, at [`LINK_GBPS`], microseconds; 0 for one rank.
+pub fn moe_dispatch_link_us(tokens: u32, topk: u32, k: u32, world: u32) -> f64 {
+    if world < 2 {
+        return 0.0;
+    }
+    let bytes = tokens as f64 * topk as f64 * k as f64 * 2.0 * (world - 1) as f64 / world as f64;
+    bytes / (LINK_GBPS * 1e9) * 1e6
+}
+
 /// The link floor of a fused call ending with `collective`.
 pub fn link_us(s: GemmShape, world: u32, collective: mkernel::Collective) -> f64 {
     match collective {
