@@ -124,6 +124,15 @@ fn nccl_err(call: &'static str) -> impl Fn(cudarc::nccl::result::NcclError) -> E
     move |e| Error::Nccl { call, detail: format!("{e:?}") }
 }
 
+/// One rank's blocks of [`Nccl::exchange_blocks`]: (peer, first element, elements) each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct P2pBlocks {
+    /// Blocks of the rank's send buffer, each to `peer`.
+    pub sends: Vec<(usize, usize, usize)>,
+    /// Blocks of the rank's receive buffer, each from `peer`.
+    pub recvs: Vec<(usize, usize, usize)>,
+}
+
 /// NCCL communicators of the unfused baseline.
 pub struct Nccl {
     comms: Vec<Comm>,
@@ -224,6 +233,39 @@ impl Nccl {
         self.grouped("ncclAllGather", |comm| match pairs.next() {
             Some((send, recv)) => comm.all_gather(*send, *recv).map(|_| ()),
             None => Ok(()),
+        })
+    }
+
+    /// Point-to-point blocks between the local ranks in one NCCL group (`ncclSend` /
+    /// `ncclRecv`: an all-to-all with a block per (peer, ...) of any size, as an MoE dispatch's
+    /// token rows): local rank i sends `blocks[i].sends` (peer, first element, elements) of
+    /// `sends[i]` and receives `blocks[i].recvs` (peer, first element, elements) into
+    /// `recvs[i]`; blocks to the rank itself too (NCCL copies them, as in its all-to-all
+    /// example). Blocks between two ranks are matched in the order they are listed.
+    ///
+    /// Errors: not one buffer pair and block list per local rank (`bufs`), a block outside
+    /// its buffer or naming no rank of the group (`blocks`), NCCL's errors.
+    pub fn exchange_blocks(&self, sends: &[&CudaSlice<bf16>], recvs: &mut [&mut CudaSlice<bf16>], blocks: &[P2pBlocks]) -> Result<()> {
+        self.check_pairs(sends.len(), recvs.len())?;
+        if blocks.len() != self.comms.len() {
+            return Err(crate::error::invalid("bufs", format!("expected {} block lists (one per local rank), got {}", self.comms.len(), blocks.len())));
+        }
+        for (i, (comm, b)) in self.comms.iter().zip(blocks).enumerate() {
+            let inside = |list: &[(usize, usize, usize)], len: usize| list.iter().all(|&(peer, off, n)| peer < comm.world_size() && off.checked_add(n).is_some_and(|end| end <= len));
+            if !inside(&b.sends, sends[i].len()) || !inside(&b.recvs, recvs[i].len()) {
+                return Err(crate::error::invalid("blocks", format!("local rank {i}: a block lies outside its buffer or names no rank of the {}", comm.world_size())));
+            }
+        }
+        let mut per_rank = sends.iter().zip(recvs.iter_mut()).zip(blocks);
+        self.grouped("ncclSend/ncclRecv", |comm| {
+            let Some(((send, recv), b)) = per_rank.next() else { return Ok(()) };
+            for &(peer, off, n) in b.sends.iter().filter(|blk| blk.2 > 0) {
+                comm.send(&send.slice(off..off + n), peer as i32)?;
+            }
+            for &(peer, off, n) in b.recvs.iter().filter(|blk| blk.2 > 0) {
+                comm.recv(&mut recv.slice_mut(off..off + n), peer as i32)?;
+            }
+            Ok(())
         })
     }
 

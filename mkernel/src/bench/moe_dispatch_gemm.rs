@@ -5,20 +5,25 @@
 //!
 //! Side by side in one process (one iteration of each per round, in a random order per round:
 //! [`super::time_rounds_ms`], after an L2 flush and a device barrier of the ranks): (d) the
-//! fused call, and (g) cuBLAS per local expert over the tokens each rank received (one call
-//! per expert on its segment's rows, no padding), the unfused grouped GEMM without any
-//! dispatch. Reported: both medians and g / d (the share of the fused call the experts'
-//! GEMMs alone account for). Not yet the whole unfused baseline (an NCCL all-to-all of the
-//! counts and the tokens before those GEMMs): bench/NOTES.md 59.3.
+//! fused call; (g) cuBLAS per local expert over the tokens each rank received (one call per
+//! expert on its segment's rows, no padding), the experts' GEMMs alone; and with a GPU per
+//! rank (NCCL) (a) the unfused baseline, an all-to-all of the token rows (`ncclSend` /
+//! `ncclRecv` blocks per (rank, expert) in one group, the rank's own included) into the same
+//! segments, then (g), and (c) that all-to-all alone. The baseline is given its routing
+//! for free: its tokens are uploaded already sorted by destination and expert, and the
+//! counts' exchange and the host synchronisation a real one needs to size its buffers are not
+//! timed. Reported: the medians, speedup a / d, overlap max(g, c) / d, and g / d (the share of
+//! the fused call the experts' GEMMs alone account for). `--check`: the layout against the
+//! host's routing, and with NCCL the baseline's rows against the fused call's.
 //! Correctness is the GPU tests' (`tests/tests/gpu_moe_dispatch_gemm.rs`); `--check` here
 //! checks the call's layout against the host's model of the routing (every rank's counts).
 
 use std::sync::Arc;
 
 use clap::Args;
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
-use mkernel::baseline::Cublas;
+use mkernel::baseline::{Cublas, Nccl};
 use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeShape};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -88,7 +93,50 @@ struct Row {
     fused_ms: f64,
     cublas_per_expert_ms: f64,
     gemm_share: f64,
+    /// With a GPU per rank: the all-to-all then cuBLAS per expert, the all-to-all alone,
+    /// speedup and overlap (None on a shared GPU).
+    baseline_ms: Option<f64>,
+    nccl_ms: Option<f64>,
+    speedup: Option<f64>,
+    overlap: Option<f64>,
     check: Option<String>,
+}
+
+/// The unfused baseline's all-to-all for one routing: each rank's tokens sorted by
+/// (destination rank, local expert), token order within (`sorted` host rows), and the NCCL
+/// blocks (in elements, the rank's own included) into the segments of the fused call's
+/// layout (`layouts[q]`).
+struct Exchange {
+    sorted: Vec<Vec<bf16>>,
+    blocks: Vec<mkernel::baseline::P2pBlocks>,
+}
+
+fn exchange(host_x: &[Vec<bf16>], host_ids: &[Vec<i32>], layouts: &[Vec<u32>], s: MoeShape, world: usize) -> Exchange {
+    let (k, topk, el) = (s.k as usize, s.topk as usize, s.experts as usize / world);
+    let count = |src: usize, g: usize| host_ids[src].iter().filter(|&&id| id == g as i32).count();
+    let mut sorted = Vec::new();
+    let mut blocks = vec![mkernel::baseline::P2pBlocks::default(); world];
+    for src in 0..world {
+        let mut rows: Vec<bf16> = Vec::new();
+        for q in 0..world {
+            for e in 0..el {
+                let g = q * el + e;
+                let first = rows.len();
+                for (i, _) in host_ids[src].iter().enumerate().filter(|(_, &id)| id == g as i32) {
+                    let t = i / topk;
+                    rows.extend_from_slice(&host_x[src][t * k..(t + 1) * k]);
+                }
+                let n = rows.len() - first;
+                // (where src's rows for g land on q: the segment's start, after ranks before src)
+                let before: usize = (0..src).map(|s2| count(s2, g)).sum();
+                let dst = (layouts[q][e] as usize + before) * k;
+                blocks[src].sends.push((q, first, n));
+                blocks[q].recvs.push((src, dst, n));
+            }
+        }
+        sorted.push(rows);
+    }
+    Exchange { sorted, blocks }
 }
 
 #[derive(Serialize)]
@@ -166,18 +214,24 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
     }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
     let mut blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
+    let nccl = if args.share_gpu { None } else { Some(Nccl::local_group(&streams)?) };
     let info = run_info(streams[0].context())?;
     println!("# mkernel bench moe-dispatch-gemm: {world} ranks on {} ({}), commit {}", if args.share_gpu { "GPU 0".to_string() } else { format!("{world} GPUs") }, info.device, info.commit);
-    println!("{:<28} {:>9} {:>12} {:>7}  rows a rank / config / check", "shape", "fused ms", "cuBLAS/exp", "share");
+    println!(
+        "{:<28} {:>9} {:>12} {:>7} {:>9} {:>9} {:>7} {:>7}  rows a rank / config / check",
+        "shape", "fused ms", "cuBLAS/exp", "share", "base ms", "NCCL a2a", "speedup", "overlap"
+    );
     let mut rows_out = Vec::new();
     for ((label, s), plan) in list.into_iter().zip(plans) {
         let (t, k, n, topk) = (s.tokens as usize, s.k as usize, s.n as usize, s.topk as usize);
         let el = (s.experts as usize) / world;
         let seed = check::fresh_seed();
         let (mut x, mut ids, mut w, mut out, mut dest, mut layout) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut host_ids = Vec::new();
+        let (mut host_ids, mut host_x) = (Vec::new(), Vec::new());
         for (r, st) in streams.iter().enumerate() {
-            x.push(st.clone_htod(&check::random_bf16(t * k, seed.wrapping_add(3 * r as u64)))?);
+            let hx = check::random_bf16(t * k, seed.wrapping_add(3 * r as u64));
+            x.push(st.clone_htod(&hx)?);
+            host_x.push(hx);
             let hid = routing(s.tokens, s, seed.wrapping_add(3 * r as u64 + 1));
             ids.push(st.clone_htod(&hid)?);
             host_ids.push(hid);
@@ -219,14 +273,54 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         // the layout says) by that expert's weights: the unfused grouped GEMM, on the same
         // buffers' layout (the fused call's receive rows stand in for an all-to-all's).
         let mut groups = Vec::new();
+        let mut layouts = Vec::new();
         let (mut ga, mut gc) = (Vec::new(), Vec::new());
         for (r, st) in streams.iter().enumerate() {
             let l = st.clone_dtoh(&layout[r])?;
             let g: Vec<(u32, u32, u32)> = (0..el).map(|e| (l[e], (0..world).map(|src| l[el + 1 + e * world + src]).sum(), (e * n) as u32)).collect();
             groups.push(g);
+            layouts.push(l);
             let m = rows[r].max(1) as usize;
             ga.push(st.clone_htod(&check::random_bf16(m * k, seed.wrapping_add(100 + r as u64)))?);
             gc.push(super::alloc::<bf16>(st, m * n, &label, "cuBLAS out")?);
+        }
+        // The baseline's all-to-all (a GPU per rank): the sorted tokens, then into `ga`'s segments.
+        let plan_a2a = nccl.as_ref().map(|_| exchange(&host_x, &host_ids, &layouts, s, world));
+        let mut sorted = Vec::new();
+        if let Some(p) = &plan_a2a {
+            for (r, st) in streams.iter().enumerate() {
+                sorted.push(if p.sorted[r].is_empty() { st.alloc_zeros::<bf16>(1)? } else { st.clone_htod(&p.sorted[r])? });
+            }
+        }
+        let all_to_all = |ga: &mut Vec<CudaSlice<bf16>>| -> BenchResult<()> {
+            let (Some(nc), Some(p)) = (&nccl, &plan_a2a) else { return Ok(()) };
+            let sends: Vec<&CudaSlice<bf16>> = sorted.iter().collect();
+            let mut recvs: Vec<&mut CudaSlice<bf16>> = ga.iter_mut().collect();
+            nc.exchange_blocks(&sends, &mut recvs, &p.blocks)?;
+            Ok(())
+        };
+        if plan_a2a.is_some() {
+            all_to_all(&mut ga)?;
+            if args.common.check {
+                // The baseline's rows (all-to-all, then cuBLAS per expert) against the fused call's.
+                for r in 0..world {
+                    blas[r].gemm_bf16_groups(&ga[r], &w[r], &mut gc[r], s.n, s.k, &groups[r])?;
+                }
+                for (r, st) in streams.iter().enumerate() {
+                    let (fused_rows, base_rows) = (st.clone_dtoh(&out[r])?, st.clone_dtoh(&gc[r])?);
+                    let (mut got, mut want) = (Vec::new(), Vec::new());
+                    for &(first, tot, _) in &groups[r] {
+                        let span = first as usize * n..(first + tot) as usize * n;
+                        got.extend_from_slice(&base_rows[span.clone()]);
+                        want.extend(fused_rows[span].iter().map(|v| v.to_f32()));
+                    }
+                    let cmp = check::compare(&got, &want, None, n, k);
+                    if !cmp.passed() {
+                        return Err(format!("{label}: rank {r}: the baseline's rows differ from the fused call's: {cmp}").into());
+                    }
+                }
+                checked = Some("layout PASS, baseline = fused".to_string());
+            }
         }
         let mut align = super::StepAlignment::new(&comms, &streams, true, true)?;
         let pace = |at: Pace| align.pace(at, &comms, &streams);
@@ -236,12 +330,20 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             Ok,
             pace,
             args.common.iters,
-            2,
+            // (0 fused, 1 cuBLAS per expert; with NCCL 2 the all-to-all then cuBLAS, 3 the all-to-all)
+            if plan_a2a.is_some() { 4 } else { 2 },
             |v, _| -> BenchResult<()> {
-                for r in 0..world {
-                    if v == 0 {
+                if v == 0 {
+                    for r in 0..world {
                         comms[r].moe_dispatch_gemm(&streams[r], &x[r], &ids[r], &w[r], &mut out[r], &mut dest[r], &mut layout[r], s, opts)?;
-                    } else {
+                    }
+                    return Ok(());
+                }
+                if v >= 2 {
+                    all_to_all(&mut ga)?;
+                }
+                if v <= 2 {
+                    for r in 0..world {
                         blas[r].gemm_bf16_groups(&ga[r], &w[r], &mut gc[r], s.n, s.k, &groups[r])?;
                     }
                 }
@@ -255,8 +357,16 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
         let (fused, cublas) = (med(0), med(1));
         let share = cublas / fused;
+        let (baseline, a2a) = if plan_a2a.is_some() { (Some(med(2)), Some(med(3))) } else { (None, None) };
+        let speedup = baseline.map(|b| b / fused);
+        let overlap = a2a.map(|c| cublas.max(c) / fused);
+        let opt = |v: Option<f64>, w: usize, p: usize| v.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$.p$}"));
         println!(
-            "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3}  {rows:?} / {plan}{}",
+            "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3} {} {} {} {}  {rows:?} / {plan}{}",
+            opt(baseline, 9, 4),
+            opt(a2a, 9, 4),
+            opt(speedup, 7, 3),
+            opt(overlap, 7, 3),
             checked.as_ref().map_or(String::new(), |c| format!(" | {c}"))
         );
         rows_out.push(Row {
@@ -272,6 +382,10 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             fused_ms: fused,
             cublas_per_expert_ms: cublas,
             gemm_share: share,
+            baseline_ms: baseline,
+            nccl_ms: a2a,
+            speedup,
+            overlap,
             check: checked,
         });
     }
@@ -292,6 +406,60 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         moe: MoeArgs,
+    }
+
+    /// The baseline's blocks, carried out on the host (each pair's sends and receives matched
+    /// in listed order, as NCCL does), put every routed token row where the fused call's
+    /// layout has it: segment start + the tokens of earlier ranks + its place in token order.
+    #[test]
+    fn exchange_blocks_land_in_the_fused_layout() {
+        for (world, experts, topk, tokens) in [(2usize, 8u32, 2u32, [37u32, 50, 0, 0]), (3, 6, 3, [20, 0, 33, 0]), (4, 16, 4, [9, 17, 25, 3])] {
+            let s = MoeShape { tokens: 0, max_tokens: 50, topk, experts, n: 8, k: 16 };
+            let (k, el) = (s.k as usize, experts as usize / world);
+            let host_ids: Vec<Vec<i32>> = (0..world).map(|r| routing(tokens[r], s, 7 + r as u64)).collect();
+            // (each row's values name it: 64 src + token, exact in bf16 below 256)
+            let host_x: Vec<Vec<bf16>> =
+                (0..world).map(|r| (0..tokens[r] as usize * k).map(|i| bf16::from_f32((r * 64 + i / k) as f32)).collect()).collect();
+            let count = |src: usize, g: usize| host_ids[src].iter().filter(|&&id| id == g as i32).count() as u32;
+            let layouts: Vec<Vec<u32>> = (0..world)
+                .map(|q| {
+                    let mut l = Vec::new();
+                    let mut row = 0;
+                    for e in 0..el {
+                        l.push(row);
+                        row += ((0..world).map(|src| count(src, q * el + e)).sum::<u32>()).div_ceil(128) * 128;
+                    }
+                    l.push(row);
+                    l
+                })
+                .collect();
+            let ex = exchange(&host_x, &host_ids, &layouts, s, world);
+            let mut recv: Vec<Vec<bf16>> = layouts.iter().map(|l| vec![bf16::from_f32(-1.0); l[el] as usize * k]).collect();
+            for q in 0..world {
+                for src in 0..world {
+                    let sends = ex.blocks[src].sends.iter().filter(|b| b.0 == q);
+                    let recvs = ex.blocks[q].recvs.iter().filter(|b| b.0 == src);
+                    assert_eq!(sends.clone().count(), recvs.clone().count());
+                    for (&(_, from, n), &(_, to, m)) in sends.zip(recvs) {
+                        assert_eq!(n, m);
+                        recv[q][to..to + n].copy_from_slice(&ex.sorted[src][from..from + n]);
+                    }
+                }
+            }
+            for q in 0..world {
+                for e in 0..el {
+                    let g = q * el + e;
+                    let mut row = layouts[q][e] as usize;
+                    for src in 0..world {
+                        for (i, _) in host_ids[src].iter().enumerate().filter(|(_, &id)| id == g as i32) {
+                            let want = (src * 64 + i / topk as usize) as f32;
+                            assert!(recv[q][row * k..(row + 1) * k].iter().all(|v| v.to_f32() == want), "world {world} rank {q} expert {e} row {row}");
+                            row += 1;
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Bad options are usage errors (exit 2) before any GPU is touched: a tile without an
