@@ -2,7 +2,8 @@
 # The first device calls of a session that gets the pair (nvidia-h200-x2), NOTES 18.5 / 19.6, as two phases
 # that each fit one device call (600 s). Pack first, here:
 #   ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm --test gpu_gemm_allreduce \
-#       --test gpu_multiprocess --test gpu_gemm_reduce_scatter --test gpu_allgather_gemm && bash bench/pack-libs.sh
+#       --test gpu_multiprocess --test gpu_gemm_reduce_scatter --test gpu_allgather_gemm --test gpu_moe_dispatch_gemm \
+#       && bash bench/pack-libs.sh
 # then run (carry [".gpu"], kind nvidia-h200-x2):
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
 #   bash bench/pair-first.sh 3   # the column-fitted tiles on the epilogue path against the defaults (NOTES 48)
@@ -11,6 +12,8 @@
 #                                # (pack with --test gpu_gemm_reduce_scatter too)
 #   bash bench/pair-first.sh 5   # the all-gather + GEMM (NOTES 57-58): its tests, its table against NCCL's
 #                                # all-gather + cuBLAS, push CTAs and chunk length (pack --test gpu_allgather_gemm)
+#   bash bench/pair-first.sh 6   # the MoE dispatch + GEMM (NOTES 59): its tests, its table against NCCL's
+#                                # all-to-all + cuBLAS per expert (pack --test gpu_moe_dispatch_gemm)
 set -u
 phase=${1:-1}
 case $phase in
@@ -64,5 +67,17 @@ case $phase in
       # shellcheck disable=SC2086
       bash bench/device-run.sh bench allgather-gemm --iters 30 --warmup-ms 1500 --filter "M=1024" $flags
     done ;;
-  *) echo "pair-first.sh: phase 1, 2, 3, 4 or 5, got '$phase'" >&2; exit 2 ;;
+  6)
+    # The MoE dispatch + grouped GEMM with a GPU per rank (NOTES 59; only ranks sharing one H100 so far: 0.73 / 0.67
+    # of cuBLAS per expert there). Floors (`mkernel plan moe-dispatch-gemm`): Mixtral-like compute 2.44 ms, link 85
+    # us (the half of 64 MiB of token rows that goes to the other rank); the dispatch should hide. First run of the
+    # unfused baseline (NCCL all-to-all blocks, then cuBLAS per expert: --check compares its rows with the fused
+    # call's), then the push CTAs (8 is a guess).
+    TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_moe_dispatch_gemm
+    bash bench/device-run.sh bench moe-dispatch-gemm --check --iters 20 --warmup-ms 1500
+    for flags in "--push-ctas 4" "--push-ctas 16"; do
+      # shellcheck disable=SC2086
+      bash bench/device-run.sh bench moe-dispatch-gemm --iters 20 --warmup-ms 1500 --filter mixtral $flags
+    done ;;
+  *) echo "pair-first.sh: phase 1, 2, 3, 4, 5 or 6, got '$phase'" >&2; exit 2 ;;
 esac
