@@ -32,20 +32,14 @@ pub enum PlanCmd {
     MoeDispatchGemm(PlanMoeArgs),
 }
 
-/// The flags every plan takes: the machine's SMs and which shapes, printed how.
+/// The flags every plan takes: the machine's SMs, which shapes, printed how.
 #[derive(Args, Clone, Debug)]
-pub struct PlanInputs {
+pub struct PlanBase {
     /// SMs per GPU (132 on the H100 SXM and H200), 2 to 65536; with --gpu-shared (the fused
     /// plans) the CTAs of each rank's share of its GPU, by default 132 / --world-size (every
     /// rank on one GPU, as `bench --share-gpu` runs them); else 132 by default.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: Option<u32>,
-    /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
-    /// gemm-allreduce and gemm-reduce-scatter, M all ranks' rows for allgather-gemm) instead
-    /// of the bench's list (bench gemm's, gemm-allreduce's, gemm-reduce-scatter's or
-    /// allgather-gemm's).
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
-    pub shape: Vec<GemmShape>,
     /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
     /// this text, case-sensitive.
     #[arg(long)]
@@ -54,6 +48,44 @@ pub struct PlanInputs {
     /// overrides planned for) and "plans" (a record per shape; a refused shape has "refused").
     #[arg(long)]
     pub json: bool,
+}
+
+/// [`PlanBase`] and the shapes to plan instead of the bench's list.
+#[derive(Args, Clone, Debug)]
+pub struct PlanInputs {
+    #[command(flatten)]
+    pub base: PlanBase,
+    /// Plan these shapes (MxNxK, comma-separated or repeated; K each rank's shard for
+    /// gemm-allreduce and gemm-reduce-scatter, M all ranks' rows for allgather-gemm) instead
+    /// of the bench's list (bench gemm's, gemm-allreduce's, gemm-reduce-scatter's or
+    /// allgather-gemm's).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, value_parser = bench::parse_gemm_shape)]
+    pub shape: Vec<GemmShape>,
+}
+
+/// The communicator an all-gather's or an MoE dispatch's plan is for.
+#[derive(Args, Clone, Debug)]
+pub struct PlanRanks {
+    /// Ranks of the communicator, 2 to 8.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=8))]
+    pub world_size: u32,
+    /// Some GPU holds more than one rank (--sms is then each rank's share).
+    #[arg(long)]
+    pub gpu_shared: bool,
+    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): holds the all-gather's
+    /// gathered A (M x K) or the MoE dispatch's receive buffer (recv_capacity x K) and counts.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
+    pub max_output_elems: Option<u64>,
+}
+
+impl PlanRanks {
+    /// The SMs a rank plans for (`plan_sms`), the workspace's elements and the plan context.
+    fn context(&self, sms: Option<u32>) -> BenchResult<(u32, u64, PlanContext)> {
+        let max_output_elems = self.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
+        let sms = plan_sms(sms, self.gpu_shared, self.world_size);
+        let ctx = PlanContext::new(self.world_size, sms, self.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+        Ok((sms, max_output_elems, ctx))
+    }
 }
 
 #[derive(Args, Clone, Debug)]
@@ -66,16 +98,8 @@ pub struct PlanAgArgs {
     /// (cols-128xC-tma-store, cols-128xC-tma-store-c2); no swapped-operand tile.
     #[arg(long)]
     pub tile: Option<String>,
-    /// Ranks of the communicator, 2 to 8.
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=8))]
-    pub world_size: u32,
-    /// Some GPU holds more than one rank (--sms is then each rank's share).
-    #[arg(long)]
-    pub gpu_shared: bool,
-    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): bounds the gathered
-    /// A's M x K (the workspace holds it; `out` is the caller's).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
-    pub max_output_elems: Option<u64>,
+    #[command(flatten)]
+    pub ranks: PlanRanks,
     /// Force the push CTAs per rank: a positive multiple of the tile's cluster size (2 for
     /// the -c2 tiles, which the default may be; force an unclustered --tile for odd counts)
     /// below the rank's CTAs.
@@ -89,26 +113,10 @@ pub struct PlanAgArgs {
 
 #[derive(Args, Clone, Debug)]
 pub struct PlanMoeArgs {
-    /// SMs per GPU, 2 to 65536; with --gpu-shared each rank's share (default 132 / --world-size);
-    /// else 132 by default.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
-    pub sms: Option<u32>,
-    /// Plan only the shapes whose label contains this text, case-sensitive.
-    #[arg(long)]
-    pub filter: Option<String>,
-    /// Print one JSON object instead of the text (as the other plans).
-    #[arg(long)]
-    pub json: bool,
-    /// Ranks of the communicator, 2 to 8.
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=8))]
-    pub world_size: u32,
-    /// Some GPU holds more than one rank (--sms is then each rank's share).
-    #[arg(long)]
-    pub gpu_shared: bool,
-    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): holds the receive
-    /// buffer (recv_capacity x K) and the token counts.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
-    pub max_output_elems: Option<u64>,
+    #[command(flatten)]
+    pub base: PlanBase,
+    #[command(flatten)]
+    pub ranks: PlanRanks,
     /// Tokens per rank (and max_tokens), overriding the shapes' 4096.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub tokens: Option<u32>,
@@ -274,6 +282,26 @@ struct Planned {
     floor_link_us: Option<f64>,
 }
 
+impl Planned {
+    /// The plan of a kernel whose first `push_ctas` CTAs push (the all-gather's, the MoE
+    /// dispatch's): no split, no path, no tail CTAs; `config` as printed, the floors in us.
+    fn pushing(tile: mkernel::TileConfig, grid: u32, push_ctas: u32, tiles: u64, config: String, floor_compute_us: f64, floor_link_us: f64) -> Self {
+        Planned {
+            tile: tile.name(),
+            split_slices: 1,
+            tiles,
+            grid,
+            path: None,
+            comm_ctas: Some(push_ctas),
+            tail_ctas: None,
+            config,
+            floor_compute_us,
+            floor_hbm_us: None,
+            floor_link_us: Some(floor_link_us),
+        }
+    }
+}
+
 /// The floors as the text output ends a row.
 fn floors_note(p: &Planned) -> String {
     let mut s = format!("; floors: compute {:.1} us", p.floor_compute_us);
@@ -294,11 +322,11 @@ struct PlanOutput {
 
 pub fn run(cmd: PlanCmd) -> BenchResult<()> {
     let (out, json) = match cmd {
-        PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.inputs.json),
-        PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.inputs.json),
-        PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.inputs.json),
-        PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.inputs.json),
-        PlanCmd::MoeDispatchGemm(a) => (plan_moe_rows(&a)?, a.json),
+        PlanCmd::Gemm(a) => (plan_gemm_rows(&a)?, a.common.inputs.base.json),
+        PlanCmd::GemmAllreduce(a) => (plan_fused_rows(&a, Collective::AllReduce)?, a.common.inputs.base.json),
+        PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.inputs.base.json),
+        PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.inputs.base.json),
+        PlanCmd::MoeDispatchGemm(a) => (plan_moe_rows(&a)?, a.base.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
     // (a reader that stops early, `| head`, is not an error)
@@ -430,10 +458,10 @@ fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
             "--split-last-wave {n}: a count of 2 or more plans mkernel::gemm_with_workspace, which takes the caller's workspace: give --workspace-bytes (mkernel::gemm takes no count)"
         )));
     }
-    let sms = plan_sms(c.inputs.sms, false, 1);
+    let sms = plan_sms(c.inputs.base.sms, false, 1);
     let default = if c.models { bench::gemm_model_shapes() } else { bench::gemm_shapes() };
     let opts = GemmOptions { tile, split_last_wave: split, ..Default::default() };
-    let plans = shape_list(&c.inputs.shape, default, c.inputs.filter.as_deref())?
+    let plans = shape_list(&c.inputs.shape, default, c.inputs.base.filter.as_deref())?
         .into_iter()
         .map(|(label, s)| row(label, s, gemm_planned(s, opts, sms, a.workspace_bytes)))
         .collect();
@@ -486,7 +514,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
         return Err(usage(format!("--tail-ctas {t}: a reduce-scatter's paths (epilogue, vec16, scalar, local) take no tail CTAs")));
     }
     let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let sms = plan_sms(c.inputs.sms, a.gpu_shared, a.world_size);
+    let sms = plan_sms(c.inputs.base.sms, a.gpu_shared, a.world_size);
     let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
     let listed = match (c.models, collective) {
         (true, _) => fused_model_shapes(a.world_size)?,
@@ -537,7 +565,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
             floor_link_us: Some(bench::floors::link_us(s, ctx.world_size, collective)),
         })
     };
-    let plans = shape_list(&c.inputs.shape, default, c.inputs.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    let plans = shape_list(&c.inputs.shape, default, c.inputs.base.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: match collective {
             Collective::AllReduce => "gemm-allreduce",
@@ -562,36 +590,30 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
 
 fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     let tile = bench::parse_tile(a.tile.as_deref(), false)?;
-    let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let sms = plan_sms(a.inputs.sms, a.gpu_shared, a.world_size);
-    let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.inputs.base.sms)?;
     let opts = mkernel::AllGatherGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows };
     let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_allgather_gemm(s, opts, ctx)?;
         let tiles = cfg.tile.tiles(s.m, s.n);
         let compute = cfg.grid - cfg.push_ctas;
-        Ok(Planned {
-            tile: cfg.tile.name(),
-            split_slices: 1,
+        Ok(Planned::pushing(
+            cfg.tile,
+            cfg.grid,
+            cfg.push_ctas,
             tiles,
-            grid: cfg.grid,
-            path: None,
-            comm_ctas: Some(cfg.push_ctas),
-            tail_ctas: None,
-            config: format!("{cfg}, {tiles} tiles on {compute} CTAs: {:.2} waves", tiles as f64 / compute.max(1) as f64),
-            floor_compute_us: bench::floors::compute_us(s),
-            floor_hbm_us: None,
-            floor_link_us: Some(bench::floors::allgather_link_us(s, a.world_size)),
-        })
+            format!("{cfg}, {tiles} tiles on {compute} CTAs: {:.2} waves", tiles as f64 / compute.max(1) as f64),
+            bench::floors::compute_us(s),
+            bench::floors::allgather_link_us(s, a.ranks.world_size),
+        ))
     };
     // (as the bench: helper-102)
-    let default = shapes_split_by_ranks(bench::allgather_shapes(), a.world_size, &a.inputs.shape, "an all-gather")?;
-    let plans = shape_list(&a.inputs.shape, default, a.inputs.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
+    let default = shapes_split_by_ranks(bench::allgather_shapes(), a.ranks.world_size, &a.inputs.shape, "an all-gather")?;
+    let plans = shape_list(&a.inputs.shape, default, a.inputs.base.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
     let context = PlanContextRow {
         op: "allgather-gemm",
         sms,
-        world_size: Some(a.world_size),
-        gpu_shared: Some(a.gpu_shared),
+        world_size: Some(a.ranks.world_size),
+        gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
         workspace_bytes: None,
         overrides: overrides(&[
@@ -605,33 +627,27 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
 
 fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let tile = bench::parse_tile(a.tile.as_deref(), false)?;
-    let max_output_elems = a.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
-    let sms = plan_sms(a.sms, a.gpu_shared, a.world_size);
-    let ctx = PlanContext::new(a.world_size, sms, a.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
     let opts = mkernel::MoeDispatchGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows, recv_capacity: a.recv_capacity };
-    let world = a.world_size;
+    let world = a.ranks.world_size;
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_dispatch_gemm(s, opts, ctx)?;
         let tiles = cfg.tile.tiles(even.m, even.n);
         let compute = cfg.grid - cfg.push_ctas;
-        Ok(Planned {
-            tile: cfg.tile.name(),
-            split_slices: 1,
+        Ok(Planned::pushing(
+            cfg.tile,
+            cfg.grid,
+            cfg.push_ctas,
             tiles,
-            grid: cfg.grid,
-            path: None,
-            comm_ctas: Some(cfg.push_ctas),
-            tail_ctas: None,
-            config: format!(
+            format!(
                 "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves",
                 mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
                 even.m,
                 tiles as f64 / compute.max(1) as f64
             ),
-            floor_compute_us: bench::floors::compute_us(even),
-            floor_hbm_us: None,
-            floor_link_us: Some(bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world)),
-        })
+            bench::floors::compute_us(even),
+            bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world),
+        ))
     };
     let mut plans = Vec::new();
     for (label, s) in bench::moe_shapes(a.tokens.unwrap_or(4096)) {
@@ -643,11 +659,12 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             ..s
         };
         let label = format!("{label} ({} tokens, {} experts, top-{})", s.tokens, s.experts, s.topk);
-        if a.filter.as_deref().is_some_and(|f| !label.contains(f)) {
-            continue;
-        }
         // (M: the rows a rank receives when every expert gets its share)
         let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
+        let dims = format!("{}x{}x{}", even.m, even.n, even.k);
+        if a.base.filter.as_deref().is_some_and(|f| !label.contains(f) && !dims.contains(f)) {
+            continue;
+        }
         plans.push(row(label, even, plan(s, even)));
     }
     if plans.is_empty() {
@@ -657,7 +674,7 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
         op: "moe-dispatch-gemm",
         sms,
         world_size: Some(world),
-        gpu_shared: Some(a.gpu_shared),
+        gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
         workspace_bytes: None,
         overrides: overrides(&[
