@@ -117,30 +117,8 @@ pub struct PlanMoeArgs {
     pub base: PlanBase,
     #[command(flatten)]
     pub ranks: PlanRanks,
-    /// Tokens per rank (and max_tokens), overriding the shapes' 4096.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub tokens: Option<u32>,
-    /// Experts of all ranks, overriding each shape's.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub experts: Option<u32>,
-    /// Experts per token, overriding each shape's.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub topk: Option<u32>,
-    /// Output columns (N), overriding each shape's.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub n: Option<u32>,
-    /// Hidden size (K), overriding each shape's.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub k: Option<u32>,
-    /// Force a tile: wide, narrow, wide-tma-store, narrow-tma-store or m64-wide-tma-store.
-    #[arg(long)]
-    pub tile: Option<String>,
-    /// Force the push CTAs per rank (1 to --sms - 1).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub push_ctas: Option<u32>,
-    /// Force the tokens per arrival flag (at least 1; more than max_tokens: one chunk a segment).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
-    pub chunk_rows: Option<u32>,
+    #[command(flatten)]
+    pub shape: bench::MoeShapeArgs,
     /// Force the receive capacity, rows (a positive multiple of 128; default: the worst case).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub recv_capacity: Option<u32>,
@@ -626,9 +604,8 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
 }
 
 fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
-    let tile = bench::parse_tile(a.tile.as_deref(), false)?;
+    let opts = a.shape.options(a.recv_capacity)?;
     let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
-    let opts = mkernel::MoeDispatchGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows, recv_capacity: a.recv_capacity };
     let world = a.ranks.world_size;
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_dispatch_gemm(s, opts, ctx)?;
@@ -650,15 +627,7 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
         ))
     };
     let mut plans = Vec::new();
-    for (label, s) in bench::moe_shapes(a.tokens.unwrap_or(4096)) {
-        let s = mkernel::MoeShape {
-            experts: a.experts.unwrap_or(s.experts),
-            topk: a.topk.unwrap_or(s.topk),
-            n: a.n.unwrap_or(s.n),
-            k: a.k.unwrap_or(s.k),
-            ..s
-        };
-        let label = format!("{label} ({} tokens, {} experts, top-{})", s.tokens, s.experts, s.topk);
+    for (label, s) in a.shape.shapes() {
         // (M: the rows a rank receives when every expert gets its share)
         let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
         let dims = format!("{}x{}x{}", even.m, even.n, even.k);
@@ -678,14 +647,14 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
         max_output_elems: Some(max_output_elems),
         workspace_bytes: None,
         overrides: overrides(&[
-            ("--tokens", a.tokens.map(|v| v.to_string())),
-            ("--experts", a.experts.map(|v| v.to_string())),
-            ("--topk", a.topk.map(|v| v.to_string())),
-            ("--n", a.n.map(|v| v.to_string())),
-            ("--k", a.k.map(|v| v.to_string())),
-            ("--tile", a.tile.clone()),
-            ("--push-ctas", a.push_ctas.map(|v| v.to_string())),
-            ("--chunk-rows", a.chunk_rows.map(|v| v.to_string())),
+            ("--tokens", a.shape.tokens.map(|v| v.to_string())),
+            ("--experts", a.shape.experts.map(|v| v.to_string())),
+            ("--topk", a.shape.topk.map(|v| v.to_string())),
+            ("--n", a.shape.n.map(|v| v.to_string())),
+            ("--k", a.shape.k.map(|v| v.to_string())),
+            ("--tile", a.shape.tile.clone()),
+            ("--push-ctas", a.shape.push_ctas.map(|v| v.to_string())),
+            ("--chunk-rows", a.shape.chunk_rows.map(|v| v.to_string())),
             ("--recv-capacity", a.recv_capacity.map(|v| v.to_string())),
         ]),
     };

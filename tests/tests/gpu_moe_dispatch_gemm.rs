@@ -137,7 +137,10 @@ struct Bufs {
     layout: CudaSlice<u32>,
 }
 
-fn upload(g: &Group, s: MoeShape, x: &Inputs, recv_capacity: u32) -> Vec<Bufs> {
+/// Every rank's inputs on its GPU and its outputs poisoned, `out` sized by the plan of `s`
+/// and `opts` (its receive capacity).
+fn upload(g: &Group, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<Bufs> {
+    let recv_capacity = g.comms[0].plan_moe_dispatch_gemm(s, opts).unwrap().recv_capacity;
     let world = g.comms.len();
     let el = s.experts as usize / world;
     (0..world)
@@ -153,6 +156,16 @@ fn upload(g: &Group, s: MoeShape, x: &Inputs, recv_capacity: u32) -> Vec<Bufs> {
             Bufs { x: x_r, ids, w: st.clone_htod(&x.w[r]).unwrap(), out, dest, layout }
         })
         .collect()
+}
+
+/// [`upload`], then every rank's call enqueued (each must be accepted); the buffers, for
+/// [`verify`] after a synchronisation.
+fn enqueue(g: &Group, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<Bufs> {
+    let mut bs = upload(g, s, x, opts);
+    for res in launch_all(g, &mut bs, s, x, opts) {
+        res.unwrap();
+    }
+    bs
 }
 
 fn sync_all(g: &Group, what: &str) {
@@ -223,7 +236,7 @@ fn round(g: &Group, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64, op
     let world = g.comms.len();
     let x = inputs(world, s, tokens, routing, seed);
     let plan = g.comms[0].plan_moe_dispatch_gemm(s, opts).unwrap();
-    let mut bs = upload(g, s, &x, plan.recv_capacity);
+    let mut bs = upload(g, s, &x, opts);
     let results = launch_all(g, &mut bs, s, &x, opts);
     for (r, res) in results.into_iter().enumerate() {
         let cfg = res.unwrap_or_else(|e| panic!("rank {r}: {e}"));
@@ -276,13 +289,7 @@ fn epochs_back_to_back() {
         round(&g, s, &t, if i % 7 == 3 { Routing::AllToRankZero } else { Routing::Uniform }, seed.wrapping_add(i), d);
     }
     let sets: Vec<Inputs> = (0..8).map(|i| inputs(2, s, &[257, 250], Routing::Uniform, seed.wrapping_add(1000 + i))).collect();
-    let plan = g.comms[0].plan_moe_dispatch_gemm(s, d).unwrap();
-    let mut all: Vec<Vec<Bufs>> = sets.iter().map(|x| upload(&g, s, x, plan.recv_capacity)).collect();
-    for (x, bs) in sets.iter().zip(all.iter_mut()) {
-        for res in launch_all(&g, bs, s, x, d) {
-            res.unwrap();
-        }
-    }
+    let all: Vec<Vec<Bufs>> = sets.iter().map(|x| enqueue(&g, s, x, d)).collect();
     sync_all(&g, "8 calls without host synchronisation");
     for (i, (x, bs)) in sets.iter().zip(all.iter()).enumerate() {
         verify(&g, bs, s, x, &format!("call {i} of 8 enqueued back to back"));
@@ -305,11 +312,7 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
         // entry 7 of rank 1 (token 3, k = 1): an id out of range, or (1) a repeat of k = 0's
         x.ids[1][6] = 1;
         x.ids[1][7] = bad;
-        let plan = g.comms[0].plan_moe_dispatch_gemm(s, d).unwrap();
-        let mut bs = upload(&g, s, &x, plan.recv_capacity);
-        for res in launch_all(&g, &mut bs, s, &x, d) {
-            res.unwrap();
-        }
+        let bs = enqueue(&g, s, &x, d);
         assert!(g.comms[0].synchronize(&g.streams[0]).is_ok());
         let e = g.comms[1].synchronize(&g.streams[1]).unwrap_err();
         assert!(matches!(e, Error::DeviceInput { rank: 1, .. }), "{e}");
@@ -324,23 +327,16 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     // at its start, alone, would leave rank 0 waiting), and the second call is correct.
     let mut x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
     x.ids[1][11] = 77;
-    let plan = g.comms[0].plan_moe_dispatch_gemm(s, d).unwrap();
-    let mut bs = upload(&g, s, &x, plan.recv_capacity);
-    for res in launch_all(&g, &mut bs, s, &x, d) {
-        res.unwrap();
-    }
+    enqueue(&g, s, &x, d);
     let x2 = inputs(2, s, &[150, 200], Routing::Uniform, check::fresh_seed());
-    let mut bs2 = upload(&g, s, &x2, plan.recv_capacity);
-    for res in launch_all(&g, &mut bs2, s, &x2, d) {
-        res.unwrap();
-    }
+    let bs2 = enqueue(&g, s, &x2, d);
     assert!(g.comms[0].synchronize(&g.streams[0]).is_ok());
     let e = g.comms[1].synchronize(&g.streams[1]).unwrap_err();
     assert!(e.to_string().contains("entry 11") && e.to_string().contains("holds 77"), "{e}");
     verify(&g, &bs2, s, &x2, "the call enqueued behind a bad id");
     // Ranks that disagree on chunk_rows: both report it, nothing is pushed or computed.
     let x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
-    let mut bs = upload(&g, s, &x, plan.recv_capacity);
+    let mut bs = upload(&g, s, &x, d);
     for (r, b) in bs.iter_mut().enumerate() {
         let o = MoeDispatchGemmOptions { chunk_rows: Some(16 + r as u32), ..d };
         g.comms[r].moe_dispatch_gemm(&g.streams[r], &b.x, &b.ids, &b.w, &mut b.out, &mut b.dest, &mut b.layout, s, o).unwrap();
@@ -355,7 +351,7 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     // read the first one's words if it were not.
     for _ in 0..2 {
         let x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
-        let mut bs = upload(&g, MoeShape { max_tokens: 300, ..s }, &x, g.comms[0].plan_moe_dispatch_gemm(MoeShape { max_tokens: 300, ..s }, d).unwrap().recv_capacity);
+        let mut bs = upload(&g, MoeShape { max_tokens: 300, ..s }, &x, d);
         let o = MoeDispatchGemmOptions { chunk_rows: Some(16), ..d };
         for (r, b) in bs.iter_mut().enumerate() {
             let sr = MoeShape { tokens: 200, max_tokens: 200 + 100 * r as u32, ..s };
@@ -371,10 +367,7 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     // All 400 tokens x 2 to rank 0's two experts need 2 x 512 rows; capacity 256.
     let x = inputs(2, s, &[200, 200], Routing::AllToRankZero, check::fresh_seed());
     let small = MoeDispatchGemmOptions { recv_capacity: Some(256), ..d };
-    let mut bs = upload(&g, s, &x, 256);
-    for res in launch_all(&g, &mut bs, s, &x, small) {
-        res.unwrap();
-    }
+    enqueue(&g, s, &x, small);
     for r in 0..2 {
         let e = g.comms[r].synchronize(&g.streams[r]).unwrap_err();
         assert!(matches!(e, Error::DeviceInput { .. }), "{e}");
@@ -392,8 +385,7 @@ fn missing_peer_times_out_naming_it() {
         let timeout = Duration::from_secs(2);
         let Some(g) = group("missing_peer_times_out_naming_it", 2, 1 << 22, timeout) else { return };
         let x = inputs(2, s, &[64, 64], Routing::Uniform, check::fresh_seed());
-        let plan = g.comms[0].plan_moe_dispatch_gemm(s, MoeDispatchGemmOptions::default()).unwrap();
-        let mut bs = upload(&g, s, &x, plan.recv_capacity);
+        let mut bs = upload(&g, s, &x, MoeDispatchGemmOptions::default());
         let b = &mut bs[me];
         let st = &g.streams[me];
         let start = Instant::now();
@@ -419,7 +411,7 @@ fn bad_arguments_are_named() {
     let Some(g) = group("bad_arguments_are_named", 2, 1 << 22, Duration::from_secs(20)) else { return };
     let x = inputs(2, s, &[64, 64], Routing::Uniform, check::fresh_seed());
     let plan = g.comms[0].plan_moe_dispatch_gemm(s, MoeDispatchGemmOptions::default()).unwrap();
-    let mut bs = upload(&g, s, &x, plan.recv_capacity);
+    let mut bs = upload(&g, s, &x, MoeDispatchGemmOptions::default());
     let st = g.streams[0].clone();
     let c = &g.comms[0];
     let d = MoeDispatchGemmOptions::default();

@@ -13,6 +13,8 @@ mod proxy_stream;
 // (for `mkernel plan`: the benches' shape lists and parsers, so that it plans what they time)
 pub(crate) use gemm::{model_shapes as gemm_model_shapes, parse_shape as parse_gemm_shape, shapes as gemm_shapes, DENSE_MODELS};
 pub(crate) use allgather_gemm::shapes as allgather_shapes;
+pub(crate) use moe_dispatch_gemm::MoeShapeArgs;
+#[cfg(test)]
 pub(crate) use moe_dispatch_gemm::shapes as moe_shapes;
 pub(crate) use gemm_allreduce::{reduce_scatter_shapes, shapes as gemm_allreduce_shapes, waves_note};
 

@@ -41,7 +41,14 @@ pub struct MoeArgs {
     /// Put every rank on GPU 0 (each kernel on its share of the SMs).
     #[arg(long)]
     pub share_gpu: bool,
-    /// Tokens per rank (default: each shape's).
+    #[command(flatten)]
+    pub shape: MoeShapeArgs,
+}
+
+/// The shapes and overrides `bench moe-dispatch-gemm` and `plan moe-dispatch-gemm` take.
+#[derive(Args, Clone, Debug)]
+pub struct MoeShapeArgs {
+    /// Tokens per rank (and max_tokens), overriding the shapes' 4096.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub tokens: Option<u32>,
     /// Experts of all ranks, overriding each shape's (a multiple of the ranks).
@@ -63,9 +70,36 @@ pub struct MoeArgs {
     /// Push CTAs per rank (default: MoeDispatchGemmOptions's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub push_ctas: Option<u32>,
-    /// Tokens per arrival flag (default: MoeDispatchGemmOptions's).
+    /// Tokens per arrival flag (default: MoeDispatchGemmOptions's; more than max_tokens: one
+    /// chunk a segment).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub chunk_rows: Option<u32>,
+}
+
+impl MoeShapeArgs {
+    /// [`shapes`] with the overrides applied, labelled with their sizes.
+    pub fn shapes(&self) -> Vec<(String, MoeShape)> {
+        shapes(self.tokens.unwrap_or(4096))
+            .into_iter()
+            .map(|(l, s)| {
+                let s = MoeShape {
+                    experts: self.experts.unwrap_or(s.experts),
+                    topk: self.topk.unwrap_or(s.topk),
+                    n: self.n.unwrap_or(s.n),
+                    k: self.k.unwrap_or(s.k),
+                    ..s
+                };
+                (format!("{l} ({} tokens, {} experts, top-{}, {}x{})", s.tokens, s.experts, s.topk, s.n, s.k), s)
+            })
+            .collect()
+    }
+
+    /// The call's options (`recv_capacity` as given; a tile of the catalog, which the call
+    /// itself refuses where the MoE dispatch has no kernel for it: `plan` shows that per shape).
+    pub fn options(&self, recv_capacity: Option<u32>) -> BenchResult<MoeDispatchGemmOptions> {
+        let tile = super::parse_tile(self.tile.as_deref(), false)?;
+        Ok(MoeDispatchGemmOptions { tile, push_ctas: self.push_ctas, chunk_rows: self.chunk_rows, recv_capacity })
+    }
 }
 
 /// The default shapes, per rank: Mixtral-8x7B-like (8 experts, top-2, the gate + up
@@ -166,12 +200,12 @@ fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
 pub fn run(args: MoeArgs) -> BenchResult<()> {
     super::check_out_dir(&args.common)?;
     // (options refused before any GPU is touched)
-    let tile = super::parse_tile(args.tile.as_deref(), false)?;
-    if let Some(t) = tile.filter(|t| !mkernel_kernels::moe_dispatch_gemm::has_kernel(*t)) {
+    let opts = args.shape.options(None)?;
+    if let Some(t) = opts.tile.filter(|t| !mkernel_kernels::moe_dispatch_gemm::has_kernel(*t)) {
         let names: Vec<String> = mkernel_kernels::moe_dispatch_gemm::tiles().map(|x| x.name()).collect();
         return Err(usage(format!("--tile {}: the MoE dispatch + GEMM has kernels for {} only", t.name(), names.join(", "))));
     }
-    if args.k.is_some_and(|k| k % 8 != 0) {
+    if args.shape.k.is_some_and(|k| k % 8 != 0) {
         return Err(usage("--k: the hidden size must be a multiple of 8 (16-byte rows)".to_string()));
     }
     let present = mkernel::device_count()?;
@@ -181,25 +215,10 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
     // (--filter: a label substring)
-    let list: Vec<(String, MoeShape)> =
-        shapes(args.tokens.unwrap_or(4096)).into_iter().filter(|(l, _)| args.common.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
+    let list: Vec<(String, MoeShape)> = args.shape.shapes().into_iter().filter(|(l, _)| args.common.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
     if list.is_empty() {
         return Err(usage("no shape left to time (--filter)".to_string()));
     }
-    let list: Vec<(String, MoeShape)> = list
-        .into_iter()
-        .map(|(l, s)| {
-            let s = MoeShape {
-                experts: args.experts.unwrap_or(s.experts),
-                topk: args.topk.unwrap_or(s.topk),
-                n: args.n.unwrap_or(s.n),
-                k: args.k.unwrap_or(s.k),
-                ..s
-            };
-            (format!("{l} ({}x top{}, {}x{})", s.experts, s.topk, s.n, s.k), s)
-        })
-        .collect();
-    let opts = MoeDispatchGemmOptions { tile, push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, ..Default::default() };
     // The workspace: the largest worst-case receive buffer (rows x K) of the list, with the counts.
     let mut max = 1u64;
     for (label, s) in &list {
@@ -247,7 +266,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         for (r, c) in comms.iter().enumerate() {
             c.synchronize(&streams[r])?;
         }
-        let mut rows = Vec::new();
+        let (mut rows, mut layouts) = (Vec::new(), Vec::new());
         let mut checked = None;
         let mut bad = Vec::new();
         for (r, st) in streams.iter().enumerate() {
@@ -262,6 +281,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                     }
                 }
             }
+            layouts.push(l);
         }
         if args.common.check {
             if !bad.is_empty() {
@@ -273,13 +293,10 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         // the layout says) by that expert's weights: the unfused grouped GEMM, on the same
         // buffers' layout (the fused call's receive rows stand in for an all-to-all's).
         let mut groups = Vec::new();
-        let mut layouts = Vec::new();
         let (mut ga, mut gc) = (Vec::new(), Vec::new());
         for (r, st) in streams.iter().enumerate() {
-            let l = st.clone_dtoh(&layout[r])?;
-            let g: Vec<(u32, u32, u32)> = (0..el).map(|e| (l[e], (0..world).map(|src| l[el + 1 + e * world + src]).sum(), (e * n) as u32)).collect();
-            groups.push(g);
-            layouts.push(l);
+            let l = &layouts[r];
+            groups.push((0..el).map(|e| (l[e], (0..world).map(|src| l[el + 1 + e * world + src]).sum(), (e * n) as u32)).collect::<Vec<(u32, u32, u32)>>());
             let m = rows[r].max(1) as usize;
             ga.push(st.clone_htod(&check::random_bf16(m * k, seed.wrapping_add(100 + r as u64)))?);
             gc.push(super::alloc::<bf16>(st, m * n, &label, "cuBLAS out")?);
