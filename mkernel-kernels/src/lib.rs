@@ -12,7 +12,7 @@
 //! Layout: `source` (header embedding and `#include` resolution), `jit` (NVRTC + disk
 //! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
 //! their layout check), `driver` (module cache, tensor maps, launches), and one module
-//! per operator: `gemm`, `gemm_allreduce`, `allgather_gemm`, `moe_dispatch_gemm`, `proxy_stream` (and `fill` / `check`: test data and
+//! per operator: `gemm`, `gemm_allreduce`, `allgather_gemm`, `moe_dispatch_gemm`, `ring_attention`, `proxy_stream` (and `fill` / `check`: test data and
 //! device-side verification).
 
 #![warn(missing_docs)]
@@ -31,6 +31,7 @@ pub mod jit;
 pub mod moe_dispatch_gemm;
 pub mod params;
 pub mod proxy_stream;
+pub mod ring_attention;
 pub mod source;
 
 pub use error::{Error, Result};

@@ -46,6 +46,7 @@ pub enum WaitOp {
     InvalidExpertId = 9,
     RecvCapacityExceeded = 10,
     RanksDisagree = 11,
+    PeerKvArrived = 12,
 }
 
 impl WaitOp {
@@ -64,6 +65,7 @@ impl WaitOp {
             9 => Self::InvalidExpertId,
             10 => Self::RecvCapacityExceeded,
             11 => Self::RanksDisagree,
+            12 => Self::PeerKvArrived,
             _ => return None,
         })
     }
@@ -83,6 +85,7 @@ impl WaitOp {
             Self::InvalidExpertId => "an expert id outside -1..experts, or repeated within a token's top-k (MoE dispatch input)",
             Self::RecvCapacityExceeded => "a rank's receive buffer rows (MoE dispatch: the routed tokens do not fit recv_capacity)",
             Self::RanksDisagree => "the ranks' collective arguments (MoE dispatch: chunk_rows, max_tokens, recv_capacity, K or experts differ)",
+            Self::PeerKvArrived => "the peer's chunk of keys and values (ring attention arrival flag)",
         }
     }
 
@@ -240,6 +243,33 @@ pub struct MoeDispatchParams {
     pub routing_flags_at: u32,
     pub max_tokens: u32,
     pub pad0: u32,
+    pub timeout_ns: u64,
+}
+
+/// Parameters of the ring attention kernels (`RingAttentionParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RingAttentionParams {
+    pub q: u64,
+    pub k: u64,
+    pub v: u64,
+    pub out: u64,
+    pub lse: u64,
+    pub kv_gathered: [u64; MAX_RANKS],
+    pub arrived: [u64; MAX_RANKS],
+    pub exit_flags: [u64; MAX_RANKS],
+    pub control: u64,
+    pub status: u64,
+    pub batch: u32,
+    pub seq: u32,
+    pub heads: u32,
+    pub kv_heads: u32,
+    pub head_dim: u32,
+    pub rank: u32,
+    pub chunk_rows: u32,
+    pub num_comm_ctas: u32,
+    pub flag_stride: u32,
+    pub scale_log2: f32,
     pub timeout_ns: u64,
 }
 
@@ -467,6 +497,8 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(MoeDispatchParams; tma_a, tma_b, tma_c, x, expert_ids, out, dest_rows, layout, recv, arrived,
         counts, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
         chunk_rows, seg_chunks, num_comm_ctas, flag_stride, routing_flags_at, max_tokens, pad0, timeout_ns));
+    lines.extend(crate::layout_asserts!(RingAttentionParams; q, k, v, out, lse, kv_gathered, arrived, exit_flags, control, status,
+        batch, seq, heads, kv_heads, head_dim, rank, chunk_rows, num_comm_ctas, flag_stride, scale_log2, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));
     lines.extend(crate::layout_asserts!(ControlBlock; epoch, abort_epoch, ctas_done, comm_done, comm_next, input_error_epoch));
@@ -506,6 +538,8 @@ mod tests {
         assert!(size_of::<AllReduceParams>() <= 4096);
         assert!(size_of::<GemmParams>() <= 4096);
         assert!(size_of::<AllGatherParams>() <= 4096);
+        assert!(size_of::<MoeDispatchParams>() <= 4096);
+        assert!(size_of::<RingAttentionParams>() <= 4096);
     }
 
     #[test]
@@ -523,6 +557,7 @@ mod tests {
             WaitOp::InvalidExpertId,
             WaitOp::RecvCapacityExceeded,
             WaitOp::RanksDisagree,
+            WaitOp::PeerKvArrived,
         ] {
             assert_eq!(WaitOp::from_code(op as u32), Some(op));
         }
@@ -532,7 +567,7 @@ mod tests {
     #[test]
     fn layout_check_names_every_struct() {
         let src = layout_check_source();
-        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams", "ProxyStreamParams", "RingView"] {
+        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams", "ProxyStreamParams", "RingView", "RingAttentionParams"] {
             assert!(src.contains(&format!("sizeof({s})")), "{s} missing");
         }
     }

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 pub const HEADERS: &[(&str, &str)] = &[
     ("ptx/common.cuh", include_str!("cuda/ptx/common.cuh")),
     ("ptx/wgmma.cuh", include_str!("cuda/ptx/wgmma.cuh")),
+    ("ptx/mma_sync.cuh", include_str!("cuda/ptx/mma_sync.cuh")),
     ("params.cuh", include_str!("cuda/params.cuh")),
     ("sync/wait.cuh", include_str!("cuda/sync/wait.cuh")),
     ("gemm/sm90_gemm.cuh", include_str!("cuda/gemm/sm90_gemm.cuh")),
@@ -18,6 +19,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
     ("ops/allgather_gemm.cuh", include_str!("cuda/ops/allgather_gemm.cuh")),
     ("ops/moe_dispatch_gemm.cuh", include_str!("cuda/ops/moe_dispatch_gemm.cuh")),
+    ("ops/ring_attention.cuh", include_str!("cuda/ops/ring_attention.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
     ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),
     ("ops/gate.cuh", include_str!("cuda/ops/gate.cuh")),

@@ -187,6 +187,93 @@ pub fn reference_rows_f64(a: &[bf16], b: &[bf16], rows: &[usize], n: usize, k: u
     Ok(out)
 }
 
+/// fp64 reference of one query row of attention (see [`attention_reference`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionRow {
+    /// softmax(q K^T x scale) V, \[D\].
+    pub out: Vec<f64>,
+    /// The error scale of each element: |out| + sum_j |p_j v_j| / l (P enters P V rounded to
+    /// bf16, relative error <= 2^-8 per element, and the output is rounded once more: the
+    /// kernel is within 2^-8 of this; [`compare`] allows 2^-7), \[D\].
+    pub scale: Vec<f64>,
+    /// ln of the softmax sum of the scaled scores: max + ln(sum exp(s - max)).
+    pub lse: f64,
+}
+
+/// fp64 reference of attention for the query rows `rows` ((sequence b, head h, position i
+/// within rank `rank`'s shard)): `q` is rank `rank`'s queries \[B, S, H, D\], `k[src]` and
+/// `v[src]` source src's keys and values \[B, S, Hkv, D\] (positions \[src S, (src + 1) S)),
+/// head h reading key/value head h / (H / Hkv); causal masks keys after the query's position
+/// rank x S + i. The rows are computed on the machine's cores in parallel.
+///
+/// Errors name the argument: a buffer shorter than its shape, a row outside the shape, no
+/// source, a rank outside the sources, heads not a multiple of kv_heads.
+pub fn attention_reference(
+    q: &[bf16],
+    k: &[&[bf16]],
+    v: &[&[bf16]],
+    s: mkernel_kernels::ring_attention::AttentionShape,
+    rank: usize,
+    scale: f32,
+    rows: &[(usize, usize, usize)],
+) -> Result<Vec<AttentionRow>, String> {
+    let (b_n, seq, h_n, hkv, d) = (s.batch as usize, s.seq as usize, s.heads as usize, s.kv_heads as usize, s.head_dim as usize);
+    let world = k.len();
+    if world == 0 || v.len() != world || rank >= world {
+        return Err(format!("k, v: need the same number (>= 1) of sources, above rank {rank}; got {} and {}", k.len(), v.len()));
+    }
+    if hkv == 0 || h_n % hkv != 0 {
+        return Err(format!("shape: heads ({h_n}) must be a multiple of kv_heads ({hkv})"));
+    }
+    if q.len() < b_n * seq * h_n * d {
+        return Err(format!("q: needs [B, S, H, D] = {} elements, has {}", b_n * seq * h_n * d, q.len()));
+    }
+    if let Some(src) = (0..world).find(|&i| k[i].len() < b_n * seq * hkv * d || v[i].len() < b_n * seq * hkv * d) {
+        return Err(format!("k, v: source {src} needs [B, S, Hkv, D] = {} elements", b_n * seq * hkv * d));
+    }
+    if let Some(r) = rows.iter().find(|r| r.0 >= b_n || r.1 >= h_n || r.2 >= seq) {
+        return Err(format!("rows: {r:?} is outside (B, H, S) = ({b_n}, {h_n}, {seq})"));
+    }
+    let one = |&(b, h, i): &(usize, usize, usize)| -> AttentionRow {
+        let hk = h / (h_n / hkv);
+        let qpos = rank * seq + i;
+        let qrow: Vec<f64> = q[((b * seq + i) * h_n + h) * d..][..d].iter().map(|x| x.to_f64()).collect();
+        let kv_at = |j: usize| ((b * seq + j) * hkv + hk) * d;
+        let mut scores = Vec::with_capacity(world * seq);
+        for (src, ks) in k.iter().enumerate() {
+            for j in 0..seq {
+                if s.causal && src * seq + j > qpos {
+                    scores.push(f64::NEG_INFINITY);
+                } else {
+                    let dot: f64 = qrow.iter().zip(&ks[kv_at(j)..][..d]).map(|(x, y)| x * y.to_f64()).sum();
+                    scores.push(dot * scale as f64);
+                }
+            }
+        }
+        let mx = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let (mut out, mut abs, mut l) = (vec![0f64; d], vec![0f64; d], 0f64);
+        for (idx, &z) in scores.iter().enumerate() {
+            let p = (z - mx).exp();
+            if p == 0.0 {
+                continue;
+            }
+            l += p;
+            for (e, x) in v[idx / seq][kv_at(idx % seq)..][..d].iter().enumerate() {
+                out[e] += p * x.to_f64();
+                abs[e] += (p * x.to_f64()).abs();
+            }
+        }
+        let scale: Vec<f64> = out.iter().zip(&abs).map(|(o, a)| (o / l).abs() + a / l).collect();
+        AttentionRow { out: out.iter().map(|o| o / l).collect(), scale, lse: mx + l.ln() }
+    };
+    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).clamp(1, 64);
+    let part = rows.len().div_ceil(threads).max(1);
+    Ok(std::thread::scope(|sc| {
+        let handles: Vec<_> = rows.chunks(part).map(|c| sc.spawn(move || c.iter().map(one).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +340,33 @@ mod tests {
         assert!(a.iter().all(|x| (-1.0..=1.0).contains(&x.to_f32())));
         assert_ne!(a, random_bf16(1000, 2));
         assert!(a.iter().filter(|x| x.to_f32() == 0.0).count() < 10);
+    }
+
+    /// Two keys of one source: softmax of two scores by hand; causal hides the later key;
+    /// bad arguments are named.
+    #[test]
+    fn attention_reference_by_hand() {
+        use mkernel_kernels::ring_attention::AttentionShape;
+        let s = AttentionShape { batch: 1, seq: 2, heads: 1, kv_heads: 1, head_dim: 64, causal: false };
+        let h = |x: f32| bf16::from_f32(x);
+        let mut q = vec![h(0.0); 128];
+        q[64] = h(1.0); // query 1: e_0
+        let mut k = vec![h(0.0); 128];
+        k[0] = h(1.0); // key 0: e_0 (score 1), key 1: 0 (score 0)
+        let v: Vec<bf16> = (0..128).map(|i| h(if i < 64 { 1.0 } else { -1.0 })).collect();
+        let r = attention_reference(&q, &[&k], &[&v], s, 0, 1.0, &[(0, 0, 1)]).unwrap();
+        let (p0, p1) = (1f64.exp() / (1f64.exp() + 1.0), 1.0 / (1f64.exp() + 1.0));
+        assert!((r[0].out[5] - (p0 - p1)).abs() < 1e-12 && (r[0].scale[5] - ((p0 - p1) + 1.0)).abs() < 1e-12, "{:?}", r[0].out[5]);
+        assert!((r[0].lse - (1f64.exp() + 1.0).ln()).abs() < 1e-12);
+        // Query 0 under a causal mask sees key 0 only: out = v_0.
+        let c = attention_reference(&q, &[&k], &[&v], AttentionShape { causal: true, ..s }, 0, 1.0, &[(0, 0, 0)]).unwrap();
+        assert_eq!(c[0].out[0], 1.0);
+        // As rank 1 of two sources, query 0 (position 2, a zero row: every score 0) sees keys 0-2.
+        let two = attention_reference(&q, &[&k, &k], &[&v, &v], AttentionShape { causal: true, ..s }, 1, 1.0, &[(0, 0, 0)]).unwrap();
+        assert!((two[0].lse - 3f64.ln()).abs() < 1e-12, "{}", two[0].lse);
+        assert!(attention_reference(&q, &[&k], &[&v], s, 0, 1.0, &[(0, 0, 2)]).unwrap_err().starts_with("rows"));
+        assert!(attention_reference(&q, &[&k], &[&v], s, 1, 1.0, &[(0, 0, 0)]).unwrap_err().starts_with("k, v"));
+        assert!(attention_reference(&q[..10], &[&k], &[&v], s, 0, 1.0, &[]).unwrap_err().starts_with("q"));
     }
 
     #[test]

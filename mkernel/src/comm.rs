@@ -556,6 +556,7 @@ impl Communicator {
                 (c, Some(WaitOp::PeerChunkArrived)) => format!("chunk {c}"),
                 (c, Some(WaitOp::PeerTokensArrived)) => format!("arrival flag {c}: local expert x chunks per segment + chunk"),
                 (c, Some(WaitOp::LocalRoutingStep)) => format!("push CTA {c}"),
+                (c, Some(WaitOp::PeerKvArrived)) => format!("chunk {c}: sequence x chunks per sequence + chunk"),
                 (t, _) => format!("tile {t}"),
             },
             epoch: s.epoch,

@@ -159,6 +159,36 @@ struct MoeDispatchParams {
   u64 timeout_ns;
 };
 
+// Ring attention over the ranks of one node (ops/ring_attention.cuh): rank r holds positions
+// [r S, (r + 1) S) of each of the batch's sequences; every rank computes its queries'
+// attention over all ranks' keys and values. Addresses per rank (index = rank; entries >=
+// world are zero). The unfused kernel (attention_kernel) reads k and v whole and no
+// per-rank entry, control or status.
+struct RingAttentionParams {
+  u64 q;                               // [batch, seq, heads, head_dim] bf16, this rank's queries
+  u64 k, v;                            // fused: this rank's [batch, seq, kv_heads, head_dim] bf16;
+                                       // unfused: every rank's, [world][batch, seq, kv_heads, head_dim]
+  u64 out;                             // [batch, seq, heads, head_dim] bf16
+  u64 lse;                             // f32 [batch, heads, seq]: ln of each row's softmax sum of the
+                                       // scaled scores; 0: not written
+  u64 kv_gathered[MKERNEL_MAX_RANKS];  // per rank: gathered KV, [world][2 (k, v)][batch, seq, kv_heads,
+                                       // head_dim] (symmetric workspace; slot r: rank r's)
+  u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride], [from][chunk] = epoch
+  u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
+  u64 control;                         // local ControlBlock
+  u64 status;                          // host-mapped KernelStatus
+  u32 batch, seq;                      // sequences; positions of each on this rank (S)
+  u32 heads, kv_heads;                 // query heads; key/value heads (heads % kv_heads == 0)
+  u32 head_dim;                        // D (the kernel's own constant, repeated for the pushes)
+  u32 rank;
+  u32 chunk_rows;                      // positions of a sequence per arrival flag (the last may be shorter);
+                                       // chunk c: sequence c / ceil(seq / chunk_rows)
+  u32 num_comm_ctas;                   // the first num_comm_ctas CTAs push, the rest compute
+  u32 flag_stride;                     // u32 per inbox row (>= batch * ceil(seq / chunk_rows))
+  float scale_log2;                    // softmax scale x log2(e)
+  u64 timeout_ns;
+};
+
 // Optional event trace of one fused call (bench --trace): a header, then events.
 struct FusedTraceHeader {
   u32 count;    // events recorded (may exceed the capacity: the rest were dropped)

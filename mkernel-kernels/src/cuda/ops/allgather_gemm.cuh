@@ -38,11 +38,6 @@
 
 namespace mk {
 
-// Rank `from`'s arrival flag of chunk `chunk` in the inbox `region` (u32[world][stride]).
-__device__ __forceinline__ u32* arrival_flag(u64 region, u32 stride, u32 from, u32 chunk) {
-  return reinterpret_cast<u32*>(region) + (u64)from * stride + chunk;
-}
-
 // Sleep between polls of an arrival flag (the producer warp; its CTA's consumers wait for it).
 constexpr u32 kGatherBackoffNs = 64;
 // 16-byte vectors in flight per thread in a push.

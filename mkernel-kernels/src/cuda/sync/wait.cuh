@@ -20,6 +20,7 @@ enum class WaitOp : u32 {
   RecvCapacityExceeded = 10, // peer = the receiving rank, expected = capacity, observed = rows needed
   RanksDisagree = 11,        // peer = the rank whose argument differs, entry = which (kMoeAgreeWords),
                              // expected = this rank's value, observed = the peer's
+  PeerKvArrived = 12,        // a peer's chunk of keys and values (ops/ring_attention.cuh)
 };
 
 // Intra-CTA mbarrier wait. Only a bug (a faulted TMA, a miscounted arrival) can make
@@ -108,6 +109,12 @@ __device__ __forceinline__ bool wait_flag_eq(const u32* flag, u32 expected, cons
       }
     }
   }
+}
+
+// Rank `from`'s arrival flag of chunk `chunk` in the inbox `region` (u32[world][stride]):
+// the all-gather's chunks of A, the ring attention's chunks of keys and values.
+__device__ __forceinline__ u32* arrival_flag(u64 region, u32 stride, u32 from, u32 chunk) {
+  return reinterpret_cast<u32*>(region) + (u64)from * stride + chunk;
 }
 
 // ---- a collective call's start and end (the all-gather + GEMM) -------------------------

@@ -1,0 +1,404 @@
+// Fused ring attention (sequence parallelism) over the ranks of one node (NVLink peer
+// stores, no multicast).
+//
+// Rank r holds positions [r S, (r + 1) S) of every sequence of the batch: its queries q_r
+// [B, S, H, D], keys k_r and values v_r [B, S, Hkv, D]; out_r = softmax(q_r K^T * scale) V
+// over every rank's keys (causal: key position <= query position), each query head h
+// reading key/value head h / (H / Hkv) (grouped-query attention). One persistent kernel per
+// GPU computes it while the keys and values travel:
+//
+//   push CTAs (the first num_comm_ctas):  k_r and v_r, chunk by chunk (chunk_rows positions
+//       of one sequence, every key/value head), into slot r of each peer's gathered KV
+//       (16-byte stores over NVLink), then arrived_q[r][chunk] = epoch (a release store into
+//       q's inbox); chunk-major, so every peer gets chunk 0 before anyone gets chunk 1.
+//       Causal: only to the ranks after r (a rank never reads the keys of later ranks).
+//   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head); its key
+//       blocks (64 positions) come first from the rank's own k_r / v_r (no wait), then from
+//       ranks r - 1, r - 2, .. (the ring's order) in the gathered KV, each block once warp 0
+//       has seen the arrival flags of the chunks it meets (bounded waits; a per-CTA
+//       watermark per source, so a chunk is waited for once per CTA). FlashAttention-2's
+//       loop: S = Q K^T and O += P V on mma.sync m16n8k16 (bf16 in, fp32 accumulators),
+//       online softmax in registers (log2 domain), K/V double-buffered by cp.async.
+//
+// The unfused kernel (FUSED = false: the baseline after an all-gather of K and V, and plain
+// attention on one GPU) runs the same loop over keys and values already whole ([world][B,
+// S, Hkv, D] each), with no flag, epoch or peer.
+//
+// End: every CTA counts itself out; the last tells every peer "done reading my gathered KV"
+// and waits for theirs (exit_handshake), so no rank pushes into a peer still reading the
+// previous call's keys. Epochs, skipped calls after a timeout and the epoch hand-over are
+// the all-gather's (sync/wait.cuh). Design: ../shared/DESIGN.md section 3 (Ring Attention:
+// KV to local peers, 128-row KV tiles).
+#pragma once
+#include "../params.cuh"
+#include "../sync/wait.cuh"
+#include "../ptx/mma_sync.cuh"
+
+namespace mk {
+
+constexpr u32 kAttnWarps = 8;                 // warps of a CTA (16 query rows each)
+constexpr u32 kAttnThreads = 32 * kAttnWarps;
+constexpr u32 kAttnBM = 16 * kAttnWarps;      // query rows of a unit
+constexpr u32 kAttnBN = 64;                   // key/value positions of a block
+constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
+constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
+
+// Shared memory of a CTA: Q [BM][D], then two stages of K [BN][D] and V [BN][D] (bf16,
+// rows of D / 8 16-byte chunks, chunk c of row r at c ^ (r % 8): ldmatrix without bank
+// conflicts), then the watermarks and the failure word.
+template <u32 D>
+struct AttnSmem {
+  static_assert(D == 64 || D == 128, "head_dim: 64 or 128");
+  static constexpr u32 kRowBytes = 2 * D;
+  static constexpr u32 kQBytes = kAttnBM * kRowBytes;
+  static constexpr u32 kKvBytes = kAttnBN * kRowBytes;
+  static constexpr u32 kWordsAt = kQBytes + 4 * kKvBytes;
+  static constexpr u32 kBytes = kWordsAt + 4 * (MKERNEL_MAX_RANKS + 2);
+  u8* base;
+  __device__ __forceinline__ u8* q() const { return base; }
+  __device__ __forceinline__ u8* k(u32 stage) const { return base + kQBytes + stage * 2 * kKvBytes; }
+  __device__ __forceinline__ u8* v(u32 stage) const { return base + kQBytes + stage * 2 * kKvBytes + kKvBytes; }
+  // seen()[src]: chunks 0..seen-1 of source src have arrived (this CTA waited for them).
+  __device__ __forceinline__ u32* seen() const { return reinterpret_cast<u32*>(base + kWordsAt); }
+  __device__ __forceinline__ u32* failed() const { return reinterpret_cast<u32*>(base + kWordsAt) + MKERNEL_MAX_RANKS; }
+  // Byte offset of 16-byte chunk c of row r.
+  static __device__ __forceinline__ u32 at(u32 r, u32 c) { return r * kRowBytes + ((c ^ (r & 7)) << 4); }
+};
+
+// `rows` rows (the first `valid` of them from global memory, `row_stride` elements apart,
+// the rest zeros) into a swizzled tile. Every thread of the CTA; one cp.async group's part.
+template <u32 D, u32 ROWS>
+__device__ __forceinline__ void load_tile(u8* tile, const u16* src, u64 row_stride, u32 valid) {
+  constexpr u32 kChunks = D / 8;
+#pragma unroll
+  for (u32 i = threadIdx.x; i < ROWS * kChunks; i += kAttnThreads) {
+    const u32 r = i / kChunks, c = i % kChunks;
+    const bool ok = r < valid;
+    cp_async_16(tile + AttnSmem<D>::at(r, c), ok ? src + r * row_stride + c * 8 : src, ok ? 16u : 0u);
+  }
+}
+
+// Keys (which = 0) or values (1) of source rank `src` for sequence 0, [B, S, Hkv, D]: the
+// caller's own buffers for this rank (fused), else slot src of this rank's gathered KV
+// (fused) or of the whole tensors (unfused: [world][B, S, Hkv, D]).
+template <bool FUSED>
+__device__ __forceinline__ const u16* kv_source(const RingAttentionParams& p, u32 which, u32 src) {
+  const u64 elems = (u64)p.batch * p.seq * p.kv_heads * p.head_dim;
+  if (!FUSED) return reinterpret_cast<const u16*>(which ? p.v : p.k) + src * elems;
+  if (src == p.rank) return reinterpret_cast<const u16*>(which ? p.v : p.k);
+  return reinterpret_cast<const u16*>(p.kv_gathered[p.rank]) + ((u64)src * 2 + which) * elems;
+}
+
+// The key blocks of a unit, in order: the own rank's first, then ranks r - 1, r - 2, ..
+// (mod world); causal: only ranks <= r, and the own rank's blocks up to the unit's last row.
+template <u32 WORLD, bool CAUSAL>
+struct UnitBlocks {
+  u32 per_source, own, total;
+  __device__ __forceinline__ UnitBlocks(u32 seq, u32 rank, u32 q0, u32 q_valid) {
+    per_source = (seq + kAttnBN - 1) / kAttnBN;
+    own = CAUSAL ? (q0 + q_valid + kAttnBN - 1) / kAttnBN : per_source;
+    total = own + (CAUSAL ? rank : WORLD - 1) * per_source;
+  }
+  // Block j: its source rank and its first position in that rank's shard.
+  __device__ __forceinline__ void at(u32 j, u32 rank, u32& src, u32& n0) const {
+    if (j < own) {
+      src = rank, n0 = j * kAttnBN;
+      return;
+    }
+    const u32 i = 1 + (j - own) / per_source;
+    src = (rank + WORLD - i) % WORLD, n0 = (j - own) % per_source * kAttnBN;
+  }
+};
+
+// Fused: before block (src, n0) of sequence b is loaded, the chunks it meets must have
+// arrived. Warp 0 waits for every chunk of `src` from the CTA's watermark up to the last one
+// the block needs (the lanes in parallel, one timeout in all), then raises the watermark;
+// every thread then passes a barrier (the lanes' acquires, then every thread's loads).
+// Returns false (every thread) when a wait gave up. Every thread of the CTA calls it alike.
+template <u32 D>
+__device__ __forceinline__ bool await_block(const RingAttentionParams& p, const WaitContext& ctx, const AttnSmem<D>& sm,
+                                            u32 b, u32 src, u32 n0) {
+  const u32 ch = p.chunk_rows, per_seq = (p.seq + ch - 1) / ch;
+  const u32 last = b * per_seq + (min(n0 + kAttnBN, p.seq) - 1) / ch;
+  const u32 from = sm.seen()[src];  // (uniform: written before the last barrier)
+  if (last < from) return true;
+  __syncthreads();  // (every thread has read `from` before warp 0 raises it: none may skip the barrier below)
+  if (threadIdx.x < 32) {
+    const u64 start = globaltimer_ns();
+    WaitContext left = ctx;
+    bool ok = true;
+    for (u32 c = from + lane_id(); ok && c <= last; c += 32) {
+      const u64 spent = globaltimer_ns() - start;
+      left.timeout_ns = spent < ctx.timeout_ns ? ctx.timeout_ns - spent : 1;
+      ok = wait_flag_eq(arrival_flag(p.arrived[p.rank], p.flag_stride, src, c), ctx.epoch, left, WaitOp::PeerKvArrived,
+                        src, c, kAttnBackoffNs);
+    }
+    ok = __all_sync(0xffffffffu, ok);
+    if (lane_id() == 0) {
+      if (ok) sm.seen()[src] = last + 1;
+      else *sm.failed() = 1;
+    }
+  }
+  __syncthreads();
+  return *sm.failed() == 0;
+}
+
+// One block of keys and values (in smem stage K / V) against this warp's 16 query rows:
+// S = Q K^T (scaled to the log2 domain, masked), the online softmax update of m, l and o,
+// then o += P V.
+template <u32 D, bool CAUSAL>
+__device__ __forceinline__ void attend_block(const u8* k_tile, const u8* v_tile, const u32 (&qf)[D / 16][4],
+                                             float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float scale_log2,
+                                             u32 kv_valid, bool diagonal, u32 q_row0, u32 n0) {
+  const u32 lane = lane_id(), g = lane / 4, t = lane % 4;
+  float s[kAttnBN / 8][4];
+#pragma unroll
+  for (u32 j = 0; j < kAttnBN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+  const u32 k_base = smem_u32(k_tile);
+#pragma unroll
+  for (u32 kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+    for (u32 n16 = 0; n16 < kAttnBN / 16; ++n16) {
+      u32 bf[4];
+      const u32 row = n16 * 16 + (lane & 7) + ((lane >> 4) << 3), chunk = kk * 2 + ((lane >> 3) & 1);
+      ldmatrix_x4(bf, k_base + AttnSmem<D>::at(row, chunk));
+      mma_m16n8k16_bf16(s[2 * n16], qf[kk], bf[0], bf[1]);
+      mma_m16n8k16_bf16(s[2 * n16 + 1], qf[kk], bf[2], bf[3]);
+    }
+  }
+  // Scale, mask (positions past the shard; causal: later positions on the diagonal), max.
+  const bool masked = kv_valid < kAttnBN || (CAUSAL && diagonal);
+#pragma unroll
+  for (u32 h = 0; h < 2; ++h) {
+    float mx = m[h];
+    const u32 qi = q_row0 + g + 8 * h;  // (the query's position in the shard)
+#pragma unroll
+    for (u32 j = 0; j < kAttnBN / 8; ++j) {
+#pragma unroll
+      for (u32 e = 0; e < 2; ++e) {
+        const u32 col = j * 8 + 2 * t + e;
+        float x = s[j][2 * h + e] * scale_log2;
+        if (masked && (col >= kv_valid || (CAUSAL && diagonal && n0 + col > qi))) x = neg_inf_f32();
+        s[j][2 * h + e] = x;
+        mx = fmaxf(mx, x);
+      }
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    // (a row with every score masked so far: m stays -inf, its p and correction are 0)
+    const float base = mx == neg_inf_f32() ? 0.f : mx;
+    const float corr = ex2_approx(m[h] - base);
+    m[h] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (u32 j = 0; j < kAttnBN / 8; ++j) {
+#pragma unroll
+      for (u32 e = 0; e < 2; ++e) {
+        const float pv = ex2_approx(s[j][2 * h + e] - base);
+        s[j][2 * h + e] = pv;
+        sum += pv;
+      }
+    }
+    l[h] = l[h] * corr + sum;  // (this lane's columns; the quad's sum at the end)
+#pragma unroll
+    for (u32 d = 0; d < D / 8; ++d) {
+      o[d][2 * h] *= corr;
+      o[d][2 * h + 1] *= corr;
+    }
+  }
+  // o += P V: P's accumulators of two 8-column blocks are the A fragment of one k16 step.
+  const u32 v_base = smem_u32(v_tile);
+#pragma unroll
+  for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
+    const u32 pa[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
+                       pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+    for (u32 d16 = 0; d16 < D / 16; ++d16) {
+      u32 vf[4];
+      const u32 row = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), chunk = d16 * 2 + (lane >> 4);
+      ldmatrix_x4_trans(vf, v_base + AttnSmem<D>::at(row, chunk));
+      mma_m16n8k16_bf16(o[2 * d16], pa, vf[0], vf[1]);
+      mma_m16n8k16_bf16(o[2 * d16 + 1], pa, vf[2], vf[3]);
+    }
+  }
+}
+
+// One unit: query rows [q0, q0 + BM) of sequence b, head h, against every key block it
+// sees; writes out (and lse). Returns false when a wait gave up (nothing more is written).
+template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
+__device__ __forceinline__ bool attend_unit(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
+                                            u32 b, u32 h, u32 q0) {
+  const u32 seq = p.seq, warp = threadIdx.x / 32, lane = lane_id();
+  const u32 q_valid = min(kAttnBM, seq - q0);
+  const u32 kv_head = h / (p.heads / p.kv_heads);
+  const u64 q_stride = (u64)p.heads * D, kv_stride = (u64)p.kv_heads * D;
+  const u16* q_src = reinterpret_cast<const u16*>(p.q) + ((u64)b * seq + q0) * q_stride + (u64)h * D;
+  const UnitBlocks<WORLD, CAUSAL> blocks(seq, p.rank, q0, q_valid);
+
+  // Block j's loads into stage j % 2 (after its arrival, fused), one cp.async group.
+  auto load_block = [&](u32 j) -> bool {
+    u32 src, n0;
+    blocks.at(j, p.rank, src, n0);
+    if (FUSED && src != p.rank && !await_block<D>(p, *ctx, sm, b, src, n0)) return false;
+    const u64 off = ((u64)b * seq + n0) * kv_stride + (u64)kv_head * D;
+    const u32 valid = min(kAttnBN, seq - n0);
+    load_tile<D, kAttnBN>(sm.k(j & 1), kv_source<FUSED>(p, 0, src) + off, kv_stride, valid);
+    load_tile<D, kAttnBN>(sm.v(j & 1), kv_source<FUSED>(p, 1, src) + off, kv_stride, valid);
+    return true;
+  };
+
+  load_tile<D, kAttnBM>(sm.q(), q_src, q_stride, q_valid);
+  bool ok = load_block(0);
+  cp_async_commit();
+
+  u32 qf[D / 16][4];
+  float o[D / 8][4];
+#pragma unroll
+  for (u32 d = 0; d < D / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+  float m[2] = {neg_inf_f32(), neg_inf_f32()}, l[2] = {0.f, 0.f};
+  const float scale_log2 = p.scale_log2;
+  for (u32 j = 0; ok && j < blocks.total; ++j) {
+    if (j + 1 < blocks.total) ok = load_block(j + 1);
+    cp_async_commit();  // (an empty group when there is no next block: wait_group 1 still means block j)
+    if (!ok) break;
+    cp_async_wait<1>();
+    __syncthreads();
+    if (j == 0) {
+#pragma unroll
+      for (u32 kk = 0; kk < D / 16; ++kk) {
+        const u32 row = warp * 16 + (lane & 15), chunk = kk * 2 + (lane >> 4);
+        ldmatrix_x4(qf[kk], smem_u32(sm.q()) + AttnSmem<D>::at(row, chunk));
+      }
+    }
+    u32 src, n0;
+    blocks.at(j, p.rank, src, n0);
+    const bool diagonal = CAUSAL && src == p.rank && n0 + kAttnBN > q0;
+    attend_block<D, CAUSAL>(sm.k(j & 1), sm.v(j & 1), qf, o, m, l, scale_log2, min(kAttnBN, seq - n0), diagonal,
+                            q0 + warp * 16, n0);
+    __syncthreads();  // (stage j % 2 is free for block j + 2)
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  if (!ok) return false;
+
+  // Normalise; stage the bf16 rows in Q's tile (its fragments are in registers), then
+  // 16-byte rows out; lse from the quad's first lane.
+  const u32 g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (u32 hh = 0; hh < 2; ++hh) {
+    float sum = l[hh];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const u32 row = warp * 16 + g + 8 * hh;
+#pragma unroll
+    for (u32 d = 0; d < D / 8; ++d) {
+      *reinterpret_cast<u32*>(sm.q() + AttnSmem<D>::at(row, d) + 4 * t) = pack_bf16x2(o[d][2 * hh] * inv, o[d][2 * hh + 1] * inv);
+    }
+    if (p.lse != 0 && t == 0 && row < q_valid) {
+      const float lse = sum > 0.f ? (m[hh] + lg2_approx(sum)) * 0.69314718055994531f : neg_inf_f32();
+      reinterpret_cast<float*>(p.lse)[((u64)b * p.heads + h) * seq + q0 + row] = lse;
+    }
+  }
+  __syncthreads();
+  u16* out = reinterpret_cast<u16*>(p.out) + ((u64)b * seq + q0) * q_stride + (u64)h * D;
+  constexpr u32 kChunks = D / 8;
+  for (u32 i = threadIdx.x; i < q_valid * kChunks; i += kAttnThreads) {
+    const u32 r = i / kChunks, c = i % kChunks;
+    st_v4(out + r * q_stride + c * 8, ld_shared_v4(sm.q() + AttnSmem<D>::at(r, c)));
+  }
+  __syncthreads();  // (Q's tile is the next unit's)
+  return true;
+}
+
+// Compute role: units (query block, sequence, head) dealt round-robin over the compute CTAs,
+// the query blocks with the most key blocks first (causal: the last ones).
+template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
+__device__ __forceinline__ void attend_units(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
+                                             u32 idx, u32 n_compute) {
+  const u32 q_blocks = (p.seq + kAttnBM - 1) / kAttnBM, heads = p.batch * p.heads;
+  const u64 units = (u64)q_blocks * heads;
+  for (u64 u = idx; u < units; u += n_compute) {
+    const u32 qb = q_blocks - 1 - (u32)(u / heads), bh = (u32)(u % heads);
+    if (!attend_unit<D, WORLD, CAUSAL, FUSED>(p, ctx, sm, bh / p.heads, bh % p.heads, qb * kAttnBM)) return;
+  }
+}
+
+// One chunk (positions s0.. of sequence b, every key/value head) of k_r and v_r into slot
+// `rank` of rank q's gathered KV, then its arrival flag in q's inbox. Every thread of the CTA.
+__device__ __forceinline__ void push_kv_chunk(const RingAttentionParams& p, const WaitContext& ctx, u32 c, u32 q) {
+  const u32 ch = p.chunk_rows, per_seq = (p.seq + ch - 1) / ch;
+  const u32 b = c / per_seq, s0 = c % per_seq * ch, rows = min(ch, p.seq - s0);
+  const u64 row_vecs = (u64)p.kv_heads * p.head_dim / 8;  // 16-byte vectors per position
+  const u64 elems_vecs = (u64)p.batch * p.seq * row_vecs;
+  const u64 first = ((u64)b * p.seq + s0) * row_vecs, n = (u64)rows * row_vecs;
+  uint4* dst = reinterpret_cast<uint4*>(p.kv_gathered[q]) + (u64)p.rank * 2 * elems_vecs + first;
+  const uint4* k = reinterpret_cast<const uint4*>(p.k) + first;
+  const uint4* v = reinterpret_cast<const uint4*>(p.v) + first;
+  for (u64 j = threadIdx.x; j < 2 * n; j += (u64)kAttnThreads * kKvPushUnroll) {
+    uint4 x[kKvPushUnroll];
+#pragma unroll
+    for (u32 e = 0; e < kKvPushUnroll; ++e) {
+      const u64 i = j + (u64)e * kAttnThreads;
+      if (i < 2 * n) x[e] = __ldg(i < n ? k + i : v + (i - n));
+    }
+#pragma unroll
+    for (u32 e = 0; e < kKvPushUnroll; ++e) {
+      const u64 i = j + (u64)e * kAttnThreads;
+      if (i < 2 * n) dst[i < n ? i : elems_vecs + (i - n)] = x[e];
+    }
+  }
+  fence_acq_rel_sys();  // this thread's stores, before the barrier and thread 0's release
+  __syncthreads();
+  if (threadIdx.x == 0) st_release_sys(arrival_flag(p.arrived[q], p.flag_stride, p.rank, c), ctx.epoch);
+}
+
+// Push role: (chunk, peer) items chunk-major, dealt round-robin over the push CTAs; the
+// peers in ring order from r + 1 (causal: only ranks after r).
+template <u32 WORLD, bool CAUSAL>
+__device__ __forceinline__ void push_kv(const RingAttentionParams& p, const WaitContext& ctx, u32 idx, u32 n_push) {
+  const u32 peers = CAUSAL ? WORLD - 1 - p.rank : WORLD - 1;
+  if (peers == 0) return;
+  const u32 chunks = p.batch * ((p.seq + p.chunk_rows - 1) / p.chunk_rows);
+  const u64 items = (u64)chunks * peers;
+  for (u64 item = idx; item < items; item += n_push) {
+    const u32 q = p.rank + 1 + (u32)(item % peers);  // (causal: < WORLD)
+    push_kv_chunk(p, ctx, (u32)(item / peers), CAUSAL ? q : q % WORLD);
+  }
+}
+
+template <u32 D, u32 WORLD, bool CAUSAL>
+__device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams& p) {
+  static_assert(WORLD >= 2 && WORLD <= MKERNEL_MAX_RANKS, "ring attention needs 2..MKERNEL_MAX_RANKS ranks");
+  extern __shared__ u8 attn_smem[];
+  const AttnSmem<D> sm{attn_smem};
+  const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
+  const bool skipped = skipped_call(ctx);
+  if (!skipped) {
+    if (blockIdx.x < p.num_comm_ctas) {
+      push_kv<WORLD, CAUSAL>(p, ctx, blockIdx.x, p.num_comm_ctas);
+    } else {
+      if (threadIdx.x < MKERNEL_MAX_RANKS + 1) sm.seen()[threadIdx.x] = 0;  // (and failed())
+      __syncthreads();
+      attend_units<D, WORLD, CAUSAL, true>(p, &ctx, sm, blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas);
+    }
+  }
+  // Every CTA: its pushes are released, its reads of the gathered KV are done.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    exit_handshake<WORLD>(p.exit_flags, p.rank, ctx, gridDim.x, skipped);
+    end_call(ctx);
+  }
+}
+
+// Unfused attention over keys and values already whole (every rank's, [world][B, S, Hkv, D]);
+// WORLD = 1: plain attention of one GPU. No flag, epoch or peer.
+template <u32 D, u32 WORLD, bool CAUSAL>
+__device__ __forceinline__ void attention_kernel(const RingAttentionParams& p) {
+  static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "1..MKERNEL_MAX_RANKS sources");
+  extern __shared__ u8 attn_smem[];
+  const AttnSmem<D> sm{attn_smem};
+  attend_units<D, WORLD, CAUSAL, false>(p, nullptr, sm, blockIdx.x, gridDim.x);
+}
+
+}  // namespace mk

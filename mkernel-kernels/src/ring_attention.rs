@@ -1,0 +1,476 @@
+//! Ring attention (sequence parallelism) over the ranks of one node
+//! (`ops/ring_attention.cuh`): rank r holds positions \[r S, (r + 1) S) of every sequence of
+//! the batch (its queries, keys and values) and computes its queries' attention over every
+//! rank's keys and values in one persistent kernel, whose push CTAs copy its keys and values
+//! into every peer's gathered KV, chunk by chunk, each chunk announced by an epoch-tagged
+//! arrival flag, while its compute CTAs start on the rank's own keys and take each peer's
+//! key blocks as they arrive.
+//!
+//! The compute loop is FlashAttention-2's (Dao, "FlashAttention-2: Faster Attention with
+//! Better Parallelism and Work Partitioning", 2023): 128 query rows a CTA, 16 a warp, key
+//! blocks of 64 positions, S = Q K^T and O += P V on `mma.sync` tensor-core instructions
+//! with the online softmax in registers. The unfused kernel ([`unfused_source`]) runs the
+//! same loop on keys and values already whole: the baseline after an all-gather, and plain
+//! attention on one GPU (world 1).
+//!
+//! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): the gathered KV,
+//! \[world\]\[2\]\[B, S, Hkv, D\], lives in the partial region (so it must fit
+//! `capacity_elems`), the arrival flags in the ready inboxes (one per chunk), the exit flags,
+//! control block and status are shared with every other fused call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cudarc::driver::CudaStream;
+
+use crate::driver::{self, LaunchDims, Runtime};
+use crate::error::{invalid, Result};
+use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
+use crate::jit::KernelSource;
+use crate::params::{RingAttentionParams, MAX_RANKS};
+
+/// Query rows of a unit (a CTA's 8 warps x 16 rows; `kAttnBM`).
+pub const BLOCK_M: u32 = 128;
+/// Key/value positions of a block (`kAttnBN`).
+pub const BLOCK_N: u32 = 64;
+/// Threads of a CTA (`kAttnThreads`).
+pub const THREADS: u32 = 256;
+/// Head dimensions with kernels.
+pub const HEAD_DIMS: [u32; 2] = [64, 128];
+/// Positions of a sequence per arrival flag by default: the design's 128-row KV tile
+/// (`../shared/DESIGN.md` section 3; 128 x 8 heads x 128 x 2 bytes = 256 KiB of keys and as
+/// many values at Llama-3-70B's 8 key/value heads).
+pub const DEFAULT_CHUNK_ROWS: u32 = 128;
+/// Push CTAs by default: as the all-gather's, a first guess, not tuned.
+pub const DEFAULT_PUSH_CTAS: u32 = 4;
+
+/// The sizes of one rank's ring attention call (the same on every rank).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionShape {
+    /// Sequences (B).
+    pub batch: u32,
+    /// Positions of each sequence on each rank (S: the whole sequence is world x S long,
+    /// rank r holding positions \[r S, (r + 1) S)).
+    pub seq: u32,
+    /// Query heads (H).
+    pub heads: u32,
+    /// Key/value heads (Hkv; H % Hkv == 0: query head h reads key/value head h / (H / Hkv)).
+    pub kv_heads: u32,
+    /// Head dimension (D): one of [`HEAD_DIMS`].
+    pub head_dim: u32,
+    /// Causal: a query at position i sees keys at positions <= i only.
+    pub causal: bool,
+}
+
+impl AttentionShape {
+    /// Elements of one rank's keys (or values): B x S x Hkv x D.
+    pub fn kv_elems(&self) -> u64 {
+        self.batch as u64 * self.seq as u64 * self.kv_heads as u64 * self.head_dim as u64
+    }
+
+    /// Elements of one rank's queries (or output): B x S x H x D.
+    pub fn q_elems(&self) -> u64 {
+        self.batch as u64 * self.seq as u64 * self.heads as u64 * self.head_dim as u64
+    }
+
+    /// Elements of the log-sum-exp output: B x H x S (f32).
+    pub fn lse_elems(&self) -> u64 {
+        self.batch as u64 * self.heads as u64 * self.seq as u64
+    }
+
+    /// Elements of the gathered KV in each rank's workspace: world x 2 x B x S x Hkv x D.
+    pub fn gathered_elems(&self, world: u32) -> u64 {
+        world as u64 * 2 * self.kv_elems()
+    }
+
+    /// Floating-point operations of one rank's attention (2 GEMMs of 2 x S x (keys seen) x
+    /// D per head and sequence; causal: the keys each query sees, about half): the unit of
+    /// the benchmark's TFLOP/s.
+    pub fn flops(&self, world: u32, rank: u32) -> f64 {
+        let (s, w) = (self.seq as f64, world as f64);
+        let pairs = if self.causal { rank as f64 * s * s + s * (s + 1.0) / 2.0 } else { s * s * w };
+        4.0 * pairs * self.batch as f64 * self.heads as f64 * self.head_dim as f64
+    }
+}
+
+impl std::fmt::Display for AttentionShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "B={} S={} H={} Hkv={} D={}{}", self.batch, self.seq, self.heads, self.kv_heads, self.head_dim, if self.causal { " causal" } else { "" })
+    }
+}
+
+/// What one rank's fused ring attention launch runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RingAttentionConfig {
+    /// CTAs that push this rank's keys and values to the peers (the first ones of the grid).
+    pub push_ctas: u32,
+    /// CTAs of the launch: push CTAs, then compute CTAs.
+    pub grid: u32,
+    /// Positions of a sequence per arrival flag.
+    pub chunk_rows: u32,
+    /// The softmax scale (1 / sqrt(D) by default).
+    pub softmax_scale: f32,
+}
+
+impl std::fmt::Display for RingAttentionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} push + {} compute CTAs, chunks of {} positions, scale {}",
+            self.push_ctas,
+            self.grid.saturating_sub(self.push_ctas),
+            self.chunk_rows,
+            self.softmax_scale
+        )
+    }
+}
+
+/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): Q \[128, D\], two stages of K and V
+/// \[64, D\], bf16, and 40 bytes of watermarks.
+pub fn smem_bytes(head_dim: u32) -> u32 {
+    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 4 * (MAX_RANKS as u32 + 2)
+}
+
+/// Units of a call (a unit: 128 query rows of one sequence and head): the most compute
+/// CTAs that find work.
+pub fn units(s: AttentionShape) -> u64 {
+    s.seq.div_ceil(BLOCK_M) as u64 * s.batch as u64 * s.heads as u64
+}
+
+/// Chunks of a rank's keys and values (arrival flags a source needs): B x ceil(S / chunk_rows).
+pub fn chunks(s: AttentionShape, chunk_rows: u32) -> u64 {
+    s.batch as u64 * s.seq.div_ceil(chunk_rows.max(1)) as u64
+}
+
+/// The default positions per chunk: [`DEFAULT_CHUNK_ROWS`], at most the sequence, and enough
+/// that the chunks fit `max_chunks` arrival flags.
+pub fn default_chunk_rows(s: AttentionShape, max_chunks: u64) -> u32 {
+    let seq = s.seq.max(1);
+    let mut rows = DEFAULT_CHUNK_ROWS.min(seq);
+    while chunks(s, rows) > max_chunks && rows < seq {
+        rows = (rows * 2).min(seq);
+    }
+    rows
+}
+
+/// The shape rules on `world` ranks (1..=[`MAX_RANKS`]; the fused kernel needs 2): batch,
+/// seq, heads and kv_heads positive, heads a multiple of kv_heads, head_dim one of
+/// [`HEAD_DIMS`], every tensor's elements within 2^40 (`shape`).
+pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
+    if world == 0 || world as usize > MAX_RANKS {
+        return Err(invalid("world_size", format!("attention runs on 1..={MAX_RANKS} ranks, got {world}")));
+    }
+    if s.batch == 0 || s.seq == 0 || s.heads == 0 || s.kv_heads == 0 {
+        return Err(invalid("shape", format!("batch, seq, heads and kv_heads must be positive, got {s}")));
+    }
+    if s.heads % s.kv_heads != 0 {
+        return Err(invalid("shape", format!("heads ({}) must be a multiple of kv_heads ({}): grouped-query attention", s.heads, s.kv_heads)));
+    }
+    if !HEAD_DIMS.contains(&s.head_dim) {
+        return Err(invalid("shape", format!("head_dim must be one of {HEAD_DIMS:?}, got {}", s.head_dim)));
+    }
+    let biggest = s.q_elems().max(s.gathered_elems(world));
+    if biggest > 1 << 40 {
+        return Err(invalid("shape", format!("{s} on {world} ranks needs tensors of {biggest} elements (more than 2^40)")));
+    }
+    Ok(())
+}
+
+/// The softmax scale rule: finite and nonzero (`softmax_scale`).
+pub fn check_scale(scale: f32) -> Result<()> {
+    if !scale.is_finite() || scale == 0.0 {
+        return Err(invalid("softmax_scale", format!("must be finite and nonzero, got {scale}")));
+    }
+    Ok(())
+}
+
+fn mask_tag(causal: bool) -> &'static str {
+    if causal { "causal" } else { "full" }
+}
+
+/// Name of the fused kernel.
+pub fn kernel_name(head_dim: u32, causal: bool, world: u32) -> String {
+    format!("mkernel_ring_attention_d{head_dim}_{}_w{world}", mask_tag(causal))
+}
+
+/// Name of the unfused kernel (`world` sources of keys and values).
+pub fn unfused_kernel_name(head_dim: u32, causal: bool, world: u32) -> String {
+    format!("mkernel_attention_d{head_dim}_{}_w{world}", mask_tag(causal))
+}
+
+fn entry(name: &str, call: &str, head_dim: u32) -> Result<KernelSource> {
+    let smem = smem_bytes(head_dim);
+    let entry = format!(
+        "#include \"ops/ring_attention.cuh\"\n\
+         extern \"C\" __global__ void __launch_bounds__({THREADS}, 1) {name}(const __grid_constant__ RingAttentionParams p) {{\n\
+         \x20 {call}(p);\n}}\n\
+         static_assert(mk::AttnSmem<{head_dim}>::kBytes == {smem}, \"shared memory differs from the host's smem_bytes\");\n\
+         static_assert(mk::kAttnThreads == {THREADS} && mk::kAttnBM == {BLOCK_M} && mk::kAttnBN == {BLOCK_N}, \"tile differs from the host's\");\n"
+    );
+    Ok(KernelSource { name: name.to_string(), source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+}
+
+fn check_kernel_args(head_dim: u32, world: u32, min_world: u32) -> Result<()> {
+    if !HEAD_DIMS.contains(&head_dim) {
+        return Err(invalid("head_dim", format!("must be one of {HEAD_DIMS:?}, got {head_dim}")));
+    }
+    if world < min_world || world as usize > MAX_RANKS {
+        return Err(invalid("world_size", format!("this attention kernel needs {min_world}..={MAX_RANKS} ranks, got {world}")));
+    }
+    Ok(())
+}
+
+/// Source of the fused kernel. Errors: a head dimension outside [`HEAD_DIMS`] (`head_dim`),
+/// a world size outside 2..=[`MAX_RANKS`] (`world_size`).
+pub fn source(head_dim: u32, causal: bool, world: u32) -> Result<KernelSource> {
+    check_kernel_args(head_dim, world, 2)?;
+    entry(&kernel_name(head_dim, causal, world), &format!("mk::ring_attention_kernel<{head_dim}, {world}, {causal}>"), head_dim)
+}
+
+/// Source of the unfused kernel. Errors: as [`source`], world sizes 1..=[`MAX_RANKS`].
+pub fn unfused_source(head_dim: u32, causal: bool, world: u32) -> Result<KernelSource> {
+    check_kernel_args(head_dim, world, 1)?;
+    entry(&unfused_kernel_name(head_dim, causal, world), &format!("mk::attention_kernel<{head_dim}, {world}, {causal}>"), head_dim)
+}
+
+/// Every kernel: fused at world sizes 2..=[`MAX_RANKS`] and unfused at 1..=MAX_RANKS, for
+/// each head dimension, causal and not.
+pub fn catalog() -> Result<Vec<KernelSource>> {
+    let mut v = Vec::new();
+    for d in HEAD_DIMS {
+        for causal in [false, true] {
+            v.push(unfused_source(d, causal, 1)?);
+            for world in 2..=MAX_RANKS as u32 {
+                v.push(source(d, causal, world)?);
+                v.push(unfused_source(d, causal, world)?);
+            }
+        }
+    }
+    Ok(v)
+}
+
+/// Checks a fused launch: the shape (on 2..=[`MAX_RANKS`] ranks), the gathered KV within the
+/// workspace, the chunks within the inbox, the CTA split and the scale.
+///
+/// Errors name the argument: `world_size`, `shape`, `cfg`, `softmax_scale`, `rank`, `layout`.
+pub fn validate(s: AttentionShape, cfg: &RingAttentionConfig, bufs: &RankBuffers) -> Result<()> {
+    let world = bufs.world;
+    if world < 2 {
+        return Err(invalid("world_size", format!("ring attention needs 2..={MAX_RANKS} ranks (with one, call the unfused attention), got {world}")));
+    }
+    check_shape(s, world)?;
+    bufs.check()?;
+    let l = bufs.layout;
+    if s.gathered_elems(world) > l.capacity_elems {
+        return Err(invalid(
+            "shape",
+            format!(
+                "the gathered keys and values, {world} x 2 x B x S x Hkv x D = {} elements, exceed the communicator workspace ({} elements); create it with max_output_elems >= {}",
+                s.gathered_elems(world),
+                l.capacity_elems,
+                s.gathered_elems(world)
+            ),
+        ));
+    }
+    if cfg.chunk_rows == 0 || cfg.chunk_rows > s.seq {
+        return Err(invalid("cfg", format!("chunk_rows must be 1..=seq = {}, got {}", s.seq, cfg.chunk_rows)));
+    }
+    if chunks(s, cfg.chunk_rows) > l.max_tiles {
+        return Err(invalid(
+            "cfg",
+            format!("{} chunks of {} positions exceed the workspace's {} arrival flags a rank; use longer chunks", chunks(s, cfg.chunk_rows), cfg.chunk_rows, l.max_tiles),
+        ));
+    }
+    if cfg.push_ctas == 0 || cfg.push_ctas >= cfg.grid {
+        return Err(invalid("cfg", format!("push_ctas must be positive and below the grid, got {} of {}", cfg.push_ctas, cfg.grid)));
+    }
+    check_scale(cfg.softmax_scale)
+}
+
+/// Buffers of one attention launch (device addresses, bf16 unless said).
+#[derive(Debug, Clone, Copy)]
+pub struct AttentionBuffers {
+    /// Queries \[B, S, H, D\].
+    pub q: u64,
+    /// Keys: fused, this rank's \[B, S, Hkv, D\]; unfused, every source's, \[world\]\[B, S, Hkv, D\].
+    pub k: u64,
+    /// Values, as `k`.
+    pub v: u64,
+    /// Output \[B, S, H, D\].
+    pub out: u64,
+    /// f32 \[B, H, S\] log-sum-exp of each query's scaled scores (natural log), or 0.
+    pub lse: u64,
+}
+
+fn base_params(s: AttentionShape, b: AttentionBuffers, rank: u32, scale: f32) -> RingAttentionParams {
+    RingAttentionParams {
+        q: b.q,
+        k: b.k,
+        v: b.v,
+        out: b.out,
+        lse: b.lse,
+        batch: s.batch,
+        seq: s.seq,
+        heads: s.heads,
+        kv_heads: s.kv_heads,
+        head_dim: s.head_dim,
+        rank,
+        scale_log2: scale * std::f32::consts::LOG2_E,
+        ..Default::default()
+    }
+}
+
+/// Launches one rank's fused ring attention on `stream`.
+///
+/// # Safety
+/// The buffers must be valid device buffers of the shape's sizes (16-byte aligned) in
+/// `stream`'s context, and every `bufs.workspace[q]` (q < world) must be mapped in it, with
+/// all ranks launching the same shape and config (a collective call).
+pub unsafe fn launch(
+    rt: &Runtime,
+    stream: &Arc<CudaStream>,
+    buffers: AttentionBuffers,
+    s: AttentionShape,
+    cfg: RingAttentionConfig,
+    bufs: &RankBuffers,
+    timeout: Duration,
+) -> Result<()> {
+    validate(s, &cfg, bufs)?;
+    let l = bufs.layout;
+    let me = bufs.rank as usize;
+    let mut p = RingAttentionParams {
+        control: bufs.workspace[me] + l.control_offset(),
+        status: bufs.status,
+        chunk_rows: cfg.chunk_rows,
+        num_comm_ctas: cfg.push_ctas,
+        flag_stride: l.max_tiles as u32,
+        timeout_ns: timeout.as_nanos().min(u64::MAX as u128) as u64,
+        ..base_params(s, buffers, bufs.rank, cfg.softmax_scale)
+    };
+    for q in 0..bufs.world as usize {
+        let base = bufs.workspace[q];
+        p.kv_gathered[q] = base + l.partial_offset();
+        p.arrived[q] = base + l.ready_offset();
+        p.exit_flags[q] = base + l.exit_offset();
+    }
+    let (d, world) = (s.head_dim, bufs.world);
+    let f = rt.function_named(stream.context(), &kernel_name(d, s.causal, world), || source(d, s.causal, world))?;
+    driver::launch(&f, LaunchDims { grid: cfg.grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
+}
+
+/// Launches the unfused attention of rank `rank` of `world` on `stream`: its queries against
+/// `world` sources of keys and values already whole (`buffers.k`, `buffers.v`: \[world\]\[B,
+/// S, Hkv, D\], source q holding positions \[q S, (q + 1) S)), on `grid` CTAs (at most
+/// [`units`] find work). With world 1: plain attention on one GPU.
+///
+/// Errors: `world_size`, `shape`, `rank` (outside the world), `grid` (0), `softmax_scale`.
+///
+/// # Safety
+/// The buffers must be valid device buffers of those sizes (16-byte aligned) in `stream`'s
+/// context.
+pub unsafe fn launch_unfused(
+    rt: &Runtime,
+    stream: &Arc<CudaStream>,
+    buffers: AttentionBuffers,
+    s: AttentionShape,
+    world: u32,
+    rank: u32,
+    grid: u32,
+    softmax_scale: f32,
+) -> Result<()> {
+    check_shape(s, world)?;
+    check_scale(softmax_scale)?;
+    if rank >= world {
+        return Err(invalid("rank", format!("rank {rank} is outside the world of {world}")));
+    }
+    if grid == 0 {
+        return Err(invalid("grid", "must be at least 1 CTA"));
+    }
+    let p = base_params(s, buffers, rank, softmax_scale);
+    let d = s.head_dim;
+    let f = rt.function_named(stream.context(), &unfused_kernel_name(d, s.causal, world), || unfused_source(d, s.causal, world))?;
+    driver::launch(&f, LaunchDims { grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
+}
+
+/// The workspace capacity (elements, `CommConfig::max_output_elems`) a fused call of `s` on
+/// `world` ranks needs at least: its gathered KV.
+pub fn workspace_elems_needed(s: AttentionShape, world: u32) -> u64 {
+    s.gathered_elems(world)
+}
+
+/// The arrival flags a workspace of `capacity_elems` elements has per source rank.
+pub fn max_chunks(capacity_elems: u64, world: u32) -> Result<u64> {
+    Ok(WorkspaceLayout::new(capacity_elems, world)?.max_tiles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape() -> AttentionShape {
+        AttentionShape { batch: 2, seq: 1000, heads: 8, kv_heads: 2, head_dim: 128, causal: true }
+    }
+
+    fn bufs(world: u32, capacity: u64) -> RankBuffers {
+        RankBuffers { rank: world - 1, world, workspace: [0x1000_0000; MAX_RANKS], layout: WorkspaceLayout::new(capacity, world).unwrap(), status: 0x3000 }
+    }
+
+    #[test]
+    fn validate_names_what_is_wrong() {
+        let s = shape();
+        let good = RingAttentionConfig { push_ctas: 4, grid: 132, chunk_rows: 128, softmax_scale: 0.088 };
+        let b = bufs(2, 1 << 24);
+        validate(s, &good, &b).unwrap();
+        let err = |s, cfg: RingAttentionConfig, b: &RankBuffers| validate(s, &cfg, b).unwrap_err().to_string();
+        assert!(err(AttentionShape { heads: 6, kv_heads: 4, ..s }, good, &b).contains("multiple of kv_heads"));
+        assert!(err(AttentionShape { head_dim: 96, ..s }, good, &b).contains("head_dim"));
+        for z in [AttentionShape { batch: 0, ..s }, AttentionShape { seq: 0, ..s }, AttentionShape { heads: 0, ..s }, AttentionShape { kv_heads: 0, ..s }] {
+            assert!(err(z, good, &b).contains("`shape`"), "{z}");
+        }
+        let e = err(s, good, &bufs(2, 1 << 20));
+        assert!(e.contains("gathered keys and values") && e.contains("max_output_elems >= 2048000"), "{e}");
+        for c in [0, 1001] {
+            assert!(err(s, RingAttentionConfig { chunk_rows: c, ..good }, &b).contains("chunk_rows"), "{c}");
+        }
+        assert!(err(s, RingAttentionConfig { push_ctas: 0, ..good }, &b).contains("push_ctas"));
+        assert!(err(s, RingAttentionConfig { push_ctas: 132, ..good }, &b).contains("push_ctas"));
+        for sc in [0.0, f32::NAN, f32::INFINITY] {
+            assert!(err(s, RingAttentionConfig { softmax_scale: sc, ..good }, &b).contains("`softmax_scale`"), "{sc}");
+        }
+        assert!(err(s, good, &bufs(1, 1 << 24)).contains("`world_size`"));
+        let e = err(AttentionShape { seq: 1 << 30, ..s }, good, &b);
+        assert!(e.contains("2^40"), "{e}");
+    }
+
+    #[test]
+    fn default_chunks_fit_the_flags() {
+        let s = shape();
+        assert_eq!(default_chunk_rows(s, 1 << 14), 128);
+        assert_eq!(default_chunk_rows(AttentionShape { seq: 100, ..s }, 1 << 14), 100);
+        let few = default_chunk_rows(s, 4);
+        assert!(chunks(s, few) <= 4 && few <= s.seq, "{few}");
+        assert_eq!(default_chunk_rows(s, 1), 1000); // (one flag per sequence is the floor: the caller refuses)
+    }
+
+    #[test]
+    fn flops_count_the_pairs_each_rank_sees() {
+        let s = AttentionShape { batch: 1, seq: 4, heads: 1, kv_heads: 1, head_dim: 64, causal: false };
+        assert_eq!(s.flops(2, 0), 4.0 * 32.0 * 64.0);
+        let c = AttentionShape { causal: true, ..s };
+        // rank 1: all 4 x 4 pairs of rank 0's keys, 10 on its own diagonal
+        assert_eq!(c.flops(2, 1), 4.0 * 26.0 * 64.0);
+        assert_eq!(c.flops(2, 0), 4.0 * 10.0 * 64.0);
+    }
+
+    #[test]
+    fn catalog_names_are_unique_and_cover_every_world_size() {
+        let c = catalog().unwrap();
+        assert_eq!(c.len(), HEAD_DIMS.len() * 2 * (1 + 2 * (MAX_RANKS - 1)));
+        let mut names: Vec<_> = c.iter().map(|k| k.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), c.len());
+        assert!(source(128, false, 1).is_err() && unfused_source(128, false, 0).is_err() && source(96, true, 2).is_err());
+        assert_eq!(smem_bytes(128), 98304 + 40);
+    }
+}

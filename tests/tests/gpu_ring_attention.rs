@@ -1,0 +1,272 @@
+//! GPU, one process driving every rank: ring attention (`Communicator::ring_attention`) and
+//! the unfused attention (`mkernel::attention`) against an fp64 reference of softmax(q K^T x
+//! scale) V over the whole sequence (every rank's keys, in rank order), with poisoned
+//! outputs and fresh random data: causal and full masks, head dimensions 64 and 128,
+//! grouped-query heads, batches, ragged sequence lengths (not multiples of the 128-row query
+//! or 64-row key blocks), chunks of one position to a whole sequence, the log-sum-exp,
+//! world sizes 2-4 (ranks round-robin on the GPUs present), many epochs, a missing peer and
+//! argument errors. Skips without a GPU (see mkernel-tests).
+//!
+//! Tolerance: P = softmax(S) enters P V rounded to bf16 (relative error <= 2^-8 per
+//! element) and the output is rounded once more, so |out - ref| <= 2^-8 (sum_j |p_j v_j| +
+//! |ref|); the check allows 2^-7 of that scale (`check::compare`'s rule with the
+//! all-reduce's kind of scale), and the relative Frobenius error must stay below 1e-2 (a
+//! lost key block of 64 out of a few hundred keys is ~10%).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use half::bf16;
+use mkernel::check;
+use mkernel::{attention, AttentionOptions, AttentionShape, CommConfig, Communicator, Error, KvSources, RingAttentionOptions};
+use mkernel_tests::gpu_or_skip;
+
+struct Group {
+    comms: Vec<Communicator>,
+    streams: Vec<Arc<CudaStream>>,
+}
+
+fn group(test: &str, world: usize, max_elems: u64, timeout: Duration) -> Option<Group> {
+    let gpus = gpu_or_skip(test, 1)?;
+    let devices: Vec<usize> = (0..world).map(|r| r % gpus).collect();
+    let config = CommConfig { max_output_elems: max_elems, timeout, ..Default::default() };
+    let comms = Communicator::local_group(&devices, config).unwrap();
+    let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+    Some(Group { comms, streams })
+}
+
+/// Every rank's q [B, S, H, D], k and v [B, S, Hkv, D] (host copies).
+struct Inputs {
+    q: Vec<Vec<bf16>>,
+    k: Vec<Vec<bf16>>,
+    v: Vec<Vec<bf16>>,
+}
+
+fn inputs(world: usize, s: AttentionShape, seed: u64) -> Inputs {
+    let (qn, kn) = (s.q_elems() as usize, s.kv_elems() as usize);
+    let r = |i: u64| seed.wrapping_add(i);
+    Inputs {
+        q: (0..world).map(|w| check::random_bf16(qn, r(3 * w as u64))).collect(),
+        k: (0..world).map(|w| check::random_bf16(kn, r(3 * w as u64 + 1))).collect(),
+        v: (0..world).map(|w| check::random_bf16(kn, r(3 * w as u64 + 2))).collect(),
+    }
+}
+
+/// Rank `rank`'s output and lse against `check::attention_reference` over every row.
+fn verify(got: &[bf16], got_lse: Option<&[f32]>, x: &Inputs, s: AttentionShape, rank: usize, scale: f32, what: &str) {
+    let rows: Vec<(usize, usize, usize)> =
+        (0..s.batch as usize).flat_map(|b| (0..s.seq as usize).flat_map(move |i| (0..s.heads as usize).map(move |h| (b, h, i)))).collect();
+    let k: Vec<&[bf16]> = x.k.iter().map(|v| v.as_slice()).collect();
+    let v: Vec<&[bf16]> = x.v.iter().map(|v| v.as_slice()).collect();
+    let reference = check::attention_reference(&x.q[rank], &k, &v, s, rank, scale, &rows).unwrap();
+    // (rows in [B, S, H] order: the output's)
+    let want: Vec<f32> = reference.iter().flat_map(|r| r.out.iter().map(|&o| o as f32)).collect();
+    let err_scale: Vec<f32> = reference.iter().flat_map(|r| r.scale.iter().map(|&o| o as f32)).collect();
+    let cmp = check::compare(got, &want, Some(&err_scale), s.head_dim as usize, 0);
+    assert!(cmp.passed(), "rank {rank} {what}: {cmp}");
+    if let Some(lse) = got_lse {
+        assert_eq!(lse.len(), reference.len());
+        for (&(b, h, i), r) in rows.iter().zip(&reference) {
+            let g = lse[(b * s.heads as usize + h) * s.seq as usize + i];
+            assert!((g as f64 - r.lse).abs() <= 1e-3 + 1e-4 * r.lse.abs(), "rank {rank} {what}: lse[b {b}, h {h}, i {i}] = {g}, reference {}", r.lse);
+        }
+    }
+}
+
+struct RankBufs {
+    q: CudaSlice<bf16>,
+    k: CudaSlice<bf16>,
+    v: CudaSlice<bf16>,
+    out: CudaSlice<bf16>,
+    lse: CudaSlice<f32>,
+}
+
+fn upload(g: &Group, s: AttentionShape, x: &Inputs) -> Vec<RankBufs> {
+    g.streams
+        .iter()
+        .enumerate()
+        .map(|(r, st)| {
+            let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+            check::poison(st, &mut out).unwrap();
+            let lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
+            RankBufs { q: st.clone_htod(&x.q[r]).unwrap(), k: st.clone_htod(&x.k[r]).unwrap(), v: st.clone_htod(&x.v[r]).unwrap(), out, lse }
+        })
+        .collect()
+}
+
+fn sync_all(g: &Group, what: &str) {
+    let errors: Vec<String> =
+        g.comms.iter().enumerate().filter_map(|(r, c)| c.synchronize(&g.streams[r]).err().map(|e| format!("rank {r}: {e}"))).collect();
+    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
+}
+
+/// Fresh inputs from `seed`, one fused call per rank (all enqueued before any wait), then
+/// every rank's output and lse against the reference.
+fn round(g: &Group, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
+    let world = g.comms.len();
+    let x = inputs(world, s, seed);
+    let mut bs = upload(g, s, &x);
+    let mut plan = None;
+    for (r, b) in bs.iter_mut().enumerate() {
+        plan.get_or_insert(g.comms[r].ring_attention(&g.streams[r], &b.q, &b.k, &b.v, &mut b.out, Some(&mut b.lse), s, opts).unwrap());
+    }
+    let plan = plan.unwrap();
+    let what = format!("{s} world {world} {plan} (seed {seed:#x})");
+    sync_all(g, &what);
+    for (r, b) in bs.iter().enumerate() {
+        let st = &g.streams[r];
+        verify(&st.clone_dtoh(&b.out).unwrap(), Some(&st.clone_dtoh(&b.lse).unwrap()), &x, s, r, plan.softmax_scale, &what);
+    }
+}
+
+/// The unfused kernel on one GPU: plain attention (one source) with ragged lengths, both
+/// masks and head dimensions, grouped-query heads and a batch; and the baseline's form
+/// (three sources, the queries of rank 1), whose causal mask starts at rank 1's positions.
+#[test]
+fn attention_matches_the_reference_on_one_gpu() {
+    let Some(_) = gpu_or_skip("attention_matches_the_reference_on_one_gpu", 1) else { return };
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let st = ctx.new_stream().unwrap();
+    let shape = |batch, seq, heads, kv_heads, head_dim, causal| AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
+    let cases: Vec<(AttentionShape, u32, u32, Option<f32>)> = vec![
+        (shape(1, 256, 2, 2, 128, false), 1, 0, None),
+        (shape(2, 333, 4, 1, 128, true), 1, 0, None),
+        (shape(1, 1, 1, 1, 64, true), 1, 0, None),
+        (shape(1, 200, 8, 2, 64, false), 1, 0, Some(0.5)),
+        (shape(1, 129, 2, 1, 64, true), 1, 0, Some(4.0)),
+        (shape(2, 100, 2, 2, 128, true), 3, 1, None),
+        (shape(1, 70, 4, 2, 128, false), 3, 2, Some(-0.1)),
+    ];
+    for (s, world, rank, scale) in cases {
+        let seed = check::fresh_seed();
+        let x = inputs(world as usize, s, seed);
+        let q = st.clone_htod(&x.q[rank as usize]).unwrap();
+        let k = st.clone_htod(&x.k.concat()).unwrap();
+        let v = st.clone_htod(&x.v.concat()).unwrap();
+        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+        check::poison(&st, &mut out).unwrap();
+        let mut lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
+        let opts = AttentionOptions { softmax_scale: scale, sources: KvSources { world, rank } };
+        attention(&st, &q, &k, &v, &mut out, Some(&mut lse), s, opts).unwrap();
+        st.synchronize().unwrap();
+        let scale = scale.unwrap_or(1.0 / (s.head_dim as f32).sqrt());
+        // (the reference takes rank `rank`'s queries: give it every source's keys and that rank's q)
+        verify(&st.clone_dtoh(&out).unwrap(), Some(&st.clone_dtoh(&lse).unwrap()), &x, s, rank as usize, scale, &format!("{s} sources {world} rank {rank} (seed {seed:#x})"));
+        eprintln!("ok unfused {s} sources {world} rank {rank}");
+    }
+}
+
+/// Two to four ranks: full and causal masks, both head dimensions, grouped-query heads, a
+/// batch, ragged lengths, chunks of one position (many flags a key block) and of a whole
+/// sequence, one push CTA, a large scale (peaked softmax); each with fresh data twice (two
+/// epochs).
+#[test]
+fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
+    let shape = |batch, seq, heads, kv_heads, head_dim, causal| AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
+    let d = RingAttentionOptions::default();
+    let cases: Vec<(AttentionShape, RingAttentionOptions)> = vec![
+        (shape(1, 256, 4, 2, 128, false), d),
+        (shape(1, 256, 4, 2, 128, true), d),
+        (shape(2, 300, 2, 1, 64, true), d),
+        (shape(1, 200, 2, 2, 64, false), RingAttentionOptions { chunk_rows: Some(1), ..d }),
+        (shape(2, 130, 4, 4, 128, false), RingAttentionOptions { chunk_rows: Some(u32::MAX), push_ctas: Some(1), ..d }),
+        (shape(1, 64, 2, 1, 128, true), RingAttentionOptions { softmax_scale: Some(2.0), chunk_rows: Some(48), ..d }),
+        (shape(1, 5, 1, 1, 64, false), d),
+    ];
+    for w in [2usize, 3, 4] {
+        let max = cases.iter().map(|(s, _)| s.gathered_elems(w as u32)).max().unwrap();
+        let Some(g) = group("ring_attention_matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
+        for &(s, opts) in &cases {
+            let seed = check::fresh_seed();
+            round(&g, s, seed, opts);
+            round(&g, s, seed.wrapping_add(77), opts);
+            eprintln!("ok world {w} {s}");
+        }
+    }
+}
+
+/// 100 calls back to back on one communicator with fresh data each (epochs), alternating
+/// masks, and 8 calls enqueued without a host synchronisation between them (each with its
+/// own outputs), checked afterwards.
+#[test]
+fn epochs_back_to_back() {
+    let s = AttentionShape { batch: 1, seq: 192, heads: 2, kv_heads: 1, head_dim: 128, causal: false };
+    let Some(g) = group("epochs_back_to_back", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    let seed = check::fresh_seed();
+    for i in 0..100u64 {
+        let s = AttentionShape { causal: i % 2 == 1, ..s };
+        round(&g, s, seed.wrapping_add(10 * i), RingAttentionOptions::default());
+    }
+    let sets: Vec<Inputs> = (0..8).map(|i| inputs(2, s, seed.wrapping_add(5000 + i))).collect();
+    let mut bufs: Vec<Vec<RankBufs>> = sets.iter().map(|x| upload(&g, s, x)).collect();
+    for b in bufs.iter_mut() {
+        for (r, rb) in b.iter_mut().enumerate() {
+            g.comms[r].ring_attention(&g.streams[r], &rb.q, &rb.k, &rb.v, &mut rb.out, None, s, RingAttentionOptions::default()).unwrap();
+        }
+    }
+    sync_all(&g, "8 calls without host synchronisation");
+    for (i, b) in bufs.iter().enumerate() {
+        for (r, rb) in b.iter().enumerate() {
+            verify(&g.streams[r].clone_dtoh(&rb.out).unwrap(), None, &sets[i], s, r, 1.0 / 128f32.sqrt(), &format!("call {i} of 8"));
+        }
+    }
+    eprintln!("ok {s}: 108 ring attention calls");
+}
+
+/// One rank never launches: the other's call reports a PeerTimeout naming it (its wait for a
+/// chunk of the missing rank's keys) within the timeout plus a margin, and the communicator
+/// then refuses work. Each rank alone in turn (full mask: every rank waits for the other).
+#[test]
+fn missing_peer_times_out_naming_it() {
+    let s = AttentionShape { batch: 1, seq: 256, heads: 2, kv_heads: 2, head_dim: 64, causal: false };
+    for me in [0usize, 1] {
+        let timeout = Duration::from_secs(2);
+        let Some(g) = group("missing_peer_times_out_naming_it", 2, s.gathered_elems(2), timeout) else { return };
+        let st = &g.streams[me];
+        let q = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+        let k = st.alloc_zeros::<bf16>(s.kv_elems() as usize).unwrap();
+        let v = st.alloc_zeros::<bf16>(s.kv_elems() as usize).unwrap();
+        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+        let start = Instant::now();
+        g.comms[me].ring_attention(st, &q, &k, &v, &mut out, None, s, RingAttentionOptions::default()).unwrap();
+        let err = g.comms[me].synchronize(st).unwrap_err();
+        let elapsed = start.elapsed();
+        match &err {
+            Error::PeerTimeout { rank, peer, .. } => assert_eq!((*rank, *peer), (me as u32, 1 - me as u32), "{err}"),
+            other => panic!("expected PeerTimeout naming rank {}, got {other}", 1 - me),
+        }
+        assert!(err.to_string().contains("keys and values"), "{err}");
+        assert!(elapsed < timeout + Duration::from_secs(3), "took {elapsed:?}");
+        eprintln!("missing peer reported to rank {me} after {elapsed:?}: {err}");
+        let again = g.comms[me].ring_attention(st, &q, &k, &v, &mut out, None, s, RingAttentionOptions::default()).unwrap_err();
+        assert!(matches!(again, Error::Poisoned { .. }), "{again}");
+    }
+}
+
+/// Bad arguments are refused by name before anything is launched (the group still works
+/// after them).
+#[test]
+fn bad_arguments_are_named() {
+    let s = AttentionShape { batch: 1, seq: 128, heads: 4, kv_heads: 2, head_dim: 128, causal: true };
+    let Some(g) = group("bad_arguments_are_named", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    let st = g.streams[0].clone();
+    let c = &g.comms[0];
+    let d = RingAttentionOptions::default();
+    let q = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+    let k = st.alloc_zeros::<bf16>(s.kv_elems() as usize).unwrap();
+    let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+    let short = st.alloc_zeros::<bf16>(s.kv_elems() as usize - 1).unwrap();
+    let mut short_lse = st.alloc_zeros::<f32>(s.lse_elems() as usize - 1).unwrap();
+    let e = c.ring_attention(&st, &q, &short, &k, &mut out, None, s, d).unwrap_err().to_string();
+    assert!(e.contains("`k`"), "{e}");
+    let e = c.ring_attention(&st, &q, &k, &k, &mut out, Some(&mut short_lse), s, d).unwrap_err().to_string();
+    assert!(e.contains("`lse`"), "{e}");
+    let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, AttentionShape { head_dim: 80, ..s }, d).unwrap_err().to_string();
+    assert!(e.contains("head_dim"), "{e}");
+    let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, AttentionShape { seq: 4096, ..s }, d).unwrap_err().to_string();
+    assert!(e.contains("max_output_elems"), "{e}");
+    let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, s, RingAttentionOptions { softmax_scale: Some(f32::NAN), ..d }).unwrap_err().to_string();
+    assert!(e.contains("`softmax_scale`"), "{e}");
+    round(&g, s, check::fresh_seed(), d);
+}
