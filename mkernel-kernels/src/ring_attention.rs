@@ -102,7 +102,8 @@ impl std::fmt::Display for AttentionShape {
 /// What one rank's fused ring attention launch runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RingAttentionConfig {
-    /// CTAs that push this rank's keys and values to the peers (the first ones of the grid).
+    /// CTAs that push this rank's keys and values to the peers (the first ones of the grid;
+    /// they compute too once their pushes are out).
     pub push_ctas: u32,
     /// CTAs of the launch: push CTAs, then compute CTAs.
     pub grid: u32,

@@ -9,6 +9,7 @@ mod moe_dispatch_gemm;
 mod gemm;
 mod gemm_allreduce;
 mod proxy_stream;
+mod ring_attention;
 
 // (for `mkernel plan`: the benches' shape lists and parsers, so that it plans what they time)
 pub(crate) use gemm::{model_shapes as gemm_model_shapes, parse_shape as parse_gemm_shape, shapes as gemm_shapes, DENSE_MODELS};
@@ -63,6 +64,10 @@ pub enum BenchCmd {
     /// received tokens (the experts' GEMMs alone, not yet with an all-to-all); --share-gpu:
     /// ranks on GPU 0.
     MoeDispatchGemm(moe_dispatch_gemm::MoeArgs),
+    /// Fused ring attention (each rank holds S positions of every sequence) vs NCCL's
+    /// all-gather of K and V then the unfused attention (the same loop) on the GPUs present
+    /// (--share-gpu: ranks on GPU 0, no NCCL).
+    RingAttention(ring_attention::RaArgs),
     /// GPU-driven inter-node stream through the host proxy (two GPUs as two nodes, libfabric
     /// shm/tcp) vs pinned-copy bandwidth and NCCL with P2P disabled (needs `--features fabric`).
     ProxyStream(proxy_stream::ProxyStreamArgs),
@@ -108,6 +113,7 @@ pub fn run(cmd: BenchCmd) -> BenchResult<()> {
         BenchCmd::GemmReduceScatter(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::ReduceScatter)),
         BenchCmd::AllgatherGemm(a) => allgather_gemm::run(a),
         BenchCmd::MoeDispatchGemm(a) => moe_dispatch_gemm::run(a),
+        BenchCmd::RingAttention(a) => ring_attention::run(a),
         BenchCmd::ProxyStream(a) => proxy_stream::run(a),
     }
 }
@@ -238,9 +244,14 @@ pub fn filter_shapes(
     shapes: Vec<(String, mkernel::GemmShape)>,
     filter: Option<&str>,
 ) -> BenchResult<Vec<(String, mkernel::GemmShape)>> {
+    filter_shapes_by(shapes, filter, |s| format!("{}x{}x{}", s.m, s.n, s.k))
+}
+
+/// [`filter_shapes`] for any kind of shape, whose dimensions `dims` writes.
+pub fn filter_shapes_by<T>(shapes: Vec<(String, T)>, filter: Option<&str>, dims: impl Fn(&T) -> String) -> BenchResult<Vec<(String, T)>> {
     let Some(f) = filter else { return Ok(shapes) };
     let labels: Vec<String> = shapes.iter().map(|(l, _)| l.clone()).collect();
-    let kept: Vec<_> = shapes.into_iter().filter(|(l, s)| l.contains(f) || format!("{}x{}x{}", s.m, s.n, s.k).contains(f)).collect();
+    let kept: Vec<_> = shapes.into_iter().filter(|(l, s)| l.contains(f) || dims(s).contains(f)).collect();
     if kept.is_empty() {
         return Err(usage(format!("--filter {f:?} matches no shape; the labels are: {}", labels.join(", "))));
     }

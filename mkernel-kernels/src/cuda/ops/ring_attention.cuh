@@ -12,6 +12,7 @@
 //       (16-byte stores over NVLink), then arrived_q[r][chunk] = epoch (a release store into
 //       q's inbox); chunk-major, so every peer gets chunk 0 before anyone gets chunk 1.
 //       Causal: only to the ranks after r (a rank never reads the keys of later ranks).
+//       Then they compute too (below), dealt units as the others.
 //   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head); its key
 //       blocks (64 positions) come first from the rank's own k_r / v_r (no wait), then from
 //       ranks r - 1, r - 2, .. (the ring's order) in the gathered KV, each block once warp 0
@@ -375,13 +376,15 @@ __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams&
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
   if (!skipped) {
-    if (blockIdx.x < p.num_comm_ctas) {
-      push_kv<WORLD, CAUSAL>(p, ctx, blockIdx.x, p.num_comm_ctas);
-    } else {
-      if (threadIdx.x < MKERNEL_MAX_RANKS + 1) sm.seen()[threadIdx.x] = 0;  // (and failed())
-      __syncthreads();
-      attend_units<D, WORLD, CAUSAL, true>(p, &ctx, sm, blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas);
-    }
+    const u32 n_push = p.num_comm_ctas, n_compute = gridDim.x - n_push;
+    if (blockIdx.x < n_push) push_kv<WORLD, CAUSAL>(p, ctx, blockIdx.x, n_push);
+    if (threadIdx.x < MKERNEL_MAX_RANKS + 1) sm.seen()[threadIdx.x] = 0;  // (and failed())
+    __syncthreads();
+    // Every CTA computes: the push CTAs join once their pushes are out (a few percent of the
+    // SMs, idle otherwise for most of a long sequence), dealt the last indices of the first
+    // round (so the heaviest units, dealt first, go to CTAs that start at once).
+    const u32 idx = blockIdx.x < n_push ? n_compute + blockIdx.x : blockIdx.x - n_push;
+    attend_units<D, WORLD, CAUSAL, true>(p, &ctx, sm, idx, gridDim.x);
   }
   // Every CTA: its pushes are released, its reads of the gathered KV are done.
   __syncthreads();
