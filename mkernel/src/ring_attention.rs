@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use half::bf16;
 use mkernel_kernels::driver::Runtime;
 use mkernel_kernels::ring_attention::{self as ra, AttentionBuffers, AttentionShape, RingAttentionConfig};
@@ -122,6 +122,54 @@ fn check_len<T>(arg: &'static str, buf: &CudaSlice<T>, want: u64, what: &str) ->
     Ok(())
 }
 
+/// The length rules of an attention call's buffers (`sources` sources of keys and values
+/// each), and the GPU each is on, by argument name.
+fn check_buffers(
+    q: &CudaSlice<bf16>,
+    k: &CudaSlice<bf16>,
+    v: &CudaSlice<bf16>,
+    out: &CudaSlice<bf16>,
+    lse: Option<&CudaSlice<f32>>,
+    s: AttentionShape,
+    sources: u32,
+) -> Result<Vec<(&'static str, usize)>> {
+    let kv = if sources == 1 { "[B, S, Hkv, D]" } else { "[sources, B, S, Hkv, D]" };
+    check_len("q", q, s.q_elems(), "[B, S, H, D]")?;
+    check_len("k", k, sources as u64 * s.kv_elems(), kv)?;
+    check_len("v", v, sources as u64 * s.kv_elems(), kv)?;
+    check_len("out", out, s.q_elems(), "[B, S, H, D]")?;
+    let mut ordinals = vec![("q", q.ordinal()), ("k", k.ordinal()), ("v", v.ordinal()), ("out", out.ordinal())];
+    if let Some(l) = lse {
+        check_len("lse", l, s.lse_elems(), "[B, H, S] f32")?;
+        ordinals.push(("lse", l.ordinal()));
+    }
+    Ok(ordinals)
+}
+
+/// Device addresses of an attention call's buffers on `stream` (the guards record the
+/// call's use of each buffer on the stream when they drop, after the launch).
+fn addresses<'a>(
+    stream: &'a Arc<CudaStream>,
+    q: &'a CudaSlice<bf16>,
+    k: &'a CudaSlice<bf16>,
+    v: &'a CudaSlice<bf16>,
+    out: &'a mut CudaSlice<bf16>,
+    lse: Option<&'a mut CudaSlice<f32>>,
+) -> (AttentionBuffers, Vec<SyncOnDrop<'a>>) {
+    let (pq, gq) = q.device_ptr(stream);
+    let (pk, gk) = k.device_ptr(stream);
+    let (pv, gv) = v.device_ptr(stream);
+    let (po, go) = out.device_ptr_mut(stream);
+    let mut guards = vec![gq, gk, gv, go];
+    let mut plse = 0;
+    if let Some(l) = lse {
+        let (p, g) = l.device_ptr_mut(stream);
+        plse = p;
+        guards.push(g);
+    }
+    (AttentionBuffers { q: pq, k: pk, v: pv, out: po, lse: plse }, guards)
+}
+
 /// Attention on one GPU: out\[B, S, H, D\] = softmax(q k^T x scale) v (causal where
 /// `shape.causal`), with `k`, `v` \[world\]\[B, S, Hkv, D\] holding `opts.sources.world`
 /// sources (one by default: plain attention over S positions), bf16, and optionally
@@ -148,12 +196,8 @@ pub fn attention(
     if rank >= world {
         return Err(invalid("rank", format!("the queries' rank {rank} must be below the {world} sources")));
     }
-    check_len("q", q, shape.q_elems(), "[B, S, H, D]")?;
-    check_len("k", k, world as u64 * shape.kv_elems(), "[sources, B, S, Hkv, D]")?;
-    check_len("v", v, world as u64 * shape.kv_elems(), "[sources, B, S, Hkv, D]")?;
-    check_len("out", out, shape.q_elems(), "[B, S, H, D]")?;
     let dev = stream.context().ordinal();
-    for (arg, ordinal) in [("q", q.ordinal()), ("k", k.ordinal()), ("v", v.ordinal()), ("out", out.ordinal())] {
+    for (arg, ordinal) in check_buffers(q, k, v, out, lse.as_deref(), shape, world)? {
         if ordinal != dev {
             return Err(invalid(arg, format!("is on GPU {ordinal}, the stream on GPU {dev}")));
         }
@@ -161,25 +205,10 @@ pub fn attention(
     let info = mkernel_kernels::driver::device_info(stream.context())?;
     mkernel_kernels::driver::require_hopper(&info)?;
     let grid = (info.sm_count as u64).min(ra::units(shape)).max(1) as u32;
-    let (pq, _gq) = q.device_ptr(stream);
-    let (pk, _gk) = k.device_ptr(stream);
-    let (pv, _gv) = v.device_ptr(stream);
-    let (po, _go) = out.device_ptr_mut(stream);
-    let mut lse_guard = None;
-    let mut plse = 0;
-    if let Some(l) = lse {
-        check_len("lse", l, shape.lse_elems(), "[B, H, S] f32")?;
-        if l.ordinal() != dev {
-            return Err(invalid("lse", format!("is on GPU {}, the stream on GPU {dev}", l.ordinal())));
-        }
-        let (p, g) = l.device_ptr_mut(stream);
-        plse = p;
-        lse_guard = Some(g);
-    }
-    let b = AttentionBuffers { q: pq, k: pk, v: pv, out: po, lse: plse };
+    let (b, guards) = addresses(stream, q, k, v, out, lse);
     // SAFETY: buffers checked for the shape on the stream's GPU.
     let launched = unsafe { ra::launch_unfused(Runtime::global(), stream, b, shape, world, rank, grid, scale) };
-    drop(lse_guard);
+    drop(guards);
     Ok(launched?)
 }
 
@@ -226,34 +255,15 @@ impl Communicator {
     ) -> Result<RingAttentionConfig> {
         self.check_usable()?;
         let cfg = self.plan_ring_attention(shape, opts)?;
-        check_len("q", q, shape.q_elems(), "[B, S, H, D]")?;
-        check_len("k", k, shape.kv_elems(), "[B, S, Hkv, D]")?;
-        check_len("v", v, shape.kv_elems(), "[B, S, Hkv, D]")?;
-        check_len("out", out, shape.q_elems(), "[B, S, H, D]")?;
-        let mut ordinals = vec![("q", q.ordinal()), ("k", k.ordinal()), ("v", v.ordinal()), ("out", out.ordinal())];
-        if let Some(l) = &lse {
-            check_len("lse", l, shape.lse_elems(), "[B, H, S] f32")?;
-            ordinals.push(("lse", l.ordinal()));
-        }
+        let ordinals = check_buffers(q, k, v, out, lse.as_deref(), shape, 1)?;
         self.check_on_own_gpu(stream, &ordinals)?;
         self.order_after_last(stream)?;
-        let (pq, _gq) = q.device_ptr(stream);
-        let (pk, _gk) = k.device_ptr(stream);
-        let (pv, _gv) = v.device_ptr(stream);
-        let (po, _go) = out.device_ptr_mut(stream);
-        let mut lse_guard = None;
-        let mut plse = 0;
-        if let Some(l) = lse {
-            let (p, g) = l.device_ptr_mut(stream);
-            plse = p;
-            lse_guard = Some(g);
-        }
+        let (b, guards) = addresses(stream, q, k, v, out, lse);
         let bufs = self.rank_buffers();
-        let b = AttentionBuffers { q: pq, k: pk, v: pv, out: po, lse: plse };
         // SAFETY: buffers checked for `shape` on this rank's GPU; the workspace and peer
         // mappings live as long as `self`.
         let launched = unsafe { ra::launch(Runtime::global(), stream, b, shape, cfg, &bufs, self.config().timeout) };
-        drop(lse_guard);
+        drop(guards);
         self.finish_launch(launched, stream)?;
         Ok(cfg)
     }

@@ -23,6 +23,38 @@ pub fn gpu_or_skip(test: &str, min_gpus: usize) -> Option<usize> {
     None
 }
 
+/// `world` ranks driven by this process, rank r on GPU r % (GPUs present), each with a
+/// stream of its own: the fused kernels' tests with several ranks sharing a GPU where there
+/// are fewer GPUs than ranks.
+pub struct Ranks {
+    pub comms: Vec<mkernel::Communicator>,
+    pub streams: Vec<std::sync::Arc<cudarc::driver::CudaStream>>,
+}
+
+/// [`Ranks`] with a workspace for `max_elems` elements and waits bounded by `timeout`;
+/// `None` when `test` is skipped ([`gpu_or_skip`]).
+pub fn ranks(test: &str, world: usize, max_elems: u64, timeout: std::time::Duration) -> Option<Ranks> {
+    let gpus = gpu_or_skip(test, 1)?;
+    let devices: Vec<usize> = (0..world).map(|r| r % gpus).collect();
+    let config = mkernel::CommConfig { max_output_elems: max_elems, timeout, ..Default::default() };
+    let comms = mkernel::Communicator::local_group(&devices, config).unwrap();
+    let streams = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
+    Some(Ranks { comms, streams })
+}
+
+impl Ranks {
+    /// Waits for every rank's work; fails with every rank's error, naming `what`.
+    pub fn sync_all(&self, what: &str) {
+        let errors: Vec<String> = self
+            .comms
+            .iter()
+            .enumerate()
+            .filter_map(|(r, c)| c.synchronize(&self.streams[r]).err().map(|e| format!("rank {r}: {e}")))
+            .collect();
+        assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
+    }
+}
+
 /// IEEE special values through a two-rank reduction: rows of A (and two columns of B)
 /// set so that each rank's partial on those rows is exactly one product (no rounding in
 /// the GEMM), and the sum of the two partials overflows to ±Inf, cancels to zero, is

@@ -9,32 +9,17 @@
 //! reported as `DeviceInput` with the communicator still usable; a missing peer. Skips
 //! without a GPU (see mkernel-tests).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaSlice;
 use half::bf16;
 use mkernel::check;
-use mkernel::{CommConfig, Communicator, Error, MoeDispatchGemmOptions, MoeShape, TileConfig};
-use mkernel_tests::gpu_or_skip;
+use mkernel::{Error, MoeDispatchGemmOptions, MoeShape, TileConfig};
+use mkernel_tests::{ranks, Ranks};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
 const ALIGN: usize = 128;
-
-struct Group {
-    comms: Vec<Communicator>,
-    streams: Vec<Arc<CudaStream>>,
-}
-
-fn group(test: &str, world: usize, max_elems: u64, timeout: Duration) -> Option<Group> {
-    let gpus = gpu_or_skip(test, 1)?;
-    let devices: Vec<usize> = (0..world).map(|r| r % gpus).collect();
-    let config = CommConfig { max_output_elems: max_elems, timeout, ..Default::default() };
-    let comms = Communicator::local_group(&devices, config).unwrap();
-    let streams = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
-    Some(Group { comms, streams })
-}
 
 /// How a case routes its tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,7 +124,7 @@ struct Bufs {
 
 /// Every rank's inputs on its GPU and its outputs poisoned, `out` sized by the plan of `s`
 /// and `opts` (its receive capacity).
-fn upload(g: &Group, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<Bufs> {
+fn upload(g: &Ranks, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<Bufs> {
     let recv_capacity = g.comms[0].plan_moe_dispatch_gemm(s, opts).unwrap().recv_capacity;
     let world = g.comms.len();
     let el = s.experts as usize / world;
@@ -160,7 +145,7 @@ fn upload(g: &Group, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> V
 
 /// [`upload`], then every rank's call enqueued (each must be accepted); the buffers, for
 /// [`verify`] after a synchronisation.
-fn enqueue(g: &Group, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<Bufs> {
+fn enqueue(g: &Ranks, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<Bufs> {
     let mut bs = upload(g, s, x, opts);
     for res in launch_all(g, &mut bs, s, x, opts) {
         res.unwrap();
@@ -168,17 +153,11 @@ fn enqueue(g: &Group, s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> 
     bs
 }
 
-fn sync_all(g: &Group, what: &str) {
-    let errors: Vec<String> =
-        g.comms.iter().enumerate().filter_map(|(r, c)| c.synchronize(&g.streams[r]).err().map(|e| format!("rank {r}: {e}"))).collect();
-    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
-}
-
 fn shape_for(s: MoeShape, t: u32) -> MoeShape {
     MoeShape { tokens: t, ..s }
 }
 
-fn launch_all(g: &Group, bs: &mut [Bufs], s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<mkernel::Result<mkernel::MoeDispatchConfig>> {
+fn launch_all(g: &Ranks, bs: &mut [Bufs], s: MoeShape, x: &Inputs, opts: MoeDispatchGemmOptions) -> Vec<mkernel::Result<mkernel::MoeDispatchConfig>> {
     bs.iter_mut()
         .enumerate()
         .map(|(r, b)| g.comms[r].moe_dispatch_gemm(&g.streams[r], &b.x, &b.ids, &b.w, &mut b.out, &mut b.dest, &mut b.layout, shape_for(s, x.tokens[r]), opts))
@@ -187,7 +166,7 @@ fn launch_all(g: &Group, bs: &mut [Bufs], s: MoeShape, x: &Inputs, opts: MoeDisp
 
 /// Every rank's layout and destination rows exactly as the model says, and every routed
 /// token's row of out against x_src[t] * W_e^T (fp64 sums).
-fn verify(g: &Group, bs: &[Bufs], s: MoeShape, x: &Inputs, what: &str) {
+fn verify(g: &Ranks, bs: &[Bufs], s: MoeShape, x: &Inputs, what: &str) {
     let world = g.comms.len();
     let m = model(world, s, x);
     let (n, k, topk, el) = (s.n as usize, s.k as usize, s.topk as usize, s.experts as usize / world);
@@ -232,7 +211,7 @@ fn verify(g: &Group, bs: &[Bufs], s: MoeShape, x: &Inputs, what: &str) {
     }
 }
 
-fn round(g: &Group, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64, opts: MoeDispatchGemmOptions) -> mkernel::MoeDispatchConfig {
+fn round(g: &Ranks, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64, opts: MoeDispatchGemmOptions) -> mkernel::MoeDispatchConfig {
     let world = g.comms.len();
     let x = inputs(world, s, tokens, routing, seed);
     let plan = g.comms[0].plan_moe_dispatch_gemm(s, opts).unwrap();
@@ -243,7 +222,7 @@ fn round(g: &Group, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64, op
         assert_eq!(cfg, plan, "rank {r} planned alike");
     }
     let what = format!("{s:?} tokens {tokens:?} {routing:?} world {world} {plan} (seed {seed:#x})");
-    sync_all(g, &what);
+    g.sync_all(&what);
     verify(g, &bs, s, &x, &what);
     plan
 }
@@ -265,7 +244,7 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
             (MoeShape { tokens: 0, max_tokens: 100, topk: 2, experts: 2 * wu, n: 264, k: 96 }, vec![100; w], Routing::Uniform, MoeDispatchGemmOptions { tile: Some(TileConfig::WIDE), ..d }),
         ];
         let max = 1u64 << 24;
-        let Some(g) = group("matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
+        let Some(g) = ranks("matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
         for (s, tokens, routing, opts) in cases {
             let seed = check::fresh_seed();
             let plan = round(&g, s, &tokens, routing, seed, opts);
@@ -281,7 +260,7 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
 #[test]
 fn epochs_back_to_back() {
     let s = MoeShape { tokens: 0, max_tokens: 257, topk: 2, experts: 8, n: 512, k: 128 };
-    let Some(g) = group("epochs_back_to_back", 2, 1 << 22, Duration::from_secs(20)) else { return };
+    let Some(g) = ranks("epochs_back_to_back", 2, 1 << 22, Duration::from_secs(20)) else { return };
     let seed = check::fresh_seed();
     let d = MoeDispatchGemmOptions::default();
     for i in 0..60u64 {
@@ -290,7 +269,7 @@ fn epochs_back_to_back() {
     }
     let sets: Vec<Inputs> = (0..8).map(|i| inputs(2, s, &[257, 250], Routing::Uniform, seed.wrapping_add(1000 + i))).collect();
     let all: Vec<Vec<Bufs>> = sets.iter().map(|x| enqueue(&g, s, x, d)).collect();
-    sync_all(&g, "8 calls without host synchronisation");
+    g.sync_all("8 calls without host synchronisation");
     for (i, (x, bs)) in sets.iter().zip(all.iter()).enumerate() {
         verify(&g, bs, s, x, &format!("call {i} of 8 enqueued back to back"));
     }
@@ -305,7 +284,7 @@ fn epochs_back_to_back() {
 #[test]
 fn bad_device_input_is_reported_and_the_group_goes_on() {
     let s = MoeShape { tokens: 0, max_tokens: 200, topk: 2, experts: 4, n: 256, k: 64 };
-    let Some(g) = group("bad_device_input_is_reported_and_the_group_goes_on", 2, 1 << 22, Duration::from_secs(5)) else { return };
+    let Some(g) = ranks("bad_device_input_is_reported_and_the_group_goes_on", 2, 1 << 22, Duration::from_secs(5)) else { return };
     let d = MoeDispatchGemmOptions::default();
     for bad in [4i32, -2, i32::MAX, 1] {
         let mut x = inputs(2, s, &[200, 200], Routing::Uniform, check::fresh_seed());
@@ -383,7 +362,7 @@ fn missing_peer_times_out_naming_it() {
     let s = MoeShape { tokens: 64, max_tokens: 64, topk: 2, experts: 4, n: 256, k: 64 };
     for me in [0usize, 1] {
         let timeout = Duration::from_secs(2);
-        let Some(g) = group("missing_peer_times_out_naming_it", 2, 1 << 22, timeout) else { return };
+        let Some(g) = ranks("missing_peer_times_out_naming_it", 2, 1 << 22, timeout) else { return };
         let x = inputs(2, s, &[64, 64], Routing::Uniform, check::fresh_seed());
         let mut bs = upload(&g, s, &x, MoeDispatchGemmOptions::default());
         let b = &mut bs[me];
@@ -408,7 +387,7 @@ fn missing_peer_times_out_naming_it() {
 #[test]
 fn bad_arguments_are_named() {
     let s = MoeShape { tokens: 64, max_tokens: 64, topk: 2, experts: 4, n: 256, k: 64 };
-    let Some(g) = group("bad_arguments_are_named", 2, 1 << 22, Duration::from_secs(20)) else { return };
+    let Some(g) = ranks("bad_arguments_are_named", 2, 1 << 22, Duration::from_secs(20)) else { return };
     let x = inputs(2, s, &[64, 64], Routing::Uniform, check::fresh_seed());
     let plan = g.comms[0].plan_moe_dispatch_gemm(s, MoeDispatchGemmOptions::default()).unwrap();
     let mut bs = upload(&g, s, &x, MoeDispatchGemmOptions::default());

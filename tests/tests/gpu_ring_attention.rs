@@ -13,28 +13,13 @@
 //! all-reduce's kind of scale), and the relative Frobenius error must stay below 1e-2 (a
 //! lost key block of 64 out of a few hundred keys is ~10%).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::CudaSlice;
 use half::bf16;
 use mkernel::check;
-use mkernel::{attention, AttentionOptions, AttentionShape, CommConfig, Communicator, Error, KvSources, RingAttentionOptions};
-use mkernel_tests::gpu_or_skip;
-
-struct Group {
-    comms: Vec<Communicator>,
-    streams: Vec<Arc<CudaStream>>,
-}
-
-fn group(test: &str, world: usize, max_elems: u64, timeout: Duration) -> Option<Group> {
-    let gpus = gpu_or_skip(test, 1)?;
-    let devices: Vec<usize> = (0..world).map(|r| r % gpus).collect();
-    let config = CommConfig { max_output_elems: max_elems, timeout, ..Default::default() };
-    let comms = Communicator::local_group(&devices, config).unwrap();
-    let streams: Vec<_> = comms.iter().map(|c| c.context().new_stream().unwrap()).collect();
-    Some(Group { comms, streams })
-}
+use mkernel::{attention, AttentionOptions, AttentionShape, Error, KvSources, RingAttentionOptions};
+use mkernel_tests::{gpu_or_skip, ranks, Ranks};
 
 /// Every rank's q [B, S, H, D], k and v [B, S, Hkv, D] (host copies).
 struct Inputs {
@@ -82,7 +67,7 @@ struct RankBufs {
     lse: CudaSlice<f32>,
 }
 
-fn upload(g: &Group, s: AttentionShape, x: &Inputs) -> Vec<RankBufs> {
+fn upload(g: &Ranks, s: AttentionShape, x: &Inputs) -> Vec<RankBufs> {
     g.streams
         .iter()
         .enumerate()
@@ -95,15 +80,9 @@ fn upload(g: &Group, s: AttentionShape, x: &Inputs) -> Vec<RankBufs> {
         .collect()
 }
 
-fn sync_all(g: &Group, what: &str) {
-    let errors: Vec<String> =
-        g.comms.iter().enumerate().filter_map(|(r, c)| c.synchronize(&g.streams[r]).err().map(|e| format!("rank {r}: {e}"))).collect();
-    assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
-}
-
 /// Fresh inputs from `seed`, one fused call per rank (all enqueued before any wait), then
 /// every rank's output and lse against the reference.
-fn round(g: &Group, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
+fn round(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
     let world = g.comms.len();
     let x = inputs(world, s, seed);
     let mut bs = upload(g, s, &x);
@@ -113,7 +92,7 @@ fn round(g: &Group, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
     }
     let plan = plan.unwrap();
     let what = format!("{s} world {world} {plan} (seed {seed:#x})");
-    sync_all(g, &what);
+    g.sync_all(&what);
     for (r, b) in bs.iter().enumerate() {
         let st = &g.streams[r];
         verify(&st.clone_dtoh(&b.out).unwrap(), Some(&st.clone_dtoh(&b.lse).unwrap()), &x, s, r, plan.softmax_scale, &what);
@@ -176,7 +155,7 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
     ];
     for w in [2usize, 3, 4] {
         let max = cases.iter().map(|(s, _)| s.gathered_elems(w as u32)).max().unwrap();
-        let Some(g) = group("ring_attention_matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
+        let Some(g) = ranks("ring_attention_matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
         for &(s, opts) in &cases {
             let seed = check::fresh_seed();
             round(&g, s, seed, opts);
@@ -192,7 +171,7 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
 #[test]
 fn epochs_back_to_back() {
     let s = AttentionShape { batch: 1, seq: 192, heads: 2, kv_heads: 1, head_dim: 128, causal: false };
-    let Some(g) = group("epochs_back_to_back", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    let Some(g) = ranks("epochs_back_to_back", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
     let seed = check::fresh_seed();
     for i in 0..100u64 {
         let s = AttentionShape { causal: i % 2 == 1, ..s };
@@ -205,7 +184,7 @@ fn epochs_back_to_back() {
             g.comms[r].ring_attention(&g.streams[r], &rb.q, &rb.k, &rb.v, &mut rb.out, None, s, RingAttentionOptions::default()).unwrap();
         }
     }
-    sync_all(&g, "8 calls without host synchronisation");
+    g.sync_all("8 calls without host synchronisation");
     for (i, b) in bufs.iter().enumerate() {
         for (r, rb) in b.iter().enumerate() {
             verify(&g.streams[r].clone_dtoh(&rb.out).unwrap(), None, &sets[i], s, r, 1.0 / 128f32.sqrt(), &format!("call {i} of 8"));
@@ -222,7 +201,7 @@ fn missing_peer_times_out_naming_it() {
     let s = AttentionShape { batch: 1, seq: 256, heads: 2, kv_heads: 2, head_dim: 64, causal: false };
     for me in [0usize, 1] {
         let timeout = Duration::from_secs(2);
-        let Some(g) = group("missing_peer_times_out_naming_it", 2, s.gathered_elems(2), timeout) else { return };
+        let Some(g) = ranks("missing_peer_times_out_naming_it", 2, s.gathered_elems(2), timeout) else { return };
         let st = &g.streams[me];
         let q = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
         let k = st.alloc_zeros::<bf16>(s.kv_elems() as usize).unwrap();
@@ -249,7 +228,7 @@ fn missing_peer_times_out_naming_it() {
 #[test]
 fn bad_arguments_are_named() {
     let s = AttentionShape { batch: 1, seq: 128, heads: 4, kv_heads: 2, head_dim: 128, causal: true };
-    let Some(g) = group("bad_arguments_are_named", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    let Some(g) = ranks("bad_arguments_are_named", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
     let st = g.streams[0].clone();
     let c = &g.comms[0];
     let d = RingAttentionOptions::default();

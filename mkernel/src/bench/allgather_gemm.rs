@@ -24,7 +24,7 @@ use mkernel::baseline::{Cublas, Nccl};
 use mkernel::{check, AllGatherGemmOptions, CommConfig, Communicator, GemmShape};
 use serde::Serialize;
 
-use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup};
+use super::{run_info, usage, BenchResult, Common, Part};
 
 #[derive(Args, Clone, Debug)]
 pub struct AgArgs {
@@ -84,13 +84,6 @@ struct Row {
     speedup: f64,
     overlap: f64,
     check: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Report {
-    info: super::RunInfo,
-    shared_gpu: bool,
-    rows: Vec<Row>,
 }
 
 /// `--shape`'s shapes all have an M that `world` ranks divide (usage error naming the first
@@ -198,42 +191,23 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
         };
         // (the baseline's gathered A once, so cuBLAS alone multiplies the same A)
         gather(&mut full)?;
-        // Variants: 0 fused, 1 cuBLAS alone, 2 NCCL then cuBLAS, 3 NCCL alone (2 and 3 only
-        // where NCCL runs).
-        let variants = if nccl.is_some() { 4 } else { 2 };
-        let mut align = super::StepAlignment::new(&comms, &streams, true, true)?;
-        let pace = |at: Pace| align.pace(at, &comms, &streams);
-        let times = time_rounds_ms(
-            &streams,
-            Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
-            Ok,
-            pace,
-            args.common.iters,
-            variants,
-            |v, _| -> BenchResult<()> {
-                if v == 0 {
+        let t = super::time_fused_and_baseline(&comms, &streams, &args.common, nccl.is_some(), &label, |part| -> BenchResult<()> {
+            match part {
+                Part::Fused => {
                     for (r, o) in out.iter_mut().enumerate() {
                         comms[r].allgather_gemm(&streams[r], &a[r], &b[r], o, s, opts)?;
                     }
-                    return Ok(());
                 }
-                if v >= 2 {
-                    gather(&mut full)?;
-                }
-                if v <= 2 {
+                Part::Comm => gather(&mut full)?,
+                Part::Compute => {
                     for (r, c) in cout.iter_mut().enumerate() {
                         blas[r].gemm_bf16(&full[r], &b[r], c, s)?;
                     }
                 }
-                Ok(())
-            },
-        )?;
-        for (r, c) in comms.iter().enumerate() {
-            c.synchronize(&streams[r])?;
-        }
-        align.check_gates().map_err(|e| format!("{label}: aligned timing: {e}"))?;
-        let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
-        let (fused, cublas, baseline, nccl_ms) = (med(0), med(1), med(2), med(3));
+            }
+            Ok(())
+        })?;
+        let (fused, cublas, baseline, nccl_ms) = (t.fused, t.compute, t.baseline, t.comm);
         let speedup = baseline / fused;
         let overlap = cublas.max(nccl_ms) / fused;
         println!(
@@ -256,12 +230,7 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
             check: checked,
         });
     }
-    if !args.common.no_json {
-        let date = info.date.clone();
-        let path = super::write_json(&args.common.out_dir, "allgather_gemm", &date, &Report { info, shared_gpu: args.share_gpu, rows })?;
-        println!("# wrote {}", path.display());
-    }
-    Ok(())
+    super::save_ranks_report(&args.common, "allgather_gemm", info, args.share_gpu, rows)
 }
 
 #[cfg(test)]

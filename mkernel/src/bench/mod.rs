@@ -588,6 +588,84 @@ pub fn check_out_dir(c: &Common) -> BenchResult<()> {
     Ok(())
 }
 
+/// What one step of a fused benchmark's round runs ([`time_fused_and_baseline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The fused call on every rank.
+    Fused,
+    /// The unfused baseline's computation alone (on every rank).
+    Compute,
+    /// The unfused baseline's communication alone (NCCL).
+    Comm,
+}
+
+/// Medians of a fused benchmark's variants, ms: the fused call, the baseline's computation
+/// alone, the baseline (communication then computation) and its communication alone (the
+/// last two NaN without a communication baseline).
+#[derive(Debug, Clone, Copy)]
+pub struct FusedTimes {
+    pub fused: f64,
+    pub compute: f64,
+    pub baseline: f64,
+    pub comm: f64,
+}
+
+/// Times a fused multi-rank call against its unfused baseline on the same streams, one
+/// iteration of each variant per round in a random order ([`time_rounds_ms`]), each step
+/// held behind a host gate per GPU, an L2 flush and a device barrier of the ranks
+/// ([`StepAlignment`]); `run` enqueues one part on every rank. Variants: the fused call, the
+/// computation alone, and with `with_comm` the communication then the computation, and the
+/// communication alone. Synchronises every rank after, and fails naming `label` if a gate
+/// was missed.
+pub fn time_fused_and_baseline(
+    comms: &[mkernel::Communicator],
+    streams: &[Arc<CudaStream>],
+    common: &Common,
+    with_comm: bool,
+    label: &str,
+    mut run: impl FnMut(Part) -> BenchResult<()>,
+) -> BenchResult<FusedTimes> {
+    let mut align = StepAlignment::new(comms, streams, true, true)?;
+    let pace = |at: Pace| align.pace(at, comms, streams);
+    let warmup = Warmup { rounds: common.warmup, ms: common.warmup_ms };
+    let times = time_rounds_ms(streams, warmup, Ok, pace, common.iters, if with_comm { 4 } else { 2 }, |v, _| match v {
+        0 => run(Part::Fused),
+        1 => run(Part::Compute),
+        2 => {
+            run(Part::Comm)?;
+            run(Part::Compute)
+        }
+        _ => run(Part::Comm),
+    })?;
+    for (r, c) in comms.iter().enumerate() {
+        c.synchronize(&streams[r])?;
+    }
+    align.check_gates().map_err(|e| format!("{label}: aligned timing: {e}"))?;
+    let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
+    Ok(FusedTimes { fused: med(0), compute: med(1), baseline: med(2), comm: med(3) })
+}
+
+/// The JSON of the fused multi-rank benchmarks (allgather-gemm, moe-dispatch-gemm,
+/// ring-attention): the run, whether the ranks shared one GPU, a row per shape.
+#[derive(Serialize)]
+pub struct RanksReport<R: Serialize> {
+    pub info: RunInfo,
+    pub shared_gpu: bool,
+    pub rows: Vec<R>,
+}
+
+/// Writes a [`RanksReport`] as `stem` JSON under `--out-dir` (not with `--no-json`) and says where.
+pub fn save_ranks_report<R: Serialize>(common: &Common, stem: &str, info: RunInfo, shared_gpu: bool, rows: Vec<R>) -> BenchResult<()> {
+    if common.no_json {
+        return Ok(());
+    }
+    let date = info.date.clone();
+    let path = write_json(&common.out_dir, stem, &date, &RanksReport { info, shared_gpu, rows })?;
+    println!("# wrote {}", path.display());
+    Ok(())
+}
+
+
 /// Writes `value` as pretty JSON to `<dir>/<stem>-<date>.json` and returns the path.
 pub fn write_json<T: Serialize>(dir: &std::path::Path, stem: &str, date: &str, value: &T) -> BenchResult<PathBuf> {
     std::fs::create_dir_all(dir)?;

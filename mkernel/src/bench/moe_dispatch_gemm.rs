@@ -28,7 +28,7 @@ use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeShape}
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup};
+use super::{run_info, usage, BenchResult, Common, Part};
 
 #[derive(Args, Clone, Debug)]
 pub struct MoeArgs {
@@ -171,13 +171,6 @@ fn exchange(host_x: &[Vec<bf16>], host_ids: &[Vec<i32>], layouts: &[Vec<u32>], s
         sorted.push(rows);
     }
     Exchange { sorted, blocks }
-}
-
-#[derive(Serialize)]
-struct Report {
-    info: super::RunInfo,
-    shared_gpu: bool,
-    rows: Vec<Row>,
 }
 
 /// Distinct experts per token drawn uniformly (a fresh routing from `seed`).
@@ -339,42 +332,27 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                 checked = Some("layout PASS, baseline = fused".to_string());
             }
         }
-        let mut align = super::StepAlignment::new(&comms, &streams, true, true)?;
-        let pace = |at: Pace| align.pace(at, &comms, &streams);
-        let times = time_rounds_ms(
-            &streams,
-            Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
-            Ok,
-            pace,
-            args.common.iters,
-            // (0 fused, 1 cuBLAS per expert; with NCCL 2 the all-to-all then cuBLAS, 3 the all-to-all)
-            if plan_a2a.is_some() { 4 } else { 2 },
-            |v, _| -> BenchResult<()> {
-                if v == 0 {
+        let t = super::time_fused_and_baseline(&comms, &streams, &args.common, plan_a2a.is_some(), &label, |part| -> BenchResult<()> {
+            match part {
+                Part::Fused => {
                     for r in 0..world {
                         comms[r].moe_dispatch_gemm(&streams[r], &x[r], &ids[r], &w[r], &mut out[r], &mut dest[r], &mut layout[r], s, opts)?;
                     }
-                    return Ok(());
                 }
-                if v >= 2 {
-                    all_to_all(&mut ga)?;
-                }
-                if v <= 2 {
+                // (with NCCL: the all-to-all of the token rows)
+                Part::Comm => all_to_all(&mut ga)?,
+                // (cuBLAS per expert)
+                Part::Compute => {
                     for r in 0..world {
                         blas[r].gemm_bf16_groups(&ga[r], &w[r], &mut gc[r], s.n, s.k, &groups[r])?;
                     }
                 }
-                Ok(())
-            },
-        )?;
-        for (r, c) in comms.iter().enumerate() {
-            c.synchronize(&streams[r])?;
-        }
-        align.check_gates().map_err(|e| format!("{label}: aligned timing: {e}"))?;
-        let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
-        let (fused, cublas) = (med(0), med(1));
+            }
+            Ok(())
+        })?;
+        let (fused, cublas) = (t.fused, t.compute);
         let share = cublas / fused;
-        let (baseline, a2a) = if plan_a2a.is_some() { (Some(med(2)), Some(med(3))) } else { (None, None) };
+        let (baseline, a2a) = if plan_a2a.is_some() { (Some(t.baseline), Some(t.comm)) } else { (None, None) };
         let speedup = baseline.map(|b| b / fused);
         let overlap = a2a.map(|c| cublas.max(c) / fused);
         let opt = |v: Option<f64>, w: usize, p: usize| v.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$.p$}"));
@@ -406,12 +384,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             check: checked,
         });
     }
-    if !args.common.no_json {
-        let date = info.date.clone();
-        let path = super::write_json(&args.common.out_dir, "moe_dispatch_gemm", &date, &Report { info, shared_gpu: args.share_gpu, rows: rows_out })?;
-        println!("# wrote {}", path.display());
-    }
-    Ok(())
+    super::save_ranks_report(&args.common, "moe_dispatch_gemm", info, args.share_gpu, rows_out)
 }
 
 #[cfg(test)]

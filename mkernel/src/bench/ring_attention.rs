@@ -4,9 +4,9 @@
 //! cannot run, so only the fused call and the attention alone are timed).
 //!
 //! Per shape (each rank holds S positions of every sequence), on the same inputs and
-//! streams, side by side (one iteration of each per round, in a random order per round:
-//! [`super::time_rounds_ms`]), each step behind a host gate, an L2 flush and a device barrier
-//! of the ranks (as allgather-gemm): (a) NCCL all-gather of K and of V, then the unfused
+//! streams, side by side ([`super::time_fused_and_baseline`]: one iteration of each per round,
+//! in a random order, each step behind a host gate, an L2 flush and a device barrier of the
+//! ranks): (a) NCCL all-gather of K and of V, then the unfused
 //! attention over them (the baseline), (a_attn) the unfused attention alone on the gathered
 //! keys, (c) NCCL's two all-gathers alone, (d) the fused kernel. Speedup = a / d; overlap
 //! efficiency = max(a_attn, c) / d. The unfused attention is this crate's own loop (the same
@@ -25,7 +25,7 @@ use mkernel::baseline::Nccl;
 use mkernel::{attention, check, AttentionOptions, AttentionShape, CommConfig, Communicator, KvSources, RingAttentionOptions};
 use serde::Serialize;
 
-use super::{median, run_info, time_rounds_ms, usage, BenchResult, Common, Pace, Warmup};
+use super::{run_info, usage, BenchResult, Common, Part};
 
 #[derive(Args, Clone, Debug)]
 pub struct RaArgs {
@@ -99,13 +99,6 @@ struct Row {
     /// The last rank's rate in the fused call (causal: the rank with the most keys), TFLOP/s.
     fused_tflops: f64,
     check: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Report {
-    info: super::RunInfo,
-    shared_gpu: bool,
-    rows: Vec<Row>,
 }
 
 pub fn run(args: RaArgs) -> BenchResult<()> {
@@ -224,42 +217,23 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
             }
             checked = Some(format!("PASS (fused == unfused bit for bit; sampled rows' worst rel_fro_err {worst:.2e})"));
         }
-        // Variants: 0 fused, 1 attention alone, 2 NCCL then attention, 3 NCCL alone (2 and 3
-        // only where NCCL runs).
-        let variants = if nccl.is_some() { 4 } else { 2 };
-        let mut align = super::StepAlignment::new(&comms, &streams, true, true)?;
-        let pace = |at: Pace| align.pace(at, &comms, &streams);
-        let times = time_rounds_ms(
-            &streams,
-            Warmup { rounds: args.common.warmup, ms: args.common.warmup_ms },
-            Ok,
-            pace,
-            args.common.iters,
-            variants,
-            |var, _| -> BenchResult<()> {
-                if var == 0 {
+        let t = super::time_fused_and_baseline(&comms, &streams, &args.common, nccl.is_some(), &label, |part| -> BenchResult<()> {
+            match part {
+                Part::Fused => {
                     for (r, o) in out.iter_mut().enumerate() {
                         comms[r].ring_attention(&streams[r], &q[r], &k[r], &v[r], o, None, s, opts)?;
                     }
-                    return Ok(());
                 }
-                if var >= 2 {
-                    gather(&mut k_all, &mut v_all)?;
-                }
-                if var <= 2 {
+                Part::Comm => gather(&mut k_all, &mut v_all)?,
+                Part::Compute => {
                     for (r, o) in uout.iter_mut().enumerate() {
                         unfused(r, o, &k_all, &v_all)?;
                     }
                 }
-                Ok(())
-            },
-        )?;
-        for (r, c) in comms.iter().enumerate() {
-            c.synchronize(&streams[r])?;
-        }
-        align.check_gates().map_err(|e| format!("{label}: aligned timing: {e}"))?;
-        let med = |i: usize| times.get(i).map_or(f64::NAN, |t| median(&mut t.clone()));
-        let (fused, attn, baseline, nccl_ms) = (med(0), med(1), med(2), med(3));
+            }
+            Ok(())
+        })?;
+        let (fused, attn, baseline, nccl_ms) = (t.fused, t.compute, t.baseline, t.comm);
         let speedup = baseline / fused;
         let overlap = attn.max(nccl_ms) / fused;
         let tflops = s.flops(world as u32, world as u32 - 1) / (fused * 1e-3) / 1e12;
@@ -282,12 +256,7 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
             check: checked,
         });
     }
-    if !args.common.no_json {
-        let date = info.date.clone();
-        let path = super::write_json(&args.common.out_dir, "ring_attention", &date, &Report { info, shared_gpu: args.share_gpu, rows })?;
-        println!("# wrote {}", path.display());
-    }
-    Ok(())
+    super::save_ranks_report(&args.common, "ring_attention", info, args.share_gpu, rows)
 }
 
 #[cfg(test)]
