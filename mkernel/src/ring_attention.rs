@@ -235,7 +235,11 @@ impl Communicator {
     /// wait for its keys time out after `CommConfig::timeout`: [`Communicator::synchronize`]
     /// then returns an error naming the peer and the chunk, and the communicator refuses
     /// further calls. Causal attention with contiguous shards is unbalanced (rank r computes
-    /// r + 1/2 shards' worth of keys): the last rank takes longest.
+    /// r + 1/2 shards' worth of keys): the last rank takes longest, and every rank's call ends
+    /// only when every peer is done reading its keys (the exit handshake, bounded by the same
+    /// timeout): where the last rank's compute outlasts the first's by more than
+    /// `CommConfig::timeout` (world 8, 64 heads of 128: ~200K positions a rank at the default
+    /// 30 s), raise the timeout, or the call reports a `PeerExit` timeout (helper-105).
     ///
     /// Status: see the module documentation.
     ///

@@ -81,13 +81,21 @@ fn upload(g: &Ranks, s: AttentionShape, x: &Inputs) -> Vec<RankBufs> {
 }
 
 /// Fresh inputs from `seed`, one fused call per rank (all enqueued before any wait), then
-/// every rank's output and lse against the reference.
-fn round(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
+/// every rank's output and lse against the reference. `late`: the last rank enqueues its call
+/// that long after the others (their kernels run meanwhile: a rank that did not wait for the
+/// late rank's keys would read what its gathered KV held before, the previous call's).
+fn round_late(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions, late: Duration) {
     let world = g.comms.len();
     let x = inputs(world, s, seed);
     let mut bs = upload(g, s, &x);
+    for st in &g.streams {
+        st.synchronize().unwrap();
+    }
     let mut plan = None;
     for (r, b) in bs.iter_mut().enumerate() {
+        if r + 1 == world && !late.is_zero() {
+            std::thread::sleep(late);
+        }
         plan.get_or_insert(g.comms[r].ring_attention(&g.streams[r], &b.q, &b.k, &b.v, &mut b.out, Some(&mut b.lse), s, opts).unwrap());
     }
     let plan = plan.unwrap();
@@ -97,6 +105,10 @@ fn round(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
         let st = &g.streams[r];
         verify(&st.clone_dtoh(&b.out).unwrap(), Some(&st.clone_dtoh(&b.lse).unwrap()), &x, s, r, plan.softmax_scale, &what);
     }
+}
+
+fn round(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
+    round_late(g, s, seed, opts, Duration::ZERO);
 }
 
 /// The unfused kernel on one GPU: plain attention (one source) with ragged lengths, both
@@ -139,7 +151,8 @@ fn attention_matches_the_reference_on_one_gpu() {
 /// Two to four ranks: full and causal masks, both head dimensions, grouped-query heads, a
 /// batch, ragged lengths, chunks of one position (many flags a key block) and of a whole
 /// sequence, one push CTA, a large scale (peaked softmax); each with fresh data twice (two
-/// epochs).
+/// epochs), the second time with the last rank 150 ms late (helper-105: so that a missing
+/// wait would read the first call's keys).
 #[test]
 fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
     let shape = |batch, seq, heads, kv_heads, head_dim, causal| AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
@@ -159,9 +172,36 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
         for &(s, opts) in &cases {
             let seed = check::fresh_seed();
             round(&g, s, seed, opts);
-            round(&g, s, seed.wrapping_add(77), opts);
+            // (the gathered KV now holds this call's keys: the next call's must be waited for)
+            round_late(&g, s, seed.wrapping_add(77), opts, Duration::from_millis(150));
             eprintln!("ok world {w} {s}");
         }
+    }
+}
+
+/// More units than CTAs (helper-105: the other cases give every CTA at most one unit), so
+/// each CTA reuses its Q tile and K/V stages across units and carries its watermarks from
+/// one unit to the next: 2 sequences x 1024 positions x 16 heads = 256 units of 128 rows,
+/// on the unfused kernel (one GPU) and on two ranks, both masks.
+#[test]
+fn many_units_per_cta() {
+    let s = AttentionShape { batch: 2, seq: 1024, heads: 16, kv_heads: 4, head_dim: 64, causal: false };
+    let Some(g) = ranks("many_units_per_cta", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    for causal in [false, true] {
+        let s = AttentionShape { causal, ..s };
+        let seed = check::fresh_seed();
+        // (unfused, every SM of the GPU: 256 units)
+        let st = &g.streams[0];
+        let x = inputs(1, s, seed);
+        let (q, k, v) = (st.clone_htod(&x.q[0]).unwrap(), st.clone_htod(&x.k[0]).unwrap(), st.clone_htod(&x.v[0]).unwrap());
+        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+        check::poison(st, &mut out).unwrap();
+        attention(st, &q, &k, &v, &mut out, None, s, AttentionOptions::default()).unwrap();
+        st.synchronize().unwrap();
+        verify(&st.clone_dtoh(&out).unwrap(), None, &x, s, 0, 1.0 / 8.0, &format!("unfused {s} (seed {seed:#x})"));
+        // (fused, two ranks)
+        round_late(&g, s, seed.wrapping_add(1), RingAttentionOptions::default(), Duration::from_millis(100));
+        eprintln!("ok {s}: 256 units");
     }
 }
 

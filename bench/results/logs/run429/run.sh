@@ -19,6 +19,7 @@ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
 t gpu_ring_attention 120 attention_matches_the_reference_on_one_gpu
 # 2. The fused kernel: 2-4 ranks sharing the GPU, epochs, a missing peer, bad arguments.
 t gpu_ring_attention 240 ring_attention_
+t gpu_ring_attention 120 many_units_per_cta
 t gpu_ring_attention 120 epochs_back_to_back
 t gpu_ring_attention 60 missing_peer
 t gpu_ring_attention 60 bad_arguments

@@ -317,11 +317,13 @@ __device__ __forceinline__ bool attend_unit(const RingAttentionParams& p, const 
 template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
 __device__ __forceinline__ void attend_units(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
                                              u32 idx, u32 n_compute) {
-  const u32 q_blocks = (p.seq + kAttnBM - 1) / kAttnBM, heads = p.batch * p.heads;
+  const u32 q_blocks = (p.seq + kAttnBM - 1) / kAttnBM;
+  const u64 heads = (u64)p.batch * p.heads;  // (sequence, head) pairs
   const u64 units = (u64)q_blocks * heads;
   for (u64 u = idx; u < units; u += n_compute) {
-    const u32 qb = q_blocks - 1 - (u32)(u / heads), bh = (u32)(u % heads);
-    if (!attend_unit<D, WORLD, CAUSAL, FUSED>(p, ctx, sm, bh / p.heads, bh % p.heads, qb * kAttnBM)) return;
+    const u32 qb = q_blocks - 1 - (u32)(u / heads);
+    const u64 bh = u % heads;
+    if (!attend_unit<D, WORLD, CAUSAL, FUSED>(p, ctx, sm, (u32)(bh / p.heads), (u32)(bh % p.heads), qb * kAttnBM)) return;
   }
 }
 
