@@ -5,10 +5,11 @@
 //! [`attention`], the same loop on one GPU over keys and values already whole (plain
 //! attention, and the unfused baseline after an all-gather).
 //!
-//! Status: new (session 57), compiled by NVRTC (no spills) but **not yet run on a GPU**: its
-//! tests (`tests/tests/gpu_ring_attention.rs`) and `mkernel bench ring-attention` wait for a
-//! device session. The compute loop is FlashAttention-2's on `mma.sync`, not yet Hopper's
-//! wgmma, so its rate is expected below FlashAttention-3's.
+//! Status: new (session 57). Its tests (`tests/tests/gpu_ring_attention.rs`) and `mkernel
+//! bench ring-attention --check` pass with 2-4 ranks sharing one H100 (run 429, bench/NOTES.md
+//! 60); not yet run with a GPU per rank, so not yet timed against NCCL. The compute loop is
+//! FlashAttention-2's on `mma.sync` (~250 TFLOP/s on an H100 at D = 128), not yet Hopper's
+//! wgmma: below FlashAttention-3's rate.
 
 use std::sync::Arc;
 

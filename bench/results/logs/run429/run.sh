@@ -15,6 +15,8 @@ t() {  # t NAME SECONDS [FILTER]: one test binary, its log under $out, a summary
   echo "== $1 ${3:-} rc=$?"; grep -E "^test |panicked|FAIL|^ok |mismatch" "$out/$1${3:+-$3}.log" | cut -c1-240 | head -14
 }
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
+part=${1:-all}  # ring (1-3), rest (4-5), all
+if [[ $part != rest ]]; then
 # 1. The unfused loop alone (one GPU, no peer): the compute core.
 t gpu_ring_attention 120 attention_matches_the_reference_on_one_gpu
 # 2. The fused kernel: 2-4 ranks sharing the GPU, epochs, a missing peer, bad arguments.
@@ -25,6 +27,8 @@ t gpu_ring_attention 60 missing_peer
 t gpu_ring_attention 60 bad_arguments
 # 3. The protocol's speed on a shared GPU (not vs NCCL): two ranks, checked.
 timeout 120 .gpu/bin/mkernel bench ring-attention --share-gpu --iters 10 --warmup 2 --check --out-dir "$out/json" 2>&1 | grep -v "^# wrote" | tail -8
+fi
+[[ $part == ring ]] && exit 0
 # 4. Run 428: the MoE tests and its bench at the Mixtral-like shape.
 t gpu_moe_dispatch_gemm 130
 timeout 60 .gpu/bin/mkernel bench moe-dispatch-gemm --share-gpu --iters 8 --warmup 2 --check --filter mixtral --out-dir "$out/json" 2>&1 | grep -v "^#" | tail -2
