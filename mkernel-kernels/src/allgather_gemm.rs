@@ -133,22 +133,8 @@ pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
     if !has_kernel(tile) {
         return Err(invalid("tile", format!("the all-gather + GEMM has no kernel for {tile} (not swapped-operand tiles)")));
     }
-    if world < 2 || world as usize > MAX_RANKS {
-        return Err(invalid("world_size", format!("an all-gather + GEMM kernel needs 2..={MAX_RANKS} ranks, got {world}")));
-    }
-    let name = kernel_name(tile, world);
-    let entry = format!(
-        "#include \"ops/allgather_gemm.cuh\"\n{wrapper}\
-         extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ AllGatherParams p) {{\n\
-         \x20 mk::allgather_gemm_kernel<{cfg_ty}, {world}>(p);\n}}\n\
-         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n",
-        wrapper = crate::gemm::wgmma_wrapper_for(tile),
-        smem = tile.smem_bytes(),
-        threads = tile.threads(),
-        cluster = tile.cluster_attribute(),
-        cfg_ty = tile.cpp_type(),
-    );
-    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    crate::catalog::check_world(world, 2, "an all-gather + GEMM kernel")?;
+    crate::catalog::pushing_gemm_source("ops/allgather_gemm.cuh", "AllGatherParams", "mk::allgather_gemm_kernel", kernel_name(tile, world), tile, world, "")
 }
 
 /// Every kernel of the catalog: each tile of [`tiles`] at world sizes 2..=[`MAX_RANKS`].

@@ -79,6 +79,33 @@ pub(crate) fn at_world_sizes_2_up(tiles: impl Iterator<Item = TileConfig>, sourc
     Ok(v)
 }
 
+/// The world-size rule of a kernel that needs `min..=`[`MAX_RANKS`] ranks (`world_size`),
+/// naming the kernel (`what`).
+pub(crate) fn check_world(world: u32, min: u32, what: &str) -> Result<()> {
+    if world < min || world as usize > MAX_RANKS {
+        return Err(crate::error::invalid("world_size", format!("{what} needs {min}..={MAX_RANKS} ranks, got {world}")));
+    }
+    Ok(())
+}
+
+/// The source of a fused GEMM kernel whose CTAs push first (the all-gather's, the MoE
+/// dispatch's): `kernel`<tile's config, world>(p) with `params` p, from `header`, named
+/// `name`, plus the shared-memory assert and `extra` (more static_asserts, or empty).
+pub(crate) fn pushing_gemm_source(header: &str, params: &str, kernel: &str, name: String, tile: TileConfig, world: u32, extra: &str) -> Result<KernelSource> {
+    let entry = format!(
+        "#include \"{header}\"\n{wrapper}\
+         extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ {params} p) {{\n\
+         \x20 {kernel}<{cfg_ty}, {world}>(p);\n}}\n\
+         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n{extra}",
+        wrapper = crate::gemm::wgmma_wrapper_for(tile),
+        smem = tile.smem_bytes(),
+        threads = tile.threads(),
+        cluster = tile.cluster_attribute(),
+        cfg_ty = tile.cpp_type(),
+    );
+    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+}
+
 /// Outcome of compiling one instantiation.
 #[derive(Debug)]
 pub struct CompileReport {

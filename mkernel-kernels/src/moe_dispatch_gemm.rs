@@ -278,25 +278,11 @@ pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
     if !has_kernel(tile) {
         return Err(invalid("tile", format!("the MoE dispatch + GEMM has no kernel for {tile}")));
     }
-    if world < 2 || world as usize > MAX_RANKS {
-        return Err(invalid("world_size", format!("an MoE dispatch + GEMM kernel needs 2..={MAX_RANKS} ranks, got {world}")));
-    }
-    let name = kernel_name(tile, world);
-    let entry = format!(
-        "#include \"ops/moe_dispatch_gemm.cuh\"\n{wrapper}\
-         extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ MoeDispatchParams p) {{\n\
-         \x20 mk::moe_dispatch_gemm_kernel<{cfg_ty}, {world}>(p);\n}}\n\
-         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n\
-         static_assert(mk::kMoeMaxExperts == {max_e} && mk::kMoeMaxLocalExperts == {max_el} && mk::kMoeSegmentAlign == {align}, \"MoE bounds differ from Rust\");\n",
-        wrapper = crate::gemm::wgmma_wrapper_for(tile),
-        smem = tile.smem_bytes(),
-        threads = tile.threads(),
-        cfg_ty = tile.cpp_type(),
-        max_e = MAX_EXPERTS,
-        max_el = MAX_LOCAL_EXPERTS,
-        align = SEGMENT_ALIGN,
+    crate::catalog::check_world(world, 2, "an MoE dispatch + GEMM kernel")?;
+    let bounds = format!(
+        "static_assert(mk::kMoeMaxExperts == {MAX_EXPERTS} && mk::kMoeMaxLocalExperts == {MAX_LOCAL_EXPERTS} && mk::kMoeSegmentAlign == {SEGMENT_ALIGN}, \"MoE bounds differ from Rust\");\n"
     );
-    Ok(KernelSource { name, source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
+    crate::catalog::pushing_gemm_source("ops/moe_dispatch_gemm.cuh", "MoeDispatchParams", "mk::moe_dispatch_gemm_kernel", kernel_name(tile, world), tile, world, &bounds)
 }
 
 /// Every kernel of the catalog: each tile of [`tiles`] at world sizes 2..=[`MAX_RANKS`].

@@ -13,7 +13,7 @@
 //! same loop on keys and values already whole: the baseline after an all-gather, and plain
 //! attention on one GPU (world 1).
 //!
-//! The workspace is the fused all-reduce's ([`WorkspaceLayout`]): the gathered KV,
+//! The workspace is the fused all-reduce's ([`crate::gemm_allreduce::WorkspaceLayout`]): the gathered KV,
 //! \[world\]\[2\]\[B, S, Hkv, D\], lives in the partial region (so it must fit
 //! `capacity_elems`), the arrival flags in the ready inboxes (one per chunk), the exit flags,
 //! control block and status are shared with every other fused call.
@@ -25,7 +25,7 @@ use cudarc::driver::CudaStream;
 
 use crate::driver::{self, LaunchDims, Runtime};
 use crate::error::{invalid, Result};
-use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
+use crate::gemm_allreduce::RankBuffers;
 use crate::jit::KernelSource;
 use crate::params::{RingAttentionParams, MAX_RANKS};
 
@@ -143,15 +143,12 @@ pub fn chunks(s: AttentionShape, chunk_rows: u32) -> u64 {
     s.batch as u64 * s.seq.div_ceil(chunk_rows.max(1)) as u64
 }
 
-/// The default positions per chunk: [`DEFAULT_CHUNK_ROWS`], at most the sequence, and enough
-/// that the chunks fit `max_chunks` arrival flags.
-pub fn default_chunk_rows(s: AttentionShape, max_chunks: u64) -> u32 {
-    let seq = s.seq.max(1);
-    let mut rows = DEFAULT_CHUNK_ROWS.min(seq);
-    while chunks(s, rows) > max_chunks && rows < seq {
-        rows = (rows * 2).min(seq);
-    }
-    rows
+/// The default positions per chunk: [`DEFAULT_CHUNK_ROWS`], at most the sequence. (Any chunk
+/// length fits the arrival flags of a workspace that holds the gathered KV: it has
+/// capacity / 64 >= world x 2 x B x S x Hkv x D / 64 >= 4 x B x S flags a rank, and a source
+/// needs B x ceil(S / chunk_rows) <= B x S.)
+pub fn default_chunk_rows(s: AttentionShape) -> u32 {
+    DEFAULT_CHUNK_ROWS.min(s.seq.max(1))
 }
 
 /// The shape rules on `world` ranks (1..=[`MAX_RANKS`]; the fused kernel needs 2): batch,
@@ -215,10 +212,7 @@ fn check_kernel_args(head_dim: u32, world: u32, min_world: u32) -> Result<()> {
     if !HEAD_DIMS.contains(&head_dim) {
         return Err(invalid("head_dim", format!("must be one of {HEAD_DIMS:?}, got {head_dim}")));
     }
-    if world < min_world || world as usize > MAX_RANKS {
-        return Err(invalid("world_size", format!("this attention kernel needs {min_world}..={MAX_RANKS} ranks, got {world}")));
-    }
-    Ok(())
+    crate::catalog::check_world(world, min_world, "this attention kernel")
 }
 
 /// Source of the fused kernel. Errors: a head dimension outside [`HEAD_DIMS`] (`head_dim`),
@@ -399,14 +393,10 @@ pub fn workspace_elems_needed(s: AttentionShape, world: u32) -> u64 {
     s.gathered_elems(world)
 }
 
-/// The arrival flags a workspace of `capacity_elems` elements has per source rank.
-pub fn max_chunks(capacity_elems: u64, world: u32) -> Result<u64> {
-    Ok(WorkspaceLayout::new(capacity_elems, world)?.max_tiles)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemm_allreduce::WorkspaceLayout;
 
     fn shape() -> AttentionShape {
         AttentionShape { batch: 2, seq: 1000, heads: 8, kv_heads: 2, head_dim: 128, causal: true }
@@ -446,11 +436,13 @@ mod tests {
     #[test]
     fn default_chunks_fit_the_flags() {
         let s = shape();
-        assert_eq!(default_chunk_rows(s, 1 << 14), 128);
-        assert_eq!(default_chunk_rows(AttentionShape { seq: 100, ..s }, 1 << 14), 100);
-        let few = default_chunk_rows(s, 4);
-        assert!(chunks(s, few) <= 4 && few <= s.seq, "{few}");
-        assert_eq!(default_chunk_rows(s, 1), 1000); // (one flag per sequence is the floor: the caller refuses)
+        assert_eq!(default_chunk_rows(s), 128);
+        assert_eq!(default_chunk_rows(AttentionShape { seq: 100, ..s }), 100);
+        // Chunks of one position fit the flags of the smallest workspace that holds the KV.
+        for t in [s, AttentionShape { kv_heads: 1, head_dim: 64, heads: 1, ..s }] {
+            let flags = WorkspaceLayout::new(t.gathered_elems(2), 2).unwrap().max_tiles;
+            assert!(chunks(t, 1) <= flags, "{t}: {} chunks, {flags} flags", chunks(t, 1));
+        }
     }
 
     #[test]

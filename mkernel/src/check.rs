@@ -268,10 +268,14 @@ pub fn attention_reference(
     };
     let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).clamp(1, 64);
     let part = rows.len().div_ceil(threads).max(1);
-    Ok(std::thread::scope(|sc| {
+    std::thread::scope(|sc| {
         let handles: Vec<_> = rows.chunks(part).map(|c| sc.spawn(move || c.iter().map(one).collect::<Vec<_>>())).collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-    }))
+        let mut all = Vec::with_capacity(rows.len());
+        for h in handles {
+            all.extend(h.join().map_err(|_| "attention_reference: a worker thread panicked".to_string())?);
+        }
+        Ok(all)
+    })
 }
 
 #[cfg(test)]

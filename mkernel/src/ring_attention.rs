@@ -29,7 +29,7 @@ pub struct RingAttentionOptions {
     /// [`ra::DEFAULT_PUSH_CTAS`], at most half the rank's CTAs.
     pub push_ctas: Option<u32>,
     /// Positions of a sequence per arrival flag (>= 1; more than S means one chunk a
-    /// sequence). None: [`ra::default_chunk_rows`] (128, fitting the workspace's flags).
+    /// sequence). None: [`ra::default_chunk_rows`] (128).
     pub chunk_rows: Option<u32>,
     /// The softmax scale (finite, nonzero). None: 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
@@ -47,8 +47,8 @@ fn scale_or_default(s: AttentionShape, scale: Option<f32>) -> Result<f32> {
 /// Errors: a context no communicator has (`ctx`), one rank (`world_size`: call
 /// [`attention`]), a shape outside the rules of `mkernel_kernels::ring_attention::check_shape`
 /// or whose gathered keys and values (world x 2 x B x S x Hkv x D) exceed the workspace
-/// (`shape`), push CTAs that are 0 or leave no compute CTA (`push_ctas`), 0 chunk rows or
-/// more chunks than the workspace has flags (`chunk_rows`), a bad scale (`softmax_scale`).
+/// (`shape`), push CTAs that are 0 or leave no compute CTA (`push_ctas`), 0 chunk rows
+/// (`chunk_rows`), a bad scale (`softmax_scale`).
 pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ctx: PlanContext) -> Result<RingAttentionConfig> {
     ctx.check()?;
     let world = ctx.world_size;
@@ -73,18 +73,12 @@ pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ct
         Some(c) => c,
         None => ra::DEFAULT_PUSH_CTAS.min(ctx.grid / 2).max(1),
     };
-    let max_chunks = ra::max_chunks(ctx.max_output_elems, world)?;
+    // (any length fits the flags of a workspace that holds the gathered KV: ra::default_chunk_rows)
     let chunk_rows = match opts.chunk_rows {
         Some(0) => return Err(invalid("chunk_rows", "must be at least 1")),
         Some(c) => c.min(shape.seq),
-        None => ra::default_chunk_rows(shape, max_chunks),
+        None => ra::default_chunk_rows(shape),
     };
-    if ra::chunks(shape, chunk_rows) > max_chunks {
-        return Err(invalid(
-            "chunk_rows",
-            format!("{} chunks of {chunk_rows} positions exceed the workspace's {max_chunks} arrival flags a rank; use longer chunks or a larger max_output_elems", ra::chunks(shape, chunk_rows)),
-        ));
-    }
     let softmax_scale = scale_or_default(shape, opts.softmax_scale)?;
     let compute = ra::units(shape).min((ctx.grid - push_ctas) as u64) as u32;
     Ok(RingAttentionConfig { push_ctas, grid: push_ctas + compute, chunk_rows, softmax_scale })
@@ -197,11 +191,8 @@ pub fn attention(
     if rank >= world {
         return Err(invalid("rank", format!("the queries' rank {rank} must be below the {world} sources")));
     }
-    let dev = stream.context().ordinal();
     for (arg, ordinal) in check_buffers(q, k, v, out, lse.as_deref(), shape, world)? {
-        if ordinal != dev {
-            return Err(invalid(arg, format!("is on GPU {ordinal}, the stream on GPU {dev}")));
-        }
+        crate::gemm::check_same_device(stream, ordinal, arg)?;
     }
     let info = mkernel_kernels::driver::device_info(stream.context())?;
     mkernel_kernels::driver::require_hopper(&info)?;
