@@ -7,9 +7,10 @@
 //! key blocks as they arrive.
 //!
 //! The compute loop is FlashAttention-2's (Dao, "FlashAttention-2: Faster Attention with
-//! Better Parallelism and Work Partitioning", 2023): 128 query rows a CTA, 16 a warp, key
-//! blocks of 64 positions, S = Q K^T and O += P V on `mma.sync` tensor-core instructions
-//! with the online softmax in registers. The unfused kernel ([`unfused_source`]) runs the
+//! Better Parallelism and Work Partitioning", 2023) on Hopper's warpgroup MMA as
+//! FlashAttention-3 uses it (Shah et al., 2024): 128 query rows a CTA, 64 a warpgroup, key
+//! blocks of 128 positions, S = Q K^T on `wgmma` from shared memory and O += P V on `wgmma`
+//! with P from registers, the online softmax in registers. The unfused kernel ([`unfused_source`]) runs the
 //! same loop on keys and values already whole: the baseline after an all-gather, and plain
 //! attention on one GPU (world 1).
 //!
@@ -29,10 +30,10 @@ use crate::gemm_allreduce::RankBuffers;
 use crate::jit::KernelSource;
 use crate::params::{RingAttentionParams, MAX_RANKS};
 
-/// Query rows of a unit (a CTA's 8 warps x 16 rows; `kAttnBM`).
+/// Query rows of a unit (a CTA's 2 warpgroups x 64 rows; `kAttnBM`).
 pub const BLOCK_M: u32 = 128;
 /// Key/value positions of a block (`kAttnBN`).
-pub const BLOCK_N: u32 = 64;
+pub const BLOCK_N: u32 = 128;
 /// Threads of a CTA (`kAttnThreads`).
 pub const THREADS: u32 = 256;
 /// Head dimensions with kernels.
@@ -127,9 +128,10 @@ impl std::fmt::Display for RingAttentionConfig {
 }
 
 /// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): Q \[128, D\], two stages of K and V
-/// \[64, D\], bf16, and 40 bytes of watermarks.
+/// \[128, D\], bf16, 40 bytes of watermarks, and 1024 bytes of slack to align the tiles to
+/// the 128B swizzle's period.
 pub fn smem_bytes(head_dim: u32) -> u32 {
-    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 4 * (MAX_RANKS as u32 + 2)
+    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 4 * (MAX_RANKS as u32 + 2) + 1024
 }
 
 /// Units of a call (a unit: 128 query rows of one sequence and head): the most compute
@@ -464,6 +466,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), c.len());
         assert!(source(128, false, 1).is_err() && unfused_source(128, false, 0).is_err() && source(96, true, 2).is_err());
-        assert_eq!(smem_bytes(128), 98304 + 40);
+        assert_eq!(smem_bytes(128), 163840 + 40 + 1024);
     }
 }

@@ -34,36 +34,42 @@
 #include "../params.cuh"
 #include "../sync/wait.cuh"
 #include "../ptx/mma_sync.cuh"
+#include "../ptx/wgmma.cuh"
 
 namespace mk {
 
-constexpr u32 kAttnWarps = 8;                 // warps of a CTA (16 query rows each)
+constexpr u32 kAttnWarps = 8;                 // warps of a CTA: two warpgroups of 64 query rows
 constexpr u32 kAttnThreads = 32 * kAttnWarps;
 constexpr u32 kAttnBM = 16 * kAttnWarps;      // query rows of a unit
-constexpr u32 kAttnBN = 64;                   // key/value positions of a block
+constexpr u32 kAttnBN = 128;                  // key/value positions of a block
 constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
 constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
 
-// Shared memory of a CTA: Q [BM][D], then two stages of K [BN][D] and V [BN][D] (bf16,
-// rows of D / 8 16-byte chunks, chunk c of row r at c ^ (r % 8): ldmatrix without bank
-// conflicts), then the watermarks and the failure word.
+// Shared memory of a CTA (base aligned up to 1024 bytes, the 128B swizzle's period): Q
+// [BM][D], then two stages of K [BN][D] and V [BN][D], bf16, each tile as D / 64 slabs of
+// 128 rows x 128 bytes (64 columns), 16-byte chunk c of row r at chunk (c % 8) ^ (r % 8) of
+// its slab: the layout TMA's and wgmma's 128B swizzle use, so Q and K are wgmma's K-major
+// operands and V its MN-major one. Then the watermarks and the failure word.
 template <u32 D>
 struct AttnSmem {
   static_assert(D == 64 || D == 128, "head_dim: 64 or 128");
-  static constexpr u32 kRowBytes = 2 * D;
-  static constexpr u32 kQBytes = kAttnBM * kRowBytes;
-  static constexpr u32 kKvBytes = kAttnBN * kRowBytes;
-  static constexpr u32 kWordsAt = kQBytes + 4 * kKvBytes;
-  static constexpr u32 kBytes = kWordsAt + 4 * (MKERNEL_MAX_RANKS + 2);
+  static_assert(kAttnBM == 128 && kAttnBN == 128, "one slab shape for Q, K and V tiles");
+  static constexpr u32 kSlabBytes = 128 * 128;
+  static constexpr u32 kTileBytes = (D / 64) * kSlabBytes;  // Q, K or V
+  static constexpr u32 kWordsAt = 5 * kTileBytes;
+  static constexpr u32 kBytes = kWordsAt + 4 * (MKERNEL_MAX_RANKS + 2) + 1024;  // (+ the alignment's slack)
   u8* base;
+  __device__ __forceinline__ explicit AttnSmem(u8* raw) : base((u8*)(((u64)raw + 1023) & ~(u64)1023)) {}
   __device__ __forceinline__ u8* q() const { return base; }
-  __device__ __forceinline__ u8* k(u32 stage) const { return base + kQBytes + stage * 2 * kKvBytes; }
-  __device__ __forceinline__ u8* v(u32 stage) const { return base + kQBytes + stage * 2 * kKvBytes + kKvBytes; }
+  __device__ __forceinline__ u8* k(u32 stage) const { return base + (1 + 2 * stage) * kTileBytes; }
+  __device__ __forceinline__ u8* v(u32 stage) const { return base + (2 + 2 * stage) * kTileBytes; }
   // seen()[src]: chunks 0..seen-1 of source src have arrived (this CTA waited for them).
   __device__ __forceinline__ u32* seen() const { return reinterpret_cast<u32*>(base + kWordsAt); }
   __device__ __forceinline__ u32* failed() const { return reinterpret_cast<u32*>(base + kWordsAt) + MKERNEL_MAX_RANKS; }
-  // Byte offset of 16-byte chunk c of row r.
-  static __device__ __forceinline__ u32 at(u32 r, u32 c) { return r * kRowBytes + ((c ^ (r & 7)) << 4); }
+  // Byte offset of 16-byte chunk c (columns 8c..8c+7) of row r in a tile.
+  static __device__ __forceinline__ u32 at(u32 r, u32 c) {
+    return (c >> 3) * kSlabBytes + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+  }
 };
 
 // `rows` rows (the first `valid` of them from global memory, `row_stride` elements apart,
@@ -144,29 +150,35 @@ __device__ __forceinline__ bool await_block(const RingAttentionParams& p, const 
   return *sm.failed() == 0;
 }
 
-// One block of keys and values (in smem stage K / V) against this warp's 16 query rows:
-// S = Q K^T (scaled to the log2 domain, masked), the online softmax update of m, l and o,
-// then o += P V.
+// O += P V for D = 64 or 128 (wgmma's N): P (A from registers), V MN-major.
+template <u32 D>
+__device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const u32 (&pa)[4], u64 desc_v, u32 scale_d) {
+  if constexpr (D == 128) wgmma_m64n128k16_bf16_rs_tb(o, pa, desc_v, scale_d);
+  else wgmma_m64n64k16_bf16_rs_tb(o, pa, desc_v, scale_d);
+}
+
+// One block of keys and values (in smem stage K / V) against this warpgroup's 64 query rows
+// (this thread: rows q_row0 + g and q_row0 + g + 8 of its warp's 16): S = Q K^T on wgmma
+// (Q and K from shared memory), scaled to the log2 domain and masked, the online softmax
+// update of m, l and o, then o += P V on wgmma with P from registers. Accumulator fragment
+// of thread (warp w of the warpgroup, lane l): x[4j + 2h + e] is row 16w + l/4 + 8h, column
+// 8j + 2(l%4) + e (ptx/wgmma.cuh), the m16n8k16 C layout per 8 columns.
 template <u32 D, bool CAUSAL>
-__device__ __forceinline__ void attend_block(const u8* k_tile, const u8* v_tile, const u32 (&qf)[D / 16][4],
-                                             float (&o)[D / 8][4], float (&m)[2], float (&l)[2], float scale_log2,
-                                             u32 kv_valid, bool diagonal, u32 q_row0, u32 n0) {
+__device__ __forceinline__ void attend_block(u32 q_tile, u32 k_tile, u32 v_tile, float (&o)[D / 2], float (&m)[2],
+                                             float (&l)[2], float scale_log2, u32 kv_valid, bool diagonal, u32 q_row0,
+                                             u32 n0) {
+  constexpr u32 kSlab = AttnSmem<D>::kSlabBytes;
   const u32 lane = lane_id(), g = lane / 4, t = lane % 4;
-  float s[kAttnBN / 8][4];
-#pragma unroll
-  for (u32 j = 0; j < kAttnBN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-  const u32 k_base = smem_u32(k_tile);
+  float s[kAttnBN / 2];
+  wgmma_fence();
 #pragma unroll
   for (u32 kk = 0; kk < D / 16; ++kk) {
-#pragma unroll
-    for (u32 n16 = 0; n16 < kAttnBN / 16; ++n16) {
-      u32 bf[4];
-      const u32 row = n16 * 16 + (lane & 7) + ((lane >> 4) << 3), chunk = kk * 2 + ((lane >> 3) & 1);
-      ldmatrix_x4(bf, k_base + AttnSmem<D>::at(row, chunk));
-      mma_m16n8k16_bf16(s[2 * n16], qf[kk], bf[0], bf[1]);
-      mma_m16n8k16_bf16(s[2 * n16 + 1], qf[kk], bf[2], bf[3]);
-    }
+    const u32 at = (kk / 4) * kSlab + (kk % 4) * 32;  // 16 columns: 32 bytes into a 128-byte row
+    wgmma_m64n128k16_bf16(s, make_sw128_desc(q_tile + at, 16, 1024), make_sw128_desc(k_tile + at, 16, 1024), kk > 0);
   }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_accumulators(s);
   // Scale, mask (positions past the shard; causal: later positions on the diagonal), max.
   const bool masked = kv_valid < kAttnBN || (CAUSAL && diagonal);
 #pragma unroll
@@ -178,9 +190,9 @@ __device__ __forceinline__ void attend_block(const u8* k_tile, const u8* v_tile,
 #pragma unroll
       for (u32 e = 0; e < 2; ++e) {
         const u32 col = j * 8 + 2 * t + e;
-        float x = s[j][2 * h + e] * scale_log2;
+        float x = s[4 * j + 2 * h + e] * scale_log2;
         if (masked && (col >= kv_valid || (CAUSAL && diagonal && n0 + col > qi))) x = neg_inf_f32();
-        s[j][2 * h + e] = x;
+        s[4 * j + 2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
     }
@@ -195,33 +207,36 @@ __device__ __forceinline__ void attend_block(const u8* k_tile, const u8* v_tile,
     for (u32 j = 0; j < kAttnBN / 8; ++j) {
 #pragma unroll
       for (u32 e = 0; e < 2; ++e) {
-        const float pv = ex2_approx(s[j][2 * h + e] - base);
-        s[j][2 * h + e] = pv;
+        const float pv = ex2_approx(s[4 * j + 2 * h + e] - base);
+        s[4 * j + 2 * h + e] = pv;
         sum += pv;
       }
     }
     l[h] = l[h] * corr + sum;  // (this lane's columns; the quad's sum at the end)
 #pragma unroll
     for (u32 d = 0; d < D / 8; ++d) {
-      o[d][2 * h] *= corr;
-      o[d][2 * h + 1] *= corr;
+      o[4 * d + 2 * h] *= corr;
+      o[4 * d + 2 * h + 1] *= corr;
     }
   }
-  // o += P V: P's accumulators of two 8-column blocks are the A fragment of one k16 step.
-  const u32 v_base = smem_u32(v_tile);
+  // o += P V: the accumulators of two 8-column blocks of P are the A fragment of one k16 step.
+  u32 pa[kAttnBN / 16][4];
 #pragma unroll
   for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
-    const u32 pa[4] = {pack_bf16x2(s[2 * kk][0], s[2 * kk][1]), pack_bf16x2(s[2 * kk][2], s[2 * kk][3]),
-                       pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-    for (u32 d16 = 0; d16 < D / 16; ++d16) {
-      u32 vf[4];
-      const u32 row = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), chunk = d16 * 2 + (lane >> 4);
-      ldmatrix_x4_trans(vf, v_base + AttnSmem<D>::at(row, chunk));
-      mma_m16n8k16_bf16(o[2 * d16], pa, vf[0], vf[1]);
-      mma_m16n8k16_bf16(o[2 * d16 + 1], pa, vf[2], vf[3]);
-    }
+    pa[kk][0] = pack_bf16x2(s[8 * kk], s[8 * kk + 1]);
+    pa[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+    pa[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+    pa[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
   }
+  wgmma_fence();
+#pragma unroll
+  for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
+    // 16 positions (K rows of V) from row 16 kk; the D / 64 slabs along N are kSlab apart.
+    wgmma_pv<D>(o, pa[kk], make_sw128_desc(v_tile + kk * 16 * 128, kSlab, 1024), 1);
+  }
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_accumulators(o);
 }
 
 // One unit: query rows [q0, q0 + BM) of sequence b, head h, against every key block it
@@ -252,38 +267,33 @@ __device__ __forceinline__ bool attend_unit(const RingAttentionParams& p, const 
   bool ok = load_block(0);
   cp_async_commit();
 
-  u32 qf[D / 16][4];
-  float o[D / 8][4];
+  float o[D / 2];
 #pragma unroll
-  for (u32 d = 0; d < D / 8; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+  for (u32 d = 0; d < D / 2; ++d) o[d] = 0.f;
   float m[2] = {neg_inf_f32(), neg_inf_f32()}, l[2] = {0.f, 0.f};
   const float scale_log2 = p.scale_log2;
+  const u32 wg = warp / 4, row0 = wg * 64 + (warp % 4) * 16;  // (this warp's first row in the unit)
+  const u32 q_tile = smem_u32(sm.q()) + wg * 64 * 128;       // (this warpgroup's 64 rows of each slab)
   for (u32 j = 0; ok && j < blocks.total; ++j) {
     if (j + 1 < blocks.total) ok = load_block(j + 1);
     cp_async_commit();  // (an empty group when there is no next block: wait_group 1 still means block j)
     if (!ok) break;
     cp_async_wait<1>();
+    fence_proxy_async_shared();  // (this thread's cp.async writes, before wgmma reads them)
     __syncthreads();
-    if (j == 0) {
-#pragma unroll
-      for (u32 kk = 0; kk < D / 16; ++kk) {
-        const u32 row = warp * 16 + (lane & 15), chunk = kk * 2 + (lane >> 4);
-        ldmatrix_x4(qf[kk], smem_u32(sm.q()) + AttnSmem<D>::at(row, chunk));
-      }
-    }
     u32 src, n0;
     blocks.at(j, p.rank, src, n0);
     const bool diagonal = CAUSAL && src == p.rank && n0 + kAttnBN > q0;
-    attend_block<D, CAUSAL>(sm.k(j & 1), sm.v(j & 1), qf, o, m, l, scale_log2, min(kAttnBN, seq - n0), diagonal,
-                            q0 + warp * 16, n0);
+    attend_block<D, CAUSAL>(q_tile, smem_u32(sm.k(j & 1)), smem_u32(sm.v(j & 1)), o, m, l, scale_log2,
+                            min(kAttnBN, seq - n0), diagonal, q0 + row0, n0);
     __syncthreads();  // (stage j % 2 is free for block j + 2)
   }
   cp_async_wait<0>();
   __syncthreads();
   if (!ok) return false;
 
-  // Normalise; stage the bf16 rows in Q's tile (its fragments are in registers), then
-  // 16-byte rows out; lse from the quad's first lane.
+  // Normalise; stage the bf16 rows in Q's tile (every wgmma reading it has completed; each
+  // warp writes its own rows), then 16-byte rows out; lse from the quad's first lane.
   const u32 g = lane / 4, t = lane % 4;
 #pragma unroll
   for (u32 hh = 0; hh < 2; ++hh) {
@@ -291,10 +301,11 @@ __device__ __forceinline__ bool attend_unit(const RingAttentionParams& p, const 
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const u32 row = warp * 16 + g + 8 * hh;
+    const u32 row = row0 + g + 8 * hh;
 #pragma unroll
     for (u32 d = 0; d < D / 8; ++d) {
-      *reinterpret_cast<u32*>(sm.q() + AttnSmem<D>::at(row, d) + 4 * t) = pack_bf16x2(o[d][2 * hh] * inv, o[d][2 * hh + 1] * inv);
+      *reinterpret_cast<u32*>(sm.q() + AttnSmem<D>::at(row, d) + 4 * t) =
+          pack_bf16x2(o[4 * d + 2 * hh] * inv, o[4 * d + 2 * hh + 1] * inv);
     }
     if (p.lse != 0 && t == 0 && row < q_valid) {
       const float lse = sum > 0.f ? (m[hh] + lg2_approx(sum)) * 0.69314718055994531f : neg_inf_f32();
@@ -374,7 +385,7 @@ template <u32 D, u32 WORLD, bool CAUSAL>
 __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams& p) {
   static_assert(WORLD >= 2 && WORLD <= MKERNEL_MAX_RANKS, "ring attention needs 2..MKERNEL_MAX_RANKS ranks");
   extern __shared__ u8 attn_smem[];
-  const AttnSmem<D> sm{attn_smem};
+  const AttnSmem<D> sm(attn_smem);
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
   if (!skipped) {
@@ -402,7 +413,7 @@ template <u32 D, u32 WORLD, bool CAUSAL>
 __device__ __forceinline__ void attention_kernel(const RingAttentionParams& p) {
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "1..MKERNEL_MAX_RANKS sources");
   extern __shared__ u8 attn_smem[];
-  const AttnSmem<D> sm{attn_smem};
+  const AttnSmem<D> sm(attn_smem);
   attend_units<D, WORLD, CAUSAL, false>(p, nullptr, sm, blockIdx.x, gridDim.x);
 }
 
