@@ -150,26 +150,15 @@ __device__ __forceinline__ bool await_block(const RingAttentionParams& p, const 
   return *sm.failed() == 0;
 }
 
-// O += P V for D = 64 or 128 (wgmma's N): P (A from registers), V MN-major.
+// The loop's three steps for this warpgroup's 64 query rows (this thread: rows q_row0 + g and
+// q_row0 + g + 8 of its warp's 16). Accumulator fragment of thread (warp w of the warpgroup,
+// lane l): x[4j + 2h + e] is row 16w + l/4 + 8h, column 8j + 2(l%4) + e (ptx/wgmma.cuh), the
+// m16n8k16 C layout per 8 columns.
+//
+// S = Q K^T on wgmma, Q and K from shared memory (K-major); issued and committed, not waited.
 template <u32 D>
-__device__ __forceinline__ void wgmma_pv(float (&o)[D / 2], const u32 (&pa)[4], u64 desc_v, u32 scale_d) {
-  if constexpr (D == 128) wgmma_m64n128k16_bf16_rs_tb(o, pa, desc_v, scale_d);
-  else wgmma_m64n64k16_bf16_rs_tb(o, pa, desc_v, scale_d);
-}
-
-// One block of keys and values (in smem stage K / V) against this warpgroup's 64 query rows
-// (this thread: rows q_row0 + g and q_row0 + g + 8 of its warp's 16): S = Q K^T on wgmma
-// (Q and K from shared memory), scaled to the log2 domain and masked, the online softmax
-// update of m, l and o, then o += P V on wgmma with P from registers. Accumulator fragment
-// of thread (warp w of the warpgroup, lane l): x[4j + 2h + e] is row 16w + l/4 + 8h, column
-// 8j + 2(l%4) + e (ptx/wgmma.cuh), the m16n8k16 C layout per 8 columns.
-template <u32 D, bool CAUSAL>
-__device__ __forceinline__ void attend_block(u32 q_tile, u32 k_tile, u32 v_tile, float (&o)[D / 2], float (&m)[2],
-                                             float (&l)[2], float scale_log2, u32 kv_valid, bool diagonal, u32 q_row0,
-                                             u32 n0) {
+__device__ __forceinline__ void issue_scores(float (&s)[kAttnBN / 2], u32 q_tile, u32 k_tile) {
   constexpr u32 kSlab = AttnSmem<D>::kSlabBytes;
-  const u32 lane = lane_id(), g = lane / 4, t = lane % 4;
-  float s[kAttnBN / 2];
   wgmma_fence();
 #pragma unroll
   for (u32 kk = 0; kk < D / 16; ++kk) {
@@ -177,9 +166,32 @@ __device__ __forceinline__ void attend_block(u32 q_tile, u32 k_tile, u32 v_tile,
     wgmma_m64n128k16_bf16(s, make_sw128_desc(q_tile + at, 16, 1024), make_sw128_desc(k_tile + at, 16, 1024), kk > 0);
   }
   wgmma_commit();
-  wgmma_wait<0>();
-  fence_accumulators(s);
-  // Scale, mask (positions past the shard; causal: later positions on the diagonal), max.
+}
+
+// O += P V on wgmma: P from registers (the A fragments of the 8 k16 steps), V from shared
+// memory MN-major (16 positions a step; the D / 64 slabs along N kSlab apart). Issued and
+// committed, not waited.
+template <u32 D>
+__device__ __forceinline__ void issue_pv(float (&o)[D / 2], const u32 (&pa)[kAttnBN / 16][4], u32 v_tile) {
+  constexpr u32 kSlab = AttnSmem<D>::kSlabBytes;
+  wgmma_fence();
+#pragma unroll
+  for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
+    const u64 desc = make_sw128_desc(v_tile + kk * 16 * 128, kSlab, 1024);
+    if constexpr (D == 128) wgmma_m64n128k16_bf16_rs_tb(o, pa[kk], desc, 1);
+    else wgmma_m64n64k16_bf16_rs_tb(o, pa[kk], desc, 1);
+  }
+  wgmma_commit();
+}
+
+// The online softmax of one block's scores (complete in s): scaled to the log2 domain,
+// masked (positions past the shard; causal: later positions on the diagonal), the running
+// max m and sum l updated, s replaced by P = 2^(s - m) in fp32; returns in corr the factor
+// by which O (relative to the old m) must be rescaled.
+template <bool CAUSAL>
+__device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
+                                               float scale_log2, u32 kv_valid, bool diagonal, u32 q_row0, u32 n0) {
+  const u32 lane = lane_id(), g = lane / 4, t = lane % 4;
   const bool masked = kv_valid < kAttnBN || (CAUSAL && diagonal);
 #pragma unroll
   for (u32 h = 0; h < 2; ++h) {
@@ -200,7 +212,7 @@ __device__ __forceinline__ void attend_block(u32 q_tile, u32 k_tile, u32 v_tile,
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     // (a row with every score masked so far: m stays -inf, its p and correction are 0)
     const float base = mx == neg_inf_f32() ? 0.f : mx;
-    const float corr = ex2_approx(m[h] - base);
+    corr[h] = ex2_approx(m[h] - base);
     m[h] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -212,31 +224,8 @@ __device__ __forceinline__ void attend_block(u32 q_tile, u32 k_tile, u32 v_tile,
         sum += pv;
       }
     }
-    l[h] = l[h] * corr + sum;  // (this lane's columns; the quad's sum at the end)
-#pragma unroll
-    for (u32 d = 0; d < D / 8; ++d) {
-      o[4 * d + 2 * h] *= corr;
-      o[4 * d + 2 * h + 1] *= corr;
-    }
+    l[h] = l[h] * corr[h] + sum;  // (this lane's columns; the quad's sum at the end)
   }
-  // o += P V: the accumulators of two 8-column blocks of P are the A fragment of one k16 step.
-  u32 pa[kAttnBN / 16][4];
-#pragma unroll
-  for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
-    pa[kk][0] = pack_bf16x2(s[8 * kk], s[8 * kk + 1]);
-    pa[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
-    pa[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
-    pa[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
-  }
-  wgmma_fence();
-#pragma unroll
-  for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
-    // 16 positions (K rows of V) from row 16 kk; the D / 64 slabs along N are kSlab apart.
-    wgmma_pv<D>(o, pa[kk], make_sw128_desc(v_tile + kk * 16 * 128, kSlab, 1024), 1);
-  }
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_accumulators(o);
 }
 
 // One unit: query rows [q0, q0 + BM) of sequence b, head h, against every key block it
@@ -251,42 +240,99 @@ __device__ __forceinline__ bool attend_unit(const RingAttentionParams& p, const 
   const u16* q_src = reinterpret_cast<const u16*>(p.q) + ((u64)b * seq + q0) * q_stride + (u64)h * D;
   const UnitBlocks<WORLD, CAUSAL> blocks(seq, p.rank, q0, q_valid);
 
-  // Block j's loads into stage j % 2 (after its arrival, fused), one cp.async group.
-  auto load_block = [&](u32 j) -> bool {
+  // Block j's keys into K stage j % 2 (after the block's arrival, fused: its values are
+  // loaded an iteration later, from the same chunks), its values into V stage j % 2.
+  auto load = [&](u32 j, u32 which) -> bool {
     u32 src, n0;
     blocks.at(j, p.rank, src, n0);
-    if (FUSED && src != p.rank && !await_block<D>(p, *ctx, sm, b, src, n0)) return false;
+    if (FUSED && which == 0 && src != p.rank && !await_block<D>(p, *ctx, sm, b, src, n0)) return false;
     const u64 off = ((u64)b * seq + n0) * kv_stride + (u64)kv_head * D;
-    const u32 valid = min(kAttnBN, seq - n0);
-    load_tile<D, kAttnBN>(sm.k(j & 1), kv_source<FUSED>(p, 0, src) + off, kv_stride, valid);
-    load_tile<D, kAttnBN>(sm.v(j & 1), kv_source<FUSED>(p, 1, src) + off, kv_stride, valid);
+    load_tile<D, kAttnBN>(which ? sm.v(j & 1) : sm.k(j & 1), kv_source<FUSED>(p, which, src) + off, kv_stride,
+                          min(kAttnBN, seq - n0));
     return true;
   };
 
   load_tile<D, kAttnBM>(sm.q(), q_src, q_stride, q_valid);
-  bool ok = load_block(0);
+  bool ok = load(0, 0);
   cp_async_commit();
 
-  float o[D / 2];
+  float o[D / 2], s[kAttnBN / 2];
 #pragma unroll
   for (u32 d = 0; d < D / 2; ++d) o[d] = 0.f;
+  u32 pa[kAttnBN / 16][4];
   float m[2] = {neg_inf_f32(), neg_inf_f32()}, l[2] = {0.f, 0.f};
   const float scale_log2 = p.scale_log2;
   const u32 wg = warp / 4, row0 = wg * 64 + (warp % 4) * 16;  // (this warp's first row in the unit)
   const u32 q_tile = smem_u32(sm.q()) + wg * 64 * 128;       // (this warpgroup's 64 rows of each slab)
-  for (u32 j = 0; ok && j < blocks.total; ++j) {
-    if (j + 1 < blocks.total) ok = load_block(j + 1);
-    cp_async_commit();  // (an empty group when there is no next block: wait_group 1 still means block j)
-    if (!ok) break;
+  // Iteration j: S_j = Q K_j^T and O += P_{j-1} V_{j-1} issued together; block j's softmax
+  // runs while the second is on the tensor cores (FlashAttention-3's intra-warpgroup overlap);
+  // then O is rescaled for block j's max and P_j packed for the next iteration. Loads run one
+  // block ahead: iteration j's group brings K_{j+1} and V_j (the stages K_{j-1} and V_{j-2}
+  // had, both read to the end). Block 0 has no P V before it, and the last block's P V comes
+  // after the loop; the wgmma steps themselves are unconditional (ptxas keeps such a
+  // pipeline asynchronous, not a divergent one).
+  const u32 total = blocks.total;
+  auto next_block = [&](u32 j) -> bool {  // iteration j's loads, then block j's data is ready
+    bool fine = j + 1 < total ? load(j + 1, 0) : true;
+    if (fine) load(j, 1);
+    cp_async_commit();  // (possibly without K: wait_group 1 still means the group before)
+    if (!fine) return false;
     cp_async_wait<1>();
     fence_proxy_async_shared();  // (this thread's cp.async writes, before wgmma reads them)
     __syncthreads();
+    return true;
+  };
+  auto softmax_block = [&](u32 j, float (&corr)[2]) {
     u32 src, n0;
     blocks.at(j, p.rank, src, n0);
     const bool diagonal = CAUSAL && src == p.rank && n0 + kAttnBN > q0;
-    attend_block<D, CAUSAL>(q_tile, smem_u32(sm.k(j & 1)), smem_u32(sm.v(j & 1)), o, m, l, scale_log2,
-                            min(kAttnBN, seq - n0), diagonal, q0 + row0, n0);
-    __syncthreads();  // (stage j % 2 is free for block j + 2)
+    online_softmax<CAUSAL>(s, m, l, corr, scale_log2, min(kAttnBN, seq - n0), diagonal, q0 + row0, n0);
+  };
+  auto pack_p = [&]() {  // P's accumulators of two 8-column blocks: the A fragment of one k16 step
+#pragma unroll
+    for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
+      pa[kk][0] = pack_bf16x2(s[8 * kk], s[8 * kk + 1]);
+      pa[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+      pa[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+      pa[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+  };
+  ok = ok && next_block(0);
+  if (ok) {
+    float corr[2];
+    issue_scores<D>(s, q_tile, smem_u32(sm.k(0)));
+    wgmma_wait<0>();
+    fence_accumulators(s);
+    softmax_block(0, corr);  // (o is zero: no rescale)
+    pack_p();
+    __syncthreads();  // (K stage 0 is free)
+  }
+  for (u32 j = 1; ok && j < total; ++j) {
+    ok = next_block(j);
+    if (!ok) break;
+    float corr[2];
+    issue_scores<D>(s, q_tile, smem_u32(sm.k(j & 1)));
+    issue_pv<D>(o, pa, smem_u32(sm.v((j - 1) & 1)));
+    wgmma_wait<1>();  // (S_j; P V still running)
+    fence_accumulators(s);
+    softmax_block(j, corr);
+    wgmma_wait<0>();
+    fence_accumulators(o);
+#pragma unroll
+    for (u32 d = 0; d < D / 8; ++d) {
+      o[4 * d] *= corr[0], o[4 * d + 1] *= corr[0];
+      o[4 * d + 2] *= corr[1], o[4 * d + 3] *= corr[1];
+    }
+    pack_p();
+    __syncthreads();  // (K stage j % 2 and V stage (j - 1) % 2 are free)
+  }
+  if (ok) {  // the last block's P V (its values came with the last iteration's group)
+    cp_async_wait<0>();
+    fence_proxy_async_shared();
+    __syncthreads();
+    issue_pv<D>(o, pa, smem_u32(sm.v((total - 1) & 1)));
+    wgmma_wait<0>();
+    fence_accumulators(o);
   }
   cp_async_wait<0>();
   __syncthreads();
