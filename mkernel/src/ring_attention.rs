@@ -5,11 +5,12 @@
 //! [`attention`], the same loop on one GPU over keys and values already whole (plain
 //! attention, and the unfused baseline after an all-gather).
 //!
-//! Status: new (session 57). Its tests (`tests/tests/gpu_ring_attention.rs`) and `mkernel
-//! bench ring-attention --check` pass with 2-4 ranks sharing one H100 (run 429, bench/NOTES.md
-//! 60); not yet run with a GPU per rank, so not yet timed against NCCL. The compute loop is
-//! FlashAttention-2's on `mma.sync` (~250 TFLOP/s on an H100 at D = 128), not yet Hopper's
-//! wgmma: below FlashAttention-3's rate.
+//! Status: its tests (`tests/tests/gpu_ring_attention.rs`) and `mkernel bench ring-attention
+//! --check` pass with 2-4 ranks sharing one H100 (runs 429, 430; bench/NOTES.md 60, 61); not
+//! yet run with a GPU per rank, so not yet timed against NCCL. The compute loop is
+//! FlashAttention-2's on Hopper's wgmma with FlashAttention-3's intra-warpgroup overlap
+//! (~310-345 TFLOP/s on an H100 at D = 128, PyTorch's FlashAttention-2 backend's class), not
+//! yet FlashAttention-3's warp-specialised pipeline: ~0.55x of cuDNN's fused attention.
 
 use std::sync::Arc;
 

@@ -10,8 +10,9 @@
 //! attention over them (the baseline), (a_attn) the unfused attention alone on the gathered
 //! keys, (c) NCCL's two all-gathers alone, (d) the fused kernel. Speedup = a / d; overlap
 //! efficiency = max(a_attn, c) / d. The unfused attention is this crate's own loop (the same
-//! as the fused kernel's compute CTAs, FlashAttention-2's on mma.sync), not FlashAttention-3:
-//! the speedup isolates the overlap, not the attention's rate (TFLOP/s are printed).
+//! as the fused kernel's compute CTAs, on wgmma), not cuDNN's or FlashAttention-3's: the
+//! speedup isolates the overlap, not the attention's rate (TFLOP/s are printed;
+//! `bench/probes/torch_sdpa.py` times PyTorch's backends on the same FLOPs).
 //! `--check` first verifies every rank's fused output bit for bit against the unfused
 //! attention over NCCL's gathered keys (the same loop in the same order) and rows of it
 //! against an fp64 reference (`check::attention_reference`).

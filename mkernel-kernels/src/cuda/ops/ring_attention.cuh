@@ -14,12 +14,14 @@
 //       Causal: only to the ranks after r (a rank never reads the keys of later ranks).
 //       Then they compute too (below), dealt units as the others.
 //   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head); its key
-//       blocks (64 positions) come first from the rank's own k_r / v_r (no wait), then from
+//       blocks (128 positions) come first from the rank's own k_r / v_r (no wait), then from
 //       ranks r - 1, r - 2, .. (the ring's order) in the gathered KV, each block once warp 0
 //       has seen the arrival flags of the chunks it meets (bounded waits; a per-CTA
 //       watermark per source, so a chunk is waited for once per CTA). FlashAttention-2's
-//       loop: S = Q K^T and O += P V on mma.sync m16n8k16 (bf16 in, fp32 accumulators),
-//       online softmax in registers (log2 domain), K/V double-buffered by cp.async.
+//       loop on wgmma (two warpgroups of 64 query rows): S = Q K^T from shared memory, O +=
+//       P V with P from registers (bf16 in, fp32 accumulators), online softmax in registers
+//       (log2 domain), one block's softmax while the previous block's P V runs
+//       (FlashAttention-3's intra-warpgroup overlap), K/V double-buffered by cp.async.
 //
 // The unfused kernel (FUSED = false: the baseline after an all-gather of K and V, and plain
 // attention on one GPU) runs the same loop over keys and values already whole ([world][B,
@@ -33,7 +35,7 @@
 #pragma once
 #include "../params.cuh"
 #include "../sync/wait.cuh"
-#include "../ptx/mma_sync.cuh"
+#include "../ptx/sm80.cuh"
 #include "../ptx/wgmma.cuh"
 
 namespace mk {
