@@ -290,18 +290,25 @@ pub fn tma_2d_bf16(t: Tensor2d, box_rows: u32, box_cols: u32, swizzle: Swizzle, 
     if t.rows == 0 || t.cols == 0 || t.rows >= (1 << 32) || t.cols >= (1 << 32) {
         return Err(crate::error::invalid(arg, format!("dims [{}, {}] must be in 1..2^32", t.rows, t.cols)));
     }
+    encode_bf16(t.ptr, &[t.cols, t.rows], &[t.row_stride_bytes], &[box_cols, box_rows], swizzle)
+}
+
+/// Encodes a TMA descriptor of a bf16 tensor of `dims.len()` dimensions (innermost first,
+/// elements), `strides` bytes between consecutive indices of dimensions 1.. (the innermost is
+/// dense), moving boxes of `boxes` elements. The caller has checked TMA's rules.
+fn encode_bf16(ptr: u64, dims: &[u64], strides: &[u64], boxes: &[u32], swizzle: Swizzle) -> Result<TmaDescriptor> {
+    let rank = dims.len();
+    debug_assert!(strides.len() + 1 == rank && boxes.len() == rank && (1..=5).contains(&rank));
+    let elem_strides = [1u32; 5];
     let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
-    let dims = [t.cols, t.rows];
-    let strides = [t.row_stride_bytes];
-    let boxes = [box_cols, box_rows];
-    let elem_strides = [1u32, 1u32];
-    // SAFETY: every array has the length the rank (2) requires; `map` is writable.
+    // SAFETY: every array has `rank` entries (strides rank - 1), as cuTensorMapEncodeTiled
+    // reads them; `map` is writable.
     unsafe {
         sys::cuTensorMapEncodeTiled(
             map.as_mut_ptr(),
             sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            2,
-            t.ptr as *mut c_void,
+            rank as u32,
+            ptr as *mut c_void,
             dims.as_ptr(),
             strides.as_ptr(),
             boxes.as_ptr(),
@@ -325,4 +332,26 @@ pub fn tma_2d_bf16(t: Tensor2d, box_rows: u32, box_cols: u32, swizzle: Swizzle, 
         );
         Ok(out)
     }
+}
+
+/// Encodes a TMA descriptor of a row-major bf16 tensor \[d3\]\[d2\]\[d1\]\[d0\] (`dims`
+/// innermost first, elements; dense, so strides follow from the dims) moving boxes of `boxes`
+/// elements (innermost first) with the 128B swizzle (`boxes[0] * 2` must be 128). Out-of-bounds
+/// elements read as 0.
+///
+/// Errors name `arg` and the rule TMA imposes (address 16-byte aligned, `dims[0] * 2` a multiple
+/// of 16 bytes, each dim in 1..2^32, each stride below 2^40 bytes).
+pub fn tma_4d_bf16(ptr: u64, dims: [u64; 4], boxes: [u32; 4], arg: &'static str) -> Result<TmaDescriptor> {
+    if ptr % 16 != 0 {
+        return Err(crate::error::invalid(arg, format!("device address {ptr:#x} must be 16-byte aligned for TMA")));
+    }
+    if dims.iter().any(|&d| d == 0 || d >= 1 << 32) {
+        return Err(crate::error::invalid(arg, format!("dims {dims:?} must each be in 1..2^32 for TMA")));
+    }
+    let s1 = dims[0] * 2;
+    let strides = [s1, s1 * dims[1], s1 * dims[1] * dims[2]];
+    if s1 % 16 != 0 || strides[2] >= 1 << 40 {
+        return Err(crate::error::invalid(arg, format!("strides {strides:?} bytes must be multiples of 16 below 2^40 for TMA")));
+    }
+    encode_bf16(ptr, &dims, &strides, &boxes, Swizzle::B128)
 }

@@ -250,6 +250,10 @@ pub struct MoeDispatchParams {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RingAttentionParams {
+    pub tma_q: TmaDescriptor,
+    pub tma_k: TmaDescriptor,
+    pub tma_v: TmaDescriptor,
+    pub tma_kv: TmaDescriptor,
     pub q: u64,
     pub k: u64,
     pub v: u64,
@@ -497,7 +501,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(MoeDispatchParams; tma_a, tma_b, tma_c, x, expert_ids, out, dest_rows, layout, recv, arrived,
         counts, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
         chunk_rows, seg_chunks, num_comm_ctas, flag_stride, routing_flags_at, max_tokens, pad0, timeout_ns));
-    lines.extend(crate::layout_asserts!(RingAttentionParams; q, k, v, out, lse, kv_gathered, arrived, exit_flags, control, status,
+    lines.extend(crate::layout_asserts!(RingAttentionParams; tma_q, tma_k, tma_v, tma_kv, q, k, v, out, lse, kv_gathered, arrived, exit_flags, control, status,
         batch, seq, heads, kv_heads, head_dim, rank, chunk_rows, num_comm_ctas, flag_stride, scale_log2, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
     lines.extend(crate::layout_asserts!(FusedTraceEvent; t_ns, cta, tile, kind, sm_clock));

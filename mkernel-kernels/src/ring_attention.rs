@@ -30,12 +30,13 @@ use crate::gemm_allreduce::RankBuffers;
 use crate::jit::KernelSource;
 use crate::params::{RingAttentionParams, MAX_RANKS};
 
-/// Query rows of a unit (a CTA's 2 warpgroups x 64 rows; `kAttnBM`).
+/// Query rows of a unit (a CTA's 2 consumer warpgroups x 64 rows; `kAttnBM`).
 pub const BLOCK_M: u32 = 128;
 /// Key/value positions of a block (`kAttnBN`).
 pub const BLOCK_N: u32 = 128;
-/// Threads of a CTA (`kAttnThreads`).
-pub const THREADS: u32 = 256;
+/// Threads of a CTA (`kAttnThreads`): two consumer warpgroups and a producer warpgroup (one
+/// warp of it issues the TMA loads).
+pub const THREADS: u32 = 384;
 /// Head dimensions with kernels.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
 /// Positions of a sequence per arrival flag by default: the design's 128-row KV tile
@@ -128,10 +129,26 @@ impl std::fmt::Display for RingAttentionConfig {
 }
 
 /// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): Q \[128, D\], two stages of K and V
-/// \[128, D\], bf16, 40 bytes of watermarks, and 1024 bytes of slack to align the tiles to
-/// the 128B swizzle's period.
+/// \[128, D\], bf16, 10 mbarriers, 40 bytes of watermarks, and 1024 bytes of slack to align
+/// the tiles to the 128B swizzle's period.
 pub fn smem_bytes(head_dim: u32) -> u32 {
-    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 4 * (MAX_RANKS as u32 + 2) + 1024
+    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 8 * 10 + 4 * (MAX_RANKS as u32 + 2) + 1024
+}
+
+/// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
+/// 4-D bf16 tensor \[batches\]\[S\]\[heads\]\[D\] read in boxes of 128 positions x 64
+/// columns of one head (128B swizzle), positions past S read as zeros. `kv_batches`: B, or
+/// world x B for the unfused kernel's whole keys; `gathered`: (address, world).
+fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: Option<(u64, u32)>, p: &mut RingAttentionParams) -> Result<()> {
+    let boxes = [64, 1, BLOCK_N, 1];
+    let (d, seq) = (s.head_dim as u64, s.seq as u64);
+    p.tma_q = driver::tma_4d_bf16(b.q, [d, s.heads as u64, seq, s.batch as u64], boxes, "q")?;
+    p.tma_k = driver::tma_4d_bf16(b.k, [d, s.kv_heads as u64, seq, kv_batches], boxes, "k")?;
+    p.tma_v = driver::tma_4d_bf16(b.v, [d, s.kv_heads as u64, seq, kv_batches], boxes, "v")?;
+    if let Some((addr, world)) = gathered {
+        p.tma_kv = driver::tma_4d_bf16(addr, [d, s.kv_heads as u64, seq, world as u64 * 2 * s.batch as u64], boxes, "workspace")?;
+    }
+    Ok(())
 }
 
 /// Units of a call (a unit: 128 query rows of one sequence and head): the most compute
@@ -351,6 +368,7 @@ pub unsafe fn launch(
         p.exit_flags[q] = base + l.exit_offset();
     }
     let (d, world) = (s.head_dim, bufs.world);
+    tma_maps(s, &buffers, s.batch as u64, Some((p.kv_gathered[me], world)), &mut p)?;
     let f = rt.function_named(stream.context(), &kernel_name(d, s.causal, world), || source(d, s.causal, world))?;
     driver::launch(&f, LaunchDims { grid: cfg.grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
 }
@@ -383,7 +401,8 @@ pub unsafe fn launch_unfused(
     if grid == 0 {
         return Err(invalid("grid", "must be at least 1 CTA"));
     }
-    let p = base_params(s, buffers, rank, softmax_scale);
+    let mut p = base_params(s, buffers, rank, softmax_scale);
+    tma_maps(s, &buffers, world as u64 * s.batch as u64, None, &mut p)?;
     let d = s.head_dim;
     let f = rt.function_named(stream.context(), &unfused_kernel_name(d, s.causal, world), || unfused_source(d, s.causal, world))?;
     driver::launch(&f, LaunchDims { grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
@@ -466,6 +485,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), c.len());
         assert!(source(128, false, 1).is_err() && unfused_source(128, false, 0).is_err() && source(96, true, 2).is_err());
-        assert_eq!(smem_bytes(128), 163840 + 40 + 1024);
+        assert_eq!(smem_bytes(128), 163840 + 80 + 40 + 1024);
     }
 }

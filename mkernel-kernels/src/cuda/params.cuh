@@ -165,6 +165,11 @@ struct MoeDispatchParams {
 // world are zero). The unfused kernel (attention_kernel) reads k and v whole and no
 // per-rank entry, control or status.
 struct RingAttentionParams {
+  TmaDescriptor tma_q;                 // q as 4-D [batch][seq][heads][head_dim], box [1][128][1][64], 128B swizzle
+  TmaDescriptor tma_k, tma_v;          // k, v as 4-D [batch (unfused: world x batch)][seq][kv_heads][head_dim],
+                                       // the same box
+  TmaDescriptor tma_kv;                // fused: this rank's gathered KV as 4-D [world x 2 x batch][seq]
+                                       // [kv_heads][head_dim], the same box (unfused: unused)
   u64 q;                               // [batch, seq, heads, head_dim] bf16, this rank's queries
   u64 k, v;                            // fused: this rank's [batch, seq, kv_heads, head_dim] bf16;
                                        // unfused: every rank's, [world][batch, seq, kv_heads, head_dim]

@@ -40,62 +40,79 @@
 
 namespace mk {
 
-constexpr u32 kAttnWarps = 8;                 // warps of a CTA: two warpgroups of 64 query rows
-constexpr u32 kAttnThreads = 32 * kAttnWarps;
-constexpr u32 kAttnBM = 16 * kAttnWarps;      // query rows of a unit
+constexpr u32 kAttnThreads = 384;            // two consumer warpgroups, then the producer warpgroup
+constexpr u32 kAttnProducerRegs = 40;         // setmaxnreg: the producer warpgroup's registers a thread
+constexpr u32 kAttnConsumerRegs = 232;        // and the consumers' (40 x 128 + 232 x 256 <= 64K)
+static_assert(kAttnProducerRegs * 128 + kAttnConsumerRegs * 256 <= 65536, "register file is 64K per SM");
+constexpr u32 kAttnBM = 128;                  // query rows of a unit (64 a consumer warpgroup)
 constexpr u32 kAttnBN = 128;                  // key/value positions of a block
+constexpr u32 kAttnStages = 2;                // stages of the K ring and of the V ring
 constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
 constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
+constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait's bound (only a bug expires it)
 
 // Shared memory of a CTA (base aligned up to 1024 bytes, the 128B swizzle's period): Q
-// [BM][D], then two stages of K [BN][D] and V [BN][D], bf16, each tile as D / 64 slabs of
+// [BM][D], then the stages K_0 V_0 K_1 V_1 ([BN][D] each), bf16, each tile as D / 64 slabs of
 // 128 rows x 128 bytes (64 columns), 16-byte chunk c of row r at chunk (c % 8) ^ (r % 8) of
-// its slab: the layout TMA's and wgmma's 128B swizzle use, so Q and K are wgmma's K-major
-// operands and V its MN-major one. Then the watermarks and the failure word.
+// its slab: what TMA writes with the 128B swizzle and what wgmma's descriptors read (Q and K
+// K-major, V MN-major). Then the mbarriers and the producer warp's watermarks.
 template <u32 D>
 struct AttnSmem {
   static_assert(D == 64 || D == 128, "head_dim: 64 or 128");
   static_assert(kAttnBM == 128 && kAttnBN == 128, "one slab shape for Q, K and V tiles");
   static constexpr u32 kSlabBytes = 128 * 128;
   static constexpr u32 kTileBytes = (D / 64) * kSlabBytes;  // Q, K or V
-  static constexpr u32 kWordsAt = 5 * kTileBytes;
+  static constexpr u32 kBarsAt = (1 + 2 * kAttnStages) * kTileBytes;
+  static constexpr u32 kBars = 2 + 4 * kAttnStages;        // q_full, q_empty, k/v full/empty per stage
+  static constexpr u32 kWordsAt = kBarsAt + 8 * kBars;
   static constexpr u32 kBytes = kWordsAt + 4 * (MKERNEL_MAX_RANKS + 2) + 1024;  // (+ the alignment's slack)
   u8* base;
   __device__ __forceinline__ explicit AttnSmem(u8* raw) : base((u8*)(((u64)raw + 1023) & ~(u64)1023)) {}
   __device__ __forceinline__ u8* q() const { return base; }
   __device__ __forceinline__ u8* k(u32 stage) const { return base + (1 + 2 * stage) * kTileBytes; }
   __device__ __forceinline__ u8* v(u32 stage) const { return base + (2 + 2 * stage) * kTileBytes; }
-  // seen()[src]: chunks 0..seen-1 of source src have arrived (this CTA waited for them).
+  __device__ __forceinline__ u64* bar(u32 i) const { return reinterpret_cast<u64*>(base + kBarsAt) + i; }
+  __device__ __forceinline__ u64* q_full() const { return bar(0); }
+  __device__ __forceinline__ u64* q_empty() const { return bar(1); }  // (2 arrivals: the consumer warpgroups)
+  __device__ __forceinline__ u64* k_full(u32 s) const { return bar(2 + s); }
+  __device__ __forceinline__ u64* k_empty(u32 s) const { return bar(2 + kAttnStages + s); }
+  __device__ __forceinline__ u64* v_full(u32 s) const { return bar(2 + 2 * kAttnStages + s); }
+  __device__ __forceinline__ u64* v_empty(u32 s) const { return bar(2 + 3 * kAttnStages + s); }
+  // seen()[src]: chunks 0..seen-1 of source src have arrived (the producer warp waited for them).
   __device__ __forceinline__ u32* seen() const { return reinterpret_cast<u32*>(base + kWordsAt); }
-  __device__ __forceinline__ u32* failed() const { return reinterpret_cast<u32*>(base + kWordsAt) + MKERNEL_MAX_RANKS; }
   // Byte offset of 16-byte chunk c (columns 8c..8c+7) of row r in a tile.
   static __device__ __forceinline__ u32 at(u32 r, u32 c) {
     return (c >> 3) * kSlabBytes + r * 128 + (((c & 7) ^ (r & 7)) << 4);
   }
+  // Thread 0, before any other use: one arrival (the producer's, with the bytes) fills a
+  // tile; the two consumer warpgroups empty one.
+  __device__ __forceinline__ void init() const {
+    mbar_init(q_full(), 1);
+    mbar_init(q_empty(), 2);
+    for (u32 s = 0; s < kAttnStages; ++s) {
+      mbar_init(k_full(s), 1), mbar_init(k_empty(s), 2);
+      mbar_init(v_full(s), 1), mbar_init(v_empty(s), 2);
+    }
+    fence_mbarrier_init();
+  }
 };
 
-// `rows` rows (the first `valid` of them from global memory, `row_stride` elements apart,
-// the rest zeros) into a swizzled tile. Every thread of the CTA; one cp.async group's part.
-template <u32 D, u32 ROWS>
-__device__ __forceinline__ void load_tile(u8* tile, const u16* src, u64 row_stride, u32 valid) {
-  constexpr u32 kChunks = D / 8;
-#pragma unroll
-  for (u32 i = threadIdx.x; i < ROWS * kChunks; i += kAttnThreads) {
-    const u32 r = i / kChunks, c = i % kChunks;
-    const bool ok = r < valid;
-    cp_async_16(tile + AttnSmem<D>::at(r, c), ok ? src + r * row_stride + c * 8 : src, ok ? 16u : 0u);
+// A ring's position: stage and the parity of its current phase.
+struct AttnRing {
+  u32 stage = 0, phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++stage == kAttnStages) stage = 0, phase ^= 1;
   }
-}
+};
 
-// Keys (which = 0) or values (1) of source rank `src` for sequence 0, [B, S, Hkv, D]: the
-// caller's own buffers for this rank (fused), else slot src of this rank's gathered KV
-// (fused) or of the whole tensors (unfused: [world][B, S, Hkv, D]).
-template <bool FUSED>
-__device__ __forceinline__ const u16* kv_source(const RingAttentionParams& p, u32 which, u32 src) {
-  const u64 elems = (u64)p.batch * p.seq * p.kv_heads * p.head_dim;
-  if (!FUSED) return reinterpret_cast<const u16*>(which ? p.v : p.k) + src * elems;
-  if (src == p.rank) return reinterpret_cast<const u16*>(which ? p.v : p.k);
-  return reinterpret_cast<const u16*>(p.kv_gathered[p.rank]) + ((u64)src * 2 + which) * elems;
+// The unit u of a CTA's list (units dealt round-robin over the CTAs, the query blocks with
+// the most key blocks first: causal, the last ones): its sequence, head and first query row.
+__device__ __forceinline__ void attn_unit_coords(const RingAttentionParams& p, u64 u, u32& b, u32& h, u32& q0) {
+  const u32 q_blocks = (p.seq + kAttnBM - 1) / kAttnBM;
+  const u64 heads = (u64)p.batch * p.heads;  // (sequence, head) pairs
+  const u64 bh = u % heads;
+  q0 = (q_blocks - 1 - (u32)(u / heads)) * kAttnBM;
+  b = (u32)(bh / p.heads), h = (u32)(bh % p.heads);
 }
 
 // The key blocks of a unit, in order: the own rank's first, then ranks r - 1, r - 2, ..
@@ -119,37 +136,58 @@ struct UnitBlocks {
   }
 };
 
-// Fused: before block (src, n0) of sequence b is loaded, the chunks it meets must have
-// arrived. Warp 0 waits for every chunk of `src` from the CTA's watermark up to the last one
-// the block needs (the lanes in parallel, one timeout in all), then raises the watermark;
-// every thread then passes a barrier (the lanes' acquires, then every thread's loads).
-// Returns false (every thread) when a wait gave up. Every thread of the CTA calls it alike.
-template <u32 D>
-__device__ __forceinline__ bool await_block(const RingAttentionParams& p, const WaitContext& ctx, const AttnSmem<D>& sm,
-                                            u32 b, u32 src, u32 n0) {
+// Fused, the producer warp: before block (src, n0) of sequence b is loaded, the chunks it
+// meets must have arrived. The lanes wait in parallel for every chunk of `src` from the
+// CTA's watermark up to the last one the block needs (one timeout in all), then the watermark
+// rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
+// that may be stale, so no consumer is left waiting). Every lane of the warp calls it alike.
+__device__ __forceinline__ bool await_block(const RingAttentionParams& p, const WaitContext& ctx, u32* seen, u32 b,
+                                           u32 src, u32 n0) {
   const u32 ch = p.chunk_rows, per_seq = (p.seq + ch - 1) / ch;
   const u32 last = b * per_seq + (min(n0 + kAttnBN, p.seq) - 1) / ch;
-  const u32 from = sm.seen()[src];  // (uniform: written before the last barrier)
+  const u32 from = seen[src];
   if (last < from) return true;
-  __syncthreads();  // (every thread has read `from` before warp 0 raises it: none may skip the barrier below)
-  if (threadIdx.x < 32) {
-    const u64 start = globaltimer_ns();
-    WaitContext left = ctx;
-    bool ok = true;
-    for (u32 c = from + lane_id(); ok && c <= last; c += 32) {
-      const u64 spent = globaltimer_ns() - start;
-      left.timeout_ns = spent < ctx.timeout_ns ? ctx.timeout_ns - spent : 1;
-      ok = wait_flag_eq(arrival_flag(p.arrived[p.rank], p.flag_stride, src, c), ctx.epoch, left, WaitOp::PeerKvArrived,
-                        src, c, kAttnBackoffNs);
-    }
-    ok = __all_sync(0xffffffffu, ok);
-    if (lane_id() == 0) {
-      if (ok) sm.seen()[src] = last + 1;
-      else *sm.failed() = 1;
-    }
+  const u64 start = globaltimer_ns();
+  WaitContext left = ctx;
+  bool ok = true;
+  for (u32 c = from + lane_id(); ok && c <= last; c += 32) {
+    const u64 spent = globaltimer_ns() - start;
+    left.timeout_ns = spent < ctx.timeout_ns ? ctx.timeout_ns - spent : 1;
+    ok = wait_flag_eq(arrival_flag(p.arrived[p.rank], p.flag_stride, src, c), ctx.epoch, left, WaitOp::PeerKvArrived, src,
+                      c, kAttnBackoffNs);
   }
-  __syncthreads();
-  return *sm.failed() == 0;
+  ok = __all_sync(0xffffffffu, ok);
+  __syncwarp();                // (the lanes' acquires, then the TMA lane's loads)
+  fence_proxy_async_global();  // the peers' generic stores (acquired) -> this warp's TMA reads
+  if (lane_id() == 0) seen[src] = last + 1;  // (also after a failure: the call has failed, the rest need not wait)
+  __syncwarp();
+  return ok;
+}
+
+// The TMA map and outer coordinate of keys (which = 0) or values (1) of source `src`,
+// sequence b: the caller's own k / v for this rank (fused), slot src of the gathered KV
+// ([world][2][B] sequences, fused), or source src of the whole tensors ([world][B], unfused).
+template <bool FUSED>
+__device__ __forceinline__ const TmaDescriptor* kv_map(const RingAttentionParams& p, u32 which, u32 src, u32 b, i32& outer) {
+  if (!FUSED) {
+    outer = (i32)(src * p.batch + b);
+    return which ? &p.tma_v : &p.tma_k;
+  }
+  if (src == p.rank) {
+    outer = (i32)b;
+    return which ? &p.tma_v : &p.tma_k;
+  }
+  outer = (i32)((src * 2 + which) * p.batch + b);
+  return &p.tma_kv;
+}
+
+// One tile (D / 64 boxes of 128 rows x 64 columns) into `dst`, completing `bytes` on `full`.
+template <u32 D>
+__device__ __forceinline__ void load_tile(const TmaDescriptor* map, u64* full, u8* dst, u32 head, u32 row0, i32 outer) {
+  mbar_arrive_expect_tx(full, AttnSmem<D>::kTileBytes);
+#pragma unroll
+  for (u32 slab = 0; slab < D / 64; ++slab)
+    tma_load_4d(map, full, dst + slab * AttnSmem<D>::kSlabBytes, (i32)(slab * 64), (i32)head, (i32)row0, outer);
 }
 
 // The loop's three steps for this warpgroup's 64 query rows (this thread: rows q_row0 + g and
@@ -230,159 +268,182 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
   }
 }
 
-// One unit: query rows [q0, q0 + BM) of sequence b, head h, against every key block it
-// sees; writes out (and lse). Returns false when a wait gave up (nothing more is written).
+// The producer warp (lane 0 issues): for each unit of the CTA's list, each key block's K
+// and V into the next stages of their rings (a peer's block once its chunks have arrived,
+// fused), and the unit's Q once the consumers have released the previous unit's (after K_0,
+// so that load overlaps their epilogue).
 template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
-__device__ __forceinline__ bool attend_unit(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
-                                            u32 b, u32 h, u32 q0) {
-  const u32 seq = p.seq, warp = threadIdx.x / 32, lane = lane_id();
-  const u32 q_valid = min(kAttnBM, seq - q0);
-  const u32 kv_head = h / (p.heads / p.kv_heads);
-  const u64 q_stride = (u64)p.heads * D, kv_stride = (u64)p.kv_heads * D;
-  const u16* q_src = reinterpret_cast<const u16*>(p.q) + ((u64)b * seq + q0) * q_stride + (u64)h * D;
-  const UnitBlocks<WORLD, CAUSAL> blocks(seq, p.rank, q0, q_valid);
-
-  // Block j's keys into K stage j % 2 (after the block's arrival, fused: its values are
-  // loaded an iteration later, from the same chunks), its values into V stage j % 2.
-  auto load = [&](u32 j, u32 which) -> bool {
-    u32 src, n0;
-    blocks.at(j, p.rank, src, n0);
-    if (FUSED && which == 0 && src != p.rank && !await_block<D>(p, *ctx, sm, b, src, n0)) return false;
-    const u64 off = ((u64)b * seq + n0) * kv_stride + (u64)kv_head * D;
-    load_tile<D, kAttnBN>(which ? sm.v(j & 1) : sm.k(j & 1), kv_source<FUSED>(p, which, src) + off, kv_stride,
-                          min(kAttnBN, seq - n0));
-    return true;
-  };
-
-  load_tile<D, kAttnBM>(sm.q(), q_src, q_stride, q_valid);
-  bool ok = load(0, 0);
-  cp_async_commit();
-
-  float o[D / 2], s[kAttnBN / 2];
-#pragma unroll
-  for (u32 d = 0; d < D / 2; ++d) o[d] = 0.f;
-  u32 pa[kAttnBN / 16][4];
-  float m[2] = {neg_inf_f32(), neg_inf_f32()}, l[2] = {0.f, 0.f};
-  const float scale_log2 = p.scale_log2;
-  const u32 wg = warp / 4, row0 = wg * 64 + (warp % 4) * 16;  // (this warp's first row in the unit)
-  const u32 q_tile = smem_u32(sm.q()) + wg * 64 * 128;       // (this warpgroup's 64 rows of each slab)
-  // Iteration j: S_j = Q K_j^T and O += P_{j-1} V_{j-1} issued together; block j's softmax
-  // runs while the second is on the tensor cores (FlashAttention-3's intra-warpgroup overlap);
-  // then O is rescaled for block j's max and P_j packed for the next iteration. Loads run one
-  // block ahead: iteration j's group brings K_{j+1} and V_j (the stages K_{j-1} and V_{j-2}
-  // had, both read to the end). Block 0 has no P V before it, and the last block's P V comes
-  // after the loop; the wgmma steps themselves are unconditional (ptxas keeps such a
-  // pipeline asynchronous, not a divergent one).
-  const u32 total = blocks.total;
-  auto next_block = [&](u32 j) -> bool {  // iteration j's loads, then block j's data is ready
-    bool fine = j + 1 < total ? load(j + 1, 0) : true;
-    if (fine) load(j, 1);
-    cp_async_commit();  // (possibly without K: wait_group 1 still means the group before)
-    if (!fine) return false;
-    cp_async_wait<1>();
-    fence_proxy_async_shared();  // (this thread's cp.async writes, before wgmma reads them)
-    __syncthreads();
-    return true;
-  };
-  auto softmax_block = [&](u32 j, float (&corr)[2]) {
-    u32 src, n0;
-    blocks.at(j, p.rank, src, n0);
-    const bool diagonal = CAUSAL && src == p.rank && n0 + kAttnBN > q0;
-    online_softmax<CAUSAL>(s, m, l, corr, scale_log2, min(kAttnBN, seq - n0), diagonal, q0 + row0, n0);
-  };
-  auto pack_p = [&]() {  // P's accumulators of two 8-column blocks: the A fragment of one k16 step
-#pragma unroll
-    for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
-      pa[kk][0] = pack_bf16x2(s[8 * kk], s[8 * kk + 1]);
-      pa[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
-      pa[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
-      pa[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
-    }
-  };
-  ok = ok && next_block(0);
-  if (ok) {
-    float corr[2];
-    issue_scores<D>(s, q_tile, smem_u32(sm.k(0)));
-    wgmma_wait<0>();
-    fence_accumulators(s);
-    softmax_block(0, corr);  // (o is zero: no rescale)
-    pack_p();
-    __syncthreads();  // (K stage 0 is free)
+__device__ __forceinline__ void attn_producer(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
+                                              u64 first, u64 stride, u64 wait_ns) {
+  const bool lead = lane_id() == 0;
+  if (lead) {
+    tma_prefetch_descriptor(&p.tma_q), tma_prefetch_descriptor(&p.tma_k), tma_prefetch_descriptor(&p.tma_v);
+    if (FUSED) tma_prefetch_descriptor(&p.tma_kv);
   }
-  for (u32 j = 1; ok && j < total; ++j) {
-    ok = next_block(j);
-    if (!ok) break;
-    float corr[2];
-    issue_scores<D>(s, q_tile, smem_u32(sm.k(j & 1)));
-    issue_pv<D>(o, pa, smem_u32(sm.v((j - 1) & 1)));
-    wgmma_wait<1>();  // (S_j; P V still running)
-    fence_accumulators(s);
-    softmax_block(j, corr);
-    wgmma_wait<0>();
-    fence_accumulators(o);
-#pragma unroll
-    for (u32 d = 0; d < D / 8; ++d) {
-      o[4 * d] *= corr[0], o[4 * d + 1] *= corr[0];
-      o[4 * d + 2] *= corr[1], o[4 * d + 3] *= corr[1];
-    }
-    pack_p();
-    __syncthreads();  // (K stage j % 2 and V stage (j - 1) % 2 are free)
-  }
-  if (ok) {  // the last block's P V (its values came with the last iteration's group)
-    cp_async_wait<0>();
-    fence_proxy_async_shared();
-    __syncthreads();
-    issue_pv<D>(o, pa, smem_u32(sm.v((total - 1) & 1)));
-    wgmma_wait<0>();
-    fence_accumulators(o);
-  }
-  cp_async_wait<0>();
-  __syncthreads();
-  if (!ok) return false;
-
-  // Normalise; stage the bf16 rows in Q's tile (every wgmma reading it has completed; each
-  // warp writes its own rows), then 16-byte rows out; lse from the quad's first lane.
-  const u32 g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (u32 hh = 0; hh < 2; ++hh) {
-    float sum = l[hh];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const u32 row = row0 + g + 8 * hh;
-#pragma unroll
-    for (u32 d = 0; d < D / 8; ++d) {
-      *reinterpret_cast<u32*>(sm.q() + AttnSmem<D>::at(row, d) + 4 * t) =
-          pack_bf16x2(o[4 * d + 2 * hh] * inv, o[4 * d + 2 * hh + 1] * inv);
-    }
-    if (p.lse != 0 && t == 0 && row < q_valid) {
-      const float lse = sum > 0.f ? (m[hh] + lg2_approx(sum)) * 0.69314718055994531f : neg_inf_f32();
-      reinterpret_cast<float*>(p.lse)[((u64)b * p.heads + h) * seq + q0 + row] = lse;
+  if (FUSED && lane_id() < MKERNEL_MAX_RANKS) sm.seen()[lane_id()] = 0;
+  __syncwarp();
+  AttnRing kr, vr;
+  u32 q_phase = 0;
+  const u64 units = (u64)((p.seq + kAttnBM - 1) / kAttnBM) * p.batch * p.heads;
+  for (u64 u = first; u < units; u += stride) {
+    u32 b, h, q0;
+    attn_unit_coords(p, u, b, h, q0);
+    const u32 kv_head = h / (p.heads / p.kv_heads);
+    const UnitBlocks<WORLD, CAUSAL> blocks(p.seq, p.rank, q0, min(kAttnBM, p.seq - q0));
+    for (u32 j = 0; j < blocks.total; ++j) {
+      u32 src, n0;
+      blocks.at(j, p.rank, src, n0);
+      if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0);
+      i32 outer;
+      const TmaDescriptor* map = kv_map<FUSED>(p, 0, src, b, outer);
+      mbar_wait(sm.k_empty(kr.stage), kr.phase ^ 1, wait_ns);
+      if (lead) load_tile<D>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, n0, outer);
+      kr.advance();
+      if (j == 0) {
+        mbar_wait(sm.q_empty(), q_phase ^ 1, wait_ns);
+        if (lead) load_tile<D>(&p.tma_q, sm.q_full(), sm.q(), h, q0, (i32)b);
+        q_phase ^= 1;
+      }
+      map = kv_map<FUSED>(p, 1, src, b, outer);
+      mbar_wait(sm.v_empty(vr.stage), vr.phase ^ 1, wait_ns);
+      if (lead) load_tile<D>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, n0, outer);
+      vr.advance();
+      __syncwarp();
     }
   }
-  __syncthreads();
-  u16* out = reinterpret_cast<u16*>(p.out) + ((u64)b * seq + q0) * q_stride + (u64)h * D;
-  constexpr u32 kChunks = D / 8;
-  for (u32 i = threadIdx.x; i < q_valid * kChunks; i += kAttnThreads) {
-    const u32 r = i / kChunks, c = i % kChunks;
-    st_v4(out + r * q_stride + c * 8, ld_shared_v4(sm.q() + AttnSmem<D>::at(r, c)));
-  }
-  __syncthreads();  // (Q's tile is the next unit's)
-  return true;
 }
 
-// Compute role: units (query block, sequence, head) dealt round-robin over the compute CTAs,
-// the query blocks with the most key blocks first (causal: the last ones).
+// A consumer warpgroup (wg 0 or 1: query rows 64 wg.. of each unit): per unit, every key
+// block of the producer's order. Iteration j issues S_j = Q K_j^T and O += P_{j-1} V_{j-1}
+// together; block j's softmax runs while the second is on the tensor cores (FlashAttention-3's
+// intra-warpgroup overlap); then O is rescaled for block j's max and P_j packed. Block 0 has no
+// P V before it and the last block's comes after the loop: the wgmma steps themselves are
+// unconditional (ptxas keeps such a pipeline asynchronous, not a divergent one). A stage is
+// released (one arrival a warpgroup) once the wgmma reading it has completed. Epilogue: the
+// normalised rows staged in this warpgroup's rows of Q's tile, 16-byte rows out, lse.
+template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
+__device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, const AttnSmem<D>& sm, u64 first, u64 stride,
+                                              u32 wg, u64 wait_ns) {
+  const u32 tid = threadIdx.x % 128, lane = lane_id(), g = lane / 4, t = lane % 4;
+  const u32 row0 = wg * 64 + (tid / 32) * 16;                 // (this warp's first row in the unit)
+  const u32 q_tile = smem_u32(sm.q()) + wg * 64 * 128;       // (this warpgroup's 64 rows of each slab)
+  const u64 q_stride = (u64)p.heads * D;
+  const float scale_log2 = p.scale_log2;
+  AttnRing kr, vr;
+  u32 q_phase = 0;
+  float o[D / 2], s[kAttnBN / 2], m[2], l[2];
+  u32 pa[kAttnBN / 16][4];
+  const u64 units = (u64)((p.seq + kAttnBM - 1) / kAttnBM) * p.batch * p.heads;
+  for (u64 u = first; u < units; u += stride) {
+    u32 b, h, q0;
+    attn_unit_coords(p, u, b, h, q0);
+    const u32 q_valid = min(kAttnBM, p.seq - q0);
+    const UnitBlocks<WORLD, CAUSAL> blocks(p.seq, p.rank, q0, q_valid);
+    auto softmax_block = [&](u32 j, float (&corr)[2]) {
+      u32 src, n0;
+      blocks.at(j, p.rank, src, n0);
+      const bool diagonal = CAUSAL && src == p.rank && n0 + kAttnBN > q0;
+      online_softmax<CAUSAL>(s, m, l, corr, scale_log2, min(kAttnBN, p.seq - n0), diagonal, q0 + row0, n0);
+    };
+    auto pack_p = [&]() {  // P's accumulators of two 8-column blocks: the A fragment of one k16 step
+#pragma unroll
+      for (u32 kk = 0; kk < kAttnBN / 16; ++kk) {
+        pa[kk][0] = pack_bf16x2(s[8 * kk], s[8 * kk + 1]);
+        pa[kk][1] = pack_bf16x2(s[8 * kk + 2], s[8 * kk + 3]);
+        pa[kk][2] = pack_bf16x2(s[8 * kk + 4], s[8 * kk + 5]);
+        pa[kk][3] = pack_bf16x2(s[8 * kk + 6], s[8 * kk + 7]);
+      }
+    };
+#pragma unroll
+    for (u32 d = 0; d < D / 2; ++d) o[d] = 0.f;
+    m[0] = m[1] = neg_inf_f32(), l[0] = l[1] = 0.f;
+    mbar_wait(sm.q_full(), q_phase, wait_ns);
+    q_phase ^= 1;
+    {  // block 0
+      float corr[2];
+      mbar_wait(sm.k_full(kr.stage), kr.phase, wait_ns);
+      issue_scores<D>(s, q_tile, smem_u32(sm.k(kr.stage)));
+      wgmma_wait<0>();
+      fence_accumulators(s);
+      if (tid == 0) mbar_arrive(sm.k_empty(kr.stage));
+      kr.advance();
+      softmax_block(0, corr);  // (o is zero: no rescale)
+      pack_p();
+    }
+    for (u32 j = 1; j < blocks.total; ++j) {
+      float corr[2];
+      mbar_wait(sm.k_full(kr.stage), kr.phase, wait_ns);
+      mbar_wait(sm.v_full(vr.stage), vr.phase, wait_ns);
+      issue_scores<D>(s, q_tile, smem_u32(sm.k(kr.stage)));
+      issue_pv<D>(o, pa, smem_u32(sm.v(vr.stage)));
+      wgmma_wait<1>();  // (S_j; P V still running)
+      fence_accumulators(s);
+      if (tid == 0) mbar_arrive(sm.k_empty(kr.stage));
+      kr.advance();
+      softmax_block(j, corr);
+      wgmma_wait<0>();
+      fence_accumulators(o);
+      if (tid == 0) mbar_arrive(sm.v_empty(vr.stage));
+      vr.advance();
+#pragma unroll
+      for (u32 d = 0; d < D / 8; ++d) {
+        o[4 * d] *= corr[0], o[4 * d + 1] *= corr[0];
+        o[4 * d + 2] *= corr[1], o[4 * d + 3] *= corr[1];
+      }
+      pack_p();
+    }
+    mbar_wait(sm.v_full(vr.stage), vr.phase, wait_ns);  // the last block's P V
+    issue_pv<D>(o, pa, smem_u32(sm.v(vr.stage)));
+    wgmma_wait<0>();
+    fence_accumulators(o);
+    if (tid == 0) mbar_arrive(sm.v_empty(vr.stage));
+    vr.advance();
+
+    // Normalise; stage the bf16 rows in this warpgroup's rows of Q's tile (its wgmmas reading
+    // them have completed), then 16-byte rows out; lse from the quad's first lane.
+#pragma unroll
+    for (u32 hh = 0; hh < 2; ++hh) {
+      float sum = l[hh];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const u32 row = row0 + g + 8 * hh;
+#pragma unroll
+      for (u32 d = 0; d < D / 8; ++d) {
+        *reinterpret_cast<u32*>(sm.q() + AttnSmem<D>::at(row, d) + 4 * t) =
+            pack_bf16x2(o[4 * d + 2 * hh] * inv, o[4 * d + 2 * hh + 1] * inv);
+      }
+      if (p.lse != 0 && t == 0 && row < q_valid) {
+        const float lse = sum > 0.f ? (m[hh] + lg2_approx(sum)) * 0.69314718055994531f : neg_inf_f32();
+        reinterpret_cast<float*>(p.lse)[((u64)b * p.heads + h) * p.seq + q0 + row] = lse;
+      }
+    }
+    named_barrier_sync(1 + wg, 128);
+    u16* out = reinterpret_cast<u16*>(p.out) + ((u64)b * p.seq + q0) * q_stride + (u64)h * D;
+    constexpr u32 kChunks = D / 8;
+    for (u32 i = tid; i < 64 * kChunks; i += 128) {
+      const u32 r = wg * 64 + i / kChunks, c = i % kChunks;
+      if (r < q_valid) st_v4(out + r * q_stride + c * 8, ld_shared_v4(sm.q() + AttnSmem<D>::at(r, c)));
+    }
+    fence_proxy_async_shared();  // (these generic accesses of Q's tile, before TMA writes the next Q)
+    named_barrier_sync(1 + wg, 128);
+    if (tid == 0) mbar_arrive(sm.q_empty());
+  }
+}
+
+// The compute roles of a CTA over units first, first + stride, ..: warpgroups 0 and 1 consume,
+// warp 8 (the first of warpgroup 2) produces; warpgroup 2 gives its registers to the
+// consumers (setmaxnreg: a launch of 384 threads alone allows 168 a thread).
 template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
 __device__ __forceinline__ void attend_units(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
-                                             u32 idx, u32 n_compute) {
-  const u32 q_blocks = (p.seq + kAttnBM - 1) / kAttnBM;
-  const u64 heads = (u64)p.batch * p.heads;  // (sequence, head) pairs
-  const u64 units = (u64)q_blocks * heads;
-  for (u64 u = idx; u < units; u += n_compute) {
-    const u32 qb = q_blocks - 1 - (u32)(u / heads);
-    const u64 bh = u % heads;
-    if (!attend_unit<D, WORLD, CAUSAL, FUSED>(p, ctx, sm, (u32)(bh / p.heads), (u32)(bh % p.heads), qb * kAttnBM)) return;
+                                             u64 first, u64 stride, u64 wait_ns) {
+  const u32 wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);  // (warp-uniform to the compiler)
+  if (wg == 2) {
+    warpgroup_reg_dealloc<kAttnProducerRegs>();
+    if (threadIdx.x < 2 * 128 + 32) attn_producer<D, WORLD, CAUSAL, FUSED>(p, ctx, sm, first, stride, wait_ns);
+  } else {
+    warpgroup_reg_alloc<kAttnConsumerRegs>();
+    attn_consumer<D, WORLD, CAUSAL, FUSED>(p, sm, first, stride, wg, wait_ns);
   }
 }
 
@@ -436,16 +497,21 @@ __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams&
   const AttnSmem<D> sm(attn_smem);
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
+  if (threadIdx.x == 0) sm.init();
+  __syncthreads();
   if (!skipped) {
     const u32 n_push = p.num_comm_ctas, n_compute = gridDim.x - n_push;
     if (blockIdx.x < n_push) push_kv<WORLD, CAUSAL>(p, ctx, blockIdx.x, n_push);
-    if (threadIdx.x < MKERNEL_MAX_RANKS + 1) sm.seen()[threadIdx.x] = 0;  // (and failed())
-    __syncthreads();
     // Every CTA computes: the push CTAs join once their pushes are out (a few percent of the
     // SMs, idle otherwise for most of a long sequence), dealt the last indices of the first
     // round (so the heaviest units, dealt first, go to CTAs that start at once).
     const u32 idx = blockIdx.x < n_push ? n_compute + blockIdx.x : blockIdx.x - n_push;
-    attend_units<D, WORLD, CAUSAL, true>(p, &ctx, sm, idx, gridDim.x);
+    // The consumers' mbarrier waits trap on expiry ("only a bug"), but here they wait behind
+    // the producer's arrival waits: their bound is two inter-GPU timeouts and a margin, so a
+    // missing peer is reported as PeerKvArrived instead (as the all-gather's).
+    const u64 slack_ns = 10000000ull;
+    const u64 wait_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
+    attend_units<D, WORLD, CAUSAL, true>(p, &ctx, sm, idx, gridDim.x, wait_ns);
   }
   // Every CTA: its pushes are released, its reads of the gathered KV are done.
   __syncthreads();
@@ -462,7 +528,9 @@ __device__ __forceinline__ void attention_kernel(const RingAttentionParams& p) {
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "1..MKERNEL_MAX_RANKS sources");
   extern __shared__ u8 attn_smem[];
   const AttnSmem<D> sm(attn_smem);
-  attend_units<D, WORLD, CAUSAL, false>(p, nullptr, sm, blockIdx.x, gridDim.x);
+  if (threadIdx.x == 0) sm.init();
+  __syncthreads();
+  attend_units<D, WORLD, CAUSAL, false>(p, nullptr, sm, blockIdx.x, gridDim.x, kAttnUnfusedWaitNs);
 }
 
 }  // namespace mk

@@ -144,6 +144,13 @@ __device__ __forceinline__ void tma_load_2d(const TmaDescriptor* desc, u64* bar,
       :: "r"(smem_u32(dst)), "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1) : "memory");
 }
 
+// tma_load_2d for a 4-D map: the box at (c0 = innermost, c1, c2, c3).
+__device__ __forceinline__ void tma_load_4d(const TmaDescriptor* desc, u64* bar, void* dst, i32 c0, i32 c1, i32 c2, i32 c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], [%2];"
+      :: "r"(smem_u32(dst)), "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+
 // tma_load_2d into every CTA of the cluster named in `cta_mask` (bit i: CTA rank i): the
 // box lands at `dst`'s offset in each one's shared memory and completes bytes on the
 // mbarrier at `bar`'s offset there (cluster multicast within the GPU; not NVLink).
