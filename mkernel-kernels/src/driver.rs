@@ -349,9 +349,10 @@ pub fn tma_4d_bf16(ptr: u64, dims: [u64; 4], boxes: [u32; 4], arg: &'static str)
         return Err(crate::error::invalid(arg, format!("dims {dims:?} must each be in 1..2^32 for TMA")));
     }
     let s1 = dims[0] * 2;
-    let strides = [s1, s1 * dims[1], s1 * dims[1] * dims[2]];
-    if s1 % 16 != 0 || strides[2] >= 1 << 40 {
-        return Err(crate::error::invalid(arg, format!("strides {strides:?} bytes must be multiples of 16 below 2^40 for TMA")));
-    }
+    let s3 = s1.checked_mul(dims[1]).and_then(|x| x.checked_mul(dims[2])).filter(|&x| x < 1 << 40);
+    let Some(s3) = s3.filter(|_| s1 % 16 == 0) else {
+        return Err(crate::error::invalid(arg, format!("dims {dims:?}: the strides must be multiples of 16 bytes below 2^40 for TMA")));
+    };
+    let strides = [s1, s1 * dims[1], s3];
     encode_bf16(ptr, &dims, &strides, &boxes, Swizzle::B128)
 }

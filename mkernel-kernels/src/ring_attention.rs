@@ -172,7 +172,8 @@ pub fn default_chunk_rows(s: AttentionShape) -> u32 {
 
 /// The shape rules on `world` ranks (1..=[`MAX_RANKS`]; the fused kernel needs 2): batch,
 /// seq, heads and kv_heads positive, heads a multiple of kv_heads, head_dim one of
-/// [`HEAD_DIMS`], every tensor's elements within 2^40 (`shape`).
+/// [`HEAD_DIMS`], seq below 2^31 (TMA's signed coordinates), every tensor's elements within
+/// 2^40 (`shape`).
 pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("attention runs on 1..={MAX_RANKS} ranks, got {world}")));
@@ -185,6 +186,9 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     }
     if !HEAD_DIMS.contains(&s.head_dim) {
         return Err(invalid("shape", format!("head_dim must be one of {HEAD_DIMS:?}, got {}", s.head_dim)));
+    }
+    if s.seq >= 1 << 31 {
+        return Err(invalid("shape", format!("seq must be below 2^31 (TMA's signed 32-bit coordinates), got {}", s.seq)));
     }
     let biggest = s.q_elems().max(s.gathered_elems(world));
     if biggest > 1 << 40 {

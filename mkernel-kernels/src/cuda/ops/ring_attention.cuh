@@ -15,13 +15,16 @@
 //       Then they compute too (below), dealt units as the others.
 //   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head); its key
 //       blocks (128 positions) come first from the rank's own k_r / v_r (no wait), then from
-//       ranks r - 1, r - 2, .. (the ring's order) in the gathered KV, each block once warp 0
-//       has seen the arrival flags of the chunks it meets (bounded waits; a per-CTA
-//       watermark per source, so a chunk is waited for once per CTA). FlashAttention-2's
-//       loop on wgmma (two warpgroups of 64 query rows): S = Q K^T from shared memory, O +=
-//       P V with P from registers (bf16 in, fp32 accumulators), online softmax in registers
-//       (log2 domain), one block's softmax while the previous block's P V runs
-//       (FlashAttention-3's intra-warpgroup overlap), K/V double-buffered by cp.async.
+//       ranks r - 1, r - 2, .. (the ring's order) in the gathered KV. FlashAttention-3's
+//       structure (Shah et al., 2024): a producer warp issues TMA loads of Q, K and V into
+//       rings of stages (full / empty mbarriers), a peer's block once it has seen the arrival
+//       flags of the chunks the block meets (bounded waits, the lanes in parallel; a per-CTA
+//       watermark per source, so a chunk is waited for once per CTA); two consumer
+//       warpgroups of 64 query rows each run FlashAttention-2's loop on wgmma: S = Q K^T from
+//       shared memory, O += P V with P from registers (bf16 in, fp32 accumulators), online
+//       softmax in registers (log2 domain), one block's softmax while the previous block's
+//       P V runs (the intra-warpgroup overlap). The warpgroups meet no CTA barrier, so one's
+//       softmax falls under the other's MMAs.
 //
 // The unfused kernel (FUSED = false: the baseline after an all-gather of K and V, and plain
 // attention on one GPU) runs the same loop over keys and values already whole ([world][B,
@@ -268,15 +271,16 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
   }
 }
 
-// The producer warp (lane 0 issues): for each unit of the CTA's list, each key block's K
-// and V into the next stages of their rings (a peer's block once its chunks have arrived,
-// fused), and the unit's Q once the consumers have released the previous unit's (after K_0,
-// so that load overlaps their epilogue).
+// The producer warp (one elected lane issues): for each unit of the CTA's list, each key
+// block's K and V into the next stages of their rings (a peer's block once its chunks have
+// arrived, fused), and the unit's Q once the consumers have released the previous unit's
+// (after K_0 and V_0, so those loads overlap their epilogue). After a failed arrival wait
+// the loads go on (of data that may be stale) and the call reports the timeout: its out and
+// lse are then undefined.
 template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
 __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
                                               u64 first, u64 stride, u64 wait_ns) {
-  const bool lead = lane_id() == 0;
-  if (lead) {
+  if (lane_id() == 0) {
     tma_prefetch_descriptor(&p.tma_q), tma_prefetch_descriptor(&p.tma_k), tma_prefetch_descriptor(&p.tma_v);
     if (FUSED) tma_prefetch_descriptor(&p.tma_kv);
   }
@@ -296,19 +300,22 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
       if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0);
       i32 outer;
       const TmaDescriptor* map = kv_map<FUSED>(p, 0, src, b, outer);
+      // (issued under elect_one_sync, not a lane test: warp-uniform TMA operands)
       mbar_wait(sm.k_empty(kr.stage), kr.phase ^ 1, wait_ns);
-      if (lead) load_tile<D>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, n0, outer);
+      if (elect_one_sync()) load_tile<D>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, n0, outer);
+      __syncwarp();
       kr.advance();
-      if (j == 0) {
-        mbar_wait(sm.q_empty(), q_phase ^ 1, wait_ns);
-        if (lead) load_tile<D>(&p.tma_q, sm.q_full(), sm.q(), h, q0, (i32)b);
-        q_phase ^= 1;
-      }
       map = kv_map<FUSED>(p, 1, src, b, outer);
       mbar_wait(sm.v_empty(vr.stage), vr.phase ^ 1, wait_ns);
-      if (lead) load_tile<D>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, n0, outer);
-      vr.advance();
+      if (elect_one_sync()) load_tile<D>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, n0, outer);
       __syncwarp();
+      vr.advance();
+      if (j == 0) {
+        mbar_wait(sm.q_empty(), q_phase ^ 1, wait_ns);
+        if (elect_one_sync()) load_tile<D>(&p.tma_q, sm.q_full(), sm.q(), h, q0, (i32)b);
+        __syncwarp();
+        q_phase ^= 1;
+      }
     }
   }
 }
