@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 pub const HEADERS: &[(&str, &str)] = &[
     ("ptx/common.cuh", include_str!("cuda/ptx/common.cuh")),
     ("ptx/wgmma.cuh", include_str!("cuda/ptx/wgmma.cuh")),
-    ("ptx/sm80.cuh", include_str!("cuda/ptx/sm80.cuh")),
+    ("ptx/fast_math.cuh", include_str!("cuda/ptx/fast_math.cuh")),
     ("params.cuh", include_str!("cuda/params.cuh")),
     ("sync/wait.cuh", include_str!("cuda/sync/wait.cuh")),
     ("gemm/sm90_gemm.cuh", include_str!("cuda/gemm/sm90_gemm.cuh")),

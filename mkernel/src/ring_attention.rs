@@ -6,11 +6,12 @@
 //! attention, and the unfused baseline after an all-gather).
 //!
 //! Status: its tests (`tests/tests/gpu_ring_attention.rs`) and `mkernel bench ring-attention
-//! --check` pass with 2-4 ranks sharing one H100 (runs 429, 430; bench/NOTES.md 60, 61); not
-//! yet run with a GPU per rank, so not yet timed against NCCL. The compute loop is
-//! FlashAttention-2's on Hopper's wgmma with FlashAttention-3's intra-warpgroup overlap
-//! (~310-345 TFLOP/s on an H100 at D = 128, PyTorch's FlashAttention-2 backend's class), not
-//! yet FlashAttention-3's warp-specialised pipeline: ~0.55x of cuDNN's fused attention.
+//! --check` pass with 2-4 ranks sharing one GPU (runs 429-431; bench/NOTES.md 60, 61); not
+//! yet run with a GPU per rank, so not yet timed against NCCL. The compute loop has
+//! FlashAttention-3's structure (a TMA producer warp, two wgmma consumer warpgroups, the
+//! intra-warpgroup overlap; no ping-pong scheduling yet): ~430-465 TFLOP/s on an H200 at D =
+//! 128, 1.07-1.66x PyTorch's FlashAttention-2 backend and 0.66-0.90x cuDNN's fused attention
+//! (run 431).
 
 use std::sync::Arc;
 

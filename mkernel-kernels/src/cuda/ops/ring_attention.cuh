@@ -38,7 +38,7 @@
 #pragma once
 #include "../params.cuh"
 #include "../sync/wait.cuh"
-#include "../ptx/sm80.cuh"
+#include "../ptx/fast_math.cuh"
 #include "../ptx/wgmma.cuh"
 
 namespace mk {
