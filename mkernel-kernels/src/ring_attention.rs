@@ -172,8 +172,8 @@ pub fn default_chunk_rows(s: AttentionShape) -> u32 {
 
 /// The shape rules on `world` ranks (1..=[`MAX_RANKS`]; the fused kernel needs 2): batch,
 /// seq, heads and kv_heads positive, heads a multiple of kv_heads, head_dim one of
-/// [`HEAD_DIMS`], seq below 2^31 (TMA's signed coordinates), every tensor's elements within
-/// 2^40 (`shape`).
+/// [`HEAD_DIMS`], seq below 2^31 (TMA's signed coordinates), a sequence's queries below 2^40
+/// bytes (TMA's strides), every tensor's elements within 2^40 (`shape`).
 pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("attention runs on 1..={MAX_RANKS} ranks, got {world}")));
@@ -190,9 +190,16 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if s.seq >= 1 << 31 {
         return Err(invalid("shape", format!("seq must be below 2^31 (TMA's signed 32-bit coordinates), got {}", s.seq)));
     }
-    let biggest = s.q_elems().max(s.gathered_elems(world));
-    if biggest > 1 << 40 {
-        return Err(invalid("shape", format!("{s} on {world} ranks needs tensors of {biggest} elements (more than 2^40)")));
+    // (TMA: a sequence's stride, S x H x D x 2 bytes for q, the largest, below 2^40)
+    let seq_bytes = s.seq as u64 * s.heads as u64 * s.head_dim as u64 * 2;
+    if seq_bytes >= 1 << 40 {
+        return Err(invalid("shape", format!("one sequence's queries, S x H x D = {} bf16, must stay below 2^40 bytes (TMA's strides)", seq_bytes / 2)));
+    }
+    if s.q_elems() > 1 << 40 {
+        return Err(invalid("shape", format!("{s}: q and out of {} elements exceed 2^40", s.q_elems())));
+    }
+    if s.gathered_elems(world) > 1 << 40 {
+        return Err(invalid("shape", format!("{s}: the keys and values of {world} ranks, {} elements, exceed 2^40", s.gathered_elems(world))));
     }
     Ok(())
 }
@@ -279,17 +286,7 @@ pub fn validate(s: AttentionShape, cfg: &RingAttentionConfig, bufs: &RankBuffers
     check_shape(s, world)?;
     bufs.check()?;
     let l = bufs.layout;
-    if s.gathered_elems(world) > l.capacity_elems {
-        return Err(invalid(
-            "shape",
-            format!(
-                "the gathered keys and values, {world} x 2 x B x S x Hkv x D = {} elements, exceed the communicator workspace ({} elements); create it with max_output_elems >= {}",
-                s.gathered_elems(world),
-                l.capacity_elems,
-                s.gathered_elems(world)
-            ),
-        ));
-    }
+    check_gathered_fits(s, world, l.capacity_elems)?;
     if cfg.chunk_rows == 0 || cfg.chunk_rows > s.seq {
         return Err(invalid("cfg", format!("chunk_rows must be 1..=seq = {}, got {}", s.seq, cfg.chunk_rows)));
     }
@@ -412,6 +409,28 @@ pub unsafe fn launch_unfused(
     driver::launch(&f, LaunchDims { grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
 }
 
+/// The fused call's workspace rule (`shape`): its gathered KV, world x 2 x B x S x Hkv x D
+/// elements, within the communicator's workspace of `capacity_elems`, and so within the
+/// largest workspace there is ([`crate::gemm_allreduce::MAX_CAPACITY_ELEMS`]); the error says
+/// which to change.
+pub fn check_gathered_fits(s: AttentionShape, world: u32, capacity_elems: u64) -> Result<()> {
+    let need = s.gathered_elems(world);
+    let max = crate::gemm_allreduce::MAX_CAPACITY_ELEMS;
+    if need > max {
+        return Err(invalid(
+            "shape",
+            format!("the gathered keys and values, {world} x 2 x B x S x Hkv x D = {need} elements, exceed the largest communicator workspace ({max} elements, 2^37): split the call into fewer sequences or positions"),
+        ));
+    }
+    if need > capacity_elems {
+        return Err(invalid(
+            "shape",
+            format!("the gathered keys and values, {world} x 2 x B x S x Hkv x D = {need} elements, exceed the communicator workspace ({capacity_elems} elements); create it with max_output_elems >= {need}"),
+        ));
+    }
+    Ok(())
+}
+
 /// The workspace capacity (elements, `CommConfig::max_output_elems`) a fused call of `s` on
 /// `world` ranks needs at least: its gathered KV.
 pub fn workspace_elems_needed(s: AttentionShape, world: u32) -> u64 {
@@ -456,6 +475,17 @@ mod tests {
         assert!(err(s, good, &bufs(1, 1 << 24)).contains("`world_size`"));
         let e = err(AttentionShape { seq: 1 << 30, ..s }, good, &b);
         assert!(e.contains("2^40"), "{e}");
+        // (TMA: coordinates below 2^31; one sequence's queries below 2^40 bytes)
+        let e = check_shape(AttentionShape { batch: 1, seq: 1 << 31, heads: 1, kv_heads: 1, head_dim: 64, causal: false }, 2).unwrap_err().to_string();
+        assert!(e.contains("seq must be below 2^31"), "{e}");
+        let e = check_shape(AttentionShape { batch: 1, seq: 1 << 30, heads: 8, kv_heads: 1, head_dim: 128, causal: false }, 2).unwrap_err().to_string();
+        assert!(e.contains("TMA's strides"), "{e}");
+        // Beyond the largest workspace there is: no max_output_elems to suggest.
+        let big = AttentionShape { batch: 1, seq: 1 << 28, heads: 8, kv_heads: 8, head_dim: 64, causal: false };
+        check_shape(big, 2).unwrap();
+        let e = check_gathered_fits(big, 2, 1 << 37).unwrap_err().to_string();
+        assert!(e.contains("largest communicator workspace") && !e.contains("max_output_elems >="), "{e}");
+        assert!(check_gathered_fits(s, 2, s.gathered_elems(2)).is_ok());
     }
 
     #[test]

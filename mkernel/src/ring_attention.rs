@@ -5,13 +5,13 @@
 //! [`attention`], the same loop on one GPU over keys and values already whole (plain
 //! attention, and the unfused baseline after an all-gather).
 //!
-//! Status: its tests (`tests/tests/gpu_ring_attention.rs`) and `mkernel bench ring-attention
-//! --check` pass with 2-4 ranks sharing one GPU (runs 429-431; bench/NOTES.md 60, 61); not
-//! yet run with a GPU per rank, so not yet timed against NCCL. The compute loop has
+//! Status: its tests (`tests/tests/gpu_ring_attention.rs`) pass with 2-4 ranks sharing one
+//! GPU and `mkernel bench ring-attention --check` with 2 (runs 429-431; bench/NOTES.md 60,
+//! 61); not yet run with a GPU per rank, so not yet timed against NCCL. The compute loop has
 //! FlashAttention-3's structure (a TMA producer warp, two wgmma consumer warpgroups, the
-//! intra-warpgroup overlap; no ping-pong scheduling yet): ~430-465 TFLOP/s on an H200 at D =
-//! 128, 1.07-1.66x PyTorch's FlashAttention-2 backend and 0.66-0.90x cuDNN's fused attention
-//! (run 431).
+//! intra-warpgroup overlap; no ping-pong scheduling yet): on an H200 (run 431) 324-465
+//! TFLOP/s at D = 128, 1.25-1.67x PyTorch's FlashAttention-2 backend and 0.70-0.90x cuDNN's
+//! fused attention; 309 TFLOP/s at D = 64 (1.07x, 0.66x).
 
 use std::sync::Arc;
 
@@ -58,16 +58,7 @@ pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ct
         return Err(invalid("world_size", format!("ring attention needs 2..={} ranks (with one, call mkernel::attention), got {world}", mkernel_kernels::params::MAX_RANKS)));
     }
     ra::check_shape(shape, world)?;
-    let need = ra::workspace_elems_needed(shape, world);
-    if need > ctx.max_output_elems {
-        return Err(invalid(
-            "shape",
-            format!(
-                "the gathered keys and values, {world} x 2 x B x S x Hkv x D = {need} elements, exceed the communicator workspace ({} elements); create it with max_output_elems >= {need}",
-                ctx.max_output_elems
-            ),
-        ));
-    }
+    ra::check_gathered_fits(shape, world, ctx.max_output_elems)?;
     let push_ctas = match opts.push_ctas {
         Some(c) if c == 0 || c >= ctx.grid => {
             return Err(invalid("push_ctas", format!("must be 1..{} (leaving compute CTAs of the rank's {}), got {c}", ctx.grid, ctx.grid)));

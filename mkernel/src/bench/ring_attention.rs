@@ -66,7 +66,8 @@ pub fn parse_shape(text: &str) -> Result<AttentionShape, String> {
         return Err(format!("{text:?}: expected five dimensions BxSxHxHKVxD[c], got {}", v.len()));
     };
     let s = AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
-    mkernel_kernels::ring_attention::check_shape(s, 1).map_err(|e| format!("{text:?}: {e}"))?;
+    // (the bench's smallest world; run checks the KV of the world it gets)
+    mkernel_kernels::ring_attention::check_shape(s, 2).map_err(|e| format!("{text:?}: {e}"))?;
     Ok(s)
 }
 
@@ -115,6 +116,11 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
     let list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}", tag(s)), *s)).collect() };
     let list = super::filter_shapes_by(list, args.common.filter.as_deref(), tag)?;
+    for (label, s) in &list {
+        // (before the communicators: their workspace is sized by the largest shape's KV)
+        mkernel_kernels::ring_attention::check_gathered_fits(*s, world as u32, mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS)
+            .map_err(|e| usage(format!("{label}: {e}")))?;
+    }
     let max = list.iter().map(|(_, s)| s.gathered_elems(world as u32)).max().unwrap_or(1);
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
     let opts = RingAttentionOptions { push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, softmax_scale: None };
