@@ -3,6 +3,7 @@
 # that each fit one device call (600 s). Pack first, here:
 #   ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm --test gpu_gemm_allreduce \
 #       --test gpu_multiprocess --test gpu_gemm_reduce_scatter --test gpu_allgather_gemm --test gpu_moe_dispatch_gemm \
+#       --test gpu_ring_attention \
 #       && bash bench/pack-libs.sh
 # then run (carry [".gpu"], kind nvidia-h200-x2):
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
@@ -14,6 +15,8 @@
 #                                # all-gather + cuBLAS, push CTAs and chunk length (pack --test gpu_allgather_gemm)
 #   bash bench/pair-first.sh 6   # the MoE dispatch + GEMM (NOTES 59): its tests, its table against NCCL's
 #                                # all-to-all + cuBLAS per expert (pack --test gpu_moe_dispatch_gemm)
+#   bash bench/pair-first.sh 7   # ring attention (NOTES 60-61): its tests, its table against NCCL's all-gather
+#                                # of K and V + the same loop, push CTAs (pack --test gpu_ring_attention)
 set -u
 phase=${1:-1}
 case $phase in
@@ -79,5 +82,16 @@ case $phase in
       # shellcheck disable=SC2086
       bash bench/device-run.sh bench moe-dispatch-gemm --iters 20 --warmup-ms 1500 --filter mixtral $flags
     done ;;
-  *) echo "pair-first.sh: phase 1, 2, 3, 4, 5 or 6, got '$phase'" >&2; exit 2 ;;
+  7)
+    # Ring attention with a GPU per rank (NOTES 60-61; only ranks sharing one GPU so far). Two numbers per rank
+    # (NOTES 60.3, at the loop's ~430 TFLOP/s of run 431): causal S=4096 rank 1 8.2e11 FLOPs, ~1.9 ms, against
+    # 16.8 MB of K and V over ~394 GB/s, 0.04 ms: the push hides; the fused call should match the attention alone
+    # and beat NCCL + attention by NCCL's all-gather time (a few percent). Then the push CTAs (4 is a guess).
+    TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_ring_attention
+    bash bench/device-run.sh bench ring-attention --check --iters 20 --warmup 3
+    for flags in "--push-ctas 2" "--push-ctas 8"; do
+      # shellcheck disable=SC2086
+      bash bench/device-run.sh bench ring-attention --iters 20 --warmup 3 --filter "S=4096" $flags
+    done ;;
+  *) echo "pair-first.sh: phase 1 to 7, got '$phase'" >&2; exit 2 ;;
 esac
