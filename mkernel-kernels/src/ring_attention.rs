@@ -129,10 +129,10 @@ impl std::fmt::Display for RingAttentionConfig {
 }
 
 /// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): Q \[128, D\], two stages of K and V
-/// \[128, D\], bf16, 10 mbarriers, 40 bytes of watermarks, and 1024 bytes of slack to align
+/// \[128, D\], bf16, 10 mbarriers, 32 bytes of watermarks, and 1024 bytes of slack to align
 /// the tiles to the 128B swizzle's period.
 pub fn smem_bytes(head_dim: u32) -> u32 {
-    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 8 * 10 + 4 * (MAX_RANKS as u32 + 2) + 1024
+    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 8 * 10 + 4 * MAX_RANKS as u32 + 1024
 }
 
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
@@ -519,6 +519,6 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), c.len());
         assert!(source(128, false, 1).is_err() && unfused_source(128, false, 0).is_err() && source(96, true, 2).is_err());
-        assert_eq!(smem_bytes(128), 163840 + 80 + 40 + 1024);
+        assert_eq!(smem_bytes(128), 163840 + 80 + 32 + 1024);
     }
 }

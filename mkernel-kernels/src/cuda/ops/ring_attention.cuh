@@ -68,7 +68,7 @@ struct AttnSmem {
   static constexpr u32 kBarsAt = (1 + 2 * kAttnStages) * kTileBytes;
   static constexpr u32 kBars = 2 + 4 * kAttnStages;        // q_full, q_empty, k/v full/empty per stage
   static constexpr u32 kWordsAt = kBarsAt + 8 * kBars;
-  static constexpr u32 kBytes = kWordsAt + 4 * (MKERNEL_MAX_RANKS + 2) + 1024;  // (+ the alignment's slack)
+  static constexpr u32 kBytes = kWordsAt + 4 * MKERNEL_MAX_RANKS + 1024;  // (+ the alignment's slack)
   u8* base;
   __device__ __forceinline__ explicit AttnSmem(u8* raw) : base((u8*)(((u64)raw + 1023) & ~(u64)1023)) {}
   __device__ __forceinline__ u8* q() const { return base; }
