@@ -128,11 +128,11 @@ impl std::fmt::Display for RingAttentionConfig {
     }
 }
 
-/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): Q \[128, D\], two stages of K and V
-/// \[128, D\], bf16, 10 mbarriers, 32 bytes of watermarks, and 1024 bytes of slack to align
-/// the tiles to the 128B swizzle's period.
+/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): two stages of Q \[128, D\] and two of
+/// K and V \[128, D\], bf16, 14 mbarriers, 32 bytes of watermarks, and 1024 bytes of slack to
+/// align the tiles to the 128B swizzle's period (197 776 bytes at D = 128).
 pub fn smem_bytes(head_dim: u32) -> u32 {
-    2 * head_dim * (BLOCK_M + 4 * BLOCK_N) + 8 * 10 + 4 * MAX_RANKS as u32 + 1024
+    2 * head_dim * (2 * BLOCK_M + 4 * BLOCK_N) + 8 * 14 + 4 * MAX_RANKS as u32 + 1024
 }
 
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
@@ -519,6 +519,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), c.len());
         assert!(source(128, false, 1).is_err() && unfused_source(128, false, 0).is_err() && source(96, true, 2).is_err());
-        assert_eq!(smem_bytes(128), 163840 + 80 + 32 + 1024);
+        assert_eq!(smem_bytes(128), 196608 + 112 + 32 + 1024);
+        assert!(smem_bytes(128) <= 232_448, "Hopper's shared memory per CTA");
     }
 }

@@ -50,12 +50,15 @@ static_assert(kAttnProducerRegs * 128 + kAttnConsumerRegs * 256 <= 65536, "regis
 constexpr u32 kAttnBM = 128;                  // query rows of a unit (64 a consumer warpgroup)
 constexpr u32 kAttnBN = 128;                  // key/value positions of a block
 constexpr u32 kAttnStages = 2;                // stages of the K ring and of the V ring
+constexpr u32 kAttnQStages = 2;               // Q tiles: the next unit's loads while this one computes
+constexpr bool kAttnPingPong = true;          // the consumer warpgroups take turns at the tensor cores
+constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2: a consumer warpgroup's epilogue
 constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
 constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
 constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait's bound (only a bug expires it)
 
-// Shared memory of a CTA (base aligned up to 1024 bytes, the 128B swizzle's period): Q
-// [BM][D], then the stages K_0 V_0 K_1 V_1 ([BN][D] each), bf16, each tile as D / 64 slabs of
+// Shared memory of a CTA (base aligned up to 1024 bytes, the 128B swizzle's period): the Q
+// stages Q_0 Q_1 ([BM][D] each), then the stages K_0 V_0 K_1 V_1 ([BN][D] each), bf16, each tile as D / 64 slabs of
 // 128 rows x 128 bytes (64 columns), 16-byte chunk c of row r at chunk (c % 8) ^ (r % 8) of
 // its slab: what TMA writes with the 128B swizzle and what wgmma's descriptors read (Q and K
 // K-major, V MN-major). Then the mbarriers and the producer warp's watermarks.
@@ -65,22 +68,24 @@ struct AttnSmem {
   static_assert(kAttnBM == 128 && kAttnBN == 128, "one slab shape for Q, K and V tiles");
   static constexpr u32 kSlabBytes = 128 * 128;
   static constexpr u32 kTileBytes = (D / 64) * kSlabBytes;  // Q, K or V
-  static constexpr u32 kBarsAt = (1 + 2 * kAttnStages) * kTileBytes;
-  static constexpr u32 kBars = 2 + 4 * kAttnStages;        // q_full, q_empty, k/v full/empty per stage
+  static constexpr u32 kBarsAt = (kAttnQStages + 2 * kAttnStages) * kTileBytes;
+  static constexpr u32 kBars = 2 * kAttnQStages + 4 * kAttnStages + 2;  // q, k, v full/empty per stage; turns
   static constexpr u32 kWordsAt = kBarsAt + 8 * kBars;
   static constexpr u32 kBytes = kWordsAt + 4 * MKERNEL_MAX_RANKS + 1024;  // (+ the alignment's slack)
   u8* base;
   __device__ __forceinline__ explicit AttnSmem(u8* raw) : base((u8*)(((u64)raw + 1023) & ~(u64)1023)) {}
-  __device__ __forceinline__ u8* q() const { return base; }
-  __device__ __forceinline__ u8* k(u32 stage) const { return base + (1 + 2 * stage) * kTileBytes; }
-  __device__ __forceinline__ u8* v(u32 stage) const { return base + (2 + 2 * stage) * kTileBytes; }
+  __device__ __forceinline__ u8* q(u32 stage) const { return base + stage * kTileBytes; }
+  __device__ __forceinline__ u8* k(u32 stage) const { return base + (kAttnQStages + 2 * stage) * kTileBytes; }
+  __device__ __forceinline__ u8* v(u32 stage) const { return base + (kAttnQStages + 1 + 2 * stage) * kTileBytes; }
   __device__ __forceinline__ u64* bar(u32 i) const { return reinterpret_cast<u64*>(base + kBarsAt) + i; }
-  __device__ __forceinline__ u64* q_full() const { return bar(0); }
-  __device__ __forceinline__ u64* q_empty() const { return bar(1); }  // (2 arrivals: the consumer warpgroups)
-  __device__ __forceinline__ u64* k_full(u32 s) const { return bar(2 + s); }
-  __device__ __forceinline__ u64* k_empty(u32 s) const { return bar(2 + kAttnStages + s); }
-  __device__ __forceinline__ u64* v_full(u32 s) const { return bar(2 + 2 * kAttnStages + s); }
-  __device__ __forceinline__ u64* v_empty(u32 s) const { return bar(2 + 3 * kAttnStages + s); }
+  __device__ __forceinline__ u64* q_full(u32 s) const { return bar(s); }
+  __device__ __forceinline__ u64* q_empty(u32 s) const { return bar(kAttnQStages + s); }  // (2 arrivals: the consumer warpgroups)
+  __device__ __forceinline__ u64* k_full(u32 s) const { return bar(2 * kAttnQStages + s); }
+  __device__ __forceinline__ u64* k_empty(u32 s) const { return bar(2 * kAttnQStages + kAttnStages + s); }
+  __device__ __forceinline__ u64* v_full(u32 s) const { return bar(2 * kAttnQStages + 2 * kAttnStages + s); }
+  __device__ __forceinline__ u64* v_empty(u32 s) const { return bar(2 * kAttnQStages + 3 * kAttnStages + s); }
+  // Consumer warpgroup wg's turn to issue wgmma (4 arrivals: the other warpgroup's warps).
+  __device__ __forceinline__ u64* turn(u32 wg) const { return bar(2 * kAttnQStages + 4 * kAttnStages + wg); }
   // seen()[src]: chunks 0..seen-1 of source src have arrived (the producer warp waited for them).
   __device__ __forceinline__ u32* seen() const { return reinterpret_cast<u32*>(base + kWordsAt); }
   // Byte offset of 16-byte chunk c (columns 8c..8c+7) of row r in a tile.
@@ -90,21 +95,41 @@ struct AttnSmem {
   // Thread 0, before any other use: one arrival (the producer's, with the bytes) fills a
   // tile; the two consumer warpgroups empty one.
   __device__ __forceinline__ void init() const {
-    mbar_init(q_full(), 1);
-    mbar_init(q_empty(), 2);
+    for (u32 s = 0; s < kAttnQStages; ++s) mbar_init(q_full(s), 1), mbar_init(q_empty(s), 2);
     for (u32 s = 0; s < kAttnStages; ++s) {
       mbar_init(k_full(s), 1), mbar_init(k_empty(s), 2);
       mbar_init(v_full(s), 1), mbar_init(v_empty(s), 2);
     }
+    mbar_init(turn(0), 4), mbar_init(turn(1), 4);
     fence_mbarrier_init();
   }
 };
 
 // A ring's position: stage and the parity of its current phase.
+template <u32 STAGES = kAttnStages>
 struct AttnRing {
   u32 stage = 0, phase = 0;
   __device__ __forceinline__ void advance() {
-    if (++stage == kAttnStages) stage = 0, phase ^= 1;
+    if (++stage == STAGES) stage = 0, phase ^= 1;
+  }
+};
+
+// Ping-pong (FlashAttention-3's inter-warpgroup overlap): the consumer warpgroups issue their
+// wgmma batches in turn, warpgroup 0 first, so one's softmax runs while the other's GEMMs
+// hold the tensor cores. Mbarrier turn(wg) opens warpgroup wg's turn: it waits there before
+// a batch, and after it each of its warps arrives on the other's. A phase completes only
+// once all four warps of the other warpgroup have passed their own wait, so no phase runs
+// ahead of its waiter. (FlashAttention-3 uses named barriers; here a bar.sync in the loop
+// makes ptxas serialise the wgmma and spill P's fragments.) Both warpgroups issue the same
+// number of batches (a unit's blocks are theirs alike); warpgroup 1's arrival at the start
+// opens the first turn.
+struct AttnTurn {
+  u32 phase = 0;
+  __device__ __forceinline__ void begin(const u64* own, u64 wait_ns) {
+    if (kAttnPingPong) mbar_wait(const_cast<u64*>(own), phase, wait_ns), phase ^= 1;
+  }
+  __device__ __forceinline__ void end(u64* other) const {
+    if (kAttnPingPong && lane_id() == 0) mbar_arrive(other);
   }
 };
 
@@ -273,8 +298,9 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
 
 // The producer warp (one elected lane issues): for each unit of the CTA's list, each key
 // block's K and V into the next stages of their rings (a peer's block once its chunks have
-// arrived, fused), and the unit's Q once the consumers have released the previous unit's
-// (after K_0 and V_0, so those loads overlap their epilogue). After a failed arrival wait
+// arrived, fused), and the unit's Q into the next of two Q stages once the consumers have
+// released that stage's last unit (after K_0 and V_0; the Q of unit i + 1 loads while unit i
+// computes). After a failed arrival wait
 // the loads go on (of data that may be stale) and the call reports the timeout: its out and
 // lse are then undefined.
 template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
@@ -286,8 +312,8 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
   }
   if (FUSED && lane_id() < MKERNEL_MAX_RANKS) sm.seen()[lane_id()] = 0;
   __syncwarp();
-  AttnRing kr, vr;
-  u32 q_phase = 0;
+  AttnRing<> kr, vr;
+  AttnRing<kAttnQStages> qr;
   const u64 units = (u64)((p.seq + kAttnBM - 1) / kAttnBM) * p.batch * p.heads;
   for (u64 u = first; u < units; u += stride) {
     u32 b, h, q0;
@@ -311,10 +337,10 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
       __syncwarp();
       vr.advance();
       if (j == 0) {
-        mbar_wait(sm.q_empty(), q_phase ^ 1, wait_ns);
-        if (elect_one_sync()) load_tile<D>(&p.tma_q, sm.q_full(), sm.q(), h, q0, (i32)b);
+        mbar_wait(sm.q_empty(qr.stage), qr.phase ^ 1, wait_ns);
+        if (elect_one_sync()) load_tile<D>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), h, q0, (i32)b);
         __syncwarp();
-        q_phase ^= 1;
+        qr.advance();
       }
     }
   }
@@ -333,11 +359,14 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
                                               u32 wg, u64 wait_ns) {
   const u32 tid = threadIdx.x % 128, lane = lane_id(), g = lane / 4, t = lane % 4;
   const u32 row0 = wg * 64 + (tid / 32) * 16;                 // (this warp's first row in the unit)
-  const u32 q_tile = smem_u32(sm.q()) + wg * 64 * 128;       // (this warpgroup's 64 rows of each slab)
   const u64 q_stride = (u64)p.heads * D;
   const float scale_log2 = p.scale_log2;
-  AttnRing kr, vr;
-  u32 q_phase = 0;
+  AttnRing<> kr, vr;
+  AttnRing<kAttnQStages> qr;
+  AttnTurn turn;
+  u64* const turn_own = sm.turn(wg);
+  u64* const turn_other = sm.turn(wg ^ 1);
+  if (wg == 1) turn.end(turn_other);  // (warpgroup 0 issues first)
   float o[D / 2], s[kAttnBN / 2], m[2], l[2];
   u32 pa[kAttnBN / 16][4];
   const u64 units = (u64)((p.seq + kAttnBM - 1) / kAttnBM) * p.batch * p.heads;
@@ -364,12 +393,15 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
 #pragma unroll
     for (u32 d = 0; d < D / 2; ++d) o[d] = 0.f;
     m[0] = m[1] = neg_inf_f32(), l[0] = l[1] = 0.f;
-    mbar_wait(sm.q_full(), q_phase, wait_ns);
-    q_phase ^= 1;
+    u8* const q_smem = sm.q(qr.stage);
+    const u32 q_tile = smem_u32(q_smem) + wg * 64 * 128;  // (this warpgroup's 64 rows of each slab)
+    mbar_wait(sm.q_full(qr.stage), qr.phase, wait_ns);
     {  // block 0
       float corr[2];
       mbar_wait(sm.k_full(kr.stage), kr.phase, wait_ns);
+      turn.begin(turn_own, wait_ns);
       issue_scores<D>(s, q_tile, smem_u32(sm.k(kr.stage)));
+      turn.end(turn_other);
       wgmma_wait<0>();
       fence_accumulators(s);
       if (tid == 0) mbar_arrive(sm.k_empty(kr.stage));
@@ -381,8 +413,10 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
       float corr[2];
       mbar_wait(sm.k_full(kr.stage), kr.phase, wait_ns);
       mbar_wait(sm.v_full(vr.stage), vr.phase, wait_ns);
+      turn.begin(turn_own, wait_ns);
       issue_scores<D>(s, q_tile, smem_u32(sm.k(kr.stage)));
       issue_pv<D>(o, pa, smem_u32(sm.v(vr.stage)));
+      turn.end(turn_other);
       wgmma_wait<1>();  // (S_j; P V still running)
       fence_accumulators(s);
       if (tid == 0) mbar_arrive(sm.k_empty(kr.stage));
@@ -400,14 +434,16 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
       pack_p();
     }
     mbar_wait(sm.v_full(vr.stage), vr.phase, wait_ns);  // the last block's P V
+    turn.begin(turn_own, wait_ns);
     issue_pv<D>(o, pa, smem_u32(sm.v(vr.stage)));
+    turn.end(turn_other);
     wgmma_wait<0>();
     fence_accumulators(o);
     if (tid == 0) mbar_arrive(sm.v_empty(vr.stage));
     vr.advance();
 
-    // Normalise; stage the bf16 rows in this warpgroup's rows of Q's tile (its wgmmas reading
-    // them have completed), then 16-byte rows out; lse from the quad's first lane.
+    // Normalise; stage the bf16 rows in this warpgroup's rows of the unit's Q tile (its wgmmas
+    // reading them have completed), then 16-byte rows out; lse from the quad's first lane.
 #pragma unroll
     for (u32 hh = 0; hh < 2; ++hh) {
       float sum = l[hh];
@@ -417,7 +453,7 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
       const u32 row = row0 + g + 8 * hh;
 #pragma unroll
       for (u32 d = 0; d < D / 8; ++d) {
-        *reinterpret_cast<u32*>(sm.q() + AttnSmem<D>::at(row, d) + 4 * t) =
+        *reinterpret_cast<u32*>(q_smem + AttnSmem<D>::at(row, d) + 4 * t) =
             pack_bf16x2(o[4 * d + 2 * hh] * inv, o[4 * d + 2 * hh + 1] * inv);
       }
       if (p.lse != 0 && t == 0 && row < q_valid) {
@@ -425,16 +461,17 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
         reinterpret_cast<float*>(p.lse)[((u64)b * p.heads + h) * p.seq + q0 + row] = lse;
       }
     }
-    named_barrier_sync(1 + wg, 128);
+    named_barrier_sync(kAttnBarEpilogue + wg, 128);
     u16* out = reinterpret_cast<u16*>(p.out) + ((u64)b * p.seq + q0) * q_stride + (u64)h * D;
     constexpr u32 kChunks = D / 8;
     for (u32 i = tid; i < 64 * kChunks; i += 128) {
       const u32 r = wg * 64 + i / kChunks, c = i % kChunks;
-      if (r < q_valid) st_v4(out + r * q_stride + c * 8, ld_shared_v4(sm.q() + AttnSmem<D>::at(r, c)));
+      if (r < q_valid) st_v4(out + r * q_stride + c * 8, ld_shared_v4(q_smem + AttnSmem<D>::at(r, c)));
     }
-    fence_proxy_async_shared();  // (these generic accesses of Q's tile, before TMA writes the next Q)
-    named_barrier_sync(1 + wg, 128);
-    if (tid == 0) mbar_arrive(sm.q_empty());
+    fence_proxy_async_shared();  // (these generic accesses of Q's tile, before TMA writes a later Q)
+    named_barrier_sync(kAttnBarEpilogue + wg, 128);
+    if (tid == 0) mbar_arrive(sm.q_empty(qr.stage));
+    qr.advance();
   }
 }
 
