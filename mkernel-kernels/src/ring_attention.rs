@@ -1,6 +1,7 @@
 //! Ring attention (sequence parallelism) over the ranks of one node
-//! (`ops/ring_attention.cuh`): rank r holds positions \[r S, (r + 1) S) of every sequence of
-//! the batch (its queries, keys and values) and computes its queries' attention over every
+//! (`ops/ring_attention.cuh`): rank r holds S positions of every sequence of the batch (its
+//! queries, keys and values: positions \[r S, (r + 1) S), or, in the zigzag layout
+//! ([`SeqLayout::Zigzag`]), two chunks of S / 2 from both ends) and computes its queries' attention over every
 //! rank's keys and values in one persistent kernel, whose push CTAs copy its keys and values
 //! into every peer's gathered KV, chunk by chunk, each chunk announced by an epoch-tagged
 //! arrival flag, while its compute CTAs start on the rank's own keys and take each peer's
@@ -46,13 +47,29 @@ pub const DEFAULT_CHUNK_ROWS: u32 = 128;
 /// Push CTAs by default: as the all-gather's, a first guess, not tuned.
 pub const DEFAULT_PUSH_CTAS: u32 = 4;
 
+/// Which positions of a sequence each rank holds (its shard of S positions, in order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SeqLayout {
+    /// Rank r holds positions \[r S, (r + 1) S). Under a causal mask rank r computes r + 1/2
+    /// shards' worth of keys: the last rank takes longest.
+    #[default]
+    Contiguous,
+    /// The load-balanced layout of context parallelism (Megatron-LM's context parallel,
+    /// ring-flash-attention's zigzag): the sequence of world x S positions is cut into 2 x
+    /// world chunks of S / 2, and rank r holds chunk r, then chunk 2 world - 1 - r (S even).
+    /// Under a causal mask every rank then computes as many query-key pairs, (2 world - 1)
+    /// (S/2)^2 + (S/2) (S/2 + 1) a sequence and head ([`AttentionShape::flops`]).
+    /// A full mask gives the same outputs in either layout (the kernels ignore it there).
+    Zigzag,
+}
+
 /// The sizes of one rank's ring attention call (the same on every rank).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttentionShape {
     /// Sequences (B).
     pub batch: u32,
-    /// Positions of each sequence on each rank (S: the whole sequence is world x S long,
-    /// rank r holding positions \[r S, (r + 1) S)).
+    /// Positions of each sequence on each rank (S: the whole sequence is world x S long;
+    /// which positions a rank holds: `layout`).
     pub seq: u32,
     /// Query heads (H).
     pub heads: u32,
@@ -62,9 +79,68 @@ pub struct AttentionShape {
     pub head_dim: u32,
     /// Causal: a query at position i sees keys at positions <= i only.
     pub causal: bool,
+    /// Which positions each rank holds (what a causal mask compares).
+    pub layout: SeqLayout,
+}
+
+/// The mask a kernel is specialised for (`kMask*` in `ops/ring_attention.cuh`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mask {
+    /// Every key.
+    Full,
+    /// Keys at positions <= the query's, contiguous shards.
+    Causal,
+    /// Keys at positions <= the query's, zigzag shards ([`SeqLayout::Zigzag`]).
+    CausalZigzag,
+}
+
+impl Mask {
+    /// Every mask, in the catalog's order.
+    pub const ALL: [Mask; 3] = [Mask::Full, Mask::Causal, Mask::CausalZigzag];
+
+    /// The kernel's mask for `shape` over `world` sources (a full mask ignores the layout;
+    /// with one source the zigzag layout is the contiguous one).
+    pub fn of(shape: AttentionShape, world: u32) -> Mask {
+        match (shape.causal, shape.layout) {
+            (false, _) => Mask::Full,
+            (true, SeqLayout::Zigzag) if world > 1 => Mask::CausalZigzag,
+            (true, _) => Mask::Causal,
+        }
+    }
+
+    /// The template argument (`mk::kMaskFull`, ..).
+    fn cuda(self) -> &'static str {
+        match self {
+            Mask::Full => "mk::kMaskFull",
+            Mask::Causal => "mk::kMaskCausal",
+            Mask::CausalZigzag => "mk::kMaskZigzag",
+        }
+    }
+
+    /// The kernel names' tag.
+    fn tag(self) -> &'static str {
+        match self {
+            Mask::Full => "full",
+            Mask::Causal => "causal",
+            Mask::CausalZigzag => "causal_zz",
+        }
+    }
 }
 
 impl AttentionShape {
+    /// The position in the whole sequence of position `i` of rank `rank`'s shard on `world`
+    /// ranks (`layout`; zigzag: chunk r for i < S / 2, chunk 2 world - 1 - r after).
+    pub fn position(&self, world: u32, rank: u32, i: u32) -> u64 {
+        let (s, w, r, i) = (self.seq as u64, world as u64, rank as u64, i as u64);
+        match self.layout {
+            SeqLayout::Contiguous => r * s + i,
+            SeqLayout::Zigzag => {
+                let half = s / 2;
+                if i < half { r * half + i } else { (2 * w - 1 - r) * half + (i - half) }
+            }
+        }
+    }
+
     /// Elements of one rank's keys (or values): B x S x Hkv x D.
     pub fn kv_elems(&self) -> u64 {
         self.batch as u64 * self.seq as u64 * self.kv_heads as u64 * self.head_dim as u64
@@ -87,17 +163,31 @@ impl AttentionShape {
 
     /// Floating-point operations of one rank's attention (2 GEMMs of 2 x S x (keys seen) x
     /// D per head and sequence; causal: the keys each query sees, about half): the unit of
-    /// the benchmark's TFLOP/s.
+    /// the benchmark's TFLOP/s. Zigzag (S = 2L): (2 world - 1) L^2 + L (L + 1) pairs on every
+    /// rank (a segment-0 query sees r chunks and its own diagonal, a segment-1 query world + (world
+    /// - 1 - r) chunks and its own diagonal).
     pub fn flops(&self, world: u32, rank: u32) -> f64 {
         let (s, w) = (self.seq as f64, world as f64);
-        let pairs = if self.causal { rank as f64 * s * s + s * (s + 1.0) / 2.0 } else { s * s * w };
+        let pairs = match Mask::of(*self, world) {
+            Mask::Full => s * s * w,
+            Mask::Causal => rank as f64 * s * s + s * (s + 1.0) / 2.0,
+            Mask::CausalZigzag => {
+                let l = (self.seq / 2) as f64;
+                (2.0 * w - 1.0) * l * l + l * (l + 1.0)
+            }
+        };
         4.0 * pairs * self.batch as f64 * self.heads as f64 * self.head_dim as f64
     }
 }
 
 impl std::fmt::Display for AttentionShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "B={} S={} H={} Hkv={} D={}{}", self.batch, self.seq, self.heads, self.kv_heads, self.head_dim, if self.causal { " causal" } else { "" })
+        let mask = match (self.causal, self.layout) {
+            (false, _) => "",
+            (true, SeqLayout::Contiguous) => " causal",
+            (true, SeqLayout::Zigzag) => " causal zigzag",
+        };
+        write!(f, "B={} S={} H={} Hkv={} D={}{mask}", self.batch, self.seq, self.heads, self.kv_heads, self.head_dim)
     }
 }
 
@@ -151,10 +241,11 @@ fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: 
     Ok(())
 }
 
-/// Units of a call (a unit: 128 query rows of one sequence and head): the most compute
-/// CTAs that find work.
+/// Units of a call (a unit: 128 query rows of one sequence and head; zigzag under a causal
+/// mask, of one of its two segments of S / 2): the most compute CTAs that find work.
 pub fn units(s: AttentionShape) -> u64 {
-    s.seq.div_ceil(BLOCK_M) as u64 * s.batch as u64 * s.heads as u64
+    let rows = if s.causal && s.layout == SeqLayout::Zigzag { 2 * (s.seq / 2).div_ceil(BLOCK_M) } else { s.seq.div_ceil(BLOCK_M) };
+    rows as u64 * s.batch as u64 * s.heads as u64
 }
 
 /// Chunks of a rank's keys and values (arrival flags a source needs): B x ceil(S / chunk_rows).
@@ -173,7 +264,8 @@ pub fn default_chunk_rows(s: AttentionShape) -> u32 {
 /// The shape rules on `world` ranks (1..=[`MAX_RANKS`]; the fused kernel needs 2): batch,
 /// seq, heads and kv_heads positive, heads a multiple of kv_heads, head_dim one of
 /// [`HEAD_DIMS`], seq below 2^31 (TMA's signed coordinates), a sequence's queries below 2^40
-/// bytes (TMA's strides), every tensor's elements within 2^40 (`shape`).
+/// bytes (TMA's strides), every tensor's elements within 2^40, seq even under a causal mask
+/// in the zigzag layout (`shape`).
 pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("attention runs on 1..={MAX_RANKS} ranks, got {world}")));
@@ -186,6 +278,9 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     }
     if !HEAD_DIMS.contains(&s.head_dim) {
         return Err(invalid("shape", format!("head_dim must be one of {HEAD_DIMS:?}, got {}", s.head_dim)));
+    }
+    if s.causal && s.layout == SeqLayout::Zigzag && s.seq % 2 != 0 {
+        return Err(invalid("shape", format!("seq must be even in the zigzag layout (two chunks of S / 2 a rank), got {}", s.seq)));
     }
     if s.seq >= 1 << 31 {
         return Err(invalid("shape", format!("seq must be below 2^31 (TMA's signed 32-bit coordinates), got {}", s.seq)));
@@ -212,18 +307,14 @@ pub fn check_scale(scale: f32) -> Result<()> {
     Ok(())
 }
 
-fn mask_tag(causal: bool) -> &'static str {
-    if causal { "causal" } else { "full" }
-}
-
 /// Name of the fused kernel.
-pub fn kernel_name(head_dim: u32, causal: bool, world: u32) -> String {
-    format!("mkernel_ring_attention_d{head_dim}_{}_w{world}", mask_tag(causal))
+pub fn kernel_name(head_dim: u32, mask: Mask, world: u32) -> String {
+    format!("mkernel_ring_attention_d{head_dim}_{}_w{world}", mask.tag())
 }
 
 /// Name of the unfused kernel (`world` sources of keys and values).
-pub fn unfused_kernel_name(head_dim: u32, causal: bool, world: u32) -> String {
-    format!("mkernel_attention_d{head_dim}_{}_w{world}", mask_tag(causal))
+pub fn unfused_kernel_name(head_dim: u32, mask: Mask, world: u32) -> String {
+    format!("mkernel_attention_d{head_dim}_{}_w{world}", mask.tag())
 }
 
 fn entry(name: &str, call: &str, head_dim: u32) -> Result<KernelSource> {
@@ -247,27 +338,30 @@ fn check_kernel_args(head_dim: u32, world: u32, min_world: u32) -> Result<()> {
 
 /// Source of the fused kernel. Errors: a head dimension outside [`HEAD_DIMS`] (`head_dim`),
 /// a world size outside 2..=[`MAX_RANKS`] (`world_size`).
-pub fn source(head_dim: u32, causal: bool, world: u32) -> Result<KernelSource> {
+pub fn source(head_dim: u32, mask: Mask, world: u32) -> Result<KernelSource> {
     check_kernel_args(head_dim, world, 2)?;
-    entry(&kernel_name(head_dim, causal, world), &format!("mk::ring_attention_kernel<{head_dim}, {world}, {causal}>"), head_dim)
+    entry(&kernel_name(head_dim, mask, world), &format!("mk::ring_attention_kernel<{head_dim}, {world}, {}>", mask.cuda()), head_dim)
 }
 
-/// Source of the unfused kernel. Errors: as [`source`], world sizes 1..=[`MAX_RANKS`].
-pub fn unfused_source(head_dim: u32, causal: bool, world: u32) -> Result<KernelSource> {
-    check_kernel_args(head_dim, world, 1)?;
-    entry(&unfused_kernel_name(head_dim, causal, world), &format!("mk::attention_kernel<{head_dim}, {world}, {causal}>"), head_dim)
+/// Source of the unfused kernel. Errors: as [`source`], world sizes 1..=[`MAX_RANKS`] (2..
+/// for the zigzag mask: with one source it is the contiguous one).
+pub fn unfused_source(head_dim: u32, mask: Mask, world: u32) -> Result<KernelSource> {
+    check_kernel_args(head_dim, world, if mask == Mask::CausalZigzag { 2 } else { 1 })?;
+    entry(&unfused_kernel_name(head_dim, mask, world), &format!("mk::attention_kernel<{head_dim}, {world}, {}>", mask.cuda()), head_dim)
 }
 
-/// Every kernel: fused at world sizes 2..=[`MAX_RANKS`] and unfused at 1..=MAX_RANKS, for
-/// each head dimension, causal and not.
+/// Every kernel: fused at world sizes 2..=[`MAX_RANKS`] and unfused at 1..=MAX_RANKS (the
+/// zigzag mask from 2), for each head dimension and mask.
 pub fn catalog() -> Result<Vec<KernelSource>> {
     let mut v = Vec::new();
     for d in HEAD_DIMS {
-        for causal in [false, true] {
-            v.push(unfused_source(d, causal, 1)?);
+        for mask in Mask::ALL {
+            if mask != Mask::CausalZigzag {
+                v.push(unfused_source(d, mask, 1)?);
+            }
             for world in 2..=MAX_RANKS as u32 {
-                v.push(source(d, causal, world)?);
-                v.push(unfused_source(d, causal, world)?);
+                v.push(source(d, mask, world)?);
+                v.push(unfused_source(d, mask, world)?);
             }
         }
     }
@@ -370,13 +464,14 @@ pub unsafe fn launch(
     }
     let (d, world) = (s.head_dim, bufs.world);
     tma_maps(s, &buffers, s.batch as u64, Some((p.kv_gathered[me], world)), &mut p)?;
-    let f = rt.function_named(stream.context(), &kernel_name(d, s.causal, world), || source(d, s.causal, world))?;
+    let mask = Mask::of(s, world);
+    let f = rt.function_named(stream.context(), &kernel_name(d, mask, world), || source(d, mask, world))?;
     driver::launch(&f, LaunchDims { grid: cfg.grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
 }
 
 /// Launches the unfused attention of rank `rank` of `world` on `stream`: its queries against
 /// `world` sources of keys and values already whole (`buffers.k`, `buffers.v`: \[world\]\[B,
-/// S, Hkv, D\], source q holding positions \[q S, (q + 1) S)), on `grid` CTAs (at most
+/// S, Hkv, D\], source q holding rank q's positions, `s.layout`), on `grid` CTAs (at most
 /// [`units`] find work). With world 1: plain attention on one GPU.
 ///
 /// Errors: `world_size`, `shape`, `rank` (outside the world), `grid` (0), `softmax_scale`.
@@ -405,7 +500,8 @@ pub unsafe fn launch_unfused(
     let mut p = base_params(s, buffers, rank, softmax_scale);
     tma_maps(s, &buffers, world as u64 * s.batch as u64, None, &mut p)?;
     let d = s.head_dim;
-    let f = rt.function_named(stream.context(), &unfused_kernel_name(d, s.causal, world), || unfused_source(d, s.causal, world))?;
+    let mask = Mask::of(s, world);
+    let f = rt.function_named(stream.context(), &unfused_kernel_name(d, mask, world), || unfused_source(d, mask, world))?;
     driver::launch(&f, LaunchDims { grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
 }
 
@@ -443,7 +539,7 @@ mod tests {
     use crate::gemm_allreduce::WorkspaceLayout;
 
     fn shape() -> AttentionShape {
-        AttentionShape { batch: 2, seq: 1000, heads: 8, kv_heads: 2, head_dim: 128, causal: true }
+        AttentionShape { batch: 2, seq: 1000, heads: 8, kv_heads: 2, head_dim: 128, causal: true, layout: SeqLayout::Contiguous }
     }
 
     fn bufs(world: u32, capacity: u64) -> RankBuffers {
@@ -476,12 +572,12 @@ mod tests {
         let e = err(AttentionShape { seq: 1 << 30, ..s }, good, &b);
         assert!(e.contains("2^40"), "{e}");
         // (TMA: coordinates below 2^31; one sequence's queries below 2^40 bytes)
-        let e = check_shape(AttentionShape { batch: 1, seq: 1 << 31, heads: 1, kv_heads: 1, head_dim: 64, causal: false }, 2).unwrap_err().to_string();
+        let e = check_shape(AttentionShape { batch: 1, seq: 1 << 31, heads: 1, kv_heads: 1, head_dim: 64, causal: false, layout: SeqLayout::Contiguous }, 2).unwrap_err().to_string();
         assert!(e.contains("seq must be below 2^31"), "{e}");
-        let e = check_shape(AttentionShape { batch: 1, seq: 1 << 30, heads: 8, kv_heads: 1, head_dim: 128, causal: false }, 2).unwrap_err().to_string();
+        let e = check_shape(AttentionShape { batch: 1, seq: 1 << 30, heads: 8, kv_heads: 1, head_dim: 128, causal: false, layout: SeqLayout::Contiguous }, 2).unwrap_err().to_string();
         assert!(e.contains("TMA's strides"), "{e}");
         // Beyond the largest workspace there is: no max_output_elems to suggest.
-        let big = AttentionShape { batch: 1, seq: 1 << 28, heads: 8, kv_heads: 8, head_dim: 64, causal: false };
+        let big = AttentionShape { batch: 1, seq: 1 << 28, heads: 8, kv_heads: 8, head_dim: 64, causal: false, layout: SeqLayout::Contiguous };
         check_shape(big, 2).unwrap();
         let e = check_gathered_fits(big, 2, 1 << 37).unwrap_err().to_string();
         assert!(e.contains("largest communicator workspace") && !e.contains("max_output_elems >="), "{e}");
@@ -502,7 +598,7 @@ mod tests {
 
     #[test]
     fn flops_count_the_pairs_each_rank_sees() {
-        let s = AttentionShape { batch: 1, seq: 4, heads: 1, kv_heads: 1, head_dim: 64, causal: false };
+        let s = AttentionShape { batch: 1, seq: 4, heads: 1, kv_heads: 1, head_dim: 64, causal: false, layout: SeqLayout::Contiguous };
         assert_eq!(s.flops(2, 0), 4.0 * 32.0 * 64.0);
         let c = AttentionShape { causal: true, ..s };
         // rank 1: all 4 x 4 pairs of rank 0's keys, 10 on its own diagonal
@@ -510,15 +606,58 @@ mod tests {
         assert_eq!(c.flops(2, 0), 4.0 * 10.0 * 64.0);
     }
 
+    /// The pairs (query, key) with key position <= query position that rank `rank` sees,
+    /// counted from `position` alone.
+    fn causal_pairs(s: AttentionShape, world: u32, rank: u32) -> f64 {
+        let mut n = 0u64;
+        for i in 0..s.seq {
+            let qp = s.position(world, rank, i);
+            n += (0..world).flat_map(|src| (0..s.seq).map(move |j| (src, j))).filter(|&(src, j)| s.position(world, src, j) <= qp).count() as u64;
+        }
+        n as f64
+    }
+
+    #[test]
+    fn zigzag_positions_cover_the_sequence_and_balance_causal_work() {
+        for (world, seq) in [(2u32, 4u32), (3, 6), (4, 10), (2, 2)] {
+            let z = AttentionShape { batch: 1, seq, heads: 1, kv_heads: 1, head_dim: 64, causal: true, layout: SeqLayout::Zigzag };
+            let mut all: Vec<u64> = (0..world).flat_map(|r| (0..seq).map(move |i| z.position(world, r, i))).collect();
+            all.sort();
+            assert_eq!(all, (0..(world * seq) as u64).collect::<Vec<_>>(), "world {world} S {seq}: a permutation");
+            // Rank r: chunk r, then chunk 2 world - 1 - r, each in order.
+            let half = (seq / 2) as u64;
+            assert_eq!(z.position(world, 0, 0), 0);
+            assert_eq!(z.position(world, 0, seq / 2), (2 * world as u64 - 1) * half);
+            for r in 0..world {
+                let want = causal_pairs(z, world, r);
+                assert_eq!(z.flops(world, r), 4.0 * want * 64.0, "world {world} S {seq} rank {r}");
+                assert_eq!(z.flops(world, r), z.flops(world, 0), "balanced");
+                let c = AttentionShape { layout: SeqLayout::Contiguous, ..z };
+                assert_eq!(c.flops(world, r), 4.0 * causal_pairs(c, world, r) * 64.0, "contiguous: world {world} rank {r}");
+            }
+        }
+        // The kernels' masks: a full mask ignores the layout, one source has no zigzag.
+        let z = AttentionShape { batch: 1, seq: 8, heads: 1, kv_heads: 1, head_dim: 64, causal: true, layout: SeqLayout::Zigzag };
+        assert_eq!(Mask::of(z, 2), Mask::CausalZigzag);
+        assert_eq!(Mask::of(z, 1), Mask::Causal);
+        assert_eq!(Mask::of(AttentionShape { causal: false, ..z }, 4), Mask::Full);
+        assert_eq!(units(z), 2);
+        assert_eq!(units(AttentionShape { seq: 258, ..z }), 4, "two ragged segments of 129");
+        let e = check_shape(AttentionShape { seq: 7, ..z }, 2).unwrap_err().to_string();
+        assert!(e.contains("`shape`") && e.contains("even"), "{e}");
+        check_shape(AttentionShape { seq: 7, causal: false, ..z }, 2).unwrap();
+    }
+
     #[test]
     fn catalog_names_are_unique_and_cover_every_world_size() {
         let c = catalog().unwrap();
-        assert_eq!(c.len(), HEAD_DIMS.len() * 2 * (1 + 2 * (MAX_RANKS - 1)));
+        assert_eq!(c.len(), HEAD_DIMS.len() * (2 * (1 + 2 * (MAX_RANKS - 1)) + 2 * (MAX_RANKS - 1)));
         let mut names: Vec<_> = c.iter().map(|k| k.name.clone()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), c.len());
-        assert!(source(128, false, 1).is_err() && unfused_source(128, false, 0).is_err() && source(96, true, 2).is_err());
+        assert!(source(128, Mask::Full, 1).is_err() && unfused_source(128, Mask::Full, 0).is_err() && source(96, Mask::Causal, 2).is_err());
+        assert!(unfused_source(128, Mask::CausalZigzag, 1).is_err() && unfused_source(128, Mask::CausalZigzag, 2).is_ok());
         assert_eq!(smem_bytes(128), 196608 + 112 + 32 + 1024);
         assert!(smem_bytes(128) <= 232_448, "Hopper's shared memory per CTA");
     }

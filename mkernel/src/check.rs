@@ -202,9 +202,11 @@ pub struct AttentionRow {
 
 /// fp64 reference of attention for the query rows `rows` ((sequence b, head h, position i
 /// within rank `rank`'s shard)): `q` is rank `rank`'s queries \[B, S, H, D\], `k[src]` and
-/// `v[src]` source src's keys and values \[B, S, Hkv, D\] (positions \[src S, (src + 1) S)),
-/// head h reading key/value head h / (H / Hkv); causal masks keys after the query's position
-/// rank x S + i. The rows are computed on the machine's cores in parallel.
+/// `v[src]` source src's keys and values \[B, S, Hkv, D\] (rank src's positions, `s.layout`:
+/// [`AttentionShape::position`]), head h reading key/value head h / (H / Hkv); causal masks
+/// keys after the query's position. The rows are computed on the machine's cores in parallel.
+///
+/// [`AttentionShape::position`]: mkernel_kernels::ring_attention::AttentionShape::position
 ///
 /// Errors name the argument: a buffer shorter than its shape, a row outside the shape, no
 /// source, a rank outside the sources, heads not a multiple of kv_heads.
@@ -236,13 +238,13 @@ pub fn attention_reference(
     }
     let one = |&(b, h, i): &(usize, usize, usize)| -> AttentionRow {
         let hk = h / (h_n / hkv);
-        let qpos = rank * seq + i;
+        let qpos = s.position(world as u32, rank as u32, i as u32);
         let qrow: Vec<f64> = q[((b * seq + i) * h_n + h) * d..][..d].iter().map(|x| x.to_f64()).collect();
         let kv_at = |j: usize| ((b * seq + j) * hkv + hk) * d;
         let mut scores = Vec::with_capacity(world * seq);
         for (src, ks) in k.iter().enumerate() {
             for j in 0..seq {
-                if s.causal && src * seq + j > qpos {
+                if s.causal && s.position(world as u32, src as u32, j as u32) > qpos {
                     scores.push(f64::NEG_INFINITY);
                 } else {
                     let dot: f64 = qrow.iter().zip(&ks[kv_at(j)..][..d]).map(|(x, y)| x * y.to_f64()).sum();
@@ -350,8 +352,8 @@ mod tests {
     /// bad arguments are named.
     #[test]
     fn attention_reference_by_hand() {
-        use mkernel_kernels::ring_attention::AttentionShape;
-        let s = AttentionShape { batch: 1, seq: 2, heads: 1, kv_heads: 1, head_dim: 64, causal: false };
+        use mkernel_kernels::ring_attention::{AttentionShape, SeqLayout};
+        let s = AttentionShape { batch: 1, seq: 2, heads: 1, kv_heads: 1, head_dim: 64, causal: false, layout: SeqLayout::Contiguous };
         let h = |x: f32| bf16::from_f32(x);
         let mut q = vec![h(0.0); 128];
         q[64] = h(1.0); // query 1: e_0
@@ -371,6 +373,27 @@ mod tests {
         assert!(attention_reference(&q, &[&k], &[&v], s, 0, 1.0, &[(0, 0, 2)]).unwrap_err().starts_with("rows"));
         assert!(attention_reference(&q, &[&k], &[&v], s, 1, 1.0, &[(0, 0, 0)]).unwrap_err().starts_with("k, v"));
         assert!(attention_reference(&q[..10], &[&k], &[&v], s, 0, 1.0, &[]).unwrap_err().starts_with("q"));
+    }
+
+    /// Zigzag shards, world 2, S = 2: rank 0 holds positions 0 and 3, rank 1 positions 1 and
+    /// 2. With equal scores a causal query averages the values of the positions it sees.
+    #[test]
+    fn attention_reference_follows_the_zigzag_layout() {
+        use mkernel_kernels::ring_attention::{AttentionShape, SeqLayout};
+        let s = AttentionShape { batch: 1, seq: 2, heads: 1, kv_heads: 1, head_dim: 64, causal: true, layout: SeqLayout::Zigzag };
+        let q = vec![bf16::ZERO; 128];
+        let k = vec![bf16::ZERO; 128];
+        // v of (rank, i): its position in the whole sequence, in every column
+        let v = |r: u32| -> Vec<bf16> { (0..128u32).map(|e| bf16::from_f32(s.position(2, r, e / 64) as f32)).collect() };
+        let (v0, v1) = (v(0), v(1));
+        let mean = |rank, i| attention_reference(&q, &[&k, &k], &[&v0, &v1], s, rank, 1.0, &[(0, 0, i)]).unwrap()[0].out[0];
+        assert_eq!(mean(0, 0), 0.0, "position 0 sees itself");
+        assert!((mean(1, 0) - 0.5).abs() < 1e-12, "position 1: 0 and 1");
+        assert!((mean(1, 1) - 1.0).abs() < 1e-12, "position 2: 0, 1 and 2");
+        assert!((mean(0, 1) - 1.5).abs() < 1e-12, "position 3: all four");
+        let c = AttentionShape { layout: SeqLayout::Contiguous, ..s };
+        let r = attention_reference(&q, &[&k, &k], &[&v0, &v1], c, 1, 1.0, &[(0, 0, 1)]).unwrap();
+        assert!((r[0].out[0] - 1.5).abs() < 1e-12, "contiguous: rank 1's last position sees all four");
     }
 
     #[test]

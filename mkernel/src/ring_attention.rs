@@ -77,9 +77,9 @@ pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ct
     Ok(RingAttentionConfig { push_ctas, grid: push_ctas + compute, chunk_rows, softmax_scale })
 }
 
-/// Which keys and values an [`attention`] call reads: `world` sources, source q holding
-/// positions \[q S, (q + 1) S), and the queries' own rank (their positions start at rank x S:
-/// what a causal mask compares).
+/// Which keys and values an [`attention`] call reads: `world` sources, source q holding rank
+/// q's positions (\[q S, (q + 1) S), or as the shape's `layout` says), and the queries' own
+/// rank (which positions they are: what a causal mask compares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KvSources {
     /// Sources of keys and values (1..=MAX_RANKS).
@@ -206,8 +206,9 @@ impl Communicator {
         plan_ring_attention(shape, opts, self.plan_context())
     }
 
-    /// Ring attention: this rank holds positions \[r S, (r + 1) S) of each of the batch's
-    /// sequences, `q` \[B, S, H, D\], `k` and `v` \[B, S, Hkv, D\] (bf16, row-major: the
+    /// Ring attention: this rank holds S positions of each of the batch's sequences
+    /// (`shape.layout`: \[r S, (r + 1) S), or zigzag, chunks r and 2 world - 1 - r of S / 2),
+    /// `q` \[B, S, H, D\], `k` and `v` \[B, S, Hkv, D\] (bf16, row-major: the
     /// `[batch, seq, heads, head_dim]` layout of FlashAttention), and gets `out` \[B, S, H,
     /// D\] = softmax(q K^T x scale) V over every rank's keys and values K, V (causal: keys at
     /// positions <= the query's), and optionally `lse` f32 \[B, H, S\] (natural log of each
@@ -220,7 +221,8 @@ impl Communicator {
     /// wait for its keys time out after `CommConfig::timeout`: [`Communicator::synchronize`]
     /// then returns an error naming the peer and the chunk, and the communicator refuses
     /// further calls. Causal attention with contiguous shards is unbalanced (rank r computes
-    /// r + 1/2 shards' worth of keys): the last rank takes longest, and every rank's call ends
+    /// r + 1/2 shards' worth of keys; `SeqLayout::Zigzag` gives every rank the same
+    /// work): the last rank takes longest, and every rank's call ends
     /// only when every peer is done reading its keys (the exit handshake, bounded by the same
     /// timeout): where the last rank's compute outlasts the first's by more than
     /// `CommConfig::timeout` (world 8, 64 heads of 128: ~200K positions a rank at the default
@@ -261,13 +263,14 @@ impl Communicator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mkernel_kernels::ring_attention::SeqLayout;
 
     fn ctx(world: u32, grid: u32, max: u64) -> PlanContext {
         PlanContext::new(world, grid, false, max).unwrap()
     }
 
     fn shape() -> AttentionShape {
-        AttentionShape { batch: 1, seq: 8192, heads: 32, kv_heads: 8, head_dim: 128, causal: false }
+        AttentionShape { batch: 1, seq: 8192, heads: 32, kv_heads: 8, head_dim: 128, causal: false, layout: SeqLayout::Contiguous }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! GPU, one process driving every rank: ring attention (`Communicator::ring_attention`) and
 //! the unfused attention (`mkernel::attention`) against an fp64 reference of softmax(q K^T x
 //! scale) V over the whole sequence (every rank's keys, in rank order), with poisoned
-//! outputs and fresh random data: causal and full masks, head dimensions 64 and 128,
+//! outputs and fresh random data: causal and full masks, contiguous and zigzag shards
+//! (the reference places each rank's positions by `AttentionShape::position`), head dimensions 64 and 128,
 //! grouped-query heads, batches, ragged sequence lengths (not multiples of the 128-row query
 //! or 64-row key blocks), chunks of one position to a whole sequence, the log-sum-exp,
 //! world sizes 2-4 (ranks round-robin on the GPUs present), many epochs, a missing peer and
@@ -18,10 +19,20 @@ use std::time::{Duration, Instant};
 use cudarc::driver::CudaSlice;
 use half::bf16;
 use mkernel::check;
-use mkernel::{attention, AttentionOptions, AttentionShape, Error, KvSources, RingAttentionOptions};
+use mkernel::{attention, AttentionOptions, AttentionShape, Error, KvSources, RingAttentionOptions, SeqLayout};
 use mkernel_tests::{gpu_or_skip, ranks, Ranks};
 
 /// Every rank's q [B, S, H, D], k and v [B, S, Hkv, D] (host copies).
+/// A contiguous shape (`causal`: over contiguous shards).
+fn shape(batch: u32, seq: u32, heads: u32, kv_heads: u32, head_dim: u32, causal: bool) -> AttentionShape {
+    AttentionShape { batch, seq, heads, kv_heads, head_dim, causal, layout: SeqLayout::Contiguous }
+}
+
+/// A causal shape over zigzag shards (S even).
+fn zigzag(batch: u32, seq: u32, heads: u32, kv_heads: u32, head_dim: u32) -> AttentionShape {
+    AttentionShape { causal: true, layout: SeqLayout::Zigzag, ..shape(batch, seq, heads, kv_heads, head_dim, true) }
+}
+
 struct Inputs {
     q: Vec<Vec<bf16>>,
     k: Vec<Vec<bf16>>,
@@ -113,13 +124,13 @@ fn round(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
 
 /// The unfused kernel on one GPU: plain attention (one source) with ragged lengths, both
 /// masks and head dimensions, grouped-query heads and a batch; and the baseline's form
-/// (three sources, the queries of rank 1), whose causal mask starts at rank 1's positions.
+/// (three sources, the queries of rank 1), whose causal mask starts at rank 1's positions;
+/// zigzag shards (two and three sources, ragged segments of 129 and 150 positions).
 #[test]
 fn attention_matches_the_reference_on_one_gpu() {
     let Some(_) = gpu_or_skip("attention_matches_the_reference_on_one_gpu", 1) else { return };
     let ctx = cudarc::driver::CudaContext::new(0).unwrap();
     let st = ctx.new_stream().unwrap();
-    let shape = |batch, seq, heads, kv_heads, head_dim, causal| AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
     let cases: Vec<(AttentionShape, u32, u32, Option<f32>)> = vec![
         (shape(1, 256, 2, 2, 128, false), 1, 0, None),
         (shape(2, 333, 4, 1, 128, true), 1, 0, None),
@@ -128,6 +139,9 @@ fn attention_matches_the_reference_on_one_gpu() {
         (shape(1, 129, 2, 1, 64, true), 1, 0, Some(4.0)),
         (shape(2, 100, 2, 2, 128, true), 3, 1, None),
         (shape(1, 70, 4, 2, 128, false), 3, 2, Some(-0.1)),
+        (zigzag(2, 300, 4, 1, 128), 3, 1, None),
+        (zigzag(1, 258, 2, 1, 64), 2, 0, None),
+        (zigzag(1, 258, 2, 1, 64), 2, 1, Some(3.0)),
     ];
     for (s, world, rank, scale) in cases {
         let seed = check::fresh_seed();
@@ -148,14 +162,14 @@ fn attention_matches_the_reference_on_one_gpu() {
     }
 }
 
-/// Two to four ranks: full and causal masks, both head dimensions, grouped-query heads, a
-/// batch, ragged lengths, chunks of one position (many flags a key block) and of a whole
-/// sequence, one push CTA, a large scale (peaked softmax); each with fresh data twice (two
-/// epochs), the second time with the last rank 150 ms late (helper-105: so that a missing
-/// wait would read the first call's keys).
+/// Two to four ranks: full and causal masks, contiguous and zigzag shards, both head
+/// dimensions, grouped-query heads, a batch, ragged lengths (zigzag: segments of 1, 150 and
+/// 258 positions), chunks of one position (many flags a key block), of a whole sequence and
+/// straddling the segments, one push CTA, a large scale (peaked softmax); each with fresh data
+/// twice (two epochs), the second time with the last rank 150 ms late (helper-105: so that a
+/// missing wait would read the first call's keys).
 #[test]
 fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
-    let shape = |batch, seq, heads, kv_heads, head_dim, causal| AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
     let d = RingAttentionOptions::default();
     let cases: Vec<(AttentionShape, RingAttentionOptions)> = vec![
         (shape(1, 256, 4, 2, 128, false), d),
@@ -165,6 +179,10 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
         (shape(2, 130, 4, 4, 128, false), RingAttentionOptions { chunk_rows: Some(u32::MAX), push_ctas: Some(1), ..d }),
         (shape(1, 64, 2, 1, 128, true), RingAttentionOptions { softmax_scale: Some(2.0), chunk_rows: Some(48), ..d }),
         (shape(1, 5, 1, 1, 64, false), d),
+        (zigzag(1, 256, 4, 2, 128), d),
+        (zigzag(2, 300, 2, 1, 64), RingAttentionOptions { chunk_rows: Some(100), ..d }),
+        (zigzag(1, 516, 2, 2, 128), RingAttentionOptions { chunk_rows: Some(1), push_ctas: Some(1), ..d }),
+        (zigzag(1, 2, 1, 1, 64), d),
     ];
     for w in [2usize, 3, 4] {
         let max = cases.iter().map(|(s, _)| s.gathered_elems(w as u32)).max().unwrap();
@@ -182,13 +200,14 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
 /// More units than CTAs (helper-105: the other cases give every CTA at most one unit), so
 /// each CTA reuses its Q tile and K/V stages across units and carries its watermarks from
 /// one unit to the next: 2 sequences x 1024 positions x 16 heads = 256 units of 128 rows,
-/// on the unfused kernel (one GPU) and on two ranks, both masks.
+/// on the unfused kernel (one GPU) and on two ranks, both masks, contiguous and zigzag shards
+/// (one source: the zigzag layout is the contiguous one).
 #[test]
 fn many_units_per_cta() {
-    let s = AttentionShape { batch: 2, seq: 1024, heads: 16, kv_heads: 4, head_dim: 64, causal: false };
+    let s = shape(2, 1024, 16, 4, 64, false);
     let Some(g) = ranks("many_units_per_cta", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
-    for causal in [false, true] {
-        let s = AttentionShape { causal, ..s };
+    for (causal, layout) in [(false, SeqLayout::Contiguous), (true, SeqLayout::Contiguous), (true, SeqLayout::Zigzag)] {
+        let s = AttentionShape { causal, layout, ..s };
         let seed = check::fresh_seed();
         // (unfused, every SM of the GPU: 256 units)
         let st = &g.streams[0];
@@ -205,16 +224,18 @@ fn many_units_per_cta() {
     }
 }
 
-/// 100 calls back to back on one communicator with fresh data each (epochs), alternating
-/// masks, and 8 calls enqueued without a host synchronisation between them (each with its
-/// own outputs), checked afterwards.
+/// 100 calls back to back on one communicator with fresh data each (epochs), rotating
+/// through the full mask, causal over contiguous and over zigzag shards, and 8 calls enqueued
+/// without a host synchronisation between them (each with its own outputs), checked
+/// afterwards.
 #[test]
 fn epochs_back_to_back() {
-    let s = AttentionShape { batch: 1, seq: 192, heads: 2, kv_heads: 1, head_dim: 128, causal: false };
+    let s = shape(1, 192, 2, 1, 128, false);
     let Some(g) = ranks("epochs_back_to_back", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
     let seed = check::fresh_seed();
     for i in 0..100u64 {
-        let s = AttentionShape { causal: i % 2 == 1, ..s };
+        let layout = if i % 3 == 2 { SeqLayout::Zigzag } else { SeqLayout::Contiguous };
+        let s = AttentionShape { causal: i % 3 != 0, layout, ..s };
         round(&g, s, seed.wrapping_add(10 * i), RingAttentionOptions::default());
     }
     let sets: Vec<Inputs> = (0..8).map(|i| inputs(2, s, seed.wrapping_add(5000 + i))).collect();
@@ -238,7 +259,7 @@ fn epochs_back_to_back() {
 /// then refuses work. Each rank alone in turn (full mask: every rank waits for the other).
 #[test]
 fn missing_peer_times_out_naming_it() {
-    let s = AttentionShape { batch: 1, seq: 256, heads: 2, kv_heads: 2, head_dim: 64, causal: false };
+    let s = shape(1, 256, 2, 2, 64, false);
     for me in [0usize, 1] {
         let timeout = Duration::from_secs(2);
         let Some(g) = ranks("missing_peer_times_out_naming_it", 2, s.gathered_elems(2), timeout) else { return };
@@ -267,7 +288,7 @@ fn missing_peer_times_out_naming_it() {
 /// after them).
 #[test]
 fn bad_arguments_are_named() {
-    let s = AttentionShape { batch: 1, seq: 128, heads: 4, kv_heads: 2, head_dim: 128, causal: true };
+    let s = shape(1, 128, 4, 2, 128, true);
     let Some(g) = ranks("bad_arguments_are_named", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
     let st = g.streams[0].clone();
     let c = &g.comms[0];
@@ -285,6 +306,8 @@ fn bad_arguments_are_named() {
     assert!(e.contains("head_dim"), "{e}");
     let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, AttentionShape { seq: 4096, ..s }, d).unwrap_err().to_string();
     assert!(e.contains("max_output_elems"), "{e}");
+    let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, AttentionShape { seq: 127, ..zigzag(1, 128, 4, 2, 128) }, d).unwrap_err().to_string();
+    assert!(e.contains("`shape`") && e.contains("even"), "{e}");
     let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, s, RingAttentionOptions { softmax_scale: Some(f32::NAN), ..d }).unwrap_err().to_string();
     assert!(e.contains("`softmax_scale`"), "{e}");
     round(&g, s, check::fresh_seed(), d);

@@ -23,7 +23,7 @@ use clap::Args;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::Nccl;
-use mkernel::{attention, check, AttentionOptions, AttentionShape, CommConfig, Communicator, KvSources, RingAttentionOptions};
+use mkernel::{attention, check, AttentionOptions, AttentionShape, CommConfig, Communicator, KvSources, RingAttentionOptions, SeqLayout};
 use serde::Serialize;
 
 use super::{run_info, usage, BenchResult, Common, Part};
@@ -33,8 +33,8 @@ pub struct RaArgs {
     #[command(flatten)]
     pub common: Common,
     /// Time these shapes instead of the default list: BxSxHxHKVxD (S: positions a rank),
-    /// with a `c` suffix for a causal mask (e.g. 1x4096x64x8x128c), comma-separated or
-    /// repeated.
+    /// with a `c` suffix for a causal mask over contiguous shards (e.g. 1x4096x64x8x128c) or
+    /// `cz` for a causal mask over zigzag shards (S even), comma-separated or repeated.
     #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
     pub shape: Vec<AttentionShape>,
     /// Number of GPUs (ranks), 2 to 8; default: all visible. With --share-gpu, the number
@@ -52,37 +52,48 @@ pub struct RaArgs {
     pub chunk_rows: Option<u32>,
 }
 
-/// `BxSxHxHKVxD` with an optional `c` (causal) suffix.
+/// `BxSxHxHKVxD` with an optional `c` (causal) or `cz` (causal, zigzag layout) suffix.
 pub fn parse_shape(text: &str) -> Result<AttentionShape, String> {
-    let (dims, causal) = match text.strip_suffix('c') {
-        Some(d) => (d, true),
-        None => (text, false),
+    let (dims, causal, layout) = if let Some(d) = text.strip_suffix("cz") {
+        (d, true, SeqLayout::Zigzag)
+    } else if let Some(d) = text.strip_suffix('c') {
+        (d, true, SeqLayout::Contiguous)
+    } else {
+        (text, false, SeqLayout::Contiguous)
     };
     let v: Vec<u32> = dims
         .split('x')
-        .map(|p| p.parse::<u32>().map_err(|_| format!("{text:?}: expected BxSxHxHKVxD[c] with positive integers (e.g. 1x4096x64x8x128c)")))
+        .map(|p| p.parse::<u32>().map_err(|_| format!("{text:?}: expected BxSxHxHKVxD[c|cz] with positive integers (e.g. 1x4096x64x8x128c)")))
         .collect::<Result<_, _>>()?;
     let [batch, seq, heads, kv_heads, head_dim] = v[..] else {
-        return Err(format!("{text:?}: expected five dimensions BxSxHxHKVxD[c], got {}", v.len()));
+        return Err(format!("{text:?}: expected five dimensions BxSxHxHKVxD[c|cz], got {}", v.len()));
     };
-    let s = AttentionShape { batch, seq, heads, kv_heads, head_dim, causal };
+    let s = AttentionShape { batch, seq, heads, kv_heads, head_dim, causal, layout };
     // (the bench's smallest world; run checks the KV of the world it gets)
     mkernel_kernels::ring_attention::check_shape(s, 2).map_err(|e| format!("{text:?}: {e}"))?;
     Ok(s)
 }
 
 fn tag(s: &AttentionShape) -> String {
-    format!("{}x{}x{}x{}x{}{}", s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, if s.causal { "c" } else { "" })
+    let mask = match (s.causal, s.layout) {
+        (false, _) => "",
+        (true, SeqLayout::Contiguous) => "c",
+        (true, SeqLayout::Zigzag) => "cz",
+    };
+    format!("{}x{}x{}x{}x{}{mask}", s.batch, s.seq, s.heads, s.kv_heads, s.head_dim)
 }
 
 /// The default shapes: Llama-3-70B's attention (64 query heads, 8 key/value heads, D = 128)
-/// under sequence parallelism, causal, S = 1024-16384 positions a rank; one full-mask shape;
+/// under sequence parallelism, causal, S = 1024-16384 positions a rank over contiguous
+/// shards and 4096, 16384 over zigzag ones (the load-balanced layout); one full-mask shape;
 /// and a D = 64 model (16 heads, no grouping).
 pub fn shapes() -> Vec<(String, AttentionShape)> {
-    let l70 = |seq, causal| AttentionShape { batch: 1, seq, heads: 64, kv_heads: 8, head_dim: 128, causal };
-    let mut v: Vec<(String, AttentionShape)> = [1024u32, 4096, 16384].iter().map(|&s| (format!("llama70b causal S={s}"), l70(s, true))).collect();
-    v.push(("llama70b full S=4096".into(), l70(4096, false)));
-    v.push(("d64 full S=8192".into(), AttentionShape { batch: 1, seq: 8192, heads: 16, kv_heads: 16, head_dim: 64, causal: false }));
+    let l70 = |seq, causal, layout| AttentionShape { batch: 1, seq, heads: 64, kv_heads: 8, head_dim: 128, causal, layout };
+    let mut v: Vec<(String, AttentionShape)> =
+        [1024u32, 4096, 16384].iter().map(|&s| (format!("llama70b causal S={s}"), l70(s, true, SeqLayout::Contiguous))).collect();
+    v.extend([4096u32, 16384].iter().map(|&s| (format!("llama70b causal zigzag S={s}"), l70(s, true, SeqLayout::Zigzag))));
+    v.push(("llama70b full S=4096".into(), l70(4096, false, SeqLayout::Contiguous)));
+    v.push(("d64 full S=8192".into(), AttentionShape { batch: 1, seq: 8192, heads: 16, kv_heads: 16, head_dim: 64, causal: false, layout: SeqLayout::Contiguous }));
     v
 }
 
@@ -297,6 +308,12 @@ mod tests {
         assert_eq!((s.batch, s.seq, s.heads, s.kv_heads, s.head_dim, s.causal), (2, 4096, 64, 8, 128, true));
         assert!(!parse_shape("1x10x2x2x64").unwrap().causal);
         assert_eq!(tag(&s), "2x4096x64x8x128c");
+        let z = parse_shape("1x4096x64x8x128cz").unwrap();
+        assert!(z.causal && z.layout == SeqLayout::Zigzag, "{z}");
+        assert_eq!(tag(&z), "1x4096x64x8x128cz");
+        assert_eq!(parse_shape("1x4096x64x8x128c").unwrap().layout, SeqLayout::Contiguous);
+        let e = parse_shape("1x4095x64x8x128cz").unwrap_err();
+        assert!(e.contains("even"), "{e}");
         for bad in ["1x2x3", "1x4096x64x8x96", "1x4096x6x4x128", "0x1x1x1x64", "axbxcxdxe", "1x1x1x1x64cc"] {
             assert!(parse_shape(bad).is_err(), "{bad}");
         }

@@ -1,9 +1,10 @@
 // Fused ring attention (sequence parallelism) over the ranks of one node (NVLink peer
 // stores, no multicast).
 //
-// Rank r holds positions [r S, (r + 1) S) of every sequence of the batch: its queries q_r
-// [B, S, H, D], keys k_r and values v_r [B, S, Hkv, D]; out_r = softmax(q_r K^T * scale) V
-// over every rank's keys (causal: key position <= query position), each query head h
+// Rank r holds S positions of every sequence of the batch (positions [r S, (r + 1) S), or,
+// zigzag (kMaskZigzag), chunks r and 2 world - 1 - r of S / 2): its queries q_r [B, S, H, D],
+// keys k_r and values v_r [B, S, Hkv, D]; out_r = softmax(q_r K^T * scale) V over every
+// rank's keys (causal: key position <= query position), each query head h
 // reading key/value head h / (H / Hkv) (grouped-query attention). One persistent kernel per
 // GPU computes it while the keys and values travel:
 //
@@ -11,11 +12,12 @@
 //       of one sequence, every key/value head), into slot r of each peer's gathered KV
 //       (16-byte stores over NVLink), then arrived_q[r][chunk] = epoch (a release store into
 //       q's inbox); chunk-major, so every peer gets chunk 0 before anyone gets chunk 1.
-//       Causal: only to the ranks after r (a rank never reads the keys of later ranks).
+//       Causal over contiguous shards: only to the ranks after r (a rank never reads the keys
+//       of later ranks).
 //       Then they compute too (below), dealt units as the others.
-//   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head); its key
-//       blocks (128 positions) come first from the rank's own k_r / v_r (no wait), then from
-//       ranks r - 1, r - 2, .. (the ring's order) in the gathered KV. FlashAttention-3's
+//   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head) (zigzag: of
+//       one segment); its key blocks (128 positions) come first from the rank's own k_r / v_r
+//       (no wait), then from ranks r - 1, r - 2, .. (the ring's order) in the gathered KV. FlashAttention-3's
 //       structure (Shah et al., 2024): a producer warp issues TMA loads of Q, K and V into
 //       rings of stages (full / empty mbarriers), a peer's block once it has seen the arrival
 //       flags of the chunks the block meets (bounded waits, the lanes in parallel; a per-CTA
@@ -23,8 +25,8 @@
 //       warpgroups of 64 query rows each run FlashAttention-2's loop on wgmma: S = Q K^T from
 //       shared memory, O += P V with P from registers (bf16 in, fp32 accumulators), online
 //       softmax in registers (log2 domain), one block's softmax while the previous block's
-//       P V runs (the intra-warpgroup overlap). The warpgroups meet no CTA barrier, so one's
-//       softmax falls under the other's MMAs.
+//       P V runs (the intra-warpgroup overlap). The warpgroups meet no CTA barrier and take
+//       turns issuing their MMAs (ping-pong), so one's softmax falls under the other's MMAs.
 //
 // The unfused kernel (FUSED = false: the baseline after an all-gather of K and V, and plain
 // attention on one GPU) runs the same loop over keys and values already whole ([world][B,
@@ -53,6 +55,12 @@ constexpr u32 kAttnStages = 2;                // stages of the K ring and of the
 constexpr u32 kAttnQStages = 2;               // Q tiles: the next unit's loads while this one computes
 constexpr bool kAttnPingPong = true;          // the consumer warpgroups take turns at the tensor cores (false: NOTES 62.2's ablation)
 constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2: a consumer warpgroup's epilogue
+
+// Masks (the kernels' MASK): none; causal over contiguous shards (rank r holds positions
+// [r S, (r + 1) S)); causal over zigzag shards (the load-balanced layout of context
+// parallelism: the sequence of world x S positions cut into 2 x world chunks of S / 2, rank r
+// holding chunks r and 2 world - 1 - r, its "segments" 0 and 1, in that order; S even).
+constexpr u32 kMaskFull = 0, kMaskCausal = 1, kMaskZigzag = 2;
 constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
 constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
 constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait's bound (only a bug expires it)
@@ -133,46 +141,85 @@ struct AttnTurn {
   }
 };
 
-// The unit u of a CTA's list (units dealt round-robin over the CTAs, the query blocks with
-// the most key blocks first: causal, the last ones): its sequence, head and first query row.
-__device__ __forceinline__ void attn_unit_coords(const RingAttentionParams& p, u64 u, u32& b, u32& h, u32& q0) {
-  const u32 q_blocks = (p.seq + kAttnBM - 1) / kAttnBM;
-  const u64 heads = (u64)p.batch * p.heads;  // (sequence, head) pairs
-  const u64 bh = u % heads;
-  q0 = (q_blocks - 1 - (u32)(u / heads)) * kAttnBM;
-  b = (u32)(bh / p.heads), h = (u32)(bh % p.heads);
+// Positions of a segment of a rank's shard: the whole shard, or half of it (zigzag).
+template <u32 MASK>
+__device__ __forceinline__ u32 attn_segment_len(const RingAttentionParams& p) {
+  return MASK == kMaskZigzag ? p.seq / 2 : p.seq;
 }
 
-// The key blocks of a unit, in order: the own rank's first, then ranks r - 1, r - 2, ..
-// (mod world); causal: only ranks <= r, and the own rank's blocks up to the unit's last row.
-template <u32 WORLD, bool CAUSAL>
-struct UnitBlocks {
-  u32 per_source, own, total;
-  __device__ __forceinline__ UnitBlocks(u32 seq, u32 rank, u32 q0, u32 q_valid) {
-    per_source = (seq + kAttnBN - 1) / kAttnBN;
-    own = CAUSAL ? (q0 + q_valid + kAttnBN - 1) / kAttnBN : per_source;
-    total = own + (CAUSAL ? rank : WORLD - 1) * per_source;
-  }
-  // Block j: its source rank and its first position in that rank's shard.
-  __device__ __forceinline__ void at(u32 j, u32 rank, u32& src, u32& n0) const {
-    if (j < own) {
-      src = rank, n0 = j * kAttnBN;
-      return;
-    }
-    const u32 i = 1 + (j - own) / per_source;
-    src = (rank + WORLD - i) % WORLD, n0 = (j - own) % per_source * kAttnBN;
+// Units of a call: 128 query rows of one segment of one (sequence, head).
+template <u32 MASK>
+__device__ __forceinline__ u64 attn_units(const RingAttentionParams& p) {
+  const u32 per_seg = (attn_segment_len<MASK>(p) + kAttnBM - 1) / kAttnBM;
+  return (u64)(MASK == kMaskZigzag ? 2 * per_seg : per_seg) * p.batch * p.heads;
+}
+
+// The unit u of a CTA's list (units dealt round-robin over the CTAs, the query blocks with
+// the most key blocks first: causal, the last ones; zigzag, segment 1's, then segment 0's):
+// its sequence, head, segment, first query row in the shard and valid rows (to the segment's
+// end; the rows after it are loaded and computed, not stored).
+struct AttnUnit {
+  u32 b, h, seg, q0, q_valid;
+  template <u32 MASK>
+  __device__ __forceinline__ static AttnUnit at(const RingAttentionParams& p, u64 u) {
+    const u32 len = attn_segment_len<MASK>(p), per_seg = (len + kAttnBM - 1) / kAttnBM;
+    const u64 heads = (u64)p.batch * p.heads;  // (sequence, head) pairs
+    const u64 bh = u % heads;
+    u32 k = (u32)(u / heads), seg = 0;
+    if (MASK == kMaskZigzag) seg = k < per_seg ? 1 : 0, k = k < per_seg ? k : k - per_seg;
+    const u32 in_seg = (per_seg - 1 - k) * kAttnBM;
+    return AttnUnit{(u32)(bh / p.heads), (u32)(bh % p.heads), seg, seg * len + in_seg, min(kAttnBM, len - in_seg)};
   }
 };
 
-// Fused, the producer warp: before block (src, n0) of sequence b is loaded, the chunks it
-// meets must have arrived. The lanes wait in parallel for every chunk of `src` from the
+// The key blocks of a unit, in order: the own rank's first, then ranks r - 1, r - 2, ..
+// (mod world). Causal: only ranks <= r, and the own rank's blocks up to the unit's last row.
+// Zigzag (positions compared as chunk x S / 2 + offset): a segment-0 unit sees segment 0 of
+// ranks <= r (its own up to its last row); a segment-1 unit sees segment 0 of every rank,
+// segment 1 of ranks > r and its own segment 1 up to its last row. Blocks never straddle a
+// segment: a segment's last block is ragged, its keys past the segment masked.
+template <u32 WORLD, u32 MASK>
+struct UnitBlocks {
+  u32 len, per_seg, own, total;
+  __device__ __forceinline__ UnitBlocks(const RingAttentionParams& p, const AttnUnit& unit) {
+    len = attn_segment_len<MASK>(p);
+    per_seg = (len + kAttnBN - 1) / kAttnBN;
+    const u32 diag = (unit.q0 - unit.seg * len + unit.q_valid + kAttnBN - 1) / kAttnBN;  // (own blocks of its segment)
+    if (MASK == kMaskFull) {
+      own = per_seg, total = WORLD * per_seg;
+    } else if (MASK == kMaskCausal || unit.seg == 0) {
+      own = diag, total = own + p.rank * per_seg;
+    } else {
+      own = per_seg + diag, total = own + p.rank * per_seg + (WORLD - 1 - p.rank) * 2 * per_seg;
+    }
+  }
+  // Block j: its source rank, its first position in that rank's shard and the end of its
+  // segment there.
+  __device__ __forceinline__ void at(u32 j, u32 rank, u32& src, u32& n0, u32& end) const {
+    u32 seg = 0, i;
+    if (j < own) {
+      src = rank, i = j;
+      if (MASK == kMaskZigzag && j >= per_seg) seg = 1, i = j - per_seg;
+    } else if (MASK != kMaskZigzag || j - own < rank * per_seg) {
+      src = (rank + WORLD - 1 - (j - own) / per_seg) % WORLD, i = (j - own) % per_seg;
+    } else {  // (zigzag, segment 1's unit: the ranks after r, both segments each)
+      const u32 k = j - own - rank * per_seg;
+      src = WORLD - 1 - k / (2 * per_seg), i = k % (2 * per_seg);
+      if (i >= per_seg) seg = 1, i -= per_seg;
+    }
+    n0 = seg * len + i * kAttnBN, end = (seg + 1) * len;
+  }
+};
+
+// Fused, the producer warp: before block (src, n0; its segment ending at `end`) of sequence b
+// is loaded, the chunks it meets must have arrived. The lanes wait in parallel for every chunk of `src` from the
 // CTA's watermark up to the last one the block needs (one timeout in all), then the watermark
 // rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
 // that may be stale, so no consumer is left waiting). Every lane of the warp calls it alike.
 __device__ __forceinline__ bool await_block(const RingAttentionParams& p, const WaitContext& ctx, u32* seen, u32 b,
-                                           u32 src, u32 n0) {
+                                           u32 src, u32 n0, u32 end) {
   const u32 ch = p.chunk_rows, per_seq = (p.seq + ch - 1) / ch;
-  const u32 last = b * per_seq + (min(n0 + kAttnBN, p.seq) - 1) / ch;
+  const u32 last = b * per_seq + (min(n0 + kAttnBN, end) - 1) / ch;
   const u32 from = seen[src];
   if (last < from) return true;
   const u64 start = globaltimer_ns();
@@ -303,7 +350,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
 // computes). After a failed arrival wait
 // the loads go on (of data that may be stale) and the call reports the timeout: its out and
 // lse are then undefined.
-template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
+template <u32 D, u32 WORLD, u32 MASK, bool FUSED>
 __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
                                               u64 first, u64 stride, u64 wait_ns) {
   if (lane_id() == 0) {
@@ -314,16 +361,15 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
   __syncwarp();
   AttnRing<> kr, vr;
   AttnRing<kAttnQStages> qr;
-  const u64 units = (u64)((p.seq + kAttnBM - 1) / kAttnBM) * p.batch * p.heads;
+  const u64 units = attn_units<MASK>(p);
   for (u64 u = first; u < units; u += stride) {
-    u32 b, h, q0;
-    attn_unit_coords(p, u, b, h, q0);
-    const u32 kv_head = h / (p.heads / p.kv_heads);
-    const UnitBlocks<WORLD, CAUSAL> blocks(p.seq, p.rank, q0, min(kAttnBM, p.seq - q0));
+    const AttnUnit unit = AttnUnit::at<MASK>(p, u);
+    const u32 b = unit.b, kv_head = unit.h / (p.heads / p.kv_heads);
+    const UnitBlocks<WORLD, MASK> blocks(p, unit);
     for (u32 j = 0; j < blocks.total; ++j) {
-      u32 src, n0;
-      blocks.at(j, p.rank, src, n0);
-      if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0);
+      u32 src, n0, end;
+      blocks.at(j, p.rank, src, n0, end);
+      if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0, end);
       i32 outer;
       const TmaDescriptor* map = kv_map<FUSED>(p, 0, src, b, outer);
       // (issued under elect_one_sync, not a lane test: warp-uniform TMA operands)
@@ -338,7 +384,7 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
       vr.advance();
       if (j == 0) {
         mbar_wait(sm.q_empty(qr.stage), qr.phase ^ 1, wait_ns);
-        if (elect_one_sync()) load_tile<D>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), h, q0, (i32)b);
+        if (elect_one_sync()) load_tile<D>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), unit.h, unit.q0, (i32)b);
         __syncwarp();
         qr.advance();
       }
@@ -354,7 +400,7 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
 // unconditional (ptxas keeps such a pipeline asynchronous, not a divergent one). A stage is
 // released (one arrival a warpgroup) once the wgmma reading it has completed. Epilogue: the
 // normalised rows staged in this warpgroup's rows of Q's tile, 16-byte rows out, lse.
-template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
+template <u32 D, u32 WORLD, u32 MASK, bool FUSED>
 __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, const AttnSmem<D>& sm, u64 first, u64 stride,
                                               u32 wg, u64 wait_ns) {
   const u32 tid = threadIdx.x % 128, lane = lane_id(), g = lane / 4, t = lane % 4;
@@ -369,17 +415,18 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
   if (wg == 1) turn.end(turn_other);  // (warpgroup 0 issues first)
   float o[D / 2], s[kAttnBN / 2], m[2], l[2];
   u32 pa[kAttnBN / 16][4];
-  const u64 units = (u64)((p.seq + kAttnBM - 1) / kAttnBM) * p.batch * p.heads;
+  const u64 units = attn_units<MASK>(p);
   for (u64 u = first; u < units; u += stride) {
-    u32 b, h, q0;
-    attn_unit_coords(p, u, b, h, q0);
-    const u32 q_valid = min(kAttnBM, p.seq - q0);
-    const UnitBlocks<WORLD, CAUSAL> blocks(p.seq, p.rank, q0, q_valid);
+    const AttnUnit unit = AttnUnit::at<MASK>(p, u);
+    const u32 b = unit.b, h = unit.h, q0 = unit.q0, q_valid = unit.q_valid;
+    const UnitBlocks<WORLD, MASK> blocks(p, unit);
     auto softmax_block = [&](u32 j, float (&corr)[2]) {
-      u32 src, n0;
-      blocks.at(j, p.rank, src, n0);
-      const bool diagonal = CAUSAL && src == p.rank && n0 + kAttnBN > q0;
-      online_softmax<CAUSAL>(s, m, l, corr, scale_log2, min(kAttnBN, p.seq - n0), diagonal, q0 + row0, n0);
+      u32 src, n0, end;
+      blocks.at(j, p.rank, src, n0, end);
+      // (a diagonal block: the own rank's, of the unit's segment, reaching past its first row;
+      // positions of one segment compare as shard positions)
+      const bool diagonal = MASK != kMaskFull && src == p.rank && n0 + kAttnBN > q0;
+      online_softmax<MASK != kMaskFull>(s, m, l, corr, scale_log2, min(kAttnBN, end - n0), diagonal, q0 + row0, n0);
     };
     auto pack_p = [&]() {  // P's accumulators of two 8-column blocks: the A fragment of one k16 step
 #pragma unroll
@@ -478,16 +525,16 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
 // The compute roles of a CTA over units first, first + stride, ..: warpgroups 0 and 1 consume,
 // warp 8 (the first of warpgroup 2) produces; warpgroup 2 gives its registers to the
 // consumers (setmaxnreg: a launch of 384 threads alone allows 168 a thread).
-template <u32 D, u32 WORLD, bool CAUSAL, bool FUSED>
+template <u32 D, u32 WORLD, u32 MASK, bool FUSED>
 __device__ __forceinline__ void attend_units(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
                                              u64 first, u64 stride, u64 wait_ns) {
   const u32 wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);  // (warp-uniform to the compiler)
   if (wg == 2) {
     warpgroup_reg_dealloc<kAttnProducerRegs>();
-    if (threadIdx.x < 2 * 128 + 32) attn_producer<D, WORLD, CAUSAL, FUSED>(p, ctx, sm, first, stride, wait_ns);
+    if (threadIdx.x < 2 * 128 + 32) attn_producer<D, WORLD, MASK, FUSED>(p, ctx, sm, first, stride, wait_ns);
   } else {
     warpgroup_reg_alloc<kAttnConsumerRegs>();
-    attn_consumer<D, WORLD, CAUSAL, FUSED>(p, sm, first, stride, wg, wait_ns);
+    attn_consumer<D, WORLD, MASK, FUSED>(p, sm, first, stride, wg, wait_ns);
   }
 }
 
@@ -521,22 +568,26 @@ __device__ __forceinline__ void push_kv_chunk(const RingAttentionParams& p, cons
 }
 
 // Push role: (chunk, peer) items chunk-major, dealt round-robin over the push CTAs; the
-// peers in ring order from r + 1 (causal: only ranks after r).
-template <u32 WORLD, bool CAUSAL>
+// peers in ring order from r + 1 (causal over contiguous shards: only ranks after r; zigzag:
+// every peer, every chunk: a peer's watermark waits for all chunks below the ones it needs,
+// segment 1 of earlier sequences too).
+template <u32 WORLD, u32 MASK>
 __device__ __forceinline__ void push_kv(const RingAttentionParams& p, const WaitContext& ctx, u32 idx, u32 n_push) {
-  const u32 peers = CAUSAL ? WORLD - 1 - p.rank : WORLD - 1;
+  constexpr bool kToLater = MASK == kMaskCausal;
+  const u32 peers = kToLater ? WORLD - 1 - p.rank : WORLD - 1;
   if (peers == 0) return;
   const u32 chunks = p.batch * ((p.seq + p.chunk_rows - 1) / p.chunk_rows);
   const u64 items = (u64)chunks * peers;
   for (u64 item = idx; item < items; item += n_push) {
     const u32 q = p.rank + 1 + (u32)(item % peers);  // (causal: < WORLD)
-    push_kv_chunk(p, ctx, (u32)(item / peers), CAUSAL ? q : q % WORLD);
+    push_kv_chunk(p, ctx, (u32)(item / peers), kToLater ? q : q % WORLD);
   }
 }
 
-template <u32 D, u32 WORLD, bool CAUSAL>
+template <u32 D, u32 WORLD, u32 MASK>
 __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams& p) {
   static_assert(WORLD >= 2 && WORLD <= MKERNEL_MAX_RANKS, "ring attention needs 2..MKERNEL_MAX_RANKS ranks");
+  static_assert(MASK <= kMaskZigzag, "a mask of kMask*");
   extern __shared__ u8 attn_smem[];
   const AttnSmem<D> sm(attn_smem);
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
@@ -545,7 +596,7 @@ __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams&
   __syncthreads();
   if (!skipped) {
     const u32 n_push = p.num_comm_ctas, n_compute = gridDim.x - n_push;
-    if (blockIdx.x < n_push) push_kv<WORLD, CAUSAL>(p, ctx, blockIdx.x, n_push);
+    if (blockIdx.x < n_push) push_kv<WORLD, MASK>(p, ctx, blockIdx.x, n_push);
     // Every CTA computes: the push CTAs join once their pushes are out (a few percent of the
     // SMs, idle otherwise for most of a long sequence), dealt the last indices of the first
     // round (so the heaviest units, dealt first, go to CTAs that start at once).
@@ -555,7 +606,7 @@ __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams&
     // missing peer is reported as PeerKvArrived instead (as the all-gather's).
     const u64 slack_ns = 10000000ull;
     const u64 wait_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
-    attend_units<D, WORLD, CAUSAL, true>(p, &ctx, sm, idx, gridDim.x, wait_ns);
+    attend_units<D, WORLD, MASK, true>(p, &ctx, sm, idx, gridDim.x, wait_ns);
   }
   // Every CTA: its pushes are released, its reads of the gathered KV are done.
   __syncthreads();
@@ -567,14 +618,15 @@ __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams&
 
 // Unfused attention over keys and values already whole (every rank's, [world][B, S, Hkv, D]);
 // WORLD = 1: plain attention of one GPU. No flag, epoch or peer.
-template <u32 D, u32 WORLD, bool CAUSAL>
+template <u32 D, u32 WORLD, u32 MASK>
 __device__ __forceinline__ void attention_kernel(const RingAttentionParams& p) {
   static_assert(WORLD >= 1 && WORLD <= MKERNEL_MAX_RANKS, "1..MKERNEL_MAX_RANKS sources");
+  static_assert(MASK <= kMaskZigzag, "a mask of kMask*");
   extern __shared__ u8 attn_smem[];
   const AttnSmem<D> sm(attn_smem);
   if (threadIdx.x == 0) sm.init();
   __syncthreads();
-  attend_units<D, WORLD, CAUSAL, false>(p, nullptr, sm, blockIdx.x, gridDim.x, kAttnUnfusedWaitNs);
+  attend_units<D, WORLD, MASK, false>(p, nullptr, sm, blockIdx.x, gridDim.x, kAttnUnfusedWaitNs);
 }
 
 }  // namespace mk
