@@ -17,8 +17,8 @@
 //       Then they compute too (below), dealt units as the others.
 //   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head) (zigzag: of
 //       one segment); its key blocks (128 positions) come first from the rank's own k_r / v_r
-//       (no wait), then from ranks r - 1, r - 2, .. (the ring's order) in the gathered KV. FlashAttention-3's
-//       structure (Shah et al., 2024): a producer warp issues TMA loads of Q, K and V into
+//       (no wait), then from ranks r - 1, r - 2, .. (the ring's order) in the gathered KV.
+//       FlashAttention-3's structure (Shah et al., 2024): a producer warp issues TMA loads of Q, K and V into
 //       rings of stages (full / empty mbarriers), a peer's block once it has seen the arrival
 //       flags of the chunks the block meets (bounded waits, the lanes in parallel; a per-CTA
 //       watermark per source, so a chunk is waited for once per CTA); two consumer
@@ -55,15 +55,15 @@ constexpr u32 kAttnStages = 2;                // stages of the K ring and of the
 constexpr u32 kAttnQStages = 2;               // Q tiles: the next unit's loads while this one computes
 constexpr bool kAttnPingPong = true;          // the consumer warpgroups take turns at the tensor cores (false: NOTES 62.2's ablation)
 constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2: a consumer warpgroup's epilogue
+constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
+constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
+constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait's bound (only a bug expires it)
 
 // Masks (the kernels' MASK): none; causal over contiguous shards (rank r holds positions
 // [r S, (r + 1) S)); causal over zigzag shards (the load-balanced layout of context
 // parallelism: the sequence of world x S positions cut into 2 x world chunks of S / 2, rank r
 // holding chunks r and 2 world - 1 - r, its "segments" 0 and 1, in that order; S even).
 constexpr u32 kMaskFull = 0, kMaskCausal = 1, kMaskZigzag = 2;
-constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
-constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
-constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait's bound (only a bug expires it)
 
 // Shared memory of a CTA (base aligned up to 1024 bytes, the 128B swizzle's period): the Q
 // stages Q_0 Q_1 ([BM][D] each), then the stages K_0 V_0 K_1 V_1 ([BN][D] each), bf16, each tile as D / 64 slabs of
@@ -212,9 +212,9 @@ struct UnitBlocks {
 };
 
 // Fused, the producer warp: before block (src, n0; its segment ending at `end`) of sequence b
-// is loaded, the chunks it meets must have arrived. The lanes wait in parallel for every chunk of `src` from the
-// CTA's watermark up to the last one the block needs (one timeout in all), then the watermark
-// rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
+// is loaded, the chunks it meets must have arrived. The lanes wait in parallel for every
+// chunk of `src` from the CTA's watermark up to the last one the block needs (one timeout in
+// all), then the watermark rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
 // that may be stale, so no consumer is left waiting). Every lane of the warp calls it alike.
 __device__ __forceinline__ bool await_block(const RingAttentionParams& p, const WaitContext& ctx, u32* seen, u32 b,
                                            u32 src, u32 n0, u32 end) {
