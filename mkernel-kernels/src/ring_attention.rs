@@ -129,7 +129,8 @@ impl Mask {
 
 impl AttentionShape {
     /// The position in the whole sequence of position `i` of rank `rank`'s shard on `world`
-    /// ranks (`layout`; zigzag: chunk r for i < S / 2, chunk 2 world - 1 - r after).
+    /// ranks (`layout`; zigzag: chunk r for i < S / 2, chunk 2 world - 1 - r after: a
+    /// permutation of the world x S positions for S even, or world 1).
     pub fn position(&self, world: u32, rank: u32, i: u32) -> u64 {
         let (s, w, r, i) = (self.seq as u64, world as u64, rank as u64, i as u64);
         match self.layout {
@@ -241,10 +242,14 @@ fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: 
     Ok(())
 }
 
-/// Units of a call (a unit: 128 query rows of one sequence and head; zigzag under a causal
-/// mask, of one of its two segments of S / 2): the most compute CTAs that find work.
-pub fn units(s: AttentionShape) -> u64 {
-    let rows = if s.causal && s.layout == SeqLayout::Zigzag { 2 * (s.seq / 2).div_ceil(BLOCK_M) } else { s.seq.div_ceil(BLOCK_M) };
+/// Units of a call over `world` sources (a unit: 128 query rows of one sequence and head;
+/// the zigzag mask's, of one of its two segments of S / 2): the most compute CTAs that find
+/// work.
+pub fn units(s: AttentionShape, world: u32) -> u64 {
+    let rows = match Mask::of(s, world) {
+        Mask::CausalZigzag => 2 * (s.seq / 2).div_ceil(BLOCK_M),
+        Mask::Full | Mask::Causal => s.seq.div_ceil(BLOCK_M),
+    };
     rows as u64 * s.batch as u64 * s.heads as u64
 }
 
@@ -265,7 +270,7 @@ pub fn default_chunk_rows(s: AttentionShape) -> u32 {
 /// seq, heads and kv_heads positive, heads a multiple of kv_heads, head_dim one of
 /// [`HEAD_DIMS`], seq below 2^31 (TMA's signed coordinates), a sequence's queries below 2^40
 /// bytes (TMA's strides), every tensor's elements within 2^40, seq even under a causal mask
-/// in the zigzag layout (`shape`).
+/// in the zigzag layout on more than one rank (`shape`).
 pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("attention runs on 1..={MAX_RANKS} ranks, got {world}")));
@@ -279,7 +284,7 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if !HEAD_DIMS.contains(&s.head_dim) {
         return Err(invalid("shape", format!("head_dim must be one of {HEAD_DIMS:?}, got {}", s.head_dim)));
     }
-    if s.causal && s.layout == SeqLayout::Zigzag && s.seq % 2 != 0 {
+    if Mask::of(s, world) == Mask::CausalZigzag && s.seq % 2 != 0 {
         return Err(invalid("shape", format!("seq must be even in the zigzag layout (two chunks of S / 2 a rank), got {}", s.seq)));
     }
     if s.seq >= 1 << 31 {
@@ -641,11 +646,16 @@ mod tests {
         assert_eq!(Mask::of(z, 2), Mask::CausalZigzag);
         assert_eq!(Mask::of(z, 1), Mask::Causal);
         assert_eq!(Mask::of(AttentionShape { causal: false, ..z }, 4), Mask::Full);
-        assert_eq!(units(z), 2);
-        assert_eq!(units(AttentionShape { seq: 258, ..z }), 4, "two ragged segments of 129");
+        assert_eq!(units(z, 2), 2);
+        assert_eq!(units(AttentionShape { seq: 258, ..z }, 2), 4, "two ragged segments of 129");
+        assert_eq!(units(AttentionShape { seq: 258, ..z }, 1), 3, "one source: the contiguous kernel's units");
         let e = check_shape(AttentionShape { seq: 7, ..z }, 2).unwrap_err().to_string();
         assert!(e.contains("`shape`") && e.contains("even"), "{e}");
         check_shape(AttentionShape { seq: 7, causal: false, ..z }, 2).unwrap();
+        check_shape(AttentionShape { seq: 7, ..z }, 1).unwrap();
+        let mut one: Vec<u64> = (0..7).map(|i| AttentionShape { seq: 7, ..z }.position(1, 0, i)).collect();
+        one.sort();
+        assert_eq!(one, (0..7).collect::<Vec<_>>(), "world 1: the contiguous order");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `Communicator::ring_attention`: sequence-parallel attention, where rank r holds positions
-//! \[r S, (r + 1) S) of every sequence and computes its queries' attention over the whole
+//! `Communicator::ring_attention`: sequence-parallel attention, where rank r holds S positions
+//! of every sequence (\[r S, (r + 1) S), or in the zigzag layout chunks r and 2 world - 1 - r
+//! of S / 2: `SeqLayout`) and computes its queries' attention over the whole
 //! sequence's keys and values, in one persistent kernel per GPU that pushes its keys and
 //! values to the peers while it computes (`mkernel_kernels::ring_attention`); and
 //! [`attention`], the same loop on one GPU over keys and values already whole (plain
@@ -73,7 +74,7 @@ pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ct
         None => ra::default_chunk_rows(shape),
     };
     let softmax_scale = scale_or_default(shape, opts.softmax_scale)?;
-    let compute = ra::units(shape).min((ctx.grid - push_ctas) as u64) as u32;
+    let compute = ra::units(shape, world).min((ctx.grid - push_ctas) as u64) as u32;
     Ok(RingAttentionConfig { push_ctas, grid: push_ctas + compute, chunk_rows, softmax_scale })
 }
 
@@ -189,7 +190,7 @@ pub fn attention(
     }
     let info = mkernel_kernels::driver::device_info(stream.context())?;
     mkernel_kernels::driver::require_hopper(&info)?;
-    let grid = (info.sm_count as u64).min(ra::units(shape)).max(1) as u32;
+    let grid = (info.sm_count as u64).min(ra::units(shape, world)).max(1) as u32;
     let (b, guards) = addresses(stream, q, k, v, out, lse);
     // SAFETY: buffers checked for the shape on the stream's GPU.
     let launched = unsafe { ra::launch_unfused(Runtime::global(), stream, b, shape, world, rank, grid, scale) };
@@ -221,12 +222,12 @@ impl Communicator {
     /// wait for its keys time out after `CommConfig::timeout`: [`Communicator::synchronize`]
     /// then returns an error naming the peer and the chunk, and the communicator refuses
     /// further calls. Causal attention with contiguous shards is unbalanced (rank r computes
-    /// r + 1/2 shards' worth of keys; `SeqLayout::Zigzag` gives every rank the same
-    /// work): the last rank takes longest, and every rank's call ends
+    /// r + 1/2 shards' worth of keys): the last rank takes longest, and every rank's call ends
     /// only when every peer is done reading its keys (the exit handshake, bounded by the same
     /// timeout): where the last rank's compute outlasts the first's by more than
     /// `CommConfig::timeout` (world 8, 64 heads of 128: ~200K positions a rank at the default
-    /// 30 s), raise the timeout, or the call reports a `PeerExit` timeout (helper-105).
+    /// 30 s), raise the timeout, or the call reports a `PeerExit` timeout (helper-105). The
+    /// zigzag layout (`SeqLayout::Zigzag`) gives every rank the same work.
     ///
     /// Status: see the module documentation.
     ///

@@ -22,7 +22,6 @@ use mkernel::check;
 use mkernel::{attention, AttentionOptions, AttentionShape, Error, KvSources, RingAttentionOptions, SeqLayout};
 use mkernel_tests::{gpu_or_skip, ranks, Ranks};
 
-/// Every rank's q [B, S, H, D], k and v [B, S, Hkv, D] (host copies).
 /// A contiguous shape (`causal`: over contiguous shards).
 fn shape(batch: u32, seq: u32, heads: u32, kv_heads: u32, head_dim: u32, causal: bool) -> AttentionShape {
     AttentionShape { batch, seq, heads, kv_heads, head_dim, causal, layout: SeqLayout::Contiguous }
@@ -33,6 +32,7 @@ fn zigzag(batch: u32, seq: u32, heads: u32, kv_heads: u32, head_dim: u32) -> Att
     AttentionShape { causal: true, layout: SeqLayout::Zigzag, ..shape(batch, seq, heads, kv_heads, head_dim, true) }
 }
 
+/// Every rank's q [B, S, H, D], k and v [B, S, Hkv, D] (host copies).
 struct Inputs {
     q: Vec<Vec<bf16>>,
     k: Vec<Vec<bf16>>,
@@ -122,6 +122,22 @@ fn round(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
     round_late(g, s, seed, opts, Duration::ZERO);
 }
 
+/// One call whose values are all +Inf (outputs not checked), so every rank's gathered KV
+/// then holds Inf where the next call's values go: a key block that read rows of the next
+/// call before their arrival (a zigzag segment's ragged last block reads the next segment's
+/// rows, masked: helper-108) would turn 0 x Inf into NaN.
+fn leave_inf_values(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttentionOptions) {
+    let mut x = inputs(g.comms.len(), s, seed);
+    for v in &mut x.v {
+        v.fill(bf16::INFINITY);
+    }
+    let mut bs = upload(g, s, &x);
+    for (r, b) in bs.iter_mut().enumerate() {
+        g.comms[r].ring_attention(&g.streams[r], &b.q, &b.k, &b.v, &mut b.out, None, s, opts).unwrap();
+    }
+    g.sync_all("the call that leaves Inf values in the gathered KV");
+}
+
 /// The unfused kernel on one GPU: plain attention (one source) with ragged lengths, both
 /// masks and head dimensions, grouped-query heads and a batch; and the baseline's form
 /// (three sources, the queries of rank 1), whose causal mask starts at rank 1's positions;
@@ -167,7 +183,7 @@ fn attention_matches_the_reference_on_one_gpu() {
 /// 258 positions), chunks of one position (many flags a key block), of a whole sequence and
 /// straddling the segments, one push CTA, a large scale (peaked softmax); each with fresh data
 /// twice (two epochs), the second time with the last rank 150 ms late (helper-105: so that a
-/// missing wait would read the first call's keys).
+/// missing wait would read the first call's keys; zigzag, after a call that leaves Inf values).
 #[test]
 fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
     let d = RingAttentionOptions::default();
@@ -191,6 +207,9 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
             let seed = check::fresh_seed();
             round(&g, s, seed, opts);
             // (the gathered KV now holds this call's keys: the next call's must be waited for)
+            if s.layout == SeqLayout::Zigzag {
+                leave_inf_values(&g, s, seed.wrapping_add(5), opts);
+            }
             round_late(&g, s, seed.wrapping_add(77), opts, Duration::from_millis(150));
             eprintln!("ok world {w} {s}");
         }

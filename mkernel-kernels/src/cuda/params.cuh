@@ -159,8 +159,9 @@ struct MoeDispatchParams {
   u64 timeout_ns;
 };
 
-// Ring attention over the ranks of one node (ops/ring_attention.cuh): rank r holds positions
-// [r S, (r + 1) S) of each of the batch's sequences; every rank computes its queries'
+// Ring attention over the ranks of one node (ops/ring_attention.cuh): rank r holds S positions
+// of each of the batch's sequences ([r S, (r + 1) S), or zigzag: chunks r and 2 world - 1 - r
+// of S / 2); every rank computes its queries'
 // attention over all ranks' keys and values. Addresses per rank (index = rank; entries >=
 // world are zero). The unfused kernel (attention_kernel) reads k and v whole and no
 // per-rank entry, control or status.

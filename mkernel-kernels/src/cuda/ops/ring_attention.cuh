@@ -211,15 +211,17 @@ struct UnitBlocks {
   }
 };
 
-// Fused, the producer warp: before block (src, n0; its segment ending at `end`) of sequence b
-// is loaded, the chunks it meets must have arrived. The lanes wait in parallel for every
-// chunk of `src` from the CTA's watermark up to the last one the block needs (one timeout in
-// all), then the watermark rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
+// Fused, the producer warp: before block (src, n0) of sequence b is loaded, the chunks it
+// meets must have arrived: every row TMA reads, to n0 + 128 or the shard's end (zigzag: a
+// segment-0 block's rows past the segment too, masked but read: 0 x a stale Inf would be
+// NaN; helper-108). The lanes wait in parallel for every chunk of `src` from the CTA's
+// watermark up to the last one the block reads (one timeout in all), then the watermark
+// rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
 // that may be stale, so no consumer is left waiting). Every lane of the warp calls it alike.
 __device__ __forceinline__ bool await_block(const RingAttentionParams& p, const WaitContext& ctx, u32* seen, u32 b,
-                                           u32 src, u32 n0, u32 end) {
+                                           u32 src, u32 n0) {
   const u32 ch = p.chunk_rows, per_seq = (p.seq + ch - 1) / ch;
-  const u32 last = b * per_seq + (min(n0 + kAttnBN, end) - 1) / ch;
+  const u32 last = b * per_seq + (min(n0 + kAttnBN, p.seq) - 1) / ch;
   const u32 from = seen[src];
   if (last < from) return true;
   const u64 start = globaltimer_ns();
@@ -300,8 +302,8 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const u32 (&pa)[kAtt
 }
 
 // The online softmax of one block's scores (complete in s): scaled to the log2 domain,
-// masked (positions past the shard; causal: later positions on the diagonal), the running
-// max m and sum l updated, s replaced by P = 2^(s - m) in fp32; returns in corr the factor
+// masked (positions past the block's segment; causal: later positions on the diagonal), the
+// running max m and sum l updated, s replaced by P = 2^(s - m) in fp32; returns in corr the factor
 // by which O (relative to the old m) must be rescaled.
 template <bool CAUSAL>
 __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
@@ -367,9 +369,9 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
     const u32 b = unit.b, kv_head = unit.h / (p.heads / p.kv_heads);
     const UnitBlocks<WORLD, MASK> blocks(p, unit);
     for (u32 j = 0; j < blocks.total; ++j) {
-      u32 src, n0, end;
+      u32 src, n0, end;  // (end: the softmax's; the waits cover every row the load reads)
       blocks.at(j, p.rank, src, n0, end);
-      if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0, end);
+      if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0);
       i32 outer;
       const TmaDescriptor* map = kv_map<FUSED>(p, 0, src, b, outer);
       // (issued under elect_one_sync, not a lane test: warp-uniform TMA operands)
