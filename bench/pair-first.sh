@@ -15,7 +15,7 @@
 #                                # all-gather + cuBLAS, push CTAs and chunk length (pack --test gpu_allgather_gemm)
 #   bash bench/pair-first.sh 6   # the MoE dispatch + GEMM (NOTES 59): its tests, its table against NCCL's
 #                                # all-to-all + cuBLAS per expert (pack --test gpu_moe_dispatch_gemm)
-#   bash bench/pair-first.sh 7   # ring attention (NOTES 60-61): its tests, its table against NCCL's all-gather
+#   bash bench/pair-first.sh 7   # ring attention (NOTES 60-62): its tests, its table against NCCL's all-gather
 #                                # of K and V + the same loop, push CTAs (pack --test gpu_ring_attention)
 set -u
 phase=${1:-1}
@@ -83,10 +83,11 @@ case $phase in
       bash bench/device-run.sh bench moe-dispatch-gemm --iters 20 --warmup-ms 1500 --filter mixtral $flags
     done ;;
   7)
-    # Ring attention with a GPU per rank (NOTES 60-61; only ranks sharing one GPU so far). Two numbers per rank
-    # (NOTES 60.3, at the loop's ~430 TFLOP/s of run 431): causal S=4096 rank 1 8.2e11 FLOPs, ~1.9 ms, against
+    # Ring attention with a GPU per rank (NOTES 60-62; only ranks sharing one GPU so far). Two numbers per rank
+    # (NOTES 60.3, at the loop's ~530 TFLOP/s of run 432): causal S=4096 rank 1 8.2e11 FLOPs, ~1.55 ms, against
     # 16.8 MB of K and V over ~394 GB/s, 0.04 ms: the push hides; the fused call should match the attention alone
-    # and beat NCCL + attention by NCCL's all-gather time (a few percent). Then the push CTAs (4 is a guess).
+    # and beat NCCL + attention by NCCL's all-gather time (a few percent); zigzag (the default list's "causal
+    # zigzag" rows, 62.3) 5.5e11 FLOPs a rank, ~1.05 ms: ~1.5x the contiguous rows. Then the push CTAs (4 is a guess).
     TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_ring_attention
     bash bench/device-run.sh bench ring-attention --check --iters 20 --warmup 3
     for flags in "--push-ctas 2" "--push-ctas 8"; do

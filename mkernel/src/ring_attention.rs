@@ -7,9 +7,9 @@
 //! attention, and the unfused baseline after an all-gather).
 //!
 //! Status: its tests (`tests/tests/gpu_ring_attention.rs`) pass with 2-4 ranks sharing one
-//! GPU and `mkernel bench ring-attention --check` with 2 (runs 429-431; bench/NOTES.md 60,
-//! 61, 62); not yet run with a GPU per rank, so not yet timed against NCCL. The compute loop
-//! has FlashAttention-3's structure (a TMA producer warp, two wgmma consumer warpgroups taking
+//! GPU and `mkernel bench ring-attention --check` with 2 (runs 429-433, the zigzag layout
+//! since 433; bench/NOTES.md 60-62); not yet run with a GPU per rank, so not yet timed
+//! against NCCL. The compute loop has FlashAttention-3's structure (a TMA producer warp, two wgmma consumer warpgroups taking
 //! turns at the tensor cores, the intra-warpgroup overlap, two Q stages): on an H200 (run
 //! 432) 424-536 TFLOP/s at D = 128, 1.52-1.88x PyTorch's FlashAttention-2 backend and
 //! 0.84-1.02x cuDNN's fused attention; 338 TFLOP/s at D = 64 (1.13x, 0.71x).

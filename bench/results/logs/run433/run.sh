@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run 433 (session 59, one GPU): ring attention over zigzag shards (branch attn-zigzag, .gpu):
-# every ring-attention test, then the bench with --check on the default shapes (two zigzag).
+# every ring-attention test, then the bench with --check on causal shapes, contiguous and zigzag.
 # carry [".gpu"], command "bash bench/results/logs/run433/run.sh".
 set -u
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -19,4 +19,4 @@ t gpu_ring_attention 60 epochs_back_to_back
 t gpu_ring_attention 30 missing_peer
 t gpu_ring_attention 30 bad_arguments
 echo "== bench"
-timeout 200 .gpu/bin/mkernel bench ring-attention --share-gpu --iters 10 --warmup 2 --check --out-dir "$out/json" 2>&1 | grep -v "^# wrote" | tail -9
+timeout 200 .gpu/bin/mkernel bench ring-attention --share-gpu --iters 10 --warmup 2 --check --out-dir "$out/json" --shape 1x1024x64x8x128cz,1x4096x64x8x128c,1x4096x64x8x128cz,1x16384x64x8x128c,1x16384x64x8x128cz 2>&1 | grep -v "^# wrote" | tail -7
