@@ -11,7 +11,7 @@
 //! the numerical checks the benchmark binary `mkernel` and the tests use. What a call
 //! would run (tile, split, path, SM partition) can be asked without a GPU:
 //! [`plan_gemm`], [`plan_gemm_allreduce`], [`plan_gemm_reduce_scatter`], [`plan_allgather_gemm`],
-//! [`plan_moe_dispatch_gemm`], [`plan_ring_attention`] (`mkernel plan` prints the first four per shape).
+//! [`plan_moe_dispatch_gemm`], [`plan_ring_attention`] (`mkernel plan` prints each per shape).
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
 //! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).

@@ -1,13 +1,14 @@
 //! `mkernel plan`: what a call of each shape would run, without a GPU. The plain GEMM's
-//! tile, last-wave split and grid (`mkernel::plan_gemm`), or the fused GEMM + all-reduce's
-//! tile, path and SM partition (`mkernel::plan_gemm_allreduce`), on a described machine
+//! tile, last-wave split and grid (`mkernel::plan_gemm`), the fused GEMM + all-reduce's
+//! tile, path and SM partition (`mkernel::plan_gemm_allreduce`), the other fused calls'
+//! (reduce-scatter, all-gather, MoE dispatch, ring attention), on a described machine
 //! (SMs per GPU, world size): the default rules (`TileConfig::choose_for` and the split
 //! rules; `FusedConfig`'s) or the overrides given, checked as the calls check them. For
 //! seeing which tile a model's layers take before a GPU is at hand, and for reviewing a
 //! change to the rules: the output of two commits, diffed, is every plan it changes.
 
 use clap::{Args, Subcommand};
-use mkernel::{Collective, CommConfig, CommPath, EpiloguePace, GemmAllReduceOptions, GemmOptions, GemmShape, LastWaveSplit, PlanContext};
+use mkernel::{AttentionShape, Collective, CommConfig, CommPath, EpiloguePace, GemmAllReduceOptions, GemmOptions, GemmShape, LastWaveSplit, PlanContext, RingAttentionOptions};
 use serde::Serialize;
 
 use crate::bench::{self, usage, BenchResult};
@@ -30,6 +31,10 @@ pub enum PlanCmd {
     /// compute CTAs, chunk tokens, receive capacity and the workspace it needs (bench
     /// moe-dispatch-gemm's shapes; M: the rows a rank gets from an even routing, tokens x topk).
     MoeDispatchGemm(PlanMoeArgs),
+    /// Ring attention (`Communicator::ring_attention`): push and compute CTAs, chunk rows,
+    /// units, the workspace it needs and each rank's FLOPs (the causal imbalance of contiguous
+    /// shards; zigzag's balance) (bench ring-attention's shapes).
+    RingAttention(PlanRaArgs),
 }
 
 /// The flags every plan takes: the machine's SMs, which shapes, printed how.
@@ -107,6 +112,25 @@ pub struct PlanAgArgs {
     pub push_ctas: Option<u32>,
     /// Force the rows of a shard per arrival flag (at least 1; more than a rank's M / world
     /// rows: one chunk a shard).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub chunk_rows: Option<u32>,
+}
+
+#[derive(Args, Clone, Debug)]
+pub struct PlanRaArgs {
+    #[command(flatten)]
+    pub base: PlanBase,
+    #[command(flatten)]
+    pub ranks: PlanRanks,
+    /// Plan these shapes (BxSxHxHKVxD with S a rank's positions, `c` for causal over
+    /// contiguous shards, `cz` over zigzag ones; comma-separated or repeated) instead of
+    /// bench ring-attention's list.
+    #[arg(long, value_delimiter = ',', value_parser = bench::parse_attention_shape)]
+    pub shape: Vec<AttentionShape>,
+    /// Force the push CTAs per rank (at least 1, below the rank's CTAs).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
+    pub push_ctas: Option<u32>,
+    /// Force the positions of a sequence per arrival flag (at least 1).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub chunk_rows: Option<u32>,
 }
@@ -217,13 +241,50 @@ struct PlanContextRow {
     overrides: String,
 }
 
+/// A planned shape's dimensions (the JSON's fields: m, n, k; or the attention's).
+#[derive(Serialize, Debug, PartialEq, Clone, Copy)]
+#[serde(untagged)]
+enum Dims {
+    Gemm { m: u32, n: u32, k: u32 },
+    Attention { batch: u32, seq: u32, heads: u32, kv_heads: u32, head_dim: u32, mask: &'static str },
+}
+
+impl Dims {
+    fn gemm(s: GemmShape) -> Self {
+        Dims::Gemm { m: s.m, n: s.n, k: s.k }
+    }
+
+    fn attention(s: AttentionShape) -> Self {
+        let mask = match (s.causal, s.layout) {
+            (false, _) => "full",
+            (true, mkernel::SeqLayout::Contiguous) => "causal",
+            (true, mkernel::SeqLayout::Zigzag) => "causal zigzag",
+        };
+        Dims::Attention { batch: s.batch, seq: s.seq, heads: s.heads, kv_heads: s.kv_heads, head_dim: s.head_dim, mask }
+    }
+
+    /// As a shape is written (MxNxK; an attention's as `--shape` takes it).
+    fn text(&self) -> String {
+        match *self {
+            Dims::Gemm { m, n, k } => format!("{m}x{n}x{k}"),
+            Dims::Attention { batch, seq, heads, kv_heads, head_dim, mask } => {
+                let suffix = match mask {
+                    "causal" => "c",
+                    "causal zigzag" => "cz",
+                    _ => "",
+                };
+                format!("{batch}x{seq}x{heads}x{kv_heads}x{head_dim}{suffix}")
+            }
+        }
+    }
+}
+
 /// One shape's plan, or its refusal, as printed and as written with --json.
 #[derive(Serialize, Debug, PartialEq)]
 struct PlanRow {
     label: String,
-    m: u32,
-    n: u32,
-    k: u32,
+    #[serde(flatten)]
+    dims: Dims,
     #[serde(flatten)]
     planned: Option<Planned>,
     /// Why the call would be refused (an argument error naming the argument and rule).
@@ -233,10 +294,12 @@ struct PlanRow {
 
 #[derive(Serialize, Debug, PartialEq)]
 struct Planned {
+    /// The tile (plan ring-attention: the kernel's name).
     tile: String,
     /// K-slices per tile left over after the full waves (1: no split).
     split_slices: u32,
-    /// Tiles of the output (with the padding of whole clusters).
+    /// Tiles of the output (with the padding of whole clusters; plan ring-attention: units of
+    /// 128 query rows).
     tiles: u64,
     /// CTAs of the GEMM's launch: plan gemm and the one-rank local path, the plain GEMM's
     /// (one per tile up to the SMs); fused, compute plus communication CTAs, without tail CTAs.
@@ -305,6 +368,7 @@ pub fn run(cmd: PlanCmd) -> BenchResult<()> {
         PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.inputs.base.json),
         PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.inputs.base.json),
         PlanCmd::MoeDispatchGemm(a) => (plan_moe_rows(&a)?, a.base.json),
+        PlanCmd::RingAttention(a) => (plan_ring_attention_rows(&a)?, a.base.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
     // (a reader that stops early, `| head`, is not an error)
@@ -334,7 +398,7 @@ fn render(out: &PlanOutput) -> String {
     s += &format!("; overrides: {}\n", if c.overrides.is_empty() { "none" } else { &c.overrides });
     for r in &out.plans {
         // (a listed shape's label is its dimensions already)
-        let dims = format!("{}x{}x{}", r.m, r.n, r.k);
+        let dims = r.dims.text();
         let label = if r.label.ends_with(&dims) { r.label.clone() } else { format!("{} ({dims})", r.label) };
         match (&r.planned, &r.refused) {
             (Some(p), _) => s += &format!("{label}: {}; {}{}\n", p.tile, p.config, floors_note(p)),
@@ -362,11 +426,16 @@ fn shape_list(shapes: &[GemmShape], default: Vec<(String, GemmShape)>, filter: O
 
 /// A row for `s`: its plan, or the call's refusal.
 fn row(label: String, s: GemmShape, planned: Result<Planned, mkernel::Error>) -> PlanRow {
+    row_of(label, Dims::gemm(s), planned)
+}
+
+/// A row of any kind of shape.
+fn row_of(label: String, dims: Dims, planned: Result<Planned, mkernel::Error>) -> PlanRow {
     let (planned, refused) = match planned {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    PlanRow { label, m: s.m, n: s.n, k: s.k, planned, refused }
+    PlanRow { label, dims, planned, refused }
 }
 
 /// The flags given that override the defaults, as given, for the context line.
@@ -603,6 +672,57 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     Ok(PlanOutput { context, plans })
 }
 
+fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
+    let world = a.ranks.world_size;
+    let opts = RingAttentionOptions { push_ctas: a.push_ctas, chunk_rows: a.chunk_rows, softmax_scale: None };
+    let plan = |s: AttentionShape| -> Result<Planned, mkernel::Error> {
+        let cfg = mkernel::plan_ring_attention(s, opts, ctx)?;
+        let units = mkernel_kernels::ring_attention::units(s, world);
+        let compute = cfg.grid - cfg.push_ctas;
+        let flops: Vec<f64> = (0..world).map(|r| s.flops(world, r)).collect();
+        let (lo, hi) = flops.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &f| (lo.min(f), hi.max(f)));
+        let mask = mkernel_kernels::ring_attention::Mask::of(s, world);
+        Ok(Planned {
+            tile: mkernel_kernels::ring_attention::kernel_name(s.head_dim, mask, world),
+            split_slices: 1,
+            tiles: units,
+            grid: cfg.grid,
+            path: None,
+            comm_ctas: Some(cfg.push_ctas),
+            tail_ctas: None,
+            config: format!(
+                "{cfg}, {units} units on {compute} CTAs: {:.2} waves; workspace >= {} elements; a rank's {:.3e}-{:.3e} FLOPs (the most {:.2}x the least)",
+                units as f64 / compute.max(1) as f64,
+                mkernel_kernels::ring_attention::workspace_elems_needed(s, world),
+                lo,
+                hi,
+                hi / lo.max(1.0)
+            ),
+            // (the rank with the most keys sets the time)
+            floor_compute_us: bench::floors::attention_compute_us(hi),
+            floor_hbm_us: None,
+            floor_link_us: Some(bench::floors::ring_attention_link_us(s, world)),
+        })
+    };
+    if let Some(s) = bench::first_repeat(&a.shape) {
+        return Err(usage(format!("--shape {} is listed twice (each shape is planned once)", bench::attention_tag(s))));
+    }
+    let list = if a.shape.is_empty() { bench::attention_shapes() } else { a.shape.iter().map(|s| (format!("shape {}", bench::attention_tag(s)), *s)).collect() };
+    let list = bench::filter_shapes_by(list, a.base.filter.as_deref(), bench::attention_tag)?;
+    let plans = list.into_iter().map(|(label, s)| row_of(label, Dims::attention(s), plan(s))).collect();
+    let context = PlanContextRow {
+        op: "ring-attention",
+        sms,
+        world_size: Some(world),
+        gpu_shared: Some(a.ranks.gpu_shared),
+        max_output_elems: Some(max_output_elems),
+        workspace_bytes: None,
+        overrides: overrides(&[("--push-ctas", a.push_ctas.map(|v| v.to_string())), ("--chunk-rows", a.chunk_rows.map(|v| v.to_string()))]),
+    };
+    Ok(PlanOutput { context, plans })
+}
+
 fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let opts = a.shape.options(a.recv_capacity)?;
     let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
@@ -680,7 +800,46 @@ mod tests {
             PlanCmd::GemmReduceScatter(a) => plan_fused_rows(&a, Collective::ReduceScatter),
             PlanCmd::AllgatherGemm(a) => plan_allgather_rows(&a),
             PlanCmd::MoeDispatchGemm(a) => plan_moe_rows(&a),
+            PlanCmd::RingAttention(a) => plan_ring_attention_rows(&a),
         }
+    }
+
+    /// A GEMM row's shape.
+    fn gemm_of(r: &PlanRow) -> GemmShape {
+        match r.dims {
+            Dims::Gemm { m, n, k } => GemmShape { m, n, k },
+            Dims::Attention { .. } => panic!("{}: not a GEMM row", r.label),
+        }
+    }
+
+    /// plan ring-attention: the bench's shapes planned as the call would (the kernel, units,
+    /// workspace), each rank's FLOPs (contiguous causal shards 3x apart at world 2, zigzag
+    /// ones equal), the floors (the busiest rank's FLOPs; a rank's keys and values to every
+    /// peer), refusals by name (a workspace too small, 0 push CTAs; an odd zigzag S at parse).
+    #[test]
+    fn ring_attention_plans_and_refusals() {
+        let planned = rows(&["ring-attention"]).unwrap();
+        assert_eq!(planned.len(), bench::attention_shapes().len());
+        for ((r, p), (label, s)) in planned.iter().zip(bench::attention_shapes()) {
+            assert_eq!((&r.label, r.dims), (&label, Dims::attention(s)));
+            let cfg = mkernel::plan_ring_attention(s, RingAttentionOptions::default(), PlanContext::new(2, 132, false, CommConfig::default().max_output_elems).unwrap()).unwrap();
+            assert_eq!((p.grid, p.comm_ctas, p.tiles), (cfg.grid, Some(cfg.push_ctas), mkernel_kernels::ring_attention::units(s, 2)));
+            let most = s.flops(2, 0).max(s.flops(2, 1));
+            assert_eq!(p.floor_compute_us, bench::floors::attention_compute_us(most));
+            let link = 2.0 * s.kv_elems() as f64 * 2.0 / 394e9 * 1e6;
+            assert!((p.floor_link_us.unwrap() - link).abs() < 1e-9, "{label}");
+            let balance = if s.causal && s.layout == mkernel::SeqLayout::Contiguous { "(the most 3.00x the least)" } else { "(the most 1.00x the least)" };
+            assert!(p.config.contains(balance) && p.tile.contains(if s.layout == mkernel::SeqLayout::Zigzag { "_causal_zz_w2" } else { "_w2" }), "{label}: {} {}", p.tile, p.config);
+        }
+        let out = output(&["ring-attention", "--world-size", "8", "--shape", "1x16384x64x8x128cz", "--max-output-elems", "1000000"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("max_output_elems >= ")), "{:?}", out.plans);
+        let out = output(&["ring-attention", "--push-ctas", "0", "--filter", "full S=4096"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`push_ctas`")), "{:?}", out.plans);
+        assert!(output(&["ring-attention", "--shape", "1x4095x64x8x128cz"]).is_err());
+        assert!(output(&["ring-attention", "--shape", "1x64x2x2x64,1x64x2x2x64"]).is_err());
+        let v: serde_json::Value = serde_json::to_value(output(&["ring-attention", "--filter", "1x4096x64x8x128cz"]).unwrap()).unwrap();
+        assert_eq!((v["plans"][0]["mask"].as_str(), v["plans"][0]["seq"].as_u64()), (Some("causal zigzag"), Some(4096)), "{v}");
+        assert!(render(&output(&["ring-attention", "--filter", "zigzag S=4096"]).unwrap()).contains("llama70b causal zigzag S=4096 (1x4096x64x8x128cz): mkernel_ring_attention_d128_causal_zz_w2;"));
     }
 
     /// plan moe-dispatch-gemm: the bench's shapes planned as the call would (the workspace
@@ -695,7 +854,7 @@ mod tests {
             assert!(p.config.contains("workspace >= ") && p.floor_link_us.is_some_and(|l| l > 0.0), "{r:?} {p:?}");
         }
         let (mixtral, p) = &planned[0];
-        assert_eq!((mixtral.m, mixtral.n, mixtral.k), (8192, 28672, 4096));
+        assert_eq!(gemm_of(mixtral), GemmShape { m: 8192, n: 28672, k: 4096 });
         // (8192 rows of 8 KiB, half of them to the other rank, over 394 GB/s: ~85 us)
         let link = bench::floors::moe_dispatch_link_us(4096, 2, 4096, 2);
         assert_eq!(p.floor_link_us, Some(link));
@@ -721,7 +880,7 @@ mod tests {
         let planned = rows(&["allgather-gemm"]).unwrap();
         assert_eq!(planned.len(), bench::allgather_shapes().len());
         for (r, p) in &planned {
-            let s = GemmShape { m: r.m, n: r.n, k: r.k };
+            let s = gemm_of(r);
             assert!(p.config.contains("push") && p.comm_ctas.is_some_and(|c| c > 0) && p.grid <= 132, "{}: {}", r.label, p.config);
             assert_eq!(p.floor_link_us, Some(bench::floors::allgather_link_us(s, 2)));
         }
@@ -817,12 +976,12 @@ mod tests {
         // same shapes as bench gemm --models's at its M.
         let got = rows(&["gemm-allreduce", "--models", "--filter", "llama3-70b"]).unwrap();
         assert_eq!(got.len(), 18, "{got:?}");
-        assert!(got.iter().all(|(r, _)| r.n == 8192 && (r.k == 4096 || r.k == 14336)), "{got:?}");
+        assert!(got.iter().all(|(r, _)| gemm_of(r).n == 8192 && (gemm_of(r).k == 4096 || gemm_of(r).k == 14336)), "{got:?}");
         let plain = bench::gemm_model_shapes();
-        for (r, _) in got.iter().filter(|(r, _)| [1, 16, 64, 256, 1024, 4096].contains(&r.m)) {
-            assert!(plain.iter().any(|(l, s)| *l == r.label && (s.m, s.n, s.k) == (r.m, r.n, r.k)), "{}", r.label);
+        for (r, _) in got.iter().filter(|(r, _)| [1, 16, 64, 256, 1024, 4096].contains(&gemm_of(r).m)) {
+            assert!(plain.iter().any(|(l, s)| *l == r.label && *s == gemm_of(r)), "{}", r.label);
         }
-        assert!(got.iter().any(|(r, _)| r.m == 16384));
+        assert!(got.iter().any(|(r, _)| gemm_of(r).m == 16384));
         // (--filter matches the dimensions too)
         assert_eq!(rows(&["gemm-allreduce", "--models", "--filter", "x8192x14336"]).unwrap().len(), 9);
     }

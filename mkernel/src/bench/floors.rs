@@ -65,6 +65,22 @@ pub fn moe_dispatch_link_us(tokens: u32, topk: u32, k: u32, world: u32) -> f64 {
     bytes / (LINK_GBPS * 1e9) * 1e6
 }
 
+/// One rank's attention FLOPs (`AttentionShape::flops`) at [`MATRIX_TFLOPS`], microseconds.
+pub fn attention_compute_us(flops: f64) -> f64 {
+    flops / (MATRIX_TFLOPS * 1e12) * 1e6
+}
+
+/// The bytes a rank pushes in ring attention: its keys and values (2 x B x S x Hkv x D, bf16)
+/// to each peer that reads them (world - 1; causal over contiguous shards, rank 0's to all
+/// of them, the most), at [`LINK_GBPS`], microseconds; 0 for one rank.
+pub fn ring_attention_link_us(s: mkernel::AttentionShape, world: u32) -> f64 {
+    if world < 2 {
+        return 0.0;
+    }
+    let bytes = 2.0 * s.kv_elems() as f64 * 2.0 * (world - 1) as f64;
+    bytes / (LINK_GBPS * 1e9) * 1e6
+}
+
 /// The link floor of a fused call ending with `collective`.
 pub fn link_us(s: GemmShape, world: u32, collective: mkernel::Collective) -> f64 {
     match collective {

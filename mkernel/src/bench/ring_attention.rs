@@ -74,7 +74,8 @@ pub fn parse_shape(text: &str) -> Result<AttentionShape, String> {
     Ok(s)
 }
 
-fn tag(s: &AttentionShape) -> String {
+/// A shape as `--shape` takes it (`BxSxHxHKVxD`, `c` or `cz`).
+pub fn tag(s: &AttentionShape) -> String {
     let mask = match (s.causal, s.layout) {
         (false, _) => "",
         (true, SeqLayout::Contiguous) => "c",
