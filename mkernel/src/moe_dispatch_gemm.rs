@@ -70,7 +70,7 @@ pub fn layout_words(local_experts: u32, world: u32) -> usize {
 /// that is not a positive multiple of 128 rows, from 2^31 rows, or whose buffer with the
 /// token counts exceeds the workspace (`recv_capacity`: the communicator needs
 /// `CommConfig::max_output_elems` >=
-/// [`mkernel::moe_workspace_elems_needed`]); more arrival flags or
+/// [`crate::moe_workspace_elems_needed`]); more arrival flags or
 /// scratch than the workspace has, or stacked weights (local experts x N) from 2^31 rows
 /// (`chunk_rows`, `shape`). Every rank of a collective gets the same answer (the plan does
 /// not depend on a rank's own token count).
