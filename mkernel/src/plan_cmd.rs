@@ -45,8 +45,8 @@ pub struct PlanBase {
     /// rank on one GPU, as `bench --share-gpu` runs them); else 132 by default.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: Option<u32>,
-    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192") contain
-    /// this text, case-sensitive.
+    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192"; ring-attention:
+    /// BxSxHxHKVxD[c|cz]) contain this text, case-sensitive.
     #[arg(long)]
     pub filter: Option<String>,
     /// Print one JSON object instead of the text: "context" (the machine, world size and
@@ -78,7 +78,8 @@ pub struct PlanRanks {
     #[arg(long)]
     pub gpu_shared: bool,
     /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): holds the all-gather's
-    /// gathered A (M x K) or the MoE dispatch's receive buffer (recv_capacity x K) and counts.
+    /// gathered A (M x K), the MoE dispatch's receive buffer (recv_capacity x K) and counts,
+    /// or ring attention's gathered keys and values (world x 2 x B x S x Hkv x D).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
     pub max_output_elems: Option<u64>,
 }
@@ -123,8 +124,8 @@ pub struct PlanRaArgs {
     #[command(flatten)]
     pub ranks: PlanRanks,
     /// Plan these shapes (BxSxHxHKVxD with S a rank's positions, `c` for causal over
-    /// contiguous shards, `cz` over zigzag ones; comma-separated or repeated) instead of
-    /// bench ring-attention's list.
+    /// contiguous shards, `cz` over zigzag ones, S even; comma-separated or repeated) instead
+    /// of bench ring-attention's list.
     #[arg(long, value_delimiter = ',', value_parser = bench::parse_attention_shape)]
     pub shape: Vec<AttentionShape>,
     /// Force the push CTAs per rank (at least 1, below the rank's CTAs).
@@ -321,6 +322,12 @@ struct Planned {
     floor_hbm_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     floor_link_us: Option<f64>,
+    /// plan ring-attention: the workspace's elements the call needs, and the least and the
+    /// most FLOPs of a rank (`AttentionShape::flops`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workspace_elems: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank_flops: Option<[f64; 2]>,
 }
 
 impl Planned {
@@ -339,18 +346,21 @@ impl Planned {
             floor_compute_us,
             floor_hbm_us: None,
             floor_link_us: Some(floor_link_us),
+            workspace_elems: None,
+            rank_flops: None,
         }
     }
 }
 
-/// The floors as the text output ends a row.
+/// The floors as the text output ends a row (below 0.05 us, in significant digits).
 fn floors_note(p: &Planned) -> String {
-    let mut s = format!("; floors: compute {:.1} us", p.floor_compute_us);
+    let us = |v: f64| if v > 0.0 && v < 0.05 { format!("{v:.2e}") } else { format!("{v:.1}") };
+    let mut s = format!("; floors: compute {} us", us(p.floor_compute_us));
     if let Some(h) = p.floor_hbm_us {
-        s += &format!(", HBM {h:.1} us");
+        s += &format!(", HBM {} us", us(h));
     }
     if let Some(l) = p.floor_link_us {
-        s += &format!(", link {l:.1} us");
+        s += &format!(", link {} us", us(l));
     }
     s
 }
@@ -493,6 +503,8 @@ fn gemm_planned(s: GemmShape, opts: GemmOptions, sms: u32, workspace_bytes: Opti
         floor_compute_us: bench::floors::compute_us(s),
         floor_hbm_us: Some(bench::floors::hbm_us(s)),
         floor_link_us: None,
+        workspace_elems: None,
+        rank_flops: None,
     })
 }
 
@@ -610,6 +622,8 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
             floor_compute_us: bench::floors::compute_us(s),
             floor_hbm_us: None,
             floor_link_us: Some(bench::floors::link_us(s, ctx.world_size, collective)),
+            workspace_elems: None,
+            rank_flops: None,
         })
     };
     let plans = shape_list(&c.inputs.shape, default, c.inputs.base.filter.as_deref())?.into_iter().map(|(label, s)| row(label, s, plan(s))).collect();
@@ -679,7 +693,6 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
     let plan = |s: AttentionShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_ring_attention(s, opts, ctx)?;
         let units = mkernel_kernels::ring_attention::units(s, world);
-        let compute = cfg.grid - cfg.push_ctas;
         let flops: Vec<f64> = (0..world).map(|r| s.flops(world, r)).collect();
         let (lo, hi) = flops.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &f| (lo.min(f), hi.max(f)));
         let mask = mkernel_kernels::ring_attention::Mask::of(s, world);
@@ -691,9 +704,11 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
             path: None,
             comm_ctas: Some(cfg.push_ctas),
             tail_ctas: None,
+            // (the push CTAs compute too once their pushes are out: units are dealt over the grid)
             config: format!(
-                "{cfg}, {units} units on {compute} CTAs: {:.2} waves; workspace >= {} elements; a rank's {:.3e}-{:.3e} FLOPs (the most {:.2}x the least)",
-                units as f64 / compute.max(1) as f64,
+                "{cfg}, {units} units on {} CTAs: {:.2} waves; workspace >= {} elements; a rank's {:.3e}-{:.3e} FLOPs (the most {:.2}x the least)",
+                cfg.grid,
+                units as f64 / cfg.grid.max(1) as f64,
                 mkernel_kernels::ring_attention::workspace_elems_needed(s, world),
                 lo,
                 hi,
@@ -703,6 +718,8 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
             floor_compute_us: bench::floors::attention_compute_us(hi),
             floor_hbm_us: None,
             floor_link_us: Some(bench::floors::ring_attention_link_us(s, world)),
+            workspace_elems: Some(mkernel_kernels::ring_attention::workspace_elems_needed(s, world)),
+            rank_flops: Some([lo, hi]),
         })
     };
     if let Some(s) = bench::first_repeat(&a.shape) {
@@ -839,6 +856,15 @@ mod tests {
         assert!(output(&["ring-attention", "--shape", "1x64x2x2x64,1x64x2x2x64"]).is_err());
         let v: serde_json::Value = serde_json::to_value(output(&["ring-attention", "--filter", "1x4096x64x8x128cz"]).unwrap()).unwrap();
         assert_eq!((v["plans"][0]["mask"].as_str(), v["plans"][0]["seq"].as_u64()), (Some("causal zigzag"), Some(4096)), "{v}");
+        let zz = AttentionShape { batch: 1, seq: 4096, heads: 64, kv_heads: 8, head_dim: 128, causal: true, layout: mkernel::SeqLayout::Zigzag };
+        assert_eq!(v["plans"][0]["workspace_elems"].as_u64(), Some(zz.gathered_elems(2)), "{v}");
+        assert_eq!(v["plans"][0]["rank_flops"][0].as_f64(), Some(zz.flops(2, 0)), "{v}");
+        assert_eq!(v["plans"][0]["rank_flops"][1].as_f64(), Some(zz.flops(2, 1)), "{v}");
+        // Every CTA computes (the push CTAs once their pushes are out): waves over the grid.
+        let one = output(&["ring-attention", "--push-ctas", "131", "--filter", "causal S=1024"]).unwrap();
+        assert!(one.plans[0].planned.as_ref().unwrap().config.contains("512 units on 132 CTAs: 3.88 waves"), "{:?}", one.plans[0]);
+        let tiny = render(&output(&["ring-attention", "--shape", "1x1x1x1x128"]).unwrap());
+        assert!(tiny.contains("floors: compute ") && !tiny.contains("compute 0.0 us"), "{tiny}");
         assert!(render(&output(&["ring-attention", "--filter", "zigzag S=4096"]).unwrap()).contains("llama70b causal zigzag S=4096 (1x4096x64x8x128cz): mkernel_ring_attention_d128_causal_zz_w2;"));
     }
 

@@ -62,7 +62,7 @@ pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ct
     ra::check_gathered_fits(shape, world, ctx.max_output_elems)?;
     let push_ctas = match opts.push_ctas {
         Some(c) if c == 0 || c >= ctx.grid => {
-            return Err(invalid("push_ctas", format!("must be 1..{} (leaving compute CTAs of the rank's {}), got {c}", ctx.grid, ctx.grid)));
+            return Err(invalid("push_ctas", format!("must be 1 to {} (below the rank's {} CTAs), got {c}", ctx.grid - 1, ctx.grid)));
         }
         Some(c) => c,
         None => ra::DEFAULT_PUSH_CTAS.min(ctx.grid / 2).max(1),
