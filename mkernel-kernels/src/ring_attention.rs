@@ -181,14 +181,24 @@ impl AttentionShape {
     }
 }
 
+impl AttentionShape {
+    /// The mask in words: "full", "causal" (contiguous shards) or "causal zigzag".
+    pub fn mask_name(&self) -> &'static str {
+        match (self.causal, self.layout) {
+            (false, _) => "full",
+            (true, SeqLayout::Contiguous) => "causal",
+            (true, SeqLayout::Zigzag) => "causal zigzag",
+        }
+    }
+}
+
 impl std::fmt::Display for AttentionShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mask = match (self.causal, self.layout) {
-            (false, _) => "",
-            (true, SeqLayout::Contiguous) => " causal",
-            (true, SeqLayout::Zigzag) => " causal zigzag",
-        };
-        write!(f, "B={} S={} H={} Hkv={} D={}{mask}", self.batch, self.seq, self.heads, self.kv_heads, self.head_dim)
+        write!(f, "B={} S={} H={} Hkv={} D={}", self.batch, self.seq, self.heads, self.kv_heads, self.head_dim)?;
+        if self.causal {
+            write!(f, " {}", self.mask_name())?;
+        }
+        Ok(())
     }
 }
 

@@ -247,7 +247,16 @@ struct PlanContextRow {
 #[serde(untagged)]
 enum Dims {
     Gemm { m: u32, n: u32, k: u32 },
-    Attention { batch: u32, seq: u32, heads: u32, kv_heads: u32, head_dim: u32, mask: &'static str },
+    Attention {
+        batch: u32,
+        seq: u32,
+        heads: u32,
+        kv_heads: u32,
+        head_dim: u32,
+        mask: &'static str,
+        #[serde(skip)]
+        shape: AttentionShape,
+    },
 }
 
 impl Dims {
@@ -256,26 +265,14 @@ impl Dims {
     }
 
     fn attention(s: AttentionShape) -> Self {
-        let mask = match (s.causal, s.layout) {
-            (false, _) => "full",
-            (true, mkernel::SeqLayout::Contiguous) => "causal",
-            (true, mkernel::SeqLayout::Zigzag) => "causal zigzag",
-        };
-        Dims::Attention { batch: s.batch, seq: s.seq, heads: s.heads, kv_heads: s.kv_heads, head_dim: s.head_dim, mask }
+        Dims::Attention { batch: s.batch, seq: s.seq, heads: s.heads, kv_heads: s.kv_heads, head_dim: s.head_dim, mask: s.mask_name(), shape: s }
     }
 
     /// As a shape is written (MxNxK; an attention's as `--shape` takes it).
     fn text(&self) -> String {
-        match *self {
+        match self {
             Dims::Gemm { m, n, k } => format!("{m}x{n}x{k}"),
-            Dims::Attention { batch, seq, heads, kv_heads, head_dim, mask } => {
-                let suffix = match mask {
-                    "causal" => "c",
-                    "causal zigzag" => "cz",
-                    _ => "",
-                };
-                format!("{batch}x{seq}x{heads}x{kv_heads}x{head_dim}{suffix}")
-            }
+            Dims::Attention { shape, .. } => bench::attention_tag(shape),
         }
     }
 }
