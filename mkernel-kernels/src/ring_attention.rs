@@ -239,15 +239,18 @@ pub fn smem_bytes(head_dim: u32) -> u32 {
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
 /// 4-D bf16 tensor \[batches\]\[S\]\[heads\]\[D\] read in boxes of 128 positions x 64
 /// columns of one head (128B swizzle), positions past S read as zeros. `kv_batches`: B, or
-/// world x B for the unfused kernel's whole keys; `gathered`: (address, world).
-fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: Option<(u64, u32)>, p: &mut RingAttentionParams) -> Result<()> {
+/// world x B for the unfused kernel's whole keys; `gathered`: (address, world). The zigzag
+/// mask's (`segments`) view each sequence as its two segments, \[2 batches\]\[S / 2\]: a
+/// block never reads past its segment (zeros there, not the next segment's values, which a
+/// masked score would still multiply: 0 x Inf = NaN).
+fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: Option<(u64, u32)>, segments: bool, p: &mut RingAttentionParams) -> Result<()> {
     let boxes = [64, 1, BLOCK_N, 1];
-    let (d, seq) = (s.head_dim as u64, s.seq as u64);
-    p.tma_q = driver::tma_4d_bf16(b.q, [d, s.heads as u64, seq, s.batch as u64], boxes, "q")?;
-    p.tma_k = driver::tma_4d_bf16(b.k, [d, s.kv_heads as u64, seq, kv_batches], boxes, "k")?;
-    p.tma_v = driver::tma_4d_bf16(b.v, [d, s.kv_heads as u64, seq, kv_batches], boxes, "v")?;
+    let (d, seq, per) = if segments { (s.head_dim as u64, s.seq as u64 / 2, 2) } else { (s.head_dim as u64, s.seq as u64, 1) };
+    p.tma_q = driver::tma_4d_bf16(b.q, [d, s.heads as u64, seq, per * s.batch as u64], boxes, "q")?;
+    p.tma_k = driver::tma_4d_bf16(b.k, [d, s.kv_heads as u64, seq, per * kv_batches], boxes, "k")?;
+    p.tma_v = driver::tma_4d_bf16(b.v, [d, s.kv_heads as u64, seq, per * kv_batches], boxes, "v")?;
     if let Some((addr, world)) = gathered {
-        p.tma_kv = driver::tma_4d_bf16(addr, [d, s.kv_heads as u64, seq, world as u64 * 2 * s.batch as u64], boxes, "workspace")?;
+        p.tma_kv = driver::tma_4d_bf16(addr, [d, s.kv_heads as u64, seq, per * world as u64 * 2 * s.batch as u64], boxes, "workspace")?;
     }
     Ok(())
 }
@@ -478,7 +481,7 @@ pub unsafe fn launch(
         p.exit_flags[q] = base + l.exit_offset();
     }
     let (d, world) = (s.head_dim, bufs.world);
-    tma_maps(s, &buffers, s.batch as u64, Some((p.kv_gathered[me], world)), &mut p)?;
+    tma_maps(s, &buffers, s.batch as u64, Some((p.kv_gathered[me], world)), Mask::of(s, world) == Mask::CausalZigzag, &mut p)?;
     let mask = Mask::of(s, world);
     let f = rt.function_named(stream.context(), &kernel_name(d, mask, world), || source(d, mask, world))?;
     driver::launch(&f, LaunchDims { grid: cfg.grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
@@ -513,7 +516,7 @@ pub unsafe fn launch_unfused(
         return Err(invalid("grid", "must be at least 1 CTA"));
     }
     let mut p = base_params(s, buffers, rank, softmax_scale);
-    tma_maps(s, &buffers, world as u64 * s.batch as u64, None, &mut p)?;
+    tma_maps(s, &buffers, world as u64 * s.batch as u64, None, Mask::of(s, world) == Mask::CausalZigzag, &mut p)?;
     let d = s.head_dim;
     let mask = Mask::of(s, world);
     let f = rt.function_named(stream.context(), &unfused_kernel_name(d, mask, world), || unfused_source(d, mask, world))?;

@@ -51,15 +51,26 @@ fn inputs(world: usize, s: AttentionShape, seed: u64) -> Inputs {
 
 /// Rank `rank`'s output and lse against `check::attention_reference` over every row.
 fn verify(got: &[bf16], got_lse: Option<&[f32]>, x: &Inputs, s: AttentionShape, rank: usize, scale: f32, what: &str) {
-    let rows: Vec<(usize, usize, usize)> =
-        (0..s.batch as usize).flat_map(|b| (0..s.seq as usize).flat_map(move |i| (0..s.heads as usize).map(move |h| (b, h, i)))).collect();
+    verify_rows(got, got_lse, x, s, rank, scale, what, |_| true);
+}
+
+/// [`verify`] over the rows (b, h, i) that `keep` keeps.
+#[allow(clippy::too_many_arguments)]
+fn verify_rows(got: &[bf16], got_lse: Option<&[f32]>, x: &Inputs, s: AttentionShape, rank: usize, scale: f32, what: &str, keep: impl Fn(&(usize, usize, usize)) -> bool) {
+    let d = s.head_dim as usize;
+    let rows: Vec<(usize, usize, usize)> = (0..s.batch as usize)
+        .flat_map(|b| (0..s.seq as usize).flat_map(move |i| (0..s.heads as usize).map(move |h| (b, h, i))))
+        .filter(|r| keep(r))
+        .collect();
+    let at = |&(b, h, i): &(usize, usize, usize)| ((b * s.seq as usize + i) * s.heads as usize + h) * d;
+    let got: Vec<bf16> = rows.iter().flat_map(|r| got[at(r)..][..d].iter().copied()).collect();
     let k: Vec<&[bf16]> = x.k.iter().map(|v| v.as_slice()).collect();
     let v: Vec<&[bf16]> = x.v.iter().map(|v| v.as_slice()).collect();
     let reference = check::attention_reference(&x.q[rank], &k, &v, s, rank, scale, &rows).unwrap();
     // (rows in [B, S, H] order: the output's)
     let want: Vec<f32> = reference.iter().flat_map(|r| r.out.iter().map(|&o| o as f32)).collect();
     let err_scale: Vec<f32> = reference.iter().flat_map(|r| r.scale.iter().map(|&o| o as f32)).collect();
-    let cmp = check::compare(got, &want, Some(&err_scale), s.head_dim as usize, 0);
+    let cmp = check::compare(&got, &want, Some(&err_scale), d, 0);
     assert!(cmp.passed(), "rank {rank} {what}: {cmp}");
     if let Some(lse) = got_lse {
         assert_eq!(lse.len(), reference.len());
@@ -214,6 +225,45 @@ fn ring_attention_matches_the_reference_at_world_sizes_2_3_4() {
             eprintln!("ok world {w} {s}");
         }
     }
+}
+
+/// Zigzag shards whose segments end inside a key block (S = 100: segments of 50, one block
+/// reading both): rank 0's last value row (the sequence's last position, seen by no other
+/// query) is +Inf, and every other query's output must stay finite and right, fused (two
+/// ranks) and unfused: a block reads its own segment only (its rows past it as zeros), never
+/// multiplying a masked score by the next segment's Inf.
+#[test]
+fn zigzag_blocks_stay_within_their_segment() {
+    let s = zigzag(1, 100, 2, 1, 64);
+    let Some(g) = ranks("zigzag_blocks_stay_within_their_segment", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    let seed = check::fresh_seed();
+    let mut x = inputs(2, s, seed);
+    let last = (s.seq as usize - 1) * s.kv_heads as usize * s.head_dim as usize;
+    x.v[0][last..].fill(bf16::INFINITY);
+    assert_eq!(s.position(2, 0, s.seq - 1), 2 * s.seq as u64 - 1, "rank 0's last row is the sequence's last position");
+    let keep = |r: usize| move |&(_, _, i): &(usize, usize, usize)| r != 0 || i + 1 < s.seq as usize;
+    let scale = 1.0 / 8.0;
+    // (fused)
+    let mut bs = upload(&g, s, &x);
+    for (r, b) in bs.iter_mut().enumerate() {
+        g.comms[r].ring_attention(&g.streams[r], &b.q, &b.k, &b.v, &mut b.out, None, s, RingAttentionOptions::default()).unwrap();
+    }
+    g.sync_all("zigzag with an Inf value");
+    for (r, b) in bs.iter().enumerate() {
+        verify_rows(&g.streams[r].clone_dtoh(&b.out).unwrap(), None, &x, s, r, scale, &format!("fused {s} (seed {seed:#x})"), keep(r));
+    }
+    // (unfused, each rank's queries against both sources)
+    let st = &g.streams[0];
+    let (k, v) = (st.clone_htod(&x.k.concat()).unwrap(), st.clone_htod(&x.v.concat()).unwrap());
+    for r in 0..2 {
+        let q = st.clone_htod(&x.q[r]).unwrap();
+        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+        check::poison(st, &mut out).unwrap();
+        attention(st, &q, &k, &v, &mut out, None, s, AttentionOptions { softmax_scale: None, sources: KvSources { world: 2, rank: r as u32 } }).unwrap();
+        st.synchronize().unwrap();
+        verify_rows(&st.clone_dtoh(&out).unwrap(), None, &x, s, r, scale, &format!("unfused {s} rank {r} (seed {seed:#x})"), keep(r));
+    }
+    eprintln!("ok {s}: rank 0's last value +Inf, every other row finite and right");
 }
 
 /// More units than CTAs (helper-105: the other cases give every CTA at most one unit), so

@@ -212,9 +212,9 @@ struct UnitBlocks {
 };
 
 // Fused, the producer warp: before block (src, n0) of sequence b is loaded, the chunks it
-// meets must have arrived: every row TMA reads, to n0 + 128 or the shard's end (zigzag: a
-// segment-0 block's rows past the segment too, masked but read: 0 x a stale Inf would be
-// NaN; helper-108). The lanes wait in parallel for every chunk of `src` from the CTA's
+// meets must have arrived: every row to n0 + 128 or the shard's end (zigzag: TMA reads a
+// segment's rows only, the maps being per segment, so this may wait for a few chunks more
+// than the block needs; all are pushed). The lanes wait in parallel for every chunk of `src` from the CTA's
 // watermark up to the last one the block reads (one timeout in all), then the watermark
 // rises. Returns false when a wait gave up (the call then fails; the loads go on, of data
 // that may be stale, so no consumer is left waiting). Every lane of the warp calls it alike.
@@ -372,21 +372,27 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
       u32 src, n0, end;  // (end: the softmax's; the waits cover every row the load reads)
       blocks.at(j, p.rank, src, n0, end);
       if (FUSED && src != p.rank) await_block(p, *ctx, sm.seen(), b, src, n0);
+      // (zigzag: the maps' rows are a segment's, their sequences [B][2] segments)
+      const u32 seg = end > blocks.len ? 1 : 0, row = n0 - seg * blocks.len;
       i32 outer;
       const TmaDescriptor* map = kv_map<FUSED>(p, 0, src, b, outer);
+      if (MASK == kMaskZigzag) outer = outer * 2 + (i32)seg;
       // (issued under elect_one_sync, not a lane test: warp-uniform TMA operands)
       mbar_wait(sm.k_empty(kr.stage), kr.phase ^ 1, wait_ns);
-      if (elect_one_sync()) load_tile<D>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, n0, outer);
+      if (elect_one_sync()) load_tile<D>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, row, outer);
       __syncwarp();
       kr.advance();
       map = kv_map<FUSED>(p, 1, src, b, outer);
+      if (MASK == kMaskZigzag) outer = outer * 2 + (i32)seg;
       mbar_wait(sm.v_empty(vr.stage), vr.phase ^ 1, wait_ns);
-      if (elect_one_sync()) load_tile<D>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, n0, outer);
+      if (elect_one_sync()) load_tile<D>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, row, outer);
       __syncwarp();
       vr.advance();
       if (j == 0) {
         mbar_wait(sm.q_empty(qr.stage), qr.phase ^ 1, wait_ns);
-        if (elect_one_sync()) load_tile<D>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), unit.h, unit.q0, (i32)b);
+        const i32 q_outer = MASK == kMaskZigzag ? (i32)(b * 2 + unit.seg) : (i32)b;
+        if (elect_one_sync())
+          load_tile<D>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), unit.h, unit.q0 - unit.seg * blocks.len, q_outer);
         __syncwarp();
         qr.advance();
       }
