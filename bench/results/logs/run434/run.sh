@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Run 434 (session 59, one GPU): zigzag TMA maps per segment (branch zigzag-segment-maps, .gpu):
-# the ring-attention tests, then the bench's zigzag and contiguous causal S=4096 with --check.
-# carry [".gpu"], command "bash bench/results/logs/run434/run.sh".
+# Run 434 (session 60, one GPU): branch attn-ffma (.gpu: the zigzag TMA maps per segment, then
+# the one-FFMA softmax) against zigzag-segment-maps alone (.gpu-seg, bench only).
+# carry [".gpu", ".gpu-seg"], command "bash bench/results/logs/run434/run.sh".
+# Expected: tests pass (incl. zigzag_blocks_stay_within_their_segment, negative scales);
+# ffma 5-10% faster at D = 64 (softmax-bound), 0-4% at D = 128.
 set -u
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
-TEST_TIMEOUT=200 bash bench/device-run.sh tests gpu_ring_attention 2>&1 | grep -E "^ok |^test |panicked|passed|failed" | cut -c1-200 | tail -20
-bash bench/device-run.sh bench ring-attention --share-gpu --iters 10 --warmup 2 --check --shape 1x4096x64x8x128c,1x4096x64x8x128cz 2>&1 | grep -v "^# wrote" | tail -3
+shapes=1x4096x64x8x128c,1x16384x64x8x128cz,1x4096x64x8x128,1x8192x16x16x64,1x8192x16x16x64c
+TEST_TIMEOUT=240 bash bench/device-run.sh tests gpu_ring_attention 2>&1 | grep -E "^ok |^FAIL|^test |panicked|passed|failed" | cut -c1-200 | tail -20
+for i in 1 2; do
+  echo "== ffma ($i)"
+  bash bench/device-run.sh bench ring-attention --share-gpu --iters 10 --warmup 2 $([[ $i == 1 ]] && echo --check) --shape $shapes 2>&1 | grep -v "^# wrote" | tail -7
+  echo "== seg ($i)"
+  GPU_DIR=.gpu-seg bash bench/device-run.sh bench ring-attention --share-gpu --iters 10 --warmup 2 --no-json --shape $shapes 2>&1 | tail -7
+done
