@@ -8,7 +8,7 @@
 #                                                # times, gaps, rank skew: bench/probes/
 #                                                # kernel_spans.{c,py}); $OUT/spans.csv.gz
 #   bash bench/device-run.sh ncu NAME ARGS...    # Nsight Compute on `bench gemm ARGS` (ours and
-#                                                # cuBLAS's kernels; $OUT/NAME.*)
+#                                                # cuBLAS's kernels; $OUT/NAME.*; NCU_BENCH: another bench)
 #   bash bench/device-run.sh measure             # the issue-3 figures: gemm, fused (both
 #                                                # modes, --check-reps 100; one process also
 #                                                # times the one-shot path next to the
@@ -83,24 +83,28 @@ case $what in
     tar czf "$out/traces.tgz" -C "$out" traces && rm -rf "$out/traces"
     exit $rc ;;
   ncu)
-    # Nsight Compute on our GEMM and cuBLAS's in one `bench gemm` process (run 285): clocks
+    # Nsight Compute on our kernels and the library's in one bench process (run 285): clocks
     # left alone (--clock-control none: never lock or change clocks here), caches kept
-    # between replays (as back to back). The first NCU_COUNT (4) GEMM kernels (ours:
-    # mkernel_gemm_*, cuBLAS: nvjet*/sm90_*) into $out/NAME.ncu-rep, their details page
-    # NAME.txt, raw counters of each side's first kernel NAME.{ours,cublas}.raw.csv
-    # (bench/probes/ncu_compare.py) and our kernel's SASS with stall samples
-    # NAME.ours.sass.csv (ours only: cuBLAS's code is not ours to disassemble).
-    name=${1:?device-run.sh ncu NAME BENCH_GEMM_ARGS...}; shift
+    # between replays (as back to back). The first NCU_COUNT (4) kernels matching
+    # NCU_KERNELS into $out/NAME.ncu-rep, their details page NAME.txt, raw counters of each
+    # side's first kernel NAME.{ours,cublas}.raw.csv (bench/probes/ncu_compare.py) and our
+    # kernel's SASS with stall samples NAME.ours.sass.csv (ours only: cuBLAS's code is not
+    # ours to disassemble). Default: `bench gemm` (ours mkernel_gemm_*, cuBLAS's nvjet*/sm90_*);
+    # NCU_BENCH=ring-attention NCU_KERNELS=regex:mkernel_attention NCU_OURS=mkernel_attention
+    # profiles another bench (its ARGS as given, plus --no-json).
+    name=${1:?device-run.sh ncu NAME BENCH_ARGS...}; shift
     ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     [[ -x $ncu ]] || { echo "device-run.sh ncu: no ncu on this machine" >&2; exit 2; }
-    "$ncu" --clock-control none --cache-control none --set full -k 'regex:mkernel_gemm|nvjet|sm90_' \
+    bench=${NCU_BENCH:-gemm} kernels=${NCU_KERNELS:-regex:mkernel_gemm|nvjet|sm90_} ours=${NCU_OURS:-mkernel_gemm}
+    extra=(--no-json); [[ $bench == gemm ]] && extra=(--iters 2 --warmup-ms 0 --no-json)
+    "$ncu" --clock-control none --cache-control none --set full -k "$kernels" \
       -c "${NCU_COUNT:-4}" -f -o "$out/$name" \
-      "$gpu"/bin/mkernel bench gemm --iters 2 --warmup-ms 0 --no-json "$@" > "$out/$name.run.log" 2>&1
+      "$gpu"/bin/mkernel bench "$bench" "${extra[@]}" "$@" > "$out/$name.run.log" 2>&1
     rc=$?
     "$ncu" --import "$out/$name.ncu-rep" --page details > "$out/$name.txt" 2>&1
-    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:mkernel_gemm --launch-count 1 --page raw --csv > "$out/$name.ours.raw.csv" 2>&1
-    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:'nvjet|sm90_' --launch-count 1 --page raw --csv > "$out/$name.cublas.raw.csv" 2>&1
-    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:mkernel_gemm --launch-count 1 --page source --print-source sass --csv \
+    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:"$ours" --launch-count 1 --page raw --csv > "$out/$name.ours.raw.csv" 2>&1
+    [[ $bench == gemm ]] && "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:'nvjet|sm90_' --launch-count 1 --page raw --csv > "$out/$name.cublas.raw.csv" 2>&1
+    "$ncu" --import "$out/$name.ncu-rep" --kernel-name regex:"$ours" --launch-count 1 --page source --print-source sass --csv \
       > "$out/$name.ours.sass.csv" 2>&1
     echo "device-run.sh ncu $name: rc $rc, $(grep -c '^  [a-z_]' "$out/$name.txt") kernels in $out/$name.txt"
     exit $rc ;;

@@ -4,7 +4,7 @@ backend alone (flash: FlashAttention-2's kernels inside PyTorch; cudnn: cuDNN's 
 attention; efficient: memory-efficient attention), on the shapes `mkernel bench attention`
 and `bench ring-attention` time, so our loop's TFLOP/s has a named yardstick.
 
-    python3 bench/probes/torch_sdpa.py [--shape BxSxHxHKVxD[c] ...] [--iters N] [--json FILE]
+    python3 bench/probes/torch_sdpa.py [--shape BxSxHxHKVxD[c] ...] [--iters N] [--json FILE] [--backend NAME ...]
 
 Shapes are whole sequences (S: every position). FLOPs: 4 B H S^2 D (full), half for a causal
 mask (the convention of FlashAttention's benchmarks). Times are medians of CUDA-event-timed
@@ -31,6 +31,8 @@ def main():
     ap.add_argument("--shape", action="append", help="BxSxHxHKVxD with a c suffix for causal")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--backend", action="append", choices=["flash", "cudnn", "efficient"],
+                    help="time only these backends (default: all; e.g. one under a profiler)")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
@@ -48,6 +50,8 @@ def main():
         v = torch.randn(b, hkv, s, d, device="cuda", dtype=torch.bfloat16, generator=g)
         flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
         for name, backend in backends.items():
+            if args.backend and name not in args.backend:
+                continue
             try:
                 with sdpa_kernel(backend):
                     def call():

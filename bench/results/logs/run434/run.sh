@@ -14,3 +14,14 @@ for i in 1 2; do
   echo "== seg ($i)"
   GPU_DIR=.gpu-seg bash bench/device-run.sh bench ring-attention --share-gpu --iters 10 --warmup 2 --no-json --shape $shapes 2>&1 | tail -7
 done
+# Profiles of the D = 64 loop (ours after the FFMA change; cuDNN's through PyTorch) and of D = 128 full, for
+# where the 0.71x at D = 64 goes (tensor pipe, MUFU, stalls).
+echo "== ncu"
+NCU_BENCH=ring-attention NCU_KERNELS=regex:mkernel_attention_d NCU_OURS=mkernel_attention NCU_COUNT=2 timeout 150 \
+  bash bench/device-run.sh ncu attn --share-gpu --iters 1 --warmup 0 --shape 1x8192x16x16x64,1x4096x64x8x128
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+out=${OUT:-/tmp}
+timeout 200 "$ncu" --clock-control none --cache-control none --set full -k 'regex:sdpa|fmha|flash|attn|cudnn' -c 2 -f -o "$out/cudnn" \
+  python3 bench/probes/torch_sdpa.py --shape 1x16384x16x16x64 --shape 1x8192x64x8x128 --backend cudnn --iters 1 > "$out/cudnn.run.log" 2>&1
+echo "cudnn ncu rc $?"; "$ncu" --import "$out/cudnn.ncu-rep" --page details > "$out/cudnn.txt" 2>&1
+grep -E "^  [a-zA-Z_]|Duration|Compute \(SM\) Throughput|Registers Per|Block Size|Grid Size|Dynamic Shared" "$out/attn.txt" "$out/cudnn.txt" | cut -c1-160 | head -60
