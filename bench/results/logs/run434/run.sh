@@ -17,11 +17,15 @@ done
 # Profiles of the D = 64 loop (ours after the FFMA change; cuDNN's through PyTorch) and of D = 128 full, for
 # where the 0.71x at D = 64 goes (tensor pipe, MUFU, stalls).
 echo "== ncu"
-NCU_BENCH=ring-attention NCU_KERNELS=regex:mkernel_attention_d NCU_OURS=mkernel_attention NCU_COUNT=2 timeout 150 \
-  bash bench/device-run.sh ncu attn --share-gpu --iters 1 --warmup 0 --shape 1x8192x16x16x64,1x4096x64x8x128
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 out=${OUT:-/tmp}
-timeout 200 "$ncu" --clock-control none --cache-control none --set full -k 'regex:sdpa|fmha|flash|attn|cudnn' -c 2 -f -o "$out/cudnn" \
-  python3 bench/probes/torch_sdpa.py --shape 1x16384x16x16x64 --shape 1x8192x64x8x128 --backend cudnn --iters 1 > "$out/cudnn.run.log" 2>&1
-echo "cudnn ncu rc $?"; "$ncu" --import "$out/cudnn.ncu-rep" --page details > "$out/cudnn.txt" 2>&1
-grep -E "^  [a-zA-Z_]|Duration|Compute \(SM\) Throughput|Registers Per|Block Size|Grid Size|Dynamic Shared" "$out/attn.txt" "$out/cudnn.txt" | cut -c1-160 | head -60
+for sh in 1x8192x16x16x64 1x4096x64x8x128; do
+  NCU_BENCH=ring-attention NCU_KERNELS=regex:mkernel_attention_d NCU_OURS=mkernel_attention NCU_COUNT=1 timeout 100 \
+    bash bench/device-run.sh ncu "ours-$sh" --share-gpu --iters 1 --warmup 0 --shape $sh
+done
+for sh in 1x16384x16x16x64 1x8192x64x8x128; do
+  timeout 100 "$ncu" --clock-control none --cache-control none --set full -k 'regex:sdpa|fmha|flash|attn|cudnn' -c 1 -f -o "$out/cudnn-$sh" \
+    python3 bench/probes/torch_sdpa.py --shape $sh --backend cudnn --iters 1 > "$out/cudnn-$sh.run.log" 2>&1
+  echo "cudnn $sh ncu rc $?"; "$ncu" --import "$out/cudnn-$sh.ncu-rep" --page details > "$out/cudnn-$sh.txt" 2>&1
+done
+grep -E "^  [a-zA-Z_]|Duration|Compute \(SM\) Throughput|Registers Per|Block Size|Grid Size|Dynamic Shared" "$out"/ours-*.txt "$out"/cudnn-*.txt | cut -c1-160 | head -60
