@@ -317,10 +317,13 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     Ok(())
 }
 
-/// The softmax scale rule: finite and nonzero (`softmax_scale`).
+/// The softmax scale rule: finite and positive (`softmax_scale`). The kernels take a block's
+/// max of the raw scores and P = 2^(s scale log2(e) - m) in one FFMA (FlashAttention-3's
+/// softmax); with a negative scale the largest scaled score would be the smallest raw one
+/// (FlashAttention's kernels take the same max, with no sign).
 pub fn check_scale(scale: f32) -> Result<()> {
-    if !scale.is_finite() || scale == 0.0 {
-        return Err(invalid("softmax_scale", format!("must be finite and nonzero, got {scale}")));
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(invalid("softmax_scale", format!("must be finite and positive, got {scale}")));
     }
     Ok(())
 }
@@ -583,7 +586,7 @@ mod tests {
         }
         assert!(err(s, RingAttentionConfig { push_ctas: 0, ..good }, &b).contains("push_ctas"));
         assert!(err(s, RingAttentionConfig { push_ctas: 132, ..good }, &b).contains("push_ctas"));
-        for sc in [0.0, f32::NAN, f32::INFINITY] {
+        for sc in [0.0, -0.0, -0.1, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
             assert!(err(s, RingAttentionConfig { softmax_scale: sc, ..good }, &b).contains("`softmax_scale`"), "{sc}");
         }
         assert!(err(s, good, &bufs(1, 1 << 24)).contains("`world_size`"));

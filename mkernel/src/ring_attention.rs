@@ -34,7 +34,7 @@ pub struct RingAttentionOptions {
     /// Positions of a sequence per arrival flag (>= 1; more than S means one chunk a
     /// sequence). None: [`ra::default_chunk_rows`] (128).
     pub chunk_rows: Option<u32>,
-    /// The softmax scale (finite, nonzero). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive). None: 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
 }
 
@@ -98,7 +98,7 @@ impl Default for KvSources {
 /// Options of [`attention`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AttentionOptions {
-    /// The softmax scale (finite, nonzero). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive). None: 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
     /// The keys' sources (default: one, the queries' own sequence).
     pub sources: KvSources,

@@ -305,17 +305,14 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const u32 (&pa)[kAtt
 // the block's segment; causal: later positions on the diagonal), the running max m (log2
 // domain) and sum l updated, s replaced by P = 2^(s scale_log2 - m) in fp32, one FFMA and one
 // ex2 a score (FlashAttention-3's softmax); returns in corr the factor by which O (relative to
-// the old m) must be rescaled. The block's max is taken of the raw scores times the scale's
-// sign (a negative scale makes the smallest score the largest scaled one), as a tree (the
-// row's 32 scores of this thread are independent), then scaled by |scale_log2|.
+// the old m) must be rescaled. The block's max is taken of the raw scores, in four chains (the
+// row's 32 scores of this thread are independent), then scaled: right for a positive scale
+// only (check_scale's rule).
 template <bool CAUSAL>
 __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
                                                float scale_log2, u32 kv_valid, bool diagonal, u32 q_row0, u32 n0) {
   const u32 lane = lane_id(), g = lane / 4, t = lane % 4;
   const bool masked = kv_valid < kAttnBN || (CAUSAL && diagonal);
-  const bool positive = scale_log2 > 0.f;
-  const float masked_score = positive ? neg_inf_f32() : -neg_inf_f32();  // (scaled: -inf either way)
-  const float magnitude = fabsf(scale_log2);
 #pragma unroll
   for (u32 h = 0; h < 2; ++h) {
     const u32 qi = q_row0 + g + 8 * h;  // (the query's position in the shard)
@@ -325,20 +322,17 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
 #pragma unroll
         for (u32 e = 0; e < 2; ++e) {
           const u32 col = j * 8 + 2 * t + e;
-          if (col >= kv_valid || (CAUSAL && diagonal && n0 + col > qi)) s[4 * j + 2 * h + e] = masked_score;
+          if (col >= kv_valid || (CAUSAL && diagonal && n0 + col > qi)) s[4 * j + 2 * h + e] = neg_inf_f32();
         }
       }
     }
-    float part[4];  // (four independent chains over the row's 32 scores of this thread, i = 2 j + e)
+    float part[4];  // (four chains over the row's 32 scores of this thread, i = 2 j + e)
 #pragma unroll
-    for (u32 i = 0; i < 4; ++i) part[i] = positive ? s[4 * (i / 2) + 2 * h + (i % 2)] : -s[4 * (i / 2) + 2 * h + (i % 2)];
-#pragma unroll
-    for (u32 i = 4; i < kAttnBN / 4; ++i) {
-      const float x = s[4 * (i / 2) + 2 * h + (i % 2)];
-      part[i % 4] = fmaxf(part[i % 4], positive ? x : -x);
+    for (u32 i = 0; i < kAttnBN / 4; ++i) {
+      const float x = s[4 * (i / 2) + 2 * h + i % 2];
+      part[i % 4] = i < 4 ? x : fmaxf(part[i % 4], x);
     }
-    const float raw_max = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3]));
-    float mx = fmaxf(m[h], raw_max * magnitude);
+    float mx = fmaxf(m[h], fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3])) * scale_log2);
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     // (a row with every score masked so far: m stays -inf, its p and correction are 0)
