@@ -229,11 +229,21 @@ impl std::fmt::Display for RingAttentionConfig {
     }
 }
 
-/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): two stages of Q \[128, D\] and two of
-/// K and V \[128, D\], bf16, 14 mbarriers, 32 bytes of watermarks, and 1024 bytes of slack to
-/// align the tiles to the 128B swizzle's period (197 776 bytes at D = 128).
+/// Stages of the K ring and of the V ring at this head dimension (`attn_kv_stages<D>()`).
+pub fn kv_stages(head_dim: u32) -> u32 {
+    if head_dim == 64 { KV_STAGES_D64 } else { 2 }
+}
+
+/// `kAttnStagesD64`: K and V stages at D = 64.
+const KV_STAGES_D64: u32 = 2;
+
+/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): two stages of Q \[128, D\] and
+/// `kv_stages` of K and of V \[128, D\], bf16, their mbarriers (full and empty each, and two
+/// turns), 32 bytes of watermarks, and 1024 bytes of slack to align the tiles to the 128B
+/// swizzle's period (197 776 bytes at D = 128).
 pub fn smem_bytes(head_dim: u32) -> u32 {
-    2 * head_dim * (2 * BLOCK_M + 4 * BLOCK_N) + 8 * 14 + 4 * MAX_RANKS as u32 + 1024
+    let stages = kv_stages(head_dim);
+    2 * head_dim * (2 * BLOCK_M + 2 * stages * BLOCK_N) + 8 * (2 * 2 + 4 * stages + 2) + 4 * MAX_RANKS as u32 + 1024
 }
 
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
@@ -339,12 +349,13 @@ pub fn unfused_kernel_name(head_dim: u32, mask: Mask, world: u32) -> String {
 }
 
 fn entry(name: &str, call: &str, head_dim: u32) -> Result<KernelSource> {
-    let smem = smem_bytes(head_dim);
+    let (smem, stages) = (smem_bytes(head_dim), kv_stages(head_dim));
     let entry = format!(
         "#include \"ops/ring_attention.cuh\"\n\
          extern \"C\" __global__ void __launch_bounds__({THREADS}, 1) {name}(const __grid_constant__ RingAttentionParams p) {{\n\
          \x20 {call}(p);\n}}\n\
          static_assert(mk::AttnSmem<{head_dim}>::kBytes == {smem}, \"shared memory differs from the host's smem_bytes\");\n\
+         static_assert(mk::AttnSmem<{head_dim}>::kStages == {stages}, \"K/V stages differ from the host's kv_stages\");\n\
          static_assert(mk::kAttnThreads == {THREADS} && mk::kAttnBM == {BLOCK_M} && mk::kAttnBN == {BLOCK_N}, \"tile differs from the host's\");\n"
     );
     Ok(KernelSource { name: name.to_string(), source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
@@ -686,5 +697,8 @@ mod tests {
         assert!(unfused_source(128, Mask::CausalZigzag, 1).is_err() && unfused_source(128, Mask::CausalZigzag, 2).is_ok());
         assert_eq!(smem_bytes(128), 196608 + 112 + 32 + 1024);
         assert!(smem_bytes(128) <= 232_448, "Hopper's shared memory per CTA");
+        let s64 = kv_stages(64);
+        assert_eq!(smem_bytes(64), 2 * 64 * (2 * 128 + 2 * s64 * 128) + 8 * (4 + 4 * s64 + 2) + 32 + 1024);
+        assert!(smem_bytes(64) <= 232_448, "Hopper's shared memory per CTA");
     }
 }

@@ -51,7 +51,11 @@ constexpr u32 kAttnConsumerRegs = 232;        // and the consumers' (40 x 128 + 
 static_assert(kAttnProducerRegs * 128 + kAttnConsumerRegs * 256 <= 65536, "register file is 64K per SM");
 constexpr u32 kAttnBM = 128;                  // query rows of a unit (64 a consumer warpgroup)
 constexpr u32 kAttnBN = 128;                  // key/value positions of a block
-constexpr u32 kAttnStages = 2;                // stages of the K ring and of the V ring
+// Stages of the K ring and of the V ring (each): two at D = 128 (with two Q stages, 197 776
+// of the 232 448 bytes a CTA may have; a third would not fit), kAttnStagesD64 at D = 64.
+constexpr u32 kAttnStagesD64 = 2;
+template <u32 D>
+constexpr u32 attn_kv_stages() { return D == 64 ? kAttnStagesD64 : 2; }
 constexpr u32 kAttnQStages = 2;               // Q tiles: the next unit's loads while this one computes
 constexpr bool kAttnPingPong = true;          // the consumer warpgroups take turns at the tensor cores (false: NOTES 62.2's ablation)
 constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2: a consumer warpgroup's epilogue
@@ -76,8 +80,9 @@ struct AttnSmem {
   static_assert(kAttnBM == 128 && kAttnBN == 128, "one slab shape for Q, K and V tiles");
   static constexpr u32 kSlabBytes = 128 * 128;
   static constexpr u32 kTileBytes = (D / 64) * kSlabBytes;  // Q, K or V
-  static constexpr u32 kBarsAt = (kAttnQStages + 2 * kAttnStages) * kTileBytes;
-  static constexpr u32 kBars = 2 * kAttnQStages + 4 * kAttnStages + 2;  // q, k, v full/empty per stage; turns
+  static constexpr u32 kStages = attn_kv_stages<D>();
+  static constexpr u32 kBarsAt = (kAttnQStages + 2 * kStages) * kTileBytes;
+  static constexpr u32 kBars = 2 * kAttnQStages + 4 * kStages + 2;  // q, k, v full/empty per stage; turns
   static constexpr u32 kWordsAt = kBarsAt + 8 * kBars;
   static constexpr u32 kBytes = kWordsAt + 4 * MKERNEL_MAX_RANKS + 1024;  // (+ the alignment's slack)
   u8* base;
@@ -89,11 +94,11 @@ struct AttnSmem {
   __device__ __forceinline__ u64* q_full(u32 s) const { return bar(s); }
   __device__ __forceinline__ u64* q_empty(u32 s) const { return bar(kAttnQStages + s); }  // (2 arrivals: the consumer warpgroups)
   __device__ __forceinline__ u64* k_full(u32 s) const { return bar(2 * kAttnQStages + s); }
-  __device__ __forceinline__ u64* k_empty(u32 s) const { return bar(2 * kAttnQStages + kAttnStages + s); }
-  __device__ __forceinline__ u64* v_full(u32 s) const { return bar(2 * kAttnQStages + 2 * kAttnStages + s); }
-  __device__ __forceinline__ u64* v_empty(u32 s) const { return bar(2 * kAttnQStages + 3 * kAttnStages + s); }
+  __device__ __forceinline__ u64* k_empty(u32 s) const { return bar(2 * kAttnQStages + kStages + s); }
+  __device__ __forceinline__ u64* v_full(u32 s) const { return bar(2 * kAttnQStages + 2 * kStages + s); }
+  __device__ __forceinline__ u64* v_empty(u32 s) const { return bar(2 * kAttnQStages + 3 * kStages + s); }
   // Consumer warpgroup wg's turn to issue wgmma (4 arrivals: the other warpgroup's warps).
-  __device__ __forceinline__ u64* turn(u32 wg) const { return bar(2 * kAttnQStages + 4 * kAttnStages + wg); }
+  __device__ __forceinline__ u64* turn(u32 wg) const { return bar(2 * kAttnQStages + 4 * kStages + wg); }
   // seen()[src]: chunks 0..seen-1 of source src have arrived (the producer warp waited for them).
   __device__ __forceinline__ u32* seen() const { return reinterpret_cast<u32*>(base + kWordsAt); }
   // Byte offset of 16-byte chunk c (columns 8c..8c+7) of row r in a tile.
@@ -104,7 +109,7 @@ struct AttnSmem {
   // tile; the two consumer warpgroups empty one.
   __device__ __forceinline__ void init() const {
     for (u32 s = 0; s < kAttnQStages; ++s) mbar_init(q_full(s), 1), mbar_init(q_empty(s), 2);
-    for (u32 s = 0; s < kAttnStages; ++s) {
+    for (u32 s = 0; s < kStages; ++s) {
       mbar_init(k_full(s), 1), mbar_init(k_empty(s), 2);
       mbar_init(v_full(s), 1), mbar_init(v_empty(s), 2);
     }
@@ -114,7 +119,7 @@ struct AttnSmem {
 };
 
 // A ring's position: stage and the parity of its current phase.
-template <u32 STAGES = kAttnStages>
+template <u32 STAGES>
 struct AttnRing {
   u32 stage = 0, phase = 0;
   __device__ __forceinline__ void advance() {
@@ -369,7 +374,7 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
   }
   if (FUSED && lane_id() < MKERNEL_MAX_RANKS) sm.seen()[lane_id()] = 0;
   __syncwarp();
-  AttnRing<> kr, vr;
+  AttnRing<AttnSmem<D>::kStages> kr, vr;
   AttnRing<kAttnQStages> qr;
   const u64 units = attn_units<MASK>(p);
   for (u64 u = first; u < units; u += stride) {
@@ -423,7 +428,7 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
   const u32 row0 = wg * 64 + (tid / 32) * 16;                 // (this warp's first row in the unit)
   const u64 q_stride = (u64)p.heads * D;
   const float scale_log2 = p.scale_log2;
-  AttnRing<> kr, vr;
+  AttnRing<AttnSmem<D>::kStages> kr, vr;
   AttnRing<kAttnQStages> qr;
   AttnTurn turn;
   u64* const turn_own = sm.turn(wg);
