@@ -12,7 +12,7 @@ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
 TEST_TIMEOUT=240 bash bench/device-run.sh tests gpu_ring_attention 2>&1 | grep -E "^ok |^FAIL|^test |panicked|passed|failed|rel_fro" | cut -c1-300 | tail -20
 shapes=1x4096x64x8x128c,1x16384x64x8x128cz,1x4096x64x8x128,1x8192x16x16x64,1x8192x16x16x64c,1x2048x16x16x64
 d64=1x8192x16x16x64,1x8192x16x16x64c,1x2048x16x16x64
-b() { local dir=$1; shift; echo "== $dir"; GPU_DIR=$dir timeout 120 bash bench/device-run.sh bench ring-attention --share-gpu --iters 10 --warmup 2 "$@" 2>&1 | grep -E "^shape [0-9]" | cut -c1-110; }
+b() { local dir=$1; shift; echo "== $dir"; GPU_DIR=$dir timeout 120 bash bench/device-run.sh bench ring-attention --share-gpu --iters 10 --warmup 2 "$@" 2>&1 | grep -E "^shape [0-9]" | cut -c1-230; }
 b .gpu --check --shape $shapes
 b .gpu-seg --no-json --shape $shapes
 b .gpu-s3 --no-json --shape $d64
