@@ -9,7 +9,7 @@
 //!
 //! The compute loop is FlashAttention-2's (Dao, "FlashAttention-2: Faster Attention with
 //! Better Parallelism and Work Partitioning", 2023) on Hopper's warpgroup MMA as
-//! FlashAttention-3 uses it (Shah et al., 2024): 128 query rows a CTA, 64 a warpgroup, key
+//! FlashAttention-3 uses it (Shah et al., 2024): 128 query rows a CTA (192 at D = 64: [`block_m`]), 64 a warpgroup, key
 //! blocks of 128 positions, S = Q K^T on `wgmma` from shared memory and O += P V on `wgmma`
 //! with P from registers, the online softmax in registers. The unfused kernel ([`unfused_source`]) runs the
 //! same loop on keys and values already whole: the baseline after an all-gather, and plain
@@ -31,13 +31,28 @@ use crate::gemm_allreduce::RankBuffers;
 use crate::jit::KernelSource;
 use crate::params::{RingAttentionParams, MAX_RANKS};
 
-/// Query rows of a unit (a CTA's 2 consumer warpgroups x 64 rows; `kAttnBM`).
-pub const BLOCK_M: u32 = 128;
 /// Key/value positions of a block (`kAttnBN`).
 pub const BLOCK_N: u32 = 128;
-/// Threads of a CTA (`kAttnThreads`): two consumer warpgroups and a producer warpgroup (one
-/// warp of it issues the TMA loads).
-pub const THREADS: u32 = 384;
+/// `kAttnConsumersD64`: consumer warpgroups at D = 64.
+const CONSUMERS_D64: u32 = 3;
+
+/// Consumer warpgroups of a CTA at this head dimension (`AttnCfg<D>::kConsumers`): two at
+/// D = 128, three at D = 64 (FlashAttention-3's 192-row tiles there: a warpgroup's softmax
+/// is as long as its MMAs, so it needs two others' MMAs to hide under).
+pub fn consumers(head_dim: u32) -> u32 {
+    if head_dim == 64 { CONSUMERS_D64 } else { 2 }
+}
+
+/// Query rows of a unit (`AttnCfg<D>::kBM`): 64 a consumer warpgroup.
+pub fn block_m(head_dim: u32) -> u32 {
+    64 * consumers(head_dim)
+}
+
+/// Threads of a CTA (`AttnCfg<D>::kThreads`): the consumer warpgroups and a producer
+/// warpgroup (one warp of it issues the TMA loads).
+pub fn threads(head_dim: u32) -> u32 {
+    128 * (consumers(head_dim) + 1)
+}
 /// Head dimensions with kernels.
 pub const HEAD_DIMS: [u32; 2] = [64, 128];
 /// Positions of a sequence per arrival flag by default: the design's 128-row KV tile
@@ -237,18 +252,18 @@ pub fn kv_stages(head_dim: u32) -> u32 {
 /// `kAttnStagesD64`: K and V stages at D = 64.
 const KV_STAGES_D64: u32 = 2;
 
-/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): two stages of Q \[128, D\] and
-/// `kv_stages` of K and of V \[128, D\], bf16, their mbarriers (full and empty each, and two
-/// turns), 32 bytes of watermarks, and 1024 bytes of slack to align the tiles to the 128B
-/// swizzle's period (197 776 bytes at D = 128).
+/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): two stages of Q \[BM, D\] and
+/// `kv_stages` of K and of V \[128, D\], bf16, their mbarriers (full and empty each, and a
+/// turn a consumer warpgroup), 32 bytes of watermarks, and 1024 bytes of slack to align the
+/// tiles to the 128B swizzle's period (197 776 bytes at D = 128).
 pub fn smem_bytes(head_dim: u32) -> u32 {
     let stages = kv_stages(head_dim);
-    2 * head_dim * (2 * BLOCK_M + 2 * stages * BLOCK_N) + 8 * (2 * 2 + 4 * stages + 2) + 4 * MAX_RANKS as u32 + 1024
+    2 * head_dim * (2 * block_m(head_dim) + 2 * stages * BLOCK_N) + 8 * (2 * 2 + 4 * stages + consumers(head_dim)) + 4 * MAX_RANKS as u32 + 1024
 }
 
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
-/// 4-D bf16 tensor \[batches\]\[S\]\[heads\]\[D\] read in boxes of 128 positions x 64
-/// columns of one head (128B swizzle), positions past S read as zeros. `kv_batches`: B, or
+/// 4-D bf16 tensor \[batches\]\[S\]\[heads\]\[D\] read in boxes of 128 positions (q: BM) x
+/// 64 columns of one head (128B swizzle), positions past S read as zeros. `kv_batches`: B, or
 /// world x B for the unfused kernel's whole keys; `gathered`: (address, world). The zigzag
 /// mask's (`segments`) view each sequence as its two segments, \[2 batches\]\[S / 2\]: a
 /// block never reads past its segment (zeros there, not the next segment's values, which a
@@ -256,7 +271,7 @@ pub fn smem_bytes(head_dim: u32) -> u32 {
 fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: Option<(u64, u32)>, segments: bool, p: &mut RingAttentionParams) -> Result<()> {
     let boxes = [64, 1, BLOCK_N, 1];
     let (d, seq, per) = if segments { (s.head_dim as u64, s.seq as u64 / 2, 2) } else { (s.head_dim as u64, s.seq as u64, 1) };
-    p.tma_q = driver::tma_4d_bf16(b.q, [d, s.heads as u64, seq, per * s.batch as u64], boxes, "q")?;
+    p.tma_q = driver::tma_4d_bf16(b.q, [d, s.heads as u64, seq, per * s.batch as u64], [64, 1, block_m(s.head_dim), 1], "q")?;
     p.tma_k = driver::tma_4d_bf16(b.k, [d, s.kv_heads as u64, seq, per * kv_batches], boxes, "k")?;
     p.tma_v = driver::tma_4d_bf16(b.v, [d, s.kv_heads as u64, seq, per * kv_batches], boxes, "v")?;
     if let Some((addr, world)) = gathered {
@@ -265,13 +280,14 @@ fn tma_maps(s: AttentionShape, b: &AttentionBuffers, kv_batches: u64, gathered: 
     Ok(())
 }
 
-/// Units of a call over `world` sources (a unit: 128 query rows of one sequence and head;
-/// the zigzag mask's, of one of its two segments of S / 2): the most compute CTAs that find
-/// work.
+/// Units of a call over `world` sources (a unit: `block_m` query rows of one sequence and
+/// head; the zigzag mask's, of one of its two segments of S / 2): the most compute CTAs that
+/// find work.
 pub fn units(s: AttentionShape, world: u32) -> u64 {
+    let bm = block_m(s.head_dim);
     let rows = match Mask::of(s, world) {
-        Mask::CausalZigzag => 2 * (s.seq / 2).div_ceil(BLOCK_M),
-        Mask::Full | Mask::Causal => s.seq.div_ceil(BLOCK_M),
+        Mask::CausalZigzag => 2 * (s.seq / 2).div_ceil(bm),
+        Mask::Full | Mask::Causal => s.seq.div_ceil(bm),
     };
     rows as u64 * s.batch as u64 * s.heads as u64
 }
@@ -349,14 +365,14 @@ pub fn unfused_kernel_name(head_dim: u32, mask: Mask, world: u32) -> String {
 }
 
 fn entry(name: &str, call: &str, head_dim: u32) -> Result<KernelSource> {
-    let (smem, stages) = (smem_bytes(head_dim), kv_stages(head_dim));
+    let (smem, stages, threads, bm) = (smem_bytes(head_dim), kv_stages(head_dim), threads(head_dim), block_m(head_dim));
     let entry = format!(
         "#include \"ops/ring_attention.cuh\"\n\
-         extern \"C\" __global__ void __launch_bounds__({THREADS}, 1) {name}(const __grid_constant__ RingAttentionParams p) {{\n\
+         extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ RingAttentionParams p) {{\n\
          \x20 {call}(p);\n}}\n\
          static_assert(mk::AttnSmem<{head_dim}>::kBytes == {smem}, \"shared memory differs from the host's smem_bytes\");\n\
          static_assert(mk::AttnSmem<{head_dim}>::kStages == {stages}, \"K/V stages differ from the host's kv_stages\");\n\
-         static_assert(mk::kAttnThreads == {THREADS} && mk::kAttnBM == {BLOCK_M} && mk::kAttnBN == {BLOCK_N}, \"tile differs from the host's\");\n"
+         static_assert(mk::AttnCfg<{head_dim}>::kThreads == {threads} && mk::AttnCfg<{head_dim}>::kBM == {bm} && mk::kAttnBN == {BLOCK_N}, \"tile differs from the host's\");\n"
     );
     Ok(KernelSource { name: name.to_string(), source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
 }
@@ -498,7 +514,7 @@ pub unsafe fn launch(
     tma_maps(s, &buffers, s.batch as u64, Some((p.kv_gathered[me], world)), Mask::of(s, world) == Mask::CausalZigzag, &mut p)?;
     let mask = Mask::of(s, world);
     let f = rt.function_named(stream.context(), &kernel_name(d, mask, world), || source(d, mask, world))?;
-    driver::launch(&f, LaunchDims { grid: cfg.grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
+    driver::launch(&f, LaunchDims { grid: cfg.grid, block: threads(d), smem_bytes: smem_bytes(d) }, stream, &p)
 }
 
 /// Launches the unfused attention of rank `rank` of `world` on `stream`: its queries against
@@ -534,7 +550,7 @@ pub unsafe fn launch_unfused(
     let d = s.head_dim;
     let mask = Mask::of(s, world);
     let f = rt.function_named(stream.context(), &unfused_kernel_name(d, mask, world), || unfused_source(d, mask, world))?;
-    driver::launch(&f, LaunchDims { grid, block: THREADS, smem_bytes: smem_bytes(d) }, stream, &p)
+    driver::launch(&f, LaunchDims { grid, block: threads(d), smem_bytes: smem_bytes(d) }, stream, &p)
 }
 
 /// The fused call's workspace rule (`shape`): its gathered KV, world x 2 x B x S x Hkv x D
@@ -674,8 +690,12 @@ mod tests {
         assert_eq!(Mask::of(z, 1), Mask::Causal);
         assert_eq!(Mask::of(AttentionShape { causal: false, ..z }, 4), Mask::Full);
         assert_eq!(units(z, 2), 2);
-        assert_eq!(units(AttentionShape { seq: 258, ..z }, 2), 4, "two ragged segments of 129");
-        assert_eq!(units(AttentionShape { seq: 258, ..z }, 1), 3, "one source: the contiguous kernel's units");
+        let z128 = AttentionShape { head_dim: 128, ..z };
+        assert_eq!(units(AttentionShape { seq: 258, ..z128 }, 2), 4, "two ragged segments of 129");
+        assert_eq!(units(AttentionShape { seq: 258, ..z128 }, 1), 3, "one source: the contiguous kernel's units");
+        let bm64 = block_m(64) as u64;
+        assert_eq!(units(AttentionShape { seq: 258, ..z }, 2), 2 * 129u64.div_ceil(bm64), "D = 64: units of block_m(64) rows");
+        assert_eq!(units(AttentionShape { seq: 258, ..z }, 1), 258u64.div_ceil(bm64));
         let e = check_shape(AttentionShape { seq: 7, ..z }, 2).unwrap_err().to_string();
         assert!(e.contains("`shape`") && e.contains("even"), "{e}");
         check_shape(AttentionShape { seq: 7, causal: false, ..z }, 2).unwrap();
@@ -698,7 +718,9 @@ mod tests {
         assert_eq!(smem_bytes(128), 196608 + 112 + 32 + 1024);
         assert!(smem_bytes(128) <= 232_448, "Hopper's shared memory per CTA");
         let s64 = kv_stages(64);
-        assert_eq!(smem_bytes(64), 2 * 64 * (2 * 128 + 2 * s64 * 128) + 8 * (4 + 4 * s64 + 2) + 32 + 1024);
+        let c64 = consumers(64);
+        assert_eq!((block_m(64), threads(64), block_m(128), threads(128)), (64 * c64, 128 * (c64 + 1), 128, 384));
+        assert_eq!(smem_bytes(64), 2 * 64 * (2 * 64 * c64 + 2 * s64 * 128) + 8 * (4 + 4 * s64 + c64) + 32 + 1024);
         assert!(smem_bytes(64) <= 232_448, "Hopper's shared memory per CTA");
     }
 }

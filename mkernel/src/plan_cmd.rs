@@ -297,7 +297,7 @@ struct Planned {
     /// K-slices per tile left over after the full waves (1: no split).
     split_slices: u32,
     /// Tiles of the output (with the padding of whole clusters; plan ring-attention: units of
-    /// 128 query rows).
+    /// `block_m` query rows: 128 at D = 128, 192 at D = 64).
     tiles: u64,
     /// CTAs of the GEMM's launch: plan gemm and the one-rank local path, the plain GEMM's
     /// (one per tile up to the SMs); fused, compute plus communication CTAs, without tail CTAs.

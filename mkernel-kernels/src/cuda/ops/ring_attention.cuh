@@ -15,18 +15,19 @@
 //       Causal over contiguous shards: only to the ranks after r (a rank never reads the keys
 //       of later ranks).
 //       Then they compute too (below), dealt units as the others.
-//   compute CTAs (the others):  a unit is 128 query rows of one (sequence, head) (zigzag: of
+//   compute CTAs (the others):  a unit is BM query rows of one (sequence, head) (zigzag: of
 //       one segment); its key blocks (128 positions) come first from the rank's own k_r / v_r
 //       (no wait), then from ranks r - 1, r - 2, .. (the ring's order) in the gathered KV.
 //       FlashAttention-3's structure (Shah et al., 2024): a producer warp issues TMA loads of Q, K and V into
 //       rings of stages (full / empty mbarriers), a peer's block once it has seen the arrival
 //       flags of the chunks the block meets (bounded waits, the lanes in parallel; a per-CTA
 //       watermark per source, so a chunk is waited for once per CTA); two consumer
-//       warpgroups of 64 query rows each run FlashAttention-2's loop on wgmma: S = Q K^T from
+//       warpgroups (three at D = 64: BM = 128 or 192, AttnCfg) of 64 query rows each run
+//       FlashAttention-2's loop on wgmma: S = Q K^T from
 //       shared memory, O += P V with P from registers (bf16 in, fp32 accumulators), online
 //       softmax in registers (log2 domain), one block's softmax while the previous block's
 //       P V runs (the intra-warpgroup overlap). The warpgroups meet no CTA barrier and take
-//       turns issuing their MMAs (ping-pong), so one's softmax falls under the other's MMAs.
+//       turns issuing their MMAs (ping-pong), so one's softmax falls under the others' MMAs.
 //
 // The unfused kernel (FUSED = false: the baseline after an all-gather of K and V, and plain
 // attention on one GPU) runs the same loop over keys and values already whole ([world][B,
@@ -45,12 +46,25 @@
 
 namespace mk {
 
-constexpr u32 kAttnThreads = 384;            // two consumer warpgroups, then the producer warpgroup
-constexpr u32 kAttnProducerRegs = 40;         // setmaxnreg: the producer warpgroup's registers a thread
-constexpr u32 kAttnConsumerRegs = 232;        // and the consumers' (40 x 128 + 232 x 256 <= 64K)
-static_assert(kAttnProducerRegs * 128 + kAttnConsumerRegs * 256 <= 65536, "register file is 64K per SM");
-constexpr u32 kAttnBM = 128;                  // query rows of a unit (64 a consumer warpgroup)
 constexpr u32 kAttnBN = 128;                  // key/value positions of a block
+constexpr u32 kAttnConsumersD64 = 3;          // consumer warpgroups at D = 64 (kAttnCfg)
+
+// A CTA's shape at head dimension D: consumer warpgroups of 64 query rows each, then the
+// producer warpgroup; a unit is their rows (kBM). Two consumers at D = 128; at D = 64, where a
+// warpgroup's softmax (64 ex2 a thread, ~512 cycles of its SM sub-partition's MUFU) is as long
+// as its MMAs, kAttnConsumersD64: with three, each softmax has two other warpgroups' MMAs to
+// hide under (FlashAttention-3's 192-row tiles at D = 64). setmaxnreg moves the producer's
+// registers to the consumers.
+template <u32 D>
+struct AttnCfg {
+  static constexpr u32 kConsumers = D == 64 ? kAttnConsumersD64 : 2;
+  static constexpr u32 kBM = 64 * kConsumers;
+  static constexpr u32 kThreads = 128 * (kConsumers + 1);
+  static constexpr u32 kProducerRegs = kConsumers == 3 ? 32 : 40;
+  static constexpr u32 kConsumerRegs = kConsumers == 3 ? 160 : 232;
+  static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
+  static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file is 64K per SM");
+};
 // Stages of the K ring and of the V ring (each): two at D = 128 (with two Q stages, 197 776
 // of the 232 448 bytes a CTA may have; a third would not fit), kAttnStagesD64 at D = 64.
 constexpr u32 kAttnStagesD64 = 2;
@@ -58,7 +72,7 @@ template <u32 D>
 constexpr u32 attn_kv_stages() { return D == 64 ? kAttnStagesD64 : 2; }
 constexpr u32 kAttnQStages = 2;               // Q tiles: the next unit's loads while this one computes
 constexpr bool kAttnPingPong = true;          // the consumer warpgroups take turns at the tensor cores (false: NOTES 62.2's ablation)
-constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2: a consumer warpgroup's epilogue
+constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2(, 3): a consumer warpgroup's epilogue
 constexpr u32 kAttnBackoffNs = 64;            // sleep between polls of an arrival flag
 constexpr u32 kKvPushUnroll = 4;              // 16-byte vectors in flight per thread in a push
 constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait's bound (only a bug expires it)
@@ -70,50 +84,55 @@ constexpr u64 kAttnUnfusedWaitNs = 10000000000ull;  // unfused: an mbarrier wait
 constexpr u32 kMaskFull = 0, kMaskCausal = 1, kMaskZigzag = 2;
 
 // Shared memory of a CTA (base aligned up to 1024 bytes, the 128B swizzle's period): the Q
-// stages Q_0 Q_1 ([BM][D] each), then the stages K_0 V_0 K_1 V_1 ([BN][D] each), bf16, each tile as D / 64 slabs of
-// 128 rows x 128 bytes (64 columns), 16-byte chunk c of row r at chunk (c % 8) ^ (r % 8) of
-// its slab: what TMA writes with the 128B swizzle and what wgmma's descriptors read (Q and K
-// K-major, V MN-major). Then the mbarriers and the producer warp's watermarks.
+// stages Q_0 Q_1 ([BM][D] each), then the stages K_0 V_0 K_1 V_1 .. ([BN][D] each), bf16, each
+// tile as D / 64 slabs of its rows x 128 bytes (64 columns), 16-byte chunk c of row r at chunk
+// (c % 8) ^ (r % 8) of its slab: what TMA writes with the 128B swizzle and what wgmma's
+// descriptors read (Q and K K-major, V MN-major). Then the mbarriers and the producer warp's
+// watermarks.
 template <u32 D>
 struct AttnSmem {
   static_assert(D == 64 || D == 128, "head_dim: 64 or 128");
-  static_assert(kAttnBM == 128 && kAttnBN == 128, "one slab shape for Q, K and V tiles");
-  static constexpr u32 kSlabBytes = 128 * 128;
-  static constexpr u32 kTileBytes = (D / 64) * kSlabBytes;  // Q, K or V
+  static constexpr u32 kConsumers = AttnCfg<D>::kConsumers;
+  static constexpr u32 kSlabBytes = kAttnBN * 128;             // a K or V slab
+  static constexpr u32 kTileBytes = (D / 64) * kSlabBytes;     // K or V
+  static constexpr u32 kQSlabBytes = AttnCfg<D>::kBM * 128;    // a Q slab
+  static constexpr u32 kQTileBytes = (D / 64) * kQSlabBytes;
+  static_assert(kQSlabBytes % 1024 == 0 && kSlabBytes % 1024 == 0, "tiles aligned to the swizzle's period");
   static constexpr u32 kStages = attn_kv_stages<D>();
-  static constexpr u32 kBarsAt = (kAttnQStages + 2 * kStages) * kTileBytes;
-  static constexpr u32 kBars = 2 * kAttnQStages + 4 * kStages + 2;  // q, k, v full/empty per stage; turns
+  static constexpr u32 kKvAt = kAttnQStages * kQTileBytes;
+  static constexpr u32 kBarsAt = kKvAt + 2 * kStages * kTileBytes;
+  static constexpr u32 kBars = 2 * kAttnQStages + 4 * kStages + kConsumers;  // q, k, v full/empty per stage; turns
   static constexpr u32 kWordsAt = kBarsAt + 8 * kBars;
   static constexpr u32 kBytes = kWordsAt + 4 * MKERNEL_MAX_RANKS + 1024;  // (+ the alignment's slack)
   u8* base;
   __device__ __forceinline__ explicit AttnSmem(u8* raw) : base((u8*)(((u64)raw + 1023) & ~(u64)1023)) {}
-  __device__ __forceinline__ u8* q(u32 stage) const { return base + stage * kTileBytes; }
-  __device__ __forceinline__ u8* k(u32 stage) const { return base + (kAttnQStages + 2 * stage) * kTileBytes; }
-  __device__ __forceinline__ u8* v(u32 stage) const { return base + (kAttnQStages + 1 + 2 * stage) * kTileBytes; }
+  __device__ __forceinline__ u8* q(u32 stage) const { return base + stage * kQTileBytes; }
+  __device__ __forceinline__ u8* k(u32 stage) const { return base + kKvAt + 2 * stage * kTileBytes; }
+  __device__ __forceinline__ u8* v(u32 stage) const { return base + kKvAt + (2 * stage + 1) * kTileBytes; }
   __device__ __forceinline__ u64* bar(u32 i) const { return reinterpret_cast<u64*>(base + kBarsAt) + i; }
   __device__ __forceinline__ u64* q_full(u32 s) const { return bar(s); }
-  __device__ __forceinline__ u64* q_empty(u32 s) const { return bar(kAttnQStages + s); }  // (2 arrivals: the consumer warpgroups)
+  __device__ __forceinline__ u64* q_empty(u32 s) const { return bar(kAttnQStages + s); }  // (an arrival a consumer warpgroup)
   __device__ __forceinline__ u64* k_full(u32 s) const { return bar(2 * kAttnQStages + s); }
   __device__ __forceinline__ u64* k_empty(u32 s) const { return bar(2 * kAttnQStages + kStages + s); }
   __device__ __forceinline__ u64* v_full(u32 s) const { return bar(2 * kAttnQStages + 2 * kStages + s); }
   __device__ __forceinline__ u64* v_empty(u32 s) const { return bar(2 * kAttnQStages + 3 * kStages + s); }
-  // Consumer warpgroup wg's turn to issue wgmma (4 arrivals: the other warpgroup's warps).
+  // Consumer warpgroup wg's turn to issue wgmma (4 arrivals: the warps of the warpgroup before it).
   __device__ __forceinline__ u64* turn(u32 wg) const { return bar(2 * kAttnQStages + 4 * kStages + wg); }
   // seen()[src]: chunks 0..seen-1 of source src have arrived (the producer warp waited for them).
   __device__ __forceinline__ u32* seen() const { return reinterpret_cast<u32*>(base + kWordsAt); }
-  // Byte offset of 16-byte chunk c (columns 8c..8c+7) of row r in a tile.
-  static __device__ __forceinline__ u32 at(u32 r, u32 c) {
-    return (c >> 3) * kSlabBytes + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+  // Byte offset of 16-byte chunk c (columns 8c..8c+7) of row r in a Q tile.
+  static __device__ __forceinline__ u32 q_at(u32 r, u32 c) {
+    return (c >> 3) * kQSlabBytes + r * 128 + (((c & 7) ^ (r & 7)) << 4);
   }
   // Thread 0, before any other use: one arrival (the producer's, with the bytes) fills a
-  // tile; the two consumer warpgroups empty one.
+  // tile; the consumer warpgroups (one arrival each) empty one.
   __device__ __forceinline__ void init() const {
-    for (u32 s = 0; s < kAttnQStages; ++s) mbar_init(q_full(s), 1), mbar_init(q_empty(s), 2);
+    for (u32 s = 0; s < kAttnQStages; ++s) mbar_init(q_full(s), 1), mbar_init(q_empty(s), kConsumers);
     for (u32 s = 0; s < kStages; ++s) {
-      mbar_init(k_full(s), 1), mbar_init(k_empty(s), 2);
-      mbar_init(v_full(s), 1), mbar_init(v_empty(s), 2);
+      mbar_init(k_full(s), 1), mbar_init(k_empty(s), kConsumers);
+      mbar_init(v_full(s), 1), mbar_init(v_empty(s), kConsumers);
     }
-    mbar_init(turn(0), 4), mbar_init(turn(1), 4);
+    for (u32 wg = 0; wg < kConsumers; ++wg) mbar_init(turn(wg), 4);
     fence_mbarrier_init();
   }
 };
@@ -128,14 +147,15 @@ struct AttnRing {
 };
 
 // Ping-pong (FlashAttention-3's inter-warpgroup overlap): the consumer warpgroups issue their
-// wgmma batches in turn, warpgroup 0 first, so one's softmax runs while the other's GEMMs
-// hold the tensor cores. Mbarrier turn(wg) opens warpgroup wg's turn: it waits there before
-// a batch, and after it each of its warps arrives on the other's. A phase completes only
-// once all four warps of the other warpgroup have passed their own wait, so no phase runs
-// ahead of its waiter. (FlashAttention-3 uses named barriers; here a bar.sync in the loop
-// makes ptxas serialise the wgmma and spill P's fragments.) Both warpgroups issue the same
-// number of batches (a unit's blocks are theirs alike); warpgroup 1's arrival at the start
-// opens the first turn.
+// wgmma batches in turn, warpgroup 0 first, then 1 (, then 2), round and round, so one's
+// softmax runs while the others' GEMMs hold the tensor cores. Mbarrier turn(wg) opens
+// warpgroup wg's turn: it waits there before a batch, and after it each of its warps arrives
+// on the next warpgroup's. A phase completes only once all four warps of the warpgroup before
+// have passed their own wait, so no phase runs ahead of its waiter (each warpgroup's k-th
+// batch needs every other's (k-1)-th). (FlashAttention-3 uses named barriers; here a bar.sync
+// in the loop makes ptxas serialise the wgmma and spill P's fragments.) Every warpgroup issues
+// the same number of batches (a unit's blocks are theirs alike); the last one's arrival at
+// the start opens the first turn.
 struct AttnTurn {
   u32 phase = 0;
   __device__ __forceinline__ void begin(const u64* own, u64 wait_ns) {
@@ -152,10 +172,10 @@ __device__ __forceinline__ u32 attn_segment_len(const RingAttentionParams& p) {
   return MASK == kMaskZigzag ? p.seq / 2 : p.seq;
 }
 
-// Units of a call: 128 query rows of one segment of one (sequence, head).
-template <u32 MASK>
+// Units of a call: BM query rows of one segment of one (sequence, head).
+template <u32 BM, u32 MASK>
 __device__ __forceinline__ u64 attn_units(const RingAttentionParams& p) {
-  const u32 per_seg = (attn_segment_len<MASK>(p) + kAttnBM - 1) / kAttnBM;
+  const u32 per_seg = (attn_segment_len<MASK>(p) + BM - 1) / BM;
   return (u64)(MASK == kMaskZigzag ? 2 * per_seg : per_seg) * p.batch * p.heads;
 }
 
@@ -165,15 +185,15 @@ __device__ __forceinline__ u64 attn_units(const RingAttentionParams& p) {
 // end; the rows after it are loaded and computed, not stored).
 struct AttnUnit {
   u32 b, h, seg, q0, q_valid;
-  template <u32 MASK>
+  template <u32 BM, u32 MASK>
   __device__ __forceinline__ static AttnUnit at(const RingAttentionParams& p, u64 u) {
-    const u32 len = attn_segment_len<MASK>(p), per_seg = (len + kAttnBM - 1) / kAttnBM;
+    const u32 len = attn_segment_len<MASK>(p), per_seg = (len + BM - 1) / BM;
     const u64 heads = (u64)p.batch * p.heads;  // (sequence, head) pairs
     const u64 bh = u % heads;
     u32 k = (u32)(u / heads), seg = 0;
     if (MASK == kMaskZigzag) seg = k < per_seg ? 1 : 0, k = k < per_seg ? k : k - per_seg;
-    const u32 in_seg = (per_seg - 1 - k) * kAttnBM;
-    return AttnUnit{(u32)(bh / p.heads), (u32)(bh % p.heads), seg, seg * len + in_seg, min(kAttnBM, len - in_seg)};
+    const u32 in_seg = (per_seg - 1 - k) * BM;
+    return AttnUnit{(u32)(bh / p.heads), (u32)(bh % p.heads), seg, seg * len + in_seg, min(BM, len - in_seg)};
   }
 };
 
@@ -263,13 +283,14 @@ __device__ __forceinline__ const TmaDescriptor* kv_map(const RingAttentionParams
   return &p.tma_kv;
 }
 
-// One tile (D / 64 boxes of 128 rows x 64 columns) into `dst`, completing `bytes` on `full`.
-template <u32 D>
+// One tile (D / 64 boxes of ROWS rows x 64 columns: the map's box) into `dst`, completing its
+// bytes on `full`.
+template <u32 D, u32 ROWS>
 __device__ __forceinline__ void load_tile(const TmaDescriptor* map, u64* full, u8* dst, u32 head, u32 row0, i32 outer) {
-  mbar_arrive_expect_tx(full, AttnSmem<D>::kTileBytes);
+  mbar_arrive_expect_tx(full, (D / 64) * ROWS * 128);
 #pragma unroll
   for (u32 slab = 0; slab < D / 64; ++slab)
-    tma_load_4d(map, full, dst + slab * AttnSmem<D>::kSlabBytes, (i32)(slab * 64), (i32)head, (i32)row0, outer);
+    tma_load_4d(map, full, dst + slab * ROWS * 128, (i32)(slab * 64), (i32)head, (i32)row0, outer);
 }
 
 // The loop's three steps for this warpgroup's 64 query rows (this thread: rows q_row0 + g and
@@ -280,12 +301,12 @@ __device__ __forceinline__ void load_tile(const TmaDescriptor* map, u64* full, u
 // S = Q K^T on wgmma, Q and K from shared memory (K-major); issued and committed, not waited.
 template <u32 D>
 __device__ __forceinline__ void issue_scores(float (&s)[kAttnBN / 2], u32 q_tile, u32 k_tile) {
-  constexpr u32 kSlab = AttnSmem<D>::kSlabBytes;
   wgmma_fence();
 #pragma unroll
   for (u32 kk = 0; kk < D / 16; ++kk) {
-    const u32 at = (kk / 4) * kSlab + (kk % 4) * 32;  // 16 columns: 32 bytes into a 128-byte row
-    wgmma_m64n128k16_bf16(s, make_sw128_desc(q_tile + at, 16, 1024), make_sw128_desc(k_tile + at, 16, 1024), kk > 0);
+    const u32 col = (kk % 4) * 32;  // 16 columns: 32 bytes into a 128-byte row of slab kk / 4
+    wgmma_m64n128k16_bf16(s, make_sw128_desc(q_tile + (kk / 4) * AttnSmem<D>::kQSlabBytes + col, 16, 1024),
+                          make_sw128_desc(k_tile + (kk / 4) * AttnSmem<D>::kSlabBytes + col, 16, 1024), kk > 0);
   }
   wgmma_commit();
 }
@@ -376,9 +397,9 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
   __syncwarp();
   AttnRing<AttnSmem<D>::kStages> kr, vr;
   AttnRing<kAttnQStages> qr;
-  const u64 units = attn_units<MASK>(p);
+  const u64 units = attn_units<AttnCfg<D>::kBM, MASK>(p);
   for (u64 u = first; u < units; u += stride) {
-    const AttnUnit unit = AttnUnit::at<MASK>(p, u);
+    const AttnUnit unit = AttnUnit::at<AttnCfg<D>::kBM, MASK>(p, u);
     const u32 b = unit.b, kv_head = unit.h / (p.heads / p.kv_heads);
     const UnitBlocks<WORLD, MASK> blocks(p, unit);
     for (u32 j = 0; j < blocks.total; ++j) {
@@ -392,20 +413,21 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
       if (MASK == kMaskZigzag) outer = outer * 2 + (i32)seg;
       // (issued under elect_one_sync, not a lane test: warp-uniform TMA operands)
       mbar_wait(sm.k_empty(kr.stage), kr.phase ^ 1, wait_ns);
-      if (elect_one_sync()) load_tile<D>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, row, outer);
+      if (elect_one_sync()) load_tile<D, kAttnBN>(map, sm.k_full(kr.stage), sm.k(kr.stage), kv_head, row, outer);
       __syncwarp();
       kr.advance();
       map = kv_map<FUSED>(p, 1, src, b, outer);
       if (MASK == kMaskZigzag) outer = outer * 2 + (i32)seg;
       mbar_wait(sm.v_empty(vr.stage), vr.phase ^ 1, wait_ns);
-      if (elect_one_sync()) load_tile<D>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, row, outer);
+      if (elect_one_sync()) load_tile<D, kAttnBN>(map, sm.v_full(vr.stage), sm.v(vr.stage), kv_head, row, outer);
       __syncwarp();
       vr.advance();
       if (j == 0) {
         mbar_wait(sm.q_empty(qr.stage), qr.phase ^ 1, wait_ns);
         const i32 q_outer = MASK == kMaskZigzag ? (i32)(b * 2 + unit.seg) : (i32)b;
         if (elect_one_sync())
-          load_tile<D>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), unit.h, unit.q0 - unit.seg * blocks.len, q_outer);
+          load_tile<D, AttnCfg<D>::kBM>(&p.tma_q, sm.q_full(qr.stage), sm.q(qr.stage), unit.h, unit.q0 - unit.seg * blocks.len,
+                                        q_outer);
         __syncwarp();
         qr.advance();
       }
@@ -413,7 +435,7 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
   }
 }
 
-// A consumer warpgroup (wg 0 or 1: query rows 64 wg.. of each unit): per unit, every key
+// A consumer warpgroup (wg 0 .. C - 1: query rows 64 wg.. of each unit): per unit, every key
 // block of the producer's order. Iteration j issues S_j = Q K_j^T and O += P_{j-1} V_{j-1}
 // together; block j's softmax runs while the second is on the tensor cores (FlashAttention-3's
 // intra-warpgroup overlap); then O is rescaled for block j's max and P_j packed. Block 0 has no
@@ -432,13 +454,14 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
   AttnRing<kAttnQStages> qr;
   AttnTurn turn;
   u64* const turn_own = sm.turn(wg);
-  u64* const turn_other = sm.turn(wg ^ 1);
-  if (wg == 1) turn.end(turn_other);  // (warpgroup 0 issues first)
+  constexpr u32 kConsumers = AttnCfg<D>::kConsumers;
+  u64* const turn_other = sm.turn(wg + 1 == kConsumers ? 0 : wg + 1);  // (the next warpgroup's turn)
+  if (wg + 1 == kConsumers) turn.end(turn_other);  // (warpgroup 0 issues first)
   float o[D / 2], s[kAttnBN / 2], m[2], l[2];
   u32 pa[kAttnBN / 16][4];
-  const u64 units = attn_units<MASK>(p);
+  const u64 units = attn_units<AttnCfg<D>::kBM, MASK>(p);
   for (u64 u = first; u < units; u += stride) {
-    const AttnUnit unit = AttnUnit::at<MASK>(p, u);
+    const AttnUnit unit = AttnUnit::at<AttnCfg<D>::kBM, MASK>(p, u);
     const u32 b = unit.b, h = unit.h, q0 = unit.q0, q_valid = unit.q_valid;
     const UnitBlocks<WORLD, MASK> blocks(p, unit);
     auto softmax_block = [&](u32 j, float (&corr)[2]) {
@@ -521,7 +544,7 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
       const u32 row = row0 + g + 8 * hh;
 #pragma unroll
       for (u32 d = 0; d < D / 8; ++d) {
-        *reinterpret_cast<u32*>(q_smem + AttnSmem<D>::at(row, d) + 4 * t) =
+        *reinterpret_cast<u32*>(q_smem + AttnSmem<D>::q_at(row, d) + 4 * t) =
             pack_bf16x2(o[4 * d + 2 * hh] * inv, o[4 * d + 2 * hh + 1] * inv);
       }
       if (p.lse != 0 && t == 0 && row < q_valid) {
@@ -534,7 +557,7 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
     constexpr u32 kChunks = D / 8;
     for (u32 i = tid; i < 64 * kChunks; i += 128) {
       const u32 r = wg * 64 + i / kChunks, c = i % kChunks;
-      if (r < q_valid) st_v4(out + r * q_stride + c * 8, ld_shared_v4(q_smem + AttnSmem<D>::at(r, c)));
+      if (r < q_valid) st_v4(out + r * q_stride + c * 8, ld_shared_v4(q_smem + AttnSmem<D>::q_at(r, c)));
     }
     fence_proxy_async_shared();  // (these generic accesses of Q's tile, before TMA writes a later Q)
     named_barrier_sync(kAttnBarEpilogue + wg, 128);
@@ -543,24 +566,27 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
   }
 }
 
-// The compute roles of a CTA over units first, first + stride, ..: warpgroups 0 and 1 consume,
-// warp 8 (the first of warpgroup 2) produces; warpgroup 2 gives its registers to the
-// consumers (setmaxnreg: a launch of 384 threads alone allows 168 a thread).
+// The compute roles of a CTA over units first, first + stride, ..: warpgroups 0 .. C - 1
+// consume (C = AttnCfg<D>::kConsumers), the first warp of warpgroup C produces; warpgroup C
+// gives its registers to the consumers (setmaxnreg: a launch of 384 threads alone allows 168 a
+// thread, of 512 threads 128).
 template <u32 D, u32 WORLD, u32 MASK, bool FUSED>
 __device__ __forceinline__ void attend_units(const RingAttentionParams& p, const WaitContext* ctx, const AttnSmem<D>& sm,
                                              u64 first, u64 stride, u64 wait_ns) {
+  using Cfg = AttnCfg<D>;
   const u32 wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);  // (warp-uniform to the compiler)
-  if (wg == 2) {
-    warpgroup_reg_dealloc<kAttnProducerRegs>();
-    if (threadIdx.x < 2 * 128 + 32) attn_producer<D, WORLD, MASK, FUSED>(p, ctx, sm, first, stride, wait_ns);
+  if (wg == Cfg::kConsumers) {
+    warpgroup_reg_dealloc<Cfg::kProducerRegs>();
+    if (threadIdx.x < Cfg::kConsumers * 128 + 32) attn_producer<D, WORLD, MASK, FUSED>(p, ctx, sm, first, stride, wait_ns);
   } else {
-    warpgroup_reg_alloc<kAttnConsumerRegs>();
+    warpgroup_reg_alloc<Cfg::kConsumerRegs>();
     attn_consumer<D, WORLD, MASK, FUSED>(p, sm, first, stride, wg, wait_ns);
   }
 }
 
 // One chunk (positions s0.. of sequence b, every key/value head) of k_r and v_r into slot
 // `rank` of rank q's gathered KV, then its arrival flag in q's inbox. Every thread of the CTA.
+template <u32 THREADS>
 __device__ __forceinline__ void push_kv_chunk(const RingAttentionParams& p, const WaitContext& ctx, u32 c, u32 q) {
   const u32 ch = p.chunk_rows, per_seq = (p.seq + ch - 1) / ch;
   const u32 b = c / per_seq, s0 = c % per_seq * ch, rows = min(ch, p.seq - s0);
@@ -570,16 +596,16 @@ __device__ __forceinline__ void push_kv_chunk(const RingAttentionParams& p, cons
   uint4* dst = reinterpret_cast<uint4*>(p.kv_gathered[q]) + (u64)p.rank * 2 * elems_vecs + first;
   const uint4* k = reinterpret_cast<const uint4*>(p.k) + first;
   const uint4* v = reinterpret_cast<const uint4*>(p.v) + first;
-  for (u64 j = threadIdx.x; j < 2 * n; j += (u64)kAttnThreads * kKvPushUnroll) {
+  for (u64 j = threadIdx.x; j < 2 * n; j += (u64)THREADS * kKvPushUnroll) {
     uint4 x[kKvPushUnroll];
 #pragma unroll
     for (u32 e = 0; e < kKvPushUnroll; ++e) {
-      const u64 i = j + (u64)e * kAttnThreads;
+      const u64 i = j + (u64)e * THREADS;
       if (i < 2 * n) x[e] = __ldg(i < n ? k + i : v + (i - n));
     }
 #pragma unroll
     for (u32 e = 0; e < kKvPushUnroll; ++e) {
-      const u64 i = j + (u64)e * kAttnThreads;
+      const u64 i = j + (u64)e * THREADS;
       if (i < 2 * n) dst[i < n ? i : elems_vecs + (i - n)] = x[e];
     }
   }
@@ -592,7 +618,7 @@ __device__ __forceinline__ void push_kv_chunk(const RingAttentionParams& p, cons
 // peers in ring order from r + 1 (causal over contiguous shards: only ranks after r; zigzag:
 // every peer, every chunk: a peer's watermark waits for all chunks below the ones it needs,
 // segment 1 of earlier sequences too).
-template <u32 WORLD, u32 MASK>
+template <u32 THREADS, u32 WORLD, u32 MASK>
 __device__ __forceinline__ void push_kv(const RingAttentionParams& p, const WaitContext& ctx, u32 idx, u32 n_push) {
   constexpr bool kToLater = MASK == kMaskCausal;
   const u32 peers = kToLater ? WORLD - 1 - p.rank : WORLD - 1;
@@ -601,7 +627,7 @@ __device__ __forceinline__ void push_kv(const RingAttentionParams& p, const Wait
   const u64 items = (u64)chunks * peers;
   for (u64 item = idx; item < items; item += n_push) {
     const u32 q = p.rank + 1 + (u32)(item % peers);  // (causal: < WORLD)
-    push_kv_chunk(p, ctx, (u32)(item / peers), kToLater ? q : q % WORLD);
+    push_kv_chunk<THREADS>(p, ctx, (u32)(item / peers), kToLater ? q : q % WORLD);
   }
 }
 
@@ -617,7 +643,7 @@ __device__ __forceinline__ void ring_attention_kernel(const RingAttentionParams&
   __syncthreads();
   if (!skipped) {
     const u32 n_push = p.num_comm_ctas, n_compute = gridDim.x - n_push;
-    if (blockIdx.x < n_push) push_kv<WORLD, MASK>(p, ctx, blockIdx.x, n_push);
+    if (blockIdx.x < n_push) push_kv<AttnCfg<D>::kThreads, WORLD, MASK>(p, ctx, blockIdx.x, n_push);
     // Every CTA computes: the push CTAs join once their pushes are out (a few percent of the
     // SMs, idle otherwise for most of a long sequence), dealt the last indices of the first
     // round (so the heaviest units, dealt first, go to CTAs that start at once).
