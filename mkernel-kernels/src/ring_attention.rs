@@ -249,16 +249,19 @@ pub fn kv_stages(head_dim: u32) -> u32 {
     if head_dim == 64 { KV_STAGES_D64 } else { 2 }
 }
 
+/// `kAttnQStages`: Q stages (the next unit's Q loads while this one computes).
+const Q_STAGES: u32 = 2;
+
 /// `kAttnStagesD64`: K and V stages at D = 64.
 const KV_STAGES_D64: u32 = 2;
 
-/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): two stages of Q \[BM, D\] and
+/// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): `Q_STAGES` (two) stages of Q \[BM, D\] and
 /// `kv_stages` of K and of V \[128, D\], bf16, their mbarriers (full and empty each, and a
 /// turn a consumer warpgroup), 32 bytes of watermarks, and 1024 bytes of slack to align the
 /// tiles to the 128B swizzle's period (197 776 bytes at D = 128).
 pub fn smem_bytes(head_dim: u32) -> u32 {
     let stages = kv_stages(head_dim);
-    2 * head_dim * (2 * block_m(head_dim) + 2 * stages * BLOCK_N) + 8 * (2 * 2 + 4 * stages + consumers(head_dim)) + 4 * MAX_RANKS as u32 + 1024
+    2 * head_dim * (Q_STAGES * block_m(head_dim) + 2 * stages * BLOCK_N) + 8 * (2 * Q_STAGES + 4 * stages + consumers(head_dim)) + 4 * MAX_RANKS as u32 + 1024
 }
 
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
@@ -351,6 +354,9 @@ pub fn check_scale(scale: f32) -> Result<()> {
     if !(scale.is_finite() && scale > 0.0) {
         return Err(invalid("softmax_scale", format!("must be finite and positive, got {scale}")));
     }
+    if !(scale * std::f32::consts::LOG2_E).is_finite() {
+        return Err(invalid("softmax_scale", format!("times log2(e) (the kernels' base-2 scale) must be finite, got {scale}")));
+    }
     Ok(())
 }
 
@@ -371,7 +377,7 @@ fn entry(name: &str, call: &str, head_dim: u32) -> Result<KernelSource> {
          extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ RingAttentionParams p) {{\n\
          \x20 {call}(p);\n}}\n\
          static_assert(mk::AttnSmem<{head_dim}>::kBytes == {smem}, \"shared memory differs from the host's smem_bytes\");\n\
-         static_assert(mk::AttnSmem<{head_dim}>::kStages == {stages}, \"K/V stages differ from the host's kv_stages\");\n\
+         static_assert(mk::AttnSmem<{head_dim}>::kStages == {stages} && mk::kAttnQStages == {Q_STAGES}, \"K/V or Q stages differ from the host's\");\n\
          static_assert(mk::AttnCfg<{head_dim}>::kThreads == {threads} && mk::AttnCfg<{head_dim}>::kBM == {bm} && mk::kAttnBN == {BLOCK_N}, \"tile differs from the host's\");\n"
     );
     Ok(KernelSource { name: name.to_string(), source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
@@ -613,7 +619,7 @@ mod tests {
         }
         assert!(err(s, RingAttentionConfig { push_ctas: 0, ..good }, &b).contains("push_ctas"));
         assert!(err(s, RingAttentionConfig { push_ctas: 132, ..good }, &b).contains("push_ctas"));
-        for sc in [0.0, -0.0, -0.1, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        for sc in [0.0, -0.0, -0.1, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, 2.4e38] {
             assert!(err(s, RingAttentionConfig { softmax_scale: sc, ..good }, &b).contains("`softmax_scale`"), "{sc}");
         }
         assert!(err(s, good, &bufs(1, 1 << 24)).contains("`world_size`"));

@@ -102,6 +102,9 @@ pub struct AttentionOptions {
     pub softmax_scale: Option<f32>,
     /// The keys' sources (default: one, the queries' own sequence).
     pub sources: KvSources,
+    /// CTAs of the launch (>= 1; at most [`ra::units`] find work): fewer than the GPU's SMs
+    /// leaves SMs to concurrent kernels. None: one per SM, at most the units.
+    pub ctas: Option<u32>,
 }
 
 fn check_len<T>(arg: &'static str, buf: &CudaSlice<T>, want: u64, what: &str) -> Result<()> {
@@ -167,8 +170,8 @@ fn addresses<'a>(
 /// [`Communicator::ring_attention`]'s compute CTAs, on every SM of the GPU.
 ///
 /// Errors: the shape rules (`shape`, `world_size`), `rank` outside the sources, a bad scale
-/// (`softmax_scale`), a buffer too short (`q`, `k`, `v`, `out`, `lse`) or on another GPU
-/// (`stream`), a device that is not sm_90, a compile or driver error.
+/// (`softmax_scale`), `ctas` of 0, a buffer too short (`q`, `k`, `v`, `out`, `lse`) or on
+/// another GPU (`stream`), a device that is not sm_90, a compile or driver error.
 pub fn attention(
     stream: &Arc<CudaStream>,
     q: &CudaSlice<bf16>,
@@ -185,12 +188,15 @@ pub fn attention(
     if rank >= world {
         return Err(invalid("rank", format!("the queries' rank {rank} must be below the {world} sources")));
     }
+    if opts.ctas == Some(0) {
+        return Err(invalid("ctas", "must be at least 1 (None: one per SM)"));
+    }
     for (arg, ordinal) in check_buffers(q, k, v, out, lse.as_deref(), shape, world)? {
         crate::gemm::check_same_device(stream, ordinal, arg)?;
     }
     let info = mkernel_kernels::driver::device_info(stream.context())?;
     mkernel_kernels::driver::require_hopper(&info)?;
-    let grid = (info.sm_count as u64).min(ra::units(shape, world)).max(1) as u32;
+    let grid = opts.ctas.unwrap_or_else(|| (info.sm_count as u64).min(ra::units(shape, world)).max(1) as u32);
     let (b, guards) = addresses(stream, q, k, v, out, lse);
     // SAFETY: buffers checked for the shape on the stream's GPU.
     let launched = unsafe { ra::launch_unfused(Runtime::global(), stream, b, shape, world, rank, grid, scale) };
@@ -309,7 +315,7 @@ mod tests {
         // capacity / 64 of them, against 4 x B x S >= world x 2 x B x S x Hkv x D / 64 needed)
         assert_eq!(plan_ring_attention(shape(), RingAttentionOptions { chunk_rows: Some(1), ..d }, ctx(2, 132, need)).unwrap().chunk_rows, 1);
         assert_eq!(plan_ring_attention(shape(), RingAttentionOptions { chunk_rows: Some(u32::MAX), ..d }, c).unwrap().chunk_rows, 8192);
-        for sc in [0.0, f32::NAN, f32::NEG_INFINITY] {
+        for sc in [0.0, -0.1, f32::NAN, f32::NEG_INFINITY, f32::MAX] {
             assert!(err(shape(), RingAttentionOptions { softmax_scale: Some(sc), ..d }, c).contains("`softmax_scale`"), "{sc}");
         }
         assert!(err(shape(), d, PlanContext { grid: 1, ..c }).contains("`ctx`"));

@@ -180,7 +180,7 @@ fn attention_matches_the_reference_on_one_gpu() {
         let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
         check::poison(&st, &mut out).unwrap();
         let mut lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
-        let opts = AttentionOptions { softmax_scale: scale, sources: KvSources { world, rank } };
+        let opts = AttentionOptions { softmax_scale: scale, sources: KvSources { world, rank }, ctas: None };
         attention(&st, &q, &k, &v, &mut out, Some(&mut lse), s, opts).unwrap();
         st.synchronize().unwrap();
         let scale = scale.unwrap_or(1.0 / (s.head_dim as f32).sqrt());
@@ -264,7 +264,7 @@ fn zigzag_blocks_stay_within_their_segment() {
         let q = st.clone_htod(&x.q[r]).unwrap();
         let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
         check::poison(st, &mut out).unwrap();
-        attention(st, &q, &k, &v, &mut out, None, s, AttentionOptions { softmax_scale: None, sources: KvSources { world: 2, rank: r as u32 } }).unwrap();
+        attention(st, &q, &k, &v, &mut out, None, s, AttentionOptions { softmax_scale: None, sources: KvSources { world: 2, rank: r as u32 }, ctas: None }).unwrap();
         st.synchronize().unwrap();
         verify_rows(&st.clone_dtoh(&out).unwrap(), None, &x, s, r, scale, &format!("unfused {s} rank {r} (seed {seed:#x})"), keep(r));
     }
@@ -272,29 +272,45 @@ fn zigzag_blocks_stay_within_their_segment() {
 }
 
 /// More units than CTAs (helper-105: the other cases give every CTA at most one unit), so
-/// each CTA reuses its Q tile and K/V stages across units and carries its watermarks from
-/// one unit to the next: 2 sequences x 1024 positions x 16 heads = 256 units of 128 rows,
-/// on the unfused kernel (one GPU) and on two ranks, both masks, contiguous and zigzag shards
-/// (one source: the zigzag layout is the contiguous one).
+/// each CTA reuses its Q stages and K/V stages across units, its consumer warpgroups' turns go
+/// on from unit to unit, and it carries its watermarks from one unit to the next: 2 sequences x
+/// 1024 positions x 16 heads at D = 64 (192 units of 192 rows), on the unfused kernel (one GPU:
+/// every SM, then 5 CTAs, ~38 units each, helper-110) and on two ranks, both masks,
+/// contiguous and zigzag shards (one source: the zigzag layout is the contiguous one); then
+/// D = 128 against two sources on 3 CTAs (two warpgroups, 128-row units).
 #[test]
 fn many_units_per_cta() {
     let s = shape(2, 1024, 16, 4, 64, false);
     let Some(g) = ranks("many_units_per_cta", 2, s.gathered_elems(2), Duration::from_secs(20)) else { return };
+    let st = &g.streams[0];
     for (causal, layout) in [(false, SeqLayout::Contiguous), (true, SeqLayout::Contiguous), (true, SeqLayout::Zigzag)] {
         let s = AttentionShape { causal, layout, ..s };
         let seed = check::fresh_seed();
-        // (unfused, every SM of the GPU: 256 units)
-        let st = &g.streams[0];
+        // (unfused: every SM of the GPU, then 5 CTAs)
         let x = inputs(1, s, seed);
         let (q, k, v) = (st.clone_htod(&x.q[0]).unwrap(), st.clone_htod(&x.k[0]).unwrap(), st.clone_htod(&x.v[0]).unwrap());
-        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
-        check::poison(st, &mut out).unwrap();
-        attention(st, &q, &k, &v, &mut out, None, s, AttentionOptions::default()).unwrap();
-        st.synchronize().unwrap();
-        verify(&st.clone_dtoh(&out).unwrap(), None, &x, s, 0, 1.0 / 8.0, &format!("unfused {s} (seed {seed:#x})"));
+        for ctas in [None, Some(5)] {
+            let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+            check::poison(st, &mut out).unwrap();
+            attention(st, &q, &k, &v, &mut out, None, s, AttentionOptions { ctas, ..AttentionOptions::default() }).unwrap();
+            st.synchronize().unwrap();
+            verify(&st.clone_dtoh(&out).unwrap(), None, &x, s, 0, 1.0 / 8.0, &format!("unfused {s} on {ctas:?} CTAs (seed {seed:#x})"));
+        }
         // (fused, two ranks)
         round_late(&g, s, seed.wrapping_add(1), RingAttentionOptions::default(), Duration::from_millis(100));
-        eprintln!("ok {s}: 256 units");
+        eprintln!("ok {s}: many units a CTA");
+    }
+    for s in [shape(1, 600, 8, 2, 128, true), zigzag(1, 600, 8, 2, 128)] {
+        let seed = check::fresh_seed();
+        let x = inputs(2, s, seed);
+        let (q, k, v) = (st.clone_htod(&x.q[1]).unwrap(), st.clone_htod(&x.k.concat()).unwrap(), st.clone_htod(&x.v.concat()).unwrap());
+        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+        check::poison(st, &mut out).unwrap();
+        let opts = AttentionOptions { sources: KvSources { world: 2, rank: 1 }, ctas: Some(3), ..AttentionOptions::default() };
+        attention(st, &q, &k, &v, &mut out, None, s, opts).unwrap();
+        st.synchronize().unwrap();
+        verify(&st.clone_dtoh(&out).unwrap(), None, &x, s, 1, 1.0 / (128f32).sqrt(), &format!("unfused {s} rank 1 of 2 on 3 CTAs (seed {seed:#x})"));
+        eprintln!("ok {s}: two sources on 3 CTAs");
     }
 }
 
@@ -386,5 +402,7 @@ fn bad_arguments_are_named() {
         let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, s, RingAttentionOptions { softmax_scale: Some(sc), ..d }).unwrap_err().to_string();
         assert!(e.contains("`softmax_scale`") && e.contains("positive"), "{e}");
     }
+    let e = attention(&st, &q, &k, &k, &mut out, None, s, AttentionOptions { ctas: Some(0), ..AttentionOptions::default() }).unwrap_err().to_string();
+    assert!(e.contains("`ctas`"), "{e}");
     round(&g, s, check::fresh_seed(), d);
 }

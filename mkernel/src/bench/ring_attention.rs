@@ -188,7 +188,7 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
         gather(&mut k_all, &mut v_all)?;
         let unfused = |r: usize, o: &mut CudaSlice<bf16>, k_all: &[CudaSlice<bf16>], v_all: &[CudaSlice<bf16>]| -> BenchResult<()> {
             let sources = KvSources { world: world as u32, rank: r as u32 };
-            attention(&streams[r], &q[r], &k_all[r], &v_all[r], o, None, s, AttentionOptions { softmax_scale: Some(plan.softmax_scale), sources })?;
+            attention(&streams[r], &q[r], &k_all[r], &v_all[r], o, None, s, AttentionOptions { softmax_scale: Some(plan.softmax_scale), sources, ctas: None })?;
             Ok(())
         };
         let mut checked = None;
