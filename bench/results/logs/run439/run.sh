@@ -4,7 +4,7 @@
 # device's 8 returned files: each profile's details page and its SASS table only.
 # Pack: ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_ring_attention
 # carry [".gpu"], command "bash bench/results/logs/run439/run.sh".
-# Read: bench/probes/sass_stalls.py (top stall reasons per instruction class in the block loop).
+# Read: gunzip, then python3 bench/probes/sass_waits.py ours-SHAPE.ours.sass.csv (waits and hot instructions).
 set -u
 out=${OUT:-/tmp}
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
