@@ -46,7 +46,7 @@ pub use gemm_reduce_scatter::plan_gemm_reduce_scatter;
 pub use host_gate::HostGate;
 pub use mkernel_kernels::moe_dispatch_gemm::{workspace_elems_needed as moe_workspace_elems_needed, MoeDispatchConfig, MoeShape};
 pub use moe_dispatch_gemm::{layout_words as moe_layout_words, plan_moe_dispatch_gemm, MoeDispatchGemmOptions};
-pub use mkernel_kernels::ring_attention::{AttentionShape, RingAttentionConfig, SeqLayout};
+pub use mkernel_kernels::ring_attention::{block_m as attention_block_m, units as attention_units, AttentionShape, RingAttentionConfig, SeqLayout};
 pub use ring_attention::{attention, plan_ring_attention, AttentionOptions, KvSources, RingAttentionOptions};
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
 pub use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedConfig, LastWaveSplit};

@@ -32,8 +32,9 @@ pub enum PlanCmd {
     /// moe-dispatch-gemm's shapes; M: the rows a rank gets from an even routing, tokens x topk).
     MoeDispatchGemm(PlanMoeArgs),
     /// Ring attention (`Communicator::ring_attention`): push and compute CTAs, chunk rows,
-    /// units, the workspace it needs and each rank's FLOPs (the causal imbalance of contiguous
-    /// shards; zigzag's balance) (bench ring-attention's shapes).
+    /// units (128 query rows of one sequence and head, 192 at D = 64; zigzag: of one half of
+    /// the shard), the workspace it needs and each rank's FLOPs (the causal imbalance of
+    /// contiguous shards; zigzag's balance) (bench ring-attention's shapes).
     RingAttention(PlanRaArgs),
 }
 

@@ -7,12 +7,14 @@
 //! attention, and the unfused baseline after an all-gather).
 //!
 //! Status: its tests (`tests/tests/gpu_ring_attention.rs`) pass with 2-4 ranks sharing one
-//! GPU and `mkernel bench ring-attention --check` with 2 (runs 429-433, the zigzag layout
-//! since 433; bench/NOTES.md 60-62); not yet run with a GPU per rank, so not yet timed
-//! against NCCL. The compute loop has FlashAttention-3's structure (a TMA producer warp, two wgmma consumer warpgroups taking
-//! turns at the tensor cores, the intra-warpgroup overlap, two Q stages): on an H200 (run
-//! 432) 424-536 TFLOP/s at D = 128, 1.52-1.88x PyTorch's FlashAttention-2 backend and
-//! 0.84-1.02x cuDNN's fused attention; 338 TFLOP/s at D = 64 (1.13x, 0.71x).
+//! GPU and `mkernel bench ring-attention --check` with 2 (runs 429-438, the zigzag layout
+//! since 433; bench/NOTES.md 60-63); not yet run with a GPU per rank, so not yet timed
+//! against NCCL. The compute loop has FlashAttention-3's structure (a TMA producer warp, two
+//! wgmma consumer warpgroups taking turns at the tensor cores (three at D = 64, with units of
+//! 192 query rows), the intra-warpgroup overlap, two Q stages, one FFMA and one ex2 a score):
+//! on an H100 (runs 435-436, interleaved with PyTorch's backends on the same GPU) 0.90-1.01x
+//! cuDNN's fused attention at D = 128 and 0.92-0.97x at D = 64, 1.5-1.9x PyTorch's
+//! FlashAttention-2 backend.
 
 use std::sync::Arc;
 
@@ -34,7 +36,8 @@ pub struct RingAttentionOptions {
     /// Positions of a sequence per arrival flag (>= 1; more than S means one chunk a
     /// sequence). None: [`ra::default_chunk_rows`] (128).
     pub chunk_rows: Option<u32>,
-    /// The softmax scale (finite, positive). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive, at most f32::MAX / log2(e) ~ 2.36e38: the kernels
+    /// use scale x log2(e)). None: 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
 }
 
@@ -95,15 +98,22 @@ impl Default for KvSources {
     }
 }
 
+/// The most CTAs `AttentionOptions::ctas` may ask for: far more than any GPU's SMs (each CTA
+/// takes a whole SM), so a wrong value is refused by name rather than by the driver.
+const MAX_CTAS: u32 = 65535;
+
 /// Options of [`attention`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AttentionOptions {
-    /// The softmax scale (finite, positive). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive, at most f32::MAX / log2(e) ~ 2.36e38). None:
+    /// 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
     /// The keys' sources (default: one, the queries' own sequence).
     pub sources: KvSources,
-    /// CTAs of the launch (>= 1; at most [`ra::units`] find work): fewer than the GPU's SMs
-    /// leaves SMs to concurrent kernels. None: one per SM, at most the units.
+    /// CTAs of the launch, 1 to 65535 (at most [`crate::attention_units`] find work: a unit is
+    /// [`crate::attention_block_m`] query rows, 128 at D = 128 and 192 at D = 64, of one
+    /// sequence and head; zigzag, of one half of a shard): fewer than the GPU's SMs leaves SMs
+    /// to concurrent kernels. None: one per SM, at most the units.
     pub ctas: Option<u32>,
 }
 
@@ -167,10 +177,11 @@ fn addresses<'a>(
 /// sources (one by default: plain attention over S positions), bf16, and optionally
 /// `lse` f32 \[B, H, S\] (the natural log of each query's softmax sum of scaled scores, as
 /// FlashAttention's `softmax_lse`), enqueued on `stream`. The same loop as
-/// [`Communicator::ring_attention`]'s compute CTAs, on every SM of the GPU.
+/// [`Communicator::ring_attention`]'s compute CTAs, one CTA per SM (at most the units)
+/// unless `opts.ctas` says otherwise.
 ///
 /// Errors: the shape rules (`shape`, `world_size`), `rank` outside the sources, a bad scale
-/// (`softmax_scale`), `ctas` of 0, a buffer too short (`q`, `k`, `v`, `out`, `lse`) or on
+/// (`softmax_scale`), `ctas` outside 1..=65535, a buffer too short (`q`, `k`, `v`, `out`, `lse`) or on
 /// another GPU (`stream`), a device that is not sm_90, a compile or driver error.
 pub fn attention(
     stream: &Arc<CudaStream>,
@@ -188,8 +199,8 @@ pub fn attention(
     if rank >= world {
         return Err(invalid("rank", format!("the queries' rank {rank} must be below the {world} sources")));
     }
-    if opts.ctas == Some(0) {
-        return Err(invalid("ctas", "must be at least 1 (None: one per SM)"));
+    if let Some(c) = opts.ctas.filter(|c| !(1..=MAX_CTAS).contains(c)) {
+        return Err(invalid("ctas", format!("must be 1 to {MAX_CTAS} (None: one per SM), got {c}")));
     }
     for (arg, ordinal) in check_buffers(q, k, v, out, lse.as_deref(), shape, world)? {
         crate::gemm::check_same_device(stream, ordinal, arg)?;

@@ -402,7 +402,9 @@ fn bad_arguments_are_named() {
         let e = c.ring_attention(&st, &q, &k, &k, &mut out, None, s, RingAttentionOptions { softmax_scale: Some(sc), ..d }).unwrap_err().to_string();
         assert!(e.contains("`softmax_scale`") && e.contains("positive"), "{e}");
     }
-    let e = attention(&st, &q, &k, &k, &mut out, None, s, AttentionOptions { ctas: Some(0), ..AttentionOptions::default() }).unwrap_err().to_string();
-    assert!(e.contains("`ctas`"), "{e}");
+    for ctas in [0, 65536, u32::MAX] {
+        let e = attention(&st, &q, &k, &k, &mut out, None, s, AttentionOptions { ctas: Some(ctas), ..AttentionOptions::default() }).unwrap_err().to_string();
+        assert!(e.contains("`ctas`"), "{e}");
+    }
     round(&g, s, check::fresh_seed(), d);
 }
