@@ -235,10 +235,11 @@ impl std::fmt::Display for RingAttentionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} push + {} compute CTAs, chunks of {} positions, scale {}",
+            "{} push + {} compute CTAs, chunks of {} position{}, scale {}",
             self.push_ctas,
             self.grid.saturating_sub(self.push_ctas),
             self.chunk_rows,
+            if self.chunk_rows == 1 { "" } else { "s" },
             self.softmax_scale
         )
     }

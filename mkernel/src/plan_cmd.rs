@@ -127,7 +127,7 @@ pub struct PlanRaArgs {
     /// Plan these shapes (BxSxHxHKVxD with S a rank's positions, `c` for causal over
     /// contiguous shards, `cz` over zigzag ones, S even; comma-separated or repeated) instead
     /// of bench ring-attention's list.
-    #[arg(long, value_delimiter = ',', value_parser = bench::parse_attention_shape)]
+    #[arg(long, value_delimiter = ',', value_parser = bench::parse_attention_shape_syntax)]
     pub shape: Vec<AttentionShape>,
     /// Force the push CTAs per rank (at least 1, below the rank's CTAs).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
@@ -704,7 +704,8 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
             tail_ctas: None,
             // (the push CTAs compute too once their pushes are out: units are dealt over the grid)
             config: format!(
-                "{cfg}, {units} units on {} CTAs: {:.2} waves; workspace >= {} elements; a rank's {:.3e}-{:.3e} FLOPs (the most {:.2}x the least)",
+                "{cfg}, {units} unit{} on {} CTAs: {:.2} waves; workspace >= {} elements; a rank's {:.3e}-{:.3e} FLOPs (the most {:.2}x the least)",
+                if units == 1 { "" } else { "s" },
                 cfg.grid,
                 units as f64 / cfg.grid.max(1) as f64,
                 mkernel_kernels::ring_attention::workspace_elems_needed(s, world),
@@ -850,7 +851,12 @@ mod tests {
         assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("max_output_elems >= ")), "{:?}", out.plans);
         let out = output(&["ring-attention", "--push-ctas", "0", "--filter", "full S=4096"]).unwrap();
         assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`push_ctas`")), "{:?}", out.plans);
-        assert!(output(&["ring-attention", "--shape", "1x4095x64x8x128cz"]).is_err());
+        // (a shape against the rules is refused in its own row, the others planned)
+        let out = output(&["ring-attention", "--shape", "1x4095x64x8x128cz,1x100x6x4x128,1x64x2x2x64"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("even")), "{:?}", out.plans);
+        assert!(out.plans[1].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("multiple of kv_heads")), "{:?}", out.plans);
+        assert!(out.plans[2].planned.is_some(), "{:?}", out.plans);
+        assert!(output(&["ring-attention", "--shape", "1x4294967296x8x2x128"]).is_err());
         assert!(output(&["ring-attention", "--shape", "1x64x2x2x64,1x64x2x2x64"]).is_err());
         let v: serde_json::Value = serde_json::to_value(output(&["ring-attention", "--filter", "1x4096x64x8x128cz"]).unwrap()).unwrap();
         assert_eq!((v["plans"][0]["mask"].as_str(), v["plans"][0]["seq"].as_u64()), (Some("causal zigzag"), Some(4096)), "{v}");

@@ -17,7 +17,7 @@ pub(crate) use allgather_gemm::shapes as allgather_shapes;
 pub(crate) use moe_dispatch_gemm::MoeShapeArgs;
 #[cfg(test)]
 pub(crate) use moe_dispatch_gemm::shapes as moe_shapes;
-pub(crate) use ring_attention::{parse_shape as parse_attention_shape, shapes as attention_shapes, tag as attention_tag};
+pub(crate) use ring_attention::{parse_shape_syntax as parse_attention_shape_syntax, shapes as attention_shapes, tag as attention_tag};
 pub(crate) use gemm_allreduce::{reduce_scatter_shapes, shapes as gemm_allreduce_shapes, waves_note};
 
 use std::path::PathBuf;

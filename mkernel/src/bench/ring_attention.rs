@@ -52,8 +52,18 @@ pub struct RaArgs {
     pub chunk_rows: Option<u32>,
 }
 
-/// `BxSxHxHKVxD` with an optional `c` (causal) or `cz` (causal, zigzag layout) suffix.
+/// `BxSxHxHKVxD` with an optional `c` (causal) or `cz` (causal, zigzag layout) suffix,
+/// checked against the shape rules at the bench's smallest world (2).
 pub fn parse_shape(text: &str) -> Result<AttentionShape, String> {
+    let s = parse_shape_syntax(text)?;
+    // (the bench's smallest world; run checks the KV of the world it gets)
+    mkernel_kernels::ring_attention::check_shape(s, 2).map_err(|e| format!("{text:?}: {e}"))?;
+    Ok(s)
+}
+
+/// `BxSxHxHKVxD[c|cz]` read, not checked against the shape rules (`plan ring-attention`
+/// refuses a bad shape in its own row, at the world it plans for).
+pub fn parse_shape_syntax(text: &str) -> Result<AttentionShape, String> {
     let (dims, causal, layout) = if let Some(d) = text.strip_suffix("cz") {
         (d, true, SeqLayout::Zigzag)
     } else if let Some(d) = text.strip_suffix('c') {
@@ -63,15 +73,12 @@ pub fn parse_shape(text: &str) -> Result<AttentionShape, String> {
     };
     let v: Vec<u32> = dims
         .split('x')
-        .map(|p| p.parse::<u32>().map_err(|_| format!("{text:?}: expected BxSxHxHKVxD[c|cz] with positive integers (e.g. 1x4096x64x8x128c)")))
+        .map(|p| p.parse::<u32>().map_err(|_| format!("{text:?}: expected BxSxHxHKVxD[c|cz] with integers below 2^32 (e.g. 1x4096x64x8x128c)")))
         .collect::<Result<_, _>>()?;
     let [batch, seq, heads, kv_heads, head_dim] = v[..] else {
         return Err(format!("{text:?}: expected five dimensions BxSxHxHKVxD[c|cz], got {}", v.len()));
     };
-    let s = AttentionShape { batch, seq, heads, kv_heads, head_dim, causal, layout };
-    // (the bench's smallest world; run checks the KV of the world it gets)
-    mkernel_kernels::ring_attention::check_shape(s, 2).map_err(|e| format!("{text:?}: {e}"))?;
-    Ok(s)
+    Ok(AttentionShape { batch, seq, heads, kv_heads, head_dim, causal, layout })
 }
 
 /// A shape as `--shape` takes it (`BxSxHxHKVxD`, `c` or `cz`).
