@@ -694,6 +694,17 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
         let flops: Vec<f64> = (0..world).map(|r| s.flops(world, r)).collect();
         let (lo, hi) = flops.iter().fold((f64::INFINITY, 0f64), |(lo, hi), &f| (lo.min(f), hi.max(f)));
         let mask = mkernel_kernels::ring_attention::Mask::of(s, world);
+        // (every rank's call ends only once every peer has read its keys: the least busy rank
+        // waits in the exit handshake for the busiest, bounded by CommConfig::timeout)
+        let timeout_s = mkernel::CommConfig::default().timeout.as_secs_f64();
+        let spread_s = (bench::floors::attention_compute_us(hi) - bench::floors::attention_compute_us(lo)) * 1e-6;
+        let note = if spread_s > 0.25 * timeout_s {
+            format!(
+                "; warning: the busiest rank computes >= {spread_s:.1} s longer than the least busy one, which waits for it within CommConfig::timeout (default {timeout_s:.0} s): raise the timeout or use the zigzag layout (cz)"
+            )
+        } else {
+            String::new()
+        };
         Ok(Planned {
             tile: mkernel_kernels::ring_attention::kernel_name(s.head_dim, mask, world),
             split_slices: 1,
@@ -712,7 +723,7 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
                 lo,
                 hi,
                 hi / lo.max(1.0)
-            ),
+            ) + &note,
             // (the rank with the most keys sets the time)
             floor_compute_us: bench::floors::attention_compute_us(hi),
             floor_hbm_us: None,
@@ -867,6 +878,11 @@ mod tests {
         // Every CTA computes (the push CTAs once their pushes are out): waves over the grid.
         let one = output(&["ring-attention", "--push-ctas", "131", "--filter", "causal S=1024"]).unwrap();
         assert!(one.plans[0].planned.as_ref().unwrap().config.contains("512 units on 132 CTAs: 3.88 waves"), "{:?}", one.plans[0]);
+        // (a causal imbalance near the timeout is flagged; zigzag's balance is not)
+        let big = ["ring-attention", "--world-size", "8", "--max-output-elems", "137438953472", "--shape"];
+        let warned = |shape: &str| output(&[&big[..], &[shape]].concat()).unwrap().plans[0].planned.as_ref().unwrap().config.contains("warning: the busiest rank");
+        assert!(warned("1x262144x64x8x128c"));
+        assert!(!warned("1x262144x64x8x128cz") && !warned("1x4096x64x8x128c"));
         let tiny = render(&output(&["ring-attention", "--shape", "1x1x1x1x128"]).unwrap());
         assert!(tiny.contains("floors: compute ") && !tiny.contains("compute 0.0 us"), "{tiny}");
         assert!(render(&output(&["ring-attention", "--filter", "zigzag S=4096"]).unwrap()).contains("llama70b causal zigzag S=4096 (1x4096x64x8x128cz): mkernel_ring_attention_d128_causal_zz_w2;"));
