@@ -245,24 +245,18 @@ impl std::fmt::Display for RingAttentionConfig {
     }
 }
 
-/// Stages of the K ring and of the V ring at this head dimension (`attn_kv_stages<D>()`).
-pub fn kv_stages(head_dim: u32) -> u32 {
-    if head_dim == 64 { KV_STAGES_D64 } else { 2 }
-}
-
 /// `kAttnQStages`: Q stages (the next unit's Q loads while this one computes).
 const Q_STAGES: u32 = 2;
 
-/// `kAttnStagesD64`: K and V stages at D = 64.
-const KV_STAGES_D64: u32 = 2;
+/// `kAttnStages`: stages of the K ring and of the V ring (each).
+const KV_STAGES: u32 = 2;
 
 /// Shared memory of a CTA, bytes (`AttnSmem<D>::kBytes`): `Q_STAGES` (two) stages of Q \[BM, D\] and
-/// `kv_stages` of K and of V \[128, D\], bf16, their mbarriers (full and empty each, and a
+/// `KV_STAGES` (two) of K and of V \[128, D\], bf16, their mbarriers (full and empty each, and a
 /// turn a consumer warpgroup), 32 bytes of watermarks, and 1024 bytes of slack to align the
 /// tiles to the 128B swizzle's period (197 776 bytes at D = 128).
 pub fn smem_bytes(head_dim: u32) -> u32 {
-    let stages = kv_stages(head_dim);
-    2 * head_dim * (Q_STAGES * block_m(head_dim) + 2 * stages * BLOCK_N) + 8 * (2 * Q_STAGES + 4 * stages + consumers(head_dim)) + 4 * MAX_RANKS as u32 + 1024
+    2 * head_dim * (Q_STAGES * block_m(head_dim) + 2 * KV_STAGES * BLOCK_N) + 8 * (2 * Q_STAGES + 4 * KV_STAGES + consumers(head_dim)) + 4 * MAX_RANKS as u32 + 1024
 }
 
 /// The kernels' TMA maps of q, k and v (and, fused, of the gathered KV): each a row-major
@@ -372,13 +366,13 @@ pub fn unfused_kernel_name(head_dim: u32, mask: Mask, world: u32) -> String {
 }
 
 fn entry(name: &str, call: &str, head_dim: u32) -> Result<KernelSource> {
-    let (smem, stages, threads, bm) = (smem_bytes(head_dim), kv_stages(head_dim), threads(head_dim), block_m(head_dim));
+    let (smem, threads, bm) = (smem_bytes(head_dim), threads(head_dim), block_m(head_dim));
     let entry = format!(
         "#include \"ops/ring_attention.cuh\"\n\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1) {name}(const __grid_constant__ RingAttentionParams p) {{\n\
          \x20 {call}(p);\n}}\n\
          static_assert(mk::AttnSmem<{head_dim}>::kBytes == {smem}, \"shared memory differs from the host's smem_bytes\");\n\
-         static_assert(mk::AttnSmem<{head_dim}>::kStages == {stages} && mk::kAttnQStages == {Q_STAGES}, \"K/V or Q stages differ from the host's\");\n\
+         static_assert(mk::kAttnStages == {KV_STAGES} && mk::kAttnQStages == {Q_STAGES}, \"K/V or Q stages differ from the host's\");\n\
          static_assert(mk::AttnCfg<{head_dim}>::kThreads == {threads} && mk::AttnCfg<{head_dim}>::kBM == {bm} && mk::kAttnBN == {BLOCK_N}, \"tile differs from the host's\");\n"
     );
     Ok(KernelSource { name: name.to_string(), source: crate::source::expand(&entry)?, needs_toolkit_headers: false })
@@ -724,10 +718,9 @@ mod tests {
         assert!(unfused_source(128, Mask::CausalZigzag, 1).is_err() && unfused_source(128, Mask::CausalZigzag, 2).is_ok());
         assert_eq!(smem_bytes(128), 196608 + 112 + 32 + 1024);
         assert!(smem_bytes(128) <= 232_448, "Hopper's shared memory per CTA");
-        let s64 = kv_stages(64);
         let c64 = consumers(64);
         assert_eq!((block_m(64), threads(64), block_m(128), threads(128)), (64 * c64, 128 * (c64 + 1), 128, 384));
-        assert_eq!(smem_bytes(64), 2 * 64 * (2 * 64 * c64 + 2 * s64 * 128) + 8 * (4 + 4 * s64 + c64) + 32 + 1024);
+        assert_eq!(smem_bytes(64), 2 * 64 * (2 * 64 * c64 + 4 * 128) + 8 * (4 + 8 + c64) + 32 + 1024);
         assert!(smem_bytes(64) <= 232_448, "Hopper's shared memory per CTA");
     }
 }

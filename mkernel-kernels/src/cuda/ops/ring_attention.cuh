@@ -65,11 +65,10 @@ struct AttnCfg {
   static_assert(kConsumers == 2 || kConsumers == 3, "two or three consumer warpgroups");
   static_assert(kProducerRegs * 128 + kConsumerRegs * 128 * kConsumers <= 65536, "register file is 64K per SM");
 };
-// Stages of the K ring and of the V ring (each): two at D = 128 (with two Q stages, 197 776
-// of the 232 448 bytes a CTA may have; a third would not fit), kAttnStagesD64 at D = 64.
-constexpr u32 kAttnStagesD64 = 2;
-template <u32 D>
-constexpr u32 attn_kv_stages() { return D == 64 ? kAttnStagesD64 : 2; }
+// Stages of the K ring and of the V ring (each). At D = 128 a third would not fit beside two Q
+// stages (197 776 of the 232 448 bytes a CTA may have), and trading a Q stage for it was slower
+// (bench/NOTES.md 63.4); at D = 64 three or four changed nothing (63.2).
+constexpr u32 kAttnStages = 2;
 constexpr u32 kAttnQStages = 2;               // Q tiles: the next unit's loads while this one computes
 constexpr bool kAttnPingPong = true;          // the consumer warpgroups take turns at the tensor cores (false: NOTES 62.2's ablation)
 constexpr u32 kAttnBarEpilogue = 1;           // named barriers 1, 2(, 3): a consumer warpgroup's epilogue
@@ -98,7 +97,7 @@ struct AttnSmem {
   static constexpr u32 kQSlabBytes = AttnCfg<D>::kBM * 128;    // a Q slab
   static constexpr u32 kQTileBytes = (D / 64) * kQSlabBytes;
   static_assert(kQSlabBytes % 1024 == 0 && kSlabBytes % 1024 == 0, "tiles aligned to the swizzle's period");
-  static constexpr u32 kStages = attn_kv_stages<D>();
+  static constexpr u32 kStages = kAttnStages;
   static constexpr u32 kKvAt = kAttnQStages * kQTileBytes;
   static constexpr u32 kBarsAt = kKvAt + 2 * kStages * kTileBytes;
   static constexpr u32 kBars = 2 * kAttnQStages + 4 * kStages + kConsumers;  // q, k, v full/empty per stage; turns
