@@ -19,7 +19,7 @@ pub fn layout_check() -> Result<KernelSource> {
 /// All instantiations: the layout check, the test-data and check kernels, the GEMM for each tile config (swapped-operand tiles included; TMA-store
 /// tiles without clusters also with a split last wave), and the fused
 /// GEMM + all-reduce for each tile config, world size 1..=MAX_RANKS and comm path, and the
-/// fused all-gather + GEMM and MoE dispatch + GEMM for each of their tiles and world sizes 2..=MAX_RANKS,
+/// fused all-gather + GEMM, MoE dispatch + GEMM and MoE GEMM + combine for each of their tiles and world sizes 2..=MAX_RANKS,
 /// and ring attention (fused and unfused) for each head dimension and mask.
 pub fn all() -> Result<Vec<KernelSource>> {
     let mut v = vec![
@@ -62,6 +62,8 @@ pub fn all() -> Result<Vec<KernelSource>> {
     v.extend(crate::allgather_gemm::catalog()?);
     // The fused MoE dispatch + grouped GEMM: its tiles at world sizes 2..=MAX_RANKS.
     v.extend(crate::moe_dispatch_gemm::catalog()?);
+    // The fused MoE grouped GEMM + combine: its tiles at world sizes 2..=MAX_RANKS.
+    v.extend(crate::moe_gemm_combine::catalog()?);
     // Ring attention: fused at world sizes 2..=MAX_RANKS, unfused at 1..=MAX_RANKS.
     v.extend(crate::ring_attention::catalog()?);
     Ok(v)

@@ -12,7 +12,7 @@
 //! Layout: `source` (header embedding and `#include` resolution), `jit` (NVRTC + disk
 //! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
 //! their layout check), `driver` (module cache, tensor maps, launches), and one module
-//! per operator: `gemm`, `gemm_allreduce`, `allgather_gemm`, `moe_dispatch_gemm`, `ring_attention`, `proxy_stream` (and `fill` / `check`: test data and
+//! per operator: `gemm`, `gemm_allreduce`, `allgather_gemm`, `moe_dispatch_gemm`, `moe_gemm_combine`, `ring_attention`, `proxy_stream` (and `fill` / `check`: test data and
 //! device-side verification).
 
 #![warn(missing_docs)]
@@ -29,6 +29,7 @@ pub mod gemm;
 pub mod gemm_allreduce;
 pub mod jit;
 pub mod moe_dispatch_gemm;
+pub mod moe_gemm_combine;
 pub mod params;
 pub mod proxy_stream;
 pub mod ring_attention;

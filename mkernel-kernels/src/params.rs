@@ -47,6 +47,13 @@ pub enum WaitOp {
     RecvCapacityExceeded = 10,
     RanksDisagree = 11,
     PeerKvArrived = 12,
+    PeerMapWritten = 13,
+    PeerRowsPushed = 14,
+    LocalTileStored = 15,
+    InvalidDestRow = 16,
+    InvalidLayout = 17,
+    CombineRanksDisagree = 18,
+    InconsistentRoutes = 19,
 }
 
 impl WaitOp {
@@ -66,6 +73,13 @@ impl WaitOp {
             10 => Self::RecvCapacityExceeded,
             11 => Self::RanksDisagree,
             12 => Self::PeerKvArrived,
+            13 => Self::PeerMapWritten,
+            14 => Self::PeerRowsPushed,
+            15 => Self::LocalTileStored,
+            16 => Self::InvalidDestRow,
+            17 => Self::InvalidLayout,
+            18 => Self::CombineRanksDisagree,
+            19 => Self::InconsistentRoutes,
             _ => return None,
         })
     }
@@ -86,13 +100,29 @@ impl WaitOp {
             Self::RecvCapacityExceeded => "a rank's receive buffer rows (MoE dispatch: the routed tokens do not fit recv_capacity)",
             Self::RanksDisagree => "the ranks' collective arguments (MoE dispatch: chunk_rows, max_tokens, recv_capacity, K or experts differ)",
             Self::PeerKvArrived => "the peer's chunk of keys and values (ring attention arrival flag)",
+            Self::PeerMapWritten => "the peer's routes of its tokens' rows and its arguments (MoE combine map flag)",
+            Self::PeerRowsPushed => "the peer's rows of a tile for this rank's tokens (MoE combine arrival flag)",
+            Self::LocalTileStored => "this rank's own GEMM tile (MoE combine tile flag)",
+            Self::InvalidDestRow => "a dest_rows entry at or past recv_capacity (MoE combine input)",
+            Self::InvalidLayout => "a rank's layout whose segments do not hold together (MoE combine input)",
+            Self::CombineRanksDisagree => "the ranks' collective arguments (MoE combine: recv_capacity, max_tokens, topk, experts, N or K differ)",
+            Self::InconsistentRoutes => "a received row no source rank routed (MoE combine: layout and dest_rows are not one dispatch's)",
         }
     }
 
     /// Whether the code reports bad device-side input (not a wait that gave up): the
     /// kernel recorded it and went on without the offending entries or work.
     pub fn is_input_error(self) -> bool {
-        matches!(self, Self::InvalidExpertId | Self::RecvCapacityExceeded | Self::RanksDisagree)
+        matches!(
+            self,
+            Self::InvalidExpertId
+                | Self::RecvCapacityExceeded
+                | Self::RanksDisagree
+                | Self::InvalidDestRow
+                | Self::InvalidLayout
+                | Self::CombineRanksDisagree
+                | Self::InconsistentRoutes
+        )
     }
 }
 
@@ -242,6 +272,43 @@ pub struct MoeDispatchParams {
     pub flag_stride: u32,
     pub routing_flags_at: u32,
     pub max_tokens: u32,
+    pub pad0: u32,
+    pub timeout_ns: u64,
+}
+
+/// Parameters of the fused MoE grouped GEMM + combine kernel (`MoeCombineParams`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MoeCombineParams {
+    pub tma_a: TmaDescriptor,
+    pub tma_b: TmaDescriptor,
+    pub tma_c: TmaDescriptor,
+    pub expert_ids: u64,
+    pub dest_rows: u64,
+    pub topk_weights: u64,
+    pub layout: u64,
+    pub y: u64,
+    pub out: u64,
+    pub agree: [u64; MAX_RANKS],
+    pub map: [u64; MAX_RANKS],
+    pub slots: [u64; MAX_RANKS],
+    pub arrived: [u64; MAX_RANKS],
+    pub exit_flags: [u64; MAX_RANKS],
+    pub control: u64,
+    pub status: u64,
+    pub tokens: u32,
+    pub topk: u32,
+    pub experts: u32,
+    pub local_experts: u32,
+    pub n: u32,
+    pub k: u32,
+    pub rank: u32,
+    pub recv_capacity: u32,
+    pub max_tokens: u32,
+    pub num_comm_ctas: u32,
+    pub flag_stride: u32,
+    pub n_blocks: u32,
+    pub tile_flags_at: u32,
     pub pad0: u32,
     pub timeout_ns: u64,
 }
@@ -501,6 +568,9 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(MoeDispatchParams; tma_a, tma_b, tma_c, x, expert_ids, out, dest_rows, layout, recv, arrived,
         counts, exit_flags, scratch, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity,
         chunk_rows, seg_chunks, num_comm_ctas, flag_stride, routing_flags_at, max_tokens, pad0, timeout_ns));
+    lines.extend(crate::layout_asserts!(MoeCombineParams; tma_a, tma_b, tma_c, expert_ids, dest_rows, topk_weights, layout, y, out, agree, map,
+        slots, arrived, exit_flags, control, status, tokens, topk, experts, local_experts, n, k, rank, recv_capacity, max_tokens,
+        num_comm_ctas, flag_stride, n_blocks, tile_flags_at, pad0, timeout_ns));
     lines.extend(crate::layout_asserts!(RingAttentionParams; tma_q, tma_k, tma_v, tma_kv, q, k, v, out, lse, kv_gathered, arrived, exit_flags, control, status,
         batch, seq, heads, kv_heads, head_dim, rank, chunk_rows, num_comm_ctas, flag_stride, scale_log2, timeout_ns));
     lines.extend(crate::layout_asserts!(FusedTraceHeader; count, pad0));
@@ -543,6 +613,7 @@ mod tests {
         assert!(size_of::<GemmParams>() <= 4096);
         assert!(size_of::<AllGatherParams>() <= 4096);
         assert!(size_of::<MoeDispatchParams>() <= 4096);
+        assert!(size_of::<MoeCombineParams>() <= 4096);
         assert!(size_of::<RingAttentionParams>() <= 4096);
     }
 
@@ -562,6 +633,13 @@ mod tests {
             WaitOp::RecvCapacityExceeded,
             WaitOp::RanksDisagree,
             WaitOp::PeerKvArrived,
+            WaitOp::PeerMapWritten,
+            WaitOp::PeerRowsPushed,
+            WaitOp::LocalTileStored,
+            WaitOp::InvalidDestRow,
+            WaitOp::InvalidLayout,
+            WaitOp::CombineRanksDisagree,
+            WaitOp::InconsistentRoutes,
         ] {
             assert_eq!(WaitOp::from_code(op as u32), Some(op));
         }

@@ -19,6 +19,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/gemm_allreduce.cuh", include_str!("cuda/ops/gemm_allreduce.cuh")),
     ("ops/allgather_gemm.cuh", include_str!("cuda/ops/allgather_gemm.cuh")),
     ("ops/moe_dispatch_gemm.cuh", include_str!("cuda/ops/moe_dispatch_gemm.cuh")),
+    ("ops/moe_gemm_combine.cuh", include_str!("cuda/ops/moe_gemm_combine.cuh")),
     ("ops/ring_attention.cuh", include_str!("cuda/ops/ring_attention.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
     ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),

@@ -540,6 +540,26 @@ impl Communicator {
                         s.input_expected
                     )
                 }
+                Some(WaitOp::InvalidDestRow) => format!(
+                    "dest_rows entry {} holds row {} of rank {}, at or past recv_capacity {}; the entry was left out of the sum",
+                    s.input_entry, s.input_observed, s.input_peer, s.input_expected
+                ),
+                Some(WaitOp::InvalidLayout) => format!(
+                    "rank {}'s layout does not tile its rows as a dispatch's does (segment 0 at row 0, each at a multiple of {} rows, each ending where the next starts, the rows used within recv_capacity); no rank pushed or summed",
+                    s.input_peer,
+                    mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN
+                ),
+                Some(WaitOp::CombineRanksDisagree) => format!(
+                    "rank {} called with {} = {}, this rank with {}: every rank must pass the same recv_capacity, max_tokens, topk, experts, N and K; no rank pushed or summed",
+                    s.input_peer,
+                    mkernel_kernels::moe_gemm_combine::AGREE_NAMES.get(s.input_entry as usize).copied().unwrap_or("an argument"),
+                    s.input_observed,
+                    s.input_expected
+                ),
+                Some(WaitOp::InconsistentRoutes) => format!(
+                    "row {} holds a token of rank {}, whose routes (dest_rows) name no entry for it in this call (or entry {}, entries < {}): layout and dest_rows are not from one dispatch, or that rank left the entry out for a bad id; the row was not sent",
+                    s.input_entry, s.input_peer, s.input_observed, s.input_expected
+                ),
                 _ => format!("input error code {} (entry {}, peer {})", s.input_code, s.input_entry, s.input_peer),
             };
             self.status.write(KernelStatus { input_code: 0, input_peer: 0, input_entry: 0, input_epoch: 0, input_expected: 0, input_observed: 0, ..s });
@@ -557,6 +577,8 @@ impl Communicator {
                 (c, Some(WaitOp::PeerTokensArrived)) => format!("arrival flag {c}: local expert x chunks per segment + chunk"),
                 (c, Some(WaitOp::LocalRoutingStep)) => format!("push CTA {c}"),
                 (c, Some(WaitOp::PeerKvArrived)) => format!("chunk {c}: sequence x chunks per sequence + chunk"),
+                (t, Some(WaitOp::PeerRowsPushed)) => format!("arrival flag of tile {t}: row block x column blocks + column block"),
+                (t, Some(WaitOp::LocalTileStored)) => format!("tile {t} of this rank's GEMM"),
                 (t, _) => format!("tile {t}"),
             },
             epoch: s.epoch,

@@ -6,12 +6,12 @@
 //! ranks of a node (one process driving all local GPUs, or one process per GPU
 //! launched by torchrun/srun/mpirun), and its fused operators
 //! ([`Communicator::gemm_allreduce`], [`Communicator::gemm_reduce_scatter`], [`Communicator::allgather_gemm`],
-//! [`Communicator::moe_dispatch_gemm`], [`Communicator::ring_attention`]; [`attention`] on one GPU), and [`internode`]: GPU-driven streaming to a rank on
+//! [`Communicator::moe_dispatch_gemm`], [`Communicator::moe_gemm_combine`], [`Communicator::ring_attention`]; [`attention`] on one GPU), and [`internode`]: GPU-driven streaming to a rank on
 //! another node through the host proxy. It also ships the baselines (cuBLAS, NCCL) and
 //! the numerical checks the benchmark binary `mkernel` and the tests use. What a call
 //! would run (tile, split, path, SM partition) can be asked without a GPU:
 //! [`plan_gemm`], [`plan_gemm_allreduce`], [`plan_gemm_reduce_scatter`], [`plan_allgather_gemm`],
-//! [`plan_moe_dispatch_gemm`], [`plan_ring_attention`] (`mkernel plan` prints each per shape).
+//! [`plan_moe_dispatch_gemm`], [`plan_moe_gemm_combine`], [`plan_ring_attention`] (`mkernel plan` prints each per shape).
 //!
 //! Conventions: bf16 data as [`half::bf16`] in `cudarc` device buffers; row-major
 //! matrices; `b` operands are [N, K] (K contiguous, the `nn.Linear` weight layout).
@@ -32,6 +32,7 @@ mod gemm_reduce_scatter;
 mod host_gate;
 mod host_mapped;
 mod moe_dispatch_gemm;
+mod moe_gemm_combine;
 mod ring_attention;
 pub mod internode;
 pub mod trace;
@@ -46,6 +47,8 @@ pub use gemm_reduce_scatter::plan_gemm_reduce_scatter;
 pub use host_gate::HostGate;
 pub use mkernel_kernels::moe_dispatch_gemm::{workspace_elems_needed as moe_workspace_elems_needed, MoeDispatchConfig, MoeShape};
 pub use moe_dispatch_gemm::{layout_words as moe_layout_words, plan_moe_dispatch_gemm, MoeDispatchGemmOptions};
+pub use mkernel_kernels::moe_gemm_combine::{workspace_elems_needed as moe_combine_workspace_elems_needed, MoeCombineConfig};
+pub use moe_gemm_combine::{plan_moe_gemm_combine, MoeGemmCombineOptions};
 pub use mkernel_kernels::ring_attention::{block_m as attention_block_m, units as attention_units, AttentionShape, RingAttentionConfig, SeqLayout};
 pub use ring_attention::{attention, plan_ring_attention, AttentionOptions, KvSources, RingAttentionOptions};
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};

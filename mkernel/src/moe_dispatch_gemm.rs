@@ -117,7 +117,7 @@ pub fn plan_moe_dispatch_gemm(shape: MoeShape, opts: MoeDispatchGemmOptions, ctx
 /// The default tile for `compute` CTAs: 128 x 256 TMA-store where a balanced routing
 /// (max_tokens x topk rows a rank) makes at least a wave of them, else 128 x 128 (more,
 /// smaller tiles); Registers twins where N % 8 != 0. A first rule, not measured.
-fn default_tile(s: MoeShape, compute: u32) -> TileConfig {
+pub(crate) fn default_tile(s: MoeShape, compute: u32) -> TileConfig {
     let rows = s.max_tokens as u64 * s.topk as u64;
     let wide_tiles = rows.div_ceil(128) * (s.n as u64).div_ceil(256);
     let wide = wide_tiles >= compute as u64;

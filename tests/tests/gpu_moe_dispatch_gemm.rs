@@ -15,20 +15,8 @@ use cudarc::driver::CudaSlice;
 use half::bf16;
 use mkernel::check;
 use mkernel::{Error, MoeDispatchGemmOptions, MoeShape, TileConfig};
+use mkernel_tests::moe::{self, Routing};
 use mkernel_tests::{ranks, Ranks};
-use rand::seq::IndexedRandom;
-use rand::{Rng, SeedableRng};
-
-const ALIGN: usize = 128;
-
-/// How a case routes its tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Routing {
-    /// Each token's top-k: distinct experts drawn uniformly, ~1 in 8 entries -1.
-    Uniform,
-    /// Every token to rank 0's experts only (rank 0 receives everything, the others nothing).
-    AllToRankZero,
-}
 
 /// One call's inputs on every rank (host copies).
 struct Inputs {
@@ -40,77 +28,18 @@ struct Inputs {
 }
 
 fn inputs(world: usize, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64) -> Inputs {
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let (k, n, topk, e) = (s.k as usize, s.n as usize, s.topk as usize, s.experts as usize);
+    let (k, n, e) = (s.k as usize, s.n as usize, s.experts as usize);
     let el = e / world;
-    let mut ids = Vec::new();
-    for &t in tokens {
-        let mut v = Vec::with_capacity(t as usize * topk);
-        for _ in 0..t {
-            let pool: Vec<i32> = match routing {
-                Routing::Uniform => (0..e as i32).collect(),
-                Routing::AllToRankZero => (0..el as i32).collect(),
-            };
-            let mut pick: Vec<i32> = pool.choose_multiple(&mut rng, topk.min(pool.len())).copied().collect();
-            pick.resize(topk, -1);
-            for p in pick.iter_mut() {
-                if routing == Routing::Uniform && rng.random_ratio(1, 8) {
-                    *p = -1;
-                }
-            }
-            v.extend(pick);
-        }
-        ids.push(v);
-    }
     Inputs {
         tokens: tokens.to_vec(),
         x: tokens.iter().enumerate().map(|(r, &t)| check::random_bf16(t as usize * k, seed.wrapping_add(100 + r as u64))).collect(),
-        ids,
+        ids: moe::expert_ids(world, s, tokens, routing, seed),
         w: (0..world).map(|r| check::random_bf16(el * n * k, seed.wrapping_add(200 + r as u64))).collect(),
     }
 }
 
-/// The host's routing: counts[s][g], then per rank q its segments' first rows and rows used,
-/// and every entry's destination row.
-struct Model {
-    counts: Vec<Vec<u32>>,
-    seg_start: Vec<Vec<u32>>,
-    rows_used: Vec<u32>,
-    dest: Vec<Vec<u32>>,
-}
-
-fn model(world: usize, s: MoeShape, x: &Inputs) -> Model {
-    let (e, topk) = (s.experts as usize, s.topk as usize);
-    let el = e / world;
-    let counts: Vec<Vec<u32>> = x.ids.iter().map(|ids| (0..e).map(|g| ids.iter().filter(|&&i| i == g as i32).count() as u32).collect()).collect();
-    let mut seg_start = vec![vec![0u32; el]; world];
-    let mut rows_used = vec![0u32; world];
-    for q in 0..world {
-        let mut row = 0usize;
-        for l in 0..el {
-            seg_start[q][l] = row as u32;
-            let tot: usize = (0..world).map(|src| counts[src][q * el + l] as usize).sum();
-            row += tot.div_ceil(ALIGN) * ALIGN;
-        }
-        rows_used[q] = row as u32;
-    }
-    let mut dest = Vec::new();
-    for src in 0..world {
-        let mut next = vec![0u32; e];
-        let mut d = vec![u32::MAX; x.tokens[src] as usize * topk];
-        for (i, &g) in x.ids[src].iter().enumerate() {
-            if g < 0 {
-                continue;
-            }
-            let g = g as usize;
-            let (q, l) = (g / el, g % el);
-            let before: u32 = (0..src).map(|s2| counts[s2][g]).sum();
-            d[i] = seg_start[q][l] + before + next[g];
-            next[g] += 1;
-        }
-        dest.push(d);
-    }
-    Model { counts, seg_start, rows_used, dest }
+fn model(world: usize, s: MoeShape, x: &Inputs) -> moe::Model {
+    moe::model(world, s, &x.ids)
 }
 
 struct Bufs {
@@ -173,13 +102,7 @@ fn verify(g: &Ranks, bs: &[Bufs], s: MoeShape, x: &Inputs, what: &str) {
     for (r, b) in bs.iter().enumerate() {
         let st = &g.streams[r];
         let layout = st.clone_dtoh(&b.layout).unwrap();
-        let mut want = m.seg_start[r].clone();
-        want.push(m.rows_used[r]);
-        for l in 0..el {
-            for src in 0..world {
-                want.push(m.counts[src][r * el + l]);
-            }
-        }
+        let want = m.layout(r, el);
         assert_eq!(layout, want, "rank {r} layout, {what}");
         let dest = st.clone_dtoh(&b.dest).unwrap();
         assert_eq!(&dest[..x.tokens[r] as usize * topk], &m.dest[r][..], "rank {r} dest_rows, {what}");

@@ -159,6 +159,52 @@ struct MoeDispatchParams {
   u64 timeout_ns;
 };
 
+// Fused MoE grouped GEMM + combine over the ranks of one node (ops/moe_gemm_combine.cuh),
+// the way back of MoeDispatchParams: every rank computes out[row] = h[row] * W_e^T over its
+// segments (a dispatch's layout) and pushes each routed row to the rank its token came from,
+// into slot (token * topk + k) there; every rank then sums its tokens' slots, weighted:
+// y[t] = sum_k topk_weights[t, k] * slot[t * topk + k]. Addresses per rank (index = rank;
+// entries >= world are zero).
+struct MoeCombineParams {
+  TmaDescriptor tma_a;                 // this rank's h [recv_capacity, K], box [BK, BM]
+  TmaDescriptor tma_b;                 // this rank's experts' weights [local_experts * N, K] (W_e: rows e N..)
+  TmaDescriptor tma_c;                 // out (this rank's workspace) [recv_capacity, N] for the TMA-store epilogue
+  u64 expert_ids;                      // i32 [tokens, topk]: global expert of each (token, k), -1 none
+  u64 dest_rows;                       // u32 [tokens, topk]: the dispatch's row of each (token, k) on its
+                                       // expert's rank (~0u: dropped)
+  u64 topk_weights;                    // f32 [tokens, topk]: each (token, k)'s weight in the sum
+  u64 layout;                          // u32 [local_experts + 1 + local_experts * world]: the dispatch's
+                                       // segment starts, rows used, tokens received per (expert, source)
+  u64 y;                               // [tokens, N] bf16, row-major (out)
+  u64 out;                             // this rank's products [recv_capacity, N] bf16 (workspace, local)
+  u64 agree[MKERNEL_MAX_RANKS];        // per rank: u32 [MKERNEL_MAX_RANKS][kCombineAgreeWords] each rank's
+                                       // collective arguments and whether its layout holds together
+  u64 map[MKERNEL_MAX_RANKS];          // per rank: u64 [recv_capacity]: epoch << 32 | the (token * topk + k)
+                                       // entry, on its source rank, of each row (written by the source)
+  u64 slots[MKERNEL_MAX_RANKS];        // per rank: bf16 [max_tokens * topk, N]: its entries' rows
+  u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride] of epochs: [from][0]
+                                       // from's map entries and arguments written, [from][1 + tile]
+                                       // from's rows of tile (mb * n_blocks + nb) for this rank pushed;
+                                       // own row [rank][tile_flags_at + t]: this rank's tile t stored
+  u64 exit_flags[MKERNEL_MAX_RANKS];   // symmetric u32[world]: peer finished reading me (epoch)
+  u64 control;                         // local ControlBlock
+  u64 status;                          // host-mapped KernelStatus
+  u32 tokens;                          // this rank's tokens (may differ between ranks; <= max_tokens)
+  u32 topk;
+  u32 experts;                         // all ranks' experts (world * local_experts)
+  u32 local_experts;
+  u32 n, k;
+  u32 rank;
+  u32 recv_capacity;                   // rows of each rank's h, out and map
+  u32 max_tokens;                      // the most tokens any rank has (the same on every rank)
+  u32 num_comm_ctas;                   // the first num_comm_ctas CTAs write the map and push rows
+  u32 flag_stride;                     // u32 per inbox row (>= tile_flags_at + tiles of recv_capacity)
+  u32 n_blocks;                        // column blocks of out: ceil(N / BN)
+  u32 tile_flags_at;                   // 1 + ceil(recv_capacity / BM) * n_blocks
+  u32 pad0;
+  u64 timeout_ns;
+};
+
 // Ring attention over the ranks of one node (ops/ring_attention.cuh): rank r holds S positions
 // of each of the batch's sequences ([r S, (r + 1) S), or zigzag: chunks r and 2 world - 1 - r
 // of S / 2); every rank computes its queries'

@@ -21,6 +21,15 @@ enum class WaitOp : u32 {
   RanksDisagree = 11,        // peer = the rank whose argument differs, entry = which (kMoeAgreeWords),
                              // expected = this rank's value, observed = the peer's
   PeerKvArrived = 12,        // a peer's chunk of keys and values (ops/ring_attention.cuh)
+  PeerMapWritten = 13,       // a peer's map entries and arguments (ops/moe_gemm_combine.cuh)
+  PeerRowsPushed = 14,       // a peer's rows of a tile for this rank's tokens (ops/moe_gemm_combine.cuh)
+  LocalTileStored = 15,      // this rank's own GEMM tile (ops/moe_gemm_combine.cuh)
+  // Not waits (record_input_error), the MoE combine's:
+  InvalidDestRow = 16,       // tile = the (token, k) entry, expected = recv_capacity, observed = its row
+  InvalidLayout = 17,        // peer = the rank whose layout does not hold together
+  CombineRanksDisagree = 18, // as RanksDisagree, entry = which (kCombineAgreeWords)
+  InconsistentRoutes = 19,   // peer = the source rank, entry = the row, expected = max_tokens * topk,
+                             // observed = the entry its map holds
 };
 
 // Intra-CTA mbarrier wait. Only a bug (a faulted TMA, a miscounted arrival) can make
