@@ -130,7 +130,7 @@ __device__ bool combine_go(const MoeCombineParams& p, const WaitContext& ctx, bo
   for (u32 q = 0; q < WORLD; ++q) {
     const u32* row = combine_agree_row(p, p.rank, q);
     for (u32 i = 0; i < kCombineArgWords; ++i) {
-      const u32 theirs = row[i], mine = combine_arg_word(p, i);
+      const u32 theirs = __ldcg(row + i), mine = combine_arg_word(p, i);
       if (theirs != mine) {
         if (record && lane == 0) record_input_error(ctx, WaitOp::CombineRanksDisagree, q, i, mine, theirs, false);
         return false;
@@ -138,7 +138,7 @@ __device__ bool combine_go(const MoeCombineParams& p, const WaitContext& ctx, bo
     }
   }
   for (u32 q = 0; q < WORLD; ++q) {
-    if (combine_agree_row(p, p.rank, q)[kCombineArgWords] != 1) {
+    if (__ldcg(combine_agree_row(p, p.rank, q) + kCombineArgWords) != 1) {
       if (record && lane == 0) record_input_error(ctx, WaitOp::InvalidLayout, q, ~0u, 1, 0, false);
       return false;
     }
@@ -231,7 +231,7 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
         u32 s = 0;
         while (src_end[s] <= r) ++s;
         // (this call's: a row no source routed this call holds an older epoch)
-        const u64 word = map[r];
+        const u64 word = __ldcg(map + r);
         const u32 entry = (u32)word;
         if ((u32)(word >> 32) == ctx.epoch && entry < entries) {
           dst = p.slots[s] + ((u64)entry * p.n + c0) * 2;
@@ -264,17 +264,18 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
   return true;
 }
 
-// bf16 x V from global memory (V = 8: 16 bytes, 4: 8 bytes) into floats.
+// bf16 x V from global memory (V = 8: 16 bytes, 4: 8 bytes) into floats; from L2 (a peer
+// wrote them: no line of an earlier call's left in L1).
 template <u32 V>
 __device__ __forceinline__ void combine_load(const u16* src, float (&x)[V]) {
   static_assert(V == 8 || V == 4, "a lane's columns: 8 or 4");
   if constexpr (V == 8) {
-    const uint4 w = *reinterpret_cast<const uint4*>(src);
+    const uint4 w = __ldcg(reinterpret_cast<const uint4*>(src));
     const u32 u[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
     for (u32 j = 0; j < 4; ++j) { x[2 * j] = bf16_lo(u[j]); x[2 * j + 1] = bf16_hi(u[j]); }
   } else {
-    const uint2 w = *reinterpret_cast<const uint2*>(src);
+    const uint2 w = __ldcg(reinterpret_cast<const uint2*>(src));
     const u32 u[2] = {w.x, w.y};
 #pragma unroll
     for (u32 j = 0; j < 2; ++j) { x[2 * j] = bf16_lo(u[j]); x[2 * j + 1] = bf16_hi(u[j]); }
