@@ -183,9 +183,8 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
 }
 
 /// An MoE layer's two halves: the dispatch's out is the combine's h (no activation between),
-/// its layout and dest_rows the combine's routing; y against the fp64 reference of
-/// sum_k w * (bf16(x W1^T) W2^T) per token (the middle rounded as the dispatch rounds it),
-/// twice on each world size.
+/// its layout and dest_rows the combine's routing; the rows against x W1^T, and y against the
+/// fp64 reference of sum_k w * (h W2^T) per token over those rows, twice on each world size.
 #[test]
 fn dispatch_then_combine() {
     for w in [2usize, 3] {
@@ -232,10 +231,15 @@ fn dispatch_then_combine() {
                 g.comms[r].moe_gemm_combine(&g.streams[r], h, w2b, layout, idb, dest, twb, &mut ys[r], MoeShape { tokens: tokens[r], ..s2 }, opts2).unwrap();
             }
             g.sync_all("dispatch then combine");
-            // The reference: per (token, k): bf16(x W1_e^T) then bf16(. W2_e^T), weighted.
+            // The dispatch's rows (h) against x W1^T, then y against the weighted sum of
+            // (h W2^T) over the device's h (the middle's bf16 rounding is the dispatch's: a
+            // reference rounding it alone could differ from it by an ulp, which W2 spreads).
+            let (hd, id) = (hidden as usize, inter as usize);
+            let hs: Vec<Vec<bf16>> = (0..w).map(|q| g.streams[q].clone_dtoh(&keep[q].5).unwrap()).collect();
+            let dests: Vec<Vec<u32>> = (0..w).map(|r| g.streams[r].clone_dtoh(&keep[r].6).unwrap()).collect();
             for r in 0..w {
                 let t = tokens[r] as usize;
-                let (hd, id) = (hidden as usize, inter as usize);
+                let (mut got_mid, mut ref_mid) = (Vec::new(), Vec::new());
                 let mut reference = vec![0f64; t * hd];
                 let mut scale = vec![0f64; t * hd];
                 for i in 0..t * 2 {
@@ -244,24 +248,27 @@ fn dispatch_then_combine() {
                         continue;
                     }
                     let (q, l) = (gid as usize / el, gid as usize % el);
+                    let row = dests[r][i] as usize;
                     let xr = &xs[r][(i / 2) * hd..(i / 2 + 1) * hd];
-                    let mid: Vec<f64> = (0..id)
-                        .map(|c| {
-                            let wr = &w1[q][(l * id + c) * hd..(l * id + c + 1) * hd];
-                            bf16::from_f64(xr.iter().zip(wr).map(|(a, b)| a.to_f64() * b.to_f64()).sum::<f64>()).to_f64()
-                        })
-                        .collect();
+                    let mid = &hs[q][row * id..(row + 1) * id];
+                    got_mid.extend_from_slice(mid);
+                    for c in 0..id {
+                        let wr = &w1[q][(l * id + c) * hd..(l * id + c + 1) * hd];
+                        ref_mid.push(xr.iter().zip(wr).map(|(a, b)| a.to_f64() * b.to_f64()).sum::<f64>() as f32);
+                    }
                     for c in 0..hd {
                         let wr = &w2[q][(l * hd + c) * id..(l * hd + c + 1) * id];
-                        let v = mid.iter().zip(wr).map(|(a, b)| a * b.to_f64()).sum::<f64>() * tw[r][i] as f64;
+                        let v = mid.iter().zip(wr).map(|(a, b)| a.to_f64() * b.to_f64()).sum::<f64>() * tw[r][i] as f64;
                         reference[(i / 2) * hd + c] += v;
                         scale[(i / 2) * hd + c] += v.abs();
                     }
                 }
+                let cmp = check::compare(&got_mid, &ref_mid, None, id, hd);
+                assert!(cmp.passed(), "rank {r}'s tokens' rows after the dispatch, world {w} (seed {seed:#x}): {cmp}");
                 let got = g.streams[r].clone_dtoh(&ys[r]).unwrap();
                 let scale: Vec<f32> = scale.iter().zip(&reference).map(|(&a, &y)| (a + y.abs()) as f32).collect();
                 let reference: Vec<f32> = reference.iter().map(|&v| v as f32).collect();
-                let cmp = check::compare(&got[..t * hd], &reference, Some(&scale), hd, inter as usize);
+                let cmp = check::compare(&got[..t * hd], &reference, Some(&scale), hd, id);
                 assert!(cmp.passed(), "rank {r} y after dispatch then combine, world {w} (seed {seed:#x}): {cmp}");
             }
             eprintln!("ok dispatch then combine, world {w}, tokens {tokens:?}");

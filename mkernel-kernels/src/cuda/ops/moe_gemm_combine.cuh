@@ -147,16 +147,18 @@ __device__ bool combine_go(const MoeCombineParams& p, const WaitContext& ctx, bo
 }
 
 // Whether entry i (token i / topk, its k-th expert) takes part: its id names an expert and its
-// row lies in the receive buffer; with `record`, a bad id or row is recorded (once a call).
+// row lies in the receive buffer (u32::MAX: the dispatch left it out); with `record`, a bad id
+// (whatever its row) or row is recorded (once a call).
 // `q` and `row`: where its row is.
 __device__ __forceinline__ bool combine_entry(const MoeCombineParams& p, const WaitContext& ctx, u32 i, bool record, u32& q, u32& row) {
   const i32 g = reinterpret_cast<const i32*>(p.expert_ids)[i];
   row = reinterpret_cast<const u32*>(p.dest_rows)[i];
-  if (g == -1 || row == ~0u) return false;
+  if (g == -1) return false;
   if (g < -1 || (u32)g >= p.experts) {
     if (record) record_input_error(ctx, WaitOp::InvalidExpertId, ctx.rank, i, p.experts, (u32)g, true);
     return false;
   }
+  if (row == ~0u) return false;  // (the dispatch left it out: a repeated id)
   q = (u32)g / p.local_experts;
   if (row >= p.recv_capacity) {
     if (record) record_input_error(ctx, WaitOp::InvalidDestRow, q, i, p.recv_capacity, row, true);
