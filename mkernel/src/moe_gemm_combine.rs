@@ -6,9 +6,10 @@
 //! still being computed, and sums each of its tokens' rows weighted by its top-k weights.
 //!
 //! Status: new (session 61). Its GPU tests (`tests/tests/gpu_moe_gemm_combine.rs`) run 2-4
-//! ranks on one GPU. Not yet timed against an unfused baseline (cuBLAS per expert, NCCL's
-//! all-to-all, a weighted sum), which needs a GPU per rank; push CTAs and the default tile
-//! are the dispatch's first guesses.
+//! ranks on one GPU. `mkernel bench moe-gemm-combine` times it against cuBLAS per expert over
+//! the received rows (written, not yet run). Not yet timed against an unfused baseline (cuBLAS
+//! per expert, NCCL's all-to-all, a weighted sum), which needs a GPU per rank; push CTAs and
+//! the default tile are the dispatch's first guesses.
 
 use std::sync::Arc;
 

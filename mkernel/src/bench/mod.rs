@@ -6,6 +6,7 @@
 pub(crate) mod floors;
 mod allgather_gemm;
 mod moe_dispatch_gemm;
+mod moe_gemm_combine;
 mod gemm;
 mod gemm_allreduce;
 mod proxy_stream;
@@ -65,6 +66,11 @@ pub enum BenchCmd {
     /// received tokens (the experts' GEMMs alone, not yet with an all-to-all); --share-gpu:
     /// ranks on GPU 0.
     MoeDispatchGemm(moe_dispatch_gemm::MoeArgs),
+    /// Fused MoE grouped GEMM + combine (the way back: the experts' down projection, rows
+    /// returned to their tokens' ranks and summed by their top-k weights; uniform top-k routing)
+    /// vs cuBLAS per expert over the received rows (the experts' GEMMs alone, no all-to-all or
+    /// weighted sum); --share-gpu: ranks on GPU 0.
+    MoeGemmCombine(moe_dispatch_gemm::MoeArgs),
     /// Fused ring attention (each rank holds S positions of every sequence) vs NCCL's
     /// all-gather of K and V then the unfused attention (the same loop) on the GPUs present
     /// (--share-gpu: ranks on GPU 0, no NCCL).
@@ -114,6 +120,7 @@ pub fn run(cmd: BenchCmd) -> BenchResult<()> {
         BenchCmd::GemmReduceScatter(a) => gemm_allreduce::run(a, gemm_allreduce::Op(mkernel::Collective::ReduceScatter)),
         BenchCmd::AllgatherGemm(a) => allgather_gemm::run(a),
         BenchCmd::MoeDispatchGemm(a) => moe_dispatch_gemm::run(a),
+        BenchCmd::MoeGemmCombine(a) => moe_gemm_combine::run(a),
         BenchCmd::RingAttention(a) => ring_attention::run(a),
         BenchCmd::ProxyStream(a) => proxy_stream::run(a),
     }
@@ -647,7 +654,7 @@ pub fn time_fused_and_baseline(
 }
 
 /// The JSON of the fused multi-rank benchmarks (allgather-gemm, moe-dispatch-gemm,
-/// ring-attention): the run, whether the ranks shared one GPU, a row per shape.
+/// moe-gemm-combine, ring-attention): the run, whether the ranks shared one GPU, a row per shape.
 #[derive(Serialize)]
 pub struct RanksReport<R: Serialize> {
     pub info: RunInfo,

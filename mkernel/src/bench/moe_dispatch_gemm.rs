@@ -45,7 +45,8 @@ pub struct MoeArgs {
     pub shape: MoeShapeArgs,
 }
 
-/// The shapes and overrides `bench moe-dispatch-gemm` and `plan moe-dispatch-gemm` take.
+/// The shapes and overrides `bench moe-dispatch-gemm`, `plan moe-dispatch-gemm` and `bench
+/// moe-gemm-combine` take (each with its own default shapes: [`MoeShapeArgs::shapes_from`]).
 #[derive(Args, Clone, Debug)]
 pub struct MoeShapeArgs {
     /// Tokens per rank (and max_tokens), overriding the shapes' 4096.
@@ -57,21 +58,24 @@ pub struct MoeShapeArgs {
     /// Experts per token, overriding each shape's.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub topk: Option<u32>,
-    /// Output columns (N), overriding each shape's.
+    /// Output columns (N: the dispatch's expert width, the combine's hidden size), overriding
+    /// each shape's.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub n: Option<u32>,
-    /// Hidden size (K, a multiple of 8), overriding each shape's.
+    /// Inner dimension (K, a multiple of 8: the dispatch's hidden size, the combine's
+    /// intermediate size), overriding each shape's.
     #[arg(long, value_parser = clap::value_parser!(u32).range(8..))]
     pub k: Option<u32>,
     /// Force the GEMM tile: wide, narrow, wide-tma-store, narrow-tma-store or
     /// m64-wide-tma-store (mkernel_kernels::moe_dispatch_gemm::tiles).
     #[arg(long)]
     pub tile: Option<String>,
-    /// Push CTAs per rank (default: MoeDispatchGemmOptions's).
+    /// Push CTAs per rank (default: the call's options', MoeDispatchGemmOptions or
+    /// MoeGemmCombineOptions).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub push_ctas: Option<u32>,
     /// Tokens per arrival flag (default: MoeDispatchGemmOptions's; more than max_tokens: one
-    /// chunk a segment).
+    /// chunk a segment). The dispatch's only: bench moe-gemm-combine refuses it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub chunk_rows: Option<u32>,
 }
@@ -79,7 +83,13 @@ pub struct MoeShapeArgs {
 impl MoeShapeArgs {
     /// [`shapes`] with the overrides applied, labelled with their sizes.
     pub fn shapes(&self) -> Vec<(String, MoeShape)> {
-        shapes(self.tokens.unwrap_or(4096))
+        self.shapes_from(shapes)
+    }
+
+    /// The default shapes `base` gives for the tokens (4096 unless --tokens) with the
+    /// overrides applied, labelled with their sizes.
+    pub fn shapes_from(&self, base: fn(u32) -> Vec<(String, MoeShape)>) -> Vec<(String, MoeShape)> {
+        base(self.tokens.unwrap_or(4096))
             .into_iter()
             .map(|(l, s)| {
                 let s = MoeShape {
@@ -174,7 +184,7 @@ fn exchange(host_x: &[Vec<bf16>], host_ids: &[Vec<i32>], layouts: &[Vec<u32>], s
 }
 
 /// Distinct experts per token drawn uniformly (a fresh routing from `seed`).
-fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
+pub(super) fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut ids = Vec::with_capacity(tokens as usize * s.topk as usize);
     for _ in 0..tokens {
