@@ -54,6 +54,8 @@ constexpr u32 kCombineArgWords = 6;
 constexpr u32 kCombineAgreeWords = kCombineArgWords + 1;
 // Bytes before the map in the partial region (the agree words: MKERNEL_MAX_RANKS x 7 u32).
 constexpr u32 kCombineMapOffset = 256;
+// 16-byte vectors a push thread has in flight.
+constexpr u32 kCombinePushUnroll = 8;
 static_assert(MKERNEL_MAX_RANKS * kCombineAgreeWords * 4 <= kCombineMapOffset, "the agree words fit before the map");
 
 __device__ __forceinline__ u32 combine_arg_word(const MoeCombineParams& p, u32 i) {
@@ -244,19 +246,26 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
       dst_row[i] = dst;
     }
     __syncthreads();
-    // A warp a row, 16-byte vectors (cols is a multiple of 8: N % 8 == 0), two rows in flight.
-    const u32 vecs = cols / 8;
+    // The tile's 16-byte vectors (cols is a multiple of 8: N % 8 == 0) as one range over its
+    // rows, kCombinePushUnroll a thread in flight (run 441: two rows a warp in flight moved
+    // ~50 GB/s a rank, the DeepSeek-like shape's 470 MB then outlasting the GEMM).
+    const u32 vecs = cols / 8, total = Cfg::BM * vecs;
     const u16* out = reinterpret_cast<const u16*>(p.out);
-    for (u32 i = warp; i < Cfg::BM; i += 2 * warps) {
-      const u32 i2 = i + warps;
-      const u64 d0 = dst_row[i], d1 = i2 < Cfg::BM ? dst_row[i2] : 0;
-      for (u32 v = lane; v < vecs; v += 32) {
-        uint4 x0 = {}, x1 = {};
-        if (d0 != 0) x0 = ld_cg_v4(out + (u64)(r0 + i) * p.n + c0 + 8 * v);
-        if (d1 != 0) x1 = ld_cg_v4(out + (u64)(r0 + i2) * p.n + c0 + 8 * v);
-        if (d0 != 0) reinterpret_cast<uint4*>(d0)[v] = x0;
-        if (d1 != 0) reinterpret_cast<uint4*>(d1)[v] = x1;
+    for (u32 base = threadIdx.x; base < total; base += blockDim.x * kCombinePushUnroll) {
+      uint4 x[kCombinePushUnroll];
+      u64 d[kCombinePushUnroll];
+#pragma unroll
+      for (u32 u = 0; u < kCombinePushUnroll; ++u) {
+        const u32 idx = base + u * blockDim.x, i = idx / vecs, v = idx % vecs;
+        d[u] = idx < total ? dst_row[i] : 0;
+        if (d[u] != 0) {
+          x[u] = ld_cg_v4(out + (u64)(r0 + i) * p.n + c0 + 8 * v);
+          d[u] += 16 * v;
+        }
       }
+#pragma unroll
+      for (u32 u = 0; u < kCombinePushUnroll; ++u)
+        if (d[u] != 0) *reinterpret_cast<uint4*>(d[u]) = x[u];
     }
     __syncthreads();
     if (threadIdx.x == 0) fence_acq_rel_sys();
