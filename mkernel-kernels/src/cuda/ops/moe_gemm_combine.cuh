@@ -15,8 +15,8 @@
 //     whether its own layout holds together (agree words), then releases the map flag
 //     arrived_q[rank][0] on every rank q.
 //   push CTAs (the first num_comm_ctas): once every rank's map flag is in and every rank
-//     agrees (combine_go), walk this rank's tiles in the compute CTAs' order (tile b, b + P,
-//     ...): wait until tile t is stored (a local flag), then copy each of its rows that holds
+//     agrees (combine_go), each warp walks this rank's tiles in the compute CTAs' order (push
+//     warp w of W: tiles w, w + W, ...): waits until tile t is stored (a local flag), copies each of its rows that holds
 //     a token (not a segment's padding) to its source's slot (slots_s[entry][tile's columns],
 //     16-byte stores over NVLink), and release arrived_s[rank][1 + tile] on every rank s.
 //   compute CTAs: the GEMM engine over the segments' rows (layout[El] rows), each row
@@ -195,45 +195,46 @@ __device__ void combine_write_maps(const MoeCombineParams& p, const WaitContext&
   if (threadIdx.x < WORLD) st_release_sys(combine_map_flag(p, threadIdx.x, p.rank), ctx.epoch);
 }
 
-// A push CTA's tiles (b, b + P, ... of the compute CTAs' order over the rows used): each
-// row holding a token goes to its source's slot. Shared memory (u32): the tile's rows'
-// destinations as u64 [BM] (0: none), then the segment's per-source row prefix [WORLD + 1].
-// Returns false if a wait gave up.
+// A push warp's tiles: push warp w of W (W = push CTAs x warps a CTA) takes tiles w, w + W,
+// ... of the compute CTAs' order over the rows used, each on its own (no CTA barrier, so a
+// CTA has as many tiles in flight as warps: run 442, a CTA-wide tile at a time moved ~5 GB/s a
+// CTA, its fixed steps' latency ~10 us a tile). For each tile: wait until it is stored, find
+// each row's destination (the source's slot of the row's entry, or none for a segment's
+// padding), copy the rows' vectors, fence, and release the tile's arrival flag on every rank.
+// `table`: this warp's shared u64 [BM] of row destinations. Returns false if a wait gave up.
 template <class Cfg, u32 WORLD>
-__device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, u32 b, u32* smem) {
+__device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, u32 w, u32 warps, u64* table) {
   const u32* layout = reinterpret_cast<const u32*>(p.layout);
-  const u32 El = p.local_experts, rows_used = layout[El], P = p.num_comm_ctas;
-  u64* dst_row = reinterpret_cast<u64*>(smem);
-  u32* src_end = reinterpret_cast<u32*>(dst_row + Cfg::BM);  // [WORLD]: the end of source s's rows
+  const u32 El = p.local_experts, rows_used = layout[El];
   const TileScheduler sched(rows_used, p.n, Cfg::BM, Cfg::BN, 1, 1);
   const u64* map = reinterpret_cast<const u64*>(p.map[p.rank]);
   const u64 entries = (u64)p.max_tokens * p.topk;
-  const u32 warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = lane_id();
-  for (u32 t = b; t < sched.total; t += P) {
+  const u16* out = reinterpret_cast<const u16*>(p.out);
+  const u32 lane = lane_id();
+  for (u32 t = w; t < sched.total; t += warps) {
     u32 mb, nb;
     sched.coords(t, mb, nb);
     const u32 r0 = mb * Cfg::BM, c0 = nb * Cfg::BN, cols = min(Cfg::BN, p.n - c0);
-    // The tile's segment and where each source's rows end in it (warp 0), while the other
-    // warps' threads wait for the tile.
-    if (warp == 0) {
-      const u32 e = combine_expert_of(p, r0);
-      if (lane == 0) {
-        u32 end = layout[e];
-        for (u32 s = 0; s < WORLD; ++s) {
-          end += layout[El + 1 + e * WORLD + s];
-          src_end[s] = end;
-        }
-      }
+    // The tile's segment, and where each source's rows end in it (every lane).
+    const u32 e = combine_expert_of(p, r0);
+    u32 src_end[WORLD];
+    u32 end = layout[e];
+#pragma unroll
+    for (u32 s = 0; s < WORLD; ++s) {
+      end += layout[El + 1 + e * WORLD + s];
+      src_end[s] = end;
     }
     bool ok = true;
-    if (threadIdx.x == 32) ok = wait_flag_eq(combine_tile_flag(p, t), ctx.epoch, ctx, WaitOp::LocalTileStored, ctx.rank, t, kMoeBackoffNs);
-    if (!__syncthreads_and(ok)) return false;
-    for (u32 i = threadIdx.x; i < Cfg::BM; i += blockDim.x) {
+    if (lane == 0) ok = wait_flag_eq(combine_tile_flag(p, t), ctx.epoch, ctx, WaitOp::LocalTileStored, ctx.rank, t, kMoeBackoffNs);
+    if (!__shfl_sync(0xffffffffu, ok, 0)) return false;
+    __syncwarp();  // (lane 0's acquire, then every lane's reads of the tile)
+    for (u32 i = lane; i < Cfg::BM; i += 32) {
       const u32 r = r0 + i;
       u64 dst = 0;
       if (r < src_end[WORLD - 1]) {
         u32 s = 0;
-        while (src_end[s] <= r) ++s;
+#pragma unroll
+        for (u32 j = 0; j + 1 < WORLD; ++j) s += src_end[j] <= r ? 1u : 0u;
         // (this call's: a row no source routed this call holds an older epoch)
         const u64 word = __ldcg(map + r);
         const u32 entry = (u32)word;
@@ -243,21 +244,19 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
           record_input_error(ctx, WaitOp::InconsistentRoutes, s, r, (u32)min(entries, (u64)~0u), entry, true);
         }
       }
-      dst_row[i] = dst;
+      table[i] = dst;
     }
-    __syncthreads();
+    __syncwarp();
     // The tile's 16-byte vectors (cols is a multiple of 8: N % 8 == 0) as one range over its
-    // rows, kCombinePushUnroll a thread in flight (run 441: two rows a warp in flight moved
-    // ~50 GB/s a rank, the DeepSeek-like shape's 470 MB then outlasting the GEMM).
+    // rows, kCombinePushUnroll a lane in flight.
     const u32 vecs = cols / 8, total = Cfg::BM * vecs;
-    const u16* out = reinterpret_cast<const u16*>(p.out);
-    for (u32 base = threadIdx.x; base < total; base += blockDim.x * kCombinePushUnroll) {
+    for (u32 base = lane; base < total; base += 32 * kCombinePushUnroll) {
       uint4 x[kCombinePushUnroll];
       u64 d[kCombinePushUnroll];
 #pragma unroll
       for (u32 u = 0; u < kCombinePushUnroll; ++u) {
-        const u32 idx = base + u * blockDim.x, i = idx / vecs, v = idx % vecs;
-        d[u] = idx < total ? dst_row[i] : 0;
+        const u32 idx = base + 32 * u, i = idx / vecs, v = idx % vecs;
+        d[u] = idx < total ? table[i] : 0;
         if (d[u] != 0) {
           x[u] = ld_cg_v4(out + (u64)(r0 + i) * p.n + c0 + 8 * v);
           d[u] += 16 * v;
@@ -267,10 +266,12 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
       for (u32 u = 0; u < kCombinePushUnroll; ++u)
         if (d[u] != 0) *reinterpret_cast<uint4*>(d[u]) = x[u];
     }
-    __syncthreads();
-    if (threadIdx.x == 0) fence_acq_rel_sys();
-    __syncthreads();
-    if (threadIdx.x < WORLD) st_release_sys(combine_arrival_flag(p, threadIdx.x, p.rank, mb * p.n_blocks + nb), ctx.epoch);
+    // Every lane's stores, then one system-scope fence (cumulative over the warp barrier) and
+    // the releases.
+    __syncwarp();
+    if (lane == 0) fence_acq_rel_sys();
+    __syncwarp();
+    if (lane < WORLD) st_release_sys(combine_arrival_flag(p, lane, p.rank, mb * p.n_blocks + nb), ctx.epoch);
   }
   return true;
 }
@@ -404,7 +405,7 @@ __device__ __forceinline__ void moe_gemm_combine_kernel(const MoeCombineParams& 
   static_assert(WORLD >= 2 && WORLD <= MKERNEL_MAX_RANKS, "an MoE combine needs 2..MKERNEL_MAX_RANKS ranks");
   static_assert(!Cfg::kSwapAB && Cfg::kClusterSize == 1, "unswapped tiles without clusters (a row block's B is its expert's)");
   static_assert(Cfg::BN % 256 == 0 || Cfg::BN == 128, "a sum lane takes 8 or 4 of a column block's columns");
-  static_assert(Cfg::BM * 8 + (WORLD + 1) * 4 <= Cfg::kSmemBytes, "the push CTAs' row table fits the launch's shared memory");
+  static_assert(Cfg::kThreads / 32 * Cfg::BM * 8 <= Cfg::kSmemBytes, "the push warps' row tables fit the launch's shared memory");
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
   extern __shared__ u8 smem_raw[];
@@ -418,8 +419,11 @@ __device__ __forceinline__ void moe_gemm_combine_kernel(const MoeCombineParams& 
       __syncthreads();
       // (every warp decides; push CTA 0's first warp records why not)
       const bool go = combine_go<WORLD>(p, ctx, blockIdx.x == 0 && threadIdx.x < 32);
-      if (__syncthreads_and(go) && combine_push<Cfg, WORLD>(p, ctx, blockIdx.x, smem))
-        combine_sum<Cfg>(p, ctx, blockIdx.x * push_warps + threadIdx.x / 32, sum_warps);
+      if (__syncthreads_and(go)) {
+        u64* table = reinterpret_cast<u64*>(smem) + (threadIdx.x / 32) * Cfg::BM;
+        if (combine_push<Cfg, WORLD>(p, ctx, blockIdx.x * push_warps + threadIdx.x / 32, P * push_warps, table))
+          combine_sum<Cfg>(p, ctx, blockIdx.x * push_warps + threadIdx.x / 32, sum_warps);
+      }
     }
   } else {
     const GemmSmem<Cfg> sm(smem_raw);
