@@ -3,7 +3,7 @@
 # that each fit one device call (600 s). Pack first, here:
 #   ../shared/tools/gpu-pack --bin mkernel -- -p mkernel-tests --test gpu_gemm --test gpu_gemm_allreduce \
 #       --test gpu_multiprocess --test gpu_gemm_reduce_scatter --test gpu_allgather_gemm --test gpu_moe_dispatch_gemm \
-#       --test gpu_ring_attention \
+#       --test gpu_ring_attention --test gpu_moe_gemm_combine \
 #       && bash bench/pack-libs.sh
 # then run (carry [".gpu"], kind nvidia-h200-x2):
 #   bash bench/pair-first.sh 1   # the GPU tests, then the clustered fused defaults against their unclustered tiles
@@ -17,6 +17,8 @@
 #                                # all-to-all + cuBLAS per expert (pack --test gpu_moe_dispatch_gemm)
 #   bash bench/pair-first.sh 7   # ring attention (NOTES 60-62): its tests, its table against NCCL's all-gather
 #                                # of K and V + the same loop, push CTAs (pack --test gpu_ring_attention)
+#   bash bench/pair-first.sh 8   # the MoE GEMM + combine (NOTES 64): its tests, its table against cuBLAS per
+#                                # expert, push CTAs (pack --test gpu_moe_gemm_combine)
 set -u
 phase=${1:-1}
 case $phase in
@@ -94,5 +96,17 @@ case $phase in
       # shellcheck disable=SC2086
       bash bench/device-run.sh bench ring-attention --iters 20 --warmup 3 --filter "S=4096" $flags
     done ;;
-  *) echo "pair-first.sh: phase 1 to 7, got '$phase'" >&2; exit 2 ;;
+  8)
+    # The MoE grouped GEMM + combine with a GPU per rank (NOTES 64; only ranks sharing one GPU so far: 0.73 / 0.68 of
+    # cuBLAS per expert there). Two numbers a rank: Mixtral-like 0.96 TFLOP, ~1.5 ms at ~650 TFLOP/s, against the
+    # half of 67 MB of rows that crosses the link, ~0.1 ms; DeepSeek-V3-like 0.96 TFLOP (+25% padding rows) against
+    # ~235 MB over ~394 GB/s, ~0.6 ms, plus the sum's 470 MB of local reads after the GEMM (~0.15 ms): both should
+    # hide but the sum. No unfused baseline with NCCL yet (the bench's g / d is against the experts' GEMMs alone).
+    TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_moe_gemm_combine
+    bash bench/device-run.sh bench moe-gemm-combine --check --iters 20 --warmup-ms 1500
+    for flags in "--push-ctas 4" "--push-ctas 16"; do
+      # shellcheck disable=SC2086
+      bash bench/device-run.sh bench moe-gemm-combine --iters 20 --warmup-ms 1500 $flags
+    done ;;
+  *) echo "pair-first.sh: phase 1 to 8, got '$phase'" >&2; exit 2 ;;
 esac
