@@ -29,22 +29,27 @@ use crate::params::MoeCombineParams;
 pub const DEFAULT_PUSH_CTAS: u32 = 8;
 
 /// u32 words each rank writes into every rank's agree region (`kCombineAgreeWords`):
-/// recv_capacity, max_tokens, topk, experts, N, K, then whether its layout holds together.
-pub const AGREE_WORDS: u32 = 7;
-/// The names of the agree words a disagreement names (the first six of [`AGREE_WORDS`]).
-pub const AGREE_NAMES: [&str; 6] = ["recv_capacity", "max_tokens", "topk", "experts", "N", "K"];
+/// recv_capacity, max_tokens, topk, experts, N, K, the tile (BM | BN << 16: the arrival flags
+/// are per tile, so ranks must agree on it: helper-113), then whether its layout holds
+/// together and its rows in use.
+pub const AGREE_WORDS: u32 = 9;
+/// The names of the agree words a disagreement names (the first seven of [`AGREE_WORDS`]).
+pub const AGREE_NAMES: [&str; 7] = ["recv_capacity", "max_tokens", "topk", "experts", "N", "K", "tile"];
 /// Offset of the map in the partial region, bytes (`kCombineMapOffset`: after the agree words
 /// of [`crate::params::MAX_RANKS`] ranks).
-pub const MAP_OFFSET: u64 = 256;
+pub const MAP_OFFSET: u64 = 512;
+/// Bytes of a row's map entry: {epoch, entry on its source, the source, the global expert}.
+pub const MAP_ENTRY_BYTES: u64 = 16;
 
-const fn align256(x: u64) -> u64 {
-    (x + 255) & !255
+/// x rounded up to 256 bytes; None past u64.
+fn align256(x: u64) -> Option<u64> {
+    Some(x.checked_add(255)? & !255)
 }
 
 /// Where a call's buffers lie in a rank's workspace partial region (bytes from its start).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Regions {
-    /// The map: u64 \[recv_capacity\] (the call's epoch << 32 | the row's entry on its source).
+    /// The map: \[recv_capacity\] entries of [`MAP_ENTRY_BYTES`].
     pub map: u64,
     /// The slots: bf16 \[max_tokens x topk, N\].
     pub slots: u64,
@@ -55,19 +60,23 @@ pub struct Regions {
 }
 
 impl Regions {
-    /// The regions of a call with `recv_capacity` rows.
-    pub fn new(s: MoeShape, recv_capacity: u32) -> Self {
+    /// The regions of a call with `recv_capacity` rows; None where they pass u64 (the host's
+    /// rules refuse such a call: helper-113 found a release build wrapping to a small end).
+    pub fn new(s: MoeShape, recv_capacity: u32) -> Option<Self> {
         let map = MAP_OFFSET;
-        let slots = align256(map + 8 * recv_capacity as u64);
-        let out = align256(slots + 2 * s.max_tokens as u64 * s.topk as u64 * s.n as u64);
-        Self { map, slots, out, end: out + 2 * recv_capacity as u64 * s.n as u64 }
+        let slots = align256(map.checked_add(MAP_ENTRY_BYTES * recv_capacity as u64)?)?;
+        let slot_bytes = 2u64.checked_mul(s.max_tokens as u64 * s.topk as u64)?.checked_mul(s.n as u64)?;
+        let out = align256(slots.checked_add(slot_bytes)?)?;
+        let end = out.checked_add(2u64.checked_mul(recv_capacity as u64)?.checked_mul(s.n as u64)?)?;
+        Some(Self { map, slots, out, end })
     }
 }
 
 /// Elements a communicator's workspace (`CommConfig::max_output_elems`) must hold for a call
-/// of `s` with `recv_capacity` rows: the agree words, map, slots and out ([`Regions`]).
+/// of `s` with `recv_capacity` rows: the agree words, map, slots and out ([`Regions`]);
+/// u64::MAX where that passes u64.
 pub fn workspace_elems_needed(s: MoeShape, recv_capacity: u32) -> u64 {
-    Regions::new(s, recv_capacity).end.div_ceil(2)
+    Regions::new(s, recv_capacity).map_or(u64::MAX, |r| r.end.div_ceil(2))
 }
 
 /// What one rank's MoE GEMM + combine launch runs.
@@ -239,7 +248,7 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: CombineBuffers, 
     let me = bufs.rank as usize;
     let el = s.local_experts(world);
     let k = s.k as u64;
-    let reg = Regions::new(s, cfg.recv_capacity);
+    let reg = Regions::new(s, cfg.recv_capacity).ok_or_else(|| invalid("shape", "the combine's regions pass u64 bytes".to_string()))?;
     let h = Tensor2d { ptr: b.h, rows: cfg.recv_capacity as u64, cols: k, row_stride_bytes: 2 * k };
     let tma_a = driver::tma_2d_bf16(h, cfg.tile.bm, cfg.tile.bk, Swizzle::B128, "h")?;
     let w = Tensor2d { ptr: b.weights, rows: el as u64 * s.n as u64, cols: k, row_stride_bytes: 2 * k };
@@ -332,15 +341,22 @@ mod tests {
     #[test]
     fn regions_do_not_overlap() {
         let s = MoeShape { max_tokens: 1000, topk: 3, n: 264, ..shape() };
-        let r = Regions::new(s, 384);
-        assert_eq!(r.map, 256);
-        assert_eq!(r.slots, align256(256 + 8 * 384));
+        let r = Regions::new(s, 384).unwrap();
+        assert_eq!(r.map, MAP_OFFSET);
+        assert_eq!(Some(r.slots), align256(MAP_OFFSET + 16 * 384));
         assert!(r.slots % 256 == 0 && r.out % 256 == 0);
         assert!(r.out >= r.slots + 2 * 1000 * 3 * 264);
         assert_eq!(r.end, r.out + 2 * 384 * 264);
         // (the agree words of MAX_RANKS ranks fit before the map)
         assert!(MAX_RANKS as u64 * AGREE_WORDS as u64 * 4 <= MAP_OFFSET);
-        assert_eq!(AGREE_NAMES.len() as u32 + 1, AGREE_WORDS);
+        assert_eq!(AGREE_NAMES.len() as u32 + 2, AGREE_WORDS);
+        // helper-113's shape: slots of 2^32 rows of 2^31 columns pass u64 (a release build had
+        // wrapped them to a workspace of 256 bytes)
+        let huge = MoeShape { tokens: 1, max_tokens: 4294967200, topk: 1, experts: 2, n: 2147483632, k: 8 };
+        assert!(Regions::new(huge, 128).is_none());
+        assert_eq!(workspace_elems_needed(huge, 128), u64::MAX);
+        let m = validate(huge, &MoeCombineConfig { tile: TileConfig::WIDE_TMA_STORE, push_ctas: 8, grid: 132, recv_capacity: 128 }, &bufs(2, 1 << 31)).unwrap_err().to_string();
+        assert!(m.contains("`recv_capacity`") || m.contains("`shape`"), "{m}");
     }
 
     #[test]

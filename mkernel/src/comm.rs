@@ -541,7 +541,7 @@ impl Communicator {
                     )
                 }
                 Some(WaitOp::InvalidDestRow) => format!(
-                    "dest_rows entry {} holds row {} of rank {}, at or past recv_capacity {}; the entry was left out of the sum",
+                    "dest_rows entry {} holds row {} of rank {}, at or past {} (recv_capacity, or the rows that rank's layout uses); the entry was left out of the sum",
                     s.input_entry, s.input_observed, s.input_peer, s.input_expected
                 ),
                 Some(WaitOp::InvalidLayout) => format!(
@@ -549,13 +549,17 @@ impl Communicator {
                     s.input_peer,
                     mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN
                 ),
-                Some(WaitOp::CombineRanksDisagree) => format!(
-                    "rank {} called with {} = {}, this rank with {}: every rank must pass the same recv_capacity, max_tokens, topk, experts, N and K; no rank pushed or summed",
-                    s.input_peer,
-                    mkernel_kernels::moe_gemm_combine::AGREE_NAMES.get(s.input_entry as usize).copied().unwrap_or("an argument"),
-                    s.input_observed,
-                    s.input_expected
-                ),
+                Some(WaitOp::CombineRanksDisagree) => {
+                    let name = mkernel_kernels::moe_gemm_combine::AGREE_NAMES.get(s.input_entry as usize).copied().unwrap_or("an argument");
+                    // (the tile's word is BM | BN << 16)
+                    let value = |v: u32| if name == "tile" { format!("{}x{}", v & 0xFFFF, v >> 16) } else { v.to_string() };
+                    format!(
+                        "rank {} called with {name} = {}, this rank with {}: every rank must pass the same recv_capacity, max_tokens, topk, experts, N, K and tile; no rank pushed or summed",
+                        s.input_peer,
+                        value(s.input_observed),
+                        value(s.input_expected)
+                    )
+                }
                 Some(WaitOp::InconsistentRoutes) => format!(
                     "row {} holds a token of rank {}, whose routes (dest_rows) name no entry for it in this call (or entry {}, entries < {}): layout and dest_rows are not from one dispatch, or that rank left the entry out for a bad id; the row was not sent",
                     s.input_entry, s.input_peer, s.input_observed, s.input_expected

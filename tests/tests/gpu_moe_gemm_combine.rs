@@ -314,7 +314,15 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     let Some(g) = ranks("bad_device_input_is_reported_and_the_group_goes_on", 2, 1 << 22, Duration::from_secs(5)) else { return };
     let d = MoeGemmCombineOptions::default();
     let cap = g.comms[0].plan_moe_gemm_combine(s, d).unwrap().recv_capacity;
-    for (bad_id, bad_row, want) in [(9i32, None, "holds 9"), (-3, None, "holds -3"), (1, Some(cap), "past recv_capacity"), (1, Some(u32::MAX - 1), "past recv_capacity")] {
+    // (rows: past the capacity, and within it but past the rows rank 0's layout uses, which
+    // no tile covers: 2 x 200 tokens x 2 over 4 experts use ~512 of rank 0's 1152 rows)
+    for (bad_id, bad_row, want) in [
+        (9i32, None, "holds 9".to_string()),
+        (-3, None, "holds -3".to_string()),
+        (1, Some(cap), format!("at or past {cap}")),
+        (1, Some(u32::MAX - 1), format!("at or past {cap}")),
+        (0, Some(cap - 1), "rows that rank's layout uses".to_string()),
+    ] {
         let mut x = inputs(2, s, cap, &[200, 200], Routing::Uniform, check::fresh_seed());
         // A -1 entry of rank 1 (no row of any layout holds it) gets a bad id, or a good id
         // with a row past the capacity: the kernel leaves it out, as the model does.
@@ -330,7 +338,7 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
         assert!(g.comms[0].synchronize(&g.streams[0]).is_ok());
         let e = g.comms[1].synchronize(&g.streams[1]).unwrap_err();
         assert!(matches!(e, Error::DeviceInput { rank: 1, .. }), "{e}");
-        assert!(e.to_string().contains(&format!("entry {i0} ")) && e.to_string().contains(want), "{e}");
+        assert!(e.to_string().contains(&format!("entry {i0} ")) && e.to_string().contains(&want), "{e}");
         verify(&g, &bs, s, &x, &[(1, i0)], &format!("after bad id {bad_id} / row {bad_row:?} at entry {i0}"));
         round(&g, s, &[200, 199], Routing::Uniform, check::fresh_seed(), d);
     }
@@ -347,6 +355,21 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
             let want = format!("rank {} called with max_tokens = {}", 1 - r, 300 - 100 * r);
             assert!(matches!(e, Error::DeviceInput { .. }) && e.to_string().contains(&want), "{e}");
         }
+    }
+    round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), d);
+    // Ranks that pass different tiles (the arrival flags are per tile: helper-113): both report it.
+    let x = inputs(2, s, cap, &[200, 200], Routing::Uniform, check::fresh_seed());
+    let mut bs = upload(&g, s, &x);
+    for (r, b) in bs.iter_mut().enumerate() {
+        let tile = if r == 0 { TileConfig::NARROW_TMA_STORE } else { TileConfig::WIDE_TMA_STORE };
+        let o = MoeGemmCombineOptions { tile: Some(tile), recv_capacity: Some(cap), ..d };
+        g.comms[r].moe_gemm_combine(&g.streams[r], &b.h, &b.w, &b.layout, &b.ids, &b.dest, &b.tw, &mut b.y, MoeShape { tokens: 200, ..s }, o).unwrap();
+    }
+    for r in 0..2 {
+        let e = g.comms[r].synchronize(&g.streams[r]).unwrap_err();
+        let (theirs, mine) = if r == 0 { ("128x256", "128x128") } else { ("128x128", "128x256") };
+        let want = format!("rank {} called with tile = {theirs}, this rank with {mine}", 1 - r);
+        assert!(matches!(e, Error::DeviceInput { .. }) && e.to_string().contains(&want), "{e}");
     }
     round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), d);
     // Rank 1's layout does not tile its rows (a segment's start moved by a row): both report it.

@@ -178,9 +178,10 @@ struct MoeCombineParams {
   u64 y;                               // [tokens, N] bf16, row-major (out)
   u64 out;                             // this rank's products [recv_capacity, N] bf16 (workspace, local)
   u64 agree[MKERNEL_MAX_RANKS];        // per rank: u32 [MKERNEL_MAX_RANKS][kCombineAgreeWords] each rank's
-                                       // collective arguments and whether its layout holds together
-  u64 map[MKERNEL_MAX_RANKS];          // per rank: u64 [recv_capacity]: epoch << 32 | the (token * topk + k)
-                                       // entry, on its source rank, of each row (written by the source)
+                                       // collective arguments, whether its layout holds together, its rows used
+  u64 map[MKERNEL_MAX_RANKS];          // per rank: uint4 [recv_capacity]: {epoch, the (token * topk + k) entry
+                                       // on its source, the source, the global expert} of each row
+                                       // (written by the source)
   u64 slots[MKERNEL_MAX_RANKS];        // per rank: bf16 [max_tokens * topk, N]: its entries' rows
   u64 arrived[MKERNEL_MAX_RANKS];      // per rank: inbox u32[world][flag_stride] of epochs: [from][0]
                                        // from's map entries and arguments written, [from][1 + tile]

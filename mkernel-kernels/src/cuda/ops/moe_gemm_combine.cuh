@@ -11,7 +11,7 @@
 //
 // One persistent kernel per GPU:
 //   push CTA 0, first: writes this rank's routes into every expert rank's map (map_q[row] =
-//     epoch << 32 | t * topk + k for each of its entries routed to q) with its collective arguments and
+//     {epoch, t * topk + k, this rank, expert} for each of its entries routed to q) with its collective arguments and
 //     whether its own layout holds together (agree words), then releases the map flag
 //     arrived_q[rank][0] on every rank q.
 //   push CTAs (the first num_comm_ctas): once every rank's map flag is in and every rank
@@ -34,11 +34,13 @@
 // recv_capacity (InvalidDestRow) is recorded and its entry left out of the sum; a layout whose
 // segments do not tile its rows (InvalidLayout) or ranks whose arguments differ
 // (CombineRanksDisagree) are seen by every rank alike (the agree words), and every rank then
-// skips its pushes and sums (y unwritten); a row holding a token that no source routed this
-// call, or routed to an entry out of range (InconsistentRoutes: layout and dest_rows from
-// different dispatches, or an entry the source left out for a bad id) is not sent. A
-// destination row the expert's rank never computes (a layout from another dispatch) leaves
-// the source's wait for its arrival flag to time out, naming the flag.
+// skips its pushes and sums (y unwritten); a row holding a token whose map entry is not this
+// call's from the source and expert the layout gives it, or a padding row that holds one
+// (InconsistentRoutes: layout and dest_rows from different dispatches, or an entry the source
+// left out for a bad id), is recorded and not sent; a destination row past the expert rank's
+// rows in use is recorded (InvalidDestRow) and left out. A destination row that is a padding
+// row of its segment is not detected on the source: the expert rank records it, but the source
+// sums whatever its slot holds.
 #pragma once
 #include "../params.cuh"
 #include "../sync/wait.cuh"
@@ -48,21 +50,31 @@
 namespace mk {
 
 // Words every rank writes into every rank's agree region with its map: recv_capacity,
-// max_tokens, topk, experts, N, K (which must be equal on every rank), then whether its own
-// layout holds together (1) or not (0).
-constexpr u32 kCombineArgWords = 6;
-constexpr u32 kCombineAgreeWords = kCombineArgWords + 1;
-// Bytes before the map in the partial region (the agree words: MKERNEL_MAX_RANKS x 7 u32).
-constexpr u32 kCombineMapOffset = 256;
+// max_tokens, topk, experts, N, K and the tile (BM | BN << 16: the arrival flags are per tile,
+// helper-113), which must be equal on every rank; then whether its own layout holds together
+// (1) or not (0), and its rows in use (a source refuses a destination row past them, which no
+// tile covers, instead of waiting for it).
+constexpr u32 kCombineArgWords = 7;
+constexpr u32 kCombineAgreeWords = kCombineArgWords + 2;
+// Bytes before the map in the partial region (the agree words: MKERNEL_MAX_RANKS x 9 u32).
+constexpr u32 kCombineMapOffset = 512;
 // 16-byte vectors a push thread has in flight.
 constexpr u32 kCombinePushUnroll = 8;
 static_assert(MKERNEL_MAX_RANKS * kCombineAgreeWords * 4 <= kCombineMapOffset, "the agree words fit before the map");
 
+template <class Cfg>
 __device__ __forceinline__ u32 combine_arg_word(const MoeCombineParams& p, u32 i) {
-  const u32 w[kCombineArgWords] = {p.recv_capacity, p.max_tokens, p.topk, p.experts, p.n, p.k};
-  return w[i];
+  switch (i) {
+    case 0: return p.recv_capacity;
+    case 1: return p.max_tokens;
+    case 2: return p.topk;
+    case 3: return p.experts;
+    case 4: return p.n;
+    case 5: return p.k;
+    default: return Cfg::BM | Cfg::BN << 16;
+  }
 }
-// Rank `from`'s agree words in rank q's region.
+// Rank `from`'s agree words in rank q's region; its rows in use (word kCombineArgWords + 1).
 __device__ __forceinline__ u32* combine_agree_row(const MoeCombineParams& p, u32 q, u32 from) {
   return reinterpret_cast<u32*>(p.agree[q]) + from * kCombineAgreeWords;
 }
@@ -122,7 +134,7 @@ __device__ bool combine_layout_ok(const MoeCombineParams& p) {
 // whether the call goes on: every rank passed the same arguments and has a layout that holds
 // together (every rank decides alike from the same words). If not and `record` (push CTA
 // 0's first warp, after its map's expert-id records), records why. False also if a wait gave up.
-template <u32 WORLD>
+template <class Cfg, u32 WORLD>
 __device__ bool combine_go(const MoeCombineParams& p, const WaitContext& ctx, bool record) {
   const u32 lane = lane_id();
   bool ok = true;
@@ -132,7 +144,7 @@ __device__ bool combine_go(const MoeCombineParams& p, const WaitContext& ctx, bo
   for (u32 q = 0; q < WORLD; ++q) {
     const u32* row = combine_agree_row(p, p.rank, q);
     for (u32 i = 0; i < kCombineArgWords; ++i) {
-      const u32 theirs = __ldcg(row + i), mine = combine_arg_word(p, i);
+      const u32 theirs = __ldcg(row + i), mine = combine_arg_word<Cfg>(p, i);
       if (theirs != mine) {
         if (record && lane == 0) record_input_error(ctx, WaitOp::CombineRanksDisagree, q, i, mine, theirs, false);
         return false;
@@ -169,23 +181,34 @@ __device__ __forceinline__ bool combine_entry(const MoeCombineParams& p, const W
   return true;
 }
 
+// Rank q's rows in use, as its agree words in this rank's region say (after combine_go).
+__device__ __forceinline__ u32 combine_rows_used(const MoeCombineParams& p, u32 q) {
+  return __ldcg(combine_agree_row(p, p.rank, q) + kCombineArgWords + 1);
+}
+
 // Push CTA 0 (every thread): this rank's routes into the expert ranks' maps, its arguments
 // and layout verdict into every rank's agree words, then its map flag on every rank.
-template <u32 WORLD>
+template <class Cfg, u32 WORLD>
 __device__ void combine_write_maps(const MoeCombineParams& p, const WaitContext& ctx, u32* smem) {
   if (threadIdx.x < 32) {
     const bool ok = combine_layout_ok<WORLD>(p);
-    if (threadIdx.x == 0) smem[0] = ok ? 1u : 0u;
+    if (threadIdx.x == 0) {
+      smem[0] = ok ? 1u : 0u;
+      smem[1] = ok ? reinterpret_cast<const u32*>(p.layout)[p.local_experts] : 0u;
+    }
   }
   const u32 entries = p.tokens * p.topk;
   for (u32 i = threadIdx.x; i < entries; i += blockDim.x) {
     u32 q, row;
-    if (combine_entry(p, ctx, i, true, q, row)) reinterpret_cast<u64*>(p.map[q])[row] = (u64)ctx.epoch << 32 | i;
+    if (combine_entry(p, ctx, i, true, q, row)) {
+      const u32 g = (u32)reinterpret_cast<const i32*>(p.expert_ids)[i];
+      reinterpret_cast<uint4*>(p.map[q])[row] = make_uint4(ctx.epoch, i, p.rank, g);
+    }
   }
   __syncthreads();
   for (u32 j = threadIdx.x; j < WORLD * kCombineAgreeWords; j += blockDim.x) {
     const u32 q = j / kCombineAgreeWords, i = j % kCombineAgreeWords;
-    combine_agree_row(p, q, p.rank)[i] = i < kCombineArgWords ? combine_arg_word(p, i) : smem[0];
+    combine_agree_row(p, q, p.rank)[i] = i < kCombineArgWords ? combine_arg_word<Cfg>(p, i) : smem[i - kCombineArgWords];
   }
   // Every thread's stores, then one system-scope fence (cumulative over the barrier) and the
   // releases (as the dispatch's pushes).
@@ -207,7 +230,7 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
   const u32* layout = reinterpret_cast<const u32*>(p.layout);
   const u32 El = p.local_experts, rows_used = layout[El];
   const TileScheduler sched(rows_used, p.n, Cfg::BM, Cfg::BN, 1, 1);
-  const u64* map = reinterpret_cast<const u64*>(p.map[p.rank]);
+  const uint4* map = reinterpret_cast<const uint4*>(p.map[p.rank]);
   const u64 entries = (u64)p.max_tokens * p.topk;
   const u16* out = reinterpret_cast<const u16*>(p.out);
   const u32 lane = lane_id();
@@ -231,18 +254,21 @@ __device__ bool combine_push(const MoeCombineParams& p, const WaitContext& ctx, 
     for (u32 i = lane; i < Cfg::BM; i += 32) {
       const u32 r = r0 + i;
       u64 dst = 0;
+      // (the map entry of this call names the source the layout gives the row and the
+      // segment's expert: a row no source routed this call holds an older epoch, or another
+      // kernel's words; a padding row should hold none of this call's)
+      const uint4 m = __ldcg(map + r);
       if (r < src_end[WORLD - 1]) {
         u32 s = 0;
 #pragma unroll
         for (u32 j = 0; j + 1 < WORLD; ++j) s += src_end[j] <= r ? 1u : 0u;
-        // (this call's: a row no source routed this call holds an older epoch)
-        const u64 word = __ldcg(map + r);
-        const u32 entry = (u32)word;
-        if ((u32)(word >> 32) == ctx.epoch && entry < entries) {
-          dst = p.slots[s] + ((u64)entry * p.n + c0) * 2;
+        if (m.x == ctx.epoch && m.z == s && m.w == p.rank * El + e && m.y < entries) {
+          dst = p.slots[s] + ((u64)m.y * p.n + c0) * 2;
         } else {
-          record_input_error(ctx, WaitOp::InconsistentRoutes, s, r, (u32)min(entries, (u64)~0u), entry, true);
+          record_input_error(ctx, WaitOp::InconsistentRoutes, s, r, (u32)min(entries, (u64)~0u), m.x == ctx.epoch ? m.y : ~0u, true);
         }
+      } else if (m.x == ctx.epoch && m.z < WORLD) {
+        record_input_error(ctx, WaitOp::InconsistentRoutes, m.z, r, (u32)min(entries, (u64)~0u), m.y, true);
       }
       table[i] = dst;
     }
@@ -317,6 +343,11 @@ __device__ bool combine_sum(const MoeCombineParams& p, const WaitContext& ctx, u
       const u32 i = t0 * topk + lane;
       u32 q, row;
       valid = combine_entry(p, ctx, i, false, q, row);
+      if (valid && row >= combine_rows_used(p, q)) {
+        // (a row no tile of q covers: its arrival flag would never come)
+        record_input_error(ctx, WaitOp::InvalidDestRow, q, i, combine_rows_used(p, q), row, true);
+        valid = false;
+      }
       if (valid) {
         wj = tw[i];
         const u32 tile = row / Cfg::BM * p.n_blocks + nb;
@@ -415,10 +446,10 @@ __device__ __forceinline__ void moe_gemm_combine_kernel(const MoeCombineParams& 
   if (blockIdx.x < P) {
     if (!skipped) {
       u32* smem = reinterpret_cast<u32*>(smem_raw);
-      if (blockIdx.x == 0) combine_write_maps<WORLD>(p, ctx, smem);
+      if (blockIdx.x == 0) combine_write_maps<Cfg, WORLD>(p, ctx, smem);
       __syncthreads();
       // (every warp decides; push CTA 0's first warp records why not)
-      const bool go = combine_go<WORLD>(p, ctx, blockIdx.x == 0 && threadIdx.x < 32);
+      const bool go = combine_go<Cfg, WORLD>(p, ctx, blockIdx.x == 0 && threadIdx.x < 32);
       if (__syncthreads_and(go)) {
         u64* table = reinterpret_cast<u64*>(smem) + (threadIdx.x / 32) * Cfg::BM;
         if (combine_push<Cfg, WORLD>(p, ctx, blockIdx.x * push_warps + threadIdx.x / 32, P * push_warps, table))
@@ -444,7 +475,7 @@ __device__ __forceinline__ void moe_gemm_combine_kernel(const MoeCombineParams& 
     // The consumer warps sum once the CTA's tiles are done (the producer warpgroup gave its
     // registers away: it waits at the barrier below).
     if (!skipped && threadIdx.x >= 128) {
-      const bool go = combine_go<WORLD>(p, ctx, false);
+      const bool go = combine_go<Cfg, WORLD>(p, ctx, false);
       if (go) combine_sum<Cfg>(p, ctx, P * push_warps + (blockIdx.x - P) * sum_warps_per_compute + (threadIdx.x - 128) / 32, sum_warps);
     }
   }
