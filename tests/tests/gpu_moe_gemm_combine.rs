@@ -358,6 +358,9 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     }
     round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), d);
     // Ranks that pass different tiles (the arrival flags are per tile: helper-113): both report it.
+    // Both kernels are loaded first: with the ranks in one context (one GPU), loading a module
+    // waits for the kernels running in it, here rank 0's, which waits for rank 1 (run 444).
+    round(&g, s, &[200, 200], Routing::Uniform, check::fresh_seed(), MoeGemmCombineOptions { tile: Some(TileConfig::WIDE_TMA_STORE), ..d });
     let x = inputs(2, s, cap, &[200, 200], Routing::Uniform, check::fresh_seed());
     let mut bs = upload(&g, s, &x);
     for (r, b) in bs.iter_mut().enumerate() {
