@@ -1,7 +1,7 @@
 //! `mkernel plan`: what a call of each shape would run, without a GPU. The plain GEMM's
 //! tile, last-wave split and grid (`mkernel::plan_gemm`), the fused GEMM + all-reduce's
 //! tile, path and SM partition (`mkernel::plan_gemm_allreduce`), the other fused calls'
-//! (reduce-scatter, all-gather, MoE dispatch, ring attention), on a described machine
+//! (reduce-scatter, all-gather, MoE dispatch, MoE combine, ring attention), on a described machine
 //! (SMs per GPU, world size): the default rules (`TileConfig::choose_for` and the split
 //! rules; `FusedConfig`'s) or the overrides given, checked as the calls check them. For
 //! seeing which tile a model's layers take before a GPU is at hand, and for reviewing a
@@ -31,6 +31,11 @@ pub enum PlanCmd {
     /// compute CTAs, chunk tokens, receive capacity and the workspace it needs (bench
     /// moe-dispatch-gemm's shapes; M: the rows a rank gets from an even routing, tokens x topk).
     MoeDispatchGemm(PlanMoeArgs),
+    /// The fused MoE grouped GEMM + combine (`Communicator::moe_gemm_combine`): tile, push and
+    /// compute CTAs, receive capacity and the workspace it needs (bench moe-gemm-combine's
+    /// shapes: N the hidden size, K the experts' intermediate size; M: the rows a rank's experts
+    /// compute under an even routing, tokens x topk). No --chunk-rows: the combine has no chunks.
+    MoeGemmCombine(PlanMoeArgs),
     /// Ring attention (`Communicator::ring_attention`): push and compute CTAs, chunk rows,
     /// units (128 query rows of one sequence and head, 192 at D = 64; zigzag: of one half of
     /// the shard), the workspace it needs and each rank's FLOPs (the causal imbalance of
@@ -69,7 +74,7 @@ pub struct PlanInputs {
     pub shape: Vec<GemmShape>,
 }
 
-/// The communicator an all-gather's or an MoE dispatch's plan is for.
+/// The communicator an all-gather's, an MoE dispatch's or combine's plan is for.
 #[derive(Args, Clone, Debug)]
 pub struct PlanRanks {
     /// Ranks of the communicator, 2 to 8.
@@ -80,7 +85,8 @@ pub struct PlanRanks {
     pub gpu_shared: bool,
     /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): holds the all-gather's
     /// gathered A (M x K), the MoE dispatch's receive buffer (recv_capacity x K) and counts,
-    /// or ring attention's gathered keys and values (world x 2 x B x S x Hkv x D).
+    /// the MoE combine's slots (max_tokens x topk x N), out (recv_capacity x N) and map, or ring
+    /// attention's gathered keys and values (world x 2 x B x S x Hkv x D).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
     pub max_output_elems: Option<u64>,
 }
@@ -145,7 +151,8 @@ pub struct PlanMoeArgs {
     pub ranks: PlanRanks,
     #[command(flatten)]
     pub shape: bench::MoeShapeArgs,
-    /// Force the receive capacity, rows (a positive multiple of 128; default: the worst case).
+    /// Force the receive capacity, rows (a positive multiple of 128; default: the worst case;
+    /// the combine's: the dispatch's it follows, h's rows).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32))]
     pub recv_capacity: Option<u32>,
 }
@@ -376,6 +383,7 @@ pub fn run(cmd: PlanCmd) -> BenchResult<()> {
         PlanCmd::GemmReduceScatter(a) => (plan_fused_rows(&a, Collective::ReduceScatter)?, a.common.inputs.base.json),
         PlanCmd::AllgatherGemm(a) => (plan_allgather_rows(&a)?, a.inputs.base.json),
         PlanCmd::MoeDispatchGemm(a) => (plan_moe_rows(&a)?, a.base.json),
+        PlanCmd::MoeGemmCombine(a) => (plan_moe_combine_rows(&a)?, a.base.json),
         PlanCmd::RingAttention(a) => (plan_ring_attention_rows(&a)?, a.base.json),
     };
     let text = if json { serde_json::to_string_pretty(&out)? + "\n" } else { render(&out) };
@@ -773,19 +781,7 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world),
         ))
     };
-    let mut plans = Vec::new();
-    for (label, s) in a.shape.shapes() {
-        // (M: the rows a rank receives when every expert gets its share)
-        let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
-        let dims = format!("{}x{}x{}", even.m, even.n, even.k);
-        if a.base.filter.as_deref().is_some_and(|f| !label.contains(f) && !dims.contains(f)) {
-            continue;
-        }
-        plans.push(row(label, even, plan(s, even)));
-    }
-    if plans.is_empty() {
-        return Err(usage("no shape left to plan (--filter)".to_string()));
-    }
+    let plans = moe_plan_rows(a.shape.shapes(), a.base.filter.as_deref(), plan)?;
     let context = PlanContextRow {
         op: "moe-dispatch-gemm",
         sms,
@@ -793,17 +789,90 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
         gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
         workspace_bytes: None,
-        overrides: overrides(&[
-            ("--tokens", a.shape.tokens.map(|v| v.to_string())),
-            ("--experts", a.shape.experts.map(|v| v.to_string())),
-            ("--topk", a.shape.topk.map(|v| v.to_string())),
-            ("--n", a.shape.n.map(|v| v.to_string())),
-            ("--k", a.shape.k.map(|v| v.to_string())),
-            ("--tile", a.shape.tile.clone()),
-            ("--push-ctas", a.shape.push_ctas.map(|v| v.to_string())),
-            ("--chunk-rows", a.shape.chunk_rows.map(|v| v.to_string())),
-            ("--recv-capacity", a.recv_capacity.map(|v| v.to_string())),
-        ]),
+        overrides: moe_overrides(a),
+    };
+    Ok(PlanOutput { context, plans })
+}
+
+/// A row per MoE shape of `list` that `filter` keeps (its label or its even routing's
+/// MxNxK), planned by `plan` with the even routing's GEMM: M the rows a rank's experts get
+/// when every expert gets its share, tokens x topk, N x K. A usage error where none is left.
+fn moe_plan_rows(
+    list: Vec<(String, mkernel::MoeShape)>,
+    filter: Option<&str>,
+    plan: impl Fn(mkernel::MoeShape, GemmShape) -> Result<Planned, mkernel::Error>,
+) -> BenchResult<Vec<PlanRow>> {
+    let mut plans = Vec::new();
+    for (label, s) in list {
+        // (M: the rows a rank receives when every expert gets its share)
+        let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
+        let dims = format!("{}x{}x{}", even.m, even.n, even.k);
+        if filter.is_some_and(|f| !label.contains(f) && !dims.contains(f)) {
+            continue;
+        }
+        plans.push(row(label, even, plan(s, even)));
+    }
+    if plans.is_empty() {
+        return Err(usage("no shape left to plan (--filter)".to_string()));
+    }
+    Ok(plans)
+}
+
+/// The MoE plans' overriding flags, as given, for the context line.
+fn moe_overrides(a: &PlanMoeArgs) -> String {
+    overrides(&[
+        ("--tokens", a.shape.tokens.map(|v| v.to_string())),
+        ("--experts", a.shape.experts.map(|v| v.to_string())),
+        ("--topk", a.shape.topk.map(|v| v.to_string())),
+        ("--n", a.shape.n.map(|v| v.to_string())),
+        ("--k", a.shape.k.map(|v| v.to_string())),
+        ("--tile", a.shape.tile.clone()),
+        ("--push-ctas", a.shape.push_ctas.map(|v| v.to_string())),
+        ("--chunk-rows", a.shape.chunk_rows.map(|v| v.to_string())),
+        ("--recv-capacity", a.recv_capacity.map(|v| v.to_string())),
+    ])
+}
+
+/// plan moe-gemm-combine: bench moe-gemm-combine's shapes (N the hidden size, K the experts'
+/// intermediate size) with the overrides, planned as `Communicator::moe_gemm_combine` would;
+/// the floors an even routing's: its GEMM (tokens x topk rows a rank, N x K) and the rows that
+/// go back to other ranks' tokens.
+fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
+    // (as bench moe-gemm-combine: the flag is the dispatch's)
+    if let Some(c) = a.shape.chunk_rows {
+        return Err(usage(format!("--chunk-rows {c}: the MoE GEMM + combine has no token chunks (an option of moe-dispatch-gemm)")));
+    }
+    let opts = bench::moe_combine_options(&a.shape, a.recv_capacity)?;
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
+    let world = a.ranks.world_size;
+    let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
+        let cfg = mkernel::plan_moe_gemm_combine(s, opts, ctx)?;
+        let tiles = cfg.tile.tiles(even.m, even.n);
+        let compute = cfg.grid.saturating_sub(cfg.push_ctas);
+        Ok(Planned::pushing(
+            cfg.tile,
+            cfg.grid,
+            cfg.push_ctas,
+            tiles,
+            format!(
+                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves",
+                mkernel::moe_combine_workspace_elems_needed(s, cfg.recv_capacity),
+                even.m,
+                tiles as f64 / compute.max(1) as f64
+            ),
+            bench::floors::compute_us(even),
+            bench::floors::moe_combine_link_us(s.tokens, s.topk, s.n, world),
+        ))
+    };
+    let plans = moe_plan_rows(a.shape.shapes_from(bench::moe_combine_shapes), a.base.filter.as_deref(), plan)?;
+    let context = PlanContextRow {
+        op: "moe-gemm-combine",
+        sms,
+        world_size: Some(world),
+        gpu_shared: Some(a.ranks.gpu_shared),
+        max_output_elems: Some(max_output_elems),
+        workspace_bytes: None,
+        overrides: moe_overrides(a),
     };
     Ok(PlanOutput { context, plans })
 }
@@ -827,6 +896,7 @@ mod tests {
             PlanCmd::GemmReduceScatter(a) => plan_fused_rows(&a, Collective::ReduceScatter),
             PlanCmd::AllgatherGemm(a) => plan_allgather_rows(&a),
             PlanCmd::MoeDispatchGemm(a) => plan_moe_rows(&a),
+            PlanCmd::MoeGemmCombine(a) => plan_moe_combine_rows(&a),
             PlanCmd::RingAttention(a) => plan_ring_attention_rows(&a),
         }
     }
@@ -916,6 +986,69 @@ mod tests {
         assert!(out.plans[0].refused.as_ref().unwrap().contains("`tile`"), "{out:?}");
         assert!(output(&["moe-dispatch-gemm", "--filter", "nothing"]).is_err());
         assert!(output(&["moe-dispatch-gemm", "--world-size", "1"]).is_err());
+    }
+
+    /// plan moe-gemm-combine: bench moe-gemm-combine's shapes (N the hidden size, K the
+    /// intermediate size) planned as the call would, the workspace each needs named in the
+    /// output (the default communicator's too small for DeepSeek-V3-like, refused naming the
+    /// size), an even routing's rows and floors (the combine's rows of N going back), the
+    /// overrides taken or refused by name, and --chunk-rows (the dispatch's) refused.
+    #[test]
+    fn moe_combine_plans_and_refusals() {
+        let big = 1_000_000_000u64;
+        let planned = rows(&["moe-gemm-combine", "--max-output-elems", "1000000000"]).unwrap();
+        let list = bench::moe_combine_shapes(4096);
+        assert_eq!(planned.len(), list.len());
+        let ctx = PlanContext::new(2, 132, false, big).unwrap();
+        for ((r, p), (label, s)) in planned.iter().zip(&list) {
+            assert!(r.label.starts_with(label.as_str()), "{} {label}", r.label);
+            let cfg = mkernel::plan_moe_gemm_combine(*s, mkernel::MoeGemmCombineOptions::default(), ctx).unwrap();
+            assert_eq!((p.tile.clone(), p.grid, p.comm_ctas), (cfg.tile.name(), cfg.grid, Some(cfg.push_ctas)), "{label}");
+            let need = mkernel::moe_combine_workspace_elems_needed(*s, cfg.recv_capacity);
+            assert!(p.config.contains(&format!("{} receive rows, workspace >= {need} elements", cfg.recv_capacity)), "{label}: {}", p.config);
+            let even = GemmShape { m: s.tokens * s.topk, n: s.n, k: s.k };
+            assert_eq!(gemm_of(r), even);
+            assert_eq!(p.floor_compute_us, bench::floors::compute_us(even));
+            assert_eq!(p.floor_link_us, Some(bench::floors::moe_combine_link_us(s.tokens, s.topk, s.n, 2)));
+        }
+        // Mixtral-like: 8192 rows a rank of N = 4096 by K = 14336; half of them (8 KiB each) go
+        // back to the other rank over 394 GB/s, ~85 us; 16384 rows + 128 of padding per local expert.
+        let (mixtral, p) = &planned[0];
+        assert_eq!(gemm_of(mixtral), GemmShape { m: 8192, n: 4096, k: 14336 });
+        let link = 4096.0 * 2.0 * 4096.0 * 2.0 / 2.0 / 394e9 * 1e6;
+        assert!((p.floor_link_us.unwrap() - link).abs() < 1e-9, "{p:?}");
+        assert!(p.config.contains("16896 receive rows, workspace >= 102828160 elements"), "{}", p.config);
+        // The default communicator's workspace: Mixtral-like fits, DeepSeek-V3-like is refused
+        // naming the size to create it with; the text and the JSON say the workspace too.
+        let out = output(&["moe-gemm-combine"]).unwrap();
+        assert!(out.plans[0].planned.is_some(), "{:?}", out.plans[0]);
+        let need = mkernel::moe_combine_workspace_elems_needed(list[1].1, 81792);
+        assert!(out.plans[1].refused.as_ref().is_some_and(|e| e.contains("`recv_capacity`") && e.contains(&format!("max_output_elems >= {need}"))), "{:?}", out.plans[1]);
+        assert_eq!(bench::exit_status(refusals(&out.plans).unwrap_err().as_ref()), 2);
+        assert!(render(&out).contains("16896 receive rows, workspace >= 102828160 elements;"), "{}", render(&out));
+        let v: serde_json::Value = serde_json::to_value(&out).unwrap();
+        assert_eq!(v["context"]["op"], "moe-gemm-combine");
+        assert!(v["plans"][0]["config"].as_str().is_some_and(|c| c.contains("workspace >= 102828160 elements")), "{v}");
+        // Refusals by name: N not a multiple of 8, experts, the receive capacity, the tile.
+        let out = output(&["moe-gemm-combine", "--n", "4100", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().is_some_and(|e| e.contains("`shape`") && e.contains("N must be a multiple of 8")), "{out:?}");
+        assert_eq!(out.context.overrides, "--n 4100");
+        let out = output(&["moe-gemm-combine", "--experts", "7", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().unwrap().contains("experts must be"), "{out:?}");
+        let out = output(&["moe-gemm-combine", "--tokens", "64", "--recv-capacity", "100", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().unwrap().contains("`recv_capacity`"), "{out:?}");
+        let out = output(&["moe-gemm-combine", "--tokens", "64", "--tile", "wide-tma-store-c2", "--filter", "mixtral"]).unwrap();
+        assert!(out.plans[0].refused.as_ref().unwrap().contains("`tile`"), "{out:?}");
+        // Overrides reach the plan: a given capacity and push CTAs.
+        let r = rows(&["moe-gemm-combine", "--tokens", "64", "--recv-capacity", "1024", "--push-ctas", "4", "--filter", "deepseek"]).unwrap();
+        assert_eq!((r[0].1.comm_ctas, gemm_of(&r[0].0).m), (Some(4), 512));
+        assert!(r[0].1.config.contains("4 push + 128 compute CTAs, 1024 receive rows"), "{}", r[0].1.config);
+        // --chunk-rows is the dispatch's: refused by flag, before any plan.
+        let e = output(&["moe-gemm-combine", "--chunk-rows", "64"]).unwrap_err();
+        assert!(e.to_string().contains("--chunk-rows 64") && e.to_string().contains("no token chunks"), "{e}");
+        assert_eq!(bench::exit_status(e.as_ref()), 2);
+        assert!(output(&["moe-gemm-combine", "--filter", "nothing"]).is_err());
+        assert!(output(&["moe-gemm-combine", "--world-size", "1"]).is_err());
     }
 
     /// plan allgather-gemm: the bench's list planned as the call would, the link floor one

@@ -65,6 +65,19 @@ pub fn moe_dispatch_link_us(tokens: u32, topk: u32, k: u32, world: u32) -> f64 {
     bytes / (LINK_GBPS * 1e9) * 1e6
 }
 
+/// The bytes one rank sends in an MoE combine of `tokens` tokens' `topk` rows of N (bf16), the
+/// experts' outputs, spread evenly over `world` ranks' experts: the (world - 1) / world of the
+/// rows its experts computed that go back to other ranks' tokens (as many as a dispatch of the
+/// same routing sends, of N columns instead of K), at [`LINK_GBPS`], microseconds; 0 for one
+/// rank.
+pub fn moe_combine_link_us(tokens: u32, topk: u32, n: u32, world: u32) -> f64 {
+    if world < 2 {
+        return 0.0;
+    }
+    let bytes = tokens as f64 * topk as f64 * n as f64 * 2.0 * (world - 1) as f64 / world as f64;
+    bytes / (LINK_GBPS * 1e9) * 1e6
+}
+
 /// One rank's attention FLOPs (`AttentionShape::flops`) at [`MATRIX_TFLOPS`], microseconds.
 pub fn attention_compute_us(flops: f64) -> f64 {
     flops / (MATRIX_TFLOPS * 1e12) * 1e6
@@ -100,6 +113,16 @@ mod tests {
         assert!((allgather_link_us(s, 2) - 67_108_864.0 / 394e9 * 1e6).abs() < 1e-6);
         assert!((allgather_link_us(s, 4) - 3.0 * 2048.0 * 8192.0 * 2.0 / 394e9 * 1e6).abs() < 1e-6);
         assert_eq!(allgather_link_us(s, 1), 0.0);
+    }
+
+    #[test]
+    fn moe_combine_bytes_are_the_rows_going_back() {
+        // Mixtral-like at 4096 tokens, top-2, N = 4096 on two ranks: half of 8192 rows of 8 KiB.
+        assert!((moe_combine_link_us(4096, 2, 4096, 2) - 4096.0 * 2.0 * 4096.0 * 2.0 / 2.0 / 394e9 * 1e6).abs() < 1e-9);
+        // (the dispatch's bytes with N for K; 7/8 of the rows at 8 ranks)
+        assert_eq!(moe_combine_link_us(4096, 8, 7168, 4), moe_dispatch_link_us(4096, 8, 7168, 4));
+        assert!((moe_combine_link_us(4096, 8, 7168, 8) / moe_combine_link_us(4096, 8, 7168, 2) - 1.75).abs() < 1e-12);
+        assert_eq!(moe_combine_link_us(4096, 2, 4096, 1), 0.0);
     }
 
     #[test]

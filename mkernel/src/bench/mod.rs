@@ -16,6 +16,7 @@ mod ring_attention;
 pub(crate) use gemm::{model_shapes as gemm_model_shapes, parse_shape as parse_gemm_shape, shapes as gemm_shapes, DENSE_MODELS};
 pub(crate) use allgather_gemm::shapes as allgather_shapes;
 pub(crate) use moe_dispatch_gemm::MoeShapeArgs;
+pub(crate) use moe_gemm_combine::{options as moe_combine_options, shapes as moe_combine_shapes};
 #[cfg(test)]
 pub(crate) use moe_dispatch_gemm::shapes as moe_shapes;
 pub(crate) use ring_attention::{parse_shape_syntax as parse_attention_shape_syntax, shapes as attention_shapes, tag as attention_tag};

@@ -63,8 +63,9 @@ fn setup_shape(s: MoeShape) -> MoeShape {
     MoeShape { n: SETUP_N, k: SETUP_K, ..s }
 }
 
-/// The combine's options from the flags (`recv_capacity` as given: the setup dispatch's).
-fn options(a: &MoeShapeArgs, recv_capacity: Option<u32>) -> BenchResult<MoeGemmCombineOptions> {
+/// The combine's options from the flags (`recv_capacity` as given: the setup dispatch's; `plan
+/// moe-gemm-combine`'s too). --chunk-rows is not the combine's: the callers refuse it.
+pub(crate) fn options(a: &MoeShapeArgs, recv_capacity: Option<u32>) -> BenchResult<MoeGemmCombineOptions> {
     let tile = super::parse_tile(a.tile.as_deref(), false)?;
     Ok(MoeGemmCombineOptions { tile, push_ctas: a.push_ctas, recv_capacity })
 }
