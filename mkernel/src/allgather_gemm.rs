@@ -185,15 +185,11 @@ impl Communicator {
         self.check_usable()?;
         let cfg = self.plan_allgather_gemm(shape, opts)?;
         let (s, n, k) = ((shape.m / self.world_size()) as usize, shape.n as usize, shape.k as usize);
-        for (arg, len, want, what) in [
+        crate::error::check_lengths(&[
             ("a", a.len(), s * k, "this rank's rows of A, [M / world, K]"),
             ("b", b.len(), n * k, "[N, K]"),
             ("out", out.len(), shape.m as usize * n, "[M, N]"),
-        ] {
-            if len < want {
-                return Err(invalid(arg, format!("must hold {what} = {want} elements, got {len}")));
-            }
-        }
+        ])?;
         self.check_on_own_gpu(stream, &[("a", a.ordinal()), ("b", b.ordinal()), ("out", out.ordinal())])?;
         self.order_after_last(stream)?;
         let (pa, _ga) = a.device_ptr(stream);

@@ -218,6 +218,17 @@ pub(crate) fn invalid(arg: &'static str, rule: impl Into<String>) -> Error {
     Error::InvalidArgument { arg, rule: rule.into() }
 }
 
+/// Checks a call's buffers: each (argument, its length, the elements it must hold, its shape
+/// in words) must hold at least that many elements, else the first that does not is named.
+pub(crate) fn check_lengths(buffers: &[(&'static str, usize, usize, &str)]) -> Result<()> {
+    for &(arg, len, want, what) in buffers {
+        if len < want {
+            return Err(invalid(arg, format!("must hold {what} = {want} elements, got {len}")));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

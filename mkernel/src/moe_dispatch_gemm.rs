@@ -191,18 +191,14 @@ impl Communicator {
         let el = shape.local_experts(world) as usize;
         let (t, k, n, topk) = (shape.tokens as usize, shape.k as usize, shape.n as usize, shape.topk as usize);
         let weights_len = el.checked_mul(n).and_then(|x| x.checked_mul(k)).ok_or_else(|| invalid("weights", "[experts / world, N, K] overflows usize".to_string()))?;
-        for (arg, len, want, what) in [
+        crate::error::check_lengths(&[
             ("x", x.len(), t * k, "[tokens, K]"),
             ("expert_ids", expert_ids.len(), t * topk, "[tokens, topk]"),
             ("weights", weights.len(), weights_len, "[experts / world, N, K]"),
             ("out", out.len(), cfg.recv_capacity as usize * n, "[recv_capacity, N]"),
             ("dest_rows", dest_rows.len(), t * topk, "[tokens, topk]"),
             ("layout", layout.len(), layout_words(el as u32, world), "[El + 1 + El x world]"),
-        ] {
-            if len < want {
-                return Err(invalid(arg, format!("must hold {what} = {want} elements, got {len}")));
-            }
-        }
+        ])?;
         self.check_on_own_gpu(
             stream,
             &[

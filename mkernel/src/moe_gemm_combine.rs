@@ -123,12 +123,17 @@ impl Communicator {
     /// Errors: as [`plan_moe_gemm_combine`]; a buffer too short (`h`, `weights`, `layout`,
     /// `expert_ids`, `dest_rows`, `topk_weights`, `y`) or on another GPU; a communicator
     /// that failed before. After the call, [`Communicator::synchronize`] returns
-    /// [`crate::Error::DeviceInput`] where an expert id or a destination row was bad (the
-    /// entry was left out), a rank's layout does not tile its rows as a dispatch's does, or
-    /// the ranks passed different recv_capacity, max_tokens, topk, experts, N or K (in those
-    /// two cases no rank pushed or summed: y is unwritten); the communicator stays usable.
-    /// A `dest_rows` from another dispatch than `layout` can point at a row its expert's
-    /// rank never computes: the wait for it times out, naming the arrival flag.
+    /// [`crate::Error::DeviceInput`] (the communicator stays usable) where:
+    /// - an expert id, or a destination row at or past recv_capacity or past the rows the
+    ///   expert rank's layout uses, was bad (reported by the token's rank; the entry was left
+    ///   out of its sum);
+    /// - a rank's layout does not tile its rows as a dispatch's does, or the ranks passed
+    ///   different recv_capacity, max_tokens, topk, experts, N, K or tiles (reported by every
+    ///   rank; no rank pushed or summed: y is unwritten);
+    /// - a received row's route is not this call's from the rank and expert the layout says,
+    ///   or a padding row is some entry's destination (`layout` and `dest_rows` from
+    ///   different dispatches; reported by the expert's rank, the row not sent; a token
+    ///   routed to a padding row sums whatever its slot holds).
     #[allow(clippy::too_many_arguments)]
     pub fn moe_gemm_combine(
         &self,
@@ -149,7 +154,7 @@ impl Communicator {
         let el = shape.local_experts(world) as usize;
         let (t, k, n, topk) = (shape.tokens as usize, shape.k as usize, shape.n as usize, shape.topk as usize);
         let weights_len = el.checked_mul(n).and_then(|x| x.checked_mul(k)).ok_or_else(|| invalid("weights", "[experts / world, N, K] overflows usize".to_string()))?;
-        for (arg, len, want, what) in [
+        crate::error::check_lengths(&[
             ("h", h.len(), cfg.recv_capacity as usize * k, "[recv_capacity, K]"),
             ("weights", weights.len(), weights_len, "[experts / world, N, K]"),
             ("layout", layout.len(), layout_words(el as u32, world), "[El + 1 + El x world]"),
@@ -157,11 +162,7 @@ impl Communicator {
             ("dest_rows", dest_rows.len(), t * topk, "[tokens, topk]"),
             ("topk_weights", topk_weights.len(), t * topk, "[tokens, topk]"),
             ("y", y.len(), t * n, "[tokens, N]"),
-        ] {
-            if len < want {
-                return Err(invalid(arg, format!("must hold {what} = {want} elements, got {len}")));
-            }
-        }
+        ])?;
         self.check_on_own_gpu(
             stream,
             &[
