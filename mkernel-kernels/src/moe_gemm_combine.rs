@@ -20,7 +20,7 @@ use cudarc::driver::CudaStream;
 use crate::driver::{self, LaunchDims, Runtime, Swizzle, Tensor2d};
 use crate::error::{invalid, Result};
 use crate::gemm::{Epilogue, GemmShape, TileConfig};
-use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
+use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout, MAX_CAPACITY_ELEMS};
 use crate::jit::KernelSource;
 use crate::moe_dispatch_gemm::{MoeShape, MAX_TMA_ROWS, SEGMENT_ALIGN};
 use crate::params::MoeCombineParams;
@@ -123,6 +123,7 @@ pub fn check_tile(tile: TileConfig, n: u32) -> Result<()> {
 /// ([`crate::moe_dispatch_gemm::check_shape`]), and N a multiple of 8 (the slots' rows are
 /// moved in 16-byte vectors) (`shape`).
 pub fn check_shape(s: MoeShape, world: u32) -> Result<()> {
+    crate::catalog::check_world(world, 2, "an MoE GEMM + combine")?;
     crate::moe_dispatch_gemm::check_shape(s, world)?;
     if s.n % 8 != 0 {
         return Err(invalid("shape", format!("N must be a multiple of 8 (rows move in 16-byte vectors), got {}", s.n)));
@@ -141,7 +142,8 @@ pub fn capacity_tiles(s: MoeShape, tile: TileConfig, recv_capacity: u32) -> u64 
 /// signed 32-bit coordinates; a map flag, the arrival flags and this rank's tile flags
 /// (1 + 2 x [`capacity_tiles`]) within a ready-inbox row.
 ///
-/// Errors: `recv_capacity`, `shape`, naming the workspace's size and how to grow it.
+/// Errors: `recv_capacity`, `shape`, `max_output_elems` (naming the size a call needs and how
+/// to get it).
 pub fn check_workspace(s: MoeShape, cfg: &MoeCombineConfig, l: WorkspaceLayout, world: u32) -> Result<()> {
     if cfg.recv_capacity as u64 > MAX_TMA_ROWS {
         return Err(invalid("recv_capacity", format!("must be below 2^31 rows (TMA coordinates), got {}", cfg.recv_capacity)));
@@ -152,16 +154,21 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeCombineConfig, l: WorkspaceLayout, 
     }
     let need = workspace_elems_needed(s, cfg.recv_capacity);
     if need > l.capacity_elems {
-        return Err(invalid(
-            "recv_capacity",
-            format!(
-                "the combine's slots (max_tokens x topk = {} rows of N = {}), out ({} rows of N) and map need a workspace of {need} elements, more than the communicator's {}; create it with max_output_elems >= {need}",
-                s.max_tokens as u64 * s.topk as u64,
-                s.n,
-                cfg.recv_capacity,
-                l.capacity_elems
-            ),
-        ));
+        // (the slots, max_tokens x topk rows of N, usually dominate: no recv_capacity helps;
+        // helper-115)
+        let what = format!(
+            "the combine's slots (max_tokens x topk = {} rows of N = {}), out ({} receive rows of N) and map need a workspace of {need} elements, more than the communicator's {}",
+            s.max_tokens as u64 * s.topk as u64,
+            s.n,
+            cfg.recv_capacity,
+            l.capacity_elems
+        );
+        let fix = if need > MAX_CAPACITY_ELEMS {
+            "no communicator holds that (max_output_elems is at most 2^37): combine fewer tokens a call (max_tokens) or fewer columns (N)".to_string()
+        } else {
+            format!("create the communicator with max_output_elems >= {need}")
+        };
+        return Err(invalid("max_output_elems", format!("{what}; {fix}")));
     }
     let tiles = capacity_tiles(s, cfg.tile, cfg.recv_capacity);
     if 1 + 2 * tiles > l.max_tiles {
@@ -331,7 +338,7 @@ mod tests {
             assert!(err(s, MoeCombineConfig { recv_capacity: c, ..good }, &b).contains("`recv_capacity`"), "{c}");
         }
         let m = err(s, good, &bufs(2, need - 1));
-        assert!(m.contains("`recv_capacity`") && m.contains(&format!("max_output_elems >= {need}")), "{m}");
+        assert!(m.contains("`max_output_elems`") && m.contains(&format!("max_output_elems >= {need}")), "{m}");
         let m = err(s, MoeCombineConfig { recv_capacity: 1 << 31, ..good }, &bufs(2, 1 << 37));
         assert!(m.contains("2^31"), "{m}");
     }
@@ -356,7 +363,7 @@ mod tests {
         assert!(Regions::new(huge, 128).is_none());
         assert_eq!(workspace_elems_needed(huge, 128), u64::MAX);
         let m = validate(huge, &MoeCombineConfig { tile: TileConfig::WIDE_TMA_STORE, push_ctas: 8, grid: 132, recv_capacity: 128 }, &bufs(2, 1 << 31)).unwrap_err().to_string();
-        assert!(m.contains("`recv_capacity`") || m.contains("`shape`"), "{m}");
+        assert!(m.contains("`max_output_elems`") && m.contains("no communicator holds that"), "{m}");
     }
 
     #[test]

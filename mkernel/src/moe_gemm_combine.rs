@@ -51,8 +51,9 @@ pub struct MoeGemmCombineOptions {
 /// [`mkernel_kernels::moe_gemm_combine::check_shape`] (`world_size`, `shape`: the
 /// dispatch's, and N % 8 == 0); a tile without a kernel (`tile`); push CTAs that are 0 or
 /// leave no compute CTA (`push_ctas`); a receive capacity that is not a positive multiple of
-/// 128 rows, from 2^31 rows, or whose regions exceed the workspace (`recv_capacity`: the
-/// communicator needs `CommConfig::max_output_elems` >= [`crate::moe_combine_workspace_elems_needed`]).
+/// 128 rows or from 2^31 rows (`recv_capacity`); regions that exceed the workspace
+/// (`max_output_elems`: the communicator needs `CommConfig::max_output_elems` >=
+/// [`crate::moe_combine_workspace_elems_needed`], mostly the slots, max_tokens x topk rows of N).
 /// Every rank of a collective gets the same answer.
 pub fn plan_moe_gemm_combine(shape: MoeShape, opts: MoeGemmCombineOptions, ctx: PlanContext) -> Result<MoeCombineConfig> {
     ctx.check()?;
@@ -214,7 +215,7 @@ mod tests {
         let dispatch = crate::plan_moe_dispatch_gemm(shape(), crate::MoeDispatchGemmOptions::default(), ctx(2, 132, need)).unwrap();
         assert_eq!(dispatch.recv_capacity, p.recv_capacity);
         let e = plan_moe_gemm_combine(shape(), d, ctx(2, 132, need - 1)).unwrap_err().to_string();
-        assert!(e.contains("`recv_capacity`") && e.contains(&format!("max_output_elems >= {need}")), "{e}");
+        assert!(e.contains("`max_output_elems`") && e.contains(&format!("max_output_elems >= {need}")), "{e}");
         for grid in 2..=17 {
             let p = plan_moe_gemm_combine(MoeShape { max_tokens: 64, tokens: 64, ..shape() }, d, ctx(2, grid, need)).unwrap();
             assert!(p.push_ctas >= 1 && p.push_ctas < p.grid && p.grid == grid, "{grid}: {p}");

@@ -1024,7 +1024,7 @@ mod tests {
         let out = output(&["moe-gemm-combine"]).unwrap();
         assert!(out.plans[0].planned.is_some(), "{:?}", out.plans[0]);
         let need = mkernel::moe_combine_workspace_elems_needed(list[1].1, 81792);
-        assert!(out.plans[1].refused.as_ref().is_some_and(|e| e.contains("`recv_capacity`") && e.contains(&format!("max_output_elems >= {need}"))), "{:?}", out.plans[1]);
+        assert!(out.plans[1].refused.as_ref().is_some_and(|e| e.contains("`max_output_elems`") && e.contains(&format!("max_output_elems >= {need}"))), "{:?}", out.plans[1]);
         assert_eq!(bench::exit_status(refusals(&out.plans).unwrap_err().as_ref()), 2);
         assert!(render(&out).contains(&format!("16896 receive rows, workspace >= {need_mixtral} elements;")), "{}", render(&out));
         let v: serde_json::Value = serde_json::to_value(&out).unwrap();
