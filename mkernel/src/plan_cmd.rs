@@ -772,10 +772,11 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             cfg.push_ctas,
             tiles,
             format!(
-                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves",
+                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves{}",
                 mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
                 even.m,
-                tiles as f64 / compute.max(1) as f64
+                tiles as f64 / compute.max(1) as f64,
+                moe_capacity_warning(cfg.recv_capacity, even.m)
             ),
             bench::floors::compute_us(even),
             bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world),
@@ -818,6 +819,17 @@ fn moe_plan_rows(
     Ok(plans)
 }
 
+/// A warning where a receive capacity is below the rows an even routing gives a rank (its
+/// segments' padding not counted): every routing close to even would not fit (the dispatch
+/// refuses it on the device, RecvCapacityExceeded; helper-115).
+fn moe_capacity_warning(recv_capacity: u32, even_rows: u32) -> String {
+    if recv_capacity < even_rows {
+        format!("; warning: recv_capacity {recv_capacity} is below an even routing's {even_rows} rows a rank: a routing near even does not fit (the dispatch reports it on the device and skips the call)")
+    } else {
+        String::new()
+    }
+}
+
 /// The MoE plans' overriding flags, as given, for the context line.
 fn moe_overrides(a: &PlanMoeArgs) -> String {
     overrides(&[
@@ -855,10 +867,11 @@ fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             cfg.push_ctas,
             tiles,
             format!(
-                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves",
+                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves{}",
                 mkernel::moe_combine_workspace_elems_needed(s, cfg.recv_capacity),
                 even.m,
-                tiles as f64 / compute.max(1) as f64
+                tiles as f64 / compute.max(1) as f64,
+                moe_capacity_warning(cfg.recv_capacity, even.m)
             ),
             bench::floors::compute_us(even),
             bench::floors::moe_combine_link_us(s.tokens, s.topk, s.n, world),
@@ -1038,6 +1051,12 @@ mod tests {
         assert!(out.plans[0].refused.as_ref().unwrap().contains("experts must be"), "{out:?}");
         let out = output(&["moe-gemm-combine", "--tokens", "64", "--recv-capacity", "100", "--filter", "mixtral"]).unwrap();
         assert!(out.plans[0].refused.as_ref().unwrap().contains("`recv_capacity`"), "{out:?}");
+        // (a capacity below an even routing's rows plans, with a warning; the default none)
+        for (op, cap, warned) in [("moe-gemm-combine", "128", true), ("moe-dispatch-gemm", "128", true), ("moe-gemm-combine", "16896", false)] {
+            let out = output(&[op, "--recv-capacity", cap, "--filter", "mixtral"]).unwrap();
+            let cfg = &out.plans[0].planned.as_ref().unwrap().config;
+            assert_eq!(cfg.contains("warning: recv_capacity 128 is below an even routing's 8192 rows a rank"), warned, "{op} {cap}: {cfg}");
+        }
         let out = output(&["moe-gemm-combine", "--tokens", "64", "--tile", "wide-tma-store-c2", "--filter", "mixtral"]).unwrap();
         assert!(out.plans[0].refused.as_ref().unwrap().contains("`tile`"), "{out:?}");
         // Overrides reach the plan: a given capacity and push CTAs.
