@@ -16,7 +16,8 @@ pub fn layout_check() -> Result<KernelSource> {
     })
 }
 
-/// All instantiations: the layout check, the test-data and check kernels, the GEMM for each tile config (swapped-operand tiles included; TMA-store
+/// All instantiations: the layout check, the test-data and check kernels, the unfused MoE
+/// combine's weighted sum, the GEMM for each tile config (swapped-operand tiles included; TMA-store
 /// tiles without clusters also with a split last wave), and the fused
 /// GEMM + all-reduce for each tile config, world size 1..=MAX_RANKS and comm path, and the
 /// fused all-gather + GEMM, MoE dispatch + GEMM and MoE GEMM + combine for each of their tiles and world sizes 2..=MAX_RANKS,
@@ -27,6 +28,7 @@ pub fn all() -> Result<Vec<KernelSource>> {
         crate::barrier::source()?,
         crate::gate::source()?,
         crate::fill::source()?,
+        crate::combine_sum::source()?,
         crate::check::accumulate_source()?,
         crate::check::compare_source()?,
         crate::proxy_stream::fill_source()?,

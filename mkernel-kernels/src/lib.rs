@@ -13,7 +13,7 @@
 //! cache), `catalog` (every instantiation CI compiles), `params` (shared structs and
 //! their layout check), `driver` (module cache, tensor maps, launches), and one module
 //! per operator: `gemm`, `gemm_allreduce`, `allgather_gemm`, `moe_dispatch_gemm`, `moe_gemm_combine`, `ring_attention`, `proxy_stream` (and `fill` / `check`: test data and
-//! device-side verification).
+//! device-side verification; `combine_sum`: the unfused MoE combine's weighted sum).
 
 #![warn(missing_docs)]
 
@@ -21,6 +21,7 @@ pub mod allgather_gemm;
 pub mod barrier;
 pub mod catalog;
 pub mod check;
+pub mod combine_sum;
 pub mod driver;
 pub mod error;
 pub mod fill;

@@ -376,6 +376,21 @@ pub struct FillParams {
     pub hi: f32,
 }
 
+/// Parameters of the unfused MoE combine's weighted sum (`CombineSumParams`,
+/// `ops/combine_sum.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CombineSumParams {
+    pub index: u64,
+    pub weights: u64,
+    pub land: u64,
+    pub y: u64,
+    pub tokens: u32,
+    pub topk: u32,
+    pub n: u32,
+    pub rows: u32,
+}
+
 /// Parameters of the reference accumulation kernel (`AccumulateParams`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -579,6 +594,7 @@ pub fn layout_check_source() -> String {
     lines.extend(crate::layout_asserts!(BarrierParams; flags, control, status, timeout_ns, rank, world, epoch, pad0));
     lines.extend(crate::layout_asserts!(GateParams; flag, timed_out, timeout_ns, at, pad0));
     lines.extend(crate::layout_asserts!(FillParams; out, len, seed, lo, hi));
+    lines.extend(crate::layout_asserts!(CombineSumParams; index, weights, land, y, tokens, topk, n, rows));
     lines.extend(crate::layout_asserts!(AccumulateParams; sum, abs_sum, p, len, first, pad0));
     lines.extend(crate::layout_asserts!(CompareStats; err2, ref2, bad, first_bad, max_abs_bits, pad0));
     lines.extend(crate::layout_asserts!(CompareParams; got, reference, scale, stats, len, rel_tol, abs_floor));
@@ -649,7 +665,7 @@ mod tests {
     #[test]
     fn layout_check_names_every_struct() {
         let src = layout_check_source();
-        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams", "ProxyStreamParams", "RingView", "RingAttentionParams"] {
+        for s in ["GemmParams", "AllReduceParams", "KernelStatus", "ControlBlock", "TmaDescriptor", "FillParams", "CombineSumParams", "ProxyStreamParams", "RingView", "RingAttentionParams"] {
             assert!(src.contains(&format!("sizeof({s})")), "{s} missing");
         }
     }

@@ -22,6 +22,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("ops/moe_gemm_combine.cuh", include_str!("cuda/ops/moe_gemm_combine.cuh")),
     ("ops/ring_attention.cuh", include_str!("cuda/ops/ring_attention.cuh")),
     ("ops/fill.cuh", include_str!("cuda/ops/fill.cuh")),
+    ("ops/combine_sum.cuh", include_str!("cuda/ops/combine_sum.cuh")),
     ("ops/barrier.cuh", include_str!("cuda/ops/barrier.cuh")),
     ("ops/gate.cuh", include_str!("cuda/ops/gate.cuh")),
     ("ops/check.cuh", include_str!("cuda/ops/check.cuh")),

@@ -1,5 +1,6 @@
 //! Unfused baselines and references: cuBLAS GEMM (bf16 out, or fp32 out as the
-//! reference) and NCCL all-reduce, called through `cudarc` on the caller's stream.
+//! reference), NCCL's collectives and point-to-point blocks, and the unfused MoE combine's
+//! weighted sum ([`combine_sum`]), called through `cudarc` on the caller's stream.
 
 use std::sync::Arc;
 
@@ -118,6 +119,44 @@ impl Drop for Cublas {
         // SAFETY: created in `new`, destroyed once.
         let _ = unsafe { cublas::destroy_handle(self.handle) };
     }
+}
+
+/// The unfused MoE combine's last step, enqueued on `stream`: y\[t\] = sum over k of
+/// `weights`\[t, k\] x `land`\[`index`\[t, k\]\] for the `tokens` tokens, in fp32 in k order,
+/// rounded once to bf16 ([`mkernel_kernels::combine_sum`]). `land` \[rows, N\] bf16 holds the
+/// rows an all-to-all brought back; `index` \[tokens, topk\] u32 is each entry's row of it
+/// (u32::MAX, or a row past `land`'s: no part); `weights` \[tokens, topk\] f32; `y` \[tokens,
+/// N\] bf16 is written (a token without entries gets zeros).
+///
+/// Errors: a buffer too short (`index`, `weights`, `y`), N not a positive multiple of 8
+/// (`n`); driver errors.
+#[allow(clippy::too_many_arguments)]
+pub fn combine_sum(
+    stream: &Arc<CudaStream>,
+    index: &CudaSlice<u32>,
+    weights: &CudaSlice<f32>,
+    land: &CudaSlice<bf16>,
+    y: &mut CudaSlice<bf16>,
+    tokens: u32,
+    topk: u32,
+    n: u32,
+) -> Result<()> {
+    let entries = tokens as usize * topk as usize;
+    crate::error::check_lengths(&[
+        ("index", index.len(), entries, "tokens x topk"),
+        ("weights", weights.len(), entries, "tokens x topk"),
+        ("y", y.len(), tokens as usize * n as usize, "tokens x N"),
+    ])?;
+    // (rows of `land`: an index at or past them takes no part)
+    let rows = if n == 0 { 0 } else { (land.len() / n as usize).min(u32::MAX as usize) as u32 };
+    let (pi, _gi) = index.device_ptr(stream);
+    let (pw, _gw) = weights.device_ptr(stream);
+    let (pl, _gl) = land.device_ptr(stream);
+    let (py, _gy) = y.device_ptr_mut(stream);
+    // SAFETY: the lengths were checked above (land: `rows` x N by construction); cudarc's
+    // slices live in `stream`'s context.
+    unsafe { mkernel_kernels::combine_sum::launch(mkernel_kernels::driver::Runtime::global(), stream, pi, pw, pl, rows, py, tokens, topk, n)? };
+    Ok(())
 }
 
 fn nccl_err(call: &'static str) -> impl Fn(cudarc::nccl::result::NcclError) -> Error {

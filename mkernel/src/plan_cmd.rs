@@ -807,7 +807,7 @@ fn moe_plan_rows(
     for (label, s) in list {
         // (M: the rows a rank receives when every expert gets its share)
         let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
-        let dims = format!("{}x{}x{}", even.m, even.n, even.k);
+        let dims = bench::moe_even_dims(&s);
         if filter.is_some_and(|f| !label.contains(f) && !dims.contains(f)) {
             continue;
         }

@@ -297,6 +297,17 @@ struct FillParams {
   float lo, hi; // values uniform in [lo, hi)
 };
 
+// The unfused MoE combine's weighted sum (ops/combine_sum.cuh).
+struct CombineSumParams {
+  u64 index;    // u32 [tokens, topk]: each entry's row of `land` (u32::MAX: none)
+  u64 weights;  // f32 [tokens, topk]
+  u64 land;     // bf16 [rows, n]: the rows the all-to-all brought back
+  u64 y;        // bf16 [tokens, n] (written)
+  u32 tokens, topk;
+  u32 n;        // a multiple of 8
+  u32 rows;     // rows of `land`: an index at or past it takes no part
+};
+
 // Reference accumulation of the device-side checks (ops/check.cuh).
 struct AccumulateParams {
   u64 sum;      // f32 [len]

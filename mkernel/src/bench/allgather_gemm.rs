@@ -193,6 +193,8 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
         gather(&mut full)?;
         let t = super::time_fused_and_baseline(&comms, &streams, &args.common, nccl.is_some(), &label, |part| -> BenchResult<()> {
             match part {
+                // (no weighted sum: time_fused_and_baseline asks for none)
+                Part::Sum => return Err("bench allgather-gemm has no weighted sum".into()),
                 Part::Fused => {
                     for (r, o) in out.iter_mut().enumerate() {
                         comms[r].allgather_gemm(&streams[r], &a[r], &b[r], o, s, opts)?;

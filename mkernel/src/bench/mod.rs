@@ -15,7 +15,7 @@ mod ring_attention;
 // (for `mkernel plan`: the benches' shape lists and parsers, so that it plans what they time)
 pub(crate) use gemm::{model_shapes as gemm_model_shapes, parse_shape as parse_gemm_shape, shapes as gemm_shapes, DENSE_MODELS};
 pub(crate) use allgather_gemm::shapes as allgather_shapes;
-pub(crate) use moe_dispatch_gemm::MoeShapeArgs;
+pub(crate) use moe_dispatch_gemm::{even_dims as moe_even_dims, MoeShapeArgs};
 pub(crate) use moe_gemm_combine::{options as moe_combine_options, shapes as moe_combine_shapes};
 #[cfg(test)]
 pub(crate) use moe_dispatch_gemm::shapes as moe_shapes;
@@ -606,6 +606,9 @@ pub enum Part {
     Compute,
     /// The unfused baseline's communication alone (NCCL).
     Comm,
+    /// The unfused baseline's step after its communication where it has one (the MoE
+    /// combine's weighted sum: [`time_fused_and_baseline_steps`]); asked of no other bench.
+    Sum,
 }
 
 /// Medians of a fused benchmark's variants, ms: the fused call, the baseline's computation
@@ -632,18 +635,30 @@ pub fn time_fused_and_baseline(
     common: &Common,
     with_comm: bool,
     label: &str,
+    run: impl FnMut(Part) -> BenchResult<()>,
+) -> BenchResult<FusedTimes> {
+    let steps: &[Part] = &[Part::Comm, Part::Compute];
+    time_fused_and_baseline_steps(comms, streams, common, with_comm.then_some(steps), label, run)
+}
+
+/// [`time_fused_and_baseline`] with the baseline's steps in the order given (`baseline`: e.g.
+/// the MoE combine's computation, communication then weighted sum); `None`: no communication
+/// baseline (the fused call and the computation alone).
+pub fn time_fused_and_baseline_steps(
+    comms: &[mkernel::Communicator],
+    streams: &[Arc<CudaStream>],
+    common: &Common,
+    baseline: Option<&[Part]>,
+    label: &str,
     mut run: impl FnMut(Part) -> BenchResult<()>,
 ) -> BenchResult<FusedTimes> {
     let mut align = StepAlignment::new(comms, streams, true, true)?;
     let pace = |at: Pace| align.pace(at, comms, streams);
     let warmup = Warmup { rounds: common.warmup, ms: common.warmup_ms };
-    let times = time_rounds_ms(streams, warmup, Ok, pace, common.iters, if with_comm { 4 } else { 2 }, |v, _| match v {
+    let times = time_rounds_ms(streams, warmup, Ok, pace, common.iters, if baseline.is_some() { 4 } else { 2 }, |v, _| match v {
         0 => run(Part::Fused),
         1 => run(Part::Compute),
-        2 => {
-            run(Part::Comm)?;
-            run(Part::Compute)
-        }
+        2 => baseline.unwrap_or_default().iter().try_for_each(|&p| run(p)),
         _ => run(Part::Comm),
     })?;
     for (r, c) in comms.iter().enumerate() {

@@ -112,6 +112,61 @@ impl MoeShapeArgs {
     }
 }
 
+impl MoeArgs {
+    /// The ranks, where the flags say them without a GPU count: --share-gpu's (--gpus, 2 by
+    /// default) or a given --gpus; `None` where they are the GPUs present.
+    pub fn known_world(&self) -> Option<usize> {
+        if self.share_gpu { Some(self.gpus.unwrap_or(2)) } else { self.gpus }
+    }
+
+    /// The flags given that shape a shape (its routing and sizes, the ranks), as "--experts 7,
+    /// --gpus 3", so that a refused shape names what made it; "no shape flag" without one.
+    pub fn shape_flags(&self) -> String {
+        let given: Vec<String> = [
+            ("--tokens", self.shape.tokens),
+            ("--experts", self.shape.experts),
+            ("--topk", self.shape.topk),
+            ("--n", self.shape.n),
+            ("--k", self.shape.k),
+            ("--gpus", self.gpus.map(|g| g as u32)),
+        ]
+        .iter()
+        .filter_map(|(flag, v)| v.map(|v| format!("{flag} {v}")))
+        .collect();
+        if given.is_empty() { "no shape flag".to_string() } else { given.join(", ") }
+    }
+
+    /// The shapes `base` gives with the overrides that --filter keeps ([`filter_moe_shapes`]),
+    /// each checked by `check` at `world` ranks where they are known: refused flags are usage
+    /// errors naming the shape, the rule and the flags given. Needs no GPU.
+    pub fn checked_shapes(
+        &self,
+        base: fn(u32) -> Vec<(String, MoeShape)>,
+        world: Option<usize>,
+        check: fn(MoeShape, u32) -> mkernel_kernels::Result<()>,
+    ) -> BenchResult<Vec<(String, MoeShape)>> {
+        let list = filter_moe_shapes(self.shape.shapes_from(base), self.common.filter.as_deref())?;
+        if let Some(world) = world {
+            for (label, s) in &list {
+                check(*s, world as u32).map_err(|e| usage(format!("{label}: {e} ({}, {world} ranks)", self.shape_flags())))?;
+            }
+        }
+        Ok(list)
+    }
+}
+
+/// An MoE shape's dimensions as `plan` writes them: its even routing's GEMM, M = tokens x topk
+/// (the rows a rank's experts get when every expert gets its share), "MxNxK".
+pub(crate) fn even_dims(s: &MoeShape) -> String {
+    format!("{}x{}x{}", s.tokens.saturating_mul(s.topk), s.n, s.k)
+}
+
+/// The shapes whose label or [`even_dims`] contain `filter`, as `plan` matches them (all
+/// without one); a usage error naming --filter and the labels when none is left.
+pub(crate) fn filter_moe_shapes(list: Vec<(String, MoeShape)>, filter: Option<&str>) -> BenchResult<Vec<(String, MoeShape)>> {
+    super::filter_shapes_by(list, filter, even_dims)
+}
+
 /// The default shapes, per rank: Mixtral-8x7B-like (8 experts, top-2, the gate + up
 /// projection 2 x 14336 by hidden 4096) and DeepSeek-V3-like (256 routed experts, top-8, gate +
 /// up 2 x 2048 by hidden 7168), 4096 tokens a rank.
@@ -211,21 +266,20 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
     if args.shape.k.is_some_and(|k| k % 8 != 0) {
         return Err(usage("--k: the hidden size must be a multiple of 8 (16-byte rows)".to_string()));
     }
+    // (--filter, as plan matches it, and the shapes where the ranks are known without a GPU
+    // count: --share-gpu or --gpus)
+    let check = mkernel_kernels::moe_dispatch_gemm::check_shape;
+    let list = args.checked_shapes(shapes, args.known_world(), check)?;
     let present = mkernel::device_count()?;
     let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
     if !args.share_gpu && (world < 2 || world > present) {
         return Err(usage(format!("--gpus: an MoE dispatch needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
-    // (--filter: a label substring)
-    let list: Vec<(String, MoeShape)> = args.shape.shapes().into_iter().filter(|(l, _)| args.common.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
-    if list.is_empty() {
-        return Err(usage("no shape left to time (--filter)".to_string()));
-    }
     // The workspace: the largest worst-case receive buffer (rows x K) of the list, with the counts.
     let mut max = 1u64;
     for (label, s) in &list {
-        mkernel_kernels::moe_dispatch_gemm::check_shape(*s, world as u32).map_err(|e| usage(format!("{label}: {e}")))?;
+        check(*s, world as u32).map_err(|e| usage(format!("{label}: {e} ({}, {world} ranks)", args.shape_flags())))?;
         let rows = s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
         max = max.max(mkernel_kernels::moe_dispatch_gemm::workspace_elems_needed(rows, s.k));
     }
@@ -344,6 +398,8 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         }
         let t = super::time_fused_and_baseline(&comms, &streams, &args.common, plan_a2a.is_some(), &label, |part| -> BenchResult<()> {
             match part {
+                // (no weighted sum: time_fused_and_baseline asks for none)
+                Part::Sum => return Err("bench moe-dispatch-gemm has no weighted sum".into()),
                 Part::Fused => {
                     for r in 0..world {
                         comms[r].moe_dispatch_gemm(&streams[r], &x[r], &ids[r], &w[r], &mut out[r], &mut dest[r], &mut layout[r], s, opts)?;
@@ -459,6 +515,25 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// --filter matches a label or the even routing's MxNxK, as plan does; with --share-gpu a
+    /// shape the ranks cannot run and a --filter matching nothing are usage errors (exit 2)
+    /// naming the flag, before any GPU is touched.
+    #[test]
+    fn filter_and_shapes_are_checked_before_any_gpu() {
+        let cli = Cli::try_parse_from(["x", "--filter", "32768x4096x7168"]).unwrap();
+        let kept = cli.moe.checked_shapes(shapes, Some(2), mkernel_kernels::moe_dispatch_gemm::check_shape).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].0.starts_with("deepseek"), "{}", kept[0].0);
+        for (args, flag) in [
+            (&["x", "--share-gpu", "--filter", "nothing", "--no-json"][..], "--filter"),
+            (&["x", "--share-gpu", "--experts", "7", "--no-json"], "--experts 7"),
+        ] {
+            let e = run(Cli::try_parse_from(args).unwrap().moe).unwrap_err();
+            assert_eq!(super::super::exit_status(e.as_ref()), 2, "{args:?}: {e}");
+            assert!(e.to_string().contains(flag), "{args:?}: {e}");
         }
     }
 

@@ -14,30 +14,52 @@
 //! Side by side in one process (one iteration of each per round, in a random order per round:
 //! [`super::time_rounds_ms`], after an L2 flush and a device barrier of the ranks): (d) the
 //! fused call; (g) cuBLAS per local expert over the rows each rank received (one call per
-//! expert on its segment's token rows of h, no padding), the experts' GEMMs alone: a lower
-//! bound for any unfused combine. Reported: the medians and g / d (the share of the fused call
-//! the experts' GEMMs alone account for). A full unfused baseline (cuBLAS per expert, NCCL's
-//! all-to-all of the rows back to their tokens' ranks, then a weighted-sum kernel) needs a GPU
-//! per rank and that kernel: left for later.
+//! expert on its segment's token rows of h, no padding, into an `out` buffer of the fused
+//! call's layout), the experts' GEMMs alone: a lower bound for any unfused combine; and with
+//! a GPU per rank (NCCL; not with `--share-gpu`, where NCCL cannot run) (a) the unfused
+//! baseline: (g), then NCCL's all-to-all of the rows back to their tokens' ranks (`ncclSend` /
+//! `ncclRecv` blocks per (source rank, expert) in one group, the rank's own included: the
+//! rows of segment e from source s go back to s: [`CombineExchange`]), then a weighted-sum
+//! kernel on each rank (`mkernel::baseline::combine_sum`: y\[t\] = sum over k of
+//! topk_weights\[t, k\] x the row of (t, k) in fp32, rounded once to bf16), and (c) that
+//! all-to-all alone. The rows land on their token's rank grouped by (expert rank, local
+//! expert), token order within (the order the dispatch's exchange sent them), and the
+//! baseline is given the permutation back to token order for free (each (token, k)'s
+//! landing row, computed on the host from the routing and uploaded before timing), as the
+//! dispatch's baseline is given its sorted tokens: a real one would compute it, and the
+//! counts' exchange and host synchronisation that size its buffers are not timed either.
+//! Reported: the medians, g / d (the share of the fused call the experts' GEMMs alone
+//! account for), and with NCCL speedup a / d and overlap max(g, c) / d.
+//!
+//! The unfused baseline (its exchange, the weighted-sum kernel and their `--check`) was
+//! written without a GPU run: it needs a GPU per rank (two or more), which its author did
+//! not have; the host's blocks and landing rows are tested on the CPU
+//! (`combine_exchange_returns_every_row_to_its_entry`) and the kernel compiles with NVRTC.
 //!
 //! `--check`: the dispatch's layout (every rank's token counts) and dest_rows against the
 //! host's model of the routing, exactly; then every rank's y of one fused call (poisoned
 //! before) for its first [`CHECK_TOKENS`] tokens, all columns, against an fp64 host reference
 //! of sum over k of topk_weights\[t, k\] x (h_q\[row\] W_e^T), with the GPU tests' scale
-//! (sum over k of |w x row| + |y|: `tests/tests/gpu_moe_gemm_combine.rs`). Correctness
-//! otherwise is the GPU tests'.
+//! (sum over k of |w x row| + |y|: `tests/tests/gpu_moe_gemm_combine.rs`); and with NCCL the
+//! baseline's y (poisoned before) against that fused call's, every token, with the same scale
+//! rule (the magnitudes from the baseline's landed rows), so that a wrong baseline is caught.
+//! Correctness otherwise is the GPU tests'.
 
 use std::sync::Arc;
 
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
-use mkernel::baseline::Cublas;
+use mkernel::baseline::{Cublas, Nccl, P2pBlocks};
 use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeGemmCombineOptions, MoeShape};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use super::moe_dispatch_gemm::{routing, MoeArgs, MoeShapeArgs};
 use super::{run_info, usage, BenchResult, Part};
+
+/// The unfused baseline's steps, in order: cuBLAS per expert, the all-to-all back, the
+/// weighted sum.
+const BASELINE_STEPS: &[Part] = &[Part::Compute, Part::Comm, Part::Sum];
 
 /// Columns (N) of the setup dispatch's GEMM: any valid width would do (its layout and
 /// dest_rows do not depend on it); small, so that its weights and `out` cost little.
@@ -88,7 +110,105 @@ struct Row {
     cublas_per_expert_ms: f64,
     /// cublas_per_expert_ms / fused_ms.
     gemm_share: f64,
+    /// With a GPU per rank: cuBLAS per expert, the all-to-all back and the weighted sum; the
+    /// all-to-all alone; speedup (baseline / fused) and overlap (max(cuBLAS, all-to-all) /
+    /// fused). None on a shared GPU.
+    baseline_ms: Option<f64>,
+    nccl_ms: Option<f64>,
+    speedup: Option<f64>,
+    overlap: Option<f64>,
     check: Option<String>,
+}
+
+/// The unfused baseline's all-to-all back for one routing: each expert rank's rows (its
+/// `out`, in the fused call's layout: segment e holds the rows of source 0, then source 1,
+/// ..., token order within) go back to their tokens' ranks, where they land grouped by
+/// (expert rank, local expert), token order within: the order the dispatch's exchange sent
+/// them. Blocks in elements of N-column rows, the rank's own included; `index[r]` \[tokens x
+/// topk\] is the landing row of each of rank r's entries (u32::MAX: none), the permutation
+/// back to token order; `land_rows[r]` the rows that land on rank r.
+struct CombineExchange {
+    blocks: Vec<P2pBlocks>,
+    index: Vec<Vec<u32>>,
+    land_rows: Vec<usize>,
+}
+
+fn combine_exchange(host_ids: &[Vec<i32>], layouts: &[Vec<u32>], s: MoeShape, world: usize) -> CombineExchange {
+    let (n, el, experts) = (s.n as usize, s.experts as usize / world, s.experts as usize);
+    // (per source: its entries routed to each expert, in token order)
+    let routed: Vec<Vec<Vec<usize>>> = host_ids
+        .iter()
+        .map(|ids| {
+            let mut per = vec![Vec::new(); experts];
+            for (i, &g) in ids.iter().enumerate() {
+                if let Some(list) = usize::try_from(g).ok().and_then(|g| per.get_mut(g)) {
+                    list.push(i);
+                }
+            }
+            per
+        })
+        .collect();
+    let mut blocks = vec![P2pBlocks::default(); world];
+    let mut index: Vec<Vec<u32>> = host_ids.iter().map(|ids| vec![u32::MAX; ids.len()]).collect();
+    let mut land_rows = Vec::with_capacity(world);
+    // (before[g]: the rows of expert g's segment that the sources so far filled)
+    let mut before = vec![0usize; experts];
+    for src in 0..world {
+        let mut row = 0usize;
+        for q in 0..world {
+            for e in 0..el {
+                let g = q * el + e;
+                let entries = &routed[src][g];
+                for (j, &i) in entries.iter().enumerate() {
+                    index[src][i] = (row + j) as u32;
+                }
+                let from = (layouts[q][e] as usize + before[g]) * n;
+                // (q sends to src, and src receives from q, in e order: matched in listed order)
+                blocks[q].sends.push((src, from, entries.len() * n));
+                blocks[src].recvs.push((q, row * n, entries.len() * n));
+                before[g] += entries.len();
+                row += entries.len();
+            }
+        }
+        land_rows.push(row);
+    }
+    CombineExchange { blocks, index, land_rows }
+}
+
+/// The check's scale of the weighted sums of `land` \[rows, N\] by `index` and `tw` (each
+/// \[tokens x topk\]): per element of y \[tokens, N\], sum over k of |tw\[t, k\] x
+/// land\[index\[t, k\]\]| (entries without a row: none), on the host's threads.
+fn landed_magnitudes(land: &[bf16], index: &[u32], tw: &[f32], n: usize, topk: usize) -> BenchResult<Vec<f32>> {
+    let tokens = index.len() / topk.max(1);
+    let rows = land.len() / n.max(1);
+    let mut mags = vec![0f32; tokens * n];
+    let threads = std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1).min(64);
+    let per = tokens.div_ceil(threads).max(1) * n;
+    std::thread::scope(|sc| {
+        let handles: Vec<_> = mags
+            .chunks_mut(per.max(1))
+            .enumerate()
+            .map(|(c, part)| {
+                sc.spawn(move || {
+                    for (j, out) in part.chunks_mut(n.max(1)).enumerate() {
+                        let t = c * (per / n.max(1)) + j;
+                        for k in 0..topk {
+                            let row = index[t * topk + k] as usize;
+                            if row >= rows {
+                                continue;
+                            }
+                            let w = tw[t * topk + k].abs();
+                            for (m, v) in out.iter_mut().zip(&land[row * n..(row + 1) * n]) {
+                                *m += w * v.to_f32().abs();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().map_err(|_| "--check: a thread of the baseline's magnitudes panicked"))
+    })?;
+    Ok(mags)
 }
 
 /// The dispatch's dest_rows as the host models them from its layouts (`layouts[q]`: rank q's):
@@ -196,23 +316,21 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
     if args.shape.n.is_some_and(|n| n % 8 != 0) {
         return Err(usage("--n: the hidden size must be a multiple of 8 (16-byte rows of y)".to_string()));
     }
+    // (--filter, as plan matches it, and the shapes (the plan's check_shape) where the ranks
+    // are known without a GPU count: --share-gpu or --gpus)
+    let check = mkernel_kernels::moe_gemm_combine::check_shape;
+    let list = args.checked_shapes(shapes, args.known_world(), check)?;
     let present = mkernel::device_count()?;
     let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
     if !args.share_gpu && (world < 2 || world > present) {
         return Err(usage(format!("--gpus: an MoE combine needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
-    // (--filter: a label substring)
-    let list: Vec<(String, MoeShape)> =
-        args.shape.shapes_from(shapes).into_iter().filter(|(l, _)| args.common.filter.as_deref().is_none_or(|f| l.contains(f))).collect();
-    if list.is_empty() {
-        return Err(usage("no shape left to time (--filter)".to_string()));
-    }
     // The workspace: the larger of the setup dispatch's (receive rows x its K, with the counts)
     // and the combine's (slots, out, map) at the worst-case receive rows, the largest of the list.
     let mut max = 1u64;
     for (label, s) in &list {
-        mkernel_kernels::moe_gemm_combine::check_shape(*s, world as u32).map_err(|e| usage(format!("{label}: {e}")))?;
+        check(*s, world as u32).map_err(|e| usage(format!("{label}: {e} ({}, {world} ranks)", args.shape_flags())))?;
         let rows = s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
         max = max.max(mkernel::moe_workspace_elems_needed(rows, SETUP_K)).max(mkernel::moe_combine_workspace_elems_needed(*s, rows));
     }
@@ -227,9 +345,13 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
     }
     let streams: Vec<Arc<CudaStream>> = comms.iter().map(|c| c.context().new_stream()).collect::<Result<_, _>>()?;
     let mut blas: Vec<Cublas> = streams.iter().map(Cublas::new).collect::<Result<_, _>>()?;
+    let nccl = if args.share_gpu { None } else { Some(Nccl::local_group(&streams)?) };
     let info = run_info(streams[0].context())?;
     println!("# mkernel bench moe-gemm-combine: {world} ranks on {} ({}), commit {}", if args.share_gpu { "GPU 0".to_string() } else { format!("{world} GPUs") }, info.device, info.commit);
-    println!("{:<28} {:>9} {:>12} {:>7}  rows a rank / config / check", "shape", "fused ms", "cuBLAS/exp", "share");
+    println!(
+        "{:<28} {:>9} {:>12} {:>7} {:>9} {:>9} {:>7} {:>7}  rows a rank / config / check",
+        "shape", "fused ms", "cuBLAS/exp", "share", "base ms", "NCCL a2a", "speedup", "overlap"
+    );
     let mut rows_out = Vec::new();
     for ((label, s), (copts, plan)) in list.into_iter().zip(plans) {
         let (t, k, n, topk) = (s.tokens as usize, s.k as usize, s.n as usize, s.topk as usize);
@@ -284,6 +406,8 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             layouts.push(l);
         }
         let mut checked = None;
+        // (the fused call's y of every token, with NCCL: the baseline's check compares with it)
+        let mut fused_y = None;
         if args.common.check {
             if !bad.is_empty() {
                 return Err(format!("{label}: the setup dispatch's layout FAIL: {}", bad.join("; ")).into());
@@ -331,6 +455,9 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                 }
             }
             checked = Some(format!("routing PASS, y PASS (first {sample} tokens a rank)"));
+            if nccl.is_some() {
+                fused_y = Some(streams.iter().zip(&y).map(|(st, yr)| st.clone_dtoh(yr)).collect::<Result<Vec<_>, _>>()?);
+            }
         }
         // cuBLAS per local expert over each rank's received rows of h (the segments' tokens,
         // as the layout says) by that expert's weights: the unfused grouped GEMM.
@@ -341,7 +468,55 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             groups.push((0..el).map(|e| (l[e], (0..world).map(|src| l[el + 1 + e * world + src]).sum(), (e * n) as u32)).collect::<Vec<(u32, u32, u32)>>());
             gc.push(super::alloc::<bf16>(st, rows[r].max(1) as usize * n, &label, "cuBLAS out")?);
         }
-        let times = super::time_fused_and_baseline(&comms, &streams, &args.common, false, &label, |part| -> BenchResult<()> {
+        // The baseline's all-to-all back and weighted sum (a GPU per rank): the landing rows,
+        // each entry's landing row (given for free) and the baseline's y.
+        let back = nccl.as_ref().map(|_| combine_exchange(&host_ids, &layouts, s, world));
+        let (mut land, mut index, mut yb) = (Vec::new(), Vec::new(), Vec::new());
+        if let Some(b) = &back {
+            for (r, st) in streams.iter().enumerate() {
+                land.push(super::alloc::<bf16>(st, b.land_rows[r].max(1) * n, &label, "the baseline's landing rows")?);
+                index.push(if b.index[r].is_empty() { super::alloc::<u32>(st, 1, &label, "the baseline's landing index")? } else { st.clone_htod(&b.index[r])? });
+                yb.push(super::alloc::<bf16>(st, t * n, &label, "the baseline's y")?);
+            }
+        }
+        let all_to_all = |gc: &[CudaSlice<bf16>], land: &mut [CudaSlice<bf16>]| -> BenchResult<()> {
+            let (Some(nc), Some(b)) = (&nccl, &back) else { return Ok(()) };
+            let sends: Vec<&CudaSlice<bf16>> = gc.iter().collect();
+            let mut recvs: Vec<&mut CudaSlice<bf16>> = land.iter_mut().collect();
+            nc.exchange_blocks(&sends, &mut recvs, &b.blocks)?;
+            Ok(())
+        };
+        let weighted_sum = |land: &[CudaSlice<bf16>], yb: &mut [CudaSlice<bf16>]| -> BenchResult<()> {
+            for (r, yr) in yb.iter_mut().enumerate() {
+                mkernel::baseline::combine_sum(&streams[r], &index[r], &tw[r], &land[r], yr, s.tokens, s.topk, s.n)?;
+            }
+            Ok(())
+        };
+        if let (Some(b), Some(fy)) = (&back, &fused_y) {
+            // The baseline's y (cuBLAS per expert, the all-to-all back, the weighted sum; y
+            // poisoned before) against the fused call's, every token, with the scale rule above.
+            for (r, st) in streams.iter().enumerate() {
+                check::poison(st, &mut yb[r])?;
+                blas[r].gemm_bf16_groups(&h[r], &w[r], &mut gc[r], s.n, s.k, &groups[r])?;
+            }
+            all_to_all(&gc, &mut land)?;
+            weighted_sum(&land, &mut yb)?;
+            for (r, c) in comms.iter().enumerate() {
+                c.synchronize(&streams[r])?;
+            }
+            for (r, st) in streams.iter().enumerate() {
+                let got = st.clone_dtoh(&yb[r])?;
+                let mags = landed_magnitudes(&st.clone_dtoh(&land[r])?, &b.index[r], &host_tw[r], n, topk)?;
+                let reference: Vec<f32> = fy[r].iter().map(|v| v.to_f32()).collect();
+                let scale: Vec<f32> = mags.iter().zip(&reference).map(|(&a, &v)| a + v.abs()).collect();
+                let cmp = check::compare(&got, &reference, Some(&scale), n, k);
+                if !cmp.passed() {
+                    return Err(format!("{label}: rank {r}: the baseline's y differs from the fused call's (seed {seed:#x}): {cmp}").into());
+                }
+            }
+            checked = checked.map(|c| format!("{c}, baseline = fused (all tokens)"));
+        }
+        let times = super::time_fused_and_baseline_steps(&comms, &streams, &args.common, back.as_ref().map(|_| BASELINE_STEPS), &label, |part| -> BenchResult<()> {
             match part {
                 Part::Fused => {
                     for r in 0..world {
@@ -354,14 +529,27 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                         blas[r].gemm_bf16_groups(&h[r], &w[r], &mut gc[r], s.n, s.k, &groups[r])?;
                     }
                 }
-                // (no communication baseline: time_fused_and_baseline asks for none)
-                Part::Comm => return Err("bench moe-gemm-combine has no communication baseline".into()),
+                // (with NCCL: the all-to-all of the rows back to their tokens' ranks)
+                Part::Comm => all_to_all(&gc, &mut land)?,
+                // (with NCCL: the weighted sum of each token's landed rows)
+                Part::Sum => weighted_sum(&land, &mut yb)?,
             }
             Ok(())
         })?;
         let (fused, cublas) = (times.fused, times.compute);
         let share = cublas / fused;
-        println!("{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3}  {rows:?} / {plan}{}", checked.as_ref().map_or(String::new(), |c| format!(" | {c}")));
+        let (baseline, a2a) = if back.is_some() { (Some(times.baseline), Some(times.comm)) } else { (None, None) };
+        let speedup = baseline.map(|b| b / fused);
+        let overlap = a2a.map(|c| cublas.max(c) / fused);
+        let opt = |v: Option<f64>, w: usize, p: usize| v.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$.p$}"));
+        println!(
+            "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3} {} {} {} {}  {rows:?} / {plan}{}",
+            opt(baseline, 9, 4),
+            opt(a2a, 9, 4),
+            opt(speedup, 7, 3),
+            opt(overlap, 7, 3),
+            checked.as_ref().map_or(String::new(), |c| format!(" | {c}"))
+        );
         rows_out.push(Row {
             label,
             tokens: s.tokens,
@@ -375,6 +563,10 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             fused_ms: fused,
             cublas_per_expert_ms: cublas,
             gemm_share: share,
+            baseline_ms: baseline,
+            nccl_ms: a2a,
+            speedup,
+            overlap,
             check: checked,
         });
     }
@@ -488,6 +680,125 @@ mod tests {
             let (code, e) = refused(&[flag, value, "--no-json"]);
             assert_eq!(code, 2, "{e}");
             assert!(e.contains(flag), "{e}");
+        }
+    }
+
+    /// The baseline's blocks, carried out on the host (each pair's sends and receives matched
+    /// in listed order, as NCCL does), bring every routed entry's row of its expert rank's
+    /// `out` (where the dispatch's dest_rows put it) to the landing row its index names, on
+    /// its token's rank; the landing rows are grouped by (expert rank, expert), token order
+    /// within, and each row lands once.
+    #[test]
+    fn combine_exchange_returns_every_row_to_its_entry() {
+        for (world, experts, topk, tokens) in [(2usize, 8u32, 2u32, [37u32, 50, 0, 0]), (3, 6, 3, [20, 0, 33, 0]), (4, 16, 4, [9, 17, 25, 3])] {
+            let s = MoeShape { tokens: 0, max_tokens: 50, topk, experts, n: 8, k: 16 };
+            let (n, el) = (s.n as usize, experts as usize / world);
+            let mut host_ids: Vec<Vec<i32>> = (0..world).map(|r| routing(tokens[r], s, 5 + r as u64)).collect();
+            if let Some(first) = host_ids[0].first_mut() {
+                *first = -1;
+            }
+            let count = |g: usize| host_ids.iter().map(|ids| ids.iter().filter(|&&id| id == g as i32).count() as u32).sum::<u32>();
+            let layouts: Vec<Vec<u32>> = (0..world)
+                .map(|q| {
+                    let mut l = Vec::new();
+                    let mut row = 0;
+                    for e in 0..el {
+                        l.push(row);
+                        row += count(q * el + e).div_ceil(128) * 128;
+                    }
+                    l.push(row);
+                    l
+                })
+                .collect();
+            let ex = combine_exchange(&host_ids, &layouts, s, world);
+            // (out[q]: each element names its rank and row)
+            let out: Vec<Vec<u32>> = (0..world).map(|q| (0..layouts[q][el] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
+            let mut land: Vec<Vec<u32>> = ex.land_rows.iter().map(|&r| vec![u32::MAX; r * n]).collect();
+            for q in 0..world {
+                for src in 0..world {
+                    let sends = ex.blocks[q].sends.iter().filter(|b| b.0 == src);
+                    let recvs = ex.blocks[src].recvs.iter().filter(|b| b.0 == q);
+                    assert_eq!(sends.clone().count(), recvs.clone().count());
+                    for (&(_, from, len), &(_, to, m)) in sends.zip(recvs) {
+                        assert_eq!(len, m);
+                        assert!(land[src][to..to + len].iter().all(|&v| v == u32::MAX), "a landing row written twice");
+                        land[src][to..to + len].copy_from_slice(&out[q][from..from + len]);
+                    }
+                }
+            }
+            let dest = model_dest_rows(&host_ids, &layouts, el);
+            for src in 0..world {
+                assert_eq!(ex.land_rows[src], host_ids[src].iter().filter(|&&g| g >= 0).count());
+                assert!(land[src].iter().all(|&v| v != u32::MAX), "world {world} rank {src}: a landing row unwritten");
+                for (i, &g) in host_ids[src].iter().enumerate() {
+                    let Ok(g) = usize::try_from(g) else {
+                        assert_eq!(ex.index[src][i], u32::MAX);
+                        continue;
+                    };
+                    let row = ex.index[src][i] as usize;
+                    let want = ((g / el) * 100_000 + dest[src][i] as usize) as u32;
+                    assert!(land[src][row * n..(row + 1) * n].iter().all(|&v| v == want), "world {world} rank {src} entry {i}");
+                }
+                // (grouped by expert rank and expert, token order within)
+                let mut order: Vec<(usize, usize)> =
+                    host_ids[src].iter().enumerate().filter_map(|(i, &g)| usize::try_from(g).ok().map(|g| (g, ex.index[src][i] as usize))).collect();
+                order.sort();
+                assert!(order.windows(2).all(|w| w[0].1 < w[1].1), "world {world} rank {src}: landing order");
+            }
+        }
+    }
+
+    /// The check's magnitudes are the sums of |w x row| a plain loop gives, entries without a
+    /// row (u32::MAX) or past the landing rows left out.
+    #[test]
+    fn landed_magnitudes_match_a_plain_loop() {
+        let (n, topk, rows, tokens) = (16usize, 3usize, 7usize, 11usize);
+        let land = check::random_bf16(rows * n, 3);
+        let index: Vec<u32> = (0..tokens * topk).map(|i| if i % 5 == 0 { u32::MAX } else if i % 7 == 0 { 99 } else { (i % rows) as u32 }).collect();
+        let tw: Vec<f32> = (0..tokens * topk).map(|i| 0.3 * i as f32 - 2.0).collect();
+        let got = landed_magnitudes(&land, &index, &tw, n, topk).unwrap();
+        assert_eq!(got.len(), tokens * n);
+        for t in 0..tokens {
+            for c in 0..n {
+                let want: f32 = (0..topk)
+                    .filter(|&k| (index[t * topk + k] as usize) < rows)
+                    .map(|k| (tw[t * topk + k] * land[index[t * topk + k] as usize * n + c].to_f32()).abs())
+                    .sum();
+                assert!((got[t * n + c] - want).abs() <= 1e-5 * want.max(1.0), "{t} {c}");
+            }
+        }
+    }
+
+    /// --filter matches a label or the even routing's MxNxK, as plan does (tokens x topk rows);
+    /// one that matches nothing is a usage error naming --filter, before any GPU is touched.
+    #[test]
+    fn filter_matches_labels_and_dims_as_plan_does() {
+        let cli = Cli::try_parse_from(["x", "--filter", "8192x4096x14336"]).unwrap();
+        let kept = cli.moe.checked_shapes(shapes, None, mkernel_kernels::moe_gemm_combine::check_shape).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert!(kept[0].0.starts_with("mixtral"), "{}", kept[0].0);
+        let cli = Cli::try_parse_from(["x", "--filter", "deepseek"]).unwrap();
+        assert!(cli.moe.checked_shapes(shapes, None, mkernel_kernels::moe_gemm_combine::check_shape).unwrap()[0].0.starts_with("deepseek"));
+        for args in [&["x", "--filter", "nothing", "--no-json"][..], &["x", "--share-gpu", "--filter", "nothing", "--no-json"]] {
+            let e = run(Cli::try_parse_from(args).unwrap().moe).unwrap_err();
+            assert_eq!(super::super::exit_status(e.as_ref()), 2, "{e}");
+            assert!(e.to_string().contains("--filter") && e.to_string().contains("mixtral"), "{e}");
+        }
+    }
+
+    /// With --share-gpu (or --gpus) the ranks are known, so a shape they cannot run is a usage
+    /// error naming the flags given, before any GPU is touched.
+    #[test]
+    fn shapes_are_checked_before_any_gpu_when_the_ranks_are_known() {
+        for (args, flag) in [
+            (&["x", "--share-gpu", "--experts", "7", "--no-json"][..], "--experts 7"),
+            (&["x", "--share-gpu", "--gpus", "3", "--filter", "mixtral", "--no-json"], "--gpus 3"),
+            (&["x", "--gpus", "3", "--filter", "mixtral", "--no-json"], "--gpus 3"),
+            (&["x", "--share-gpu", "--topk", "9", "--filter", "mixtral", "--no-json"], "--topk 9"),
+        ] {
+            let e = run(Cli::try_parse_from(args).unwrap().moe).unwrap_err();
+            assert_eq!(super::super::exit_status(e.as_ref()), 2, "{args:?}: {e}");
+            assert!(e.to_string().contains(flag) && e.to_string().contains("`shape`"), "{args:?}: {e}");
         }
     }
 

@@ -245,6 +245,8 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
         }
         let t = super::time_fused_and_baseline(&comms, &streams, &args.common, nccl.is_some(), &label, |part| -> BenchResult<()> {
             match part {
+                // (no weighted sum: time_fused_and_baseline asks for none)
+                Part::Sum => return Err("bench ring-attention has no weighted sum".into()),
                 Part::Fused => {
                     for (r, o) in out.iter_mut().enumerate() {
                         comms[r].ring_attention(&streams[r], &q[r], &k[r], &v[r], o, None, s, opts)?;
