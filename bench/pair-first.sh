@@ -101,7 +101,8 @@ case $phase in
     # cuBLAS per expert there). Two numbers a rank: Mixtral-like 0.96 TFLOP, ~1.5 ms at ~650 TFLOP/s, against the
     # half of 67 MB of rows that crosses the link, ~0.1 ms; DeepSeek-V3-like 0.96 TFLOP (+25% padding rows) against
     # ~235 MB over ~394 GB/s, ~0.6 ms, plus the sum's 470 MB of local reads after the GEMM (~0.15 ms): both should
-    # hide but the sum. No unfused baseline with NCCL yet (the bench's g / d is against the experts' GEMMs alone).
+    # hide but the sum. First run of the unfused baseline (cuBLAS per expert, NCCL's all-to-all back, combine_sum;
+    # NOTES 64.7): --check compares its y with the fused call's.
     TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_moe_gemm_combine
     bash bench/device-run.sh bench moe-gemm-combine --check --iters 20 --warmup-ms 1500
     for flags in "--push-ctas 4" "--push-ctas 16"; do
