@@ -177,13 +177,17 @@ pub fn shapes(tokens: u32) -> Vec<(String, MoeShape)> {
     ]
 }
 
+/// One MoE bench row (the dispatch's and the combine's): the shape, the plan, the medians and
+/// what they make; the baseline's entries only with a GPU per rank.
 #[derive(Serialize)]
-struct Row {
+pub(super) struct MoeRow {
     label: String,
     tokens: u32,
     topk: u32,
     experts: u32,
+    /// The GEMM's N (the dispatch's expert width; the combine's hidden size).
     n: u32,
+    /// The GEMM's K (the dispatch's hidden size; the combine's intermediate size).
     k: u32,
     world: usize,
     config: String,
@@ -191,14 +195,56 @@ struct Row {
     rows: Vec<u32>,
     fused_ms: f64,
     cublas_per_expert_ms: f64,
+    /// cublas_per_expert_ms / fused_ms.
     gemm_share: f64,
-    /// With a GPU per rank: the all-to-all then cuBLAS per expert, the all-to-all alone,
-    /// speedup and overlap (None on a shared GPU).
+    /// With a GPU per rank: the unfused baseline (the dispatch's: the all-to-all then cuBLAS
+    /// per expert; the combine's: cuBLAS per expert, the all-to-all back, the weighted sum),
+    /// the all-to-all alone, speedup (baseline / fused) and overlap (max(cuBLAS, all-to-all)
+    /// / fused). None on a shared GPU.
     baseline_ms: Option<f64>,
     nccl_ms: Option<f64>,
     speedup: Option<f64>,
     overlap: Option<f64>,
     check: Option<String>,
+}
+
+/// Prints a bench row and returns it for the JSON: `times` the medians, with the baseline's
+/// (and the all-to-all's) where `with_baseline`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn moe_row(label: String, s: MoeShape, world: usize, plan: String, rows: Vec<u32>, times: &super::FusedTimes, with_baseline: bool, check: Option<String>) -> MoeRow {
+    let (fused, cublas) = (times.fused, times.compute);
+    let share = cublas / fused;
+    let (baseline, a2a) = if with_baseline { (Some(times.baseline), Some(times.comm)) } else { (None, None) };
+    let speedup = baseline.map(|b| b / fused);
+    let overlap = a2a.map(|c| cublas.max(c) / fused);
+    let opt = |v: Option<f64>, w: usize, p: usize| v.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$.p$}"));
+    println!(
+        "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3} {} {} {} {}  {rows:?} / {plan}{}",
+        opt(baseline, 9, 4),
+        opt(a2a, 9, 4),
+        opt(speedup, 7, 3),
+        opt(overlap, 7, 3),
+        check.as_ref().map_or(String::new(), |c| format!(" | {c}"))
+    );
+    MoeRow {
+        label,
+        tokens: s.tokens,
+        topk: s.topk,
+        experts: s.experts,
+        n: s.n,
+        k: s.k,
+        world,
+        config: plan,
+        rows,
+        fused_ms: fused,
+        cublas_per_expert_ms: cublas,
+        gemm_share: share,
+        baseline_ms: baseline,
+        nccl_ms: a2a,
+        speedup,
+        overlap,
+        check,
+    }
 }
 
 /// The unfused baseline's all-to-all for one routing: each rank's tokens sorted by
@@ -416,39 +462,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             }
             Ok(())
         })?;
-        let (fused, cublas) = (t.fused, t.compute);
-        let share = cublas / fused;
-        let (baseline, a2a) = if plan_a2a.is_some() { (Some(t.baseline), Some(t.comm)) } else { (None, None) };
-        let speedup = baseline.map(|b| b / fused);
-        let overlap = a2a.map(|c| cublas.max(c) / fused);
-        let opt = |v: Option<f64>, w: usize, p: usize| v.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$.p$}"));
-        println!(
-            "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3} {} {} {} {}  {rows:?} / {plan}{}",
-            opt(baseline, 9, 4),
-            opt(a2a, 9, 4),
-            opt(speedup, 7, 3),
-            opt(overlap, 7, 3),
-            checked.as_ref().map_or(String::new(), |c| format!(" | {c}"))
-        );
-        rows_out.push(Row {
-            label,
-            tokens: s.tokens,
-            topk: s.topk,
-            experts: s.experts,
-            n: s.n,
-            k: s.k,
-            world,
-            config: plan.to_string(),
-            rows,
-            fused_ms: fused,
-            cublas_per_expert_ms: cublas,
-            gemm_share: share,
-            baseline_ms: baseline,
-            nccl_ms: a2a,
-            speedup,
-            overlap,
-            check: checked,
-        });
+        rows_out.push(moe_row(label, s, world, plan.to_string(), rows, &t, plan_a2a.is_some(), checked));
     }
     super::save_ranks_report(&args.common, "moe_dispatch_gemm", info, args.share_gpu, rows_out)
 }

@@ -52,7 +52,6 @@ use half::bf16;
 use mkernel::baseline::{Cublas, Nccl, P2pBlocks};
 use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeGemmCombineOptions, MoeShape};
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
 
 use super::moe_dispatch_gemm::{routing, MoeArgs, MoeShapeArgs};
 use super::{run_info, usage, BenchResult, Part};
@@ -90,34 +89,6 @@ fn setup_shape(s: MoeShape) -> MoeShape {
 pub(crate) fn options(a: &MoeShapeArgs, recv_capacity: Option<u32>) -> BenchResult<MoeGemmCombineOptions> {
     let tile = super::parse_tile(a.tile.as_deref(), false)?;
     Ok(MoeGemmCombineOptions { tile, push_ctas: a.push_ctas, recv_capacity })
-}
-
-#[derive(Serialize)]
-struct Row {
-    label: String,
-    tokens: u32,
-    topk: u32,
-    experts: u32,
-    /// The hidden size (y's columns).
-    n: u32,
-    /// The experts' intermediate size (h's columns).
-    k: u32,
-    world: usize,
-    config: String,
-    /// Rows each rank's GEMM covered (its segments, padding included).
-    rows: Vec<u32>,
-    fused_ms: f64,
-    cublas_per_expert_ms: f64,
-    /// cublas_per_expert_ms / fused_ms.
-    gemm_share: f64,
-    /// With a GPU per rank: cuBLAS per expert, the all-to-all back and the weighted sum; the
-    /// all-to-all alone; speedup (baseline / fused) and overlap (max(cuBLAS, all-to-all) /
-    /// fused). None on a shared GPU.
-    baseline_ms: Option<f64>,
-    nccl_ms: Option<f64>,
-    speedup: Option<f64>,
-    overlap: Option<f64>,
-    check: Option<String>,
 }
 
 /// The unfused baseline's all-to-all back for one routing: each expert rank's rows (its
@@ -536,39 +507,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             }
             Ok(())
         })?;
-        let (fused, cublas) = (times.fused, times.compute);
-        let share = cublas / fused;
-        let (baseline, a2a) = if back.is_some() { (Some(times.baseline), Some(times.comm)) } else { (None, None) };
-        let speedup = baseline.map(|b| b / fused);
-        let overlap = a2a.map(|c| cublas.max(c) / fused);
-        let opt = |v: Option<f64>, w: usize, p: usize| v.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$.p$}"));
-        println!(
-            "{label:<28} {fused:>9.4} {cublas:>12.4} {share:>7.3} {} {} {} {}  {rows:?} / {plan}{}",
-            opt(baseline, 9, 4),
-            opt(a2a, 9, 4),
-            opt(speedup, 7, 3),
-            opt(overlap, 7, 3),
-            checked.as_ref().map_or(String::new(), |c| format!(" | {c}"))
-        );
-        rows_out.push(Row {
-            label,
-            tokens: s.tokens,
-            topk: s.topk,
-            experts: s.experts,
-            n: s.n,
-            k: s.k,
-            world,
-            config: plan.to_string(),
-            rows,
-            fused_ms: fused,
-            cublas_per_expert_ms: cublas,
-            gemm_share: share,
-            baseline_ms: baseline,
-            nccl_ms: a2a,
-            speedup,
-            overlap,
-            check: checked,
-        });
+        rows_out.push(super::moe_dispatch_gemm::moe_row(label, s, world, plan.to_string(), rows, &times, back.is_some(), checked));
     }
     super::save_ranks_report(&args.common, "moe_gemm_combine", info, args.share_gpu, rows_out)
 }
