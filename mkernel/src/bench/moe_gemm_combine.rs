@@ -515,6 +515,24 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every rank's segment starts and rows used for `host_ids` (each local expert's tokens
+    /// from every source, padded to 128 rows), as the dispatch lays them out.
+    fn segment_starts(host_ids: &[Vec<i32>], world: usize, el: usize) -> Vec<Vec<u32>> {
+        let count = |g: usize| host_ids.iter().map(|ids| ids.iter().filter(|&&id| id == g as i32).count() as u32).sum::<u32>();
+        (0..world)
+            .map(|q| {
+                let mut l = Vec::new();
+                let mut row = 0;
+                for e in 0..el {
+                    l.push(row);
+                    row += count(q * el + e).div_ceil(128) * 128;
+                }
+                l.push(row);
+                l
+            })
+            .collect()
+    }
     use clap::Parser;
 
     #[derive(Parser)]
@@ -551,19 +569,7 @@ mod tests {
             if let Some(first) = host_ids[0].first_mut() {
                 *first = -1;
             }
-            let count = |g: usize| host_ids.iter().map(|ids| ids.iter().filter(|&&id| id == g as i32).count() as u32).sum::<u32>();
-            let layouts: Vec<Vec<u32>> = (0..world)
-                .map(|q| {
-                    let mut l = Vec::new();
-                    let mut row = 0;
-                    for e in 0..el {
-                        l.push(row);
-                        row += count(q * el + e).div_ceil(128) * 128;
-                    }
-                    l.push(row);
-                    l
-                })
-                .collect();
+            let layouts = segment_starts(&host_ids, world, el);
             let dest = model_dest_rows(&host_ids, &layouts, el);
             assert_eq!(dest[0][0], u32::MAX);
             for q in 0..world {
@@ -636,19 +642,7 @@ mod tests {
             if let Some(first) = host_ids[0].first_mut() {
                 *first = -1;
             }
-            let count = |g: usize| host_ids.iter().map(|ids| ids.iter().filter(|&&id| id == g as i32).count() as u32).sum::<u32>();
-            let layouts: Vec<Vec<u32>> = (0..world)
-                .map(|q| {
-                    let mut l = Vec::new();
-                    let mut row = 0;
-                    for e in 0..el {
-                        l.push(row);
-                        row += count(q * el + e).div_ceil(128) * 128;
-                    }
-                    l.push(row);
-                    l
-                })
-                .collect();
+            let layouts = segment_starts(&host_ids, world, el);
             let ex = combine_exchange(&host_ids, &layouts, s, world);
             // (out[q]: each element names its rank and row)
             let out: Vec<Vec<u32>> = (0..world).map(|q| (0..layouts[q][el] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
