@@ -31,7 +31,9 @@ pub struct CommConfig {
     /// Bound on every device-side wait for a peer; 1 ms to 1 day,
     /// default 30 s. The host's wait in [`Communicator::synchronize`] is bounded by
     /// `(3 x world + 2) x timeout + 5 s` (a call may wait on several peers in turn: 245 s
-    /// for 2 ranks at the default).
+    /// for 2 ranks at the default). May differ between the ranks of
+    /// [`Communicator::from_env`]: each rank bounds its own waits with its own (a rank with a
+    /// shorter one just reports a late peer sooner).
     pub timeout: Duration,
     /// Largest M * N output a fused call may produce (sizes the symmetric workspace, per
     /// rank: 2 bytes per element plus flags, plus the split last wave's fp32 slots, up to
@@ -40,7 +42,10 @@ pub struct CommConfig {
     /// per rank with 2 ranks). A call with a larger M * N is refused. The all-gather + GEMM
     /// keeps its gathered A (M x K) there, and the MoE dispatch its receive buffer
     /// (recv_capacity x K, with the token counts:
-    /// `mkernel::moe_workspace_elems_needed`), which must fit too.
+    /// `mkernel::moe_workspace_elems_needed`), which must fit too. Must be equal on every
+    /// rank: it sets the layout of the symmetric workspace, which every rank reads in its
+    /// peers' workspaces at the same offsets ([`Communicator::from_env`] refuses ranks that
+    /// differ; a [`Communicator::local_group`] shares one config).
     pub max_output_elems: u64,
     /// Bound on each bootstrap step in [`Communicator::from_env`]; 1 ms to 1 day,
     /// default 60 s.
@@ -199,6 +204,84 @@ fn check_world(world: usize) -> Result<()> {
     Ok(())
 }
 
+/// What each rank contributes to [`Communicator::from_launch_env`]'s exchange after its
+/// workspace's CUDA IPC handle: its GPU's UUID, its SM count, and its
+/// [`CommConfig::max_output_elems`] (which every rank must share: it fixes the workspace
+/// layout, and every rank reads its peers' workspaces at that layout's offsets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RankInfo {
+    uuid: [u8; 16],
+    sm_count: u32,
+    max_output_elems: u64,
+}
+
+impl RankInfo {
+    /// Bytes after the IPC handle: UUID (16), SM count (u32 LE), max_output_elems (u64 LE).
+    const BYTES: usize = 16 + 4 + 8;
+
+    /// The blob a rank sends: `handle`'s bytes, then this.
+    fn encode(&self, handle: &[u8]) -> Vec<u8> {
+        let mut blob = Vec::with_capacity(handle.len() + Self::BYTES);
+        blob.extend_from_slice(handle);
+        blob.extend_from_slice(&self.uuid);
+        blob.extend(self.sm_count.to_le_bytes());
+        blob.extend(self.max_output_elems.to_le_bytes());
+        blob
+    }
+
+    /// The info of a blob of exactly `handle_len + BYTES` bytes; None for another length.
+    fn decode(blob: &[u8], handle_len: usize) -> Option<Self> {
+        if blob.len() != handle_len.checked_add(Self::BYTES)? {
+            return None;
+        }
+        let rest = &blob[handle_len..];
+        Some(Self {
+            uuid: rest[..16].try_into().ok()?,
+            sm_count: u32::from_le_bytes(rest[16..20].try_into().ok()?),
+            max_output_elems: u64::from_le_bytes(rest[20..28].try_into().ok()?),
+        })
+    }
+}
+
+/// Every rank's [`RankInfo`] from the all-gathered blobs (blob q is rank q's: a
+/// `handle_len`-byte IPC handle, then [`RankInfo::BYTES`]), checked for what every rank
+/// must agree on. Every rank runs it on the same blobs, so every rank refuses alike.
+///
+/// Errors: a blob of another length (`bootstrap`, naming the rank and the lengths: a rank
+/// running another mkernel build); `max_output_elems` not equal on every rank (naming
+/// every rank's value).
+fn parse_rank_blobs(blobs: &[Vec<u8>], handle_len: usize) -> Result<Vec<RankInfo>> {
+    let want = handle_len + RankInfo::BYTES;
+    let infos = blobs
+        .iter()
+        .enumerate()
+        .map(|(q, b)| {
+            RankInfo::decode(b, handle_len).ok_or_else(|| {
+                invalid(
+                    "bootstrap",
+                    format!(
+                        "rank {q} sent {} bytes, expected {want} (IPC handle {handle_len}, GPU UUID 16, SM count 4, \
+                         max_output_elems 8); do all ranks run the same mkernel build?",
+                        b.len()
+                    ),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if infos.windows(2).any(|w| w[0].max_output_elems != w[1].max_output_elems) {
+        let each: Vec<String> = infos.iter().enumerate().map(|(q, p)| format!("rank {q} has {}", p.max_output_elems)).collect();
+        return Err(invalid(
+            "max_output_elems",
+            format!(
+                "must be equal on every rank (it sets the symmetric workspace's layout, which every rank reads in its \
+                 peers' workspaces): {}",
+                each.join(", ")
+            ),
+        ));
+    }
+    Ok(infos)
+}
+
 /// Opens GPU `ordinal` (primary context) and checks that it is a Hopper GPU.
 pub(crate) fn open_device(ordinal: usize) -> Result<(Arc<CudaContext>, DeviceInfo)> {
     let count = kdriver::device_count()?;
@@ -330,11 +413,16 @@ impl Communicator {
     /// One process per GPU: reads the launcher's variables, uses GPU `LOCAL_RANK`,
     /// rendezvous over TCP, and maps every peer's workspace through CUDA IPC.
     ///
-    /// Errors: launcher variables missing or inconsistent (named), more than one node
-    /// (inter-node transport not available yet), a rank that does not show up within
-    /// `bootstrap_timeout` (named), a failed allocation of this rank's symmetric workspace
-    /// ([`Error::Allocation`], naming the rank, its GPU and `max_output_elems`; its peers
-    /// then give up after `bootstrap_timeout`), or GPUs without peer access.
+    /// Errors: a `config` field out of range ([`CommConfig::validate`], named), launcher
+    /// variables missing or inconsistent (named), more than one node (inter-node transport
+    /// not available yet), a rank that does not show up within `bootstrap_timeout` (named),
+    /// a failed allocation of this rank's symmetric workspace ([`Error::Allocation`], naming
+    /// the rank, its GPU and `max_output_elems`; its peers then give up after
+    /// `bootstrap_timeout`), ranks whose `max_output_elems` differ (refused on every rank
+    /// alike after the exchange, naming `max_output_elems` and every rank's value, e.g.
+    /// "must be equal on every rank ...: rank 0 has 134217728, rank 1 has 1000"), a rank
+    /// whose exchange message has another length (`bootstrap`: another mkernel build), two
+    /// ranks on one GPU (`LOCAL_RANK`), or GPUs without peer access.
     pub fn from_env(config: CommConfig) -> Result<Communicator> {
         let env = LaunchEnv::from_env()?;
         Self::from_launch_env(&env, config)
@@ -371,27 +459,26 @@ impl Communicator {
         unsafe { sys::cuIpcGetMemHandle(handle.as_mut_ptr(), workspace.ptr) }.result().call("cuIpcGetMemHandle")?;
         // SAFETY: initialised by the call above.
         let handle = unsafe { handle.assume_init() };
-        let mut blob: Vec<u8> = handle.reserved.iter().map(|&c| c as u8).collect();
+        let handle_bytes: Vec<u8> = handle.reserved.iter().map(|&c| c as u8).collect();
         let uuid = ctx.uuid().call("cuDeviceGetUuid")?;
-        blob.extend(uuid.bytes.iter().map(|&c| c as u8));
-        blob.extend(info.sm_count.to_le_bytes());
-        let blobs = boot.all_gather(&blob)?;
-        let hlen = handle.reserved.len();
+        let own = RankInfo { uuid: uuid.bytes.map(|c| c as u8), sm_count: info.sm_count, max_output_elems: config.max_output_elems };
+        let blobs = boot.all_gather(&own.encode(&handle_bytes))?;
+        let hlen = handle_bytes.len();
+        // Every rank checks the same blobs, so every rank refuses alike (before any
+        // peer's workspace is opened).
+        let infos = parse_rank_blobs(&blobs, hlen)?;
         let mut peers = [0u64; MAX_RANKS];
         let mut mappings = Vec::new();
         let visible = visible_devices()?;
-        for (q, b) in blobs.iter().enumerate() {
+        for (q, (b, peer)) in blobs.iter().zip(&infos).enumerate() {
             if q == env.rank {
                 peers[q] = workspace.ptr;
                 continue;
             }
-            if b.len() != hlen + 20 {
-                return Err(invalid("bootstrap", format!("rank {q} sent {} bytes of IPC handle, expected {}", b.len(), hlen + 20)));
-            }
             // Check peer access when the peer's GPU is visible here too (device handles
             // only: no context is created on other ranks' GPUs).
             for (ord, dev, uuid) in &visible {
-                if uuid.as_slice() == &b[hlen..hlen + 16] {
+                if uuid.as_slice() == peer.uuid.as_slice() {
                     if *ord == env.local_rank {
                         return Err(invalid("LOCAL_RANK", format!("ranks {} and {q} use the same GPU {ord}", env.rank)));
                     }
@@ -418,11 +505,7 @@ impl Communicator {
         boot.barrier()?;
         let launch_done = ctx.new_event(None).call("cuEventCreate")?;
         // Same per-call choices on every rank: plan with the smallest SM count.
-        let grid = blobs
-            .iter()
-            .filter_map(|b| b.get(hlen + 16..hlen + 20).and_then(|x| x.try_into().ok()).map(u32::from_le_bytes))
-            .min()
-            .unwrap_or(info.sm_count);
+        let grid = infos.iter().map(|p| p.sm_count).min().unwrap_or(info.sm_count);
         Ok(Communicator {
             rank: env.rank as u32,
             world: env.world_size as u32,
@@ -836,6 +919,63 @@ mod tests {
         assert!(matches!(e, Error::InvalidArgument { arg: "world_size", .. }), "{e}");
         let e = Communicator::local_group(&[0; 9], CommConfig::default()).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { arg: "world_size", .. }), "{e}");
+    }
+
+    /// The exchange's blobs (an IPC handle of `hlen` bytes, then each rank's info) as
+    /// `from_launch_env` builds them, one per `max_output_elems` given.
+    fn blobs(hlen: usize, max_output_elems: &[u64]) -> Vec<Vec<u8>> {
+        max_output_elems
+            .iter()
+            .enumerate()
+            .map(|(q, &m)| {
+                let handle = vec![q as u8 + 1; hlen];
+                RankInfo { uuid: [q as u8; 16], sm_count: 132 - q as u32, max_output_elems: m }.encode(&handle)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rank_blobs_round_trip_and_equal_max_output_elems_pass() {
+        let hlen = 64; // (CUipcMemHandle's reserved bytes)
+        let infos = parse_rank_blobs(&blobs(hlen, &[1 << 27; 4]), hlen).unwrap();
+        assert_eq!(infos.len(), 4);
+        for (q, p) in infos.iter().enumerate() {
+            assert_eq!(*p, RankInfo { uuid: [q as u8; 16], sm_count: 132 - q as u32, max_output_elems: 1 << 27 });
+        }
+        // One rank alone agrees with itself.
+        assert_eq!(parse_rank_blobs(&blobs(hlen, &[1000]), hlen).unwrap().len(), 1);
+        // Values above u32 survive the round trip.
+        let big = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
+        assert_eq!(parse_rank_blobs(&blobs(hlen, &[big, big]), hlen).unwrap()[1].max_output_elems, big);
+    }
+
+    #[test]
+    fn differing_max_output_elems_are_refused_naming_every_rank() {
+        let hlen = 64;
+        let e = parse_rank_blobs(&blobs(hlen, &[134_217_728, 1000]), hlen).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "max_output_elems", .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("must be equal on every rank") && e.contains("rank 0 has 134217728, rank 1 has 1000"), "{e}");
+        // One rank of four differs (the last): named, with the others' value.
+        let e = parse_rank_blobs(&blobs(hlen, &[1 << 20, 1 << 20, 1 << 20, (1 << 20) + 1]), hlen).unwrap_err().to_string();
+        assert!(e.contains("rank 2 has 1048576, rank 3 has 1048577"), "{e}");
+    }
+
+    #[test]
+    fn malformed_rank_blobs_are_refused_naming_the_rank() {
+        let hlen = 64;
+        // A rank of a build without max_output_elems in its blob (handle, UUID, SM count).
+        let mut b = blobs(hlen, &[1 << 20, 1 << 20, 1 << 20]);
+        b[1].truncate(hlen + 20);
+        let e = parse_rank_blobs(&b, hlen).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "bootstrap", .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("rank 1 sent 84 bytes, expected 92") && e.contains("same mkernel build"), "{e}");
+        // Too long too; the length is checked before any agreement.
+        let mut b = blobs(hlen, &[1 << 20, 7]);
+        b[0].push(0);
+        assert!(parse_rank_blobs(&b, hlen).unwrap_err().to_string().contains("rank 0 sent 93 bytes"));
+        assert!(parse_rank_blobs(&[Vec::new()], hlen).unwrap_err().to_string().contains("rank 0 sent 0 bytes"));
     }
 
     #[test]

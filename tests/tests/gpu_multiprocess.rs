@@ -6,7 +6,10 @@
 //!   regenerates every rank's inputs from the shared seed), then 20 all-gather + GEMM
 //!   calls the same way (each rank's reference: every rank's shard times its own B);
 //! - `stopped_peer_is_named_within_the_timeout`: rank 1 joins but never launches;
-//!   rank 0 must report a timeout naming rank 1 instead of hanging.
+//!   rank 0 must report a timeout naming rank 1 instead of hanging;
+//! - `differing_max_output_elems_are_refused_on_every_rank`: ranks whose
+//!   `CommConfig::max_output_elems` differ (so their workspace layouts would) must each get
+//!   an error naming it and both ranks' values, not a communicator.
 //! Children are stopped by PID if they overrun. Skips without 2 GPUs.
 
 use std::process::{Child, Command};
@@ -189,4 +192,29 @@ fn stopped_child() {
     assert!(elapsed < timeout + Duration::from_secs(3), "took {elapsed:?}");
     eprintln!("rank 0: stopped peer reported after {elapsed:?}: {err}");
     std::mem::forget(comm);
+}
+
+#[test]
+fn differing_max_output_elems_are_refused_on_every_rank() {
+    if let Some(role) = child_role() {
+        if role == "differing" {
+            differing_child();
+        }
+        return;
+    }
+    if gpu_or_skip("differing_max_output_elems_are_refused_on_every_rank", 2).is_none() {
+        return;
+    }
+    let kids = spawn_ranks("differing", 2, "differing_max_output_elems_are_refused_on_every_rank");
+    let codes = wait_all(kids, Duration::from_secs(120));
+    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+}
+
+fn differing_child() {
+    let rank: u64 = std::env::var("RANK").unwrap().parse().unwrap();
+    let config = CommConfig { max_output_elems: (1 << 20) + rank, bootstrap_timeout: Duration::from_secs(20), ..Default::default() };
+    let err = Communicator::from_env(config).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { arg: "max_output_elems", .. }), "rank {rank}: {err}");
+    assert!(err.to_string().contains("rank 0 has 1048576, rank 1 has 1048577"), "rank {rank}: {err}");
+    eprintln!("rank {rank}: refused: {err}");
 }
