@@ -1,6 +1,7 @@
 //! Numerical checks used by the tests and by `mkernel bench --check`: fresh random
 //! inputs, a NaN poison for outputs, and a comparison against a higher-precision
-//! reference with a tolerance derived from bf16 rounding.
+//! reference with a tolerance derived from bf16 rounding; and the host's model of an MoE
+//! dispatch's routing ([`MoeRouting`]), which routing, indices and layouts must match exactly.
 //!
 //! Tolerance: a bf16 result is the exact value rounded once (relative error at most
 //! 2^-8 of the value, half an ulp). A fused all-reduce also rounds every rank's partial
@@ -280,6 +281,148 @@ pub fn attention_reference(
     })
 }
 
+/// The host's model of an MoE dispatch's routing ([`crate::Communicator::moe_dispatch_gemm`]),
+/// computed from every rank's expert ids alone, independently of the kernel: what the tests,
+/// `bench moe-dispatch-gemm --check` and `bench moe-gemm-combine --check` compare the call's
+/// `layout` and `dest_rows` with, and where the benches' unfused baselines move each row.
+///
+/// With `world` ranks and El = experts / world local experts a rank, expert g lives on rank
+/// q = g / El as its local expert e = g % El. Rank q's rows:
+///
+/// ```text
+/// rank q:  | segment e=0                        | segment e=1               | ...
+///          | src 0's | src 1's | ... | padding  | src 0's | ... | padding |
+///          ^ seg_start[q][0] = 0                ^ seg_start[q][1]           rows_used[q] ^
+/// ```
+///
+/// Segment e holds every entry routed to expert g, source 0's first, then source 1's, ...,
+/// each source's in entry order (entry i = token i / topk's k-th choice, i % topk); each
+/// segment starts at a multiple of [`SEGMENT_ALIGN`] rows (padded; an empty one takes no
+/// rows), and `rows_used[q]` is where the last one ends. `dest[src][i]` is entry i's row on
+/// its expert's rank, u32::MAX for a -1 entry (no expert).
+///
+/// [`SEGMENT_ALIGN`]: mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoeRouting {
+    /// Local experts a rank (El = experts / world).
+    pub local_experts: usize,
+    /// `entries[src][g]`: source rank src's entries (token x topk + k) routed to expert g, in
+    /// entry order.
+    pub entries: Vec<Vec<Vec<usize>>>,
+    /// `seg_start[q][e]`: the first row of rank q's segment of local expert e.
+    pub seg_start: Vec<Vec<u32>>,
+    /// `rows_used[q]`: rank q's rows in use, its last segment's padding included.
+    pub rows_used: Vec<u32>,
+    /// `dest[src][i]`: the row entry i of source src lands in on its expert's rank (the
+    /// dispatch's `dest_rows`); u32::MAX for -1.
+    pub dest: Vec<Vec<u32>>,
+}
+
+impl MoeRouting {
+    /// The routing of `ids` (`ids[r]`: rank r's expert ids, \[tokens x topk\], -1 for none)
+    /// over `experts` experts on `ids.len()` ranks.
+    ///
+    /// Errors name the argument: no rank (`ids`); experts not a positive multiple of the
+    /// ranks (`experts`); an id other than -1 or an expert in 0..experts (`ids`, naming the
+    /// rank and entry: the kernel refuses it too); a rank's rows past u32 (`ids`).
+    pub fn new(ids: &[Vec<i32>], experts: u32) -> Result<Self, String> {
+        let world = ids.len();
+        if world == 0 {
+            return Err("ids: need the expert ids of one rank or more, got none".to_string());
+        }
+        let e = experts as usize;
+        if e == 0 || !e.is_multiple_of(world) {
+            return Err(format!("experts: must be a positive multiple of the ranks ({world}), got {experts}"));
+        }
+        let el = e / world;
+        let mut entries = vec![vec![Vec::new(); e]; world];
+        for (src, rank_ids) in ids.iter().enumerate() {
+            for (i, &g) in rank_ids.iter().enumerate() {
+                match usize::try_from(g) {
+                    Ok(g) if g < e => entries[src][g].push(i),
+                    _ if g == -1 => {}
+                    _ => return Err(format!("ids: rank {src} entry {i} holds {g}, neither -1 nor an expert in 0..{experts}")),
+                }
+            }
+        }
+        let align = mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN as usize;
+        let too_many = |q: usize| format!("ids: rank {q}'s segments need more than u32::MAX rows");
+        let (mut seg_start, mut rows_used) = (vec![vec![0u32; el]; world], vec![0u32; world]);
+        for q in 0..world {
+            let mut row = 0usize;
+            for l in 0..el {
+                seg_start[q][l] = u32::try_from(row).map_err(|_| too_many(q))?;
+                let total: usize = entries.iter().map(|per| per[q * el + l].len()).sum();
+                row += total.div_ceil(align) * align;
+            }
+            rows_used[q] = u32::try_from(row).map_err(|_| too_many(q))?;
+        }
+        let mut m = Self { local_experts: el, entries, seg_start, rows_used, dest: Vec::with_capacity(world) };
+        for (src, rank_ids) in ids.iter().enumerate() {
+            let mut d = vec![u32::MAX; rank_ids.len()];
+            for g in 0..e {
+                let first = m.block_start(src, g);
+                for (j, &i) in m.entries[src][g].iter().enumerate() {
+                    d[i] = first + j as u32;
+                }
+            }
+            m.dest.push(d);
+        }
+        Ok(m)
+    }
+
+    /// Ranks.
+    pub fn world(&self) -> usize {
+        self.seg_start.len()
+    }
+
+    /// Entries of source `src` routed to expert `g`.
+    pub fn count(&self, src: usize, g: usize) -> u32 {
+        self.entries[src][g].len() as u32
+    }
+
+    /// The row of expert `g`'s rank where source `src`'s entries for it begin: g's segment
+    /// start plus the entries of the sources before `src`.
+    pub fn block_start(&self, src: usize, g: usize) -> u32 {
+        let el = self.local_experts;
+        let before: u32 = (0..src).map(|s| self.count(s, g)).sum();
+        self.seg_start[g / el][g % el] + before
+    }
+
+    /// Rank q's `layout` words as the dispatch writes them ([`crate::moe_layout_words`]): the
+    /// segments' first rows \[El\], the rows in use, then the entries received per (local
+    /// expert, source rank) \[El\]\[world\].
+    pub fn layout(&self, q: usize) -> Vec<u32> {
+        let (el, world) = (self.local_experts, self.world());
+        let mut v = self.seg_start[q].clone();
+        v.push(self.rows_used[q]);
+        for l in 0..el {
+            for src in 0..world {
+                v.push(self.count(src, q * el + l));
+            }
+        }
+        v
+    }
+
+    /// Whether `got` is rank q's layout exactly; the error names how many words differ and
+    /// the first of them (a segment start, the rows used, or a (local expert, source) count).
+    pub fn check_layout(&self, q: usize, got: &[u32]) -> Result<(), String> {
+        let want = self.layout(q);
+        if got.len() != want.len() {
+            return Err(format!("rank {q}'s layout: {} words, model {}", got.len(), want.len()));
+        }
+        let bad: Vec<usize> = (0..want.len()).filter(|&w| got[w] != want[w]).collect();
+        let Some(&w) = bad.first() else { return Ok(()) };
+        let (el, world) = (self.local_experts, self.world());
+        let what = match w {
+            w if w < el => format!("local expert {w}'s first row"),
+            w if w == el => "rows used".to_string(),
+            w => format!("local expert {}'s tokens from rank {}", (w - el - 1) / world, (w - el - 1) % world),
+        };
+        Err(format!("rank {q}'s layout: {} of {} words differ, first {what}: {}, model {}", bad.len(), want.len(), got[w], want[w]))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,6 +546,87 @@ mod tests {
         assert_eq!(reference_rows_f64(&a, &b, &[1], 3, 2).unwrap(), vec![3.0, 4.0, 7.0]);
         assert!(reference_rows_f64(&a, &b, &[2], 3, 2).unwrap_err().contains("row 2"));
         assert!(reference_rows_f64(&a, &b, &[0], 4, 2).unwrap_err().starts_with("b:"));
+    }
+
+    /// A routing worked by hand: 2 ranks, 4 experts (2 a rank), top-2, two tokens a rank;
+    /// expert 1 gets no entry (an empty segment takes no rows).
+    #[test]
+    fn moe_routing_by_hand() {
+        let ids = vec![vec![0, 3, 2, -1], vec![3, 0, 3, -1]];
+        let m = MoeRouting::new(&ids, 4).unwrap();
+        assert_eq!((m.world(), m.local_experts), (2, 2));
+        assert_eq!(m.seg_start, vec![vec![0, 128], vec![0, 128]]);
+        assert_eq!(m.rows_used, vec![128, 256]);
+        // (expert 0: rank 0's entry 0, then rank 1's entry 1; expert 3: rank 0's entry 1, then
+        // rank 1's entries 0 and 2)
+        assert_eq!(m.dest, vec![vec![0, 128, 0, u32::MAX], vec![129, 1, 130, u32::MAX]]);
+        assert_eq!(m.entries[1][3], vec![0, 2]);
+        assert_eq!((m.block_start(0, 3), m.block_start(1, 3), m.block_start(1, 0)), (128, 129, 1));
+        assert_eq!(m.layout(0), vec![0, 128, 128, 1, 1, 0, 0]);
+        assert_eq!(m.layout(1), vec![0, 128, 256, 1, 0, 1, 2]);
+        assert_eq!(m.layout(1).len(), crate::moe_layout_words(2, 2));
+    }
+
+    /// Random routings (uneven tokens, 0 included, ~1 in 6 entries -1): every segment starts
+    /// at a multiple of 128 after the previous one's padded rows and is filled from its start,
+    /// sources in rank order and each source's entries in order, one row per entry; the
+    /// layout's counts are the entries'.
+    #[test]
+    fn moe_routing_fills_each_segment_in_source_and_entry_order() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        for (world, experts, topk, tokens) in [(2usize, 8u32, 2usize, [37usize, 50, 0, 0]), (3, 6, 3, [20, 0, 33, 0]), (4, 16, 4, [9, 170, 25, 3])] {
+            let el = experts as usize / world;
+            let ids: Vec<Vec<i32>> = (0..world)
+                .map(|r| (0..tokens[r] * topk).map(|_| if rng.random_ratio(1, 6) { -1 } else { rng.random_range(0..experts as i32) }).collect())
+                .collect();
+            let m = MoeRouting::new(&ids, experts).unwrap();
+            for q in 0..world {
+                let mut row = 0u32;
+                for e in 0..el {
+                    let g = (q * el + e) as i32;
+                    assert_eq!(m.seg_start[q][e], row, "world {world} rank {q} expert {e}");
+                    let got: Vec<u32> = (0..world).flat_map(|src| ids[src].iter().zip(&m.dest[src]).filter(|(&id, _)| id == g).map(|(_, &r)| r)).collect();
+                    let want: Vec<u32> = (row..row + got.len() as u32).collect();
+                    assert_eq!(got, want, "world {world} rank {q} expert {e}");
+                    row += (got.len() as u32).div_ceil(128) * 128;
+                    let l = m.layout(q);
+                    let counts: Vec<u32> = (0..world).map(|src| ids[src].iter().filter(|&&id| id == g).count() as u32).collect();
+                    assert_eq!(&l[el + 1 + e * world..el + 1 + (e + 1) * world], &counts[..]);
+                }
+                assert_eq!(m.rows_used[q], row);
+                assert!(m.check_layout(q, &m.layout(q)).is_ok());
+            }
+            for (src, (rank_ids, dest)) in ids.iter().zip(&m.dest).enumerate() {
+                assert_eq!(rank_ids.len(), dest.len());
+                for (i, (&g, &row)) in rank_ids.iter().zip(dest).enumerate() {
+                    assert_eq!(row == u32::MAX, g == -1, "rank {src} entry {i}");
+                }
+            }
+        }
+    }
+
+    /// Bad routings and bad layouts are named.
+    #[test]
+    fn moe_routing_names_bad_ids_and_layouts() {
+        assert!(MoeRouting::new(&[], 4).unwrap_err().starts_with("ids:"));
+        assert!(MoeRouting::new(&[vec![0], vec![1]], 5).unwrap_err().starts_with("experts:"));
+        assert!(MoeRouting::new(&[vec![0], vec![1]], 0).unwrap_err().starts_with("experts:"));
+        for bad in [4, -2] {
+            let e = MoeRouting::new(&[vec![0, 1], vec![-1, bad]], 4).unwrap_err();
+            assert!(e.contains("rank 1 entry 1 holds") && e.contains(&bad.to_string()), "{e}");
+        }
+        let m = MoeRouting::new(&[vec![0, 3, 2, -1], vec![3, 0, 3, -1]], 4).unwrap();
+        let mut l = m.layout(1);
+        l[1] += 1;
+        l[6] = 9;
+        let e = m.check_layout(1, &l).unwrap_err();
+        assert_eq!(e, "rank 1's layout: 2 of 7 words differ, first local expert 1's first row: 129, model 128");
+        let e = m.check_layout(0, &m.layout(1)).unwrap_err();
+        assert!(e.contains("first rows used: 256, model 128"), "{e}");
+        let mut l = m.layout(1);
+        l[5] = 0;
+        assert!(m.check_layout(1, &l).unwrap_err().contains("first local expert 1's tokens from rank 0: 0, model 1"));
+        assert!(m.check_layout(1, &l[..6]).unwrap_err().contains("6 words, model 7"));
     }
 }
 

@@ -320,15 +320,12 @@ pub mod special {
     }
 }
 
-/// The MoE kernels' routings, drawn and modelled on the host independently of the kernels
-/// (the dispatch's and the combine's tests).
+/// The MoE kernels' routings, drawn on the host (the dispatch's and the combine's tests);
+/// their model is `mkernel::check::MoeRouting`, which the benches' `--check` shares.
 pub mod moe {
     use mkernel::MoeShape;
     use rand::seq::IndexedRandom;
     use rand::{Rng, SeedableRng};
-
-    /// Rows a local expert's segment is padded to (`SEGMENT_ALIGN`).
-    pub const ALIGN: usize = 128;
 
     /// How a case routes its tokens.
     #[derive(Debug, Clone, Copy, PartialEq)]
@@ -364,66 +361,5 @@ pub mod moe {
             ids.push(v);
         }
         ids
-    }
-
-    /// A dispatch's routing: counts[s][g] (source s's tokens for expert g), then per rank q
-    /// its segments' first rows and rows used, and every entry's destination row (u32::MAX
-    /// for -1).
-    pub struct Model {
-        pub counts: Vec<Vec<u32>>,
-        pub seg_start: Vec<Vec<u32>>,
-        pub rows_used: Vec<u32>,
-        pub dest: Vec<Vec<u32>>,
-    }
-
-    impl Model {
-        /// Rank q's `layout` words as the dispatch writes them: segment starts, rows used,
-        /// then tokens received per (local expert, source rank).
-        pub fn layout(&self, q: usize, el: usize) -> Vec<u32> {
-            let world = self.rows_used.len();
-            let mut v = self.seg_start[q].clone();
-            v.push(self.rows_used[q]);
-            for l in 0..el {
-                for src in 0..world {
-                    v.push(self.counts[src][q * el + l]);
-                }
-            }
-            v
-        }
-    }
-
-    /// The routing of `ids` (every rank's, [tokens, topk] each) on `world` ranks.
-    pub fn model(world: usize, s: MoeShape, ids: &[Vec<i32>]) -> Model {
-        let e = s.experts as usize;
-        let el = e / world;
-        let counts: Vec<Vec<u32>> = ids.iter().map(|ids| (0..e).map(|g| ids.iter().filter(|&&i| i == g as i32).count() as u32).collect()).collect();
-        let mut seg_start = vec![vec![0u32; el]; world];
-        let mut rows_used = vec![0u32; world];
-        for q in 0..world {
-            let mut row = 0usize;
-            for l in 0..el {
-                seg_start[q][l] = row as u32;
-                let tot: usize = (0..world).map(|src| counts[src][q * el + l] as usize).sum();
-                row += tot.div_ceil(ALIGN) * ALIGN;
-            }
-            rows_used[q] = row as u32;
-        }
-        let mut dest = Vec::new();
-        for src in 0..world {
-            let mut next = vec![0u32; e];
-            let mut d = vec![u32::MAX; ids[src].len()];
-            for (i, &g) in ids[src].iter().enumerate() {
-                if g < 0 {
-                    continue;
-                }
-                let g = g as usize;
-                let (q, l) = (g / el, g % el);
-                let before: u32 = (0..src).map(|s2| counts[s2][g]).sum();
-                d[i] = seg_start[q][l] + before + next[g];
-                next[g] += 1;
-            }
-            dest.push(d);
-        }
-        Model { counts, seg_start, rows_used, dest }
     }
 }

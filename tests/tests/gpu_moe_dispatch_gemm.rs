@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 use half::bf16;
-use mkernel::check;
+use mkernel::check::{self, MoeRouting};
 use mkernel::{Error, MoeDispatchGemmOptions, MoeShape, TileConfig};
 use mkernel_tests::moe::{self, Routing};
 use mkernel_tests::{ranks, Ranks};
@@ -38,8 +38,8 @@ fn inputs(world: usize, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64
     }
 }
 
-fn model(world: usize, s: MoeShape, x: &Inputs) -> moe::Model {
-    moe::model(world, s, &x.ids)
+fn model(s: MoeShape, x: &Inputs) -> MoeRouting {
+    MoeRouting::new(&x.ids, s.experts).unwrap()
 }
 
 struct Bufs {
@@ -97,12 +97,12 @@ fn launch_all(g: &Ranks, bs: &mut [Bufs], s: MoeShape, x: &Inputs, opts: MoeDisp
 /// token's row of out against x_src[t] * W_e^T (fp64 sums).
 fn verify(g: &Ranks, bs: &[Bufs], s: MoeShape, x: &Inputs, what: &str) {
     let world = g.comms.len();
-    let m = model(world, s, x);
+    let m = model(s, x);
     let (n, k, topk, el) = (s.n as usize, s.k as usize, s.topk as usize, s.experts as usize / world);
     for (r, b) in bs.iter().enumerate() {
         let st = &g.streams[r];
         let layout = st.clone_dtoh(&b.layout).unwrap();
-        let want = m.layout(r, el);
+        let want = m.layout(r);
         assert_eq!(layout, want, "rank {r} layout, {what}");
         let dest = st.clone_dtoh(&b.dest).unwrap();
         assert_eq!(&dest[..x.tokens[r] as usize * topk], &m.dest[r][..], "rank {r} dest_rows, {what}");

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::CudaSlice;
 use half::bf16;
-use mkernel::check;
+use mkernel::check::{self, MoeRouting};
 use mkernel::{Error, MoeDispatchGemmOptions, MoeGemmCombineOptions, MoeShape, TileConfig};
 use mkernel_tests::moe::{self, Routing};
 use mkernel_tests::{ranks, Ranks};
@@ -29,14 +29,14 @@ struct Inputs {
     h: Vec<Vec<bf16>>,
     /// [local experts, N, K] per rank
     w: Vec<Vec<bf16>>,
-    m: moe::Model,
+    m: MoeRouting,
 }
 
 fn inputs(world: usize, s: MoeShape, cap: u32, tokens: &[u32], routing: Routing, seed: u64) -> Inputs {
     let (k, n, topk, el) = (s.k as usize, s.n as usize, s.topk as usize, s.experts as usize / world);
     let ids = moe::expert_ids(world, s, tokens, routing, seed);
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed ^ 0x5eed);
-    let m = moe::model(world, s, &ids);
+    let m = MoeRouting::new(&ids, s.experts).unwrap();
     Inputs {
         tokens: tokens.to_vec(),
         tw: tokens.iter().map(|&t| (0..t as usize * topk).map(|_| rng.random_range(-1.0f32..1.0)).collect()).collect(),
@@ -65,7 +65,6 @@ fn upload_or_one<T: cudarc::driver::DeviceRepr + Default + Clone>(st: &std::sync
 /// Every rank's inputs on its GPU (layout and dest_rows from the host's model) and y poisoned.
 fn upload(g: &Ranks, s: MoeShape, x: &Inputs) -> Vec<Bufs> {
     let world = g.comms.len();
-    let el = s.experts as usize / world;
     (0..world)
         .map(|r| {
             let st = &g.streams[r];
@@ -74,7 +73,7 @@ fn upload(g: &Ranks, s: MoeShape, x: &Inputs) -> Vec<Bufs> {
             Bufs {
                 h: st.clone_htod(&x.h[r]).unwrap(),
                 w: st.clone_htod(&x.w[r]).unwrap(),
-                layout: st.clone_htod(&x.m.layout(r, el)).unwrap(),
+                layout: st.clone_htod(&x.m.layout(r)).unwrap(),
                 ids: upload_or_one(st, &x.ids[r]),
                 dest: upload_or_one(st, &x.m.dest[r]),
                 tw: upload_or_one(st, &x.tw[r]),
@@ -378,7 +377,7 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     // Rank 1's layout does not tile its rows (a segment's start moved by a row): both report it.
     let x = inputs(2, s, cap, &[200, 200], Routing::Uniform, check::fresh_seed());
     let mut bs = upload(&g, s, &x);
-    let mut broken = x.m.layout(1, 2);
+    let mut broken = x.m.layout(1);
     broken[1] += 1;
     bs[1].layout = g.streams[1].clone_htod(&broken).unwrap();
     for res in launch_all(&g, &mut bs, s, &x, d) {

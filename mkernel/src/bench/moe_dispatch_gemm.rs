@@ -16,7 +16,9 @@
 //! the fused call the experts' GEMMs alone account for). `--check`: the layout against the
 //! host's routing, and with NCCL the baseline's rows against the fused call's.
 //! Correctness is the GPU tests' (`tests/tests/gpu_moe_dispatch_gemm.rs`); `--check` here
-//! checks the call's layout against the host's model of the routing (every rank's counts).
+//! checks the call's layout (segment starts, rows used, every rank's counts) against the host's
+//! model of the routing, [`mkernel::check::MoeRouting`], the one the tests use; the baseline's
+//! blocks come from that model too.
 
 use std::sync::Arc;
 
@@ -24,7 +26,8 @@ use clap::Args;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::{Cublas, Nccl};
-use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeShape};
+use mkernel::check::{self, MoeRouting};
+use mkernel::{CommConfig, Communicator, MoeDispatchGemmOptions, MoeShape};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -247,37 +250,34 @@ pub(super) fn moe_row(label: String, s: MoeShape, world: usize, plan: String, ro
     }
 }
 
-/// The unfused baseline's all-to-all for one routing: each rank's tokens sorted by
-/// (destination rank, local expert), token order within (`sorted` host rows), and the NCCL
-/// blocks (in elements, the rank's own included) into the segments of the fused call's
-/// layout (`layouts[q]`).
+/// The unfused baseline's all-to-all for one routing (`m`, the host's model): each rank's
+/// tokens sorted by (destination rank, local expert), token order within (`sorted` host rows),
+/// and the NCCL blocks (in elements, the rank's own included) into the segments of the fused
+/// call's layout (the model's, which `--check` compares with the call's).
 struct Exchange {
     sorted: Vec<Vec<bf16>>,
     blocks: Vec<mkernel::baseline::P2pBlocks>,
 }
 
-fn exchange(host_x: &[Vec<bf16>], host_ids: &[Vec<i32>], layouts: &[Vec<u32>], s: MoeShape, world: usize) -> Exchange {
-    let (k, topk, el) = (s.k as usize, s.topk as usize, s.experts as usize / world);
-    let count = |src: usize, g: usize| host_ids[src].iter().filter(|&&id| id == g as i32).count();
+fn exchange(host_x: &[Vec<bf16>], m: &MoeRouting, s: MoeShape) -> Exchange {
+    let (k, topk, el, world) = (s.k as usize, s.topk as usize, m.local_experts, m.world());
     let mut sorted = Vec::new();
     let mut blocks = vec![mkernel::baseline::P2pBlocks::default(); world];
-    for src in 0..world {
+    for (src, per_expert) in m.entries.iter().enumerate() {
         let mut rows: Vec<bf16> = Vec::new();
-        for q in 0..world {
-            for e in 0..el {
-                let g = q * el + e;
-                let first = rows.len();
-                for (i, _) in host_ids[src].iter().enumerate().filter(|(_, &id)| id == g as i32) {
-                    let t = i / topk;
-                    rows.extend_from_slice(&host_x[src][t * k..(t + 1) * k]);
-                }
-                let n = rows.len() - first;
-                // (where src's rows for g land on q: the segment's start, after ranks before src)
-                let before: usize = (0..src).map(|s2| count(s2, g)).sum();
-                let dst = (layouts[q][e] as usize + before) * k;
-                blocks[src].sends.push((q, first, n));
-                blocks[q].recvs.push((src, dst, n));
+        // (g = q x El + e: by destination rank q, then local expert e)
+        for (g, entries) in per_expert.iter().enumerate() {
+            let q = g / el;
+            let first = rows.len();
+            for &i in entries {
+                let t = i / topk;
+                rows.extend_from_slice(&host_x[src][t * k..(t + 1) * k]);
             }
+            let n = rows.len() - first;
+            // (where src's rows for g land on q: the segment's start, after ranks before src)
+            let dst = m.block_start(src, g) as usize * k;
+            blocks[src].sends.push((q, first, n));
+            blocks[q].recvs.push((src, dst, n));
         }
         sorted.push(rows);
     }
@@ -369,20 +369,16 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         for (r, c) in comms.iter().enumerate() {
             c.synchronize(&streams[r])?;
         }
+        let model = MoeRouting::new(&host_ids, s.experts).map_err(|e| format!("{label}: the host's routing model: {e}"))?;
         let (mut rows, mut layouts) = (Vec::new(), Vec::new());
         let mut checked = None;
         let mut bad = Vec::new();
         for (r, st) in streams.iter().enumerate() {
             let l = st.clone_dtoh(&layout[r])?;
             rows.push(l[el]);
-            // The model: tokens rank `src` routed to rank r's expert e.
-            for e in 0..el {
-                for (src, hid) in host_ids.iter().enumerate() {
-                    let want = hid.iter().filter(|&&g| g as usize == r * el + e).count() as u32;
-                    if l[el + 1 + e * world + src] != want {
-                        bad.push(format!("rank {r} expert {e} from {src}: {} tokens, model {want}", l[el + 1 + e * world + src]));
-                    }
-                }
+            // The model: segment starts, rows used, tokens of every source for each expert.
+            if let Err(e) = model.check_layout(r, &l) {
+                bad.push(e);
             }
             layouts.push(l);
         }
@@ -405,7 +401,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             gc.push(super::alloc::<bf16>(st, m * n, &label, "cuBLAS out")?);
         }
         // The baseline's all-to-all (a GPU per rank): the sorted tokens, then into `ga`'s segments.
-        let plan_a2a = nccl.as_ref().map(|_| exchange(&host_x, &host_ids, &layouts, s, world));
+        let plan_a2a = nccl.as_ref().map(|_| exchange(&host_x, &model, s));
         let mut sorted = Vec::new();
         if let Some(p) = &plan_a2a {
             for (r, st) in streams.iter().enumerate() {
@@ -490,21 +486,9 @@ mod tests {
             // (each row's values name it: 64 src + token, exact in bf16 below 256)
             let host_x: Vec<Vec<bf16>> =
                 (0..world).map(|r| (0..tokens[r] as usize * k).map(|i| bf16::from_f32((r * 64 + i / k) as f32)).collect()).collect();
-            let count = |src: usize, g: usize| host_ids[src].iter().filter(|&&id| id == g as i32).count() as u32;
-            let layouts: Vec<Vec<u32>> = (0..world)
-                .map(|q| {
-                    let mut l = Vec::new();
-                    let mut row = 0;
-                    for e in 0..el {
-                        l.push(row);
-                        row += ((0..world).map(|src| count(src, q * el + e)).sum::<u32>()).div_ceil(128) * 128;
-                    }
-                    l.push(row);
-                    l
-                })
-                .collect();
-            let ex = exchange(&host_x, &host_ids, &layouts, s, world);
-            let mut recv: Vec<Vec<bf16>> = layouts.iter().map(|l| vec![bf16::from_f32(-1.0); l[el] as usize * k]).collect();
+            let model = MoeRouting::new(&host_ids, experts).unwrap();
+            let ex = exchange(&host_x, &model, s);
+            let mut recv: Vec<Vec<bf16>> = model.rows_used.iter().map(|&rows| vec![bf16::from_f32(-1.0); rows as usize * k]).collect();
             for q in 0..world {
                 for src in 0..world {
                     let sends = ex.blocks[src].sends.iter().filter(|b| b.0 == q);
@@ -516,14 +500,14 @@ mod tests {
                     }
                 }
             }
-            for q in 0..world {
-                for e in 0..el {
+            for (q, (recv_q, starts)) in recv.iter().zip(&model.seg_start).enumerate() {
+                for (e, &start) in starts.iter().enumerate() {
                     let g = q * el + e;
-                    let mut row = layouts[q][e] as usize;
-                    for src in 0..world {
-                        for (i, _) in host_ids[src].iter().enumerate().filter(|(_, &id)| id == g as i32) {
+                    let mut row = start as usize;
+                    for (src, ids) in host_ids.iter().enumerate() {
+                        for (i, _) in ids.iter().enumerate().filter(|(_, &id)| id == g as i32) {
                             let want = (src * 64 + i / topk as usize) as f32;
-                            assert!(recv[q][row * k..(row + 1) * k].iter().all(|v| v.to_f32() == want), "world {world} rank {q} expert {e} row {row}");
+                            assert!(recv_q[row * k..(row + 1) * k].iter().all(|v| v.to_f32() == want), "world {world} rank {q} expert {e} row {row}");
                             row += 1;
                         }
                     }

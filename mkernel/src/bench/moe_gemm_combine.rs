@@ -36,13 +36,14 @@
 //! not have; the host's blocks and landing rows are tested on the CPU
 //! (`combine_exchange_returns_every_row_to_its_entry`) and the kernel compiles with NVRTC.
 //!
-//! `--check`: the dispatch's layout (every rank's token counts) and dest_rows against the
-//! host's model of the routing, exactly; then every rank's y of one fused call (poisoned
-//! before) for its first [`CHECK_TOKENS`] tokens, all columns, against an fp64 host reference
-//! of sum over k of topk_weights\[t, k\] x (h_q\[row\] W_e^T), with the GPU tests' scale
-//! (sum over k of |w x row| + |y|: `tests/tests/gpu_moe_gemm_combine.rs`); and with NCCL the
-//! baseline's y (poisoned before) against that fused call's, every token, with the same scale
-//! rule (the magnitudes from the baseline's landed rows), so that a wrong baseline is caught.
+//! `--check`: the dispatch's layout (segment starts, rows used, every rank's token counts) and
+//! dest_rows against the host's model of the routing ([`mkernel::check::MoeRouting`], the one
+//! the tests use), exactly; then every rank's y of one fused call (poisoned before) for its
+//! first [`CHECK_TOKENS`] tokens, all columns, against an fp64 host reference of sum over k of
+//! topk_weights\[t, k\] x (h_q\[row\] W_e^T), with the GPU tests' scale (sum over k of
+//! |w x row| + |y|: `tests/tests/gpu_moe_gemm_combine.rs`); and with NCCL the baseline's y
+//! (poisoned before) against that fused call's, every token, with the same scale rule (the
+//! magnitudes from the baseline's landed rows), so that a wrong baseline is caught.
 //! Correctness otherwise is the GPU tests'.
 
 use std::sync::Arc;
@@ -50,7 +51,8 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::baseline::{Cublas, Nccl, P2pBlocks};
-use mkernel::{check, CommConfig, Communicator, MoeDispatchGemmOptions, MoeGemmCombineOptions, MoeShape};
+use mkernel::check::{self, MoeRouting};
+use mkernel::{CommConfig, Communicator, MoeDispatchGemmOptions, MoeGemmCombineOptions, MoeShape};
 use rand::{Rng, SeedableRng};
 
 use super::moe_dispatch_gemm::{routing, MoeArgs, MoeShapeArgs};
@@ -91,55 +93,38 @@ pub(crate) fn options(a: &MoeShapeArgs, recv_capacity: Option<u32>) -> BenchResu
     Ok(MoeGemmCombineOptions { tile, push_ctas: a.push_ctas, recv_capacity })
 }
 
-/// The unfused baseline's all-to-all back for one routing: each expert rank's rows (its
-/// `out`, in the fused call's layout: segment e holds the rows of source 0, then source 1,
-/// ..., token order within) go back to their tokens' ranks, where they land grouped by
-/// (expert rank, local expert), token order within: the order the dispatch's exchange sent
-/// them. Blocks in elements of N-column rows, the rank's own included; `index[r]` \[tokens x
-/// topk\] is the landing row of each of rank r's entries (u32::MAX: none), the permutation
-/// back to token order; `land_rows[r]` the rows that land on rank r.
+/// The unfused baseline's all-to-all back for one routing (`m`, the host's model): each expert
+/// rank's rows (its `out`, in the fused call's layout: segment e holds the rows of source 0,
+/// then source 1, ..., token order within) go back to their tokens' ranks, where they land
+/// grouped by (expert rank, local expert), token order within: the order the dispatch's
+/// exchange sent them. Blocks in elements of N-column rows, the rank's own included;
+/// `index[r]` \[tokens x topk\] is the landing row of each of rank r's entries (u32::MAX:
+/// none), the permutation back to token order; `land_rows[r]` the rows that land on rank r.
 struct CombineExchange {
     blocks: Vec<P2pBlocks>,
     index: Vec<Vec<u32>>,
     land_rows: Vec<usize>,
 }
 
-fn combine_exchange(host_ids: &[Vec<i32>], layouts: &[Vec<u32>], s: MoeShape, world: usize) -> CombineExchange {
-    let (n, el, experts) = (s.n as usize, s.experts as usize / world, s.experts as usize);
-    // (per source: its entries routed to each expert, in token order)
-    let routed: Vec<Vec<Vec<usize>>> = host_ids
-        .iter()
-        .map(|ids| {
-            let mut per = vec![Vec::new(); experts];
-            for (i, &g) in ids.iter().enumerate() {
-                if let Some(list) = usize::try_from(g).ok().and_then(|g| per.get_mut(g)) {
-                    list.push(i);
-                }
-            }
-            per
-        })
-        .collect();
+fn combine_exchange(m: &MoeRouting, s: MoeShape) -> CombineExchange {
+    let (n, el, world) = (s.n as usize, m.local_experts, m.world());
     let mut blocks = vec![P2pBlocks::default(); world];
-    let mut index: Vec<Vec<u32>> = host_ids.iter().map(|ids| vec![u32::MAX; ids.len()]).collect();
+    let mut index: Vec<Vec<u32>> = m.dest.iter().map(|d| vec![u32::MAX; d.len()]).collect();
     let mut land_rows = Vec::with_capacity(world);
-    // (before[g]: the rows of expert g's segment that the sources so far filled)
-    let mut before = vec![0usize; experts];
-    for src in 0..world {
+    for (src, per_expert) in m.entries.iter().enumerate() {
         let mut row = 0usize;
-        for q in 0..world {
-            for e in 0..el {
-                let g = q * el + e;
-                let entries = &routed[src][g];
-                for (j, &i) in entries.iter().enumerate() {
-                    index[src][i] = (row + j) as u32;
-                }
-                let from = (layouts[q][e] as usize + before[g]) * n;
-                // (q sends to src, and src receives from q, in e order: matched in listed order)
-                blocks[q].sends.push((src, from, entries.len() * n));
-                blocks[src].recvs.push((q, row * n, entries.len() * n));
-                before[g] += entries.len();
-                row += entries.len();
+        // (g = q x El + e: by expert rank q, then local expert e)
+        for (g, entries) in per_expert.iter().enumerate() {
+            let q = g / el;
+            for (j, &i) in entries.iter().enumerate() {
+                index[src][i] = (row + j) as u32;
             }
+            // (src's rows of g's segment, after the sources before it)
+            let from = m.block_start(src, g) as usize * n;
+            // (q sends to src, and src receives from q, in e order: matched in listed order)
+            blocks[q].sends.push((src, from, entries.len() * n));
+            blocks[src].recvs.push((q, row * n, entries.len() * n));
+            row += entries.len();
         }
         land_rows.push(row);
     }
@@ -180,30 +165,6 @@ fn landed_magnitudes(land: &[bf16], index: &[u32], tw: &[f32], n: usize, topk: u
         handles.into_iter().try_for_each(|h| h.join().map_err(|_| "--check: a thread of the baseline's magnitudes panicked"))
     })?;
     Ok(mags)
-}
-
-/// The dispatch's dest_rows as the host models them from its layouts (`layouts[q]`: rank q's):
-/// entry i of rank src (token i / topk) routed to expert g = q x El + e lands on rank q in
-/// segment e, after the tokens the ranks before src sent to g, in token order; u32::MAX for a
-/// -1 entry.
-fn model_dest_rows(host_ids: &[Vec<i32>], layouts: &[Vec<u32>], el: usize) -> Vec<Vec<u32>> {
-    // (next[q][e]: the next row of rank q's segment e; sources in rank order fill it)
-    let mut next: Vec<Vec<u32>> = layouts.iter().map(|l| l[..el].to_vec()).collect();
-    host_ids
-        .iter()
-        .map(|ids| {
-            ids.iter()
-                .map(|&g| match usize::try_from(g) {
-                    Ok(g) => {
-                        let slot = &mut next[g / el][g % el];
-                        *slot += 1;
-                        *slot - 1
-                    }
-                    Err(_) => u32::MAX,
-                })
-                .collect()
-        })
-        .collect()
 }
 
 /// A (token, k) entry of a sampled token whose row lies on the expert rank at hand: its source
@@ -360,19 +321,15 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             c.synchronize(&streams[r])?;
         }
         drop((x, w1, out));
+        let model = MoeRouting::new(&host_ids, s.experts).map_err(|e| format!("{label}: the host's routing model: {e}"))?;
         let (mut rows, mut layouts) = (Vec::new(), Vec::new());
         let mut bad = Vec::new();
         for (r, st) in streams.iter().enumerate() {
             let l = st.clone_dtoh(&layout[r])?;
             rows.push(l[el]);
-            // The model: tokens rank `src` routed to rank r's expert e.
-            for e in 0..el {
-                for (src, hid) in host_ids.iter().enumerate() {
-                    let want = hid.iter().filter(|&&g| g as usize == r * el + e).count() as u32;
-                    if l[el + 1 + e * world + src] != want {
-                        bad.push(format!("rank {r} expert {e} from {src}: {} tokens, model {want}", l[el + 1 + e * world + src]));
-                    }
-                }
+            // The model: segment starts, rows used, tokens of every source for each expert.
+            if let Err(e) = model.check_layout(r, &l) {
+                bad.push(e);
             }
             layouts.push(l);
         }
@@ -384,11 +341,10 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                 return Err(format!("{label}: the setup dispatch's layout FAIL: {}", bad.join("; ")).into());
             }
             // dest_rows, exactly; then y of one fused call (poisoned before) for the first tokens.
-            let model = model_dest_rows(&host_ids, &layouts, el);
             for (r, st) in streams.iter().enumerate() {
                 let got = st.clone_dtoh(&dest[r])?;
-                if let Some(i) = (0..t * topk).find(|&i| got[i] != model[r][i]) {
-                    return Err(format!("{label}: the setup dispatch's dest_rows FAIL: rank {r} entry {i} (token {}, expert {}): row {}, model {}", i / topk, host_ids[r][i], got[i], model[r][i]).into());
+                if let Some(i) = (0..t * topk).find(|&i| got[i] != model.dest[r][i]) {
+                    return Err(format!("{label}: the setup dispatch's dest_rows FAIL: rank {r} entry {i} (token {}, expert {}): row {}, model {}", i / topk, host_ids[r][i], got[i], model.dest[r][i]).into());
                 }
             }
             for (r, st) in streams.iter().enumerate() {
@@ -407,7 +363,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                     .flat_map(|src| (0..sample * topk).map(move |i| (src, i)))
                     .filter_map(|(src, i)| {
                         let g = usize::try_from(host_ids[src][i]).ok()?;
-                        (g / el == q).then_some(Entry { src, entry: i, expert: g % el, row: model[src][i] as usize })
+                        (g / el == q).then_some(Entry { src, entry: i, expert: g % el, row: model.dest[src][i] as usize })
                     })
                     .collect();
                 if entries.is_empty() {
@@ -441,7 +397,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         }
         // The baseline's all-to-all back and weighted sum (a GPU per rank): the landing rows,
         // each entry's landing row (given for free) and the baseline's y.
-        let back = nccl.as_ref().map(|_| combine_exchange(&host_ids, &layouts, s, world));
+        let back = nccl.as_ref().map(|_| combine_exchange(&model, s));
         let (mut land, mut index, mut yb) = (Vec::new(), Vec::new(), Vec::new());
         if let Some(b) = &back {
             for (r, st) in streams.iter().enumerate() {
@@ -515,24 +471,6 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every rank's segment starts and rows used for `host_ids` (each local expert's tokens
-    /// from every source, padded to 128 rows), as the dispatch lays them out.
-    fn segment_starts(host_ids: &[Vec<i32>], world: usize, el: usize) -> Vec<Vec<u32>> {
-        let count = |g: usize| host_ids.iter().map(|ids| ids.iter().filter(|&&id| id == g as i32).count() as u32).sum::<u32>();
-        (0..world)
-            .map(|q| {
-                let mut l = Vec::new();
-                let mut row = 0;
-                for e in 0..el {
-                    l.push(row);
-                    row += count(q * el + e).div_ceil(128) * 128;
-                }
-                l.push(row);
-                l
-            })
-            .collect()
-    }
     use clap::Parser;
 
     #[derive(Parser)]
@@ -556,31 +494,6 @@ mod tests {
         // (the dispatch's own list is untouched)
         let cli = Cli::try_parse_from(["x"]).unwrap();
         assert_eq!(cli.moe.shape.shapes()[0].1.n, 28672);
-    }
-
-    /// The host's dest_rows fill every segment from its start, sources in rank order and each
-    /// source's tokens in order, one row per entry.
-    #[test]
-    fn modelled_dest_rows_fill_the_segments_in_source_and_token_order() {
-        for (world, experts, topk, tokens) in [(2usize, 8u32, 2u32, [37u32, 50, 0, 0]), (3, 6, 3, [20, 0, 33, 0]), (4, 16, 4, [9, 17, 25, 3])] {
-            let s = MoeShape { tokens: 0, max_tokens: 50, topk, experts, n: 8, k: 16 };
-            let el = experts as usize / world;
-            let mut host_ids: Vec<Vec<i32>> = (0..world).map(|r| routing(tokens[r], s, 11 + r as u64)).collect();
-            if let Some(first) = host_ids[0].first_mut() {
-                *first = -1;
-            }
-            let layouts = segment_starts(&host_ids, world, el);
-            let dest = model_dest_rows(&host_ids, &layouts, el);
-            assert_eq!(dest[0][0], u32::MAX);
-            for q in 0..world {
-                for e in 0..el {
-                    let g = (q * el + e) as i32;
-                    let got: Vec<u32> = (0..world).flat_map(|src| host_ids[src].iter().zip(&dest[src]).filter(|(&id, _)| id == g).map(|(_, &row)| row)).collect();
-                    let want: Vec<u32> = (layouts[q][e]..layouts[q][e] + got.len() as u32).collect();
-                    assert_eq!(got, want, "world {world} rank {q} expert {e}");
-                }
-            }
-        }
     }
 
     /// The threaded reference adds each entry's weighted row where a plain loop does.
@@ -642,10 +555,10 @@ mod tests {
             if let Some(first) = host_ids[0].first_mut() {
                 *first = -1;
             }
-            let layouts = segment_starts(&host_ids, world, el);
-            let ex = combine_exchange(&host_ids, &layouts, s, world);
+            let m = MoeRouting::new(&host_ids, experts).unwrap();
+            let ex = combine_exchange(&m, s);
             // (out[q]: each element names its rank and row)
-            let out: Vec<Vec<u32>> = (0..world).map(|q| (0..layouts[q][el] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
+            let out: Vec<Vec<u32>> = (0..world).map(|q| (0..m.rows_used[q] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
             let mut land: Vec<Vec<u32>> = ex.land_rows.iter().map(|&r| vec![u32::MAX; r * n]).collect();
             for q in 0..world {
                 for src in 0..world {
@@ -659,7 +572,7 @@ mod tests {
                     }
                 }
             }
-            let dest = model_dest_rows(&host_ids, &layouts, el);
+            let dest = &m.dest;
             for src in 0..world {
                 assert_eq!(ex.land_rows[src], host_ids[src].iter().filter(|&&g| g >= 0).count());
                 assert!(land[src].iter().all(|&v| v != u32::MAX), "world {world} rank {src}: a landing row unwritten");
