@@ -327,17 +327,23 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const u32 (&pa)[kAtt
 }
 
 // The online softmax of one block's scores (complete in s, unscaled): masked (positions past
-// the block's segment; causal: later positions on the diagonal), the running max m (log2
-// domain) and sum l updated, s replaced by P = 2^(s scale_log2 - m) in fp32, one FFMA and one
-// ex2 a score (FlashAttention-3's softmax); returns in corr the factor by which O (relative to
-// the old m) must be rescaled. The block's max is taken of the raw scores, in four chains (the
-// row's 32 scores of this thread are independent), then scaled: right for a positive scale
-// only (check_scale's rule).
+// the block's segment; causal: later positions on the diagonal), the running sum l updated, s
+// replaced by P = 2^(s scale_log2 - m) in fp32, one FFMA and one ex2 a score
+// (FlashAttention-3's softmax). The block's max is taken of the raw scores, in four chains (the
+// row's 32 scores of this thread are independent), then scaled: right for a positive scale only
+// (check_scale's rule).
+// m is the row's base, not always its running max: it moves up to the block's max only where
+// that exceeds it by more than kAttnRescaleLog2 (FlashAttention-4's conditional rescaling), so P
+// stays below 2^kAttnRescaleLog2 and most blocks leave O alone; the result is the same softmax
+// (l and O share the base; lse = base + log2 l). Returns in corr the factor by which O must be
+// rescaled (1 where the base stayed), and whether any of this thread's rows moved.
+constexpr float kAttnRescaleLog2 = 8.0f;
 template <bool CAUSAL>
-__device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
+__device__ __forceinline__ bool online_softmax(float (&s)[kAttnBN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
                                                float scale_log2, u32 kv_valid, bool diagonal, u32 q_row0, u32 n0) {
   const u32 lane = lane_id(), g = lane / 4, t = lane % 4;
   const bool masked = kv_valid < kAttnBN || (CAUSAL && diagonal);
+  bool moved = false;
 #pragma unroll
   for (u32 h = 0; h < 2; ++h) {
     const u32 qi = q_row0 + g + 8 * h;  // (the query's position in the shard)
@@ -357,13 +363,17 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
       const float x = s[4 * (i / 2) + 2 * h + i % 2];
       part[i % 4] = i < 4 ? x : fmaxf(part[i % 4], x);
     }
-    float mx = fmaxf(m[h], fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3])) * scale_log2);
+    float mx = fmaxf(fmaxf(part[0], part[1]), fmaxf(part[2], part[3])) * scale_log2;
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    // (a row with every score masked so far: m stays -inf, its p and correction are 0)
-    const float base = mx == neg_inf_f32() ? 0.f : mx;
-    corr[h] = ex2_approx(m[h] - base);
-    m[h] = mx;
+    // (the base moves only for a block max past it by the threshold: -inf + threshold is
+    // -inf, so a row's first unmasked block moves it, its correction 0; a row with every
+    // score masked so far keeps -inf, its p 0)
+    const bool grow = mx > m[h] + kAttnRescaleLog2;
+    corr[h] = grow ? ex2_approx(m[h] - mx) : 1.0f;
+    if (grow) m[h] = mx;
+    moved |= grow;
+    const float base = m[h] == neg_inf_f32() ? 0.f : m[h];
     float sum[2] = {0.f, 0.f};
 #pragma unroll
     for (u32 j = 0; j < kAttnBN / 8; ++j) {
@@ -376,6 +386,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[kAttnBN / 2], float (&
     }
     l[h] = l[h] * corr[h] + (sum[0] + sum[1]);  // (this lane's columns; the quad's sum at the end)
   }
+  return moved;
 }
 
 // The producer warp (one elected lane issues): for each unit of the CTA's list, each key
@@ -463,13 +474,21 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
     const AttnUnit unit = AttnUnit::at<AttnCfg<D>::kBM, MASK>(p, u);
     const u32 b = unit.b, h = unit.h, q0 = unit.q0, q_valid = unit.q_valid;
     const UnitBlocks<WORLD, MASK> blocks(p, unit);
-    auto softmax_block = [&](u32 j, float (&corr)[2]) {
+    // Block j's place for its softmax, found before the block's waits (its divisions off the
+    // path from S's completion to the softmax): n0, the positions it holds, and whether it
+    // is a diagonal block (the own rank's, of the unit's segment, reaching past its first row;
+    // positions of one segment compare as shard positions).
+    struct BlockAt {
+      u32 n0, kv_valid;
+      bool diagonal;
+    };
+    auto block_at = [&](u32 j) {
       u32 src, n0, end;
       blocks.at(j, p.rank, src, n0, end);
-      // (a diagonal block: the own rank's, of the unit's segment, reaching past its first row;
-      // positions of one segment compare as shard positions)
-      const bool diagonal = MASK != kMaskFull && src == p.rank && n0 + kAttnBN > q0;
-      online_softmax<MASK != kMaskFull>(s, m, l, corr, scale_log2, min(kAttnBN, end - n0), diagonal, q0 + row0, n0);
+      return BlockAt{n0, min(kAttnBN, end - n0), MASK != kMaskFull && src == p.rank && n0 + kAttnBN > q0};
+    };
+    auto softmax_block = [&](const BlockAt& at, float (&corr)[2]) {
+      return online_softmax<MASK != kMaskFull>(s, m, l, corr, scale_log2, at.kv_valid, at.diagonal, q0 + row0, at.n0);
     };
     auto pack_p = [&]() {  // P's accumulators of two 8-column blocks: the A fragment of one k16 step
 #pragma unroll
@@ -488,6 +507,7 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
     mbar_wait(sm.q_full(qr.stage), qr.phase, wait_ns);
     {  // block 0
       float corr[2];
+      const BlockAt at = block_at(0);
       mbar_wait(sm.k_full(kr.stage), kr.phase, wait_ns);
       turn.begin(turn_own, wait_ns);
       issue_scores<D>(s, q_tile, smem_u32(sm.k(kr.stage)));
@@ -496,11 +516,12 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
       fence_accumulators(s);
       if (tid == 0) mbar_arrive(sm.k_empty(kr.stage));
       kr.advance();
-      softmax_block(0, corr);  // (o is zero: no rescale)
+      softmax_block(at, corr);  // (o is zero: no rescale)
       pack_p();
     }
     for (u32 j = 1; j < blocks.total; ++j) {
       float corr[2];
+      const BlockAt at = block_at(j);
       mbar_wait(sm.k_full(kr.stage), kr.phase, wait_ns);
       mbar_wait(sm.v_full(vr.stage), vr.phase, wait_ns);
       turn.begin(turn_own, wait_ns);
@@ -511,15 +532,19 @@ __device__ __forceinline__ void attn_consumer(const RingAttentionParams& p, cons
       fence_accumulators(s);
       if (tid == 0) mbar_arrive(sm.k_empty(kr.stage));
       kr.advance();
-      softmax_block(j, corr);
+      const bool moved = softmax_block(at, corr);
       wgmma_wait<0>();
       fence_accumulators(o);
       if (tid == 0) mbar_arrive(sm.v_empty(vr.stage));
       vr.advance();
+      // (O rescaled only where a row of the warp moved its base: a warp-uniform branch, rare
+      // after a row's first blocks)
+      if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
-      for (u32 d = 0; d < D / 8; ++d) {
-        o[4 * d] *= corr[0], o[4 * d + 1] *= corr[0];
-        o[4 * d + 2] *= corr[1], o[4 * d + 3] *= corr[1];
+        for (u32 d = 0; d < D / 8; ++d) {
+          o[4 * d] *= corr[0], o[4 * d + 1] *= corr[0];
+          o[4 * d + 2] *= corr[1], o[4 * d + 3] *= corr[1];
+        }
       }
       pack_p();
     }
