@@ -190,6 +190,53 @@ fn attention_matches_the_reference_on_one_gpu() {
     }
 }
 
+/// The softmax's base moves only where a block's row max passes it by 2^8 (conditional
+/// rescaling, FlashAttention-4's): keys scaled by 2^b in key block b (exact in bf16) make
+/// the row maxima grow block after block, so some blocks move the base and rescale O and
+/// others leave it (rows of one warp deciding differently), and the reverse order keeps
+/// every row's first block's base with P down to 2^-100s; ragged lengths, both masks and head
+/// dimensions, one source and three; against the fp64 reference.
+#[test]
+fn growing_row_maxima_move_the_softmax_base() {
+    let Some(_) = gpu_or_skip("growing_row_maxima_move_the_softmax_base", 1) else { return };
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    let st = ctx.new_stream().unwrap();
+    for (s, world, rank) in [
+        (shape(1, 700, 2, 1, 128, false), 1u32, 0u32),
+        (shape(1, 700, 2, 2, 64, true), 1, 0),
+        (shape(1, 300, 4, 2, 128, true), 3, 2),
+        (shape(1, 300, 2, 1, 64, false), 3, 1),
+    ] {
+        for growing in [true, false] {
+            let seed = check::fresh_seed();
+            let mut x = inputs(world as usize, s, seed);
+            let (seq, row) = (s.seq as usize, (s.kv_heads * s.head_dim) as usize);
+            let blocks = (world as usize * seq).div_ceil(128);
+            for (w, k) in x.k.iter_mut().enumerate() {
+                for (i, v) in k.chunks_mut(row).enumerate() {
+                    let block = (w * seq + i % seq) / 128;  // (key position over every source, batch 1)
+                    let e = if growing { block } else { blocks - 1 - block };
+                    let f = bf16::from_f32((e as f32).exp2());
+                    v.iter_mut().for_each(|a| *a = *a * f);
+                }
+            }
+            let q = st.clone_htod(&x.q[rank as usize]).unwrap();
+            let k = st.clone_htod(&x.k.concat()).unwrap();
+            let v = st.clone_htod(&x.v.concat()).unwrap();
+            let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+            check::poison(&st, &mut out).unwrap();
+            let mut lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
+            let opts = AttentionOptions { softmax_scale: None, sources: KvSources { world, rank }, ctas: None };
+            attention(&st, &q, &k, &v, &mut out, Some(&mut lse), s, opts).unwrap();
+            st.synchronize().unwrap();
+            let scale = 1.0 / (s.head_dim as f32).sqrt();
+            let what = format!("{s} sources {world} rank {rank}, keys x 2^block {} (seed {seed:#x})", if growing { "growing" } else { "shrinking" });
+            verify(&st.clone_dtoh(&out).unwrap(), Some(&st.clone_dtoh(&lse).unwrap()), &x, s, rank as usize, scale, &what);
+            eprintln!("ok {what}");
+        }
+    }
+}
+
 /// Two to four ranks: full and causal masks, contiguous and zigzag shards, both head
 /// dimensions, grouped-query heads, a batch, ragged lengths (zigzag: segments of 1, 150 and
 /// 258 positions), chunks of one position (many flags a key block), of a whole sequence and
