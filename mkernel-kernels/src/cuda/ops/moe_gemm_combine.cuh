@@ -23,8 +23,8 @@
 //     block's B its segment's expert's (kGroupsB), every stored tile released to the push
 //     CTAs (kPublishes).
 //   then every push CTA's warps and every compute CTA's consumer warps (after the GEMM) sum:
-//     a warp takes a contiguous range of units, each a group of tokens (32 / topk of them, a
-//     lane per (token, k)) and a column block, waits (each lane its entry's arrival flag) and adds the entries' rows
+//     a warp takes a group of tokens (32 / topk of them, a lane per (token, k)) and a
+//     column block, waits (each lane its entry's arrival flag) and adds the entries' rows
 //     in fp32, in k order, rounding once to bf16.
 //
 // Workspace (the partial region, on every rank): agree words at 0, the map at
@@ -320,52 +320,43 @@ __device__ __forceinline__ void combine_load(const u16* src, float (&x)[V]) {
   }
 }
 
-// The weighted sum, one warp: a unit is a group of G = 32 / topk tokens (a lane per entry)
-// and a column block of BN columns (BN / 32 a lane), group-major; sum warp `w` of `warps`
-// takes a contiguous range of units (its share of them, to one unit), so it meets each group
-// once or twice and finds its lanes' entries (id, row, weight, the expert rank's rows in use)
-// once a group, waiting only for each column block's tile flag. Returns false if a wait gave up.
+// The weighted sum, one warp: sum warp `w` of `warps` takes units w, w + warps, ...; a unit
+// is a group of G = 32 / topk tokens (a lane per entry) and a column block of BN columns
+// (BN / 32 a lane). Returns false if a wait gave up.
 template <class Cfg>
 __device__ bool combine_sum(const MoeCombineParams& p, const WaitContext& ctx, u32 w, u32 warps) {
   constexpr u32 V = Cfg::BN / 32;
   constexpr u32 kBatch = 2;  // entries' loads in flight a lane
   const u32 lane = lane_id(), topk = p.topk, G = max(1u, 32 / topk), groups = (p.tokens + G - 1) / G;
   const u64 units = (u64)groups * p.n_blocks;
-  // (units <= tokens x N / 128 < 2^37, y holding tokens x N; warps < 2^21: no overflow)
-  const u64 begin = units * w / warps, end = units * (w + 1) / warps;
   const float* tw = reinterpret_cast<const float*>(p.topk_weights);
   const u16* slots = reinterpret_cast<const u16*>(p.slots[p.rank]);
   u16* y = reinterpret_cast<u16*>(p.y);
-  u32 group = ~0u, q = 0, row = 0, vmask = 0;  // (the group's entries: lane j's in bit j of vmask)
-  float wj = 0.0f;
-  u32 gi = (u32)(begin / p.n_blocks), nb = (u32)(begin % p.n_blocks);  // (the unit: group gi, column block nb)
-  for (u64 n = end - begin; n > 0; --n) {
+  for (u64 u = w; u < units; u += warps) {
+    const u32 gi = (u32)(u / p.n_blocks), nb = (u32)(u % p.n_blocks);
     const u32 t0 = gi * G, nt = min(G, p.tokens - t0);
-    if (gi != group) {
-      // Lane j: entry t0 topk + j of the group: whether it takes part, where its row is, its weight.
-      group = gi, wj = 0.0f;
-      bool valid = false;
-      if (lane < nt * topk) {
-        const u32 i = t0 * topk + lane;
-        valid = combine_entry(p, ctx, i, false, q, row);
-        if (valid && row >= combine_rows_used(p, q)) {
-          // (a row no tile of q covers: its arrival flag would never come)
-          record_input_error(ctx, WaitOp::InvalidDestRow, q, i, combine_rows_used(p, q), row, true);
-          valid = false;
-        }
-        if (valid) wj = tw[i];
-      }
-      vmask = __ballot_sync(0xffffffffu, valid);
-    }
     const u32 c = nb * Cfg::BN + lane * V;
-    // Lane j waits for its row's tile of this column block.
-    bool ok = true;
-    if ((vmask >> lane) & 1u) {
-      const u32 tile = row / Cfg::BM * p.n_blocks + nb;
-      ok = wait_flag_eq(combine_arrival_flag(p, p.rank, q, tile), ctx.epoch, ctx, WaitOp::PeerRowsPushed, q, tile, kMoeBackoffNs);
+    // Lane j: entry t0 topk + j; waits for its row's tile of this column block.
+    bool valid = false, ok = true;
+    float wj = 0.0f;
+    if (lane < nt * topk) {
+      const u32 i = t0 * topk + lane;
+      u32 q, row;
+      valid = combine_entry(p, ctx, i, false, q, row);
+      if (valid && row >= combine_rows_used(p, q)) {
+        // (a row no tile of q covers: its arrival flag would never come)
+        record_input_error(ctx, WaitOp::InvalidDestRow, q, i, combine_rows_used(p, q), row, true);
+        valid = false;
+      }
+      if (valid) {
+        wj = tw[i];
+        const u32 tile = row / Cfg::BM * p.n_blocks + nb;
+        ok = wait_flag_eq(combine_arrival_flag(p, p.rank, q, tile), ctx.epoch, ctx, WaitOp::PeerRowsPushed, q, tile, kMoeBackoffNs);
+      }
     }
     if (!__all_sync(0xffffffffu, ok)) return false;
     __syncwarp();  // (each lane's acquire, then every lane's loads)
+    const u32 vmask = __ballot_sync(0xffffffffu, valid);
     const bool active = c < p.n;
     for (u32 tt = 0; tt < nt; ++tt) {
       float acc[V];
@@ -404,7 +395,6 @@ __device__ bool combine_sum(const MoeCombineParams& p, const WaitContext& ctx, u
         }
       }
     }
-    if (++nb == p.n_blocks) nb = 0, ++gi;  // (the next unit)
   }
   return true;
 }
