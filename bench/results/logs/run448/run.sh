@@ -10,5 +10,5 @@ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu --format=csv,noheader
 TEST_TIMEOUT=300 bash bench/device-run.sh tests gpu_moe 2>&1 | grep -E "^ok |^FAIL|^test |panicked|passed|failed|rank [0-9]" | cut -c1-300 | tail -16
 TEST_TIMEOUT=240 bash bench/device-run.sh tests gpu_ring_attention 2>&1 | grep -E "^ok |^FAIL|panicked|passed|failed" | cut -c1-300 | tail -6
 for b in moe-dispatch-gemm moe-gemm-combine; do
-  timeout 100 bash bench/device-run.sh bench $b --share-gpu --check 2>&1 | grep -E "like|FAIL|PASS|rror" | cut -c1-150
+  timeout 100 bash bench/device-run.sh bench $b --share-gpu --check 2>&1 | grep -E "like|FAIL|PASS|rror" | awk '{print substr($0,1,100) " ... " substr($0,length($0)-140)}'
 done
