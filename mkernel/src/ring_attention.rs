@@ -11,10 +11,11 @@
 //! since 433; bench/NOTES.md 60-63); not yet run with a GPU per rank, so not yet timed
 //! against NCCL. The compute loop has FlashAttention-3's structure (a TMA producer warp, two
 //! wgmma consumer warpgroups taking turns at the tensor cores (three at D = 64, with units of
-//! 192 query rows), the intra-warpgroup overlap, two Q stages, one FFMA and one ex2 a score):
-//! on an H100 (runs 435-436, interleaved with PyTorch's backends on the same GPU) 0.90-1.01x
-//! cuDNN's fused attention at D = 128 and 0.92-0.97x at D = 64, 1.5-1.9x PyTorch's
-//! FlashAttention-2 backend.
+//! 192 query rows), the intra-warpgroup overlap, two Q stages, one FFMA and one ex2 a score,
+//! O rescaled only where a row's max passes its base by 2^8 (FlashAttention-4's conditional
+//! rescaling)): on an H200 (run 447, interleaved with PyTorch's cuDNN backend on the same GPU)
+//! 0.93-1.06x cuDNN's fused attention at D = 128 and 1.00-1.03x at D = 64; 1.5-1.9x PyTorch's
+//! FlashAttention-2 backend (runs 435-436, H100, before the rescaling).
 
 use std::sync::Arc;
 
