@@ -14,9 +14,10 @@
 //! all-reduce's kind of scale), and the relative Frobenius error must stay below 1e-2 (a
 //! lost key block of 64 out of a few hundred keys is ~10%).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use mkernel::check;
 use mkernel::{attention, AttentionOptions, AttentionShape, Error, KvSources, RingAttentionOptions, SeqLayout};
@@ -149,6 +150,25 @@ fn leave_inf_values(g: &Ranks, s: AttentionShape, seed: u64, opts: RingAttention
     g.sync_all("the call that leaves Inf values in the gathered KV");
 }
 
+/// One `mkernel::attention` call on `st` over `x` (the queries of `src.rank`, every source's
+/// keys and values), its output poisoned and lse NaN before, then both against the reference
+/// (`scale`: None for 1 / sqrt(D)).
+fn unfused_round(st: &Arc<CudaStream>, x: &Inputs, s: AttentionShape, src: KvSources, scale: Option<f32>, what: &str) {
+    let q = st.clone_htod(&x.q[src.rank as usize]).unwrap();
+    let k = st.clone_htod(&x.k.concat()).unwrap();
+    let v = st.clone_htod(&x.v.concat()).unwrap();
+    let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
+    check::poison(st, &mut out).unwrap();
+    let mut lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
+    let opts = AttentionOptions { softmax_scale: scale, sources: src, ctas: None };
+    attention(st, &q, &k, &v, &mut out, Some(&mut lse), s, opts).unwrap();
+    st.synchronize().unwrap();
+    let scale = scale.unwrap_or(1.0 / (s.head_dim as f32).sqrt());
+    // (the reference takes rank `src.rank`'s queries: it is given every source's keys and that rank's q)
+    verify(&st.clone_dtoh(&out).unwrap(), Some(&st.clone_dtoh(&lse).unwrap()), x, s, src.rank as usize, scale, what);
+    eprintln!("ok unfused {what}");
+}
+
 /// The unfused kernel on one GPU: plain attention (one source) with ragged lengths, both
 /// masks and head dimensions, grouped-query heads and a batch; and the baseline's form
 /// (three sources, the queries of rank 1), whose causal mask starts at rank 1's positions;
@@ -174,19 +194,7 @@ fn attention_matches_the_reference_on_one_gpu() {
     for (s, world, rank, scale) in cases {
         let seed = check::fresh_seed();
         let x = inputs(world as usize, s, seed);
-        let q = st.clone_htod(&x.q[rank as usize]).unwrap();
-        let k = st.clone_htod(&x.k.concat()).unwrap();
-        let v = st.clone_htod(&x.v.concat()).unwrap();
-        let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
-        check::poison(&st, &mut out).unwrap();
-        let mut lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
-        let opts = AttentionOptions { softmax_scale: scale, sources: KvSources { world, rank }, ctas: None };
-        attention(&st, &q, &k, &v, &mut out, Some(&mut lse), s, opts).unwrap();
-        st.synchronize().unwrap();
-        let scale = scale.unwrap_or(1.0 / (s.head_dim as f32).sqrt());
-        // (the reference takes rank `rank`'s queries: give it every source's keys and that rank's q)
-        verify(&st.clone_dtoh(&out).unwrap(), Some(&st.clone_dtoh(&lse).unwrap()), &x, s, rank as usize, scale, &format!("{s} sources {world} rank {rank} (seed {seed:#x})"));
-        eprintln!("ok unfused {s} sources {world} rank {rank}");
+        unfused_round(&st, &x, s, KvSources { world, rank }, scale, &format!("{s} sources {world} rank {rank} (seed {seed:#x})"));
     }
 }
 
@@ -220,19 +228,8 @@ fn growing_row_maxima_move_the_softmax_base() {
                     v.iter_mut().for_each(|a| *a = *a * f);
                 }
             }
-            let q = st.clone_htod(&x.q[rank as usize]).unwrap();
-            let k = st.clone_htod(&x.k.concat()).unwrap();
-            let v = st.clone_htod(&x.v.concat()).unwrap();
-            let mut out = st.alloc_zeros::<bf16>(s.q_elems() as usize).unwrap();
-            check::poison(&st, &mut out).unwrap();
-            let mut lse = st.clone_htod(&vec![f32::NAN; s.lse_elems() as usize]).unwrap();
-            let opts = AttentionOptions { softmax_scale: None, sources: KvSources { world, rank }, ctas: None };
-            attention(&st, &q, &k, &v, &mut out, Some(&mut lse), s, opts).unwrap();
-            st.synchronize().unwrap();
-            let scale = 1.0 / (s.head_dim as f32).sqrt();
             let what = format!("{s} sources {world} rank {rank}, keys x 2^block {} (seed {seed:#x})", if growing { "growing" } else { "shrinking" });
-            verify(&st.clone_dtoh(&out).unwrap(), Some(&st.clone_dtoh(&lse).unwrap()), &x, s, rank as usize, scale, &what);
-            eprintln!("ok {what}");
+            unfused_round(&st, &x, s, KvSources { world, rank }, None, &what);
         }
     }
 }
