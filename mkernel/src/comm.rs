@@ -7,8 +7,9 @@
 //!   `cuCtxEnablePeerAccess`.
 //! - [`Communicator::from_env`]: one process per GPU under any launcher that sets
 //!   `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `LOCAL_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`;
-//!   a TCP rendezvous (mkernel-topology) exchanges CUDA IPC handles of each rank's
-//!   workspace, which peers open with `cuIpcOpenMemHandle`.
+//!   a TCP rendezvous (mkernel-topology) exchanges, in two steps (`SetupStep`), what the
+//!   ranks must agree on, then CUDA IPC handles of each rank's workspace (or why a rank
+//!   has none), which peers open with `cuIpcOpenMemHandle`.
 //!
 //! Workspaces come from `cuMemAlloc`, never from the stream-ordered pool allocator:
 //! peers cannot touch pool memory without pool access rights. No NVLink multicast.
@@ -204,10 +205,10 @@ fn check_world(world: usize) -> Result<()> {
     Ok(())
 }
 
-/// What each rank contributes to [`Communicator::from_launch_env`]'s exchange after its
-/// workspace's CUDA IPC handle: its GPU's UUID, its SM count, and its
-/// [`CommConfig::max_output_elems`] (which every rank must share: it fixes the workspace
-/// layout, and every rank reads its peers' workspaces at that layout's offsets).
+/// What each rank contributes to the first step of [`Communicator::from_launch_env`]'s
+/// exchange: its GPU's UUID, its SM count, and its [`CommConfig::max_output_elems`] (which
+/// every rank must share: it fixes the workspace layout, and every rank reads its peers'
+/// workspaces at that layout's offsets).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct RankInfo {
     uuid: [u8; 16],
@@ -216,53 +217,188 @@ struct RankInfo {
 }
 
 impl RankInfo {
-    /// Bytes after the IPC handle: UUID (16), SM count (u32 LE), max_output_elems (u64 LE).
+    /// UUID (16), SM count (u32 LE), max_output_elems (u64 LE).
     const BYTES: usize = 16 + 4 + 8;
 
-    /// The blob a rank sends: `handle`'s bytes, then this.
-    fn encode(&self, handle: &[u8]) -> Vec<u8> {
-        let mut blob = Vec::with_capacity(handle.len() + Self::BYTES);
-        blob.extend_from_slice(handle);
+    /// The payload a rank contributes to [`SetupStep::Describe`].
+    fn encode(&self) -> Vec<u8> {
+        let mut blob = Vec::with_capacity(Self::BYTES);
         blob.extend_from_slice(&self.uuid);
         blob.extend(self.sm_count.to_le_bytes());
         blob.extend(self.max_output_elems.to_le_bytes());
         blob
     }
 
-    /// The info of a blob of exactly `handle_len + BYTES` bytes; None for another length.
-    fn decode(blob: &[u8], handle_len: usize) -> Option<Self> {
-        if blob.len() != handle_len.checked_add(Self::BYTES)? {
+    /// The info of exactly [`Self::BYTES`] bytes; None for another length.
+    fn decode(blob: &[u8]) -> Option<Self> {
+        if blob.len() != Self::BYTES {
             return None;
         }
-        let rest = &blob[handle_len..];
         Some(Self {
-            uuid: rest[..16].try_into().ok()?,
-            sm_count: u32::from_le_bytes(rest[16..20].try_into().ok()?),
-            max_output_elems: u64::from_le_bytes(rest[20..28].try_into().ok()?),
+            uuid: blob[..16].try_into().ok()?,
+            sm_count: u32::from_le_bytes(blob[16..20].try_into().ok()?),
+            max_output_elems: u64::from_le_bytes(blob[20..28].try_into().ok()?),
         })
     }
 }
 
-/// Every rank's [`RankInfo`] from the all-gathered blobs (blob q is rank q's: a
-/// `handle_len`-byte IPC handle, then [`RankInfo::BYTES`]), checked for what every rank
-/// must agree on. Every rank runs it on the same blobs, so every rank refuses alike.
+/// The two steps of [`Communicator::from_launch_env`]'s exchange, each one bootstrap
+/// all-gather of a tagged contribution per rank ([`encode_step`]):
 ///
-/// Errors: a blob of another length (`bootstrap`, naming the rank and the lengths: a rank
-/// running another mkernel build); `max_output_elems` not equal on every rank (naming
-/// every rank's value).
-fn parse_rank_blobs(blobs: &[Vec<u8>], handle_len: usize) -> Result<Vec<RankInfo>> {
-    let want = handle_len + RankInfo::BYTES;
-    let infos = blobs
+/// ```text
+/// step 1, Describe:  every rank --[READY, RankInfo (UUID, SM count, max_output_elems)]--> every rank
+///                    every rank checks agreement on the same blobs (all refuse alike),
+///                    then checks peer access and allocates + exports its workspace
+/// step 2, Workspace: every rank --[READY, CUDA IPC handle]           --> every rank
+///                    a rank that failed --[FAILED, its error's message]--> every rank
+///                    the failed rank returns its own error, every other rank an
+///                    Error::PeerSetup naming it; else every rank opens its peers' handles
+/// ```
+///
+/// A rank that fails between the steps still contributes (its failure), so every peer
+/// returns at once knowing which rank failed and why (rather than only that the rank
+/// closed its connection, or, were its process to linger, after `bootstrap_timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SetupStep {
+    Describe,
+    Workspace,
+}
+
+impl SetupStep {
+    /// 1 or 2, as errors number the steps.
+    fn number(self) -> u32 {
+        match self {
+            Self::Describe => 1,
+            Self::Workspace => 2,
+        }
+    }
+
+    /// What a rank that failed the step could not do (completes "rank q could not ...").
+    fn what(self) -> &'static str {
+        match self {
+            Self::Describe => "describe its GPU (UUID, SM count) to its peers",
+            Self::Workspace => "set up its symmetric workspace",
+        }
+    }
+}
+
+/// First byte of a rank's contribution to a [`SetupStep`]: the step's payload follows.
+const STEP_READY: u8 = 1;
+/// First byte of a rank's contribution to a [`SetupStep`]: the rank failed the step; its
+/// error's message follows (UTF-8, at most [`MAX_FAILURE_BYTES`]).
+const STEP_FAILED: u8 = 2;
+/// Failure messages longer than this are cut (at a character boundary).
+const MAX_FAILURE_BYTES: usize = 2048;
+
+/// A rank's contribution to a [`SetupStep`]: [`STEP_READY`] and the payload, or
+/// [`STEP_FAILED`] and the failure's message, cut to [`MAX_FAILURE_BYTES`].
+fn encode_step(own: std::result::Result<&[u8], &str>) -> Vec<u8> {
+    match own {
+        Ok(payload) => [&[STEP_READY], payload].concat(),
+        Err(why) => {
+            let mut cut = why.len().min(MAX_FAILURE_BYTES);
+            while !why.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            [&[STEP_FAILED], &why.as_bytes()[..cut]].concat()
+        }
+    }
+}
+
+/// Every rank's payload of the all-gathered contributions to `step` (blob q is rank q's),
+/// as seen by rank `rank`. Every rank runs it on the same blobs, so every rank refuses
+/// alike.
+///
+/// Errors: a blob without a known tag, or a failure message over [`MAX_FAILURE_BYTES`]
+/// (`bootstrap`, naming the rank: another mkernel build); a rank that failed the step
+/// ([`Error::PeerSetup`], naming the first such rank and its message, and the others).
+fn decode_step(blobs: &[Vec<u8>], step: SetupStep, rank: usize) -> Result<Vec<&[u8]>> {
+    let mut payloads = Vec::with_capacity(blobs.len());
+    let mut failed = Vec::new();
+    for (q, b) in blobs.iter().enumerate() {
+        let n = step.number();
+        match b.split_first() {
+            Some((&STEP_READY, payload)) => payloads.push(payload),
+            Some((&STEP_FAILED, why)) if why.len() <= MAX_FAILURE_BYTES => failed.push((q, String::from_utf8_lossy(why))),
+            Some((&STEP_FAILED, why)) => {
+                return Err(invalid(
+                    "bootstrap",
+                    format!(
+                        "rank {q}'s failure report in step {n} of 2 of the exchange is {} bytes, above {MAX_FAILURE_BYTES}; \
+                         do all ranks run the same mkernel build?",
+                        why.len()
+                    ),
+                ))
+            }
+            tag => {
+                let tag = tag.map_or("nothing".to_string(), |(t, _)| format!("tag {t}"));
+                return Err(invalid(
+                    "bootstrap",
+                    format!(
+                        "rank {q} sent {} bytes starting with {tag} in step {n} of 2 of the exchange, expected tag \
+                         {STEP_READY} (ready) or {STEP_FAILED} (failed) first; do all ranks run the same mkernel build?",
+                        b.len()
+                    ),
+                ));
+            }
+        }
+    }
+    match failed.split_first() {
+        None => Ok(payloads),
+        Some(((peer, why), others)) => Err(Error::PeerSetup {
+            rank: rank as u32,
+            peer: *peer as u32,
+            step: step.what(),
+            reason: why.to_string(),
+            others: others.iter().map(|(q, _)| *q as u32).collect(),
+        }),
+    }
+}
+
+/// One [`SetupStep`] on `boot`: contributes `payload(&value)` when `own` is Ok, else the
+/// error's message, and returns (value, every rank's payload). A failed rank returns its
+/// own error once every rank has its report (whatever the all-gather returns); the others
+/// return [`decode_step`]'s error naming it.
+fn exchange_step<T>(
+    boot: &Bootstrap,
+    step: SetupStep,
+    own: Result<T>,
+    payload: impl FnOnce(&T) -> Vec<u8>,
+) -> Result<(T, Vec<Vec<u8>>)> {
+    match own {
+        Err(e) => {
+            // (the failure is the rank's error to report; a failed all-gather adds nothing)
+            let _ = boot.all_gather(&encode_step(Err(&e.to_string())));
+            Err(e)
+        }
+        Ok(value) => {
+            let blobs = boot.all_gather(&encode_step(Ok(&payload(&value))))?;
+            let payloads = decode_step(&blobs, step, boot.rank())?.into_iter().map(<[u8]>::to_vec).collect();
+            Ok((value, payloads))
+        }
+    }
+}
+
+/// Every rank's [`RankInfo`] from the payloads of [`SetupStep::Describe`] (payload q is
+/// rank q's), checked for what every rank must agree on. Every rank runs it on the same
+/// payloads, so every rank refuses alike (before any rank allocates its workspace).
+///
+/// Errors: a payload of another length (`bootstrap`, naming the rank and the lengths: a
+/// rank running another mkernel build); `max_output_elems` not equal on every rank (naming
+/// every rank's value); two ranks on one GPU (`LOCAL_RANK`, naming both).
+fn parse_rank_infos(payloads: &[Vec<u8>]) -> Result<Vec<RankInfo>> {
+    let infos = payloads
         .iter()
         .enumerate()
         .map(|(q, b)| {
-            RankInfo::decode(b, handle_len).ok_or_else(|| {
+            RankInfo::decode(b).ok_or_else(|| {
                 invalid(
                     "bootstrap",
                     format!(
-                        "rank {q} sent {} bytes, expected {want} (IPC handle {handle_len}, GPU UUID 16, SM count 4, \
+                        "rank {q} sent {} bytes in step 1 of 2 of the exchange, expected {} (GPU UUID 16, SM count 4, \
                          max_output_elems 8); do all ranks run the same mkernel build?",
-                        b.len()
+                        b.len(),
+                        RankInfo::BYTES
                     ),
                 )
             })
@@ -279,7 +415,56 @@ fn parse_rank_blobs(blobs: &[Vec<u8>], handle_len: usize) -> Result<Vec<RankInfo
             ),
         ));
     }
+    for (q, p) in infos.iter().enumerate() {
+        if let Some(first) = infos[..q].iter().position(|o| o.uuid == p.uuid) {
+            let uuid: String = p.uuid.iter().map(|b| format!("{b:02x}")).collect();
+            return Err(invalid(
+                "LOCAL_RANK",
+                format!(
+                    "ranks {first} and {q} use the same GPU (UUID {uuid}); one process per GPU (check LOCAL_RANK and \
+                     CUDA_VISIBLE_DEVICES)"
+                ),
+            ));
+        }
+    }
     Ok(infos)
+}
+
+/// Bytes of a CUDA IPC memory handle.
+const HANDLE_BYTES: usize = sys::CU_IPC_HANDLE_SIZE as usize;
+
+/// Every rank's CUDA IPC handle from the payloads of [`SetupStep::Workspace`] (payload q
+/// is rank q's).
+///
+/// Errors: a payload of another length than [`HANDLE_BYTES`] (`bootstrap`, naming the
+/// rank and the lengths).
+fn parse_handles(payloads: &[Vec<u8>]) -> Result<Vec<sys::CUipcMemHandle>> {
+    payloads
+        .iter()
+        .enumerate()
+        .map(|(q, b)| {
+            if b.len() != HANDLE_BYTES {
+                return Err(invalid(
+                    "bootstrap",
+                    format!(
+                        "rank {q} sent {} bytes in step 2 of 2 of the exchange, expected a {HANDLE_BYTES}-byte CUDA IPC \
+                         handle; do all ranks run the same mkernel build?",
+                        b.len()
+                    ),
+                ));
+            }
+            let mut h = sys::CUipcMemHandle { reserved: [0; HANDLE_BYTES] };
+            for (d, s) in h.reserved.iter_mut().zip(b) {
+                *d = *s as std::ffi::c_char;
+            }
+            Ok(h)
+        })
+        .collect()
+}
+
+/// The bytes of `handle`, as [`parse_handles`] reads them.
+fn handle_bytes(handle: &sys::CUipcMemHandle) -> Vec<u8> {
+    handle.reserved.iter().map(|&c| c as u8).collect()
 }
 
 /// Opens GPU `ordinal` (primary context) and checks that it is a Hopper GPU.
@@ -413,16 +598,27 @@ impl Communicator {
     /// One process per GPU: reads the launcher's variables, uses GPU `LOCAL_RANK`,
     /// rendezvous over TCP, and maps every peer's workspace through CUDA IPC.
     ///
+    /// The ranks exchange in two steps: first what they must agree on (checked on every
+    /// rank alike, before anything is allocated), then their workspaces' IPC handles, or, from
+    /// a rank that could not set its workspace up, its error, so that every rank returns at
+    /// once with an error naming that rank and saying why.
+    ///
     /// Errors: a `config` field out of range ([`CommConfig::validate`], named), launcher
     /// variables missing or inconsistent (named), more than one node (inter-node transport
     /// not available yet), a rank that does not show up within `bootstrap_timeout` (named),
-    /// a failed allocation of this rank's symmetric workspace ([`Error::Allocation`], naming
-    /// the rank, its GPU and `max_output_elems`; its peers then give up after
-    /// `bootstrap_timeout`), ranks whose `max_output_elems` differ (refused on every rank
-    /// alike after the exchange, naming `max_output_elems` and every rank's value, e.g.
-    /// "must be equal on every rank ...: rank 0 has 134217728, rank 1 has 1000"), a rank
-    /// whose exchange message has another length (`bootstrap`: another mkernel build), two
-    /// ranks on one GPU (`LOCAL_RANK`), or GPUs without peer access.
+    /// ranks whose `max_output_elems` differ (refused on every rank alike before any rank
+    /// allocates, naming `max_output_elems` and every rank's value, e.g. "must be equal on
+    /// every rank ...: rank 0 has 134217728, rank 1 has 1000"), two ranks on one GPU
+    /// (`LOCAL_RANK`, naming both, on every rank), a rank whose exchange message has another
+    /// length or tag (`bootstrap`: another mkernel build). A rank that cannot set up its
+    /// workspace (GPUs without peer access, [`Error::NoPeerAccess`]; a failed allocation,
+    /// [`Error::Allocation`], naming the rank, its GPU and `max_output_elems`; a driver
+    /// error) returns that error, and every other rank at once [`Error::PeerSetup`] naming
+    /// that rank and carrying its error's message (e.g. "rank 0: rank 1 could not set up its
+    /// symmetric workspace, so no rank builds a communicator: allocating rank 1's symmetric
+    /// workspace on GPU 1 (CommConfig::max_output_elems = ...) failed: ..."). Opening a
+    /// peer's handle (`cuIpcOpenMemHandle`) fails on this rank alone; its peers then report
+    /// that it closed its bootstrap connection.
     pub fn from_env(config: CommConfig) -> Result<Communicator> {
         let env = LaunchEnv::from_env()?;
         Self::from_launch_env(&env, config)
@@ -450,49 +646,29 @@ impl Communicator {
             })?,
         };
         let boot = Bootstrap::new(env.rank, env.world_size, &env.master_addr, port, config.bootstrap_timeout)?;
-        let layout = WorkspaceLayout::new(config.max_output_elems, env.world_size as u32)?;
-        let workspace = DeviceMem::zeroed(&ctx, layout.bytes(), || workspace_what(env.rank as u32, env.local_rank, &config, env.world_size as u32))?;
-        // Exchange IPC handles and device UUIDs.
-        let mut handle = std::mem::MaybeUninit::<sys::CUipcMemHandle>::zeroed();
-        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
-        // SAFETY: out-pointer; `workspace.ptr` is a cuMemAlloc base address.
-        unsafe { sys::cuIpcGetMemHandle(handle.as_mut_ptr(), workspace.ptr) }.result().call("cuIpcGetMemHandle")?;
-        // SAFETY: initialised by the call above.
-        let handle = unsafe { handle.assume_init() };
-        let handle_bytes: Vec<u8> = handle.reserved.iter().map(|&c| c as u8).collect();
-        let uuid = ctx.uuid().call("cuDeviceGetUuid")?;
-        let own = RankInfo { uuid: uuid.bytes.map(|c| c as u8), sm_count: info.sm_count, max_output_elems: config.max_output_elems };
-        let blobs = boot.all_gather(&own.encode(&handle_bytes))?;
-        let hlen = handle_bytes.len();
-        // Every rank checks the same blobs, so every rank refuses alike (before any
-        // peer's workspace is opened).
-        let infos = parse_rank_blobs(&blobs, hlen)?;
+        // Step 1 of 2 (see `SetupStep`): what every rank must agree on, checked on the same
+        // blobs by every rank, so every rank refuses alike and none has allocated yet.
+        let own = ctx.uuid().call("cuDeviceGetUuid").map(|uuid| RankInfo {
+            uuid: uuid.bytes.map(|c| c as u8),
+            sm_count: info.sm_count,
+            max_output_elems: config.max_output_elems,
+        });
+        let (_, payloads) = exchange_step(&boot, SetupStep::Describe, own, RankInfo::encode)?;
+        let infos = parse_rank_infos(&payloads)?;
+        // Step 2 of 2: this rank's workspace handle, or why it has none (every rank then
+        // returns at once: the failed rank its own error, the others one naming it).
+        let own = Self::export_workspace(&ctx, env, &config, &infos);
+        let ((layout, workspace, _), payloads) = exchange_step(&boot, SetupStep::Workspace, own, |(_, _, h)| handle_bytes(h))?;
+        let handles = parse_handles(&payloads)?;
         let mut peers = [0u64; MAX_RANKS];
         let mut mappings = Vec::new();
-        let visible = visible_devices()?;
-        for (q, (b, peer)) in blobs.iter().zip(&infos).enumerate() {
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        for (q, h) in handles.into_iter().enumerate() {
             if q == env.rank {
                 peers[q] = workspace.ptr;
                 continue;
             }
-            // Check peer access when the peer's GPU is visible here too (device handles
-            // only: no context is created on other ranks' GPUs).
-            for (ord, dev, uuid) in &visible {
-                if uuid.as_slice() == peer.uuid.as_slice() {
-                    if *ord == env.local_rank {
-                        return Err(invalid("LOCAL_RANK", format!("ranks {} and {q} use the same GPU {ord}", env.rank)));
-                    }
-                    if !device_can_access_peer(ctx.cu_device(), *dev)? {
-                        return Err(Error::NoPeerAccess { from: env.local_rank, to: *ord });
-                    }
-                }
-            }
-            let mut h = handle;
-            for (d, s) in h.reserved.iter_mut().zip(&b[..hlen]) {
-                *d = *s as std::ffi::c_char;
-            }
             let mut ptr = 0;
-            ctx.bind_to_thread().call("cuCtxSetCurrent")?;
             // SAFETY: `h` is a handle another process exported for a cuMemAlloc buffer.
             unsafe {
                 sys::cuIpcOpenMemHandle_v2(&mut ptr, h, sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32)
@@ -510,7 +686,7 @@ impl Communicator {
             rank: env.rank as u32,
             world: env.world_size as u32,
             grid,
-            // (ranks on one GPU are refused above: LOCAL_RANK)
+            // (ranks on one GPU are refused in step 1: LOCAL_RANK)
             gpu_shared: false,
             status: StatusMem::new(&ctx)?,
             ctx,
@@ -527,6 +703,38 @@ impl Communicator {
             captured: Default::default(),
             barriers: Default::default(),
         })
+    }
+
+    /// The local part of [`Self::from_launch_env`] between its two exchange steps, whose
+    /// failure every peer hears of: checks peer access to the peers' GPUs that this process
+    /// sees (device handles only: no context is created on other ranks' GPUs), allocates
+    /// this rank's symmetric workspace and exports its CUDA IPC handle.
+    fn export_workspace(
+        ctx: &Arc<CudaContext>,
+        env: &LaunchEnv,
+        config: &CommConfig,
+        infos: &[RankInfo],
+    ) -> Result<(WorkspaceLayout, DeviceMem, sys::CUipcMemHandle)> {
+        let visible = visible_devices()?;
+        for (q, peer) in infos.iter().enumerate() {
+            if q == env.rank {
+                continue;
+            }
+            for (ord, dev, uuid) in &visible {
+                if uuid.as_slice() == peer.uuid.as_slice() && !device_can_access_peer(ctx.cu_device(), *dev)? {
+                    return Err(Error::NoPeerAccess { from: env.local_rank, to: *ord });
+                }
+            }
+        }
+        let world = env.world_size as u32;
+        let layout = WorkspaceLayout::new(config.max_output_elems, world)?;
+        let workspace = DeviceMem::zeroed(ctx, layout.bytes(), || workspace_what(env.rank as u32, env.local_rank, config, world))?;
+        let mut handle = std::mem::MaybeUninit::<sys::CUipcMemHandle>::zeroed();
+        ctx.bind_to_thread().call("cuCtxSetCurrent")?;
+        // SAFETY: out-pointer; `workspace.ptr` is a cuMemAlloc base address.
+        unsafe { sys::cuIpcGetMemHandle(handle.as_mut_ptr(), workspace.ptr) }.result().call("cuIpcGetMemHandle")?;
+        // SAFETY: initialised by the call above.
+        Ok((layout, workspace, unsafe { handle.assume_init() }))
     }
 
     /// This rank.
@@ -921,61 +1129,202 @@ mod tests {
         assert!(matches!(e, Error::InvalidArgument { arg: "world_size", .. }), "{e}");
     }
 
-    /// The exchange's blobs (an IPC handle of `hlen` bytes, then each rank's info) as
-    /// `from_launch_env` builds them, one per `max_output_elems` given.
-    fn blobs(hlen: usize, max_output_elems: &[u64]) -> Vec<Vec<u8>> {
+    /// Step 1's payloads as `from_launch_env` builds them, one per `max_output_elems`
+    /// given (rank q on a GPU with UUID bytes q).
+    fn infos(max_output_elems: &[u64]) -> Vec<Vec<u8>> {
         max_output_elems
             .iter()
             .enumerate()
-            .map(|(q, &m)| {
-                let handle = vec![q as u8 + 1; hlen];
-                RankInfo { uuid: [q as u8; 16], sm_count: 132 - q as u32, max_output_elems: m }.encode(&handle)
-            })
+            .map(|(q, &m)| RankInfo { uuid: [q as u8; 16], sm_count: 132 - q as u32, max_output_elems: m }.encode())
             .collect()
     }
 
     #[test]
-    fn rank_blobs_round_trip_and_equal_max_output_elems_pass() {
-        let hlen = 64; // (CUipcMemHandle's reserved bytes)
-        let infos = parse_rank_blobs(&blobs(hlen, &[1 << 27; 4]), hlen).unwrap();
-        assert_eq!(infos.len(), 4);
-        for (q, p) in infos.iter().enumerate() {
+    fn rank_infos_round_trip_and_equal_max_output_elems_pass() {
+        let got = parse_rank_infos(&infos(&[1 << 27; 4])).unwrap();
+        assert_eq!(got.len(), 4);
+        for (q, p) in got.iter().enumerate() {
             assert_eq!(*p, RankInfo { uuid: [q as u8; 16], sm_count: 132 - q as u32, max_output_elems: 1 << 27 });
         }
         // One rank alone agrees with itself.
-        assert_eq!(parse_rank_blobs(&blobs(hlen, &[1000]), hlen).unwrap().len(), 1);
+        assert_eq!(parse_rank_infos(&infos(&[1000])).unwrap().len(), 1);
         // Values above u32 survive the round trip.
         let big = mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS;
-        assert_eq!(parse_rank_blobs(&blobs(hlen, &[big, big]), hlen).unwrap()[1].max_output_elems, big);
+        assert_eq!(parse_rank_infos(&infos(&[big, big])).unwrap()[1].max_output_elems, big);
     }
 
     #[test]
     fn differing_max_output_elems_are_refused_naming_every_rank() {
-        let hlen = 64;
-        let e = parse_rank_blobs(&blobs(hlen, &[134_217_728, 1000]), hlen).unwrap_err();
+        let e = parse_rank_infos(&infos(&[134_217_728, 1000])).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { arg: "max_output_elems", .. }), "{e}");
         let e = e.to_string();
         assert!(e.contains("must be equal on every rank") && e.contains("rank 0 has 134217728, rank 1 has 1000"), "{e}");
         // One rank of four differs (the last): named, with the others' value.
-        let e = parse_rank_blobs(&blobs(hlen, &[1 << 20, 1 << 20, 1 << 20, (1 << 20) + 1]), hlen).unwrap_err().to_string();
+        let e = parse_rank_infos(&infos(&[1 << 20, 1 << 20, 1 << 20, (1 << 20) + 1])).unwrap_err().to_string();
         assert!(e.contains("rank 2 has 1048576, rank 3 has 1048577"), "{e}");
     }
 
     #[test]
-    fn malformed_rank_blobs_are_refused_naming_the_rank() {
-        let hlen = 64;
-        // A rank of a build without max_output_elems in its blob (handle, UUID, SM count).
-        let mut b = blobs(hlen, &[1 << 20, 1 << 20, 1 << 20]);
-        b[1].truncate(hlen + 20);
-        let e = parse_rank_blobs(&b, hlen).unwrap_err();
+    fn two_ranks_on_one_gpu_are_refused_naming_both() {
+        let mut p = infos(&[1 << 20; 4]);
+        p[3] = p[1].clone();
+        let e = parse_rank_infos(&p).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "LOCAL_RANK", .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("ranks 1 and 3 use the same GPU (UUID 01010101") && e.contains("one process per GPU"), "{e}");
+    }
+
+    #[test]
+    fn malformed_rank_infos_are_refused_naming_the_rank() {
+        // A rank of a build without max_output_elems (UUID, SM count).
+        let mut p = infos(&[1 << 20, 1 << 20, 1 << 20]);
+        p[1].truncate(20);
+        let e = parse_rank_infos(&p).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { arg: "bootstrap", .. }), "{e}");
         let e = e.to_string();
-        assert!(e.contains("rank 1 sent 84 bytes, expected 92") && e.contains("same mkernel build"), "{e}");
-        // Too long too; the length is checked before any agreement.
-        let mut b = blobs(hlen, &[1 << 20, 7]);
-        b[0].push(0);
-        assert!(parse_rank_blobs(&b, hlen).unwrap_err().to_string().contains("rank 0 sent 93 bytes"));
-        assert!(parse_rank_blobs(&[Vec::new()], hlen).unwrap_err().to_string().contains("rank 0 sent 0 bytes"));
+        assert!(e.contains("rank 1 sent 20 bytes in step 1 of 2 of the exchange, expected 28") && e.contains("same mkernel build"), "{e}");
+        // Too long too (a build that still sends its IPC handle first); the length is
+        // checked before any agreement.
+        let mut p = infos(&[1 << 20, 7]);
+        p[0].splice(0..0, [0u8; 64]);
+        assert!(parse_rank_infos(&p).unwrap_err().to_string().contains("rank 0 sent 92 bytes"));
+        assert!(parse_rank_infos(&[Vec::new()]).unwrap_err().to_string().contains("rank 0 sent 0 bytes"));
+    }
+
+    #[test]
+    fn ready_contributions_pass_their_payloads_through() {
+        let blobs: Vec<Vec<u8>> = (0..4u8).map(|q| encode_step(Ok(&[q; 3]))).collect();
+        assert_eq!(blobs[2], [STEP_READY, 2, 2, 2]);
+        let got = decode_step(&blobs, SetupStep::Workspace, 0).unwrap();
+        assert_eq!(got, [[0u8; 3], [1; 3], [2; 3], [3; 3]]);
+        // An empty payload is a payload (the length rules are the step's parser's).
+        assert_eq!(decode_step(&[encode_step(Ok(&[]))], SetupStep::Describe, 0).unwrap(), [[0u8; 0]]);
+    }
+
+    #[test]
+    fn a_rank_that_failed_a_step_is_named_with_its_message() {
+        let why = "allocating rank 2's symmetric workspace on GPU 2 (CommConfig::max_output_elems = 137438953472, 4 ranks; \
+                   ...) (274877906944 bytes, 256.00 GiB of GPU memory) failed: CUDA_ERROR_OUT_OF_MEMORY";
+        let mut blobs: Vec<Vec<u8>> = (0..4u8).map(|q| encode_step(Ok(&[q; HANDLE_BYTES]))).collect();
+        blobs[2] = encode_step(Err(why));
+        assert_eq!(blobs[2][0], STEP_FAILED);
+        for rank in [0, 1, 3] {
+            let e = decode_step(&blobs, SetupStep::Workspace, rank).unwrap_err();
+            match &e {
+                Error::PeerSetup { rank: r, peer: 2, reason, others, .. } => {
+                    assert_eq!((*r as usize, reason.as_str(), others.len()), (rank, why, 0), "{e}")
+                }
+                _ => panic!("expected PeerSetup naming rank 2, got {e}"),
+            }
+            let e = e.to_string();
+            let head = format!("rank {rank}: rank 2 could not set up its symmetric workspace, so no rank builds a communicator: allocating rank 2's");
+            assert!(e.starts_with(&head) && e.ends_with("CUDA_ERROR_OUT_OF_MEMORY"), "{e}");
+        }
+        // Several failed: the first is named with its message, the others by number.
+        blobs[0] = encode_step(Err("rank 0's error"));
+        blobs[3] = encode_step(Err("rank 3's error"));
+        let e = decode_step(&blobs, SetupStep::Workspace, 1).unwrap_err();
+        assert!(matches!(&e, Error::PeerSetup { peer: 0, others, .. } if others == &[2, 3]), "{e}");
+        assert!(e.to_string().ends_with("rank 0's error (ranks 2, 3 failed too)"), "{e}");
+        // Step 1 names what step 1 does.
+        let e = decode_step(&[encode_step(Ok(&[1])), encode_step(Err("no UUID"))], SetupStep::Describe, 0).unwrap_err().to_string();
+        assert!(e.contains("rank 1 could not describe its GPU") && !e.contains("failed too"), "{e}");
+    }
+
+    #[test]
+    fn long_failure_messages_are_cut_at_a_character_boundary() {
+        // 'é' is 2 bytes: MAX_FAILURE_BYTES + 1 bytes of them must be cut to an even length.
+        let long = "é".repeat(MAX_FAILURE_BYTES / 2 + 1);
+        let blob = encode_step(Err(&long));
+        assert_eq!(blob.len(), 1 + MAX_FAILURE_BYTES);
+        let e = decode_step(&[blob], SetupStep::Workspace, 0).unwrap_err();
+        assert!(matches!(&e, Error::PeerSetup { reason, .. } if reason.len() == MAX_FAILURE_BYTES && !reason.contains('\u{FFFD}')), "{e}");
+        let odd = "x".to_string() + &long;
+        let blob = encode_step(Err(&odd));
+        assert_eq!(blob.len(), MAX_FAILURE_BYTES); // (1 + 'x' + 1023 whole 'é's)
+        assert!(std::str::from_utf8(&blob[1..]).is_ok());
+    }
+
+    #[test]
+    fn malformed_contributions_are_refused_naming_the_rank() {
+        let ok = encode_step(Ok(&[0; HANDLE_BYTES]));
+        let e = decode_step(&[ok.clone(), Vec::new()], SetupStep::Workspace, 0).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { arg: "bootstrap", .. }), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("rank 1 sent 0 bytes starting with nothing in step 2 of 2") && e.contains("same mkernel build"), "{e}");
+        let e = decode_step(&[ok.clone(), vec![7; 65]], SetupStep::Workspace, 1).unwrap_err().to_string();
+        assert!(e.contains("rank 1 sent 65 bytes starting with tag 7 in step 2 of 2"), "{e}");
+        let mut long = vec![STEP_FAILED];
+        long.resize(MAX_FAILURE_BYTES + 2, b'x');
+        let e = decode_step(&[long, ok], SetupStep::Describe, 1).unwrap_err().to_string();
+        assert!(e.contains(&format!("rank 0's failure report in step 1 of 2 of the exchange is {} bytes", MAX_FAILURE_BYTES + 1)), "{e}");
+    }
+
+    #[test]
+    fn handles_round_trip_and_other_lengths_are_named() {
+        let h = sys::CUipcMemHandle { reserved: std::array::from_fn(|i| (i as u8).wrapping_mul(37) as std::ffi::c_char) };
+        let bytes = handle_bytes(&h);
+        assert_eq!(bytes.len(), HANDLE_BYTES);
+        let got = parse_handles(&[bytes.clone(), bytes.clone()]).unwrap();
+        assert_eq!(got, [h, h]);
+        for len in [0, HANDLE_BYTES - 1, HANDLE_BYTES + 1, HANDLE_BYTES + RankInfo::BYTES] {
+            let mut bad = bytes.clone();
+            bad.resize(len, 0);
+            let e = parse_handles(&[bytes.clone(), bytes.clone(), bad]).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument { arg: "bootstrap", .. }), "{e}");
+            let e = e.to_string();
+            assert!(e.contains(&format!("rank 2 sent {len} bytes in step 2 of 2 of the exchange, expected a 64-byte CUDA IPC handle")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_rank_that_fails_between_the_steps_is_named_promptly_on_every_rank() {
+        // The protocol of `from_launch_env` over loopback TCP, without a GPU: 4 ranks agree in
+        // step 1, then rank 2 fails (as an allocation would) and the others must hear of it
+        // at once, not after the bootstrap timeout.
+        let timeout = Duration::from_secs(60);
+        let boots = Bootstrap::new_local(4, timeout).unwrap();
+        let start = Instant::now();
+        let results: Vec<(Result<Vec<u64>>, Result<u32>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = boots
+                .iter()
+                .map(|boot| {
+                    s.spawn(move || {
+                        let q = boot.rank();
+                        let info = RankInfo { uuid: [q as u8; 16], sm_count: 132, max_output_elems: 1 << 20 };
+                        let step1 = exchange_step(boot, SetupStep::Describe, Ok(info), RankInfo::encode)
+                            .and_then(|(_, p)| parse_rank_infos(&p))
+                            .map(|infos| infos.iter().map(|i| i.max_output_elems).collect());
+                        let own = if q == 2 { Err(invalid("workspace", "rank 2's allocation failed")) } else { Ok(q as u32) };
+                        let step2 = exchange_step(boot, SetupStep::Workspace, own, |v| v.to_le_bytes().to_vec()).map(|(v, _)| v);
+                        (step1, step2)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let elapsed = start.elapsed();
+        assert!(elapsed < Duration::from_secs(5), "took {elapsed:?} (bootstrap timeout {timeout:?})");
+        for (q, (step1, step2)) in results.into_iter().enumerate() {
+            assert_eq!(step1.unwrap(), [1 << 20; 4], "rank {q}");
+            let e = step2.unwrap_err();
+            if q == 2 {
+                // The failed rank returns its own error.
+                assert!(matches!(e, Error::InvalidArgument { arg: "workspace", .. }), "rank {q}: {e}");
+            } else {
+                assert!(matches!(e, Error::PeerSetup { peer: 2, .. }), "rank {q}: {e}");
+                let e = e.to_string();
+                assert!(e.starts_with(&format!("rank {q}: rank 2 could not set up its symmetric workspace")), "{e}");
+                assert!(e.ends_with("invalid argument `workspace`: rank 2's allocation failed"), "{e}");
+            }
+        }
+        // Every rank is still in step with the others: the bootstrap goes on.
+        std::thread::scope(|s| {
+            let handles: Vec<_> = boots.iter().map(|b| s.spawn(move || b.barrier())).collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+        });
     }
 
     #[test]

@@ -31,6 +31,23 @@ pub enum Error {
         /// The driver's error.
         source: cudarc::driver::DriverError,
     },
+    /// Another rank of [`crate::Communicator::from_env`] failed a step of the setup (most
+    /// often: it could not allocate its symmetric workspace) and told every rank in the
+    /// bootstrap exchange: no rank builds a communicator, and none waits for that rank. The
+    /// rank that failed returns its own error instead (e.g. [`Error::Allocation`]).
+    #[error("rank {rank}: rank {peer} could not {step}, so no rank builds a communicator: {reason}{}", also_failed(others))]
+    PeerSetup {
+        /// The rank reporting it.
+        rank: u32,
+        /// The (first) rank that failed.
+        peer: u32,
+        /// What it could not do, e.g. "set up its symmetric workspace".
+        step: &'static str,
+        /// That rank's error, as its message (cut to 2 KiB).
+        reason: String,
+        /// Other ranks that failed the same step (each returns its own error).
+        others: Vec<u32>,
+    },
     /// cuBLAS (baselines and references).
     #[error("cuBLAS call {call} failed: {detail}")]
     Cublas {
@@ -214,6 +231,15 @@ fn allocation_size(bytes: u64) -> String {
     format!("{bytes} bytes, {:.2} GiB of GPU memory", bytes as f64 / (1u64 << 30) as f64)
 }
 
+/// How [`Error::PeerSetup`] names the other ranks that failed: "" when none.
+fn also_failed(others: &[u32]) -> String {
+    match others {
+        [] => String::new(),
+        [q] => format!(" (rank {q} failed too)"),
+        _ => format!(" (ranks {} failed too)", others.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
 pub(crate) fn invalid(arg: &'static str, rule: impl Into<String>) -> Error {
     Error::InvalidArgument { arg, rule: rule.into() }
 }
@@ -239,6 +265,16 @@ mod tests {
         assert!(matches!(e, Error::InvalidArgument { arg: "k", .. }), "{e:?}");
         let e: Error = mkernel_kernels::Error::NvrtcMissing.into();
         assert!(matches!(e, Error::Kernels(mkernel_kernels::Error::NvrtcMissing)), "{e:?}");
+    }
+
+    #[test]
+    fn peer_setup_names_the_rank_that_failed_and_the_others() {
+        let e = |others: Vec<u32>| {
+            Error::PeerSetup { rank: 0, peer: 1, step: "set up its symmetric workspace", reason: "out of memory".into(), others }.to_string()
+        };
+        assert_eq!(e(vec![]), "rank 0: rank 1 could not set up its symmetric workspace, so no rank builds a communicator: out of memory");
+        assert!(e(vec![3]).ends_with("out of memory (rank 3 failed too)"));
+        assert!(e(vec![2, 3]).ends_with("out of memory (ranks 2, 3 failed too)"));
     }
 
     #[test]

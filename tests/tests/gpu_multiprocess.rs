@@ -9,7 +9,13 @@
 //!   rank 0 must report a timeout naming rank 1 instead of hanging;
 //! - `differing_max_output_elems_are_refused_on_every_rank`: ranks whose
 //!   `CommConfig::max_output_elems` differ (so their workspace layouts would) must each get
-//!   an error naming it and both ranks' values, not a communicator.
+//!   an error naming it and both ranks' values, not a communicator (refused in the first
+//!   step of the exchange, before either rank allocates);
+//! - `a_rank_out_of_memory_is_named_on_every_rank_at_once`: rank 1 fills its GPU so that
+//!   its workspace cannot be allocated; it must return its own `Error::Allocation`, and
+//!   rank 0, at once (well under `bootstrap_timeout`), an `Error::PeerSetup` naming rank 1
+//!   and carrying its message.
+//!
 //! Children are stopped by PID if they overrun. Skips without 2 GPUs.
 
 use std::process::{Child, Command};
@@ -217,4 +223,54 @@ fn differing_child() {
     assert!(matches!(err, Error::InvalidArgument { arg: "max_output_elems", .. }), "rank {rank}: {err}");
     assert!(err.to_string().contains("rank 0 has 1048576, rank 1 has 1048577"), "rank {rank}: {err}");
     eprintln!("rank {rank}: refused: {err}");
+}
+
+#[test]
+fn a_rank_out_of_memory_is_named_on_every_rank_at_once() {
+    if let Some(role) = child_role() {
+        if role == "oom" {
+            oom_child();
+        }
+        return;
+    }
+    if gpu_or_skip("a_rank_out_of_memory_is_named_on_every_rank_at_once", 2).is_none() {
+        return;
+    }
+    let kids = spawn_ranks("oom", 2, "a_rank_out_of_memory_is_named_on_every_rank_at_once");
+    let codes = wait_all(kids, Duration::from_secs(150));
+    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+}
+
+fn oom_child() {
+    let rank: usize = std::env::var("RANK").unwrap().parse().unwrap();
+    // Both ranks ask for 2^31 outputs (a workspace of about 4 GiB, equal on both: unequal
+    // values are refused before anyone allocates); rank 1 first leaves 1 GiB of its GPU free.
+    // (2^37, the largest max_output_elems, needs 256 GiB: no GPU here holds it, so it would
+    // fail on both ranks alike.)
+    let max_output_elems = 1u64 << 31;
+    let _hog = (rank == 1).then(|| {
+        let ctx = cudarc::driver::CudaContext::new(rank).unwrap();
+        let (free, _) = ctx.mem_get_info().unwrap();
+        let leave = 1usize << 30;
+        assert!(free > 2 * leave, "rank 1: only {free} bytes free on GPU 1");
+        // SAFETY: the context is current (mem_get_info binds it); freed at exit.
+        unsafe { cudarc::driver::result::malloc_sync(free - leave) }.unwrap()
+    });
+    let timeout = Duration::from_secs(90);
+    let start = Instant::now();
+    let config = CommConfig { max_output_elems, bootstrap_timeout: timeout, ..Default::default() };
+    let err = Communicator::from_env(config).unwrap_err();
+    let elapsed = start.elapsed();
+    // (the time includes the rendezvous: the other process's CUDA start-up)
+    assert!(elapsed < Duration::from_secs(30), "rank {rank}: returned after {elapsed:?} (bootstrap_timeout {timeout:?}): {err}");
+    let e = err.to_string();
+    if rank == 1 {
+        assert!(matches!(err, Error::Allocation { .. }), "rank 1: {e}");
+        assert!(e.contains("rank 1's symmetric workspace on GPU 1") && e.contains("max_output_elems = 2147483648"), "rank 1: {e}");
+    } else {
+        assert!(matches!(err, Error::PeerSetup { rank: 0, peer: 1, .. }), "rank 0: {e}");
+        assert!(e.starts_with("rank 0: rank 1 could not set up its symmetric workspace"), "rank 0: {e}");
+        assert!(e.contains("rank 1's symmetric workspace on GPU 1") && e.contains("max_output_elems = 2147483648"), "rank 0: {e}");
+    }
+    eprintln!("rank {rank}: refused after {elapsed:?}: {e}");
 }
