@@ -421,6 +421,37 @@ impl MoeRouting {
         };
         Err(format!("rank {q}'s layout: {} of {} words differ, first {what}: {}, model {}", bad.len(), want.len(), got[w], want[w]))
     }
+
+    /// Whether `got` is source rank `src`'s `dest_rows` exactly (\[tokens x topk\], as the
+    /// dispatch writes them: entry i's row on its expert's rank, u32::MAX for a -1 entry);
+    /// the error names how many entries differ and the first of them: its token and choice
+    /// (`topk` entries a token), the expert and rank it routes to, the row read and the
+    /// model's.
+    pub fn check_dest(&self, src: usize, got: &[u32], topk: usize) -> Result<(), String> {
+        let Some(want) = self.dest.get(src) else {
+            return Err(format!("rank {src}'s dest_rows: the model has {} ranks", self.world()));
+        };
+        if got.len() != want.len() {
+            return Err(format!("rank {src}'s dest_rows: {} entries, model {}", got.len(), want.len()));
+        }
+        let bad: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
+        let Some(&i) = bad.first() else { return Ok(()) };
+        let topk = topk.max(1);
+        let routed = match self.entries[src].iter().position(|per| per.contains(&i)) {
+            Some(g) => format!("expert {g} on rank {}", g / self.local_experts),
+            None => "no expert: id -1".to_string(),
+        };
+        let row = |r: u32| if r == u32::MAX { "u32::MAX (none)".to_string() } else { format!("row {r}") };
+        Err(format!(
+            "rank {src}'s dest_rows: {} of {} entries differ, first entry {i} (token {}, choice {}, {routed}): {}, model {}",
+            bad.len(),
+            want.len(),
+            i / topk,
+            i % topk,
+            row(got[i]),
+            row(want[i])
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -627,6 +658,32 @@ mod tests {
         l[5] = 0;
         assert!(m.check_layout(1, &l).unwrap_err().contains("first local expert 1's tokens from rank 0: 0, model 1"));
         assert!(m.check_layout(1, &l[..6]).unwrap_err().contains("6 words, model 7"));
+    }
+
+    /// Bad dest_rows are named: the first differing entry's token, choice, expert and rank,
+    /// the row read and the model's.
+    #[test]
+    fn moe_routing_names_bad_dest_rows() {
+        // (dest: [0, 128, 0, MAX] and [129, 1, 130, MAX]; top-2)
+        let m = MoeRouting::new(&[vec![0, 3, 2, -1], vec![3, 0, 3, -1]], 4).unwrap();
+        for src in 0..2 {
+            assert!(m.check_dest(src, &m.dest[src], 2).is_ok());
+        }
+        let mut d = m.dest[1].clone();
+        d[2] = 131;
+        d[0] = 7;
+        let e = m.check_dest(1, &d, 2).unwrap_err();
+        assert_eq!(e, "rank 1's dest_rows: 2 of 4 entries differ, first entry 0 (token 0, choice 0, expert 3 on rank 1): row 7, model row 129");
+        // A -1 entry written, and an entry left unwritten.
+        let mut d = m.dest[0].clone();
+        d[3] = 5;
+        let e = m.check_dest(0, &d, 2).unwrap_err();
+        assert!(e.ends_with("first entry 3 (token 1, choice 1, no expert: id -1): row 5, model u32::MAX (none)"), "{e}");
+        let mut d = m.dest[0].clone();
+        d[1] = u32::MAX;
+        assert!(m.check_dest(0, &d, 2).unwrap_err().ends_with("(token 0, choice 1, expert 3 on rank 1): u32::MAX (none), model row 128"));
+        assert!(m.check_dest(0, &m.dest[0][..3], 2).unwrap_err().contains("3 entries, model 4"));
+        assert!(m.check_dest(2, &m.dest[0], 2).unwrap_err().contains("the model has 2 ranks"));
     }
 }
 

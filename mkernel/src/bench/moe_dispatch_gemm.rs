@@ -13,12 +13,13 @@
 //! for free: its tokens are uploaded already sorted by destination and expert, and the
 //! counts' exchange and the host synchronisation a real one needs to size its buffers are not
 //! timed. Reported: the medians, speedup a / d, overlap max(g, c) / d, and g / d (the share of
-//! the fused call the experts' GEMMs alone account for). `--check`: the layout against the
-//! host's routing, and with NCCL the baseline's rows against the fused call's.
+//! the fused call the experts' GEMMs alone account for). `--check`: the layout and `dest_rows`
+//! against the host's routing, and with NCCL the baseline's rows against the fused call's.
 //! Correctness is the GPU tests' (`tests/tests/gpu_moe_dispatch_gemm.rs`); `--check` here
-//! checks the call's layout (segment starts, rows used, every rank's counts) against the host's
-//! model of the routing, [`mkernel::check::MoeRouting`], the one the tests use; the baseline's
-//! blocks come from that model too.
+//! checks the call's layout (segment starts, rows used, every rank's counts) and every rank's
+//! `dest_rows` (every (token, k) entry's row on its expert's rank) against the host's model of
+//! the routing, [`mkernel::check::MoeRouting`], the one the tests use, exactly
+//! ([`routing_verdict`]); the baseline's blocks come from that model too.
 
 use std::sync::Arc;
 
@@ -284,6 +285,21 @@ fn exchange(host_x: &[Vec<bf16>], m: &MoeRouting, s: MoeShape) -> Exchange {
     Exchange { sorted, blocks }
 }
 
+/// `--check`'s verdict on the dispatch's routing: every rank's layout (`layouts[q]`: segment
+/// starts, rows used, tokens of every source for each expert) and `dest_rows` (`dests[r]`,
+/// \[tokens x topk\]: every entry's row on its expert's rank), each against the host's
+/// model, exactly. "layout PASS, dest_rows PASS"; else an error saying "check FAIL" with
+/// both verdicts, each failure naming the rank and its first differing word or entry (the
+/// value read and the model's).
+fn routing_verdict(model: &MoeRouting, layouts: &[Vec<u32>], dests: &[Vec<u32>], topk: usize) -> Result<String, String> {
+    let verdict = |what: &str, bad: Vec<String>| if bad.is_empty() { format!("{what} PASS") } else { format!("{what} FAIL: {}", bad.join("; ")) };
+    let bad_layouts: Vec<String> = layouts.iter().enumerate().filter_map(|(q, l)| model.check_layout(q, l).err()).collect();
+    let bad_dests: Vec<String> = dests.iter().enumerate().filter_map(|(r, d)| model.check_dest(r, d, topk).err()).collect();
+    let pass = bad_layouts.is_empty() && bad_dests.is_empty();
+    let text = format!("{}, {}", verdict("layout", bad_layouts), verdict("dest_rows", bad_dests));
+    if pass { Ok(text) } else { Err(format!("check FAIL: {text}")) }
+}
+
 /// Distinct experts per token drawn uniformly (a fresh routing from `seed`).
 pub(super) fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
@@ -372,21 +388,14 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         let model = MoeRouting::new(&host_ids, s.experts).map_err(|e| format!("{label}: the host's routing model: {e}"))?;
         let (mut rows, mut layouts) = (Vec::new(), Vec::new());
         let mut checked = None;
-        let mut bad = Vec::new();
         for (r, st) in streams.iter().enumerate() {
             let l = st.clone_dtoh(&layout[r])?;
             rows.push(l[el]);
-            // The model: segment starts, rows used, tokens of every source for each expert.
-            if let Err(e) = model.check_layout(r, &l) {
-                bad.push(e);
-            }
             layouts.push(l);
         }
         if args.common.check {
-            if !bad.is_empty() {
-                return Err(format!("{label}: layout FAIL: {}", bad.join("; ")).into());
-            }
-            checked = Some("layout PASS".to_string());
+            let dests = streams.iter().zip(&dest).map(|(st, d)| st.clone_dtoh(d)).collect::<Result<Vec<_>, _>>()?;
+            checked = Some(routing_verdict(&model, &layouts, &dests, topk).map_err(|e| format!("{label}: {e}"))?);
         }
         // cuBLAS per local expert over each rank's received rows (the segments' tokens, as
         // the layout says) by that expert's weights: the unfused grouped GEMM, on the same
@@ -435,7 +444,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
                         return Err(format!("{label}: rank {r}: the baseline's rows differ from the fused call's: {cmp}").into());
                     }
                 }
-                checked = Some("layout PASS, baseline = fused".to_string());
+                checked = checked.map(|c| format!("{c}, baseline = fused"));
             }
         }
         let t = super::time_fused_and_baseline(&comms, &streams, &args.common, plan_a2a.is_some(), &label, |part| -> BenchResult<()> {
@@ -514,6 +523,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// --check's verdict: PASS for the model's own layouts and dest_rows; a wrong dest_rows
+    /// entry or layout word fails naming the rank, the entry (token, choice, expert) or word,
+    /// the value read and the model's, with the other part's verdict alongside.
+    #[test]
+    fn routing_verdict_checks_layouts_and_dest_rows_of_every_rank() {
+        let (world, experts, topk) = (3usize, 6u32, 2usize);
+        let s = MoeShape { tokens: 0, max_tokens: 40, topk: topk as u32, experts, n: 8, k: 16 };
+        let host_ids: Vec<Vec<i32>> = [40u32, 0, 25].iter().enumerate().map(|(r, &t)| routing(t, s, 11 + r as u64)).collect();
+        let model = MoeRouting::new(&host_ids, experts).unwrap();
+        let layouts: Vec<Vec<u32>> = (0..world).map(|q| model.layout(q)).collect();
+        let dests = model.dest.clone();
+        assert_eq!(routing_verdict(&model, &layouts, &dests, topk).unwrap(), "layout PASS, dest_rows PASS");
+        // The last rank's entry 7 (token 3, choice 1) one row off.
+        let mut bad = dests.clone();
+        bad[2][7] += 1;
+        let g = host_ids[2][7];
+        let e = routing_verdict(&model, &layouts, &bad, topk).unwrap_err();
+        let want = format!(
+            "check FAIL: layout PASS, dest_rows FAIL: rank 2's dest_rows: 1 of 50 entries differ, first entry 7 (token 3, choice 1, expert {g} on rank {}): row {}, model row {}",
+            g / 2,
+            model.dest[2][7] + 1,
+            model.dest[2][7]
+        );
+        assert_eq!(e, want);
+        // Unwritten dest_rows (zeros) on rank 0 and a wrong layout word on rank 1: both named.
+        bad[0].iter_mut().for_each(|d| *d = 0);
+        let mut bad_layouts = layouts.clone();
+        bad_layouts[1][0] = 128;
+        let e = routing_verdict(&model, &bad_layouts, &bad, topk).unwrap_err();
+        assert!(e.starts_with("check FAIL: layout FAIL: rank 1's layout:"), "{e}");
+        assert!(e.contains("dest_rows FAIL: rank 0's dest_rows:") && e.contains("; rank 2's dest_rows: 1 of 50"), "{e}");
+        // A rank without tokens has nothing to differ in; a short read is named.
+        let mut short = dests.clone();
+        short[2].pop();
+        assert!(routing_verdict(&model, &layouts, &short, topk).unwrap_err().contains("rank 2's dest_rows: 49 entries, model 50"));
     }
 
     /// --filter matches a label or the even routing's MxNxK, as plan does; with --share-gpu a
