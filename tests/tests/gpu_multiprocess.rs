@@ -92,20 +92,26 @@ fn child_role() -> Option<String> {
     std::env::var(ROLE).ok()
 }
 
-#[test]
-fn ranks_agree_over_shapes_and_100_epochs() {
-    if let Some(role) = child_role() {
-        if role == "agree" {
-            agree_child();
+/// A two-process test: in a child process (ROLE set), runs `child` if ROLE is `role`; in
+/// the test's own process, skips without two GPUs, else spawns ranks 0 and 1 as `role` and
+/// asserts that both exit with status 0 within `limit`.
+fn two_ranks(test: &str, role: &str, child: fn(), limit: Duration) {
+    if let Some(r) = child_role() {
+        if r == role {
+            child();
         }
         return;
     }
-    if gpu_or_skip("ranks_agree_over_shapes_and_100_epochs", 2).is_none() {
+    if gpu_or_skip(test, 2).is_none() {
         return;
     }
-    let kids = spawn_ranks("agree", 2, "ranks_agree_over_shapes_and_100_epochs");
-    let codes = wait_all(kids, Duration::from_secs(300));
+    let codes = wait_all(spawn_ranks(role, 2, test), limit);
     assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+}
+
+#[test]
+fn ranks_agree_over_shapes_and_100_epochs() {
+    two_ranks("ranks_agree_over_shapes_and_100_epochs", "agree", agree_child, Duration::from_secs(300));
 }
 
 fn agree_child() {
@@ -161,18 +167,7 @@ fn agree_child() {
 
 #[test]
 fn stopped_peer_is_named_within_the_timeout() {
-    if let Some(role) = child_role() {
-        if role == "stopped" {
-            stopped_child();
-        }
-        return;
-    }
-    if gpu_or_skip("stopped_peer_is_named_within_the_timeout", 2).is_none() {
-        return;
-    }
-    let kids = spawn_ranks("stopped", 2, "stopped_peer_is_named_within_the_timeout");
-    let codes = wait_all(kids, Duration::from_secs(120));
-    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+    two_ranks("stopped_peer_is_named_within_the_timeout", "stopped", stopped_child, Duration::from_secs(120));
 }
 
 fn stopped_child() {
@@ -202,18 +197,7 @@ fn stopped_child() {
 
 #[test]
 fn differing_max_output_elems_are_refused_on_every_rank() {
-    if let Some(role) = child_role() {
-        if role == "differing" {
-            differing_child();
-        }
-        return;
-    }
-    if gpu_or_skip("differing_max_output_elems_are_refused_on_every_rank", 2).is_none() {
-        return;
-    }
-    let kids = spawn_ranks("differing", 2, "differing_max_output_elems_are_refused_on_every_rank");
-    let codes = wait_all(kids, Duration::from_secs(120));
-    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+    two_ranks("differing_max_output_elems_are_refused_on_every_rank", "differing", differing_child, Duration::from_secs(120));
 }
 
 fn differing_child() {
@@ -227,18 +211,7 @@ fn differing_child() {
 
 #[test]
 fn a_rank_out_of_memory_is_named_on_every_rank_at_once() {
-    if let Some(role) = child_role() {
-        if role == "oom" {
-            oom_child();
-        }
-        return;
-    }
-    if gpu_or_skip("a_rank_out_of_memory_is_named_on_every_rank_at_once", 2).is_none() {
-        return;
-    }
-    let kids = spawn_ranks("oom", 2, "a_rank_out_of_memory_is_named_on_every_rank_at_once");
-    let codes = wait_all(kids, Duration::from_secs(150));
-    assert!(codes.iter().all(|c| *c == Some(0)), "rank exit codes {codes:?}");
+    two_ranks("a_rank_out_of_memory_is_named_on_every_rank_at_once", "oom", oom_child, Duration::from_secs(150));
 }
 
 fn oom_child() {
