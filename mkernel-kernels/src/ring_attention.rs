@@ -341,16 +341,20 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     Ok(())
 }
 
-/// The softmax scale rule: finite and positive (`softmax_scale`). The kernels take a block's
-/// max of the raw scores and P = 2^(s scale log2(e) - m) in one FFMA (FlashAttention-3's
-/// softmax); with a negative scale the largest scaled score would be the smallest raw one
-/// (FlashAttention's kernels take the same max, with no sign).
+/// The largest softmax scale [`check_scale`] takes (2^16; 1 / sqrt(D) is 0.088-0.125).
+pub const MAX_SOFTMAX_SCALE: f32 = 65536.0;
+
+/// The softmax scale rule: finite, positive and at most [`MAX_SOFTMAX_SCALE`]
+/// (`softmax_scale`). The kernels take a block's max of the raw scores and P = 2^(s scale
+/// log2(e) - m) in one FFMA (FlashAttention-3's softmax); with a negative scale the largest
+/// scaled score would be the smallest raw one (FlashAttention's kernels take the same max,
+/// with no sign). The base m is the scaled max rounded to fp32, so P's exponent is off by up
+/// to half an ulp of it: harmless (O and l share it) while |scaled max| stays below ~2^27 in
+/// base 2, past which P overflows or flushes (helper-118); the bound keeps that to raw
+/// scores of ~2^11 and more at the largest scale, ~2^30 at 1 / sqrt(128).
 pub fn check_scale(scale: f32) -> Result<()> {
-    if !(scale.is_finite() && scale > 0.0) {
-        return Err(invalid("softmax_scale", format!("must be finite and positive, got {scale}")));
-    }
-    if !(scale * std::f32::consts::LOG2_E).is_finite() {
-        return Err(invalid("softmax_scale", format!("times log2(e) (the kernels' base-2 scale) must be finite, got {scale}")));
+    if !(scale.is_finite() && scale > 0.0 && scale <= MAX_SOFTMAX_SCALE) {
+        return Err(invalid("softmax_scale", format!("must be finite, positive and at most {MAX_SOFTMAX_SCALE} (2^16), got {scale}")));
     }
     Ok(())
 }
@@ -614,7 +618,7 @@ mod tests {
         }
         assert!(err(s, RingAttentionConfig { push_ctas: 0, ..good }, &b).contains("push_ctas"));
         assert!(err(s, RingAttentionConfig { push_ctas: 132, ..good }, &b).contains("push_ctas"));
-        for sc in [0.0, -0.0, -0.1, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, 2.4e38] {
+        for sc in [0.0, -0.0, -0.1, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, 2.4e38, 65536.01, 1e9] {
             assert!(err(s, RingAttentionConfig { softmax_scale: sc, ..good }, &b).contains("`softmax_scale`"), "{sc}");
         }
         assert!(err(s, good, &bufs(1, 1 << 24)).contains("`world_size`"));

@@ -304,15 +304,15 @@ pub fn attention_reference(
 /// [`SEGMENT_ALIGN`]: mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MoeRouting {
-    /// Local experts a rank (El = experts / world).
-    pub local_experts: usize,
+    /// Local experts a rank (El = experts / world, >= 1).
+    local_experts: usize,
     /// `entries[src][g]`: source rank src's entries (token x topk + k) routed to expert g, in
     /// entry order.
-    pub entries: Vec<Vec<Vec<usize>>>,
+    entries: Vec<Vec<Vec<usize>>>,
     /// `seg_start[q][e]`: the first row of rank q's segment of local expert e.
-    pub seg_start: Vec<Vec<u32>>,
+    seg_start: Vec<Vec<u32>>,
     /// `rows_used[q]`: rank q's rows in use, its last segment's padding included.
-    pub rows_used: Vec<u32>,
+    rows_used: Vec<u32>,
     /// `dest[src][i]`: the row entry i of source src lands in on its expert's rank (the
     /// dispatch's `dest_rows`); u32::MAX for -1.
     pub dest: Vec<Vec<u32>>,
@@ -323,16 +323,20 @@ impl MoeRouting {
     /// over `experts` experts on `ids.len()` ranks.
     ///
     /// Errors name the argument: no rank (`ids`); experts not a positive multiple of the
-    /// ranks (`experts`); an id other than -1 or an expert in 0..experts (`ids`, naming the
-    /// rank and entry: the kernel refuses it too); a rank's rows past u32 (`ids`).
+    /// ranks or above the kernel's `MAX_EXPERTS` (`experts`); an id other than -1 or an
+    /// expert in 0..experts (`ids`, naming the rank and entry: the kernel refuses it too); a
+    /// rank's rows past u32 (`ids`).
     pub fn new(ids: &[Vec<i32>], experts: u32) -> Result<Self, String> {
         let world = ids.len();
         if world == 0 {
             return Err("ids: need the expert ids of one rank or more, got none".to_string());
         }
         let e = experts as usize;
-        if e == 0 || !e.is_multiple_of(world) {
-            return Err(format!("experts: must be a positive multiple of the ranks ({world}), got {experts}"));
+        if e == 0 || !e.is_multiple_of(world) || experts > mkernel_kernels::moe_dispatch_gemm::MAX_EXPERTS {
+            return Err(format!(
+                "experts: must be a positive multiple of the ranks ({world}) and at most {}, got {experts}",
+                mkernel_kernels::moe_dispatch_gemm::MAX_EXPERTS
+            ));
         }
         let el = e / world;
         let mut entries = vec![vec![Vec::new(); e]; world];
@@ -361,7 +365,7 @@ impl MoeRouting {
         for (src, rank_ids) in ids.iter().enumerate() {
             let mut d = vec![u32::MAX; rank_ids.len()];
             for g in 0..e {
-                let first = m.block_start(src, g);
+                let first = m.block_start(src, g).ok_or_else(|| format!("ids: expert {g} outside the model"))?;
                 for (j, &i) in m.entries[src][g].iter().enumerate() {
                     d[i] = first + j as u32;
                 }
@@ -376,38 +380,62 @@ impl MoeRouting {
         self.seg_start.len()
     }
 
-    /// Entries of source `src` routed to expert `g`.
+    /// Local experts a rank (experts / world).
+    pub fn local_experts(&self) -> usize {
+        self.local_experts
+    }
+
+    /// `entries()[src][g]`: source rank src's entries (token x topk + k) routed to expert g,
+    /// in entry order.
+    pub fn entries(&self) -> &[Vec<Vec<usize>>] {
+        &self.entries
+    }
+
+    /// Rank q's rows in use (its last segment's padding included), for every q.
+    pub fn rows_used(&self) -> &[u32] {
+        &self.rows_used
+    }
+
+    /// The first row of each of rank q's segments (local experts in order), for every q.
+    pub fn seg_start(&self) -> &[Vec<u32>] {
+        &self.seg_start
+    }
+
+    /// Entries of source `src` routed to expert `g` (0 for a source or expert the model does
+    /// not have: none are routed there).
     pub fn count(&self, src: usize, g: usize) -> u32 {
-        self.entries[src][g].len() as u32
+        self.entries.get(src).and_then(|per| per.get(g)).map_or(0, |e| e.len() as u32)
     }
 
     /// The row of expert `g`'s rank where source `src`'s entries for it begin: g's segment
-    /// start plus the entries of the sources before `src`.
-    pub fn block_start(&self, src: usize, g: usize) -> u32 {
+    /// start plus the entries of the sources before `src` (src = world: the segment's
+    /// entries' end). None for an expert or source the model does not have.
+    pub fn block_start(&self, src: usize, g: usize) -> Option<u32> {
         let el = self.local_experts;
-        let before: u32 = (0..src).map(|s| self.count(s, g)).sum();
-        self.seg_start[g / el][g % el] + before
+        let start = *self.seg_start.get(g / el)?.get(g % el)?;
+        (src <= self.world()).then(|| start + (0..src).map(|s| self.count(s, g)).sum::<u32>())
     }
 
     /// Rank q's `layout` words as the dispatch writes them ([`crate::moe_layout_words`]): the
     /// segments' first rows \[El\], the rows in use, then the entries received per (local
-    /// expert, source rank) \[El\]\[world\].
-    pub fn layout(&self, q: usize) -> Vec<u32> {
+    /// expert, source rank) \[El\]\[world\]. None for a rank the model does not have.
+    pub fn layout(&self, q: usize) -> Option<Vec<u32>> {
         let (el, world) = (self.local_experts, self.world());
-        let mut v = self.seg_start[q].clone();
-        v.push(self.rows_used[q]);
+        let mut v = self.seg_start.get(q)?.clone();
+        v.push(*self.rows_used.get(q)?);
         for l in 0..el {
             for src in 0..world {
                 v.push(self.count(src, q * el + l));
             }
         }
-        v
+        Some(v)
     }
 
     /// Whether `got` is rank q's layout exactly; the error names how many words differ and
-    /// the first of them (a segment start, the rows used, or a (local expert, source) count).
+    /// the first of them (a segment start, the rows used, or a (local expert, source) count),
+    /// or a rank the model does not have.
     pub fn check_layout(&self, q: usize, got: &[u32]) -> Result<(), String> {
-        let want = self.layout(q);
+        let want = self.layout(q).ok_or_else(|| format!("rank {q}'s layout: the model has {} ranks", self.world()))?;
         if got.len() != want.len() {
             return Err(format!("rank {q}'s layout: {} words, model {}", got.len(), want.len()));
         }
@@ -437,7 +465,7 @@ impl MoeRouting {
         let bad: Vec<usize> = (0..want.len()).filter(|&i| got[i] != want[i]).collect();
         let Some(&i) = bad.first() else { return Ok(()) };
         let topk = topk.max(1);
-        let routed = match self.entries[src].iter().position(|per| per.contains(&i)) {
+        let routed = match self.entries.get(src).and_then(|per| per.iter().position(|e| e.contains(&i))) {
             Some(g) => format!("expert {g} on rank {}", g / self.local_experts),
             None => "no expert: id -1".to_string(),
         };
@@ -585,17 +613,20 @@ mod tests {
     fn moe_routing_by_hand() {
         let ids = vec![vec![0, 3, 2, -1], vec![3, 0, 3, -1]];
         let m = MoeRouting::new(&ids, 4).unwrap();
-        assert_eq!((m.world(), m.local_experts), (2, 2));
-        assert_eq!(m.seg_start, vec![vec![0, 128], vec![0, 128]]);
-        assert_eq!(m.rows_used, vec![128, 256]);
+        assert_eq!((m.world(), m.local_experts()), (2, 2));
+        assert_eq!(m.seg_start(), vec![vec![0, 128], vec![0, 128]]);
+        assert_eq!(m.rows_used(), vec![128, 256]);
         // (expert 0: rank 0's entry 0, then rank 1's entry 1; expert 3: rank 0's entry 1, then
         // rank 1's entries 0 and 2)
         assert_eq!(m.dest, vec![vec![0, 128, 0, u32::MAX], vec![129, 1, 130, u32::MAX]]);
         assert_eq!(m.entries[1][3], vec![0, 2]);
-        assert_eq!((m.block_start(0, 3), m.block_start(1, 3), m.block_start(1, 0)), (128, 129, 1));
-        assert_eq!(m.layout(0), vec![0, 128, 128, 1, 1, 0, 0]);
-        assert_eq!(m.layout(1), vec![0, 128, 256, 1, 0, 1, 2]);
-        assert_eq!(m.layout(1).len(), crate::moe_layout_words(2, 2));
+        assert_eq!((m.block_start(0, 3), m.block_start(1, 3), m.block_start(1, 0)), (Some(128), Some(129), Some(1)));
+        assert_eq!((m.block_start(2, 3), m.block_start(3, 3), m.block_start(0, 4)), (Some(131), None, None));
+        assert_eq!((m.count(2, 0), m.count(0, 9), m.layout(2)), (0, 0, None));
+        assert!(m.check_layout(2, &[]).unwrap_err().contains("the model has 2 ranks"));
+        assert_eq!(m.layout(0).unwrap(), vec![0, 128, 128, 1, 1, 0, 0]);
+        assert_eq!(m.layout(1).unwrap(), vec![0, 128, 256, 1, 0, 1, 2]);
+        assert_eq!(m.layout(1).unwrap().len(), crate::moe_layout_words(2, 2));
     }
 
     /// Random routings (uneven tokens, 0 included, ~1 in 6 entries -1): every segment starts
@@ -620,12 +651,12 @@ mod tests {
                     let want: Vec<u32> = (row..row + got.len() as u32).collect();
                     assert_eq!(got, want, "world {world} rank {q} expert {e}");
                     row += (got.len() as u32).div_ceil(128) * 128;
-                    let l = m.layout(q);
+                    let l = m.layout(q).unwrap();
                     let counts: Vec<u32> = (0..world).map(|src| ids[src].iter().filter(|&&id| id == g).count() as u32).collect();
                     assert_eq!(&l[el + 1 + e * world..el + 1 + (e + 1) * world], &counts[..]);
                 }
                 assert_eq!(m.rows_used[q], row);
-                assert!(m.check_layout(q, &m.layout(q)).is_ok());
+                assert!(m.check_layout(q, &m.layout(q).unwrap()).is_ok());
             }
             for (src, (rank_ids, dest)) in ids.iter().zip(&m.dest).enumerate() {
                 assert_eq!(rank_ids.len(), dest.len());
@@ -642,19 +673,20 @@ mod tests {
         assert!(MoeRouting::new(&[], 4).unwrap_err().starts_with("ids:"));
         assert!(MoeRouting::new(&[vec![0], vec![1]], 5).unwrap_err().starts_with("experts:"));
         assert!(MoeRouting::new(&[vec![0], vec![1]], 0).unwrap_err().starts_with("experts:"));
+        assert!(MoeRouting::new(&[vec![0], vec![1]], 2048).unwrap_err().contains("at most 1024"));
         for bad in [4, -2] {
             let e = MoeRouting::new(&[vec![0, 1], vec![-1, bad]], 4).unwrap_err();
             assert!(e.contains("rank 1 entry 1 holds") && e.contains(&bad.to_string()), "{e}");
         }
         let m = MoeRouting::new(&[vec![0, 3, 2, -1], vec![3, 0, 3, -1]], 4).unwrap();
-        let mut l = m.layout(1);
+        let mut l = m.layout(1).unwrap();
         l[1] += 1;
         l[6] = 9;
         let e = m.check_layout(1, &l).unwrap_err();
         assert_eq!(e, "rank 1's layout: 2 of 7 words differ, first local expert 1's first row: 129, model 128");
-        let e = m.check_layout(0, &m.layout(1)).unwrap_err();
+        let e = m.check_layout(0, &m.layout(1).unwrap()).unwrap_err();
         assert!(e.contains("first rows used: 256, model 128"), "{e}");
-        let mut l = m.layout(1);
+        let mut l = m.layout(1).unwrap();
         l[5] = 0;
         assert!(m.check_layout(1, &l).unwrap_err().contains("first local expert 1's tokens from rank 0: 0, model 1"));
         assert!(m.check_layout(1, &l[..6]).unwrap_err().contains("6 words, model 7"));

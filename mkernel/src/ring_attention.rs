@@ -13,9 +13,9 @@
 //! wgmma consumer warpgroups taking turns at the tensor cores (three at D = 64, with units of
 //! 192 query rows), the intra-warpgroup overlap, two Q stages, one FFMA and one ex2 a score,
 //! O rescaled only where a row's max passes its base by 2^8 (FlashAttention-4's conditional
-//! rescaling)): on an H200 (run 447, interleaved with PyTorch's cuDNN backend on the same GPU)
-//! 0.93-1.06x cuDNN's fused attention at D = 128 and 1.00-1.03x at D = 64; 1.5-1.9x PyTorch's
-//! FlashAttention-2 backend (runs 435-436, H100, before the rescaling).
+//! rescaling)): on an H200 (run 447, interleaved with PyTorch's cuDNN backend on the same GPU,
+//! ratios per pass) 0.90-1.06x cuDNN's fused attention at D = 128 and 1.00-1.02x at D = 64;
+//! 1.5-1.9x PyTorch's FlashAttention-2 backend (runs 435-436, H100, before the rescaling).
 
 use std::sync::Arc;
 
@@ -37,8 +37,8 @@ pub struct RingAttentionOptions {
     /// Positions of a sequence per arrival flag (>= 1; more than S means one chunk a
     /// sequence). None: [`ra::default_chunk_rows`] (128).
     pub chunk_rows: Option<u32>,
-    /// The softmax scale (finite, positive, at most f32::MAX / log2(e) ~ 2.36e38: the kernels
-    /// use scale x log2(e)). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive, at most `MAX_SOFTMAX_SCALE` = 2^16:
+    /// `mkernel_kernels::ring_attention::check_scale` says why). None: 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
 }
 
@@ -106,8 +106,7 @@ const MAX_CTAS: u32 = 65535;
 /// Options of [`attention`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AttentionOptions {
-    /// The softmax scale (finite, positive, at most f32::MAX / log2(e) ~ 2.36e38). None:
-    /// 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive, at most 2^16). None: 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
     /// The keys' sources (default: one, the queries' own sequence).
     pub sources: KvSources,
@@ -327,7 +326,7 @@ mod tests {
         // capacity / 64 of them, against 4 x B x S >= world x 2 x B x S x Hkv x D / 64 needed)
         assert_eq!(plan_ring_attention(shape(), RingAttentionOptions { chunk_rows: Some(1), ..d }, ctx(2, 132, need)).unwrap().chunk_rows, 1);
         assert_eq!(plan_ring_attention(shape(), RingAttentionOptions { chunk_rows: Some(u32::MAX), ..d }, c).unwrap().chunk_rows, 8192);
-        for sc in [0.0, -0.1, f32::NAN, f32::NEG_INFINITY, f32::MAX] {
+        for sc in [0.0, -0.1, f32::NAN, f32::NEG_INFINITY, f32::MAX, 65537.0] {
             assert!(err(shape(), RingAttentionOptions { softmax_scale: Some(sc), ..d }, c).contains("`softmax_scale`"), "{sc}");
         }
         assert!(err(shape(), d, PlanContext { grid: 1, ..c }).contains("`ctx`"));

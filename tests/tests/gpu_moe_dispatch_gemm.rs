@@ -102,7 +102,7 @@ fn verify(g: &Ranks, bs: &[Bufs], s: MoeShape, x: &Inputs, what: &str) {
     for (r, b) in bs.iter().enumerate() {
         let st = &g.streams[r];
         let layout = st.clone_dtoh(&b.layout).unwrap();
-        let want = m.layout(r);
+        let want = m.layout(r).unwrap();
         assert_eq!(layout, want, "rank {r} layout, {what}");
         let dest = st.clone_dtoh(&b.dest).unwrap();
         assert_eq!(&dest[..x.tokens[r] as usize * topk], &m.dest[r][..], "rank {r} dest_rows, {what}");

@@ -73,7 +73,7 @@ fn upload(g: &Ranks, s: MoeShape, x: &Inputs) -> Vec<Bufs> {
             Bufs {
                 h: st.clone_htod(&x.h[r]).unwrap(),
                 w: st.clone_htod(&x.w[r]).unwrap(),
-                layout: st.clone_htod(&x.m.layout(r)).unwrap(),
+                layout: st.clone_htod(&x.m.layout(r).unwrap()).unwrap(),
                 ids: upload_or_one(st, &x.ids[r]),
                 dest: upload_or_one(st, &x.m.dest[r]),
                 tw: upload_or_one(st, &x.tw[r]),
@@ -377,7 +377,7 @@ fn bad_device_input_is_reported_and_the_group_goes_on() {
     // Rank 1's layout does not tile its rows (a segment's start moved by a row): both report it.
     let x = inputs(2, s, cap, &[200, 200], Routing::Uniform, check::fresh_seed());
     let mut bs = upload(&g, s, &x);
-    let mut broken = x.m.layout(1);
+    let mut broken = x.m.layout(1).unwrap();
     broken[1] += 1;
     bs[1].layout = g.streams[1].clone_htod(&broken).unwrap();
     for res in launch_all(&g, &mut bs, s, &x, d) {

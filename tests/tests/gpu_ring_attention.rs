@@ -201,9 +201,12 @@ fn attention_matches_the_reference_on_one_gpu() {
 /// The softmax's base moves only where a block's row max passes it by 2^8 (conditional
 /// rescaling, FlashAttention-4's): keys scaled by 2^b in key block b (exact in bf16) make
 /// the row maxima grow block after block, so some blocks move the base and rescale O and
-/// others leave it (rows of one warp deciding differently), and the reverse order keeps
-/// every row's first block's base with P down to 2^-100s; ragged lengths, both masks and head
-/// dimensions, one source and three; against the fp64 reference.
+/// others leave it (rows of one warp deciding differently), and with one source the reverse
+/// order keeps every row's first block's base with P down to 2^-100s (with three, the kernel
+/// takes the own rank's blocks first, so both orders mix: the base moves where the sources
+/// change); ragged lengths, both masks and head dimensions; against the fp64 reference.
+/// helper-118's model of this construction: O never rescaled fails 7 of the 8 cases, a
+/// branch decided by one lane all 4 growing ones.
 #[test]
 fn growing_row_maxima_move_the_softmax_base() {
     let Some(_) = gpu_or_skip("growing_row_maxima_move_the_softmax_base", 1) else { return };

@@ -261,10 +261,10 @@ struct Exchange {
 }
 
 fn exchange(host_x: &[Vec<bf16>], m: &MoeRouting, s: MoeShape) -> Exchange {
-    let (k, topk, el, world) = (s.k as usize, s.topk as usize, m.local_experts, m.world());
+    let (k, topk, el, world) = (s.k as usize, s.topk as usize, m.local_experts(), m.world());
     let mut sorted = Vec::new();
     let mut blocks = vec![mkernel::baseline::P2pBlocks::default(); world];
-    for (src, per_expert) in m.entries.iter().enumerate() {
+    for (src, per_expert) in m.entries().iter().enumerate() {
         let mut rows: Vec<bf16> = Vec::new();
         // (g = q x El + e: by destination rank q, then local expert e)
         for (g, entries) in per_expert.iter().enumerate() {
@@ -276,7 +276,7 @@ fn exchange(host_x: &[Vec<bf16>], m: &MoeRouting, s: MoeShape) -> Exchange {
             }
             let n = rows.len() - first;
             // (where src's rows for g land on q: the segment's start, after ranks before src)
-            let dst = m.block_start(src, g) as usize * k;
+            let dst = m.block_start(src, g).unwrap_or_default() as usize * k;  // (src and g are the model's)
             blocks[src].sends.push((q, first, n));
             blocks[q].recvs.push((src, dst, n));
         }
@@ -497,7 +497,7 @@ mod tests {
                 (0..world).map(|r| (0..tokens[r] as usize * k).map(|i| bf16::from_f32((r * 64 + i / k) as f32)).collect()).collect();
             let model = MoeRouting::new(&host_ids, experts).unwrap();
             let ex = exchange(&host_x, &model, s);
-            let mut recv: Vec<Vec<bf16>> = model.rows_used.iter().map(|&rows| vec![bf16::from_f32(-1.0); rows as usize * k]).collect();
+            let mut recv: Vec<Vec<bf16>> = model.rows_used().iter().map(|&rows| vec![bf16::from_f32(-1.0); rows as usize * k]).collect();
             for q in 0..world {
                 for src in 0..world {
                     let sends = ex.blocks[src].sends.iter().filter(|b| b.0 == q);
@@ -509,7 +509,7 @@ mod tests {
                     }
                 }
             }
-            for (q, (recv_q, starts)) in recv.iter().zip(&model.seg_start).enumerate() {
+            for (q, (recv_q, starts)) in recv.iter().zip(model.seg_start()).enumerate() {
                 for (e, &start) in starts.iter().enumerate() {
                     let g = q * el + e;
                     let mut row = start as usize;
@@ -534,7 +534,7 @@ mod tests {
         let s = MoeShape { tokens: 0, max_tokens: 40, topk: topk as u32, experts, n: 8, k: 16 };
         let host_ids: Vec<Vec<i32>> = [40u32, 0, 25].iter().enumerate().map(|(r, &t)| routing(t, s, 11 + r as u64)).collect();
         let model = MoeRouting::new(&host_ids, experts).unwrap();
-        let layouts: Vec<Vec<u32>> = (0..world).map(|q| model.layout(q)).collect();
+        let layouts: Vec<Vec<u32>> = (0..world).map(|q| model.layout(q).unwrap()).collect();
         let dests = model.dest.clone();
         assert_eq!(routing_verdict(&model, &layouts, &dests, topk).unwrap(), "layout PASS, dest_rows PASS");
         // The last rank's entry 7 (token 3, choice 1) one row off.

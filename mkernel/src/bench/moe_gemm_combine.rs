@@ -107,11 +107,11 @@ struct CombineExchange {
 }
 
 fn combine_exchange(m: &MoeRouting, s: MoeShape) -> CombineExchange {
-    let (n, el, world) = (s.n as usize, m.local_experts, m.world());
+    let (n, el, world) = (s.n as usize, m.local_experts(), m.world());
     let mut blocks = vec![P2pBlocks::default(); world];
     let mut index: Vec<Vec<u32>> = m.dest.iter().map(|d| vec![u32::MAX; d.len()]).collect();
     let mut land_rows = Vec::with_capacity(world);
-    for (src, per_expert) in m.entries.iter().enumerate() {
+    for (src, per_expert) in m.entries().iter().enumerate() {
         let mut row = 0usize;
         // (g = q x El + e: by expert rank q, then local expert e)
         for (g, entries) in per_expert.iter().enumerate() {
@@ -120,7 +120,7 @@ fn combine_exchange(m: &MoeRouting, s: MoeShape) -> CombineExchange {
                 index[src][i] = (row + j) as u32;
             }
             // (src's rows of g's segment, after the sources before it)
-            let from = m.block_start(src, g) as usize * n;
+            let from = m.block_start(src, g).unwrap_or_default() as usize * n;  // (src and g are the model's)
             // (q sends to src, and src receives from q, in e order: matched in listed order)
             blocks[q].sends.push((src, from, entries.len() * n));
             blocks[src].recvs.push((q, row * n, entries.len() * n));
@@ -558,7 +558,7 @@ mod tests {
             let m = MoeRouting::new(&host_ids, experts).unwrap();
             let ex = combine_exchange(&m, s);
             // (out[q]: each element names its rank and row)
-            let out: Vec<Vec<u32>> = (0..world).map(|q| (0..m.rows_used[q] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
+            let out: Vec<Vec<u32>> = (0..world).map(|q| (0..m.rows_used()[q] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
             let mut land: Vec<Vec<u32>> = ex.land_rows.iter().map(|&r| vec![u32::MAX; r * n]).collect();
             for q in 0..world {
                 for src in 0..world {

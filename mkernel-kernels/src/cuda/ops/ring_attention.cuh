@@ -334,9 +334,12 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], const u32 (&pa)[kAtt
 // (check_scale's rule).
 // m is the row's base, not always its running max: it moves up to the block's max only where
 // that exceeds it by more than kAttnRescaleLog2 (FlashAttention-4's conditional rescaling), so P
-// stays below 2^kAttnRescaleLog2 and most blocks leave O alone; the result is the same softmax
+// is at most 2^kAttnRescaleLog2 and most blocks leave O alone; the result is the same softmax
 // (l and O share the base; lse = base + log2 l). Returns in corr the factor by which O must be
-// rescaled (1 where the base stayed), and whether any of this thread's rows moved.
+// rescaled (1 where the base stayed), and whether any of this thread's rows moved. The cost
+// (helper-118): O and l may be 2^8 larger than with P <= 1, so O stays finite for |v| up to
+// ~2^89 at 2^31 keys (2^97 before), and a scaled max that overflows fp32 gives a zero row where
+// the running max gave NaN (check_scale bounds the scale).
 constexpr float kAttnRescaleLog2 = 8.0f;
 template <bool CAUSAL>
 __device__ __forceinline__ bool online_softmax(float (&s)[kAttnBN / 2], float (&m)[2], float (&l)[2], float (&corr)[2],
@@ -448,7 +451,8 @@ __device__ __forceinline__ void attn_producer(const RingAttentionParams& p, cons
 // A consumer warpgroup (wg 0 .. C - 1: query rows 64 wg.. of each unit): per unit, every key
 // block of the producer's order. Iteration j issues S_j = Q K_j^T and O += P_{j-1} V_{j-1}
 // together; block j's softmax runs while the second is on the tensor cores (FlashAttention-3's
-// intra-warpgroup overlap); then O is rescaled for block j's max and P_j packed. Block 0 has no
+// intra-warpgroup overlap); then O is rescaled where a row of the warp moved its base (online_softmax)
+// and P_j packed. Block 0 has no
 // P V before it and the last block's comes after the loop: the wgmma steps themselves are
 // unconditional (ptxas keeps such a pipeline asynchronous, not a divergent one). A stage is
 // released (one arrival a warpgroup) once the wgmma reading it has completed. Epilogue: the
