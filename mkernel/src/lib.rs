@@ -49,7 +49,7 @@ pub use mkernel_kernels::moe_dispatch_gemm::{workspace_elems_needed as moe_works
 pub use moe_dispatch_gemm::{layout_words as moe_layout_words, plan_moe_dispatch_gemm, MoeDispatchGemmOptions};
 pub use mkernel_kernels::moe_gemm_combine::{workspace_elems_needed as moe_combine_workspace_elems_needed, MoeCombineConfig};
 pub use moe_gemm_combine::{plan_moe_gemm_combine, MoeGemmCombineOptions};
-pub use mkernel_kernels::ring_attention::{block_m as attention_block_m, units as attention_units, AttentionShape, RingAttentionConfig, SeqLayout};
+pub use mkernel_kernels::ring_attention::{block_m as attention_block_m, units as attention_units, AttentionShape, RingAttentionConfig, SeqLayout, MAX_SOFTMAX_SCALE};
 pub use ring_attention::{attention, plan_ring_attention, AttentionOptions, KvSources, RingAttentionOptions};
 pub use mkernel_kernels::gemm::{Epilogue, GemmShape, TileConfig};
 pub use mkernel_kernels::gemm_allreduce::{Collective, CommPath, EpiloguePace, FusedConfig, LastWaveSplit};

@@ -37,8 +37,9 @@ pub struct RingAttentionOptions {
     /// Positions of a sequence per arrival flag (>= 1; more than S means one chunk a
     /// sequence). None: [`ra::default_chunk_rows`] (128).
     pub chunk_rows: Option<u32>,
-    /// The softmax scale (finite, positive, at most `MAX_SOFTMAX_SCALE` = 2^16:
-    /// `mkernel_kernels::ring_attention::check_scale` says why). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive, at most [`crate::MAX_SOFTMAX_SCALE`] = 2^16:
+    /// the kernels' base, the scaled max rounded to fp32, must stay far from overflow). None:
+    /// 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
 }
 
@@ -106,7 +107,8 @@ const MAX_CTAS: u32 = 65535;
 /// Options of [`attention`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AttentionOptions {
-    /// The softmax scale (finite, positive, at most 2^16). None: 1 / sqrt(head_dim).
+    /// The softmax scale (finite, positive, at most [`crate::MAX_SOFTMAX_SCALE`] = 2^16). None:
+    /// 1 / sqrt(head_dim).
     pub softmax_scale: Option<f32>,
     /// The keys' sources (default: one, the queries' own sequence).
     pub sources: KvSources,
