@@ -103,10 +103,10 @@ pub fn check_shape(shape: GemmShape, world: u32, capacity_elems: u64) -> Result<
     if world < 2 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("an all-gather + GEMM needs 2..={MAX_RANKS} ranks (with one, A is whole: call mkernel::gemm), got {world}")));
     }
-    if shape.m == 0 || shape.m % world != 0 {
+    if shape.m == 0 || !shape.m.is_multiple_of(world) {
         return Err(invalid("shape", format!("M (all ranks' rows of A) must be a positive multiple of the world size {world}, got M={}", shape.m)));
     }
-    if shape.n == 0 || shape.k == 0 || shape.k % 8 != 0 {
+    if shape.n == 0 || shape.k == 0 || !shape.k.is_multiple_of(8) {
         return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", shape.n, shape.k)));
     }
     let gathered = shape.m as u64 * shape.k as u64;
@@ -162,7 +162,7 @@ pub fn validate(shape: GemmShape, cfg: &AllGatherConfig, bufs: &RankBuffers) -> 
         return Err(invalid("cfg", format!("{chunks} chunks of {} rows exceed the workspace's {} arrival flags a rank; use longer chunks", cfg.chunk_rows, l.max_tiles)));
     }
     let cs = cfg.tile.cluster_size();
-    if cfg.push_ctas == 0 || cfg.push_ctas % cs != 0 || cfg.push_ctas >= cfg.grid || cfg.grid % cs != 0 {
+    if cfg.push_ctas == 0 || !cfg.push_ctas.is_multiple_of(cs) || cfg.push_ctas >= cfg.grid || !cfg.grid.is_multiple_of(cs) {
         return Err(invalid(
             "cfg",
             format!(

@@ -27,13 +27,13 @@ pub fn source() -> Result<KernelSource> {
 /// The launch's checks: N a positive multiple of 8 (16-byte vectors of a row), the bf16
 /// buffers 16-byte aligned and the u32 / f32 ones 4-byte aligned.
 fn check(index: u64, weights: u64, land: u64, y: u64, n: u32) -> Result<()> {
-    if n == 0 || n % 8 != 0 {
+    if n == 0 || !n.is_multiple_of(8) {
         return Err(invalid("n", format!("must be a positive multiple of 8 (16-byte vectors of a row), got {n}")));
     }
-    if land % 16 != 0 || y % 16 != 0 {
+    if !land.is_multiple_of(16) || !y.is_multiple_of(16) {
         return Err(invalid("land", format!("the landing rows and y must be 16-byte aligned, got {land:#x} and {y:#x}")));
     }
-    if index % 4 != 0 || weights % 4 != 0 {
+    if !index.is_multiple_of(4) || !weights.is_multiple_of(4) {
         return Err(invalid("index", format!("the index and weights must be 4-byte aligned, got {index:#x} and {weights:#x}")));
     }
     Ok(())

@@ -274,10 +274,10 @@ pub enum Swizzle {
 /// Errors name the rule TMA imposes (address 16-byte aligned, row stride a multiple
 /// of 16 bytes and below 2^40, dims below 2^32).
 pub fn tma_2d_bf16(t: Tensor2d, box_rows: u32, box_cols: u32, swizzle: Swizzle, arg: &'static str) -> Result<TmaDescriptor> {
-    if t.ptr % 16 != 0 {
+    if !t.ptr.is_multiple_of(16) {
         return Err(crate::error::invalid(arg, format!("device address {:#x} must be 16-byte aligned for TMA", t.ptr)));
     }
-    if t.row_stride_bytes % 16 != 0 || t.row_stride_bytes >= (1 << 40) {
+    if !t.row_stride_bytes.is_multiple_of(16) || t.row_stride_bytes >= (1 << 40) {
         return Err(crate::error::invalid(
             arg,
             format!(
@@ -342,7 +342,7 @@ fn encode_bf16(ptr: u64, dims: &[u64], strides: &[u64], boxes: &[u32], swizzle: 
 /// Errors name `arg` and the rule TMA imposes (address 16-byte aligned, `dims[0] * 2` a multiple
 /// of 16 bytes, each dim in 1..2^32, each stride below 2^40 bytes).
 pub fn tma_4d_bf16(ptr: u64, dims: [u64; 4], boxes: [u32; 4], arg: &'static str) -> Result<TmaDescriptor> {
-    if ptr % 16 != 0 {
+    if !ptr.is_multiple_of(16) {
         return Err(crate::error::invalid(arg, format!("device address {ptr:#x} must be 16-byte aligned for TMA")));
     }
     if dims.iter().any(|&d| d == 0 || d >= 1 << 32) {
@@ -350,7 +350,7 @@ pub fn tma_4d_bf16(ptr: u64, dims: [u64; 4], boxes: [u32; 4], arg: &'static str)
     }
     let s1 = dims[0] * 2;
     let s3 = s1.checked_mul(dims[1]).and_then(|x| x.checked_mul(dims[2])).filter(|&x| x < 1 << 40);
-    let Some(s3) = s3.filter(|_| s1 % 16 == 0) else {
+    let Some(s3) = s3.filter(|_| s1.is_multiple_of(16)) else {
         return Err(crate::error::invalid(arg, format!("dims {dims:?}: the strides must be multiples of 16 bytes below 2^40 for TMA")));
     };
     let strides = [s1, s1 * dims[1], s3];

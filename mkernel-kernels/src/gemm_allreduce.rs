@@ -403,7 +403,7 @@ impl FusedConfig {
         let t = TileConfig::choose(m, n, grid);
         if t == TileConfig::M64_WIDE_TMA_STORE && TileConfig::WIDE_TMA_STORE.tiles(m, n) >= grid as u64 {
             TileConfig::WIDE_TMA_STORE
-        } else if t == TileConfig::NARROW && n % 8 == 0 {
+        } else if t == TileConfig::NARROW && n.is_multiple_of(8) {
             TileConfig::NARROW_TMA_STORE
         } else {
             t
@@ -584,7 +584,7 @@ impl FusedConfig {
     pub fn clustered_epilogue_tile(shape: GemmShape, tile: TileConfig, grid: u32, split: LastWaveSplit, scratch_bytes: u64) -> TileConfig {
         let auto_without_split =
             split == LastWaveSplit::Auto && Self::choose_split(shape, tile, grid, CommPath::Epilogue, scratch_bytes) == 1;
-        if grid == 0 || grid % 2 != 0 || !auto_without_split || tile.epilogue != crate::gemm::Epilogue::TmaStore {
+        if grid == 0 || !grid.is_multiple_of(2) || !auto_without_split || tile.epilogue != crate::gemm::Epilogue::TmaStore {
             return tile;
         }
         // (the plain GEMM has twins the fused kernel lacks: the column-fitted widths that are
@@ -684,11 +684,11 @@ pub enum CommPath {
 impl CommPath {
     /// The path a shape takes.
     pub fn choose(n: u32, tile: TileConfig, world: u32) -> Self {
-        if n % 8 != 0 {
+        if !n.is_multiple_of(8) {
             Self::Scalar
         } else if world <= 2 {
             Self::TmaOneShot
-        } else if world != 0 && tile.bm % world == 0 {
+        } else if world != 0 && tile.bm.is_multiple_of(world) {
             Self::Tma
         } else {
             Self::Vec16
@@ -748,7 +748,7 @@ impl CommPath {
             return if world == 2 && tile.epilogue == crate::gemm::Epilogue::TmaStore { vec![Self::Epilogue] } else { Vec::new() };
         }
         let mut v = vec![Self::Vec16, Self::Scalar];
-        if world != 0 && tile.bm % world == 0 {
+        if world != 0 && tile.bm.is_multiple_of(world) {
             v.insert(0, Self::Tma);
         }
         if world <= 2 {
@@ -796,7 +796,7 @@ impl CommPath {
     /// [`Self::check`]'s rule on N alone: a path that [`Self::needs_16_byte_rows`] needs
     /// N % 8 == 0 (the bench checks every listed shape with it before any GPU is opened).
     pub fn check_n(self, n: u32) -> Result<()> {
-        if self.needs_16_byte_rows() && n % 8 != 0 {
+        if self.needs_16_byte_rows() && !n.is_multiple_of(8) {
             return Err(invalid("comm_path", format!("{} needs N % 8 == 0 (16-byte rows), got N={n}; use scalar", self.name())));
         }
         Ok(())
@@ -923,7 +923,7 @@ impl Collective {
     /// [`Self::check`]'s rule on the shape alone: a reduce-scatter needs M % world == 0
     /// (`shape`).
     pub fn check_m(self, shape: GemmShape, world: u32) -> Result<()> {
-        if self == Self::ReduceScatter && (world == 0 || shape.m % world != 0) {
+        if self == Self::ReduceScatter && (world == 0 || !shape.m.is_multiple_of(world)) {
             return Err(invalid(
                 "shape",
                 format!("a reduce-scatter gives each of the {world} ranks M / world rows, so M must be a multiple of the world size; got M={}", shape.m),
@@ -1003,7 +1003,7 @@ pub fn source_for(tile: TileConfig, world: u32, path: CommPath, collective: Coll
     if !CommPath::all_for(tile, world).contains(&path) {
         return Err(invalid("comm_path", format!("{} has no kernel for {tile} with world size {world}", path.name())));
     }
-    if path == CommPath::Tma && tile.bm % world != 0 {
+    if path == CommPath::Tma && !tile.bm.is_multiple_of(world) {
         return Err(invalid("world_size", format!("the TMA path needs BM ({}) divisible by the world size ({world})", tile.bm)));
     }
     if path == CommPath::TmaOneShot && world > 2 {
@@ -1167,7 +1167,7 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
             return Err(invalid("grid", "must be at least 1 CTA, got 0"));
         }
         // (the local path's plain GEMM launch makes its own grid of whole clusters)
-        if cfg.grid % cfg.tile.cluster_size() != 0 && cfg.path != CommPath::Local {
+        if !cfg.grid.is_multiple_of(cfg.tile.cluster_size()) && cfg.path != CommPath::Local {
             return Err(invalid(
                 "grid",
                 format!("must be a multiple of the tile's cluster size ({}) with {}, got {} CTAs", cfg.tile.cluster_size(), cfg.tile, cfg.grid),

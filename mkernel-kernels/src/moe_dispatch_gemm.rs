@@ -155,7 +155,7 @@ pub fn check_shape(s: MoeShape, world: u32) -> Result<()> {
     if world < 2 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("an MoE dispatch needs 2..={MAX_RANKS} ranks (with one, call mkernel::gemm per expert), got {world}")));
     }
-    if s.experts == 0 || s.experts % world != 0 || s.experts > MAX_EXPERTS || s.experts / world > MAX_LOCAL_EXPERTS {
+    if s.experts == 0 || !s.experts.is_multiple_of(world) || s.experts > MAX_EXPERTS || s.experts / world > MAX_LOCAL_EXPERTS {
         return Err(invalid(
             "shape",
             format!(
@@ -170,7 +170,7 @@ pub fn check_shape(s: MoeShape, world: u32) -> Result<()> {
     if s.tokens > s.max_tokens {
         return Err(invalid("shape", format!("tokens ({}) must not exceed max_tokens ({})", s.tokens, s.max_tokens)));
     }
-    if s.n == 0 || s.k == 0 || s.k % 8 != 0 {
+    if s.n == 0 || s.k == 0 || !s.k.is_multiple_of(8) {
         return Err(invalid("shape", format!("N must be positive and K a positive multiple of 8 (16-byte rows), got N={} K={}", s.n, s.k)));
     }
     if s.max_tokens as u64 * s.topk as u64 > u32::MAX as u64 {
@@ -308,7 +308,7 @@ pub fn validate(s: MoeShape, cfg: &MoeDispatchConfig, bufs: &RankBuffers) -> Res
     if cfg.chunk_rows == 0 {
         return Err(invalid("chunk_rows", "must be at least 1"));
     }
-    if cfg.recv_capacity == 0 || cfg.recv_capacity % SEGMENT_ALIGN != 0 {
+    if cfg.recv_capacity == 0 || !cfg.recv_capacity.is_multiple_of(SEGMENT_ALIGN) {
         return Err(invalid("recv_capacity", format!("must be a positive multiple of {SEGMENT_ALIGN} rows, got {}", cfg.recv_capacity)));
     }
     check_workspace(s, cfg, l, world)

@@ -125,7 +125,7 @@ pub fn check_tile(tile: TileConfig, n: u32) -> Result<()> {
 pub fn check_shape(s: MoeShape, world: u32) -> Result<()> {
     crate::catalog::check_world(world, 2, "an MoE GEMM + combine")?;
     crate::moe_dispatch_gemm::check_shape(s, world)?;
-    if s.n % 8 != 0 {
+    if !s.n.is_multiple_of(8) {
         return Err(invalid("shape", format!("N must be a multiple of 8 (rows move in 16-byte vectors), got {}", s.n)));
     }
     Ok(())
@@ -217,7 +217,7 @@ pub fn validate(s: MoeShape, cfg: &MoeCombineConfig, bufs: &RankBuffers) -> Resu
     if cfg.push_ctas == 0 || cfg.push_ctas >= cfg.grid {
         return Err(invalid("push_ctas", format!("must be 1..grid (a compute CTA left), got {} of {}", cfg.push_ctas, cfg.grid)));
     }
-    if cfg.recv_capacity == 0 || cfg.recv_capacity % SEGMENT_ALIGN != 0 {
+    if cfg.recv_capacity == 0 || !cfg.recv_capacity.is_multiple_of(SEGMENT_ALIGN) {
         return Err(invalid("recv_capacity", format!("must be a positive multiple of {SEGMENT_ALIGN} rows, got {}", cfg.recv_capacity)));
     }
     check_workspace(s, cfg, bufs.layout, world)
@@ -351,7 +351,7 @@ mod tests {
         let r = Regions::new(s, 384).unwrap();
         assert_eq!(r.map, MAP_OFFSET);
         assert_eq!(Some(r.slots), align256(MAP_OFFSET + 16 * 384));
-        assert!(r.slots % 256 == 0 && r.out % 256 == 0);
+        assert!(r.slots.is_multiple_of(256) && r.out.is_multiple_of(256));
         assert!(r.out >= r.slots + 2 * 1000 * 3 * 264);
         assert_eq!(r.end, r.out + 2 * 384 * 264);
         // (the agree words of MAX_RANKS ranks fit before the map)

@@ -128,10 +128,10 @@ impl StreamShape {
 
     /// Checks the rules of the kernel, naming the argument that breaks one.
     pub fn validate(&self) -> Result<()> {
-        if self.chunk_bytes == 0 || self.chunk_bytes % 16 != 0 {
+        if self.chunk_bytes == 0 || !self.chunk_bytes.is_multiple_of(16) {
             return Err(invalid("chunk_bytes", format!("must be a positive multiple of 16, got {}", self.chunk_bytes)));
         }
-        if self.bytes == 0 || self.bytes % 16 != 0 {
+        if self.bytes == 0 || !self.bytes.is_multiple_of(16) {
             return Err(invalid("bytes", format!("must be a positive multiple of 16, got {}", self.bytes)));
         }
         let capacity = u64::from(self.capacity_chunks) * u64::from(self.chunk_bytes);
@@ -166,7 +166,7 @@ impl StreamShape {
 /// Source of the stream kernel with `threads` threads per CTA. The generated source
 /// also asserts that the C++ `StreamWait` codes equal [`StreamWait`]'s.
 pub fn source(threads: u32) -> Result<KernelSource> {
-    if threads == 0 || threads % 32 != 0 || threads > 1024 {
+    if threads == 0 || !threads.is_multiple_of(32) || threads > 1024 {
         return Err(invalid("threads", format!("must be a multiple of 32 in 32..=1024, got {threads}")));
     }
     let name = format!("mkernel_proxy_stream_t{threads}");

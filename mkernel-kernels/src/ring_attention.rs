@@ -315,13 +315,13 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     if s.batch == 0 || s.seq == 0 || s.heads == 0 || s.kv_heads == 0 {
         return Err(invalid("shape", format!("batch, seq, heads and kv_heads must be positive, got {s}")));
     }
-    if s.heads % s.kv_heads != 0 {
+    if !s.heads.is_multiple_of(s.kv_heads) {
         return Err(invalid("shape", format!("heads ({}) must be a multiple of kv_heads ({}): grouped-query attention", s.heads, s.kv_heads)));
     }
     if !HEAD_DIMS.contains(&s.head_dim) {
         return Err(invalid("shape", format!("head_dim must be one of {HEAD_DIMS:?}, got {}", s.head_dim)));
     }
-    if Mask::of(s, world) == Mask::CausalZigzag && s.seq % 2 != 0 {
+    if Mask::of(s, world) == Mask::CausalZigzag && !s.seq.is_multiple_of(2) {
         return Err(invalid("shape", format!("seq must be even in the zigzag layout (two chunks of S / 2 a rank), got {}", s.seq)));
     }
     if s.seq >= 1 << 31 {

@@ -25,7 +25,7 @@ proptest! {
         let tiles = t.tiles(s.m, s.n);
         prop_assert!(tiles > 0);
         let grid = t.grid_for(tiles, sm_count);
-        prop_assert!(grid >= 1 && grid % t.cluster_size() == 0, "{t}: grid {grid}");
+        prop_assert!(grid >= 1 && grid.is_multiple_of(t.cluster_size()), "{t}: grid {grid}");
         // Clusters along N only as the cluster-N rule states them: the 128 x 128 tile, long
         // K, M >= 1024, column blocks that pair up, one wave; and never a tile the split
         // rules start from.

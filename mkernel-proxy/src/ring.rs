@@ -156,7 +156,7 @@ impl Ring {
     /// `layout.bytes()` or not 64-byte aligned.
     pub fn new(memory: impl RingMemory, layout: RingLayout) -> Result<Self, ProxyError> {
         let base = memory.host_ptr();
-        if (base as usize) % 64 != 0 {
+        if !(base as usize).is_multiple_of(64) {
             return Err(invalid(
                 "memory",
                 format!("must be 64-byte aligned, got {base:p}"),
@@ -479,7 +479,7 @@ pub(crate) fn ms(d: Duration) -> u64 {
 }
 
 pub(crate) fn backoff(spins: u32) {
-    if spins % 64 == 0 {
+    if spins.is_multiple_of(64) {
         std::thread::yield_now();
     } else {
         std::hint::spin_loop();
@@ -549,7 +549,7 @@ impl RingProducer {
                     break;
                 }
                 spins = spins.wrapping_add(1);
-                if spins % 32 == 0 {
+                if spins.is_multiple_of(32) {
                     let code = ring.abort_code();
                     let waited = start.elapsed();
                     if code != AbortCode::None {

@@ -163,7 +163,7 @@ impl LaunchEnv {
                 ),
             ));
         }
-        if self.world_size % self.local_world_size != 0 {
+        if !self.world_size.is_multiple_of(self.local_world_size) {
             return Err(invalid(
                 WORLD_SIZE,
                 &self.world_size,

@@ -37,7 +37,7 @@ fn spawn_ranks(
     let exe = std::env::current_exe().expect("current_exe");
     let port = free_port();
     // Two "nodes" when the world size allows it, to exercise the node layout too.
-    let local_world_size = if world_size % 2 == 0 {
+    let local_world_size = if world_size.is_multiple_of(2) {
         world_size / 2
     } else {
         world_size
@@ -169,7 +169,7 @@ fn blob(seed: u64, round: usize, rank: usize) -> Vec<u8> {
         .wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let mut rng = StdRng::seed_from_u64(seed ^ mix);
     let len = match round {
-        0 if rank % 2 == 0 => 0,
+        0 if rank.is_multiple_of(2) => 0,
         BIG_ROUND => rng.random_range((1 << 20)..(2 << 20)),
         _ => rng.random_range(1..=4096),
     };

@@ -486,7 +486,7 @@ impl FabricEndpoint {
         let base = self.slots.as_ptr() as usize;
         let p = ctx as usize;
         let size = std::mem::size_of::<Slot>();
-        if p < base || (p - base) % size != 0 {
+        if p < base || !(p - base).is_multiple_of(size) {
             return None;
         }
         let i = (p - base) / size;

@@ -105,7 +105,7 @@ impl ArrivalFlags {
     /// flags do not fit in the buffer.
     pub fn new(buffer: HostBuffer, offset: usize, chunks: u32) -> Result<Self, TransportError> {
         let bytes = (chunks as usize).saturating_mul(FLAG_BYTES);
-        if offset % FLAG_BYTES != 0 || offset.saturating_add(bytes) > buffer.len() {
+        if !offset.is_multiple_of(FLAG_BYTES) || offset.saturating_add(bytes) > buffer.len() {
             return Err(TransportError::InvalidArgument {
                 arg: "offset",
                 rule: format!(

@@ -148,7 +148,7 @@ impl HostBuffer {
 
     fn word(&self, offset: usize) -> Result<&AtomicU64, TransportError> {
         self.check(offset, 8)?;
-        if offset % 8 != 0 {
+        if !offset.is_multiple_of(8) {
             return Err(TransportError::InvalidArgument {
                 arg: "offset",
                 rule: format!("flag word offset must be a multiple of 8, got {offset}"),

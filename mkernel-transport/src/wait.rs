@@ -60,7 +60,7 @@ pub fn wait_until(
             return Err(deadline.timeout(what()));
         }
         spins = spins.wrapping_add(1);
-        if spins % 64 == 0 {
+        if spins.is_multiple_of(64) {
             std::thread::yield_now();
         }
     }

@@ -116,7 +116,7 @@ pub fn plan_allgather_gemm(shape: GemmShape, opts: AllGatherGemmOptions, ctx: Pl
 /// measured against the others on a GPU per rank (bench/NOTES.md 57-58).
 fn default_tile(shape: GemmShape, grid: u32, gpu_shared: bool) -> TileConfig {
     let has = mkernel_kernels::allgather_gemm::has_kernel;
-    if shape.n % 8 != 0 {
+    if !shape.n.is_multiple_of(8) {
         let t = FusedConfig::choose_tile(shape.m, shape.n, grid);
         return if has(t) && t.epilogue == Epilogue::Registers { t } else { TileConfig::WIDE };
     }
@@ -225,7 +225,7 @@ mod tests {
                 assert!(mkernel_kernels::allgather_gemm::tiles().any(|t| t == p.tile), "{shape:?}: {p}");
                 assert!(p.tile.check_output(n).is_ok(), "{shape:?}: {p}");
                 let cs = p.tile.cluster_size();
-                assert!(p.push_ctas > 0 && p.push_ctas % cs == 0 && p.grid % cs == 0 && p.grid > p.push_ctas && p.grid <= 132, "{shape:?}: {p}");
+                assert!(p.push_ctas > 0 && p.push_ctas.is_multiple_of(cs) && p.grid.is_multiple_of(cs) && p.grid > p.push_ctas && p.grid <= 132, "{shape:?}: {p}");
                 assert!((p.grid - p.push_ctas) as u64 <= p.tile.tiles(m, n).max(cs as u64), "{shape:?}: {p}");
                 assert_eq!(p.chunk_rows, default_chunk_rows(m / world, k, 1 << 20), "{shape:?}: {p}");
             }

@@ -443,7 +443,7 @@ pub(crate) fn plan_fused(shape: GemmShape, opts: GemmAllReduceOptions, ctx: Plan
     };
     path.check_for(shape.n, tile, ctx.world_size, collective)?;
     // (the local path's plain GEMM launch rounds its own grid down to whole clusters)
-    if grid % tile.cluster_size() != 0 && path != CommPath::Local {
+    if !grid.is_multiple_of(tile.cluster_size()) && path != CommPath::Local {
         return Err(invalid(
             "tile",
             format!("{tile} needs a grid that is a multiple of its cluster size, and this group's kernels have {grid} CTAs each (a share of a GPU other ranks use, or the group's smallest SM count); use a tile without -c2"),

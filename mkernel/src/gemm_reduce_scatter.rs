@@ -171,7 +171,7 @@ pub fn plan_gemm_reduce_scatter(shape: GemmShape, opts: GemmAllReduceOptions, ct
         }
     }
     rs.check_m(shape, world)?;
-    let two_phase = if shape.n % 8 == 0 { CommPath::Vec16 } else { CommPath::Scalar };
+    let two_phase = if shape.n.is_multiple_of(8) { CommPath::Vec16 } else { CommPath::Scalar };
     let path = match (opts.comm_path, comm_ctas) {
         (Some(p), _) => p,
         (None, Some(_)) => two_phase,

@@ -126,10 +126,10 @@ impl Default for StreamConfig {
 impl StreamConfig {
     /// Chunks the capacity holds.
     pub fn capacity_chunks(&self) -> Result<u32> {
-        if self.chunk_bytes == 0 || self.chunk_bytes % 16 != 0 {
+        if self.chunk_bytes == 0 || !self.chunk_bytes.is_multiple_of(16) {
             return Err(invalid("chunk_bytes", format!("must be a positive multiple of 16, got {}", self.chunk_bytes)));
         }
-        if self.capacity_bytes == 0 || self.capacity_bytes % 16 != 0 {
+        if self.capacity_bytes == 0 || !self.capacity_bytes.is_multiple_of(16) {
             return Err(invalid("capacity_bytes", format!("must be a positive multiple of 16, got {}", self.capacity_bytes)));
         }
         let chunks = self.capacity_bytes.div_ceil(u64::from(self.chunk_bytes));

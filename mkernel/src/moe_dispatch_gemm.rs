@@ -121,7 +121,7 @@ pub(crate) fn default_tile(s: MoeShape, compute: u32) -> TileConfig {
     let rows = s.max_tokens as u64 * s.topk as u64;
     let wide_tiles = rows.div_ceil(128) * (s.n as u64).div_ceil(256);
     let wide = wide_tiles >= compute as u64;
-    match (s.n % 8 == 0, wide) {
+    match (s.n.is_multiple_of(8), wide) {
         (true, true) => TileConfig::WIDE_TMA_STORE,
         (true, false) => TileConfig::NARROW_TMA_STORE,
         (false, true) => TileConfig::WIDE,

@@ -1148,7 +1148,7 @@ fn dependent_chain_matches_serialized(m: u32, dims: &[u32]) {
         let (lo, hi) = bufs.split_at_mut(1);
         let (out, input): (&mut CudaSlice<bf16>, &CudaSlice<bf16>) = match i {
             0 => (&mut lo[0], &x0),
-            _ if i % 2 == 0 => (&mut lo[0], &hi[0]),
+            _ if i.is_multiple_of(2) => (&mut lo[0], &hi[0]),
             _ => (&mut hi[0], &lo[0]),
         };
         match ws {

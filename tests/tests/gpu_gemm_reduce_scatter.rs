@@ -114,7 +114,7 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: GemmAllR
         }
     }
     // (rank-ordered: unswapped, and a rank's rows whole pairs of row blocks)
-    let ordered = !plan.tile.swap_ab && (s.m / w as u32) % (plan.tile.bm * plan.tile.cluster_m.max(1)) == 0;
+    let ordered = !plan.tile.swap_ab && (s.m / w as u32).is_multiple_of(plan.tile.bm * plan.tile.cluster_m.max(1));
     if same_as_all_reduce && (plan.split_slices <= 1 || !ordered) {
         for (r, b) in bs.iter_mut().enumerate() {
             let p = g.comms[r].gemm_allreduce(&g.streams[r], &b.a, &b.b, &mut b.full, s, opts).unwrap();

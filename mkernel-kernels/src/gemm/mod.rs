@@ -790,7 +790,7 @@ impl TileConfig {
 
     /// Checks that this configuration can produce an N-column output.
     pub fn check_output(&self, n: u32) -> Result<()> {
-        if self.epilogue == Epilogue::TmaStore && n % 8 != 0 {
+        if self.epilogue == Epilogue::TmaStore && !n.is_multiple_of(8) {
             return Err(invalid(
                 "tile",
                 format!("the TMA-store epilogue needs N % 8 == 0 (16-byte rows of C), got N={n}; use a Registers configuration"),
@@ -810,11 +810,11 @@ impl TileConfig {
     /// 0.034 ms, M=129 from 0.048 to 0.034 ms and M=2049 from 0.230 to 0.223 ms (N=8192,
     /// K=4096; bench/NOTES.md, run 10), and the fused M=129 call from 0.080 to 0.054 ms.
     pub fn choose(m: u32, n: u32, sm_count: u32) -> Self {
-        if n % 8 == 0 && m <= 4096 && (1..=64).contains(&(m % 128)) {
+        if n.is_multiple_of(8) && m <= 4096 && (1..=64).contains(&(m % 128)) {
             Self::M64_WIDE_TMA_STORE
         } else if Self::WIDE.tiles(m, n) * 2 < sm_count as u64 {
             Self::NARROW
-        } else if n % 8 == 0 {
+        } else if n.is_multiple_of(8) {
             Self::WIDE_TMA_STORE
         } else {
             Self::WIDE
@@ -1179,7 +1179,7 @@ pub fn output_map(c: u64, shape: GemmShape, cfg: TileConfig) -> Result<crate::pa
     let t = Tensor2d { ptr: c, rows: shape.m as u64, cols: shape.n as u64, row_stride_bytes: 2 * shape.n as u64 };
     // (a swapped-operand tile covers bn rows of C by bm = 64 columns: one box)
     let box_rows = if cfg.swap_ab { cfg.bn } else { cfg.bm };
-    if !cfg.swap_ab && cfg.bn % 64 != 0 {
+    if !cfg.swap_ab && !cfg.bn.is_multiple_of(64) {
         // (a column-fitted tile: one unswizzled box of the whole tile, GemmConfig::kCSwizzled)
         return driver::tma_2d_bf16(t, cfg.bm, cfg.bn, driver::Swizzle::None, "c");
     }

@@ -437,7 +437,7 @@ impl TileConfig {
     /// small-N rules.
     pub(super) fn choose_for_before_one_wave_cols(shape: GemmShape, sm_count: u32) -> Self {
         let t = Self::choose(shape.m, shape.n, sm_count);
-        let t = if shape.k % 64 == 0 || shape.m <= t.bm {
+        let t = if shape.k.is_multiple_of(64) || shape.m <= t.bm {
             t
         } else if t == Self::WIDE_TMA_STORE || t == Self::M64_WIDE_TMA_STORE {
             Self { cluster_m: 2, ..t }
@@ -452,7 +452,7 @@ impl TileConfig {
             .or_else(|| Self::swapped_two_waves_instead_of(t, shape, sm_count))
             .or_else(|| Self::fitted_or_cols_instead_of(t, shape, sm_count))
             .unwrap_or(t);
-        let t = if t == Self::NARROW && shape.n % 8 == 0 && shape.k % 64 == 0 { Self::NARROW_TMA_STORE } else { t };
+        let t = if t == Self::NARROW && shape.n.is_multiple_of(8) && shape.k.is_multiple_of(64) { Self::NARROW_TMA_STORE } else { t };
         let t = Self::narrow_cols_instead_of(t, shape, sm_count).or_else(|| Self::swapped_short_instead_of(t, shape, sm_count)).unwrap_or(t);
         let t = Self::clustered_instead_of(t, shape);
         let t = Self::cols_c2_instead_of(t, shape, sm_count).unwrap_or(t);
@@ -495,8 +495,8 @@ impl TileConfig {
         let applies = current == Self::NARROW_TMA_STORE
             && shape.m >= CLUSTER_N_MIN_M
             && shape.k >= CLUSTER_N_MIN_K
-            && shape.k % 64 == 0
-            && shape.n % 8 == 0
+            && shape.k.is_multiple_of(64)
+            && shape.n.is_multiple_of(8)
             && shape.n.div_ceil(n2.bn) % 2 == 0
             && tiles <= sm_count as u64
             && tiles * 2 > sm_count as u64;
@@ -537,7 +537,7 @@ impl TileConfig {
     /// measured on: [`TWO_ROW_BLOCKS_C2_MIN_M`] <= M <= 256, K in `ks` with K % 64 == 0, and
     /// N % 8 == 0 (the TMA store).
     fn two_row_blocks_c2_shape(shape: GemmShape, ks: std::ops::RangeInclusive<u32>) -> bool {
-        (TWO_ROW_BLOCKS_C2_MIN_M..=256).contains(&shape.m) && ks.contains(&shape.k) && shape.k % 64 == 0 && shape.n % 8 == 0
+        (TWO_ROW_BLOCKS_C2_MIN_M..=256).contains(&shape.m) && ks.contains(&shape.k) && shape.k.is_multiple_of(64) && shape.n.is_multiple_of(8)
     }
 
     /// Whether `tiles` fit one wave on `sm_count` SMs and fill more than two thirds of it.
@@ -636,7 +636,7 @@ impl TileConfig {
             return None;
         };
         let applies = current == Self::cols_tma_store(width)
-            && width % 8 == 0
+            && width.is_multiple_of(8)
             && Self::two_row_blocks_c2_shape(shape, ks)
             && Self::fills_two_thirds_of_one_wave(current.tiles(shape.m, shape.n), sm_count);
         applies.then(|| Self::cols_tma_store_c2(width))
@@ -660,7 +660,7 @@ impl TileConfig {
     /// 0.0081-0.0082: 8-29% faster on all 8 (0.43-0.65 of cuBLAS -> 0.55-0.80).
     pub fn few_tiles_unsplit_smaller_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let small = Self::swapped_tma_store(64);
-        if current == small || shape.m < 65 || shape.k % 64 != 0 || !(1024..4096).contains(&shape.k) || small.check_output(shape.n).is_err() {
+        if current == small || shape.m < 65 || !shape.k.is_multiple_of(64) || !(1024..4096).contains(&shape.k) || small.check_output(shape.n).is_err() {
             return None;
         }
         let tiles = small.tiles(shape.m, shape.n);
@@ -691,7 +691,7 @@ impl TileConfig {
     pub fn few_tiles_short_k_m64_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let m64 = Self::M64_NARROW_TMA_STORE;
         let replaces = current == Self::NARROW || current == Self::NARROW_TMA_STORE || (current.swap_ab && current.bm == 64 && current.bn > 64 && current.cluster_m == 1);
-        if !replaces || shape.k % 64 != 0 || !(M64_SHORT_K_MIN..4096).contains(&shape.k) || m64.check_output(shape.n).is_err() {
+        if !replaces || !shape.k.is_multiple_of(64) || !(M64_SHORT_K_MIN..4096).contains(&shape.k) || m64.check_output(shape.n).is_err() {
             return None;
         }
         let tiles = m64.tiles(shape.m, shape.n);
@@ -884,8 +884,8 @@ impl TileConfig {
             if shape.m <= 256 { (ONE_WAVE_COLS_SHORT_MIN_K, ONE_WAVE_COLS_TWO_ROW_BLOCKS_MAX_K) } else { (ONE_WAVE_COLS_MIN_K, ONE_WAVE_COLS_MAX_K) };
         (193..=ONE_WAVE_COLS_MAX_M).contains(&shape.m)
             && shape.n > 160
-            && shape.n % 8 == 0
-            && shape.k % 64 == 0
+            && shape.n.is_multiple_of(8)
+            && shape.k.is_multiple_of(64)
             && (min_k..=max_k).contains(&shape.k)
     }
 
@@ -1106,7 +1106,7 @@ impl TileConfig {
     pub fn small_n_for(shape: GemmShape, sm_count: u32) -> Option<Self> {
         // (M = 64 too for N <= 32, where the small-M rules' swapped tile pads as much: run 204)
         let min_m = if shape.n <= 32 { 64 } else { 65 };
-        if shape.n == 0 || shape.n > 160 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.m < min_m {
+        if shape.n == 0 || shape.n > 160 || !shape.n.is_multiple_of(8) || !shape.k.is_multiple_of(64) || shape.m < min_m {
             return None;
         }
         if shape.n <= 32 {
@@ -1178,18 +1178,18 @@ impl TileConfig {
         // The blocks the pairs are made of: row blocks of A (M) for the wide tile, of B (N)
         // for a swapped one.
         let blocks_pair_up = if t == Self::WIDE_TMA_STORE {
-            shape.m >= 1024 && shape.m.div_ceil(t.bm) % 2 == 0
+            shape.m >= 1024 && shape.m.div_ceil(t.bm).is_multiple_of(2)
         } else if t == Self::cols_tma_store(t.bn) && Self::cols_clusters(t.bn) {
             // (also at two row blocks, where the column rule takes these tiles beyond one
             // wave: run 295; the fused kernel's epilogue path never has them)
-            (shape.m >= 1024 || (193..=256).contains(&shape.m)) && shape.m.div_ceil(t.bm) % 2 == 0
-        } else if t.bn % 16 == 0 && t.bn >= 128 && t == Self::swapped_wide(t.bn, t.epilogue) {
-            shape.n.div_ceil(t.bm) % 2 == 0
+            (shape.m >= 1024 || (193..=256).contains(&shape.m)) && shape.m.div_ceil(t.bm).is_multiple_of(2)
+        } else if t.bn.is_multiple_of(16) && t.bn >= 128 && t == Self::swapped_wide(t.bn, t.epilogue) {
+            shape.n.div_ceil(t.bm).is_multiple_of(2)
         } else {
             false
         };
         // (the twin: WIDE_TMA_STORE_C2, cols_tma_store_c2, or swapped_wide_c2 with the same epilogue)
-        if blocks_pair_up && shape.k % 64 == 0 && shape.k >= 4096 { Self { cluster_m: 2, ..t } } else { t }
+        if blocks_pair_up && shape.k.is_multiple_of(64) && shape.k >= 4096 { Self { cluster_m: 2, ..t } } else { t }
     }
 
     /// The clustered column rule of [`Self::choose_for`], after [`Self::clustered_instead_of`]
@@ -1219,7 +1219,7 @@ impl TileConfig {
     /// 0.978-0.980 -> 1.005-1.008, 16384 x 14336 x 8192 (208: 0.990) 0.982-0.983 ->
     /// 1.000-1.006, 16384 x 12288 x 8192 (176: 0.995) 0.984 -> 0.986-0.991.
     pub fn cols_c2_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if current != Self::WIDE_TMA_STORE_C2 || shape.n % 8 != 0 || shape.k % 64 != 0 || shape.k < 4096 || sm_count == 0 {
+        if current != Self::WIDE_TMA_STORE_C2 || !shape.n.is_multiple_of(8) || !shape.k.is_multiple_of(64) || shape.k < 4096 || sm_count == 0 {
             return None;
         }
         let wide = current.busiest_sm_work(shape, sm_count) as u128;
@@ -1272,7 +1272,7 @@ impl TileConfig {
     /// even (0.031): K = 1024-13824 timed (bench/NOTES.md 37.1, 37.5).
     pub fn cols_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let two_row_blocks = (193..=256).contains(&shape.m) && current.tiles(shape.m, shape.n) > sm_count as u64;
-        if !(shape.m >= 1024 || two_row_blocks) || shape.k % 64 != 0 || shape.n % 8 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
+        if !(shape.m >= 1024 || two_row_blocks) || !shape.k.is_multiple_of(64) || !shape.n.is_multiple_of(8) || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
             return None;
         }
         let f = Self::cols_fit(shape.m, shape.n, sm_count)?.with_tma_store();
@@ -1350,7 +1350,7 @@ impl TileConfig {
         let cols = Self::cols_instead_of(current, shape, sm_count);
         match Self::fitted_instead_of(current, shape, sm_count) {
             Some(f) if cols.is_some_and(|c| c.beats_swapped_fit(f, shape, sm_count)) => cols,
-            Some(f) => Some(if shape.n % 8 == 0 { f.with_tma_store() } else { f }),
+            Some(f) => Some(if shape.n.is_multiple_of(8) { f.with_tma_store() } else { f }),
             None => cols,
         }
     }
@@ -1373,7 +1373,7 @@ impl TileConfig {
     /// K % 64 != 0 it lost everywhere tried (1000 x 8192 x 4104: 0.108 against 0.179, run
     /// 112; rows of A and B straddle L2 lines, see [`Self::choose_for`]).
     pub fn fitted_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if shape.k % 64 != 0 || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
+        if !shape.k.is_multiple_of(64) || current.swap_ab || current.cluster_m > 1 || current.bn != 256 {
             return None;
         }
         let f = Self::swapped_fit(shape.m, shape.n, sm_count)?;
@@ -1435,7 +1435,7 @@ impl TileConfig {
     /// SM, [`Self::load_cost`]); `None` where `current` stays.
     pub fn swapped_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
         let s = Self::swapped_for(shape.m, 1)?;
-        let wins = shape.k % 64 == 0
+        let wins = shape.k.is_multiple_of(64)
             && sm_count != 0
             && s.tiles(shape.m, shape.n) <= sm_count as u64
             && s.load_cost(shape, sm_count) < current.load_cost(shape, sm_count);
@@ -1458,7 +1458,7 @@ impl TileConfig {
     /// 7168 0.0545-0.0551 -> 0.0497-0.0499 (0.79 -> 0.86); the default there was the 64 x
     /// 256 tile in two waves. At M = 256 it lost (256 x 14336 x 8192: 0.1159 -> 0.1402).
     pub fn swapped_wide_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if !(129..=192).contains(&shape.m) || shape.k % 64 != 0 || shape.n % 8 != 0 || sm_count == 0 || current.swap_ab {
+        if !(129..=192).contains(&shape.m) || !shape.k.is_multiple_of(64) || !shape.n.is_multiple_of(8) || sm_count == 0 || current.swap_ab {
             return None;
         }
         let narrow = Self::swapped_for(shape.m, 1)?;
@@ -1500,7 +1500,7 @@ impl TileConfig {
     /// tiles unsplit): 1-15% slower (run 257). K = 14336 (forced): 1 x 14336 x 14336 2%
     /// faster, 64 x 14336 x 14336 5% slower.
     pub fn swapped_two_waves_instead_of(current: Self, shape: GemmShape, sm_count: u32) -> Option<Self> {
-        if current != Self::M64_WIDE_TMA_STORE || !(1..=64).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=8192).contains(&shape.k) || shape.n % 8 != 0 || sm_count == 0 {
+        if current != Self::M64_WIDE_TMA_STORE || !(1..=64).contains(&shape.m) || !shape.k.is_multiple_of(64) || !(4096..=8192).contains(&shape.k) || !shape.n.is_multiple_of(8) || sm_count == 0 {
             return None;
         }
         let s = Self::swapped_tma_store(shape.m.div_ceil(8) * 8);
@@ -1574,7 +1574,7 @@ impl TileConfig {
     /// What both small-M rules replace, where they were measured: the 128 x 128 TMA-store
     /// default with K % 64 == 0, K >= 4096 and N % 8 == 0.
     fn small_m_narrow_default(current: Self, shape: GemmShape) -> bool {
-        current == Self::NARROW_TMA_STORE && shape.k % 64 == 0 && shape.k >= 4096 && shape.n % 8 == 0
+        current == Self::NARROW_TMA_STORE && shape.k.is_multiple_of(64) && shape.k >= 4096 && shape.n.is_multiple_of(8)
     }
 
     /// The padding rule of [`Self::choose_for`]: for 65 <= M <= 111 where the default is
@@ -1623,7 +1623,7 @@ impl TileConfig {
     /// cuBLAS), 64 x 9216 x 4096 0.0328-0.0331 -> 0.0312, 32 x 10240 x 4096 0.0343 ->
     /// 0.0303-0.0304.
     pub fn split_spill_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        if !(1..=64).contains(&shape.m) || shape.k % 64 != 0 || shape.k < 4096 || shape.n % 8 != 0 || sm_count == 0 {
+        if !(1..=64).contains(&shape.m) || !shape.k.is_multiple_of(64) || shape.k < 4096 || !shape.n.is_multiple_of(8) || sm_count == 0 {
             return None;
         }
         let t = Self::swapped_tma_store(shape.m.div_ceil(8) * 8);
@@ -1688,7 +1688,7 @@ impl TileConfig {
     /// default is now narrower tiles filling one wave ([`Self::one_wave_cols_instead_of`],
     /// run 266: faster than these 3 slices), which this rule leaves unsplit.
     pub fn split_two_rounds_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        if shape.k < TWO_ROUNDS_MIN_K || shape.k % 64 != 0 || sm_count < 2 {
+        if shape.k < TWO_ROUNDS_MIN_K || !shape.k.is_multiple_of(64) || sm_count < 2 {
             return None;
         }
         let t = Self::twin_that_splits(Self::choose_before_cluster_n(shape, sm_count), shape);
@@ -1828,7 +1828,7 @@ impl TileConfig {
         if !(17..=64).contains(&shape.m)
             || current != Self::swapped_tma_store(rows)
             || current_slices < 2
-            || shape.k % 64 != 0
+            || !shape.k.is_multiple_of(64)
             || !(4096..=14336).contains(&shape.k)
             || (shape.m as u64 + shape.n as u64).saturating_mul(shape.k as u64 * 2) > FEW_TILES_NARROWER_SWAPPED_MAX_OPERAND_BYTES
         {
@@ -1913,7 +1913,7 @@ impl TileConfig {
         };
         if current != Self::swapped_tma_store(64)
             || current_slices != 2
-            || shape.k % 64 != 0
+            || !shape.k.is_multiple_of(64)
             || !(4096..=14336).contains(&shape.k)
             || t.check_output(shape.n).is_err()
             || t.tiles(shape.m, shape.n).saturating_mul(4) > sm_count as u64
@@ -1972,7 +1972,7 @@ impl TileConfig {
     /// 744 x 7168, 1403 x 632 x 8192), even at 1190 x 632 and 1406 x 256 x 4096, 4-7% faster
     /// at 383 x 1008 x 4096, 740 x 368 x 4096 and 1024 x 896 x 5120: hence fewer elements.
     pub fn few_tiles_narrower_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
-        if current != Self::NARROW_TMA_STORE || current_slices < 2 || !(257..=4096).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=14336).contains(&shape.k) {
+        if current != Self::NARROW_TMA_STORE || current_slices < 2 || !(257..=4096).contains(&shape.m) || !shape.k.is_multiple_of(64) || !(4096..=14336).contains(&shape.k) {
             return None;
         }
         Self::narrowest_fitting(shape, 48, FEW_TILES_NARROWER_MAX_WIDTH, current_slices as u64, sm_count as u64)
@@ -2038,7 +2038,7 @@ impl TileConfig {
         if !(current == Self::NARROW_TMA_STORE || current == Self::M64_WIDE_TMA_STORE)
             || !(2..=4).contains(&current_slices)
             || !(193..=4096).contains(&shape.m)
-            || shape.k % 64 != 0
+            || !shape.k.is_multiple_of(64)
             || !(4096..=14336).contains(&shape.k)
             || (current == Self::NARROW_TMA_STORE && shape.m > 256 && shape.k > FEW_TILES_HALF_HEIGHT_128_MAX_K)
             || half.check_output(shape.n).is_err()
@@ -2088,7 +2088,7 @@ impl TileConfig {
     /// (bench/NOTES.md 45.9).
     pub fn few_tiles_half_height_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let half = Self::M64_NARROW_TMA_STORE;
-        if current != Self::NARROW_TMA_STORE || !(4..=6).contains(&current_slices) || !(193..=256).contains(&shape.m) || shape.k % 64 != 0 || !(4096..=8192).contains(&shape.k) {
+        if current != Self::NARROW_TMA_STORE || !(4..=6).contains(&current_slices) || !(193..=256).contains(&shape.m) || !shape.k.is_multiple_of(64) || !(4096..=8192).contains(&shape.k) {
             return None;
         }
         let tiles = half.tiles(shape.m, shape.n);
@@ -2147,7 +2147,7 @@ impl TileConfig {
     /// cuBLAS -> 0.55-0.73). Above K = 28672 unmeasured.
     pub fn few_tiles_smaller_instead_of(current: Self, current_slices: u32, shape: GemmShape, sm_count: u32) -> Option<(Self, u32)> {
         let small = Self::swapped_tma_store(64);
-        if current == small || shape.m < 65 || shape.k % 64 != 0 || !(4096..=28672).contains(&shape.k) {
+        if current == small || shape.m < 65 || !shape.k.is_multiple_of(64) || !(4096..=28672).contains(&shape.k) {
             return None;
         }
         // A and B within 32 MiB: four column blocks of 64 x 64 tiles re-read A where two of
@@ -2319,7 +2319,7 @@ impl TileConfig {
     /// 7168 (128 x 8192 x 7168 0.0411 -> 0.0424, 128 x 9216 x 4096 0.028 -> 0.032) and
     /// wider tiles (N >= 10240: 160-224 columns, even or 5-18% slower).
     pub fn split_row_block_for(shape: GemmShape, sm_count: u32, scratch_bytes: u64, counts_len: u64) -> Option<(Self, u32)> {
-        if !(112..=128).contains(&shape.m) || shape.k % 64 != 0 || shape.k < 9216 || shape.n % 8 != 0 || sm_count < 2 {
+        if !(112..=128).contains(&shape.m) || !shape.k.is_multiple_of(64) || shape.k < 9216 || !shape.n.is_multiple_of(8) || sm_count < 2 {
             return None;
         }
         // (the narrowest width, a multiple of 8, making at most SMs / 2 tiles; as measured,
@@ -2681,7 +2681,7 @@ mod tests {
             ((2049, 8192, 14336), 208),
         ] {
             // (then its 2-CTA twin where the height is a multiple of 16 and N / 128 even)
-            let want = if rows % 16 == 0 && (n as u32).div_ceil(128) % 2 == 0 {
+            let want = if rows % 16 == 0 && (n as u32).div_ceil(128).is_multiple_of(2) {
                 TileConfig::swapped_wide_c2(rows, Epilogue::TmaStore)
             } else {
                 TileConfig::swapped_wide(rows, Epilogue::TmaStore)

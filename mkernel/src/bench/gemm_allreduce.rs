@@ -511,7 +511,7 @@ fn check_reduce_scatter_world(op: Op, world: usize, comm_path: Option<CommPath>,
     if world != 2 && comm_path == Some(CommPath::Epilogue) {
         return Err(format!("--comm-path epilogue: the epilogue path needs 2 ranks, and this run has {world}"));
     }
-    if let Some(s) = shapes.iter().find(|s| s.m as usize % world != 0) {
+    if let Some(s) = shapes.iter().find(|s| !(s.m as usize).is_multiple_of(world)) {
         return Err(format!(
             "--shape {}x{}x{}: a reduce-scatter gives each of the {world} ranks M / world rows, and M={} is not a multiple of {world}",
             s.m, s.n, s.k, s.m
@@ -1080,7 +1080,7 @@ pub fn run(args: ArArgs, op: Op) -> BenchResult<()> {
     let list = super::filter_shapes(list, c.filter.as_deref())?;
     // (a reduce-scatter with the world size known: some listed shape must have an M it divides)
     if let (Collective::ReduceScatter, Some(w)) = (op.0, world_asked) {
-        if !list.iter().any(|(_, s)| s.m as usize % w == 0) {
+        if !list.iter().any(|(_, s)| (s.m as usize).is_multiple_of(w)) {
             return Err(super::usage(format!("no listed shape has an M that the world size ({w}) divides, which a reduce-scatter needs; give --shape")));
         }
     }
