@@ -228,7 +228,7 @@ fn growing_row_maxima_move_the_softmax_base() {
                     let block = (w * seq + i % seq) / 128;  // (key position over every source, batch 1)
                     let e = if growing { block } else { blocks - 1 - block };
                     let f = bf16::from_f32((e as f32).exp2());
-                    v.iter_mut().for_each(|a| *a = *a * f);
+                    v.iter_mut().for_each(|a| *a *= f);
                 }
             }
             let what = format!("{s} sources {world} rank {rank}, keys x 2^block {} (seed {seed:#x})", if growing { "growing" } else { "shrinking" });
