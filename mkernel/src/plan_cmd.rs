@@ -764,35 +764,53 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let world = a.ranks.world_size;
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_dispatch_gemm(s, opts, ctx)?;
-        let tiles = cfg.tile.tiles(even.m, even.n);
-        let compute = cfg.grid - cfg.push_ctas;
-        Ok(Planned::pushing(
-            cfg.tile,
-            cfg.grid,
-            cfg.push_ctas,
-            tiles,
-            format!(
-                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves{}",
-                mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
-                even.m,
-                tiles as f64 / compute.max(1) as f64,
-                moe_capacity_warning(cfg.recv_capacity, even.m)
-            ),
-            bench::floors::compute_us(even),
+        Ok(moe_planned(
+            (cfg.tile, cfg.grid, cfg.push_ctas, cfg.recv_capacity),
+            &cfg,
+            mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
+            even,
             bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world),
         ))
     };
     let plans = moe_plan_rows(a.shape.shapes(), a.base.filter.as_deref(), plan)?;
+    Ok(moe_output(a, "moe-dispatch-gemm", sms, max_output_elems, plans))
+}
+
+/// An MoE plan's row: the call's (tile, grid, push CTAs, receive rows) and its config
+/// `cfg` printed, the workspace it needs, an even routing's tiles and waves (with the
+/// capacity warning), and the floors (the even routing's GEMM, `link_us`).
+fn moe_planned(call: (mkernel::TileConfig, u32, u32, u32), cfg: &dyn std::fmt::Display, workspace: u64, even: GemmShape, link_us: f64) -> Planned {
+    let (tile, grid, push_ctas, recv_capacity) = call;
+    let tiles = tile.tiles(even.m, even.n);
+    let compute = grid.saturating_sub(push_ctas);
+    Planned::pushing(
+        tile,
+        grid,
+        push_ctas,
+        tiles,
+        format!(
+            "{cfg}, workspace >= {workspace} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves{}",
+            even.m,
+            tiles as f64 / compute.max(1) as f64,
+            moe_capacity_warning(recv_capacity, even.m)
+        ),
+        bench::floors::compute_us(even),
+        link_us,
+    )
+}
+
+/// An MoE plan's output: the context line (`op`, the communicator, the overrides) and `plans`.
+fn moe_output(a: &PlanMoeArgs, op: &'static str, sms: u32, max_output_elems: u64, plans: Vec<PlanRow>) -> PlanOutput {
     let context = PlanContextRow {
-        op: "moe-dispatch-gemm",
+        op,
         sms,
-        world_size: Some(world),
+        world_size: Some(a.ranks.world_size),
         gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
         workspace_bytes: None,
         overrides: moe_overrides(a),
     };
-    Ok(PlanOutput { context, plans })
+    PlanOutput { context, plans }
 }
 
 /// A row per MoE shape of `list` that `filter` keeps (its label or its even routing's
@@ -859,35 +877,16 @@ fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let world = a.ranks.world_size;
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_gemm_combine(s, opts, ctx)?;
-        let tiles = cfg.tile.tiles(even.m, even.n);
-        let compute = cfg.grid.saturating_sub(cfg.push_ctas);
-        Ok(Planned::pushing(
-            cfg.tile,
-            cfg.grid,
-            cfg.push_ctas,
-            tiles,
-            format!(
-                "{cfg}, workspace >= {} elements; an even routing: {} rows a rank, {tiles} tiles on {compute} CTAs: {:.2} waves{}",
-                mkernel::moe_combine_workspace_elems_needed(s, cfg.recv_capacity),
-                even.m,
-                tiles as f64 / compute.max(1) as f64,
-                moe_capacity_warning(cfg.recv_capacity, even.m)
-            ),
-            bench::floors::compute_us(even),
+        Ok(moe_planned(
+            (cfg.tile, cfg.grid, cfg.push_ctas, cfg.recv_capacity),
+            &cfg,
+            mkernel::moe_combine_workspace_elems_needed(s, cfg.recv_capacity),
+            even,
             bench::floors::moe_combine_link_us(s.tokens, s.topk, s.n, world),
         ))
     };
     let plans = moe_plan_rows(a.shape.shapes_from(bench::moe_combine_shapes), a.base.filter.as_deref(), plan)?;
-    let context = PlanContextRow {
-        op: "moe-gemm-combine",
-        sms,
-        world_size: Some(world),
-        gpu_shared: Some(a.ranks.gpu_shared),
-        max_output_elems: Some(max_output_elems),
-        workspace_bytes: None,
-        overrides: moe_overrides(a),
-    };
-    Ok(PlanOutput { context, plans })
+    Ok(moe_output(a, "moe-gemm-combine", sms, max_output_elems, plans))
 }
 
 #[cfg(test)]

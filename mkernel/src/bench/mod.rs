@@ -722,6 +722,28 @@ pub(crate) fn assert_out_dir_checked_first(tag: &str, run: impl FnOnce(&[std::ff
     assert!(e.contains("--out-dir") && e.contains(&*bad.to_string_lossy()), "{e}");
 }
 
+/// Test helper: replays an exchange of [`mkernel::baseline::P2pBlocks`] on the host as
+/// `Nccl::exchange_blocks` runs it (rank a's sends to b matched in listed order with b's
+/// receives from a), copying each block of `send[a]` into `recv[b]`. Panics (a test's
+/// failure) on unmatched blocks, a length mismatch or a receive range written twice.
+#[cfg(test)]
+pub(crate) fn replay_exchange<T: Copy>(blocks: &[mkernel::baseline::P2pBlocks], send: &[Vec<T>], recv: &mut [Vec<T>]) {
+    let mut written: Vec<Vec<bool>> = recv.iter().map(|r| vec![false; r.len()]).collect();
+    for a in 0..blocks.len() {
+        for b in 0..blocks.len() {
+            let sends = blocks[a].sends.iter().filter(|x| x.0 == b);
+            let recvs = blocks[b].recvs.iter().filter(|x| x.0 == a);
+            assert_eq!(sends.clone().count(), recvs.clone().count(), "rank {a} -> rank {b}: sends and receives");
+            for (&(_, from, len), &(_, to, n)) in sends.zip(recvs) {
+                assert_eq!(len, n, "rank {a} -> rank {b}: block lengths");
+                assert!(written[b][to..to + len].iter().all(|w| !w), "rank {b}: a receive row written twice");
+                written[b][to..to + len].fill(true);
+                recv[b][to..to + len].copy_from_slice(&send[a][from..from + len]);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -342,10 +342,7 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
             }
             // dest_rows, exactly; then y of one fused call (poisoned before) for the first tokens.
             for (r, st) in streams.iter().enumerate() {
-                let got = st.clone_dtoh(&dest[r])?;
-                if let Some(i) = (0..t * topk).find(|&i| got[i] != model.dest[r][i]) {
-                    return Err(format!("{label}: the setup dispatch's dest_rows FAIL: rank {r} entry {i} (token {}, expert {}): row {}, model {}", i / topk, host_ids[r][i], got[i], model.dest[r][i]).into());
-                }
+                model.check_dest(r, &st.clone_dtoh(&dest[r])?, topk).map_err(|e| format!("{label}: the setup dispatch's dest_rows FAIL: {e}"))?;
             }
             for (r, st) in streams.iter().enumerate() {
                 check::poison(st, &mut y[r])?;
@@ -560,18 +557,7 @@ mod tests {
             // (out[q]: each element names its rank and row)
             let out: Vec<Vec<u32>> = (0..world).map(|q| (0..m.rows_used()[q] as usize * n).map(|i| (q * 100_000 + i / n) as u32).collect()).collect();
             let mut land: Vec<Vec<u32>> = ex.land_rows.iter().map(|&r| vec![u32::MAX; r * n]).collect();
-            for q in 0..world {
-                for src in 0..world {
-                    let sends = ex.blocks[q].sends.iter().filter(|b| b.0 == src);
-                    let recvs = ex.blocks[src].recvs.iter().filter(|b| b.0 == q);
-                    assert_eq!(sends.clone().count(), recvs.clone().count());
-                    for (&(_, from, len), &(_, to, m)) in sends.zip(recvs) {
-                        assert_eq!(len, m);
-                        assert!(land[src][to..to + len].iter().all(|&v| v == u32::MAX), "a landing row written twice");
-                        land[src][to..to + len].copy_from_slice(&out[q][from..from + len]);
-                    }
-                }
-            }
+            super::super::replay_exchange(&ex.blocks, &out, &mut land);
             let dest = &m.dest;
             for src in 0..world {
                 assert_eq!(ex.land_rows[src], host_ids[src].iter().filter(|&&g| g >= 0).count());
