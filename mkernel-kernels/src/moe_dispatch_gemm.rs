@@ -387,7 +387,7 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: MoeBuffers, s: M
         p.exit_flags[q] = base + l.exit_offset();
     }
     let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, world), || source(cfg.tile, world))?;
-    driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: cfg.tile.smem_bytes() }, stream, &p)
+    driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: cfg.tile.claiming_smem_bytes() }, stream, &p)
 }
 
 #[cfg(test)]

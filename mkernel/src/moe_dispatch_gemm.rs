@@ -39,8 +39,9 @@ pub struct MoeDispatchGemmOptions {
     /// TMA-store tiles where the balanced routing (max_tokens x topk rows a rank) fills the
     /// compute CTAs with them, else 128 x 128 (Registers tiles where N % 8 != 0).
     pub tile: Option<TileConfig>,
-    /// CTAs that route and push this rank's tokens (below the grid). None:
-    /// [`DEFAULT_PUSH_CTAS`], at most half the rank's CTAs.
+    /// CTAs that route and push this rank's tokens (below the grid); they then compute too:
+    /// every CTA claims its tiles in the GEMM's order, so the push CTAs take what is left once
+    /// their pushes are out. None: [`DEFAULT_PUSH_CTAS`], at most half the rank's CTAs.
     pub push_ctas: Option<u32>,
     /// Tokens of a (source rank, expert) segment per arrival flag (>= 1; more than max_tokens
     /// means one chunk a segment). None: [`default_chunk_rows`] (512 KiB of token rows, at

@@ -112,13 +112,15 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: AllGathe
 /// block between two ranks (M / world not a multiple of the tile's rows: the block is read
 /// from the gathered A, including this rank's own rows), N % 8 != 0 (a Registers tile),
 /// forced 64-row, narrow, clustered and column-fitted tiles, chunks of 16 rows (several flags a row block)
-/// and of a whole shard, one and many push CTAs; each with fresh data twice.
+/// and of a whole shard, one and many push CTAs, and all but one CTA pushing (unclustered tiles are
+/// claimed: the push CTAs compute once their pushes are out, here most of the tiles); each with
+/// fresh data twice.
 #[test]
 fn matches_the_reference_at_world_sizes_2_3_4() {
     for w in [2usize, 3, 4] {
         let wu = w as u32;
         let d = AllGatherGemmOptions::default();
-        let cases: Vec<((u32, u32, u32), AllGatherGemmOptions)> = vec![
+        let mut cases: Vec<((u32, u32, u32), AllGatherGemmOptions)> = vec![
             ((1024 * wu, 4096, 512), d),
             ((520 * wu, 2048, 256), d),
             ((129 * wu, 1001, 64), d),
@@ -134,6 +136,8 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
         ];
         let max = cases.iter().map(|&((m, n, k), _)| (m as u64 * n as u64).max(m as u64 * k as u64)).max().unwrap();
         let Some(mut g) = group("matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
+        let grid = g.comms[0].grid();
+        cases.push(((1024 * wu, 4096, 512), AllGatherGemmOptions { tile: Some(TileConfig::WIDE_TMA_STORE), push_ctas: Some(grid - 1), chunk_rows: Some(16), ..d }));
         for ((m, n, k), opts) in cases {
             let s = GemmShape { m, n, k };
             let mut bs = bufs(&g, s);
@@ -145,6 +149,9 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
             }
             if let Some(c) = opts.chunk_rows {
                 assert_eq!(plan.chunk_rows, c.min(m / wu), "{s:?}: {plan}");
+            }
+            if let Some(c) = opts.push_ctas {
+                assert_eq!(plan.push_ctas, c, "{s:?}: {plan}");
             }
             eprintln!("ok world {w} {s:?} {plan}");
         }

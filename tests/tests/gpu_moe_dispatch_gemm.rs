@@ -151,14 +151,16 @@ fn round(g: &Ranks, s: MoeShape, tokens: &[u32], routing: Routing, seed: u64, op
 }
 
 /// Two to four ranks: uniform routings with -1 entries and uneven token counts (0 on one
-/// rank), all tokens to rank 0, chunks of 1 and of many tokens, one and many push CTAs,
-/// Registers (N % 8 != 0), TMA-store, 128 x 128 and 64-row tiles; each twice with fresh data.
+/// rank), all tokens to rank 0, chunks of 1 and of many tokens, one and many push CTAs and all
+/// but one CTA pushing (the tiles are claimed: the push CTAs compute once their pushes are out,
+/// here most of the tiles), Registers (N % 8 != 0), TMA-store, 128 x 128 and 64-row tiles; each
+/// twice with fresh data.
 #[test]
 fn matches_the_reference_at_world_sizes_2_3_4() {
     let d = MoeDispatchGemmOptions::default();
     for w in [2usize, 3, 4] {
         let wu = w as u32;
-        let cases: Vec<(MoeShape, Vec<u32>, Routing, MoeDispatchGemmOptions)> = vec![
+        let mut cases: Vec<(MoeShape, Vec<u32>, Routing, MoeDispatchGemmOptions)> = vec![
             (MoeShape { tokens: 0, max_tokens: 300, topk: 2, experts: 4 * wu, n: 512, k: 256 }, (0..wu).map(|r| 300 - 43 * r).collect(), Routing::Uniform, d),
             (MoeShape { tokens: 0, max_tokens: 200, topk: 3, experts: 2 * wu, n: 1000, k: 128 }, (0..wu).map(|r| if r == 1 { 0 } else { 200 - r }).collect(), Routing::Uniform, MoeDispatchGemmOptions { chunk_rows: Some(1), push_ctas: Some(1), ..d }),
             (MoeShape { tokens: 0, max_tokens: 256, topk: 2, experts: 3 * wu, n: 384, k: 192 }, vec![256; w], Routing::AllToRankZero, d),
@@ -168,6 +170,8 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
         ];
         let max = 1u64 << 24;
         let Some(g) = ranks("matches_the_reference_at_world_sizes_2_3_4", w, max, Duration::from_secs(20)) else { return };
+        let grid = g.comms[0].grid();
+        cases.push((MoeShape { tokens: 0, max_tokens: 512, topk: 2, experts: 2 * wu, n: 1024, k: 256 }, vec![512; w], Routing::Uniform, MoeDispatchGemmOptions { push_ctas: Some(grid - 1), ..d }));
         for (s, tokens, routing, opts) in cases {
             let seed = check::fresh_seed();
             let plan = round(&g, s, &tokens, routing, seed, opts);

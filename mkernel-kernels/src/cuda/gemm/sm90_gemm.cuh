@@ -18,6 +18,14 @@
 //              staging tile back and forth.
 // Tiles are visited in a grouped (L2-friendly) order; the CTA with role index i of n
 // takes tiles i, i+n, i+2n, ... so callers that publish tiles see them in that order.
+// Claimed units (hooks with kClaimsUnits, no cluster, no split): each CTA's producer instead
+// claims the next unit of that order from a per-call counter (`hook.unit_counter()`, an
+// atomic add), so a CTA that joins late (a fused kernel's push CTA once its pushes are out)
+// takes what is left, and CTAs that finish early take more: the units still start in the
+// order's sequence across the grid. The producer passes each claimed unit to the consumers
+// in a word beside the stage of its first K block (the stage's full barrier orders it), and
+// the consumers pass it to the storer beside the staging tile; a unit index past the last
+// (the producer's claim after the list ran out) ends both.
 // Clusters (CM = 2): the two CTAs of a cluster (consecutive block indices) compute the
 // tiles of row blocks 2p and 2p + 1 in the same column block at the same time; each loads
 // its own A tile and half of the shared B tile, multicast by TMA into both CTAs' shared
@@ -71,6 +79,19 @@ constexpr u32 kBarrierCStaged = 2;              // staging tile written (consume
 constexpr u32 kBarrierCFree = 3;                // staging tile read by TMA (storer -> consumers)
 
 enum class Epilogue : u32 { Registers = 0, TmaStore = 1 };
+
+// Shared memory a kernel whose hook claims units (kClaimsUnits) adds to its launch beyond
+// GemmConfig::kSmemBytes: GemmSmem::claimed's STAGES + 1 words (at most 8 stages), after the
+// ring's mbarriers (mkernel_kernels::gemm::CLAIM_EXTRA_SMEM_BYTES mirrors it).
+constexpr u32 kClaimExtraSmem = 48;
+// Whether GemmSmem::claimed's words, after the ring wherever the alignment puts it, lie within
+// a launch of kSmemBytes + kClaimExtraSmem bytes.
+template <class Cfg>
+constexpr bool gemm_claims_fit() {
+  return 1023 + Cfg::STAGES * Cfg::kStageBytes + Cfg::kCBytes + 16 * Cfg::STAGES + 4 * (Cfg::STAGES + 1) <=
+             Cfg::kSmemBytes + kClaimExtraSmem &&
+         Cfg::kSmemBytes + kClaimExtraSmem <= 232448;
+}
 
 template <u32 BM_, u32 BN_, u32 BK_, u32 STAGES_, Epilogue EPI_ = Epilogue::Registers, u32 CM_ = 1, bool SWAP_AB_ = false,
           u32 CN_ = 1>
@@ -279,6 +300,10 @@ struct GemmSmem {
     stage_full = (u64*)(c_staging + Cfg::kCBytes);
     stage_empty = stage_full + Cfg::STAGES;
   }
+  // Claimed units (hooks with kClaimsUnits; the launch adds kClaimExtraSmem bytes):
+  // claimed()[s], the unit whose first K block is in stage s; claimed()[STAGES], the unit in
+  // the staging tile (TMA-store epilogue).
+  __device__ __forceinline__ u32* claimed() const { return reinterpret_cast<u32*>(stage_empty + Cfg::STAGES); }
   __device__ __forceinline__ u8* a(u32 s) const { return base + s * Cfg::kStageBytes; }
   __device__ __forceinline__ u8* b(u32 s) const { return base + s * Cfg::kStageBytes + Cfg::kABytes; }
   // One thread, before the CTA-wide barrier that precedes any use.
@@ -383,12 +408,45 @@ __device__ __forceinline__ void load_operand_tile(const TmaDescriptor* tma, u64*
 // own shard, or the gathered A the peers push into). A hook with kGroupsB (a grouped GEMM:
 // each row block has its own B, stacked along B's rows) gives, after a_operand, the first
 // row of the unit's B in tma_b: `hook.b_row_base()` (an MoE dispatch's expert times N).
+// With kClaimsUnits the units are claimed (claim_unit) instead of first_unit, + stride, ..;
+// each one's index goes into claimed[stage] of its first K block's stage, and once the list
+// runs out a unit index past it goes into the next stage with an arrival and no bytes.
+template <class Hook>
+__device__ __forceinline__ u32 claim_unit(Hook& hook) {
+  u32 u = 0;
+  if (lane_id() == 0) u = atomicAdd(hook.unit_counter(), 1u);
+  return __shfl_sync(0xffffffffu, u, 0);
+}
+// The unit after u of a role's list: claimed, or u + stride.
+template <bool kClaims, class Hook>
+__device__ __forceinline__ u32 next_unit(Hook& hook, u32 u, u32 stride) {
+  if constexpr (kClaims) {
+    return claim_unit(hook);
+  } else {
+    return u + stride;
+  }
+}
+// The consumers' next claimed unit: the word beside the stage that holds its first K block.
+template <class Cfg>
+__device__ __forceinline__ u32 consumer_unit(const GemmSmem<Cfg>& sm, u32 stage, u32 phase, u64 timeout_ns) {
+  mbar_wait(&sm.stage_full[stage], phase, timeout_ns);
+  return *reinterpret_cast<volatile const u32*>(sm.claimed() + stage);
+}
+// The storer's next claimed unit: the word beside the staging tile, once it is staged.
+template <class Cfg>
+__device__ __forceinline__ u32 storer_unit(const GemmSmem<Cfg>& sm) {
+  named_barrier_sync(kBarrierCStaged, Cfg::kConsumerThreads + 32);
+  return *reinterpret_cast<volatile const u32*>(sm.claimed() + Cfg::STAGES);
+}
+
 template <class Cfg, bool kShift, class Hook>
 __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const GemmSmem<Cfg>& sm,
                               const TileScheduler& sched, const WorkUnits& units, u32 first_unit, u32 stride,
                               u32 k_blocks, u32 m, u64 timeout_ns, Hook& hook) {
+  constexpr bool kClaims = Hook::kClaimsUnits;
   u32 stage = 0, phase = 0;
-  for (u32 u = first_unit; u < units.total; u += stride) {
+  for (u32 u = kClaims ? next_unit<kClaims>(hook, 0, 0) : first_unit; u < units.total;
+       u = kClaims ? next_unit<kClaims>(hook, u, stride) : u + stride) {
     u32 t, slice, kb0, kb1, mb, nb;
     units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
@@ -403,6 +461,8 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
     for (u32 kb = kb0; kb < kb1; ++kb) {
       mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
       if (elect_one_sync()) {
+        // (the unit, before the arrival that releases it with the stage)
+        if (kClaims && kb == kb0) sm.claimed()[stage] = u;
         // (with a cluster: the whole shared tile, B's along M or A's along N, lands here, each
         // CTA's share sent by it, the shares overlapping by 8 rows where BN / CM is not whole
         // swizzle atoms: kStageTxBytes counts both)
@@ -415,6 +475,14 @@ __device__ void gemm_producer(const TmaDescriptor* tma_a, const TmaDescriptor* t
       __syncwarp();
       if (++stage == Cfg::STAGES) { stage = 0; phase ^= 1; }
     }
+  }
+  if constexpr (kClaims) {
+    mbar_wait(&sm.stage_empty[stage], phase ^ 1, timeout_ns);
+    if (elect_one_sync()) {
+      sm.claimed()[stage] = units.total;  // (the end)
+      mbar_arrive(&sm.stage_full[stage]);
+    }
+    __syncwarp();
   }
 }
 
@@ -569,15 +637,19 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
     tma_prefetch_descriptor(tma_c);
     if (tma_c_copy != nullptr) tma_prefetch_descriptor(tma_c_copy);
   }
-  // The staging tile starts free (a CTA without tiles has no consumer to release).
-  if (first_unit < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
-  for (u32 u = first_unit; u < units.total; u += stride) {
+  constexpr bool kClaims = OnTileStored::kClaimsUnits;
+  static_assert(!kClaims || !OnTileStored::kUsesStaging, "claimed units: no copy-out pacing by the CTA's next unit");
+  // The staging tile starts free (a CTA without tiles has no consumer to release; with
+  // claimed units every CTA's consumers take it once more, to say the list ended).
+  if (kClaims || first_unit < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
+  // (claimed units: the consumers' unit beside the staging tile, past the last at the end)
+  for (u32 u = kClaims ? storer_unit<Cfg>(sm) : first_unit; u < units.total; u = kClaims ? storer_unit<Cfg>(sm) : u + stride) {
     const u32 order_t = units.tile_of(u);
     u32 mb, nb;
     sched.coords(order_t, mb, nb);
     // (the tile as the hook names it to peers: with kRankOrder the ranks' orders differ)
     const u32 t = OnTileStored::kRankOrder ? sched.tile_id(mb, nb) : order_t;
-    named_barrier_sync(kBarrierCStaged, kThreads);
+    if (!kClaims) named_barrier_sync(kBarrierCStaged, kThreads);
     if constexpr (OnTileStored::kSplitsLastWave) {
       if (units.is_slice(u) &&
           reinterpret_cast<volatile u32*>(on_tile_stored.split_skip)[WorkUnits::skip_word(u, first_unit, stride)] != 0) {
@@ -634,8 +706,9 @@ __device__ void gemm_storer(const TmaDescriptor* tma_c, const TmaDescriptor* tma
       }
     }
     __syncwarp();
-    // The last tile's staging buffer is not needed again: no arrival nobody waits for.
-    if (u + stride < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
+    // The last tile's staging buffer is not needed again: no arrival nobody waits for. (With
+    // claimed units the consumers take it once more, for the end or a next unit.)
+    if (kClaims || u + stride < units.total) named_barrier_arrive(kBarrierCFree, kThreads);
     if (leader && !OnTileStored::kUsesStaging) {
       bulk_wait_group<0>();
       fence_proxy_async_global();
@@ -798,7 +871,11 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
   const u64 db0 = make_kmajor_sw128_desc(sm.b(0));
   constexpr u64 kStageDescStep = Cfg::kStageBytes >> 4;
   static_assert(Cfg::kStageBytes % 16 == 0, "stages start on 16-byte boundaries");
-  for (u32 u = first_unit; u < units.total; u += stride) {
+  constexpr bool kClaims = OnTileStored::kClaimsUnits;
+  // (claimed units: the producer's unit beside its first K block's stage, past the last at the
+  // end; waiting again for that stage in the K loop returns at once)
+  for (u32 u = kClaims ? consumer_unit<Cfg>(sm, stage, phase, timeout_ns) : first_unit; u < units.total;
+       u = kClaims ? consumer_unit<Cfg>(sm, stage, phase, timeout_ns) : u + stride) {
     u32 t, slice, kb0, kb1, mb, nb;
     units.unit(u, k_blocks, t, slice, kb0, kb1);
     sched.coords(t, mb, nb);
@@ -837,6 +914,7 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
                                     slice, WorkUnits::skip_word(u, first_unit, stride), wg * 128 + tid_in_wg, on_tile_stored);
       }
       named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
+      if (kClaims && wg == 0 && tid_in_wg == 0) sm.claimed()[Cfg::STAGES] = u;  // (the storer's unit)
       if (stages) {
         if constexpr (Cfg::kSwapAB) {
           stage_fragment_bf16_transposed<Cfg>(acc, sm.c_staging, wg * 64, tid_in_wg);
@@ -859,6 +937,12 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
       }
     }
   }
+  if constexpr (kClaims && Cfg::kTmaEpilogue) {
+    // (the end, to the storer: in the staging tile's turn, a unit past the last)
+    named_barrier_sync(kBarrierCFree, Cfg::kConsumerThreads + 32);
+    if (wg == 0 && tid_in_wg == 0) sm.claimed()[Cfg::STAGES] = units.total;
+    named_barrier_arrive(kBarrierCStaged, Cfg::kConsumerThreads + 32);
+  }
 }
 
 // Runs the producer or consumer side of the GEMM for the calling thread. All threads of
@@ -870,7 +954,9 @@ __device__ void gemm_consumer(const GemmSmem<Cfg>& sm, const TileScheduler& sche
 // tile's one unswizzled box of the whole tile) is used by the TMA-store epilogue only, as is
 // `tma_c_copy` (nullptr: none), a second C in the same format every tile also goes to.
 // `split_slices` > 1 splits the last wave (hooks with kSplitsLastWave and the TMA-store
-// epilogue only; see WorkUnits).
+// epilogue only; see WorkUnits). With a hook that claims units (kClaimsUnits) first_tile is
+// unused and the CTA takes the units it claims; tile_stride is still the number of CTAs
+// that run the GEMM (the one-wave rules).
 template <class Cfg, class OnTileStored>
 __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, const TmaDescriptor* tma_c,
                          const TmaDescriptor* tma_c_copy, const GemmSmem<Cfg>& sm, u16* c, u32 ldc, u32 m, u32 n,
@@ -890,6 +976,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
     if (on_tile_stored.orders_by_rank(Cfg::BM * Cfg::CM))
       sched.order_by_shards(on_tile_stored.order_first_row(), on_tile_stored.order_shard_rows(), Cfg::BM * Cfg::CM);
   }
+  static_assert(!OnTileStored::kClaimsUnits || (Cfg::kClusterSize == 1 && !OnTileStored::kSplitsLastWave),
+                "claimed units: no cluster (a pair's CTAs take their units together) and no split last wave");
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);

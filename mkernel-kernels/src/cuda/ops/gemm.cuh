@@ -13,6 +13,7 @@ struct NoTileHook {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kClaimsUnits = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = false;  // (gemm_run: the plain order)
@@ -36,6 +37,7 @@ struct SplitLastWave {
   // a_row0: the last row block of a ragged M reads A inside its bounds
   static constexpr bool kShiftsLastRowBlock = true;
   static constexpr bool kSplitsLastWave = true;
+  static constexpr bool kClaimsUnits = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = false;  // (gemm_run: the plain order)

@@ -152,6 +152,7 @@ struct PublishTileReady {
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kClaimsUnits = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   static constexpr bool kRankOrder = false;  // (gemm_run: the plain order; the communication CTAs walk it too)
@@ -236,6 +237,7 @@ struct EpilogueAllReduce {
   // a_row0 (not measured in the fused call: its last row block reads A as the others do)
   static constexpr bool kShiftsLastRowBlock = false;
   static constexpr bool kSplitsLastWave = true;
+  static constexpr bool kClaimsUnits = false;
   static constexpr bool kGathersA = false;  // (gemm_producer: A from tma_a only)
   static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
   // A reduce-scatter's order (gemm_run, TileScheduler::order_by_shards): the next rank's

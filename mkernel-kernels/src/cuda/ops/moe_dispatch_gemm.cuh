@@ -18,7 +18,9 @@
 //        then arrived_q[r][1 + e * seg_chunks + c] = epoch.
 //   compute CTAs (the others): the GEMM engine over the receive buffer's rows in use, each
 //     row block's B the W_e of the segment it lies in (kGroupsB), its producer warp waiting
-//     for the chunks the block's rows meet before loading them (MoeGatherA::a_operand).
+//     for the chunks the block's rows meet before loading them (MoeGatherA::a_operand). The
+//     CTAs claim their tiles from a per-call counter (the engine's claimed units), and the
+//     push CTAs join once their pushes are out, taking what is left.
 //
 // Receive buffer and out, on rank q: local expert e's rows are one segment, starting at a
 // multiple of 128 (so no row block of 64 or 128 rows holds two experts), rank 0's tokens
@@ -407,6 +409,7 @@ struct MoeGatherA {
   static constexpr bool kEqualGroupsInOneWave = false;
   static constexpr bool kShiftsLastRowBlock = false;  // (row blocks are the receive buffer's)
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kClaimsUnits = true;  // (tiles claimed from the call's counter: the push CTAs join)
   static constexpr bool kKeepsSomeRows = false;
   static constexpr bool kGathersA = true;
   static constexpr bool kGroupsB = true;
@@ -426,6 +429,8 @@ struct MoeGatherA {
   __device__ __forceinline__ u32 order_shard_rows() const { return 0; }
 
   __device__ __forceinline__ u32 b_row_base() const { return expert * p->n; }
+  // The call's unit counter (zero at a call's start: end_call resets it).
+  __device__ __forceinline__ u32* unit_counter() const { return &ctx->control->comm_next; }
 
   // Every lane of the producer warp, per unit: finds the unit's expert (the segments whose
   // end is <= a_row come before it), then waits for every chunk of every source rank its
@@ -512,10 +517,13 @@ __device__ __forceinline__ void moe_dispatch_gemm_kernel(const MoeDispatchParams
                 (2 * kMoeMaxExperts + 1) * 4 <= Cfg::kSmemBytes, "the routing's arrays fit the launch's shared memory");
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
+  static_assert(gemm_claims_fit<Cfg>(), "the claimed units' words fit the launch's shared memory");
   extern __shared__ u8 smem_raw[];
   if (blockIdx.x < p.num_comm_ctas) {
     if (!skipped) moe_push_role<Cfg, WORLD>(p, ctx, blockIdx.x, reinterpret_cast<u32*>(smem_raw));
-  } else {
+    __syncthreads();  // (the routing's shared arrays are done with: the ring's mbarriers reuse them)
+  }
+  {  // every CTA, the push CTAs once their pushes are out: the GEMM's tiles are claimed
     const GemmSmem<Cfg> sm(smem_raw);
     if (threadIdx.x == 0) sm.init();
     gemm_sync<Cfg>();
@@ -532,8 +540,8 @@ __device__ __forceinline__ void moe_dispatch_gemm_kernel(const MoeDispatchParams
       // The producer's waits are bounded by timeout_ns; the consumers and storer wait behind them.
       const u64 slack_ns = 10000000ull;
       const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
-      gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, rows, p.n, p.k,
-                    blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas, intra_timeout_ns, hook);
+      gemm_run<Cfg>(&p.tma_a, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, rows, p.n, p.k, 0u,
+                    gridDim.x, intra_timeout_ns, hook);
     }
     gemm_sync<Cfg>();
   }

@@ -409,6 +409,7 @@ struct MoeCombineHook {
   static constexpr bool kEqualGroupsInOneWave = false;  // (the push CTAs walk the plain order)
   static constexpr bool kShiftsLastRowBlock = false;    // (row blocks are the segments')
   static constexpr bool kSplitsLastWave = false;
+  static constexpr bool kClaimsUnits = false;
   static constexpr bool kKeepsSomeRows = false;
   static constexpr bool kGathersA = true;
   static constexpr bool kGroupsB = true;
