@@ -93,18 +93,14 @@ pub(crate) fn check_world(world: u32, min: u32, what: &str) -> Result<()> {
 }
 
 /// The source of a fused GEMM kernel whose CTAs push first (the all-gather's, the MoE
-/// dispatch's, the MoE combine's): `kernel`<tile's config, world>(p) with `params` p, from
-/// `header`, named `name`, plus the shared-memory asserts and `extra` (more static_asserts, or
-/// empty). The all-gather's and the dispatch's launches take
-/// [`TileConfig::claiming_smem_bytes`].
+/// dispatch's): `kernel`<tile's config, world>(p) with `params` p, from `header`, named
+/// `name`, plus the shared-memory assert and `extra` (more static_asserts, or empty).
 pub(crate) fn pushing_gemm_source(header: &str, params: &str, kernel: &str, name: String, tile: TileConfig, world: u32, extra: &str) -> Result<KernelSource> {
     let entry = format!(
         "#include \"{header}\"\n{wrapper}\
          extern \"C\" __global__ void __launch_bounds__({threads}, 1){cluster} {name}(const __grid_constant__ {params} p) {{\n\
          \x20 {kernel}<{cfg_ty}, {world}>(p);\n}}\n\
-         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n\
-         static_assert(mk::kClaimExtraSmem == {claim}, \"claimed units' shared memory differs from the host's\");\n{extra}",
-        claim = crate::gemm::CLAIM_EXTRA_SMEM_BYTES,
+         static_assert({cfg_ty}::kSmemBytes == {smem}, \"shared memory differs from the host's TileConfig::smem_bytes\");\n{extra}",
         wrapper = crate::gemm::wgmma_wrapper_for(tile),
         smem = tile.smem_bytes(),
         threads = tile.threads(),

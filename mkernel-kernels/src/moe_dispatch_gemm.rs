@@ -22,7 +22,7 @@ use cudarc::driver::CudaStream;
 
 use crate::driver::{self, LaunchDims, Runtime, Swizzle, Tensor2d};
 use crate::error::{invalid, Result};
-use crate::gemm::{Epilogue, GemmShape, TileConfig};
+use crate::gemm::{Epilogue, GemmShape, TileConfig, CLAIM_EXTRA_SMEM_BYTES};
 use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout};
 use crate::jit::KernelSource;
 use crate::params::{MoeDispatchParams, MAX_RANKS};
@@ -269,6 +269,13 @@ pub fn kernel_name(tile: TileConfig, world: u32) -> String {
     format!("mkernel_moe_dispatch_gemm_{}_w{}", tile.tag(), world)
 }
 
+/// Dynamic shared memory of a launch with `tile`, bytes: the tile's ([`TileConfig::smem_bytes`],
+/// which the routing's arrays reuse) and the claimed units' words (the CTAs claim their tiles,
+/// so the push CTAs join the GEMM once their pushes are out: [`CLAIM_EXTRA_SMEM_BYTES`]).
+pub fn smem_bytes(tile: TileConfig) -> u32 {
+    tile.smem_bytes().saturating_add(CLAIM_EXTRA_SMEM_BYTES)
+}
+
 /// Source of the kernel for a tile and world size (2..=[`MAX_RANKS`]).
 ///
 /// Errors: a tile outside [`tiles`] (`tile`), a world size outside 2..=MAX_RANKS
@@ -280,7 +287,8 @@ pub fn source(tile: TileConfig, world: u32) -> Result<KernelSource> {
     }
     crate::catalog::check_world(world, 2, "an MoE dispatch + GEMM kernel")?;
     let bounds = format!(
-        "static_assert(mk::kMoeMaxExperts == {MAX_EXPERTS} && mk::kMoeMaxLocalExperts == {MAX_LOCAL_EXPERTS} && mk::kMoeSegmentAlign == {SEGMENT_ALIGN}, \"MoE bounds differ from Rust\");\n"
+        "static_assert(mk::kMoeMaxExperts == {MAX_EXPERTS} && mk::kMoeMaxLocalExperts == {MAX_LOCAL_EXPERTS} && mk::kMoeSegmentAlign == {SEGMENT_ALIGN}, \"MoE bounds differ from Rust\");\n\
+         static_assert(mk::kClaimExtraSmem == {CLAIM_EXTRA_SMEM_BYTES}, \"claimed units' shared memory differs from the host's\");\n"
     );
     crate::catalog::pushing_gemm_source("ops/moe_dispatch_gemm.cuh", "MoeDispatchParams", "mk::moe_dispatch_gemm_kernel", kernel_name(tile, world), tile, world, &bounds)
 }
@@ -387,12 +395,23 @@ pub unsafe fn launch(rt: &Runtime, stream: &Arc<CudaStream>, b: MoeBuffers, s: M
         p.exit_flags[q] = base + l.exit_offset();
     }
     let f = rt.function_named(stream.context(), &kernel_name(cfg.tile, world), || source(cfg.tile, world))?;
-    driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: cfg.tile.claiming_smem_bytes() }, stream, &p)
+    driver::launch(&f, LaunchDims { grid: cfg.grid, block: cfg.tile.threads(), smem_bytes: smem_bytes(cfg.tile) }, stream, &p)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every dispatch launch takes the claimed units' words on top of the tile's shared memory,
+    /// within an SM's 227 KiB (the kernel's static_asserts check the same when it compiles).
+    #[test]
+    fn launches_fit_shared_memory_with_the_claimed_units() {
+        for t in tiles() {
+            assert_eq!(t.cluster_size(), 1, "{t}: the claimed units need unclustered tiles");
+            assert_eq!(smem_bytes(t), t.smem_bytes() + CLAIM_EXTRA_SMEM_BYTES, "{t}");
+            assert!(smem_bytes(t) <= 232_448, "{t}: {} bytes", smem_bytes(t));
+        }
+    }
 
     fn bufs(world: u32, capacity: u64) -> RankBuffers {
         RankBuffers { rank: world - 1, world, workspace: [0x1000_0000; MAX_RANKS], layout: WorkspaceLayout::new(capacity, world).unwrap(), status: 0x3000 }

@@ -31,10 +31,8 @@ pub struct AllGatherGemmOptions {
     /// shape on the rank's CTAs less [`DEFAULT_PUSH_CTAS`] (whatever `push_ctas` says).
     pub tile: Option<TileConfig>,
     /// CTAs that push this rank's shard to the peers (a multiple of the tile's cluster size,
-    /// below the grid). With an unclustered tile they then compute too: every CTA claims its
-    /// tiles in the GEMM's order, so the push CTAs take what is left once their pushes are out
-    /// (clustered tiles are dealt to the compute CTAs only). None: [`DEFAULT_PUSH_CTAS`] rounded
-    /// up to whole clusters, at most half the rank's CTAs (at least one cluster).
+    /// below the grid). None: [`DEFAULT_PUSH_CTAS`] rounded up to whole clusters, at most half
+    /// the rank's CTAs (at least one cluster).
     pub push_ctas: Option<u32>,
     /// Rows of a shard per arrival flag (>= 1; more than the shard's M / world rows means one
     /// chunk a shard). None: [`default_chunk_rows`] (~256 KiB of rows, fitting the workspace's

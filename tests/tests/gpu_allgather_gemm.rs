@@ -112,9 +112,8 @@ fn round(g: &mut Group, bs: &mut [Bufs], s: GemmShape, seed: u64, opts: AllGathe
 /// block between two ranks (M / world not a multiple of the tile's rows: the block is read
 /// from the gathered A, including this rank's own rows), N % 8 != 0 (a Registers tile),
 /// forced 64-row, narrow, clustered and column-fitted tiles, chunks of 16 rows (several flags a row block)
-/// and of a whole shard, one and many push CTAs, and all but one CTA pushing (unclustered tiles are
-/// claimed: the push CTAs compute once their pushes are out, here most of the tiles); each with
-/// fresh data twice.
+/// and of a whole shard, one and many push CTAs, and all but one CTA pushing (one compute CTA
+/// takes every tile); each with fresh data twice.
 #[test]
 fn matches_the_reference_at_world_sizes_2_3_4() {
     for w in [2usize, 3, 4] {

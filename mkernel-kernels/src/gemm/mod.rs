@@ -675,20 +675,6 @@ impl TileConfig {
         (self.bm / 64).saturating_mul(128).saturating_add(128)
     }
 
-    /// Whether a pushing kernel that can let its CTAs claim their tiles (the all-gather +
-    /// GEMM, the MoE dispatch + GEMM: the engine's claimed units, so the push CTAs join the
-    /// GEMM once their pushes are out) does so with this tile: unclustered tiles (a cluster's
-    /// two CTAs would have to claim together).
-    pub fn claims_units(&self) -> bool {
-        self.cluster_size() == 1
-    }
-
-    /// Dynamic shared memory of a claiming kernel's launch with this tile: [`Self::smem_bytes`],
-    /// plus [`CLAIM_EXTRA_SMEM_BYTES`] where the tile [`claims_units`](Self::claims_units).
-    pub fn claiming_smem_bytes(&self) -> u32 {
-        self.smem_bytes().saturating_add(if self.claims_units() { CLAIM_EXTRA_SMEM_BYTES } else { 0 })
-    }
-
     /// Dynamic shared memory per CTA in bytes (mirrors `GemmConfig::kSmemBytes`, checked
     /// when the kernels compile). Saturates at u32::MAX for configurations outside the
     /// catalog (which `validate` refuses).
@@ -1071,8 +1057,8 @@ impl SplitLaunch {
 pub const SPLIT_EXTRA_SMEM: u32 = 16;
 
 /// Shared memory a kernel whose CTAs claim their tiles takes past [`TileConfig::smem_bytes`]
-/// ([`TileConfig::claiming_smem_bytes`]; `kClaimExtraSmem` in gemm/sm90_gemm.cuh): the
-/// claimed units' words beside the ring's mbarriers.
+/// (the MoE dispatch + GEMM's: [`crate::moe_dispatch_gemm::smem_bytes`]; `kClaimExtraSmem` in
+/// gemm/sm90_gemm.cuh): the claimed units' words beside the ring's mbarriers.
 pub const CLAIM_EXTRA_SMEM_BYTES: u32 = 48;
 
 /// Name of the GEMM kernel with a split last wave ([`source_split`]).

@@ -17,10 +17,6 @@
 //       (no wait, no copy); a row block that meets other ranks' rows is read from the
 //       gathered A once its producer warp has seen every chunk it needs arrive (the lanes
 //       poll the chunks at once, one timeout in all: GatherA::a_operand).
-//       Unclustered tiles: the CTAs claim their tiles in that order (the engine's claimed
-//       units), and the push CTAs join once their pushes are out, taking what is left (with
-//       a static deal they would idle for the rest of the call: 8 of 132 SMs by default).
-//       Clustered tiles: compute CTAs only, tiles dealt round-robin.
 //
 //   rank 0:  [push A_0 -> gathered_1, own head rows -> gathered_0]   [GEMM: own rows | rank 1's rows]
 //   rank 1:  [push A_1 -> gathered_0, own head rows -> gathered_1]   [GEMM: own rows | rank 0's rows]
@@ -124,9 +120,10 @@ struct GatherA {
   static constexpr bool kEqualGroupsInOneWave = false;  // (the rotated order: TileScheduler::rot_pm)
   static constexpr bool kShiftsLastRowBlock = false;    // (row blocks are the gathered A's)
   static constexpr bool kSplitsLastWave = false;
-  // (unclustered: tiles claimed from the call's counter, so the push CTAs join; a cluster's
-  // two CTAs would have to claim together)
-  static constexpr bool kClaimsUnits = Cfg::kClusterSize == 1;
+  // (tiles dealt, not claimed: with claimed tiles the push CTAs joined the GEMM, 8 + 58 CTAs
+  // computing a rank on a shared H100 instead of 58, and the fused calls were 6-8% slower at
+  // M = 1024, where the waves stayed as many, and within 2% elsewhere: run 451, bench/NOTES.md 66)
+  static constexpr bool kClaimsUnits = false;
   static constexpr bool kKeepsSomeRows = false;
   static constexpr bool kGathersA = true;
   static constexpr bool kGroupsB = false;  // (gemm_producer: one B for every row block)
@@ -137,8 +134,6 @@ struct GatherA {
   u32 seen_blocks;   // lane L, bit b: row block 32 L + b of the gathered A has been seen whole
 
   __device__ __forceinline__ void operator()(u32) const {}
-  // The call's unit counter (kClaimsUnits; zero at a call's start: end_call resets it).
-  __device__ __forceinline__ u32* unit_counter() const { return &ctx->control->comm_next; }
 
   // The order (gemm_run, TileScheduler::order_by_shards) starts at this rank's own rows, in
   // raster groups of a shard's pairs (run 416: at M = 1024 on 2 ranks, groups of 8 held the
@@ -193,49 +188,33 @@ struct GatherA {
   }
 };
 
-// The GEMM of every CTA that computes: the compute CTAs, and with claimed tiles the push CTAs
-// once their pushes are out.
-template <class Cfg, u32 WORLD>
-__device__ __forceinline__ void allgather_compute(const AllGatherParams& p, const WaitContext& ctx, bool skipped) {
-  constexpr bool kClaims = GatherA<Cfg, WORLD>::kClaimsUnits;
-  extern __shared__ u8 smem_raw[];
-  const GemmSmem<Cfg> sm(smem_raw);
-  if (threadIdx.x == 0) sm.init();
-  gemm_sync<Cfg>();
-  if (!skipped) {
-    GatherA<Cfg, WORLD> hook{&p, &ctx, false, 0u};
-    // The consumers' and the storer's mbarrier waits trap on expiry ("only a bug"), but
-    // here they wait behind the producer's arrival waits (up to timeout_ns, then noticed a
-    // few tens of us late): their bound is two inter-GPU timeouts and a margin, so a
-    // missing peer is reported as PeerChunkArrived instead of trapping.
-    const u64 slack_ns = 10000000ull;
-    const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
-    // (dealt: the compute CTAs' role index and stride skip the push CTAs, and with clusters
-    // the host gives a whole number of clusters to each role, so pairs stay aligned;
-    // claimed: every CTA of the grid)
-    const u32 first = kClaims ? 0u : blockIdx.x - p.num_comm_ctas;
-    const u32 ctas = kClaims ? gridDim.x : gridDim.x - p.num_comm_ctas;
-    gemm_run<Cfg>(&p.tma_a_gathered, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
-                  first, ctas, intra_timeout_ns, hook);
-  }
-  gemm_sync<Cfg>();  // (with a cluster: the other CTA's last arrivals on this one's ring)
-}
-
 template <class Cfg, u32 WORLD>
 __device__ __forceinline__ void allgather_gemm_kernel(const AllGatherParams& p) {
   static_assert(WORLD >= 2 && WORLD <= MKERNEL_MAX_RANKS, "an all-gather needs 2..MKERNEL_MAX_RANKS ranks");
   static_assert(!Cfg::kSwapAB, "swapped-operand tiles: A's rows are the engine's columns (not gathered by row block)");
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
-  constexpr bool kClaims = GatherA<Cfg, WORLD>::kClaimsUnits;
-  static_assert(!kClaims || gemm_claims_fit<Cfg>(), "the claimed units' words fit the launch's shared memory");
-  if constexpr (kClaims) {  // (claimed tiles: the push CTAs join once their pushes are out)
-    if (blockIdx.x < p.num_comm_ctas && !skipped) push_shard<Cfg, WORLD>(p, ctx, blockIdx.x, p.num_comm_ctas);
-    allgather_compute<Cfg, WORLD>(p, ctx, skipped);
-  } else if (blockIdx.x < p.num_comm_ctas) {
+  if (blockIdx.x < p.num_comm_ctas) {
     if (!skipped) push_shard<Cfg, WORLD>(p, ctx, blockIdx.x, p.num_comm_ctas);
   } else {
-    allgather_compute<Cfg, WORLD>(p, ctx, skipped);
+    extern __shared__ u8 smem_raw[];
+    const GemmSmem<Cfg> sm(smem_raw);
+    if (threadIdx.x == 0) sm.init();
+    gemm_sync<Cfg>();
+    if (!skipped) {
+      GatherA<Cfg, WORLD> hook{&p, &ctx, false, 0u};
+      // The consumers' and the storer's mbarrier waits trap on expiry ("only a bug"), but
+      // here they wait behind the producer's arrival waits (up to timeout_ns, then noticed a
+      // few tens of us late): their bound is two inter-GPU timeouts and a margin, so a
+      // missing peer is reported as PeerChunkArrived instead of trapping.
+      const u64 slack_ns = 10000000ull;
+      const u64 intra_timeout_ns = p.timeout_ns > (~0ull - slack_ns) / 2 ? ~0ull : 2 * p.timeout_ns + slack_ns;
+      // (the compute CTAs' role index and stride skip the push CTAs: with clusters the host
+      // gives a whole number of clusters to each role, so pairs stay aligned)
+      gemm_run<Cfg>(&p.tma_a_gathered, &p.tma_b, &p.tma_c, nullptr, sm, reinterpret_cast<u16*>(p.out), p.n, p.m, p.n, p.k,
+                    blockIdx.x - p.num_comm_ctas, gridDim.x - p.num_comm_ctas, intra_timeout_ns, hook);
+    }
+    gemm_sync<Cfg>();  // (with a cluster: the other CTA's last arrivals on this one's ring)
   }
   // Every CTA: its pushes are released, its reads of the gathered A are done.
   __syncthreads();
