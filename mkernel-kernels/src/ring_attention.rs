@@ -157,24 +157,26 @@ impl AttentionShape {
         }
     }
 
-    /// Elements of one rank's keys (or values): B x S x Hkv x D.
+    /// Elements of one rank's keys (or values): B x S x Hkv x D (the element counts saturate
+    /// at u64::MAX: four u32 dimensions can exceed it, and a shape that large is refused by
+    /// [`check_shape`], not wrapped to a small one).
     pub fn kv_elems(&self) -> u64 {
-        self.batch as u64 * self.seq as u64 * self.kv_heads as u64 * self.head_dim as u64
+        saturating_product(&[self.batch, self.seq, self.kv_heads, self.head_dim])
     }
 
     /// Elements of one rank's queries (or output): B x S x H x D.
     pub fn q_elems(&self) -> u64 {
-        self.batch as u64 * self.seq as u64 * self.heads as u64 * self.head_dim as u64
+        saturating_product(&[self.batch, self.seq, self.heads, self.head_dim])
     }
 
     /// Elements of the log-sum-exp output: B x H x S (f32).
     pub fn lse_elems(&self) -> u64 {
-        self.batch as u64 * self.heads as u64 * self.seq as u64
+        saturating_product(&[self.batch, self.heads, self.seq])
     }
 
     /// Elements of the gathered KV in each rank's workspace: world x 2 x B x S x Hkv x D.
     pub fn gathered_elems(&self, world: u32) -> u64 {
-        world as u64 * 2 * self.kv_elems()
+        (world as u64 * 2).saturating_mul(self.kv_elems())
     }
 
     /// Floating-point operations of one rank's attention (2 GEMMs of 2 x S x (keys seen) x
@@ -205,6 +207,11 @@ impl AttentionShape {
             (true, SeqLayout::Zigzag) => "causal zigzag",
         }
     }
+}
+
+/// The product of `dims`, at most u64::MAX.
+fn saturating_product(dims: &[u32]) -> u64 {
+    dims.iter().fold(1u64, |p, &d| p.saturating_mul(d as u64))
 }
 
 impl std::fmt::Display for AttentionShape {
@@ -309,6 +316,24 @@ pub fn default_chunk_rows(s: AttentionShape) -> u32 {
 /// bytes (TMA's strides), every tensor's elements within 2^40, seq even under a causal mask
 /// in the zigzag layout on more than one rank (`shape`).
 pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
+    check_tensor_rules(s, world)?;
+    if s.gathered_elems(world) > 1 << 40 {
+        return Err(invalid("shape", format!("{s}: the keys and values of {world} ranks, {} elements, exceed 2^40", s.gathered_elems(world))));
+    }
+    Ok(())
+}
+
+/// The fused call's shape rules on `world` ranks with a workspace of `capacity_elems`:
+/// [`check_shape`]'s, with the gathered keys and values held to the workspace
+/// ([`check_gathered_fits`]) instead of 2^40. The largest workspace (2^37 elements) binds
+/// before 2^40 does, so a refusal names the workspace rule, not a limit the call cannot reach.
+pub fn check_fused_shape(s: AttentionShape, world: u32, capacity_elems: u64) -> Result<()> {
+    check_tensor_rules(s, world)?;
+    check_gathered_fits(s, world, capacity_elems)
+}
+
+/// [`check_shape`]'s rules but the gathered keys and values'.
+fn check_tensor_rules(s: AttentionShape, world: u32) -> Result<()> {
     if world == 0 || world as usize > MAX_RANKS {
         return Err(invalid("world_size", format!("attention runs on 1..={MAX_RANKS} ranks, got {world}")));
     }
@@ -334,9 +359,6 @@ pub fn check_shape(s: AttentionShape, world: u32) -> Result<()> {
     }
     if s.q_elems() > 1 << 40 {
         return Err(invalid("shape", format!("{s}: q and out of {} elements exceed 2^40", s.q_elems())));
-    }
-    if s.gathered_elems(world) > 1 << 40 {
-        return Err(invalid("shape", format!("{s}: the keys and values of {world} ranks, {} elements, exceed 2^40", s.gathered_elems(world))));
     }
     Ok(())
 }
@@ -430,10 +452,9 @@ pub fn validate(s: AttentionShape, cfg: &RingAttentionConfig, bufs: &RankBuffers
     if world < 2 {
         return Err(invalid("world_size", format!("ring attention needs 2..={MAX_RANKS} ranks (with one, call the unfused attention), got {world}")));
     }
-    check_shape(s, world)?;
+    check_fused_shape(s, world, bufs.layout.capacity_elems)?;
     bufs.check()?;
     let l = bufs.layout;
-    check_gathered_fits(s, world, l.capacity_elems)?;
     if cfg.chunk_rows == 0 || cfg.chunk_rows > s.seq {
         return Err(invalid("cfg", format!("chunk_rows must be 1..=seq = {}, got {}", s.seq, cfg.chunk_rows)));
     }
@@ -635,6 +656,30 @@ mod tests {
         let e = check_gathered_fits(big, 2, 1 << 37).unwrap_err().to_string();
         assert!(e.contains("largest communicator workspace") && !e.contains("max_output_elems >="), "{e}");
         assert!(check_gathered_fits(s, 2, s.gathered_elems(2)).is_ok());
+    }
+
+    /// The fused call's gathered keys and values are held to the workspace (2^37 elements
+    /// at most), which binds before check_shape's 2^40: a refusal names it; and element counts
+    /// saturate rather than wrap (a debug build panicked on B x S x H x D past u64).
+    #[test]
+    fn fused_refusals_name_the_binding_rule() {
+        let huge = AttentionShape { batch: 512, seq: 1 << 20, heads: 8, kv_heads: 8, head_dim: 128, causal: false, layout: SeqLayout::Contiguous };
+        assert!(huge.gathered_elems(2) > 1 << 40 && huge.q_elems() <= 1 << 40);
+        assert!(check_shape(huge, 2).unwrap_err().to_string().contains("exceed 2^40"));
+        let good = RingAttentionConfig { push_ctas: 4, grid: 132, chunk_rows: 128, softmax_scale: 0.088 };
+        for e in [check_fused_shape(huge, 2, 1 << 37).unwrap_err().to_string(), validate(huge, &good, &bufs(2, 1 << 24)).unwrap_err().to_string()] {
+            assert!(e.contains("largest communicator workspace") && e.contains("2^37") && !e.contains("2^40"), "{e}");
+        }
+        let s = shape();
+        assert!(check_fused_shape(s, 2, s.gathered_elems(2)).is_ok());
+        let e = check_fused_shape(s, 2, s.gathered_elems(2) - 1).unwrap_err().to_string();
+        assert!(e.contains(&format!("max_output_elems >= {}", s.gathered_elems(2))), "{e}");
+        assert!(check_fused_shape(AttentionShape { head_dim: 96, ..s }, 2, 1 << 37).unwrap_err().to_string().contains("head_dim"));
+        let wide = AttentionShape { batch: u32::MAX, seq: 1 << 20, heads: 256, kv_heads: 256, head_dim: 64, causal: false, layout: SeqLayout::Contiguous };
+        assert_eq!((wide.q_elems(), wide.kv_elems(), wide.gathered_elems(8)), (u64::MAX, u64::MAX, u64::MAX));
+        assert_eq!(AttentionShape { batch: u32::MAX, seq: u32::MAX, heads: u32::MAX, ..wide }.lse_elems(), u64::MAX);
+        assert!(check_shape(wide, 2).unwrap_err().to_string().contains("exceed 2^40"));
+        assert!(check_fused_shape(wide, 2, 1 << 37).is_err());
     }
 
     #[test]

@@ -970,6 +970,21 @@ mod tests {
         assert!(render(&output(&["ring-attention", "--filter", "zigzag S=4096"]).unwrap()).contains("llama70b causal zigzag S=4096 (1x4096x64x8x128cz): mkernel_ring_attention_d128_causal_zz_w2;"));
     }
 
+    /// A ring-attention shape whose gathered keys and values exceed 2^40 elements is refused
+    /// naming the rule that binds, the largest workspace's 2^37 elements (before: it named
+    /// 2^40), with or without --max-output-elems; one whose element counts pass u64 is
+    /// refused, not a panic (before: "attempt to multiply with overflow").
+    #[test]
+    fn ring_attention_refusals_name_the_binding_limit() {
+        for extra in [&[][..], &["--max-output-elems", "137438953472"][..]] {
+            let out = output(&[&["ring-attention", "--shape", "512x1048576x8x8x128"][..], extra].concat()).unwrap();
+            let e = out.plans[0].refused.as_deref().unwrap_or_default();
+            assert!(e.contains("`shape`") && e.contains("largest communicator workspace") && e.contains("2^37") && !e.contains("2^40"), "{extra:?}: {e}");
+        }
+        let out = output(&["ring-attention", "--shape", "4294967295x1048576x256x256x64"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("exceed 2^40")), "{:?}", out.plans[0]);
+    }
+
     /// plan moe-dispatch-gemm: the bench's shapes planned as the call would (the workspace
     /// each needs named; the default communicator's is too small for 256 experts at 4096
     /// tokens, refused naming the size to create it with), the overrides taken or refused by

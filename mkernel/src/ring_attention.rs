@@ -53,18 +53,18 @@ fn scale_or_default(s: AttentionShape, scale: Option<f32>) -> Result<f32> {
 /// by `ctx`.
 ///
 /// Errors: a context no communicator has (`ctx`), one rank (`world_size`: call
-/// [`attention`]), a shape outside the rules of `mkernel_kernels::ring_attention::check_shape`
-/// or whose gathered keys and values (world x 2 x B x S x Hkv x D) exceed the workspace
-/// (`shape`), push CTAs that are 0 or leave no compute CTA (`push_ctas`), 0 chunk rows
-/// (`chunk_rows`), a bad scale (`softmax_scale`).
+/// [`attention`]), a shape outside the rules of
+/// `mkernel_kernels::ring_attention::check_fused_shape` (`check_shape`'s, with the gathered
+/// keys and values, world x 2 x B x S x Hkv x D, within the workspace, at most 2^37
+/// elements) (`shape`), push CTAs that are 0 or leave no compute CTA (`push_ctas`), 0 chunk
+/// rows (`chunk_rows`), a bad scale (`softmax_scale`).
 pub fn plan_ring_attention(shape: AttentionShape, opts: RingAttentionOptions, ctx: PlanContext) -> Result<RingAttentionConfig> {
     ctx.check()?;
     let world = ctx.world_size;
     if world < 2 {
         return Err(invalid("world_size", format!("ring attention needs 2..={} ranks (with one, call mkernel::attention), got {world}", mkernel_kernels::params::MAX_RANKS)));
     }
-    ra::check_shape(shape, world)?;
-    ra::check_gathered_fits(shape, world, ctx.max_output_elems)?;
+    ra::check_fused_shape(shape, world, ctx.max_output_elems)?;
     let push_ctas = match opts.push_ctas {
         Some(c) if c == 0 || c >= ctx.grid => {
             return Err(invalid("push_ctas", format!("must be 1 to {} (below the rank's {} CTAs), got {c}", ctx.grid - 1, ctx.grid)));

@@ -53,11 +53,12 @@ pub struct RaArgs {
 }
 
 /// `BxSxHxHKVxD` with an optional `c` (causal) or `cz` (causal, zigzag layout) suffix,
-/// checked against the shape rules at the bench's smallest world (2).
+/// checked against the fused call's shape rules at the bench's smallest world (2), in the
+/// largest workspace.
 pub fn parse_shape(text: &str) -> Result<AttentionShape, String> {
     let s = parse_shape_syntax(text)?;
     // (the bench's smallest world; run checks the KV of the world it gets)
-    mkernel_kernels::ring_attention::check_shape(s, 2).map_err(|e| format!("{text:?}: {e}"))?;
+    mkernel_kernels::ring_attention::check_fused_shape(s, 2, mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS).map_err(|e| format!("{text:?}: {e}"))?;
     Ok(s)
 }
 
@@ -327,6 +328,9 @@ mod tests {
         for bad in ["1x2x3", "1x4096x64x8x96", "1x4096x6x4x128", "0x1x1x1x64", "axbxcxdxe", "1x1x1x1x64cc"] {
             assert!(parse_shape(bad).is_err(), "{bad}");
         }
+        // Gathered keys and values past 2^40 elements: the largest workspace's 2^37 binds.
+        let e = parse_shape("512x1048576x8x8x128").unwrap_err();
+        assert!(e.contains("largest communicator workspace") && !e.contains("2^40"), "{e}");
         for (label, s) in shapes() {
             assert!(mkernel_kernels::ring_attention::check_shape(s, 2).is_ok(), "{label}");
         }
