@@ -83,18 +83,21 @@ pub struct PlanRanks {
     /// Some GPU holds more than one rank (--sms is then each rank's share).
     #[arg(long)]
     pub gpu_shared: bool,
-    /// `CommConfig::max_output_elems` (1 to 2^37; default CommConfig's): holds the all-gather's
-    /// gathered A (M x K), the MoE dispatch's receive buffer (recv_capacity x K) and counts,
-    /// the MoE combine's slots (max_tokens x topk x N), out (recv_capacity x N) and map, or ring
-    /// attention's gathered keys and values (world x 2 x B x S x Hkv x D).
+    /// `CommConfig::max_output_elems` (1 to 2^37): holds the all-gather's gathered A (M x K),
+    /// the MoE dispatch's receive buffer (recv_capacity x K) and counts, the MoE combine's
+    /// slots (max_tokens x topk x N), out (recv_capacity x N) and map, or ring attention's
+    /// gathered keys and values (world x 2 x B x S x Hkv x D). Default: ring-attention and
+    /// the MoE plans size it as their bench does, for the largest of the planned shapes (at
+    /// the receive capacity given, else the worst case); allgather-gemm takes CommConfig's.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS))]
     pub max_output_elems: Option<u64>,
 }
 
 impl PlanRanks {
-    /// The SMs a rank plans for (`plan_sms`), the workspace's elements and the plan context.
-    fn context(&self, sms: Option<u32>) -> BenchResult<(u32, u64, PlanContext)> {
-        let max_output_elems = self.max_output_elems.unwrap_or(CommConfig::default().max_output_elems);
+    /// The SMs a rank plans for (`plan_sms`), the workspace's elements (--max-output-elems,
+    /// else `default(world size)`) and the plan context.
+    fn context(&self, sms: Option<u32>, default: impl FnOnce(u32) -> u64) -> BenchResult<(u32, u64, PlanContext)> {
+        let max_output_elems = self.max_output_elems.unwrap_or_else(|| default(self.world_size));
         let sms = plan_sms(sms, self.gpu_shared, self.world_size);
         let ctx = PlanContext::new(self.world_size, sms, self.gpu_shared, max_output_elems).map_err(|e| usage(e.to_string()))?;
         Ok((sms, max_output_elems, ctx))
@@ -243,6 +246,10 @@ struct PlanContextRow {
     gpu_shared: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_output_elems: Option<u64>,
+    /// Where max_output_elems was not given: sized as the bench sizes it for the planned
+    /// shapes (ring-attention, the MoE plans), not CommConfig's default.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    bench_sized_workspace: bool,
     /// plan gemm: the workspace's bytes (`None`: mkernel::gemm's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     workspace_bytes: Option<u64>,
@@ -403,7 +410,7 @@ fn render(out: &PlanOutput) -> String {
         s += &format!(", world size {w}, {}", if c.gpu_shared == Some(true) { "ranks sharing a GPU (--sms: a rank's share)" } else { "a GPU per rank" });
     }
     if let Some(e) = c.max_output_elems {
-        s += &format!(", max_output_elems {e}");
+        s += &format!(", max_output_elems {e}{}", if c.bench_sized_workspace { " (sized as the bench sizes it for these shapes)" } else { "" });
     }
     if c.op == "gemm" {
         s += &match c.workspace_bytes {
@@ -536,6 +543,7 @@ fn plan_gemm_rows(a: &PlanGemmArgs) -> BenchResult<PlanOutput> {
         world_size: None,
         gpu_shared: None,
         max_output_elems: None,
+        bench_sized_workspace: false,
         workspace_bytes: a.workspace_bytes,
         overrides: overrides(&[("--tile", c.tile.clone()), ("--split-last-wave", c.split_last_wave.map(split_name))]),
     };
@@ -642,6 +650,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
         world_size: Some(a.world_size),
         gpu_shared: Some(a.gpu_shared),
         max_output_elems: Some(max_output_elems),
+        bench_sized_workspace: false,
         workspace_bytes: None,
         overrides: overrides(&[
             ("--tile", c.tile.clone()),
@@ -657,7 +666,7 @@ fn plan_fused_rows(a: &PlanArArgs, collective: Collective) -> BenchResult<PlanOu
 
 fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
     let tile = bench::parse_tile(a.tile.as_deref(), false)?;
-    let (sms, max_output_elems, ctx) = a.ranks.context(a.inputs.base.sms)?;
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.inputs.base.sms, |_| CommConfig::default().max_output_elems)?;
     let opts = mkernel::AllGatherGemmOptions { tile, push_ctas: a.push_ctas, chunk_rows: a.chunk_rows };
     let plan = |s: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_allgather_gemm(s, opts, ctx)?;
@@ -682,6 +691,7 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
         world_size: Some(a.ranks.world_size),
         gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
+        bench_sized_workspace: false,
         workspace_bytes: None,
         overrides: overrides(&[
             ("--tile", a.tile.clone()),
@@ -693,7 +703,13 @@ fn plan_allgather_rows(a: &PlanAgArgs) -> BenchResult<PlanOutput> {
 }
 
 fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
-    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
+    if let Some(s) = bench::first_repeat(&a.shape) {
+        return Err(usage(format!("--shape {} is listed twice (each shape is planned once)", bench::attention_tag(s))));
+    }
+    let list = if a.shape.is_empty() { bench::attention_shapes() } else { a.shape.iter().map(|s| (format!("shape {}", bench::attention_tag(s)), *s)).collect() };
+    let list = bench::filter_shapes_by(list, a.base.filter.as_deref(), bench::attention_tag)?;
+    // (without --max-output-elems, the workspace bench ring-attention creates for these shapes)
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms, |world| bench::attention_workspace_elems(&list, world))?;
     let world = a.ranks.world_size;
     let opts = RingAttentionOptions { push_ctas: a.push_ctas, chunk_rows: a.chunk_rows, softmax_scale: None };
     let plan = |s: AttentionShape| -> Result<Planned, mkernel::Error> {
@@ -740,11 +756,6 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
             rank_flops: Some([lo, hi]),
         })
     };
-    if let Some(s) = bench::first_repeat(&a.shape) {
-        return Err(usage(format!("--shape {} is listed twice (each shape is planned once)", bench::attention_tag(s))));
-    }
-    let list = if a.shape.is_empty() { bench::attention_shapes() } else { a.shape.iter().map(|s| (format!("shape {}", bench::attention_tag(s)), *s)).collect() };
-    let list = bench::filter_shapes_by(list, a.base.filter.as_deref(), bench::attention_tag)?;
     let plans = list.into_iter().map(|(label, s)| row_of(label, Dims::attention(s), plan(s))).collect();
     let context = PlanContextRow {
         op: "ring-attention",
@@ -752,6 +763,7 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
         world_size: Some(world),
         gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
+        bench_sized_workspace: a.ranks.max_output_elems.is_none(),
         workspace_bytes: None,
         overrides: overrides(&[("--push-ctas", a.push_ctas.map(|v| v.to_string())), ("--chunk-rows", a.chunk_rows.map(|v| v.to_string()))]),
     };
@@ -760,7 +772,9 @@ fn plan_ring_attention_rows(a: &PlanRaArgs) -> BenchResult<PlanOutput> {
 
 fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let opts = a.shape.options(a.recv_capacity)?;
-    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
+    let list = bench::filter_moe_shapes(a.shape.shapes(), a.base.filter.as_deref())?;
+    // (without --max-output-elems, the workspace bench moe-dispatch-gemm creates for these shapes)
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms, |world| bench::moe_workspace_elems(&list, world, a.recv_capacity))?;
     let world = a.ranks.world_size;
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_dispatch_gemm(s, opts, ctx)?;
@@ -772,8 +786,7 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world),
         ))
     };
-    let plans = moe_plan_rows(a.shape.shapes(), a.base.filter.as_deref(), plan)?;
-    Ok(moe_output(a, "moe-dispatch-gemm", sms, max_output_elems, plans))
+    Ok(moe_output(a, "moe-dispatch-gemm", sms, max_output_elems, moe_plan_rows(list, plan)))
 }
 
 /// An MoE plan's row: the call's (tile, grid, push CTAs, receive rows) and its config
@@ -807,34 +820,23 @@ fn moe_output(a: &PlanMoeArgs, op: &'static str, sms: u32, max_output_elems: u64
         world_size: Some(a.ranks.world_size),
         gpu_shared: Some(a.ranks.gpu_shared),
         max_output_elems: Some(max_output_elems),
+        bench_sized_workspace: a.ranks.max_output_elems.is_none(),
         workspace_bytes: None,
         overrides: moe_overrides(a),
     };
     PlanOutput { context, plans }
 }
 
-/// A row per MoE shape of `list` that `filter` keeps (its label or its even routing's
-/// MxNxK), planned by `plan` with the even routing's GEMM: M the rows a rank's experts get
-/// when every expert gets its share, tokens x topk, N x K. A usage error where none is left.
-fn moe_plan_rows(
-    list: Vec<(String, mkernel::MoeShape)>,
-    filter: Option<&str>,
-    plan: impl Fn(mkernel::MoeShape, GemmShape) -> Result<Planned, mkernel::Error>,
-) -> BenchResult<Vec<PlanRow>> {
-    let mut plans = Vec::new();
-    for (label, s) in list {
-        // (M: the rows a rank receives when every expert gets its share)
-        let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
-        let dims = bench::moe_even_dims(&s);
-        if filter.is_some_and(|f| !label.contains(f) && !dims.contains(f)) {
-            continue;
-        }
-        plans.push(row(label, even, plan(s, even)));
-    }
-    if plans.is_empty() {
-        return Err(usage("no shape left to plan (--filter)".to_string()));
-    }
-    Ok(plans)
+/// A row per MoE shape of `list`, planned by `plan` with the even routing's GEMM: M the rows
+/// a rank's experts get when every expert gets its share, tokens x topk, N x K.
+fn moe_plan_rows(list: Vec<(String, mkernel::MoeShape)>, plan: impl Fn(mkernel::MoeShape, GemmShape) -> Result<Planned, mkernel::Error>) -> Vec<PlanRow> {
+    list.into_iter()
+        .map(|(label, s)| {
+            // (M: the rows a rank receives when every expert gets its share)
+            let even = GemmShape { m: s.tokens.saturating_mul(s.topk), n: s.n, k: s.k };
+            row(label, even, plan(s, even))
+        })
+        .collect()
 }
 
 /// A warning where a receive capacity is below the rows an even routing gives a rank (its
@@ -873,7 +875,9 @@ fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
         return Err(usage(format!("--chunk-rows {c}: the MoE GEMM + combine has no token chunks (an option of moe-dispatch-gemm)")));
     }
     let opts = bench::moe_combine_options(&a.shape, a.recv_capacity)?;
-    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms)?;
+    let list = bench::filter_moe_shapes(a.shape.shapes_from(bench::moe_combine_shapes), a.base.filter.as_deref())?;
+    // (without --max-output-elems, the workspace bench moe-gemm-combine creates for these shapes)
+    let (sms, max_output_elems, ctx) = a.ranks.context(a.base.sms, |world| bench::moe_combine_workspace_elems(&list, world, a.recv_capacity))?;
     let world = a.ranks.world_size;
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_gemm_combine(s, opts, ctx)?;
@@ -885,8 +889,7 @@ fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             bench::floors::moe_combine_link_us(s.tokens, s.topk, s.n, world),
         ))
     };
-    let plans = moe_plan_rows(a.shape.shapes_from(bench::moe_combine_shapes), a.base.filter.as_deref(), plan)?;
-    Ok(moe_output(a, "moe-gemm-combine", sms, max_output_elems, plans))
+    Ok(moe_output(a, "moe-gemm-combine", sms, max_output_elems, moe_plan_rows(list, plan)))
 }
 
 #[cfg(test)]
@@ -970,6 +973,68 @@ mod tests {
         assert!(render(&output(&["ring-attention", "--filter", "zigzag S=4096"]).unwrap()).contains("llama70b causal zigzag S=4096 (1x4096x64x8x128cz): mkernel_ring_attention_d128_causal_zz_w2;"));
     }
 
+    /// Without --max-output-elems, plan ring-attention, moe-dispatch-gemm and moe-gemm-combine
+    /// size the workspace as their bench does (`bench::*workspace_elems`), for the planned
+    /// shapes: every default row is planned (before: CommConfig's default refused ring
+    /// attention's S = 16384 at world 8 and the DeepSeek-V3-like MoE rows), the context says
+    /// so; a given --max-output-elems is taken as given, its refusals naming the size.
+    #[test]
+    fn default_workspace_is_the_one_the_bench_creates() {
+        for (args, bench_elems) in [
+            (vec!["ring-attention"], bench::attention_workspace_elems(&bench::attention_shapes(), 2)),
+            (vec!["ring-attention", "--world-size", "8"], bench::attention_workspace_elems(&bench::attention_shapes(), 8)),
+            (vec!["ring-attention", "--world-size", "8", "--gpu-shared"], bench::attention_workspace_elems(&bench::attention_shapes(), 8)),
+            (vec!["moe-dispatch-gemm"], bench::moe_workspace_elems(&bench::moe_shapes(4096), 2, None)),
+            (vec!["moe-dispatch-gemm", "--world-size", "8"], bench::moe_workspace_elems(&bench::moe_shapes(4096), 8, None)),
+            (vec!["moe-gemm-combine"], bench::moe_combine_workspace_elems(&bench::moe_combine_shapes(4096), 2, None)),
+            (vec!["moe-gemm-combine", "--world-size", "4"], bench::moe_combine_workspace_elems(&bench::moe_combine_shapes(4096), 4, None)),
+        ] {
+            let out = output(&args).unwrap();
+            refusals(&out.plans).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!((out.context.max_output_elems, out.context.bench_sized_workspace), (Some(bench_elems), true), "{args:?}");
+            // (the largest workspace a planned row needs: no larger)
+            let most = out.plans.iter().map(|r| needed_elems(r.planned.as_ref().unwrap())).max().unwrap();
+            assert_eq!(most, bench_elems, "{args:?}");
+            assert!(render(&out).contains(&format!("max_output_elems {bench_elems} (sized as the bench sizes it for these shapes)")), "{}", render(&out));
+        }
+        // (the largest default ring-attention shape at world 8: 8 x 2 x 16384 x 8 x 128 elements)
+        assert_eq!(bench::attention_workspace_elems(&bench::attention_shapes(), 8), 1 << 28);
+        // Sized for the shapes planned: --filter, --shape, --recv-capacity (above the worst case).
+        let out = output(&["moe-dispatch-gemm", "--filter", "mixtral"]).unwrap();
+        assert_eq!(out.context.max_output_elems, Some(mkernel::moe_workspace_elems_needed(16896, 4096)));
+        let out = output(&["moe-dispatch-gemm", "--filter", "mixtral", "--recv-capacity", "131072"]).unwrap();
+        assert!(out.plans[0].planned.is_some(), "{:?}", out.plans[0]);
+        assert_eq!(out.context.max_output_elems, Some(mkernel::moe_workspace_elems_needed(131072, 4096)));
+        let out = output(&["ring-attention", "--shape", "1x1024x64x8x128c"]).unwrap();
+        assert_eq!(out.context.max_output_elems, Some(2 * 2 * 1024 * 8 * 128));
+        // A shape beyond the largest workspace is refused naming it; the others are planned,
+        // in a workspace sized for them.
+        let out = output(&["ring-attention", "--shape", "512x1048576x8x8x128,1x1024x64x8x128c"]).unwrap();
+        assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("largest communicator workspace")), "{:?}", out.plans[0]);
+        assert!(out.plans[1].planned.is_some(), "{:?}", out.plans[1]);
+        assert_eq!(out.context.max_output_elems, Some(2 * 2 * 1024 * 8 * 128));
+        // Given, the size is taken: the rows it cannot hold are refused naming the size needed.
+        let out = output(&["ring-attention", "--world-size", "8", "--max-output-elems", "134217728"]).unwrap();
+        assert_eq!((out.context.max_output_elems, out.context.bench_sized_workspace), (Some(134217728), false));
+        let refused: Vec<_> = out.plans.iter().filter_map(|r| r.refused.as_deref()).collect();
+        assert_eq!(refused.len(), 2, "{:?}", out.plans);
+        assert!(refused.iter().all(|e| e.contains("max_output_elems >= 268435456")), "{refused:?}");
+        assert!(!render(&out).contains("sized as the bench"));
+        let v: serde_json::Value = serde_json::to_value(&out).unwrap();
+        assert!(v["context"].get("bench_sized_workspace").is_none(), "{v}");
+        let v: serde_json::Value = serde_json::to_value(output(&["moe-gemm-combine"]).unwrap()).unwrap();
+        assert_eq!(v["context"]["bench_sized_workspace"], true, "{v}");
+        // (a plan whose bench creates no communicator sized to it keeps CommConfig's)
+        let out = output(&["allgather-gemm"]).unwrap();
+        assert_eq!((out.context.max_output_elems, out.context.bench_sized_workspace), (Some(CommConfig::default().max_output_elems), false));
+    }
+
+    /// A planned row's "workspace >= N elements".
+    fn needed_elems(p: &Planned) -> u64 {
+        let tail = p.config.split("workspace >= ").nth(1).expect("a workspace in the config");
+        tail.split(' ').next().and_then(|n| n.parse().ok()).expect("a number of elements")
+    }
+
     /// A ring-attention shape whose gathered keys and values exceed 2^40 elements is refused
     /// naming the rule that binds, the largest workspace's 2^37 elements (before: it named
     /// 2^40), with or without --max-output-elems; one whose element counts pass u64 is
@@ -986,7 +1051,7 @@ mod tests {
     }
 
     /// plan moe-dispatch-gemm: the bench's shapes planned as the call would (the workspace
-    /// each needs named; the default communicator's is too small for 256 experts at 4096
+    /// each needs named; CommConfig's default, given, is too small for 256 experts at 4096
     /// tokens, refused naming the size to create it with), the overrides taken or refused by
     /// name, and an even routing's rows and link floor.
     #[test]
@@ -1002,9 +1067,9 @@ mod tests {
         let link = bench::floors::moe_dispatch_link_us(4096, 2, 4096, 2);
         assert_eq!(p.floor_link_us, Some(link));
         assert!((link - 4096.0 * 2.0 * 4096.0 * 2.0 / 2.0 / 394e9 * 1e6).abs() < 1e-9, "{link}");
-        let out = output(&["moe-dispatch-gemm"]).unwrap();
+        let out = output(&["moe-dispatch-gemm", "--max-output-elems", "134217728"]).unwrap();
         let refused: Vec<_> = out.plans.iter().filter(|r| r.refused.is_some()).collect();
-        assert!(refused.iter().all(|r| r.refused.as_ref().unwrap().contains("max_output_elems >= ")), "{refused:?}");
+        assert!(!refused.is_empty() && refused.iter().all(|r| r.refused.as_ref().unwrap().contains("max_output_elems >= ")), "{refused:?}");
         let out = output(&["moe-dispatch-gemm", "--experts", "7", "--filter", "mixtral"]).unwrap();
         assert!(out.plans[0].refused.as_ref().unwrap().contains("experts must be"), "{out:?}");
         let out = output(&["moe-dispatch-gemm", "--tokens", "64", "--recv-capacity", "100", "--filter", "mixtral"]).unwrap();
@@ -1046,9 +1111,9 @@ mod tests {
         assert!((p.floor_link_us.unwrap() - link).abs() < 1e-9, "{p:?}");
         let need_mixtral = mkernel::moe_combine_workspace_elems_needed(mkernel::MoeShape { tokens: 4096, max_tokens: 4096, topk: 2, experts: 8, n: 4096, k: 14336 }, 16896);
         assert!(p.config.contains(&format!("16896 receive rows, workspace >= {need_mixtral} elements")), "{}", p.config);
-        // The default communicator's workspace: Mixtral-like fits, DeepSeek-V3-like is refused
+        // CommConfig's default workspace, given: Mixtral-like fits, DeepSeek-V3-like is refused
         // naming the size to create it with; the text and the JSON say the workspace too.
-        let out = output(&["moe-gemm-combine"]).unwrap();
+        let out = output(&["moe-gemm-combine", "--max-output-elems", "134217728"]).unwrap();
         assert!(out.plans[0].planned.is_some(), "{:?}", out.plans[0]);
         let need = mkernel::moe_combine_workspace_elems_needed(list[1].1, 81792);
         assert!(out.plans[1].refused.as_ref().is_some_and(|e| e.contains("`max_output_elems`") && e.contains(&format!("max_output_elems >= {need}"))), "{:?}", out.plans[1]);

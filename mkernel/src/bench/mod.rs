@@ -15,11 +15,11 @@ mod ring_attention;
 // (for `mkernel plan`: the benches' shape lists and parsers, so that it plans what they time)
 pub(crate) use gemm::{model_shapes as gemm_model_shapes, parse_shape as parse_gemm_shape, shapes as gemm_shapes, DENSE_MODELS};
 pub(crate) use allgather_gemm::shapes as allgather_shapes;
-pub(crate) use moe_dispatch_gemm::{even_dims as moe_even_dims, MoeShapeArgs};
-pub(crate) use moe_gemm_combine::{options as moe_combine_options, shapes as moe_combine_shapes};
+pub(crate) use moe_dispatch_gemm::{filter_moe_shapes, workspace_elems as moe_workspace_elems, MoeShapeArgs};
+pub(crate) use moe_gemm_combine::{options as moe_combine_options, shapes as moe_combine_shapes, workspace_elems as moe_combine_workspace_elems};
 #[cfg(test)]
 pub(crate) use moe_dispatch_gemm::shapes as moe_shapes;
-pub(crate) use ring_attention::{parse_shape_syntax as parse_attention_shape_syntax, shapes as attention_shapes, tag as attention_tag};
+pub(crate) use ring_attention::{parse_shape_syntax as parse_attention_shape_syntax, shapes as attention_shapes, tag as attention_tag, workspace_elems as attention_workspace_elems};
 pub(crate) use gemm_allreduce::{reduce_scatter_shapes, shapes as gemm_allreduce_shapes, waves_note};
 
 use std::path::PathBuf;
@@ -43,6 +43,14 @@ pub struct UsageError(pub String);
 /// A [`UsageError`] with `msg`, boxed as the benchmarks' errors are.
 pub fn usage(msg: impl Into<String>) -> Box<dyn std::error::Error> {
     Box::new(UsageError(msg.into()))
+}
+
+/// The workspace (elements, `CommConfig::max_output_elems`) a bench creates its communicators
+/// with: the largest of its shapes' `needs` that the largest workspace holds
+/// (`MAX_CAPACITY_ELEMS`, 2^37; a shape that needs more is refused by its plan, naming the
+/// rule), at least 1.
+pub(crate) fn largest_workspace(needs: impl Iterator<Item = u64>) -> u64 {
+    needs.filter(|&n| n <= mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS).max().unwrap_or(1).max(1)
 }
 
 /// The process exit status for a benchmark's error: 2 for a [`UsageError`], else 1.

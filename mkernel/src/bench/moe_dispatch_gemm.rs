@@ -300,6 +300,21 @@ fn routing_verdict(model: &MoeRouting, layouts: &[Vec<u32>], dests: &[Vec<u32>],
     if pass { Ok(text) } else { Err(format!("check FAIL: {text}")) }
 }
 
+/// The workspace (elements, `CommConfig::max_output_elems`) the bench creates its
+/// communicators with for `shapes` on `world` ranks, and `plan moe-dispatch-gemm` plans with
+/// unless given --max-output-elems: the largest receive buffer of `recv_capacity` rows (None:
+/// each shape's worst case, the call's default) of K, with the counts
+/// ([`mkernel::moe_workspace_elems_needed`]), of the shapes a communicator can run (the shape
+/// rules, a worst case within u32, within the largest workspace; the others the bench refuses
+/// before any GPU, the plan in their rows).
+pub(crate) fn workspace_elems(shapes: &[(String, MoeShape)], world: u32, recv_capacity: Option<u32>) -> u64 {
+    super::largest_workspace(shapes.iter().filter_map(|(_, s)| {
+        mkernel_kernels::moe_dispatch_gemm::check_shape(*s, world).ok()?;
+        let rows = recv_capacity.or_else(|| s.worst_case_recv_rows(world))?;
+        Some(mkernel::moe_workspace_elems_needed(rows, s.k))
+    }))
+}
+
 /// Distinct experts per token drawn uniformly (a fresh routing from `seed`).
 pub(super) fn routing(tokens: u32, s: MoeShape, seed: u64) -> Vec<i32> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
@@ -338,13 +353,11 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         return Err(usage(format!("--gpus: an MoE dispatch needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
-    // The workspace: the largest worst-case receive buffer (rows x K) of the list, with the counts.
-    let mut max = 1u64;
     for (label, s) in &list {
         check(*s, world as u32).map_err(|e| usage(format!("{label}: {e} ({}, {world} ranks)", args.shape_flags())))?;
-        let rows = s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
-        max = max.max(mkernel_kernels::moe_dispatch_gemm::workspace_elems_needed(rows, s.k));
+        s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
     }
+    let max = workspace_elems(&list, world as u32, None);
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
     let mut plans = Vec::new();
     for (label, s) in &list {

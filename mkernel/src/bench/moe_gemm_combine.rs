@@ -86,6 +86,22 @@ fn setup_shape(s: MoeShape) -> MoeShape {
     MoeShape { n: SETUP_N, k: SETUP_K, ..s }
 }
 
+/// The workspace (elements, `CommConfig::max_output_elems`) the bench creates its
+/// communicators with for `shapes` on `world` ranks, and `plan moe-gemm-combine` plans with
+/// unless given --max-output-elems: the larger of the setup dispatch's (receive rows of
+/// [`SETUP_K`], with the counts) and the combine's (slots, out, map:
+/// [`mkernel::moe_combine_workspace_elems_needed`]) at `recv_capacity` rows (None: each
+/// shape's worst case, the calls' default), the largest of the shapes a communicator can run
+/// (the shape rules, a worst case within u32, within the largest workspace; the others the
+/// bench refuses before any GPU, the plan in their rows).
+pub(crate) fn workspace_elems(shapes: &[(String, MoeShape)], world: u32, recv_capacity: Option<u32>) -> u64 {
+    super::largest_workspace(shapes.iter().filter_map(|(_, s)| {
+        mkernel_kernels::moe_gemm_combine::check_shape(*s, world).ok()?;
+        let rows = recv_capacity.or_else(|| s.worst_case_recv_rows(world))?;
+        Some(mkernel::moe_workspace_elems_needed(rows, SETUP_K).max(mkernel::moe_combine_workspace_elems_needed(*s, rows)))
+    }))
+}
+
 /// The combine's options from the flags (`recv_capacity` as given: the setup dispatch's; `plan
 /// moe-gemm-combine`'s too). --chunk-rows is not the combine's: the callers refuse it.
 pub(crate) fn options(a: &MoeShapeArgs, recv_capacity: Option<u32>) -> BenchResult<MoeGemmCombineOptions> {
@@ -258,14 +274,11 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
         return Err(usage(format!("--gpus: an MoE combine needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
-    // The workspace: the larger of the setup dispatch's (receive rows x its K, with the counts)
-    // and the combine's (slots, out, map) at the worst-case receive rows, the largest of the list.
-    let mut max = 1u64;
     for (label, s) in &list {
         check(*s, world as u32).map_err(|e| usage(format!("{label}: {e} ({}, {world} ranks)", args.shape_flags())))?;
-        let rows = s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
-        max = max.max(mkernel::moe_workspace_elems_needed(rows, SETUP_K)).max(mkernel::moe_combine_workspace_elems_needed(*s, rows));
+        s.worst_case_recv_rows(world as u32).ok_or_else(|| usage(format!("{label}: receive rows exceed u32")))?;
     }
+    let max = workspace_elems(&list, world as u32, None);
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
     // Per shape: the setup dispatch's plan (default options) and the combine's with its capacity.
     let mut plans = Vec::new();

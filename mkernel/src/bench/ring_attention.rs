@@ -106,6 +106,16 @@ pub fn shapes() -> Vec<(String, AttentionShape)> {
     v
 }
 
+/// The workspace (elements, `CommConfig::max_output_elems`) the bench creates its
+/// communicators with for `shapes` on `world` ranks, and `plan ring-attention` plans with
+/// unless given --max-output-elems: the largest gathered keys and values (world x 2 x B x S x
+/// Hkv x D) of the shapes a communicator can run (the fused call's shape rules, in the
+/// largest workspace; the others the bench refuses before any GPU, the plan in their rows).
+pub(crate) fn workspace_elems(shapes: &[(String, AttentionShape)], world: u32) -> u64 {
+    let runs = |s: &AttentionShape| mkernel_kernels::ring_attention::check_fused_shape(*s, world, mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS).is_ok();
+    super::largest_workspace(shapes.iter().filter(|(_, s)| runs(s)).map(|(_, s)| s.gathered_elems(world)))
+}
+
 #[derive(Serialize)]
 struct Row {
     label: String,
@@ -141,7 +151,7 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
         mkernel_kernels::ring_attention::check_gathered_fits(*s, world as u32, mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS)
             .map_err(|e| usage(format!("{label}: {e}")))?;
     }
-    let max = list.iter().map(|(_, s)| s.gathered_elems(world as u32)).max().unwrap_or(1);
+    let max = workspace_elems(&list, world as u32);
     let comms = Communicator::local_group(&devices, CommConfig { max_output_elems: max, ..Default::default() })?;
     let opts = RingAttentionOptions { push_ctas: args.push_ctas, chunk_rows: args.chunk_rows, softmax_scale: None };
     let mut plans = Vec::new();
