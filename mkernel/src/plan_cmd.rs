@@ -51,8 +51,9 @@ pub struct PlanBase {
     /// rank on one GPU, as `bench --share-gpu` runs them); else 132 by default.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..=mkernel::MAX_PLAN_GRID as i64))]
     pub sms: Option<u32>,
-    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192"; ring-attention:
-    /// BxSxHxHKVxD[c|cz]) contain this text, case-sensitive.
+    /// Plan only the shapes whose label or dimensions (MxNxK, e.g. "2048x8192"; the MoE plans:
+    /// an even routing's, M = tokens x topk; ring-attention: BxSxHxHKVxD[c|cz]) contain this
+    /// text, case-sensitive.
     #[arg(long)]
     pub filter: Option<String>,
     /// Print one JSON object instead of the text: "context" (the machine, world size and

@@ -74,20 +74,41 @@ pub enum BenchCmd {
     /// Fused MoE dispatch + grouped GEMM (uniform top-k routing) vs cuBLAS per expert over the
     /// received tokens (the experts' GEMMs alone, not yet with an all-to-all); --share-gpu:
     /// ranks on GPU 0.
+    #[command(mut_arg("check", |a| a.help(MOE_DISPATCH_CHECK_HELP)), mut_arg("filter", |a| a.help(MOE_FILTER_HELP)))]
     MoeDispatchGemm(moe_dispatch_gemm::MoeArgs),
     /// Fused MoE grouped GEMM + combine (the way back: the experts' down projection, rows
     /// returned to their tokens' ranks and summed by their top-k weights; uniform top-k routing)
     /// vs cuBLAS per expert over the received rows (the experts' GEMMs alone, no all-to-all or
     /// weighted sum); --share-gpu: ranks on GPU 0.
+    #[command(mut_arg("check", |a| a.help(moe_combine_check_help())), mut_arg("filter", |a| a.help(MOE_FILTER_HELP)))]
     MoeGemmCombine(moe_dispatch_gemm::MoeArgs),
     /// Fused ring attention (each rank holds S positions of every sequence) vs NCCL's
     /// all-gather of K and V then the unfused attention (the same loop) on the GPUs present
     /// (--share-gpu: ranks on GPU 0, no NCCL).
+    #[command(mut_arg("check", |a| a.help(ATTENTION_CHECK_HELP)), mut_arg("filter", |a| a.help(ATTENTION_FILTER_HELP)))]
     RingAttention(ring_attention::RaArgs),
     /// GPU-driven inter-node stream through the host proxy (two GPUs as two nodes, libfabric
     /// shm/tcp) vs pinned-copy bandwidth and NCCL with P2P disabled (needs `--features fabric`).
+    #[command(
+        mut_arg("check", |a| a.help("Refused: bench proxy-stream has no reference check (the transport tests check the bytes)")),
+        mut_arg("filter", |a| a.help("Refused: bench proxy-stream has no shapes (--sizes picks the transfers)")),
+        mut_arg("warmup_ms", |a| a.help("Refused: bench proxy-stream times one transfer kind at a time, after --warmup iterations only"))
+    )]
     ProxyStream(proxy_stream::ProxyStreamArgs),
 }
+
+// The help of [`Common`]'s --check and --filter for the benches whose check or shapes are not
+// the GEMM benches' (an fp32 reference; MxNxK), set on their subcommands above.
+const ATTENTION_CHECK_HELP: &str = "Verify every rank's fused output first, bit for bit against the unfused attention over the gathered keys and values, and sampled rows against an fp64 reference (fails loudly on a mismatch)";
+const ATTENTION_FILTER_HELP: &str = "Only shapes whose label or dimensions (BxSxHxHKVxD[c|cz], as --shape takes them, e.g. \"1x4096x64x8x128cz\") contain this text (case-sensitive)";
+const MOE_DISPATCH_CHECK_HELP: &str = "Verify first, exactly, the call's layout and every rank's dest_rows against the host's model of the routing, and with a GPU per rank (NCCL) the baseline's rows against the fused call's (fails loudly on a mismatch)";
+fn moe_combine_check_help() -> String {
+    format!(
+        "Verify first the setup dispatch's layout and dest_rows exactly against the host's model of the routing, every rank's y for its first {} tokens against an fp64 reference, and with a GPU per rank (NCCL) the baseline's y against the fused call's (fails loudly on a mismatch)",
+        moe_gemm_combine::CHECK_TOKENS
+    )
+}
+const MOE_FILTER_HELP: &str = "Only shapes whose label or even routing's dimensions (MxNxK with M = tokens x topk, the rows a rank's experts get, e.g. \"8192x28672\") contain this text (case-sensitive)";
 
 /// Options every benchmark takes.
 #[derive(Args, Clone, Debug)]
@@ -100,13 +121,13 @@ pub struct Common {
     /// Untimed warm-up iterations (rounds of every timed kernel), 0 to 100000.
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<usize>::new().range(0..=100_000))]
     pub warmup: usize,
-    /// bench gemm and gemm-allreduce: after --warmup, further untimed rounds (in blocks
-    /// of 8) until this many milliseconds have passed since the first warm-up round (the
-    /// --warmup rounds count), per shape; 0 to 600000 (0: none). 3000 brings the GPUs to
-    /// the clocks of sustained load (an H200 at its 700 W cap: ~1.5 GHz instead of 1.98
-    /// within ~2 s; bench/NOTES.md 9.2).
+    /// After --warmup, further untimed rounds (in blocks of 8) until this many milliseconds
+    /// have passed since the first warm-up round (the --warmup rounds count), per shape; 0 to
+    /// 600000 (0: none). 3000 brings the GPUs to the clocks of sustained load (an H200 at its
+    /// 700 W cap: ~1.5 GHz instead of 1.98 within ~2 s; bench/NOTES.md 9.2).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::builder::RangedI64ValueParser::<u64>::new().range(0..=600_000))]
     pub warmup_ms: u64,
+    // (--check's and --filter's help is the GEMM benches'; BenchCmd sets the others')
     /// Verify results against an fp32 reference (fails loudly on a mismatch).
     #[arg(long)]
     pub check: bool,
@@ -993,6 +1014,55 @@ mod tests {
             let e = parse_err(&["--warmup", bad]);
             assert!(e.contains("--warmup") && e.contains("0..=100000") && e.contains(bad), "{bad}: {e}");
         }
+    }
+
+    /// The shared flags' help is each bench's own: --check names what that bench checks
+    /// against and --filter the dimensions its shapes are written in (before: ring attention's
+    /// and the MoE benches' said "fp32 reference" and "MxNxK"); --warmup-ms is every timing
+    /// bench's (before: it said "bench gemm and gemm-allreduce"), and proxy-stream's help says
+    /// it refuses the three.
+    #[test]
+    fn shared_flags_help_is_each_benchs_own() {
+        #[derive(Parser)]
+        struct Benches {
+            #[command(subcommand)]
+            cmd: BenchCmd,
+        }
+        let mut cmd = <Benches as clap::CommandFactory>::command();
+        cmd.build();
+        cmd.clone().debug_assert();
+        let mut seen = Vec::new();
+        // (clap adds a `help` subcommand)
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let name = sub.get_name();
+            let help = |id: &str| sub.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_help()).map(|h| h.to_string()).unwrap_or_else(|| panic!("{name}: no help for {id}"));
+            let (check, filter, warmup_ms) = (help("check"), help("filter"), help("warmup_ms"));
+            match name {
+                "gemm" | "gemm-allreduce" | "gemm-reduce-scatter" | "allgather-gemm" => {
+                    assert!(check.contains("fp32 reference") && filter.contains("MxNxK"), "{name}: {check} / {filter}");
+                }
+                "ring-attention" => {
+                    assert!(check.contains("unfused attention") && check.contains("fp64") && !check.contains("fp32"), "{name}: {check}");
+                    assert!(filter.contains("BxSxHxHKVxD[c|cz]") && !filter.contains("MxNxK"), "{name}: {filter}");
+                }
+                "moe-dispatch-gemm" | "moe-gemm-combine" => {
+                    assert!(check.contains("routing") && !check.contains("fp32"), "{name}: {check}");
+                    assert!(filter.contains("M = tokens x topk"), "{name}: {filter}");
+                }
+                "proxy-stream" => {
+                    for h in [&check, &filter, &warmup_ms] {
+                        assert!(h.starts_with("Refused: bench proxy-stream"), "{name}: {h}");
+                    }
+                }
+                other => panic!("a bench this test does not know: {other}"),
+            }
+            if name != "proxy-stream" {
+                assert!(warmup_ms.starts_with("After --warmup, further untimed rounds") && !warmup_ms.contains("gemm-allreduce"), "{name}: {warmup_ms}");
+            }
+            seen.push(name.to_string());
+        }
+        assert_eq!(seen.len(), 8, "{seen:?}");
+        assert!(moe_combine_check_help().contains(&format!("first {} tokens", moe_gemm_combine::CHECK_TOKENS)));
     }
 
     /// A fresh path under the temp directory (not created).
