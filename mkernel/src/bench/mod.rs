@@ -704,6 +704,10 @@ pub fn time_fused_and_baseline_steps(
 pub struct RanksReport<R: Serialize> {
     pub info: RunInfo,
     pub shared_gpu: bool,
+    /// --iters, --warmup and --warmup-ms, as gemm's and gemm-allreduce's JSON record them.
+    pub iters: usize,
+    pub warmup: usize,
+    pub warmup_ms: u64,
     pub rows: Vec<R>,
 }
 
@@ -713,7 +717,7 @@ pub fn save_ranks_report<R: Serialize>(common: &Common, stem: &str, info: RunInf
         return Ok(());
     }
     let date = info.date.clone();
-    let path = write_json(&common.out_dir, stem, &date, &RanksReport { info, shared_gpu, rows })?;
+    let path = write_json(&common.out_dir, stem, &date, &RanksReport { info, shared_gpu, iters: common.iters, warmup: common.warmup, warmup_ms: common.warmup_ms, rows })?;
     println!("# wrote {}", path.display());
     Ok(())
 }
@@ -1068,6 +1072,20 @@ mod tests {
     /// A fresh path under the temp directory (not created).
     fn temp_path(name: &str) -> PathBuf {
         std::env::temp_dir().join(format!("mkernel-{name}-{}", std::process::id()))
+    }
+
+    /// The JSON of the fused multi-rank benches (all-gather, MoE, ring attention) says how
+    /// they were warmed and timed, as gemm's and gemm-allreduce's does.
+    #[test]
+    fn ranks_report_records_iters_and_warm_up() {
+        let dir = temp_path("ranks-report");
+        let cli = Cli::try_parse_from(["x", "--iters", "7", "--warmup", "3", "--warmup-ms", "1500", "--out-dir", dir.to_str().unwrap()]).unwrap();
+        let info = RunInfo { device: "none".into(), gpus: 2, sm_count: 132, driver: "-".into(), nvrtc: "-".into(), commit: "-".into(), date: "2026-01-01T00:00:00Z".into() };
+        save_ranks_report(&cli.common, "ranks-test", info, true, vec![1u32]).unwrap();
+        let path = dir.join("ranks-test-2026-01-01T000000Z.json");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!((v["iters"].as_u64(), v["warmup"].as_u64(), v["warmup_ms"].as_u64(), v["shared_gpu"].as_bool()), (Some(7), Some(3), Some(1500), Some(true)), "{v}");
     }
 
     #[test]
