@@ -780,7 +780,8 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_dispatch_gemm(s, opts, ctx)?;
         Ok(moe_planned(
-            (cfg.tile, cfg.grid, cfg.push_ctas, cfg.recv_capacity),
+            // (every CTA computes: the push CTAs claim tiles once their pushes are out)
+            (cfg.tile, cfg.grid, cfg.push_ctas, cfg.recv_capacity, cfg.grid),
             &cfg,
             mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
             even,
@@ -790,13 +791,13 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     Ok(moe_output(a, "moe-dispatch-gemm", sms, max_output_elems, moe_plan_rows(list, plan)))
 }
 
-/// An MoE plan's row: the call's (tile, grid, push CTAs, receive rows) and its config
-/// `cfg` printed, the workspace it needs, an even routing's tiles and waves (with the
+/// An MoE plan's row: the call's (tile, grid, push CTAs, receive rows, CTAs that compute the
+/// GEMM: the dispatch's whole grid, its tiles being claimed, the combine's compute CTAs) and its
+/// config `cfg` printed, the workspace it needs, an even routing's tiles and waves (with the
 /// capacity warning), and the floors (the even routing's GEMM, `link_us`).
-fn moe_planned(call: (mkernel::TileConfig, u32, u32, u32), cfg: &dyn std::fmt::Display, workspace: u64, even: GemmShape, link_us: f64) -> Planned {
-    let (tile, grid, push_ctas, recv_capacity) = call;
+fn moe_planned(call: (mkernel::TileConfig, u32, u32, u32, u32), cfg: &dyn std::fmt::Display, workspace: u64, even: GemmShape, link_us: f64) -> Planned {
+    let (tile, grid, push_ctas, recv_capacity, compute) = call;
     let tiles = tile.tiles(even.m, even.n);
-    let compute = grid.saturating_sub(push_ctas);
     Planned::pushing(
         tile,
         grid,
@@ -883,7 +884,8 @@ fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
     let plan = |s: mkernel::MoeShape, even: GemmShape| -> Result<Planned, mkernel::Error> {
         let cfg = mkernel::plan_moe_gemm_combine(s, opts, ctx)?;
         Ok(moe_planned(
-            (cfg.tile, cfg.grid, cfg.push_ctas, cfg.recv_capacity),
+            // (the compute CTAs: the push CTAs push tiles as they are stored)
+            (cfg.tile, cfg.grid, cfg.push_ctas, cfg.recv_capacity, cfg.grid.saturating_sub(cfg.push_ctas)),
             &cfg,
             mkernel::moe_combine_workspace_elems_needed(s, cfg.recv_capacity),
             even,
