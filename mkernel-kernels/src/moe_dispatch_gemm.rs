@@ -100,9 +100,10 @@ impl MoeShape {
 pub struct MoeDispatchConfig {
     /// The GEMM's tile ([`tiles`]).
     pub tile: TileConfig,
-    /// CTAs that route and push this rank's tokens (the first ones of the grid).
+    /// CTAs that route and push this rank's tokens (the first ones of the grid), then compute.
     pub push_ctas: u32,
-    /// CTAs of the launch: push CTAs, then compute CTAs.
+    /// CTAs of the launch: push CTAs, then compute CTAs; every one claims GEMM tiles (the push
+    /// CTAs once their pushes are out).
     pub grid: u32,
     /// Tokens of a (source rank, expert) segment per arrival flag.
     pub chunk_rows: u32,
@@ -114,7 +115,7 @@ impl std::fmt::Display for MoeDispatchConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}, {} push + {} compute CTAs, chunks of {} tokens, {} receive rows",
+            "{}, {} push + {} compute CTAs (all claim tiles), chunks of {} tokens, {} receive rows",
             self.tile,
             self.push_ctas,
             self.grid.saturating_sub(self.push_ctas),

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use cudarc::driver::CudaSlice;
 use half::bf16;
 use mkernel::check::{self, MoeRouting};
-use mkernel::{Error, MoeDispatchGemmOptions, MoeShape, TileConfig};
+use mkernel::baseline::Cublas;
+use mkernel::{Error, GemmAllReduceOptions, GemmShape, MoeDispatchGemmOptions, MoeShape, TileConfig};
 use mkernel_tests::moe::{self, Routing};
 use mkernel_tests::{ranks, Ranks};
 
@@ -181,7 +182,10 @@ fn matches_the_reference_at_world_sizes_2_3_4() {
     }
 }
 
-/// 60 calls back to back with fresh routings and data, each checked, on two ranks; then 8
+/// 60 calls back to back with fresh routings and data, each checked, on two ranks, every
+/// tenth followed by a checked GEMM + all-reduce on the same communicators (whose
+/// communication CTAs claim tiles from the same per-call counter as the dispatch's CTAs:
+/// a counter not reset between the kernels would leave tiles of either uncomputed); then 8
 /// calls enqueued without host synchronisation into their own outputs, checked at the end
 /// (a push into a peer still reading the call before would change that call's rows).
 #[test]
@@ -190,9 +194,31 @@ fn epochs_back_to_back() {
     let Some(g) = ranks("epochs_back_to_back", 2, 1 << 22, Duration::from_secs(20)) else { return };
     let seed = check::fresh_seed();
     let d = MoeDispatchGemmOptions::default();
+    // The all-reduce's operands: A [M, K] per rank (K its shard), B [N, K], out [M, N].
+    let ar = GemmShape { m: 1040, n: 2048, k: 256 };
+    let (m, n, k) = (ar.m as usize, ar.n as usize, ar.k as usize);
+    let mut ar_a: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(m * k).unwrap()).collect();
+    let mut ar_b: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(n * k).unwrap()).collect();
+    let mut ar_out: Vec<CudaSlice<bf16>> = g.streams.iter().map(|st| st.alloc_zeros(m * n).unwrap()).collect();
+    let mut blas: Vec<Cublas> = g.streams.iter().map(|st| Cublas::new(st).unwrap()).collect();
     for i in 0..60u64 {
         let t = [257 - (i as u32 % 50), 200 + (i as u32 % 57)];
         round(&g, s, &t, if i % 7 == 3 { Routing::AllToRankZero } else { Routing::Uniform }, seed.wrapping_add(i), d);
+        if i % 10 == 9 {
+            let case = check::AllReduceCase { shape: ar, world: 2, seed: seed.wrapping_add(1000 + i) };
+            for r in 0..2 {
+                case.fill_inputs(&g.streams[r], r as u32, &mut ar_a[r], &mut ar_b[r]).unwrap();
+                check::poison(&g.streams[r], &mut ar_out[r]).unwrap();
+            }
+            for r in 0..2 {
+                g.comms[r].gemm_allreduce(&g.streams[r], &ar_a[r], &ar_b[r], &mut ar_out[r], ar, GemmAllReduceOptions::default()).unwrap();
+            }
+            g.sync_all("all-reduce");
+            for r in 0..2 {
+                let cmp = case.verify(&g.streams[r], &mut blas[r], &ar_out[r]).unwrap();
+                assert!(cmp.passed(), "rank {r} all-reduce after dispatch call {i}: {cmp}");
+            }
+        }
     }
     let sets: Vec<Inputs> = (0..8).map(|i| inputs(2, s, &[257, 250], Routing::Uniform, seed.wrapping_add(1000 + i))).collect();
     let all: Vec<Vec<Bufs>> = sets.iter().map(|x| enqueue(&g, s, x, d)).collect();
@@ -200,7 +226,7 @@ fn epochs_back_to_back() {
     for (i, (x, bs)) in sets.iter().zip(all.iter()).enumerate() {
         verify(&g, bs, s, x, &format!("call {i} of 8 enqueued back to back"));
     }
-    eprintln!("ok {s:?}: 68 calls");
+    eprintln!("ok {s:?}: 68 calls, 6 all-reduces between them");
 }
 
 /// A bad expert id on one rank: its synchronize reports DeviceInput naming the entry, the

@@ -284,7 +284,8 @@ struct ControlBlock {
                       // never cleared: every later call is skipped (gemm_allreduce_kernel)
   u32 ctas_done;      // CTAs finished in this call (the last one advances `epoch`)
   u32 comm_done;      // communication CTAs finished in this call
-  u32 comm_next;      // next tile a communication CTA claims (one-shot, reduce and push paths)
+  u32 comm_next;      // next tile a communication CTA claims (one-shot, reduce and push paths), or
+                      // the next GEMM unit a CTA claims (the MoE dispatch: the engine's claimed units)
   u32 input_error_epoch;  // epoch of the call that recorded an input error (an MoE dispatch's
                           // expert id or receive capacity: KernelStatus), so it is recorded once
 };

@@ -978,6 +978,8 @@ __device__ void gemm_run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b,
   }
   static_assert(!OnTileStored::kClaimsUnits || (Cfg::kClusterSize == 1 && !OnTileStored::kSplitsLastWave),
                 "claimed units: no cluster (a pair's CTAs take their units together) and no split last wave");
+  static_assert(!OnTileStored::kClaimsUnits || gemm_claims_fit<Cfg>(),
+                "claimed units: the words fit a launch of kSmemBytes + kClaimExtraSmem (which the host must ask for)");
   const u32 k_blocks = (k + Cfg::BK - 1) / Cfg::BK;
   const bool can_split = OnTileStored::kSplitsLastWave && Cfg::kTmaEpilogue && Cfg::kClusterSize == 1;
   const WorkUnits units(sched.total, tile_stride, k_blocks, can_split ? split_slices : 1u);

@@ -400,7 +400,7 @@ __device__ void moe_push_role(const MoeDispatchParams& p, const WaitContext& ctx
   moe_push<WORLD>(p, ctx, sc, b, smem);
 }
 
-// Hook of the compute CTAs: each unit's A rows come from this rank's receive buffer once
+// Hook of the GEMM (every CTA's, the push CTAs' once their pushes are out): each unit's A rows come from this rank's receive buffer once
 // the chunks they meet have arrived, and its B is its segment's expert's (kGroupsB).
 template <class Cfg, u32 WORLD>
 struct MoeGatherA {
@@ -517,11 +517,12 @@ __device__ __forceinline__ void moe_dispatch_gemm_kernel(const MoeDispatchParams
                 (2 * kMoeMaxExperts + 1) * 4 <= Cfg::kSmemBytes, "the routing's arrays fit the launch's shared memory");
   const WaitContext ctx = begin_call(reinterpret_cast<ControlBlock*>(p.control), p.status, p.timeout_ns, p.rank);
   const bool skipped = skipped_call(ctx);
-  static_assert(gemm_claims_fit<Cfg>(), "the claimed units' words fit the launch's shared memory");
   extern __shared__ u8 smem_raw[];
   if (blockIdx.x < p.num_comm_ctas) {
     if (!skipped) moe_push_role<Cfg, WORLD>(p, ctx, blockIdx.x, reinterpret_cast<u32*>(smem_raw));
-    __syncthreads();  // (the routing's shared arrays are done with: the ring's mbarriers reuse them)
+    // (the routing's shared arrays are done with: the ring reuses their memory, TMA writing it)
+    fence_proxy_async_shared();
+    __syncthreads();
   }
   {  // every CTA, the push CTAs once their pushes are out: the GEMM's tiles are claimed
     const GemmSmem<Cfg> sm(smem_raw);
