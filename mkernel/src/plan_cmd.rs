@@ -785,6 +785,7 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             &cfg,
             mkernel::moe_workspace_elems_needed(cfg.recv_capacity, s.k),
             even,
+            s.experts / world,
             bench::floors::moe_dispatch_link_us(s.tokens, s.topk, s.k, world),
         ))
     };
@@ -795,9 +796,11 @@ fn plan_moe_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
 /// GEMM: the dispatch's whole grid, its tiles being claimed, the combine's compute CTAs) and its
 /// config `cfg` printed, the workspace it needs, an even routing's tiles and waves (with the
 /// capacity warning), and the floors (the even routing's GEMM, `link_us`).
-fn moe_planned(call: (mkernel::TileConfig, u32, u32, u32, u32), cfg: &dyn std::fmt::Display, workspace: u64, even: GemmShape, link_us: f64) -> Planned {
+fn moe_planned(call: (mkernel::TileConfig, u32, u32, u32, u32), cfg: &dyn std::fmt::Display, workspace: u64, even: GemmShape, local_experts: u32, link_us: f64) -> Planned {
     let (tile, grid, push_ctas, recv_capacity, compute) = call;
-    let tiles = tile.tiles(even.m, even.n);
+    // (the GEMM runs over the layout's rows in use: every segment padded to SEGMENT_ALIGN
+    // rows; helper-122: tiles over M alone were too few where a segment is not)
+    let tiles = tile.tiles(even_rows_in_use(even.m, local_experts), even.n);
     Planned::pushing(
         tile,
         grid,
@@ -839,6 +842,17 @@ fn moe_plan_rows(list: Vec<(String, mkernel::MoeShape)>, plan: impl Fn(mkernel::
             row(label, even, plan(s, even))
         })
         .collect()
+}
+
+/// The rows in use of a rank's layout (the GEMM's M) when `rows` are shared as evenly as
+/// they can be by `local_experts` experts: every segment padded to a multiple of
+/// `SEGMENT_ALIGN` rows (the dispatch's layout, `moe_segment_ends` in ops/moe_dispatch_gemm.cuh).
+pub(crate) fn even_rows_in_use(rows: u32, local_experts: u32) -> u32 {
+    let align = mkernel_kernels::moe_dispatch_gemm::SEGMENT_ALIGN as u64;
+    let el = local_experts.max(1) as u64;
+    let (each, extra) = (rows as u64 / el, rows as u64 % el);
+    let padded = |n: u64| n.div_ceil(align) * align;
+    (extra * padded(each + 1) + (el - extra) * padded(each)).min(u32::MAX as u64) as u32
 }
 
 /// A warning where a receive capacity is below the rows an even routing gives a rank (its
@@ -889,6 +903,7 @@ fn plan_moe_combine_rows(a: &PlanMoeArgs) -> BenchResult<PlanOutput> {
             &cfg,
             mkernel::moe_combine_workspace_elems_needed(s, cfg.recv_capacity),
             even,
+            s.experts / world,
             bench::floors::moe_combine_link_us(s.tokens, s.topk, s.n, world),
         ))
     };
@@ -1051,6 +1066,22 @@ mod tests {
         }
         let out = output(&["ring-attention", "--shape", "4294967295x1048576x256x256x64"]).unwrap();
         assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("exceed 2^40")), "{:?}", out.plans[0]);
+    }
+
+    /// An even routing's rows in use: every segment padded to 128 rows (helper-122: 128 rows
+    /// over 4 experts are 4 segments of 128, 4 row blocks, not 1).
+    #[test]
+    fn even_rows_in_use_pad_every_segment() {
+        assert_eq!(even_rows_in_use(128, 4), 4 * 128);
+        assert_eq!(even_rows_in_use(8192, 4), 8192);
+        assert_eq!(even_rows_in_use(1000, 128), 128 * 128);
+        assert_eq!(even_rows_in_use(130, 4), 4 * 128);
+        assert_eq!(even_rows_in_use(520, 4), 4 * 256, "130 rows an expert: two row blocks each");
+        assert_eq!(even_rows_in_use(0, 4), 0);
+        assert_eq!(even_rows_in_use(5, 8), 5 * 128, "five one-row segments padded, three empty ones");
+        assert_eq!(even_rows_in_use(u32::MAX, 1), u32::MAX);
+        let p = rows(&["moe-dispatch-gemm", "--tokens", "64", "--filter", "mixtral", "--n", "31744"]).unwrap();
+        assert!(p[0].1.config.contains("128 rows a rank, 496 tiles on 132 CTAs"), "{:?}", p[0].1.config);
     }
 
     /// plan moe-dispatch-gemm: the bench's shapes planned as the call would (the workspace

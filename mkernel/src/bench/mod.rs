@@ -71,16 +71,16 @@ pub enum BenchCmd {
     /// Fused all-gather + GEMM (each rank holds M / world rows of A) vs NCCL's all-gather then
     /// cuBLAS on the GPUs present (--share-gpu: ranks on GPU 0, no NCCL).
     AllgatherGemm(allgather_gemm::AgArgs),
-    /// Fused MoE dispatch + grouped GEMM (uniform top-k routing) vs cuBLAS per expert over the
-    /// received tokens (the experts' GEMMs alone, not yet with an all-to-all); --share-gpu:
-    /// ranks on GPU 0.
+    /// Fused MoE dispatch + grouped GEMM (uniform top-k routing) vs NCCL's all-to-all then cuBLAS
+    /// per expert over the received tokens on the GPUs present (--share-gpu: ranks on GPU 0, no
+    /// NCCL: against the experts' GEMMs alone).
     #[command(mut_arg("check", |a| a.help(MOE_DISPATCH_CHECK_HELP)), mut_arg("filter", |a| a.help(MOE_FILTER_HELP)))]
     MoeDispatchGemm(moe_dispatch_gemm::MoeArgs),
     /// Fused MoE grouped GEMM + combine (the way back: the experts' down projection, rows
     /// returned to their tokens' ranks and summed by their top-k weights; uniform top-k routing)
-    /// vs cuBLAS per expert over the received rows (the experts' GEMMs alone, no all-to-all or
-    /// weighted sum); --share-gpu: ranks on GPU 0.
-    #[command(mut_arg("check", |a| a.help(moe_combine_check_help())), mut_arg("filter", |a| a.help(MOE_FILTER_HELP)))]
+    /// vs cuBLAS per expert, NCCL's all-to-all back and the weighted sum on the GPUs present
+    /// (--share-gpu: ranks on GPU 0, no NCCL: against the experts' GEMMs alone).
+    #[command(mut_arg("check", |a| a.help(moe_combine_check_help())), mut_arg("filter", |a| a.help(MOE_COMBINE_FILTER_HELP)))]
     MoeGemmCombine(moe_dispatch_gemm::MoeArgs),
     /// Fused ring attention (each rank holds S positions of every sequence) vs NCCL's
     /// all-gather of K and V then the unfused attention (the same loop) on the GPUs present
@@ -109,6 +109,7 @@ fn moe_combine_check_help() -> String {
     )
 }
 const MOE_FILTER_HELP: &str = "Only shapes whose label or even routing's dimensions (MxNxK with M = tokens x topk, the rows a rank's experts get, e.g. \"8192x28672\") contain this text (case-sensitive)";
+const MOE_COMBINE_FILTER_HELP: &str = "Only shapes whose label or even routing's dimensions (MxNxK with M = tokens x topk, the rows a rank's experts get, N the hidden size, e.g. \"8192x4096\") contain this text (case-sensitive)";
 
 /// Options every benchmark takes.
 #[derive(Args, Clone, Debug)]
