@@ -226,10 +226,17 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout,
     }
     let need = workspace_elems_needed(cfg.recv_capacity, s.k);
     if need > l.capacity_elems {
+        // (the combine's refusal names the same argument; past 2^37 no communicator holds it:
+        // helper-122)
+        let fix = if need > crate::gemm_allreduce::MAX_CAPACITY_ELEMS {
+            "no communicator holds that (max_output_elems is at most 2^37): lower recv_capacity (the rows a rank can receive) or K".to_string()
+        } else {
+            format!("create the communicator with max_output_elems >= {need}, or lower recv_capacity")
+        };
         return Err(invalid(
-            "recv_capacity",
+            "max_output_elems",
             format!(
-                "the receive buffer, {} rows x K {} bf16, with the token counts needs a workspace of {need} elements, more than the communicator's {}; create it with max_output_elems >= {need}, or lower recv_capacity",
+                "the receive buffer, {} rows x K {} bf16, with the token counts needs a workspace of {need} elements, more than the communicator's {}; {fix}",
                 cfg.recv_capacity, s.k, l.capacity_elems
             ),
         ));
@@ -455,7 +462,7 @@ mod tests {
             assert!(err(s, MoeDispatchConfig { recv_capacity: c, ..good }, &b).contains("`recv_capacity`"), "{c}");
         }
         let m = err(s, good, &bufs(2, 1 << 20));
-        assert!(m.contains("`recv_capacity`") && m.contains("max_output_elems"), "{m}");
+        assert!(m.contains("`max_output_elems`") && m.contains("lower recv_capacity"), "{m}");
         // (send lists: 1024 experts x 1M tokens do not fit 32 MiB of scratch)
         let big = MoeShape { tokens: 1 << 20, max_tokens: 1 << 20, experts: 256, topk: 1, ..s };
         let m = err(big, MoeDispatchConfig { recv_capacity: 128, ..good }, &bufs(2, 1 << 30));

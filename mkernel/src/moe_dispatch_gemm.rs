@@ -264,7 +264,7 @@ mod tests {
         assert!(err(shape(), d, ctx(1, 132, 1 << 26)).contains("`world_size`"));
         assert!(err(MoeShape { experts: 9, ..shape() }, d, c).contains("`shape`"));
         let e = err(shape(), d, ctx(2, 132, 1 << 20));
-        assert!(e.contains("`recv_capacity`") && e.contains("max_output_elems"), "{e}");
+        assert!(e.contains("`max_output_elems`") && e.contains("lower recv_capacity"), "{e}");
         // (a capacity below the worst case fits the smaller workspace)
         let p = plan_moe_dispatch_gemm(shape(), MoeDispatchGemmOptions { recv_capacity: Some(384), ..d }, ctx(2, 132, 1 << 20)).unwrap();
         assert_eq!(p.recv_capacity, 384);
@@ -295,7 +295,7 @@ mod tests {
             assert_eq!(p.chunk_rows, 4096, "{ch}");
         }
         let e = plan_moe_dispatch_gemm(MoeShape { k: 4294967288, ..shape() }, d, ctx(2, 132, 1 << 37)).unwrap_err().to_string();
-        assert!(e.contains("`recv_capacity`") || e.contains("`shape`"), "{e}");
+        assert!(e.contains("`max_output_elems`") && e.contains("no communicator holds that") || e.contains("`shape`"), "{e}");
         let e = plan_moe_dispatch_gemm(shape(), MoeDispatchGemmOptions { recv_capacity: Some(1 << 31), ..d }, ctx(2, 132, 1 << 37)).unwrap_err().to_string();
         assert!(e.contains("`recv_capacity`") && e.contains("2^31"), "{e}");
         let e = plan_moe_dispatch_gemm(MoeShape { n: 1 << 30, ..shape() }, d, ctx(2, 132, 1 << 37)).unwrap_err().to_string();
@@ -304,7 +304,7 @@ mod tests {
         let need = crate::moe_workspace_elems_needed(16896, 2048);
         assert!(plan_moe_dispatch_gemm(shape(), d, ctx(2, 132, need)).is_ok());
         let e = plan_moe_dispatch_gemm(shape(), d, ctx(2, 132, need - 1)).unwrap_err().to_string();
-        assert!(e.contains(&format!("max_output_elems >= {need}")), "{e}");
+        assert!(e.contains("`max_output_elems`") && e.contains(&format!("max_output_elems >= {need}")), "{e}");
     }
 
     #[test]
