@@ -106,15 +106,16 @@ pub fn run(args: AgArgs) -> BenchResult<()> {
     if args.share_gpu {
         check_listed_shapes(&args.shape, args.gpus.unwrap_or(2))?;
     }
+    // (--filter before the driver: a filter matching nothing is a usage error with or without a GPU)
+    let mut list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect() };
+    list = super::filter_shapes(list, args.common.filter.as_deref())?;
     let present = mkernel::device_count()?;
     let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
     if !args.share_gpu && (world < 2 || world > present) {
         return Err(usage(format!("--gpus: an all-gather needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
-    let mut list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}x{}x{}", s.m, s.n, s.k), *s)).collect() };
     check_listed_shapes(&args.shape, world)?;
-    list = super::filter_shapes(list, args.common.filter.as_deref())?;
     // (the default list's shapes whose M the world size does not divide are left out)
     list.retain(|(_, s)| s.m % world as u32 == 0);
     if list.is_empty() {

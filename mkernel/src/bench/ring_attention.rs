@@ -138,14 +138,15 @@ pub fn run(args: RaArgs) -> BenchResult<()> {
     if let Some(s) = super::first_repeat(&args.shape) {
         return Err(usage(format!("--shape {} is listed twice (each shape is run once)", tag(s))));
     }
+    // (--filter before the driver: a filter matching nothing is a usage error with or without a GPU)
+    let list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}", tag(s)), *s)).collect() };
+    let list = super::filter_shapes_by(list, args.common.filter.as_deref(), tag)?;
     let present = mkernel::device_count()?;
     let world = if args.share_gpu { args.gpus.unwrap_or(2) } else { args.gpus.unwrap_or(present) };
     if !args.share_gpu && (world < 2 || world > present) {
         return Err(usage(format!("--gpus: ring attention needs 2 ranks or more, and {world} ranks need as many GPUs ({present} present); --share-gpu puts them on GPU 0")));
     }
     let devices: Vec<usize> = if args.share_gpu { vec![0; world] } else { (0..world).collect() };
-    let list = if args.shape.is_empty() { shapes() } else { args.shape.iter().map(|s| (format!("shape {}", tag(s)), *s)).collect() };
-    let list = super::filter_shapes_by(list, args.common.filter.as_deref(), tag)?;
     for (label, s) in &list {
         // (before the communicators: their workspace is sized by the largest shape's KV)
         mkernel_kernels::ring_attention::check_gathered_fits(*s, world as u32, mkernel_kernels::gemm_allreduce::MAX_CAPACITY_ELEMS)
