@@ -411,7 +411,12 @@ fn render(out: &PlanOutput) -> String {
         s += &format!(", world size {w}, {}", if c.gpu_shared == Some(true) { "ranks sharing a GPU (--sms: a rank's share)" } else { "a GPU per rank" });
     }
     if let Some(e) = c.max_output_elems {
-        s += &format!(", max_output_elems {e}{}", if c.bench_sized_workspace { " (sized as the bench sizes it for these shapes)" } else { "" });
+        if c.bench_sized_workspace && !out.plans.is_empty() && out.plans.iter().all(|p| p.refused.is_some()) {
+            // (the bench would refuse every shape, not create a workspace: helper-122)
+            s += ", max_output_elems: none (the bench would refuse every shape)";
+        } else {
+            s += &format!(", max_output_elems {e}{}", if c.bench_sized_workspace { " (sized as the bench sizes it for these shapes)" } else { "" });
+        }
     }
     if c.op == "gemm" {
         s += &match c.workspace_bytes {
@@ -1066,6 +1071,17 @@ mod tests {
         }
         let out = output(&["ring-attention", "--shape", "4294967295x1048576x256x256x64"]).unwrap();
         assert!(out.plans[0].refused.as_deref().is_some_and(|e| e.contains("`shape`") && e.contains("exceed 2^40")), "{:?}", out.plans[0]);
+    }
+
+    /// A plan whose every shape is refused, its workspace sized as the bench's: the header says
+    /// none is sized (helper-122: it read "max_output_elems 1"); one row planned: the size.
+    #[test]
+    fn all_refused_plans_size_no_workspace() {
+        let out = output(&["moe-dispatch-gemm", "--experts", "3"]).unwrap();
+        assert!(out.plans.iter().all(|p| p.refused.is_some()), "{out:?}");
+        assert!(render(&out).contains("max_output_elems: none (the bench would refuse every shape)"), "{}", render(&out));
+        let out = output(&["moe-dispatch-gemm", "--filter", "mixtral"]).unwrap();
+        assert!(render(&out).contains("(sized as the bench sizes it for these shapes)"), "{}", render(&out));
     }
 
     /// An even routing's rows in use: every segment padded to 128 rows (helper-122: 128 rows

@@ -111,8 +111,21 @@ impl MoeShapeArgs {
     /// The call's options (`recv_capacity` as given; a tile of the catalog, which the call
     /// itself refuses where the MoE dispatch has no kernel for it: `plan` shows that per shape).
     pub fn options(&self, recv_capacity: Option<u32>) -> BenchResult<MoeDispatchGemmOptions> {
-        let tile = super::parse_tile(self.tile.as_deref(), false)?;
+        let tile = parse_moe_tile(self.tile.as_deref())?;
         Ok(MoeDispatchGemmOptions { tile, push_ctas: self.push_ctas, chunk_rows: self.chunk_rows, recv_capacity })
+    }
+}
+
+/// --tile of the MoE benches and plans: a catalog tile's name (the call refuses one the MoE
+/// kernels lack, naming theirs); a name no tile has is refused listing the MoE calls' tiles,
+/// not the GEMM benches' long list (helper-122).
+pub(crate) fn parse_moe_tile(name: Option<&str>) -> BenchResult<Option<mkernel::TileConfig>> {
+    match name {
+        Some(n) if mkernel::TileConfig::by_name(n).is_none() => {
+            let names: Vec<String> = mkernel_kernels::moe_dispatch_gemm::tiles().map(|t| t.name()).collect();
+            Err(super::usage(format!("--tile {n}: expected one of the MoE calls' tiles, {}", names.join(", "))))
+        }
+        n => super::parse_tile(n, false),
     }
 }
 
@@ -489,6 +502,19 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// --tile: an unknown name is refused listing the MoE kernels' tiles (every one of them,
+    /// and none of the GEMM benches' families); a catalog name parses.
+    #[test]
+    fn unknown_tiles_are_refused_naming_the_moe_tiles() {
+        let e = parse_moe_tile(Some("bogus")).unwrap_err().to_string();
+        assert!(e.contains("--tile bogus") && !e.contains("swap-ab"), "{e}");
+        for t in mkernel_kernels::moe_dispatch_gemm::tiles() {
+            assert!(e.contains(&t.name()), "{e}: {t}");
+            assert_eq!(parse_moe_tile(Some(&t.name())).unwrap(), Some(t));
+        }
+        assert_eq!(parse_moe_tile(None).unwrap(), None);
+    }
 
     #[derive(Parser)]
     struct Cli {

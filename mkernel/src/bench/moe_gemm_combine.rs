@@ -105,7 +105,7 @@ pub(crate) fn workspace_elems(shapes: &[(String, MoeShape)], world: u32, recv_ca
 /// The combine's options from the flags (`recv_capacity` as given: the setup dispatch's; `plan
 /// moe-gemm-combine`'s too). --chunk-rows is not the combine's: the callers refuse it.
 pub(crate) fn options(a: &MoeShapeArgs, recv_capacity: Option<u32>) -> BenchResult<MoeGemmCombineOptions> {
-    let tile = super::parse_tile(a.tile.as_deref(), false)?;
+    let tile = super::moe_dispatch_gemm::parse_moe_tile(a.tile.as_deref())?;
     Ok(MoeGemmCombineOptions { tile, push_ctas: a.push_ctas, recv_capacity })
 }
 
