@@ -115,11 +115,12 @@ impl std::fmt::Display for MoeDispatchConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}, {} push + {} compute CTAs (all claim tiles), chunks of {} tokens, {} receive rows",
+            "{}, {} push + {} compute CTAs (all claim tiles), chunks of {} token{}, {} receive rows",
             self.tile,
             self.push_ctas,
             self.grid.saturating_sub(self.push_ctas),
             self.chunk_rows,
+            if self.chunk_rows == 1 { "" } else { "s" },
             self.recv_capacity
         )
     }

@@ -103,7 +103,11 @@ impl MoeShapeArgs {
                     k: self.k.unwrap_or(s.k),
                     ..s
                 };
-                (format!("{l} ({} tokens, {} experts, top-{}, {}x{})", s.tokens, s.experts, s.topk, s.n, s.k), s)
+                // (with --experts or --topk the label keeps the model's name only, not its
+                // "E8 top2": the sizes follow; helper-122)
+                let l = if self.experts.is_some() || self.topk.is_some() { l.split(" E").next().unwrap_or(&l).to_string() } else { l };
+                let tokens = if s.tokens == 1 { "1 token".to_string() } else { format!("{} tokens", s.tokens) };
+                (format!("{l} ({tokens}, {} experts, top-{}, {}x{})", s.experts, s.topk, s.n, s.k), s)
             })
             .collect()
     }
@@ -502,6 +506,27 @@ pub fn run(args: MoeArgs) -> BenchResult<()> {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    /// Labels after overrides: --experts / --topk drop the model's "E8 top2" (the sizes follow),
+    /// one token is "1 token"; without them the default labels.
+    #[test]
+    fn labels_follow_the_overrides() {
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            moe: MoeArgs,
+        }
+        let labels = |args: &[&str]| -> Vec<String> {
+            let cli = Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap();
+            cli.moe.shape.shapes().into_iter().map(|(l, _)| l).collect()
+        };
+        let d = labels(&[]);
+        assert!(d[0].starts_with("mixtral-like E8 top2 (4096 tokens, 8 experts, top-2,"), "{d:?}");
+        let e = labels(&["--experts", "4", "--tokens", "1"]);
+        assert!(e[0].starts_with("mixtral-like (1 token, 4 experts, top-2,") && !e[0].contains("E8"), "{e:?}");
+        assert!(e[1].starts_with("deepseek-v3-like (1 token, 4 experts, top-8,"), "{e:?}");
+        assert!(labels(&["--topk", "1"])[0].starts_with("mixtral-like (4096 tokens, 8 experts, top-1,"));
+    }
 
     /// --tile: an unknown name is refused listing the MoE kernels' tiles (every one of them,
     /// and none of the GEMM benches' families); a catalog name parses.
