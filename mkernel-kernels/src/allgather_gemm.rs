@@ -113,7 +113,10 @@ pub fn check_shape(shape: GemmShape, world: u32, capacity_elems: u64) -> Result<
     if gathered > capacity_elems {
         return Err(invalid(
             "shape",
-            format!("the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({capacity_elems} elements); create it with max_output_elems >= M x K"),
+            format!(
+                "the gathered A, M x K = {gathered} elements, exceeds the communicator workspace ({capacity_elems} elements); {}",
+                crate::gemm_allreduce::workspace_remedy(gathered, "split the call's rows (M) or K")
+            ),
         ));
     }
     Ok(())

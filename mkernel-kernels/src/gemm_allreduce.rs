@@ -51,6 +51,17 @@ const fn align256(x: u64) -> u64 {
 /// kernel's 32-bit flag stride, so every capacity this constant admits also makes a layout.
 pub const MAX_CAPACITY_ELEMS: u64 = 1 << 37;
 
+/// What to do about a call whose workspace must hold `need` elements, more than its
+/// communicator's: create one with `max_output_elems >= need`, or `shrink` (what of the call to
+/// make smaller); past [`MAX_CAPACITY_ELEMS`], which no communicator exceeds, only the latter.
+pub fn workspace_remedy(need: u64, shrink: &str) -> String {
+    if need > MAX_CAPACITY_ELEMS {
+        format!("no communicator holds that (the largest communicator workspace is 2^37 elements): {shrink}")
+    } else {
+        format!("create the communicator with max_output_elems >= {need}, or {shrink}")
+    }
+}
+
 impl WorkspaceLayout {
     /// A layout for outputs of up to `capacity_elems` elements of any shape, over
     /// `world` ranks. Errors name the rule when either is out of range.
@@ -1136,8 +1147,9 @@ pub fn validate(shape: GemmShape, cfg: &FusedConfig, bufs: &RankBuffers) -> Resu
         return Err(invalid(
             "out",
             format!(
-                "M*N = {elems} elements exceeds the communicator workspace ({} elements); create it with a larger max_output_elems",
-                bufs.layout.capacity_elems
+                "M*N = {elems} elements exceeds the communicator workspace ({} elements); {}",
+                bufs.layout.capacity_elems,
+                workspace_remedy(elems, "split the call's rows (M) or columns (N)")
             ),
         ));
     }

@@ -227,18 +227,15 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeDispatchConfig, l: WorkspaceLayout,
     }
     let need = workspace_elems_needed(cfg.recv_capacity, s.k);
     if need > l.capacity_elems {
-        // (the combine's refusal names the same argument; past 2^37 no communicator holds it:
-        // helper-122)
-        let fix = if need > crate::gemm_allreduce::MAX_CAPACITY_ELEMS {
-            "no communicator holds that (max_output_elems is at most 2^37): lower recv_capacity (the rows a rank can receive) or K".to_string()
-        } else {
-            format!("create the communicator with max_output_elems >= {need}, or lower recv_capacity")
-        };
+        // (the combine's refusal names the same argument: helper-122)
         return Err(invalid(
             "max_output_elems",
             format!(
-                "the receive buffer, {} rows x K {} bf16, with the token counts needs a workspace of {need} elements, more than the communicator's {}; {fix}",
-                cfg.recv_capacity, s.k, l.capacity_elems
+                "the receive buffer, {} rows x K {} bf16, with the token counts needs a workspace of {need} elements, more than the communicator's {}; {}",
+                cfg.recv_capacity,
+                s.k,
+                l.capacity_elems,
+                crate::gemm_allreduce::workspace_remedy(need, "lower recv_capacity (the rows a rank can receive) or K")
             ),
         ));
     }

@@ -20,7 +20,7 @@ use cudarc::driver::CudaStream;
 use crate::driver::{self, LaunchDims, Runtime, Swizzle, Tensor2d};
 use crate::error::{invalid, Result};
 use crate::gemm::{Epilogue, GemmShape, TileConfig};
-use crate::gemm_allreduce::{RankBuffers, WorkspaceLayout, MAX_CAPACITY_ELEMS};
+use crate::gemm_allreduce::{workspace_remedy, RankBuffers, WorkspaceLayout};
 use crate::jit::KernelSource;
 use crate::moe_dispatch_gemm::{MoeShape, MAX_TMA_ROWS, SEGMENT_ALIGN};
 use crate::params::MoeCombineParams;
@@ -163,11 +163,7 @@ pub fn check_workspace(s: MoeShape, cfg: &MoeCombineConfig, l: WorkspaceLayout, 
             cfg.recv_capacity,
             l.capacity_elems
         );
-        let fix = if need > MAX_CAPACITY_ELEMS {
-            "no communicator holds that (max_output_elems is at most 2^37): combine fewer tokens a call (max_tokens) or fewer columns (N)".to_string()
-        } else {
-            format!("create the communicator with max_output_elems >= {need}")
-        };
+        let fix = workspace_remedy(need, "combine fewer tokens a call (max_tokens) or fewer columns (N)");
         return Err(invalid("max_output_elems", format!("{what}; {fix}")));
     }
     let tiles = capacity_tiles(s, cfg.tile, cfg.recv_capacity);

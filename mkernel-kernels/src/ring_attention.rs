@@ -585,17 +585,13 @@ pub unsafe fn launch_unfused(
 /// which to change.
 pub fn check_gathered_fits(s: AttentionShape, world: u32, capacity_elems: u64) -> Result<()> {
     let need = s.gathered_elems(world);
-    let max = crate::gemm_allreduce::MAX_CAPACITY_ELEMS;
-    if need > max {
-        return Err(invalid(
-            "shape",
-            format!("the gathered keys and values, {world} x 2 x B x S x Hkv x D = {need} elements, exceed the largest communicator workspace ({max} elements, 2^37): split the call into fewer sequences or positions"),
-        ));
-    }
     if need > capacity_elems {
         return Err(invalid(
             "shape",
-            format!("the gathered keys and values, {world} x 2 x B x S x Hkv x D = {need} elements, exceed the communicator workspace ({capacity_elems} elements); create it with max_output_elems >= {need}"),
+            format!(
+                "the gathered keys and values, {world} x 2 x B x S x Hkv x D = {need} elements, exceed the communicator workspace ({capacity_elems} elements); {}",
+                crate::gemm_allreduce::workspace_remedy(need, "split the call into fewer sequences or positions")
+            ),
         ));
     }
     Ok(())
